@@ -1,0 +1,1 @@
+"""The `accelenv` command line: thin — parse, call the domain or the HTTP client, render, exit."""

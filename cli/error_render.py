@@ -1,0 +1,54 @@
+"""The one place that turns an AccelenvError into terminal output and an exit code.
+
+Rendered like pip does: ``error: <code>``, the message, each cause, the hint. Tracebacks only with -v
+(``ACCELENV_VERBOSE=1``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+from collections.abc import Iterator
+
+import typer
+
+from compat_service.domain.errors import AccelenvError
+
+
+def render_error(err: AccelenvError, *, as_json: bool = False) -> None:
+    if as_json:
+        sys.stdout.write(err.to_body().model_dump_json(indent=2) + "\n")
+        return
+    out = sys.stderr
+    out.write(f"error: {err.code}\n\n")
+    out.write(f"× {err.message}\n")
+    for cause in err.causes:
+        line = f"  ╰─> {cause.constraint}  (from {cause.origin})"
+        if cause.detail:
+            line += f": {cause.detail}"
+        out.write(line + "\n")
+    if err.alternatives:
+        out.write("\nWhat would work:\n")
+        for alt in err.alternatives:
+            req = " ".join(f"--{k.replace('_', '-')} {v}" for k, v in alt.request.items())
+            out.write(f"  • {alt.description}" + (f"   [{req}]" if req else "") + "\n")
+    if err.hint:
+        out.write(f"\nhint: {err.hint}\n")
+
+
+@contextlib.contextmanager
+def guarded(*, as_json: bool = False) -> Iterator[None]:
+    """Run a command body; map AccelenvError to rendered output and its exit code."""
+    try:
+        yield
+    except AccelenvError as err:
+        if os.environ.get("ACCELENV_VERBOSE"):
+            raise
+        render_error(err, as_json=as_json)
+        raise typer.Exit(err.exit_code) from None
+
+
+def dump_json(payload: object) -> None:
+    sys.stdout.write(json.dumps(payload, indent=2, sort_keys=False) + "\n")

@@ -1,0 +1,30 @@
+"""Entry point of the `accelenv` console script.
+
+Each command group lives in its own module and registers itself here. Command modules import nothing
+heavy at module level (no FastAPI, SQLModel, torch, rich tables): `accelenv resolve` must start fast.
+"""
+
+from __future__ import annotations
+
+import typer
+
+from cli import db_cmd, doctor_cmd, matrix_cmd, probe_cmd, resolve_cmd
+
+app = typer.Typer(
+    name="accelenv",
+    help="Which PyTorch install works on this accelerator host — with evidence.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+for module in (resolve_cmd, matrix_cmd, db_cmd, probe_cmd, doctor_cmd):
+    module.register(app)
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,37 @@
+"""Settings for the service and the database commands (pydantic-settings, prefix ACCELENV_).
+
+Built by whoever needs them (the app factory, a CLI command), never at import time, so tests inject their
+own. Flag > environment variable > default.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+def default_database_url() -> str:
+    """An SQLite file in the user's data directory: the embedded default, no server to set up."""
+    from platformdirs import user_data_dir
+
+    path = Path(user_data_dir("accelenv", appauthor=False)) / "accelenv.sqlite3"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return f"sqlite:///{path}"
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="ACCELENV_", extra="ignore")
+
+    database_url: str = Field(default_factory=default_database_url)
+    #: directory holding matrix_data; null = the bundled copy
+    matrix_path: Path | None = None
+    #: largest request body the API accepts, in bytes
+    max_body_bytes: int = 1_000_000
+    #: distinct hosts whose passing reports make a matrix cell "verified"
+    verified_min_hosts: int = 2
+    #: Cache-Control max-age for GET responses
+    cache_max_age_s: int = 60
+    #: load the bundled matrix into an empty database when the service starts
+    load_matrix_on_start: bool = True

@@ -1,0 +1,1 @@
+"""Pure logic: pydantic + packaging only. No web framework, database or HTTP client here."""

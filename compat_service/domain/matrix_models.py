@@ -1,0 +1,351 @@
+"""The schema of matrix_data: one pydantic model per file and per row.
+
+Conventions every file follows:
+- ``null`` means *unknown* (no source gives it). A key that is required must be present, even if null,
+  so an omission is an error and never silently "unknown".
+- Every row carries ``source``: one or more keys defined in ``sources.yaml``.
+- Versions are strings (``"12.1"``, ``"530.30.02"``, ``"2.3.1"``); they are checked with ``packaging``.
+- Platforms are ``{os}-{arch}``: ``linux-x86_64``, ``linux-aarch64``, ``windows-x86_64``, ``macos-arm64``,
+  ``macos-x86_64``.
+- Unknown keys are errors (``extra="forbid"``): a typo must not turn into a silently ignored fact.
+
+Cross-file rules (dangling source keys, a CUDA variant without a driver row, duplicates, ...) live in
+``matrix_validation``; this module only describes the shape of each file.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from typing import Literal
+
+from packaging.version import InvalidVersion, Version
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+Platform = Literal["linux-x86_64", "linux-aarch64", "windows-x86_64", "macos-arm64", "macos-x86_64"]
+PLATFORMS: tuple[str, ...] = ("linux-x86_64", "linux-aarch64", "windows-x86_64", "macos-arm64", "macos-x86_64")
+BackendFamily = Literal["cpu", "cuda", "rocm", "xpu", "mps", "npu", "mlu"]
+Confidence = Literal["primary", "secondary", "third-party"]
+
+_PYTHON_RE = re.compile(r"^3\.\d{1,2}t?$")
+_ARCH_RE = re.compile(r"^(sm_\d{2,3}[af]?|gfx[0-9a-f]{3,5}|compute_\d{2,3})$")
+
+
+def _check_version(value: str | None) -> str | None:
+    if value is None:
+        return None
+    try:
+        Version(value)
+    except InvalidVersion as exc:
+        raise ValueError(f"{value!r} is not a valid version string") from exc
+    return value
+
+
+class Row(BaseModel):
+    """Base of every data row: strict keys, and a source that is never empty."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    source: list[str] = Field(min_length=1, description="keys into sources.yaml")
+    note: str | None = None
+
+    @field_validator("source", mode="before")
+    @classmethod
+    def _one_or_many(cls, value: object) -> object:
+        return [value] if isinstance(value, str) else value
+
+
+class Versioned(BaseModel):
+    """A single sourced value: ``{version: "0.18.1", source: [...]}``; version null = unknown."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    version: str | None
+    source: list[str] = Field(default_factory=list)
+    note: str | None = None
+
+    @field_validator("source", mode="before")
+    @classmethod
+    def _one_or_many(cls, value: object) -> object:
+        if value is None:
+            return []
+        return [value] if isinstance(value, str) else value
+
+    @field_validator("version")
+    @classmethod
+    def _version(cls, value: str | None) -> str | None:
+        return _check_version(value)
+
+
+# --------------------------------------------------------------------------- sources.yaml
+
+
+class Source(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    key: str = Field(pattern=r"^[a-z0-9_]+$")
+    title: str
+    url: str | None = None
+    confidence: Confidence
+    retrieved: dt.date | None = None
+    note: str | None = None
+
+
+class SourcesFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    schema_: Literal["sources/v1"] = Field(alias="schema")
+    sources: list[Source]
+
+
+# --------------------------------------------------------------------------- build_variants.yaml
+
+
+class BuildVariant(Row):
+    """A build label and the wheel index it lives on, e.g. cu121 -> .../whl/cu121."""
+
+    label: str = Field(pattern=r"^(cpu|cu\d{3}|rocm\d+\.\d+(\.\d+)?|xpu)$")
+    family: Literal["cpu", "cuda", "rocm", "xpu"]
+    #: toolkit/runtime version the label stands for: "12.1" for cu121, "6.0" for rocm6.0; null for cpu/xpu
+    runtime: str | None
+    #: the full toolkit the binaries were built with where sourced (e.g. "12.8.1"), else null
+    runtime_full: str | None = None
+    index_url: str
+
+    @field_validator("runtime", "runtime_full")
+    @classmethod
+    def _runtime(cls, value: str | None) -> str | None:
+        return _check_version(value)
+
+
+class BuildVariantsFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    schema_: Literal["build_variants/v1"] = Field(alias="schema")
+    variants: list[BuildVariant]
+
+
+# --------------------------------------------------------------------------- torch_releases.yaml
+
+
+class VariantAvailability(Row):
+    """One build variant of a torch minor and the platforms it was published for."""
+
+    label: str
+    platforms: list[Platform] = Field(min_length=1)
+    #: patches of the minor that have this variant; null = all patches of the minor
+    patches: list[str] | None = None
+
+
+class PythonSupport(Row):
+    """The CPython versions (``3.13t`` = free-threaded) with wheels; ``platforms`` limits an entry."""
+
+    versions: list[str] = Field(min_length=1)
+    #: null = every platform the release has wheels for
+    platforms: list[Platform] | None = None
+
+    @field_validator("versions")
+    @classmethod
+    def _python_versions(cls, versions: list[str]) -> list[str]:
+        for v in versions:
+            if not _PYTHON_RE.match(v):
+                raise ValueError(f"{v!r} is not a Python version like '3.11' or '3.13t'")
+        return versions
+
+
+class TorchPatch(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    version: str
+    release_date: dt.date | None
+    release_date_source: list[str] = Field(default_factory=list)
+    torchvision: Versioned
+    torchaudio: Versioned
+    triton: Versioned
+    #: replaces the minor's ``python`` list for this patch only (2.12.0 has 3.13t, 2.12.1 does not)
+    python_override: list[PythonSupport] | None = None
+    note: str | None = None
+
+    @field_validator("version")
+    @classmethod
+    def _version(cls, value: str | None) -> str | None:
+        return _check_version(value)
+
+    @field_validator("release_date_source", mode="before")
+    @classmethod
+    def _one_or_many(cls, value: object) -> object:
+        if value is None:
+            return []
+        return [value] if isinstance(value, str) else value
+
+
+class DefaultIndexEntry(Row):
+    """Which build the plain default package index serves for a platform (no index option)."""
+
+    platform: Platform
+    #: build label, e.g. "cu121" on linux-x86_64 for torch 2.3, "cpu" on windows; null = unknown
+    label: str | None
+
+
+class TorchMinor(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    minor: str = Field(pattern=r"^\d+\.\d+$")
+    status: Literal["released", "partial"] = "released"
+    #: the option the official install commands use: "--index-url" or "--extra-index-url"
+    index_option: Literal["--index-url", "--extra-index-url"] | None
+    index_option_source: list[str] = Field(default_factory=list)
+    python: list[PythonSupport]
+    variants: list[VariantAvailability]
+    default_index: list[DefaultIndexEntry]
+    patches: list[TorchPatch] = Field(min_length=1)
+    note: str | None = None
+
+
+class TorchReleasesFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    schema_: Literal["torch_releases/v1"] = Field(alias="schema")
+    minors: list[TorchMinor]
+
+
+# --------------------------------------------------------------------------- cuda.yaml
+
+
+class CudaToolkit(Row):
+    """A CUDA toolkit release and the driver that shipped with it (no minor-version compatibility)."""
+
+    version: str
+    min_driver_linux: str | None
+    min_driver_windows: str | None
+
+    @field_validator("version")
+    @classmethod
+    def _version(cls, value: str | None) -> str | None:
+        return _check_version(value)
+
+
+class MinorVersionCompat(Row):
+    """NVIDIA minor-version compatibility: CUDA ``major``.x runs on a driver >= floor (with caveats)."""
+
+    cuda_major: int
+    min_driver_linux: str | None
+    min_driver_windows: str | None
+    #: first driver branch that belongs to the next major; null = open-ended
+    below_driver: str | None = None
+
+
+class CudaFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    schema_: Literal["cuda/v1"] = Field(alias="schema")
+    toolkits: list[CudaToolkit]
+    minor_version_compatibility: list[MinorVersionCompat]
+
+
+# --------------------------------------------------------------------------- gpu_archs.yaml
+
+
+class ArchList(Row):
+    """The GPU architectures a build variant ships kernels (and PTX) for, for a range of torch releases."""
+
+    #: PEP 440 specifier over torch versions, e.g. ">=2.11,<2.12"
+    torch: str
+    variant: str
+    platforms: list[Platform] = Field(min_length=1)
+    archs: list[str] = Field(min_length=1)
+    #: the newest arch shipped as PTX (runs on newer GPUs via JIT); null = none or unknown
+    ptx: str | None = None
+
+    @field_validator("archs")
+    @classmethod
+    def _archs(cls, archs: list[str]) -> list[str]:
+        for a in archs:
+            if not _ARCH_RE.match(a):
+                raise ValueError(f"{a!r} is not a GPU architecture like 'sm_90' or 'gfx942'")
+        return archs
+
+
+class GpuArchsFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    schema_: Literal["gpu_archs/v1"] = Field(alias="schema")
+    arch_lists: list[ArchList]
+
+
+# --------------------------------------------------------------------------- rocm.yaml, xpu.yaml, mps.yaml
+
+
+class RocmRelease(Row):
+    version: str
+    #: gfx targets AMD lists as supported for this ROCm release on Linux; null = unknown
+    gfx_targets: list[str] | None
+    #: minimum amdgpu kernel driver where sourced
+    min_driver: str | None = None
+
+
+class RocmFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    schema_: Literal["rocm/v1"] = Field(alias="schema")
+    releases: list[RocmRelease]
+
+
+class XpuSupport(Row):
+    torch: str  # specifier over torch versions
+    driver_requirement: str | None
+    hardware: list[str] | None
+
+
+class XpuFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    schema_: Literal["xpu/v1"] = Field(alias="schema")
+    support: list[XpuSupport]
+
+
+class MpsSupport(Row):
+    torch: str  # specifier over torch versions
+    min_macos: str | None
+
+
+class MpsFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    schema_: Literal["mps/v1"] = Field(alias="schema")
+    support: list[MpsSupport]
+
+
+# --------------------------------------------------------------------------- vendor PrivateUse1 plugins
+
+
+class AscendNpuRow(Row):
+    """torch_npu <-> torch <-> CANN <-> Python, as Ascend documents it (CPU torch plus the plugin)."""
+
+    torch_npu: str
+    torch: str
+    cann: str | None
+    python: list[str] | None
+    #: the branch/tag in Ascend's repository, e.g. v2.12.0-26.1.0
+    branch: str | None = None
+    status: Literal["active", "maintained", "eol"] | None = None
+
+
+class CambriconMluRow(Row):
+    """torch_mlu <-> torch <-> Cambricon toolkit (CTR) <-> driver, as Cambricon documents it."""
+
+    torch_mlu: str
+    torch: str
+    toolkit: str | None
+    driver: str | None
+    python: list[str] | None
+
+
+class VendorFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    schema_: Literal["vendor_backends/v1"] = Field(alias="schema")
+    ascend_npu: list[AscendNpuRow]
+    cambricon_mlu: list[CambriconMluRow]
+    #: the install recipe in words per vendor (which torch wheel, which index, which plugin)
+    install_notes: dict[str, str] = Field(default_factory=dict)

@@ -1,0 +1,99 @@
+"""The probe report: one versioned schema, produced by probes/ (as plain JSON) and validated here.
+
+The probes cannot import this module (they run on hosts with only Python and torch); they write JSON that
+must validate against ``ProbeReport``. The service publishes ``ProbeReport.model_json_schema()`` and the
+repository keeps the same schema in ``compat_service/schemas/probe-report.v1.json`` (a test keeps the two
+equal).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SCHEMA_VERSION = "1"
+
+CheckGroup = Literal["detect", "smoke", "ops", "allocator", "amp", "distributed"]
+CheckStatus = Literal["passed", "failed", "unsupported", "skipped", "timeout", "crashed", "error"]
+CHECK_STATUSES: tuple[str, ...] = ("passed", "failed", "unsupported", "skipped", "timeout", "crashed", "error")
+
+# Limits that keep a hostile or broken report from costing the service memory or storage.
+MAX_CHECKS = 5000
+MAX_DEVICES = 64
+MAX_TEXT = 4000
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ToolInfo(_Strict):
+    name: str = Field(max_length=64)
+    version: str = Field(max_length=64)
+
+
+class Environment(_Strict):
+    """What decides compatibility on the probed host. No hostname, user name or secrets."""
+
+    torch_version: str = Field(max_length=64, description="torch.__version__, e.g. '2.3.1+cu121'")
+    #: build label: 'cpu', 'cu121', 'rocm6.0', 'xpu', ... derived from torch.version.cuda/hip or the local tag
+    torch_build: str | None = Field(default=None, max_length=32)
+    python_version: str = Field(max_length=32, description="e.g. '3.11.7'; '3.13.1t' for free-threaded")
+    os: Literal["linux", "windows", "macos", "other"]
+    arch: str = Field(max_length=32, description="x86_64, aarch64, arm64")
+    #: the device type probed: 'cpu', 'cuda', 'mps', 'xpu', or a PrivateUse1 name such as 'npu', 'mlu', 'refdev'
+    backend: str = Field(max_length=32)
+    #: CUDA / HIP / CANN / ... version torch was built with or the backend reports; null = none/unknown
+    runtime_version: str | None = Field(default=None, max_length=64)
+    driver_version: str | None = Field(default=None, max_length=64)
+    #: the architecture of the probed device: 'sm_90', 'gfx942', the PrivateUse1 backend name, or null
+    device_arch: str | None = Field(default=None, max_length=64)
+    device_name: str | None = Field(default=None, max_length=256)
+    #: salted sha256 of stable host facts; counts distinct hosts without identifying them
+    host_fingerprint: str = Field(min_length=16, max_length=128)
+    companions: dict[str, str | None] = Field(default_factory=dict, max_length=32)
+    extra: dict[str, Any] = Field(default_factory=dict, max_length=64)
+
+
+class Device(_Strict):
+    index: int = Field(ge=0)
+    type: str = Field(max_length=32)
+    name: str | None = Field(default=None, max_length=256)
+    arch: str | None = Field(default=None, max_length=64)
+    capability: str | None = Field(default=None, max_length=16)
+    total_memory_bytes: int | None = Field(default=None, ge=0)
+    #: verdict "this build ships kernels (or PTX) for this device"; null = cannot tell
+    kernels_for_device: bool | None = None
+    extra: dict[str, Any] = Field(default_factory=dict, max_length=64)
+
+
+class CheckResult(_Strict):
+    #: stable dotted id, e.g. 'smoke.train_step', 'ops.add.Tensor.float16', 'allocator.cache_reuse'
+    id: str = Field(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9_.:\-\[\]]+$")
+    group: CheckGroup
+    status: CheckStatus
+    duration_s: float = Field(ge=0)
+    detail: str | None = Field(default=None, max_length=MAX_TEXT)
+    #: structured facts: {'aten_op': 'aten::mm', 'dtype': 'float16', 'max_abs_err': 0.1, 'signal': 'SIGSEGV', ...}
+    data: dict[str, Any] = Field(default_factory=dict, max_length=64)
+
+
+class Summary(_Strict):
+    total: int = Field(ge=0)
+    counts: dict[CheckStatus, int]
+    #: true when no check is failed, timeout, crashed or error
+    ok: bool
+
+
+class ProbeReport(_Strict):
+    schema_version: Literal["1"]
+    report_id: uuid.UUID
+    created_at: dt.datetime
+    tool: ToolInfo
+    environment: Environment
+    devices: list[Device] = Field(max_length=MAX_DEVICES)
+    checks: list[CheckResult] = Field(max_length=MAX_CHECKS)
+    summary: Summary
