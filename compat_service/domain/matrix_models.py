@@ -349,3 +349,35 @@ class VendorFile(BaseModel):
     cambricon_mlu: list[CambriconMluRow]
     #: the install recipe in words per vendor (which torch wheel, which index, which plugin)
     install_notes: dict[str, str] = Field(default_factory=dict)
+
+
+# --------------------------------------------------------------------------- the whole matrix
+
+#: file name -> model, in load order. Each file holds one table.
+MATRIX_FILES: dict[str, type[BaseModel]] = {
+    "sources.yaml": SourcesFile,
+    "build_variants.yaml": BuildVariantsFile,
+    "torch_releases.yaml": TorchReleasesFile,
+    "cuda.yaml": CudaFile,
+    "gpu_archs.yaml": GpuArchsFile,
+    "rocm.yaml": RocmFile,
+    "xpu.yaml": XpuFile,
+    "mps.yaml": MpsFile,
+    "vendor_backends.yaml": VendorFile,
+}
+
+
+class MatrixData(BaseModel):
+    """Every matrix_data file, parsed. Built by ``matrix_loader.load_matrix_data`` after validation."""
+
+    model_config = ConfigDict(frozen=True)
+
+    sources: SourcesFile
+    build_variants: BuildVariantsFile
+    torch_releases: TorchReleasesFile
+    cuda: CudaFile
+    gpu_archs: GpuArchsFile
+    rocm: RocmFile
+    xpu: XpuFile
+    mps: MpsFile
+    vendor_backends: VendorFile
