@@ -1,9 +1,273 @@
-"""`accelenv db` commands (placeholder: registers nothing yet)."""
+"""`accelenv db init|upgrade|current|load`, `accelenv token create|revoke|list`, `accelenv serve`.
+
+Every command works on the database named by ``--database-url`` > ``ACCELENV_DATABASE_URL`` > the
+embedded SQLite file in the user data directory. The database layer and the web stack are imported inside
+the commands, so `accelenv resolve` does not pay for them.
+
+`serve` on SQLite migrates and loads the bundled matrix into an empty database (first start needs no
+set-up). On PostgreSQL it requires `accelenv db upgrade` first — several replicas must not race to
+migrate — unless ``ACCELENV_AUTO_MIGRATE=true``; an unmigrated database exits 9 with that hint.
+"""
 
 from __future__ import annotations
 
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
 import typer
+
+from cli.error_render import dump_json, guarded
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Engine
+
+    from compat_service.config import Settings
+
+db_app = typer.Typer(name="db", help="Create, migrate and load the service database.", no_args_is_help=True)
+token_app = typer.Typer(name="token", help="API tokens for writes (reports, admin).", no_args_is_help=True)
+
+DatabaseUrl = Annotated[
+    str | None,
+    typer.Option(
+        "--database-url", help="SQLAlchemy URL; default: ACCELENV_DATABASE_URL or the embedded SQLite file"
+    ),
+]
+JsonFlag = Annotated[bool, typer.Option("--json", help="print JSON instead of text")]
+
+
+def _settings(database_url: str | None) -> Settings:
+    from compat_service.config import Settings
+
+    return Settings(database_url=database_url) if database_url else Settings()
+
+
+def _engine(database_url: str | None) -> Engine:
+    from compat_service.db.engine import make_engine
+
+    return make_engine(_settings(database_url).database_url)
+
+
+def _say(text: str) -> None:
+    sys.stderr.write(text + "\n")
+
+
+@db_app.command("init")
+def db_init(database_url: DatabaseUrl = None) -> None:
+    """Create the schema (apply every migration) in a new or existing database."""
+    with guarded():
+        from compat_service.db import migrate
+        from compat_service.db.engine import describe
+
+        engine = _engine(database_url)
+        migrate.upgrade(engine)
+        _say(f"database {describe(engine)} is at schema {migrate.current_revision(engine)}")
+        engine.dispose()
+
+
+@db_app.command("upgrade")
+def db_upgrade(database_url: DatabaseUrl = None) -> None:
+    """Apply pending migrations."""
+    with guarded():
+        from compat_service.db import migrate
+        from compat_service.db.engine import describe
+
+        engine = _engine(database_url)
+        before = migrate.current_revision(engine)
+        migrate.upgrade(engine)
+        after = migrate.current_revision(engine)
+        change = "already at" if before == after else f"{before or 'empty'} ->"
+        _say(f"database {describe(engine)}: {change} {after}")
+        engine.dispose()
+
+
+@db_app.command("wait")
+def db_wait(
+    timeout: Annotated[float, typer.Option("--timeout", min=0, help="seconds to keep trying")] = 60.0,
+    database_url: DatabaseUrl = None,
+) -> None:
+    """Wait until the database accepts connections (exit 9 after --timeout): for container entrypoints."""
+    with guarded():
+        import time
+
+        from compat_service.db.engine import check_reachable, describe
+        from compat_service.domain.errors import DatabaseNotReadyError
+
+        engine = _engine(database_url)
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                check_reachable(engine)
+                break
+            except DatabaseNotReadyError as err:
+                if time.monotonic() >= deadline:
+                    err.message += f" (waited {timeout:g} s)"
+                    raise
+                time.sleep(1.0)
+        _say(f"database {describe(engine)} is reachable")
+        engine.dispose()
+
+
+@db_app.command("current")
+def db_current(database_url: DatabaseUrl = None, as_json: JsonFlag = False) -> None:
+    """Show the schema revision and the loaded matrix; exit 9 when the schema is not at head."""
+    with guarded(as_json=as_json):
+        from compat_service.db.engine import describe
+        from compat_service.db.readiness import readiness
+
+        engine = _engine(database_url)
+        report = readiness(engine)
+        engine.dispose()
+        if as_json:
+            dump_json(report.model_dump(mode="json"))
+        else:
+            sys.stdout.write(f"database {describe(engine)}\n")
+            for check in report.checks:
+                sys.stdout.write(f"  {'ok ' if check.ok else 'NOT'} {check.name}: {check.detail}\n")
+        schema_ok = any(c.name == "schema" and c.ok for c in report.checks)
+        if not schema_ok:
+            raise typer.Exit(9)
+
+
+@db_app.command("load")
+def db_load(
+    path: Annotated[
+        Path | None, typer.Argument(help="a matrix_data directory; default: the bundled one")
+    ] = None,
+    database_url: DatabaseUrl = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Validate matrix_data and load it (idempotent; a bad file set is rejected whole, exit 4)."""
+    with guarded(as_json=as_json):
+        from compat_service.db import migrate
+        from compat_service.importer import import_matrix
+
+        engine = _engine(database_url)
+        migrate.require_head(engine)
+        result = import_matrix(engine, path)
+        engine.dispose()
+        if as_json:
+            dump_json(
+                {
+                    "load_id": result.load_id,
+                    "content_hash": result.content_hash,
+                    "changed": result.changed,
+                    "counts": result.counts,
+                }
+            )
+            return
+        verb = "loaded" if result.changed else "unchanged: already loaded"
+        rows = ", ".join(f"{name} {n}" for name, n in result.counts.items())
+        _say(f"{verb} matrix {result.content_hash[:16]} (load {result.load_id}); rows: {rows}")
+
+
+@token_app.command("create")
+def token_create(
+    scope: Annotated[
+        str, typer.Option("--scope", help="report (submit probe reports) or admin (everything)")
+    ],
+    note: Annotated[str | None, typer.Option("--note", help="who or what the token is for")] = None,
+    database_url: DatabaseUrl = None,
+) -> None:
+    """Create a token and print it once (only its hash is stored)."""
+    with guarded():
+        from compat_service.db import migrate
+        from compat_service.db.models import ApiTokenCreate
+        from compat_service.db.tokens import create_token
+
+        engine = _engine(database_url)
+        migrate.require_head(engine)
+        public, secret = create_token(engine, ApiTokenCreate(scope=scope, note=note))
+        engine.dispose()
+        sys.stdout.write(secret + "\n")
+        _say(f"token {public.id} (scope {public.scope}) created; it is shown only now, store it safely")
+
+
+@token_app.command("revoke")
+def token_revoke(
+    token_id: Annotated[int, typer.Argument(help="the id `accelenv token list` shows")],
+    database_url: DatabaseUrl = None,
+) -> None:
+    """Revoke a token: requests with it get 401 from now on."""
+    with guarded():
+        from compat_service.db import migrate
+        from compat_service.db.tokens import revoke_token
+
+        engine = _engine(database_url)
+        migrate.require_head(engine)
+        public = revoke_token(engine, token_id)
+        engine.dispose()
+        _say(f"token {public.id} (scope {public.scope}) revoked at {public.revoked_at:%Y-%m-%d %H:%M:%S} UTC")
+
+
+@token_app.command("list")
+def token_list(database_url: DatabaseUrl = None, as_json: JsonFlag = False) -> None:
+    """List tokens (ids, scopes, notes, dates; never secrets)."""
+    with guarded(as_json=as_json):
+        from compat_service.db import migrate
+        from compat_service.db.tokens import list_tokens
+
+        engine = _engine(database_url)
+        migrate.require_head(engine)
+        tokens = list_tokens(engine)
+        engine.dispose()
+        if as_json:
+            dump_json([t.model_dump(mode="json") for t in tokens])
+            return
+        for t in tokens:
+            state = f"revoked {t.revoked_at:%Y-%m-%d}" if t.revoked_at else "active"
+            sys.stdout.write(f"{t.id}\t{t.scope}\t{state}\t{t.created_at:%Y-%m-%d}\t{t.note or ''}\n")
+
+
+def serve(
+    host: Annotated[str, typer.Option(help="address to listen on")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(min=0, max=65535, help="TCP port")] = 8000,
+    workers: Annotated[int, typer.Option(min=1, max=64, help="worker processes")] = 1,
+    database_url: DatabaseUrl = None,
+    auto_migrate: Annotated[
+        bool | None,
+        typer.Option(
+            "--auto-migrate/--no-auto-migrate",
+            help="migrate at start; default: yes on SQLite, no on PostgreSQL (ACCELENV_AUTO_MIGRATE)",
+        ),
+    ] = None,
+) -> None:
+    """Run the service (SQLite: migrates and loads on first start; PostgreSQL: `db upgrade` first)."""
+    with guarded():
+        import uvicorn
+
+        from compat_service.importer import prepare_database
+
+        settings = _settings(database_url)
+        if auto_migrate is not None:
+            settings.auto_migrate = auto_migrate
+        engine = _engine(settings.database_url)
+        # Prepare once here, before the workers start, so they never race to migrate or load.
+        prepare_database(
+            engine,
+            migrate_schema=settings.migrates_on_start(),
+            load_matrix=settings.load_matrix_on_start,
+            matrix_path=settings.matrix_path,
+        )
+        engine.dispose()
+    # Workers build their own app from the environment.
+    os.environ["ACCELENV_DATABASE_URL"] = settings.database_url
+    if auto_migrate is not None:
+        os.environ["ACCELENV_AUTO_MIGRATE"] = str(auto_migrate).lower()
+    uvicorn.run(
+        "compat_service.api.app:app_from_env",
+        factory=True,
+        host=host,
+        port=port,
+        workers=workers,
+        log_level="warning",
+        access_log=False,
+    )
 
 
 def register(app: typer.Typer) -> None:
     """Attach this module's commands to the root app."""
+    app.add_typer(db_app)
+    app.add_typer(token_app)
+    app.command("serve")(serve)

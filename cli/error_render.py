@@ -11,10 +11,14 @@ import json
 import os
 import sys
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import typer
 
-from compat_service.domain.errors import AccelenvError
+if TYPE_CHECKING:
+    # errors.py builds pydantic models (~70 ms to import): `guarded` imports it only when something fails,
+    # so `accelenv resolve` starts fast.
+    from compat_service.domain.errors import AccelenvError
 
 
 def render_error(err: AccelenvError, *, as_json: bool = False) -> None:
@@ -43,8 +47,10 @@ def guarded(*, as_json: bool = False) -> Iterator[None]:
     """Run a command body; map AccelenvError to rendered output and its exit code."""
     try:
         yield
-    except AccelenvError as err:
-        if os.environ.get("ACCELENV_VERBOSE"):
+    except Exception as err:
+        from compat_service.domain.errors import AccelenvError
+
+        if not isinstance(err, AccelenvError) or os.environ.get("ACCELENV_VERBOSE"):
             raise
         render_error(err, as_json=as_json)
         raise typer.Exit(err.exit_code) from None

@@ -1,9 +1,196 @@
-"""`accelenv resolve` commands (placeholder: registers nothing yet)."""
+"""`accelenv resolve`: a pinned install set for a target, with reasons.
+
+Offline by default (the bundled matrix, through its compiled snapshot); `--server URL` or ACCELENV_SERVER
+asks a service instead and prints the same output. Defaults (Python, OS, arch) are this host's;
+`--backend auto` runs host detection (see compat_service/domain/host_detection.py for the order and the
+override variables).
+
+Start-up time is the point of this module's shape. Typer builds a pydantic adapter per option (~80 ms),
+so the flags are defined once, with argparse, in `build_parser`; the Typer command only forwards its
+arguments, and the console script (cli/entry.py) calls `main` directly for `accelenv resolve`. The resolve
+path never imports pydantic: the error machinery is imported only when something fails.
+"""
 
 from __future__ import annotations
 
-import typer
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from compat_service.domain.install_formats import FORMATS
+
+if TYPE_CHECKING:
+    import typer
+
+HELP = "Which torch install fits a target: pins, index, reasons."
 
 
 def register(app: typer.Typer) -> None:
     """Attach this module's commands to the root app."""
+    import typer
+
+    def resolve_command(ctx) -> None:  # type: ignore[no-untyped-def]
+        raise typer.Exit(main(list(ctx.args)))
+
+    # Typer reads annotations from this module's globals, where typer is not imported (start-up time).
+    resolve_command.__annotations__ = {"ctx": typer.Context, "return": None}
+    app.command(
+        "resolve",
+        help=HELP + " (see `accelenv resolve --help`)",
+        add_help_option=False,
+        context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+    )(resolve_command)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="accelenv resolve", description=HELP)
+    add = parser.add_argument
+    add(
+        "--torch",
+        default="latest",
+        help="latest, a minor (2.3), an exact version (2.3.1) or a PEP 440 specifier",
+    )
+    add("--python", help="3.11 or 3.13t (default: this interpreter)")
+    add("--os", dest="os_name", metavar="OS", help="linux, windows or macos (default: this host)")
+    add("--arch", help="x86_64, aarch64 or arm64 (default: this host)")
+    add(
+        "--backend",
+        default="auto",
+        help="cpu, cu121, rocm6.0, xpu, a family (cuda, rocm, npu, mlu, mps) or auto",
+    )
+    add("--driver", help="driver version of the target, e.g. 535.104.05")
+    add(
+        "--gpu-arch",
+        dest="gpu_arch",
+        metavar="ARCH",
+        help="GPU architecture of the target: sm_90 (or 9.0), gfx942",
+    )
+    add(
+        "--with",
+        dest="with_",
+        metavar="PACKAGES",
+        help="companions: torchvision,torchaudio (default) or none",
+    )
+    add("--format", dest="fmt", metavar="FORMAT", default="text", help=f"one of: {', '.join(FORMATS)}")
+    add(
+        "--server",
+        default=os.environ.get("ACCELENV_SERVER") or None,
+        help="ask this accelenv service [env ACCELENV_SERVER]",
+    )
+    add(
+        "--database",
+        default=os.environ.get("ACCELENV_DATABASE_URL") or None,
+        help="read verification evidence from this database [env ACCELENV_DATABASE_URL]",
+    )
+    add(
+        "--require-verified",
+        dest="require_verified",
+        action="store_true",
+        help="accept only combinations probe reports verify (needs --server or --database)",
+    )
+    add(
+        "--matrix",
+        dest="matrix_path",
+        metavar="DIR",
+        default=os.environ.get("ACCELENV_MATRIX_PATH") or None,
+        help="a matrix_data directory (default: the bundled one) [env ACCELENV_MATRIX_PATH]",
+    )
+    return parser
+
+
+def main(argv: Sequence[str]) -> int:
+    """Run `accelenv resolve` with `argv`; return the exit code."""
+    args = build_parser().parse_args(list(argv))
+    try:
+        text = run_resolve(**vars(args))
+    except Exception as exc:
+        # The shared renderer, imported on failure only (it pulls pydantic); exit codes come from the error.
+        from cli.error_render import render_error
+        from compat_service.domain.errors import AccelenvError
+
+        if not isinstance(exc, AccelenvError) or os.environ.get("ACCELENV_VERBOSE"):
+            raise
+        render_error(exc, as_json=args.fmt == "json")
+        return exc.exit_code
+    sys.stdout.write(text)
+    return 0
+
+
+def run_resolve(
+    *,
+    torch: str,
+    python: str | None,
+    os_name: str | None,
+    arch: str | None,
+    backend: str,
+    driver: str | None,
+    gpu_arch: str | None,
+    with_: str | None,
+    fmt: str,
+    server: str | None,
+    matrix_path: str | None,
+    database: str | None = None,
+    require_verified: bool = False,
+) -> str:
+    from compat_service.domain import host_detection
+    from compat_service.domain.install_formats import render
+    from compat_service.domain.resolver_request import ResolveRequest, invalid_request
+
+    if fmt not in FORMATS:
+        raise invalid_request(
+            f"--format {fmt!r} is not an output format", f"use one of: {', '.join(FORMATS)}", "--format", fmt
+        )
+    this_os, this_arch = host_detection.host_os(), host_detection.host_arch()
+    arm = ("aarch64", "arm64")
+    same_arch = arch is None or arch == this_arch or (arch in arm and this_arch in arm)
+    foreign = (os_name is not None and os_name != this_os) or not same_arch
+    if backend == "auto":
+        if foreign:
+            raise invalid_request(
+                "--backend auto describes this host, but --os/--arch name another target",
+                "name the target's backend (cpu, cuda, cu121, rocm, ...) with --driver/--gpu-arch as needed",
+                "--backend",
+                "auto",
+            )
+        facts = host_detection.detect_host()
+        backend = facts.backend
+        driver = driver or facts.driver
+        gpu_arch = gpu_arch or facts.gpu_arch
+    request = ResolveRequest.from_strings(
+        torch=torch,
+        python=python or host_detection.host_python(),
+        os=os_name or this_os,
+        arch=arch or this_arch,
+        backend=backend,
+        driver=driver if backend not in ("cpu", "mps") else None,
+        gpu_arch=gpu_arch if backend not in ("cpu", "mps", "npu", "mlu", "xpu") else None,
+        with_=with_,
+        require_verified=require_verified,
+    )
+    if require_verified and not (server or database):
+        raise invalid_request(
+            "--require-verified needs verification evidence, and none was given",
+            "add --server URL (an accelenv service) or --database URL (a database holding probe reports)",
+            "--require-verified",
+            "true",
+        )
+    if server:
+        from cli.server_client import resolve_remote
+
+        resolution = resolve_remote(server, request.to_strings())
+    else:
+        from pathlib import Path
+
+        from compat_service.domain.matrix_snapshot import load_matrix_cached
+        from compat_service.domain.resolver import resolve
+
+        evidence = None
+        if database:
+            # lazy: only `--database` pays for SQLAlchemy (docs/architecture.md allows it here)
+            from compat_service.db.evidence_lookup import open_database_evidence
+
+            evidence = open_database_evidence(database, gpu_arch=request.gpu_arch)
+        resolution = resolve(request, load_matrix_cached(Path(matrix_path) if matrix_path else None), evidence)
+    return render(resolution, fmt)

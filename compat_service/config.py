@@ -35,3 +35,17 @@ class Settings(BaseSettings):
     cache_max_age_s: int = 60
     #: load the bundled matrix into an empty database when the service starts
     load_matrix_on_start: bool = True
+    #: run migrations (and load the matrix) when the app starts. null = yes on SQLite (the embedded default
+    #: needs no set-up), no on PostgreSQL (run `accelenv db upgrade` once, not from every worker)
+    auto_migrate: bool | None = None
+    #: how often (seconds) a worker checks whether a newer matrix was loaded into the database
+    matrix_refresh_s: float = 5.0
+    #: resolutions kept per worker (keyed by the normalized request and the matrix version)
+    resolve_cache_size: int = 4096
+    #: GET /v1/torch page size limit
+    max_page_size: int = 500
+
+    def migrates_on_start(self) -> bool:
+        if self.auto_migrate is not None:
+            return self.auto_migrate
+        return self.database_url.startswith("sqlite")

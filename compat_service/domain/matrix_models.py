@@ -23,7 +23,13 @@ from packaging.version import InvalidVersion, Version
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 Platform = Literal["linux-x86_64", "linux-aarch64", "windows-x86_64", "macos-arm64", "macos-x86_64"]
-PLATFORMS: tuple[str, ...] = ("linux-x86_64", "linux-aarch64", "windows-x86_64", "macos-arm64", "macos-x86_64")
+PLATFORMS: tuple[str, ...] = (
+    "linux-x86_64",
+    "linux-aarch64",
+    "windows-x86_64",
+    "macos-arm64",
+    "macos-x86_64",
+)
 BackendFamily = Literal["cpu", "cuda", "rocm", "xpu", "mps", "npu", "mlu"]
 Confidence = Literal["primary", "secondary", "third-party"]
 
@@ -39,6 +45,26 @@ def _check_version(value: str | None) -> str | None:
     except InvalidVersion as exc:
         raise ValueError(f"{value!r} is not a valid version string") from exc
     return value
+
+
+def python_sort_key(value: str) -> tuple[int, int, int]:
+    """Order of CPython versions in the data: 3.9 < 3.10 < 3.13 < 3.13t < 3.14."""
+    free_threaded = value.endswith("t")
+    major, minor = value.rstrip("t").split(".")
+    return int(major), int(minor), int(free_threaded)
+
+
+def _check_python_list(versions: list[str]) -> list[str]:
+    for v in versions:
+        if not _PYTHON_RE.match(v):
+            raise ValueError(f"{v!r} is not a Python version like '3.11' or '3.13t'")
+    keys = [python_sort_key(v) for v in versions]
+    if len(set(keys)) != len(keys):
+        raise ValueError(f"{versions} lists a Python version twice")
+    if keys != sorted(keys):
+        wanted = sorted(versions, key=python_sort_key)
+        raise ValueError(f"{versions} is not in ascending order; write {wanted}")
+    return versions
 
 
 class Row(BaseModel):
@@ -147,10 +173,7 @@ class PythonSupport(Row):
     @field_validator("versions")
     @classmethod
     def _python_versions(cls, versions: list[str]) -> list[str]:
-        for v in versions:
-            if not _PYTHON_RE.match(v):
-                raise ValueError(f"{v!r} is not a Python version like '3.11' or '3.13t'")
-        return versions
+        return _check_python_list(versions)
 
 
 class TorchPatch(BaseModel):
@@ -192,6 +215,8 @@ class TorchMinor(BaseModel):
 
     minor: str = Field(pattern=r"^\d+\.\d+$")
     status: Literal["released", "partial"] = "released"
+    #: platforms whose variant list no source gives: a label missing there is unknown, not "not published"
+    platforms_unsourced: list[Platform] = Field(default_factory=list)
     #: the option the official install commands use: "--index-url" or "--extra-index-url"
     index_option: Literal["--index-url", "--extra-index-url"] | None
     index_option_source: list[str] = Field(default_factory=list)
@@ -282,6 +307,8 @@ class RocmRelease(Row):
     gfx_targets: list[str] | None
     #: minimum amdgpu kernel driver where sourced
     min_driver: str | None = None
+    #: torch minors AMD's third-party support matrix lists as tested with this ROCm; null = not in that table
+    amd_tested_torch: list[str] | None = None
 
 
 class RocmFile(BaseModel):
@@ -330,6 +357,11 @@ class AscendNpuRow(Row):
     branch: str | None = None
     status: Literal["active", "maintained", "eol"] | None = None
 
+    @field_validator("python")
+    @classmethod
+    def _python(cls, value: list[str] | None) -> list[str] | None:
+        return None if value is None else _check_python_list(value)
+
 
 class CambriconMluRow(Row):
     """torch_mlu <-> torch <-> Cambricon toolkit (CTR) <-> driver, as Cambricon documents it."""
@@ -339,6 +371,11 @@ class CambriconMluRow(Row):
     toolkit: str | None
     driver: str | None
     python: list[str] | None
+
+    @field_validator("python")
+    @classmethod
+    def _python(cls, value: list[str] | None) -> list[str] | None:
+        return None if value is None else _check_python_list(value)
 
 
 class VendorFile(BaseModel):

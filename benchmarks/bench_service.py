@@ -1,0 +1,146 @@
+"""Requests per second of `GET /v1/resolve` relative to a bare async FastAPI route, same server settings.
+
+Reproduce (from the repository root; needs `wrk`, e.g. `apt-get install -y wrk`):
+
+    .venv/bin/python benchmarks/bench_service.py --duration 5 --rounds 3 --connections 32
+
+Both apps run under uvicorn with identical settings (one worker, no access log, loopback); `wrk` drives
+them alternately, ``--rounds`` times for ``--duration`` seconds each, so the load stops by itself and
+background load falls on both alike. The figures are the medians over the rounds. The service runs on a fresh
+SQLite file (migrated and loaded at start, as `accelenv serve` does) and is warmed before measuring.
+Target: ratio >= 0.7. Prints one JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+RESOLVE_PATH = "/v1/resolve?torch=2.3&python=3.10&backend=cu121&os=linux&arch=x86_64"
+TARGET_RATIO = 0.7
+
+
+def bare_app():  # noqa: ANN201 - uvicorn factory
+    """The baseline: FastAPI with one async route returning a small JSON object, nothing else."""
+    from fastapi import FastAPI
+
+    app = FastAPI()
+
+    @app.get("/bare")
+    async def bare() -> dict[str, str]:
+        return {"status": "ok"}
+
+    return app
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_ready(url: str, proc: subprocess.Popen[bytes], timeout_s: float = 60) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise SystemExit(f"server exited with {proc.returncode}")
+        try:
+            with urllib.request.urlopen(url, timeout=2) as res:
+                if res.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.2)
+    raise SystemExit(f"{url} did not answer in {timeout_s} s")
+
+
+def _wrk(url: str, args: argparse.Namespace) -> float:
+    out = subprocess.run(
+        ["wrk", f"-t{args.threads}", f"-c{args.connections}", f"-d{args.duration}s", "--latency", url],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=args.duration + 60,
+    ).stdout
+    match = re.search(r"Requests/sec:\s+([\d.]+)", out)
+    if not match or "Non-2xx" in out:
+        raise SystemExit(f"wrk output unusable:\n{out}")
+    return float(match.group(1))
+
+
+class Server:
+    """One uvicorn process serving ``factory`` on a free loopback port with the shared settings."""
+
+    def __init__(self, factory: str, path: str, env: dict[str, str], workers: int) -> None:
+        port = _free_port()
+        cmd = [
+            sys.executable, "-m", "uvicorn", "--factory", factory, "--app-dir", str(REPO_ROOT),
+            "--host", "127.0.0.1", "--port", str(port), "--workers", str(workers),
+            "--log-level", "warning", "--no-access-log",
+        ]  # fmt: skip
+        self.url = f"http://127.0.0.1:{port}{path}"
+        self.proc = subprocess.Popen(cmd, cwd=REPO_ROOT, env=env)
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(timeout=30)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--duration", type=int, default=5, help="seconds of load per app and round")
+    parser.add_argument(
+        "--rounds", type=int, default=3, help="alternating rounds (evens out background load)"
+    )
+    parser.add_argument("--connections", type=int, default=32)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--workers", type=int, default=1, help="uvicorn workers for both apps")
+    args = parser.parse_args()
+    if shutil.which("wrk") is None:
+        raise SystemExit("wrk is not installed (apt-get install -y wrk)")
+    with tempfile.TemporaryDirectory() as tmp:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("ACCELENV_")}
+        env["ACCELENV_DATABASE_URL"] = f"sqlite:///{Path(tmp) / 'bench.sqlite3'}"
+        servers = {
+            "resolve": Server("compat_service.api.app:app_from_env", RESOLVE_PATH, env, args.workers),
+            "bare": Server("benchmarks.bench_service:bare_app", "/bare", env, args.workers),
+        }
+        try:
+            warm = argparse.Namespace(**{**vars(args), "duration": 2})
+            for server in servers.values():
+                _wait_ready(server.url, server.proc)
+                _wrk(server.url, warm)
+            # Alternate the two so that load from other processes falls on both alike.
+            rps: dict[str, list[float]] = {name: [] for name in servers}
+            for _ in range(args.rounds):
+                for name, server in servers.items():
+                    rps[name].append(_wrk(server.url, args))
+        finally:
+            for server in servers.values():
+                server.stop()
+    resolve_rps, bare_rps = statistics.median(rps["resolve"]), statistics.median(rps["bare"])
+    ratio = resolve_rps / bare_rps
+    print(json.dumps({
+        "resolve_rps": round(resolve_rps, 1),
+        "bare_rps": round(bare_rps, 1),
+        "ratio": round(ratio, 3),
+        "round_ratios": [round(r / b, 3) for r, b in zip(rps["resolve"], rps["bare"], strict=True)],
+        "target": TARGET_RATIO,
+        "meets_target": ratio >= TARGET_RATIO,
+        "settings": {k: getattr(args, k) for k in ("duration", "rounds", "connections", "threads", "workers")},
+    }, indent=2))  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()

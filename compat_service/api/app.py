@@ -1,0 +1,74 @@
+"""The app factory: `create_app(settings)` builds a FastAPI app over one database.
+
+At creation it prepares the database: on the embedded SQLite default it migrates and loads the bundled
+matrix into an empty database (no set-up); on PostgreSQL it requires the schema at head (run `accelenv db
+upgrade` once) unless ``Settings.auto_migrate`` says otherwise, and refuses to start with
+DatabaseNotReadyError. Several workers build one app each (`app_from_env`, a uvicorn factory).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+
+from compat_service.api.body_limit import BodyLimitMiddleware
+from compat_service.api.errors import install_error_handlers
+from compat_service.api.http_cache import HttpCacheMiddleware
+from compat_service.api.resolve_cache import ResolveCache
+from compat_service.config import Settings
+from compat_service.db.engine import make_engine
+from compat_service.db.matrix_repository import MatrixRepository
+from compat_service.importer import prepare_database
+
+#: routers in include order; reports/evidence/matrix/probe are owned by other parts of the project
+ROUTERS = ("health", "torch", "resolve", "matrix", "reports", "evidence", "probe")
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    settings = settings if settings is not None else Settings()
+    engine = make_engine(settings.database_url)
+    try:
+        prepare_database(
+            engine,
+            migrate_schema=settings.migrates_on_start(),
+            load_matrix=settings.load_matrix_on_start,
+            matrix_path=settings.matrix_path,
+        )
+    except BaseException:
+        engine.dispose()
+        raise
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        yield
+        engine.dispose()
+
+    app = FastAPI(
+        title="accelenv compatibility service",
+        summary="Which PyTorch install works on this accelerator host — with evidence.",
+        version="1",
+        docs_url="/docs",
+        redoc_url=None,
+        openapi_url="/openapi.json",
+        lifespan=lifespan,
+    )
+    app.state.settings = settings
+    app.state.engine = engine
+    app.state.matrix_repository = MatrixRepository(engine, refresh_s=settings.matrix_refresh_s)
+    app.state.resolve_cache = ResolveCache(settings.resolve_cache_size)
+    install_error_handlers(app)
+    for name in ROUTERS:
+        module = importlib.import_module(f"compat_service.api.routes.{name}")
+        app.include_router(module.router)
+    # Added last = outermost: the size limit applies before anything reads the body.
+    app.add_middleware(HttpCacheMiddleware, max_age_s=settings.cache_max_age_s)
+    app.add_middleware(BodyLimitMiddleware, max_body_bytes=settings.max_body_bytes)
+    return app
+
+
+def app_from_env() -> FastAPI:
+    """uvicorn factory for `accelenv serve --workers N`: each worker reads Settings from the environment."""
+    return create_app(Settings())

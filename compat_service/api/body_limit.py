@@ -1,0 +1,69 @@
+"""Request body size limit (Settings.max_body_bytes → 413), enforced on the bytes actually received.
+
+A declared Content-Length over the limit is refused before the app runs; a chunked body or one whose
+Content-Length lies is counted as it arrives and cut off at the limit, so nothing past it is buffered.
+"""
+
+from __future__ import annotations
+
+from starlette.exceptions import HTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from compat_service.api.errors import error_response
+from compat_service.domain.errors import ErrorBody
+
+
+def _too_large(limit: int) -> ErrorBody:
+    return ErrorBody(
+        code="body-too-large",
+        message=f"the request body is larger than this service accepts ({limit} bytes)",
+        hint="send a smaller body; the limit is the service setting ACCELENV_MAX_BODY_BYTES",
+    )
+
+
+class BodyLimitMiddleware:
+    def __init__(self, app: ASGIApp, max_body_bytes: int) -> None:
+        self.app = app
+        self.limit = max_body_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope["headers"]).get(b"content-length")
+        if declared is not None:
+            if not declared.isdigit():
+                body = ErrorBody(
+                    code="bad-request",
+                    message="the Content-Length header is not a number",
+                    hint="send a valid Content-Length or use chunked transfer encoding",
+                )
+                await error_response(400, body)(scope, receive, send)
+                return
+            if int(declared) > self.limit:
+                await error_response(413, _too_large(self.limit))(scope, receive, send)
+                return
+        received = 0
+        started = False
+
+        async def counting_receive() -> Message:
+            nonlocal received
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > self.limit:
+                    # FastAPI re-raises HTTPException from body reading; the error handler renders it.
+                    raise HTTPException(413)
+            return message
+
+        async def tracking_send(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, counting_receive, tracking_send)
+        except HTTPException as exc:
+            if exc.status_code != 413 or started:
+                raise
+            await error_response(413, _too_large(self.limit))(scope, receive, send)

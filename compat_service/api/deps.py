@@ -1,0 +1,72 @@
+"""Dependency aliases the routers use: settings, a database session, the loaded matrix, token scopes."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Annotated
+
+from fastapi import Depends, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from sqlalchemy.engine import Engine
+from sqlmodel import Session
+from starlette.concurrency import run_in_threadpool
+
+from compat_service.api.resolve_cache import ResolveCache
+from compat_service.config import Settings
+from compat_service.db.matrix_repository import MatrixSnapshot
+from compat_service.db.models import ApiTokenPublic
+from compat_service.db.tokens import authorize
+
+
+# Plain attribute reads: async so FastAPI does not hop to a thread for them.
+async def get_settings(request: Request) -> Settings:
+    return request.app.state.settings
+
+
+async def get_engine(request: Request) -> Engine:
+    return request.app.state.engine
+
+
+def get_session(request: Request) -> Iterator[Session]:
+    with Session(request.app.state.engine) as session:
+        yield session
+
+
+async def get_matrix(request: Request) -> MatrixSnapshot:
+    repository = request.app.state.matrix_repository
+    # Steady state: a clock check, not worth a thread hop. A refresh queries the database: off the loop.
+    if repository.is_fresh():
+        return repository.current()
+    return await run_in_threadpool(repository.current)
+
+
+def get_current_matrix(request: Request) -> MatrixSnapshot:
+    return request.app.state.matrix_repository.current(check_now=True)
+
+
+async def get_resolve_cache(request: Request) -> ResolveCache:
+    return request.app.state.resolve_cache
+
+
+SettingsDep = Annotated[Settings, Depends(get_settings)]
+EngineDep = Annotated[Engine, Depends(get_engine)]
+SessionDep = Annotated[Session, Depends(get_session)]
+MatrixDep = Annotated[MatrixSnapshot, Depends(get_matrix)]
+#: the snapshot of the newest load, checked against the database now: for routes that also query the
+#: matrix tables, so both halves of an answer describe the same load
+CurrentMatrixDep = Annotated[MatrixSnapshot, Depends(get_current_matrix)]
+ResolveCacheDep = Annotated[ResolveCache, Depends(get_resolve_cache)]
+
+_bearer = HTTPBearer(auto_error=False, description="a token from `accelenv token create`")
+
+
+def require_scope(scope: str) -> Callable[..., ApiTokenPublic]:
+    """A dependency admitting bearer tokens with ``scope`` (or ``admin``); 401 / 403 otherwise."""
+
+    def check(
+        session: SessionDep,
+        credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+    ) -> ApiTokenPublic:
+        return authorize(session, credentials.credentials if credentials else None, scope)
+
+    return check

@@ -1,0 +1,110 @@
+"""The one error handler: every failure leaves the API as ``{code, message, hint, causes, alternatives}``.
+
+- AccelenvError → its ``http_status`` and its own body (the same codes the CLI prints).
+- Request validation → 422 ``invalid-request`` with one cause per bad parameter, naming it.
+- Unknown route / wrong method → 404 / 405 in the same shape.
+- The database failing after start-up (connection lost, table gone) → 503 ``database-not-ready``.
+- Anything else is a bug → 500 ``internal-error`` (logged with its traceback; the client gets no details).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from sqlalchemy.exc import OperationalError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from compat_service.domain.errors import AccelenvError, Cause, ErrorBody
+
+log = logging.getLogger("accelenv.api")
+
+_HTTP_CODES = {
+    400: ("bad-request", "the request is malformed", "check the request syntax"),
+    404: ("not-found", "no such endpoint", "see /docs for the endpoints of this API"),
+    405: ("method-not-allowed", "this method is not allowed here", "see /docs for the allowed methods"),
+    413: ("body-too-large", "the request body is too large", "send a smaller body"),
+}
+
+
+def error_response(status: int, body: ErrorBody, headers: dict[str, str] | None = None) -> JSONResponse:
+    return JSONResponse(body.model_dump(mode="json"), status_code=status, headers=headers)
+
+
+def _location(loc: tuple[object, ...] | list[object]) -> str:
+    """'query parameter limit', 'body field environment.os': where a validation error sits."""
+    parts = [str(p) for p in loc]
+    if not parts or parts[0] not in ("query", "path", "header", "body", "cookie"):
+        return ".".join(parts)
+    where, rest = parts[0], ".".join(parts[1:])
+    if where == "body":
+        return f"body field {rest}" if rest else "request body"
+    return f"{where} parameter {rest}"
+
+
+def _safe_input(value: object) -> str | None:
+    text = repr(value)
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+async def _accelenv_error(_request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, AccelenvError)
+    headers = {"WWW-Authenticate": "Bearer"} if exc.http_status == 401 else None
+    return error_response(exc.http_status, exc.to_body(), headers)
+
+
+async def _validation_error(_request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RequestValidationError)
+    causes = [
+        Cause(
+            constraint=str(err.get("msg", "invalid")),
+            origin=_location(err.get("loc", ())),
+            detail=f"got {_safe_input(err['input'])}" if "input" in err else None,
+        )
+        for err in exc.errors()
+    ]
+    names = ", ".join(dict.fromkeys(c.origin for c in causes))
+    body = ErrorBody(
+        code="invalid-request",
+        message=f"invalid {names}",
+        hint="fix the named parameters; /docs describes every parameter",
+        causes=causes,
+    )
+    return error_response(422, body)
+
+
+async def _http_error(_request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, StarletteHTTPException)
+    code, message, hint = _HTTP_CODES.get(exc.status_code, ("http-error", str(exc.detail), None))
+    return error_response(exc.status_code, ErrorBody(code=code, message=message, hint=hint), exc.headers)
+
+
+async def _database_error(request: Request, exc: Exception) -> JSONResponse:
+    # The database went away or lost its schema after start-up: say so, as /readyz would.
+    log.warning("database error on %s %s: %s", request.method, request.url.path, exc)
+    body = ErrorBody(
+        code="database-not-ready",
+        message="the service cannot use its database right now",
+        hint="see GET /readyz for which check fails; an operator may need `accelenv db upgrade`",
+    )
+    return error_response(503, body)
+
+
+async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+    log.exception("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
+    body = ErrorBody(
+        code="internal-error",
+        message="the service failed unexpectedly",
+        hint="this is a bug in accelenv; please report it with the request that caused it",
+    )
+    return error_response(500, body)
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    app.add_exception_handler(AccelenvError, _accelenv_error)
+    app.add_exception_handler(RequestValidationError, _validation_error)
+    app.add_exception_handler(StarletteHTTPException, _http_error)
+    app.add_exception_handler(OperationalError, _database_error)
+    app.add_exception_handler(Exception, _unexpected)

@@ -1,0 +1,67 @@
+"""ETag and Cache-Control for every GET: one mechanism, hashing the response body.
+
+A 200 GET answer gets ``ETag: "<sha256 prefix of the body>"`` and, unless the route set its own,
+``Cache-Control: public, max-age=<Settings.cache_max_age_s>``. A request whose ``If-None-Match`` names that
+tag gets 304 with no body. Hashing the body (rather than tagging by matrix version) keeps the tag right for
+every resource, including evidence that changes between matrix loads.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from starlette.datastructures import Headers, MutableHeaders
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+
+def _matches(if_none_match: str, etag: str) -> bool:
+    tags = {t.strip().removeprefix("W/") for t in if_none_match.split(",")}
+    return "*" in tags or etag in tags
+
+
+class HttpCacheMiddleware:
+    def __init__(self, app: ASGIApp, max_age_s: int) -> None:
+        self.app = app
+        self.cache_control = f"public, max-age={max_age_s}"
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "GET":
+            await self.app(scope, receive, send)
+            return
+        start: Message | None = None
+        chunks: list[bytes] = []
+
+        async def buffering_send(message: Message) -> None:
+            nonlocal start
+            if message["type"] == "http.response.start":
+                start = message
+                return
+            if message["type"] != "http.response.body" or start is None:
+                await send(message)
+                return
+            chunks.append(message.get("body", b""))
+            if message.get("more_body", False):
+                return
+            await self._finish(scope, start, b"".join(chunks), send)
+
+        await self.app(scope, receive, buffering_send)
+
+    async def _finish(self, scope: Scope, start: Message, body: bytes, send: Send) -> None:
+        headers = MutableHeaders(raw=list(start["headers"]))
+        if start["status"] != 200:
+            await send(start)
+            await send({"type": "http.response.body", "body": body})
+            return
+        etag = '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
+        headers["ETag"] = etag
+        if "cache-control" not in headers:
+            headers["Cache-Control"] = self.cache_control
+        if _matches(Headers(scope=scope).get("if-none-match", ""), etag):
+            for name in ("content-length", "content-type"):
+                if name in headers:
+                    del headers[name]
+            await send({"type": "http.response.start", "status": 304, "headers": headers.raw})
+            await send({"type": "http.response.body", "body": b""})
+            return
+        await send({**start, "headers": headers.raw})
+        await send({"type": "http.response.body", "body": body})

@@ -1,0 +1,86 @@
+"""`GET /v1/resolve`: exactly the object `accelenv resolve --format json` prints, errors included.
+
+The request is parsed by the domain's one parser (`ResolveRequest.from_strings`) and resolved by the
+domain's resolver against the loaded matrix; the route adds only length limits and the per-worker cache.
+
+This is the hot endpoint, so it reads its query string itself instead of declaring eight FastAPI query
+parameters: FastAPI's per-parameter validation cost more than the cached resolution (see
+benchmarks/bench_service.py). The parameters are still published in OpenAPI from ``PARAMETERS``.
+"""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request, Response
+
+from compat_service.api.deps import get_matrix
+from compat_service.domain.errors import Cause, InvalidRequestError
+from compat_service.domain.resolution import resolution_to_json
+from compat_service.domain.resolver import resolve as resolve_request
+from compat_service.domain.resolver_request import ResolveRequest
+
+router = APIRouter(tags=["resolve"])
+
+#: query parameter -> (longest accepted value, description)
+PARAMETERS: dict[str, tuple[int, str]] = {
+    "torch": (64, "latest (default), a minor 2.3, an exact 2.3.1 or a specifier '>=2.2,<2.4'"),
+    "python": (16, "3.11 or 3.13t; default: the newest the chosen torch supports"),
+    "os": (16, "linux (default), windows or macos"),
+    "arch": (16, "x86_64 (default), aarch64 or arm64"),
+    "backend": (32, "cpu (default), a label (cu121, rocm6.0, xpu) or a family (cuda, rocm, mps, npu, mlu)"),
+    "driver": (32, "the target's driver version, e.g. 535.104.05"),
+    "gpu_arch": (16, "the target's GPU architecture: sm_90, 9.0 or gfx942"),
+    "with": (64, "companions: torchvision,torchaudio (default), a subset, or none"),
+}
+
+_OPENAPI = {
+    "parameters": [
+        {
+            "name": name,
+            "in": "query",
+            "required": False,
+            "description": description,
+            "schema": {"type": "string", "maxLength": limit},
+        }
+        for name, (limit, description) in PARAMETERS.items()
+    ]
+}
+
+
+def query_strings(request: Request) -> dict[str, str | None]:
+    """The resolve parameters from the query string; an over-long value is an InvalidRequestError."""
+    values: dict[str, str | None] = {}
+    for name, (limit, _) in PARAMETERS.items():
+        value = request.query_params.get(name)
+        if value is not None and len(value) > limit:
+            raise InvalidRequestError(
+                f"invalid query parameter {name}: longer than {limit} characters",
+                hint="fix the named parameter; /docs describes every parameter",
+                causes=[Cause(constraint=f"at most {limit} characters", origin=f"query parameter {name}")],
+            )
+        values[name] = value
+    return values
+
+
+@router.get(
+    "/v1/resolve",
+    summary="Resolve a torch install for a target (the CLI's JSON)",
+    openapi_extra=_OPENAPI,
+    responses={200: {"description": "the resolution, as `accelenv resolve --format json` prints it"}},
+)
+async def resolve(request: Request) -> Response:
+    q = query_strings(request)
+    parsed = ResolveRequest.from_strings(
+        torch=q["torch"],
+        python=q["python"],
+        os=q["os"],
+        arch=q["arch"],
+        backend=q["backend"],
+        driver=q["driver"],
+        gpu_arch=q["gpu_arch"],
+        with_=q["with"],
+    )
+    matrix = await get_matrix(request)
+    body = request.app.state.resolve_cache.get_or_compute(
+        (matrix.content_hash, parsed), lambda: resolution_to_json(resolve_request(parsed, matrix.matrix))
+    )
+    return Response(content=body, media_type="application/json")

@@ -1,0 +1,260 @@
+"""Store a probe report and add it to its cell's evidence, in one transaction.
+
+Concurrency: several workers (processes and threads) ingest at once and no report may be lost or counted
+twice. Every write is an insert-if-absent keyed by something unique, or an increment done by the database
+(``SET n = n + k``), never read-modify-write in Python:
+
+1. create the cell row if absent (``ON CONFLICT (key_hash) DO NOTHING``) and read its id;
+2. insert the report (``ON CONFLICT (report_id) DO NOTHING``); no row inserted means it is already stored,
+   and nothing else changes (idempotent);
+3. upsert the host row adding 1 to its counters, ``RETURNING`` them: a count that became 1 is a new host
+   (or a new passing host) for the cell. Under concurrency the row lock makes exactly one writer see 1;
+4. upsert the per-check counters, sorted by check id so two writers lock rows in the same order;
+5. increment the cell counters.
+
+On PostgreSQL the default READ COMMITTED isolation and the row locks these statements take are enough. On
+SQLite the transaction starts with ``BEGIN IMMEDIATE``: it takes the write lock up front, so a writer waits
+(busy_timeout) instead of failing on a read-to-write lock upgrade.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+from dataclasses import dataclass, field
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlmodel import Session
+
+from compat_service.db.evidence_write_gate import sqlite_write_gate
+from compat_service.db.evidence_models import EvidenceCell, EvidenceCheck, EvidenceHost
+from compat_service.db.reports_models import StoredReport
+from compat_service.domain.errors import DatabaseNotReadyError
+from compat_service.domain.evidence import CellKey, IngestResult, ReportConflictError, cell_key_of
+from compat_service.domain.report import CHECK_STATUSES, MAX_TEXT, ProbeReport
+from compat_service.domain.verification import classify_report, is_failing
+
+@dataclass
+class _CheckSum:
+    group: str
+    counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(CHECK_STATUSES, 0))
+    aten_op: str | None = None
+    last_failure: str | None = None
+
+
+def utcnow() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
+
+
+def _as_utc(value: dt.datetime) -> dt.datetime:
+    """A report's timestamp in UTC; one without an offset is taken as UTC."""
+    return value.astimezone(dt.UTC) if value.tzinfo else value.replace(tzinfo=dt.UTC)
+
+
+def canonical_json(report: ProbeReport) -> str:
+    return report.model_dump_json()
+
+
+_CELL = EvidenceCell.__table__
+_HOST = EvidenceHost.__table__
+_CHECK = EvidenceCheck.__table__
+_REPORT = StoredReport.__table__
+
+
+def _later(column: sa.ColumnElement, other: sa.ColumnElement) -> sa.ColumnElement:
+    """``max(column, other)`` in SQL both databases understand."""
+    return sa.case((column < other, other), else_=column)
+
+
+_CHECK_COLUMNS = ("check_id", "group", *CHECK_STATUSES, "aten_op", "last_failure")
+_ADD_COUNTS = ", ".join(f"{s} = evidence_check.{s} + excluded.{s}" for s in CHECK_STATUSES)
+_CHECK_CONFLICT = (
+    f"ON CONFLICT (cell_id, check_id) DO UPDATE SET {_ADD_COUNTS}, "
+    "aten_op = coalesce(excluded.aten_op, evidence_check.aten_op), "
+    "last_failure = coalesce(excluded.last_failure, evidence_check.last_failure)"
+)
+_INSERT_CHECKS = 'INSERT INTO evidence_check (cell_id, check_id, "group", {counts}, aten_op, last_failure) '.format(
+    counts=", ".join(CHECK_STATUSES)
+)
+_CHECK_UPSERT = {
+    "postgresql": _INSERT_CHECKS
+    + "SELECT :cell_id, * FROM unnest("
+    + ", ".join(
+        f"CAST(:{c} AS {'integer' if c in CHECK_STATUSES else 'text'}[])" for c in _CHECK_COLUMNS
+    )
+    + ") "
+    + _CHECK_CONFLICT,
+    # `WHERE true` keeps SQLite's parser from reading ON CONFLICT as part of the SELECT's join
+    "sqlite": _INSERT_CHECKS
+    + "SELECT :cell_id, "
+    + ", ".join(f"json_extract(value, '$[{i}]')" for i in range(len(_CHECK_COLUMNS)))
+    + " FROM json_each(:rows) WHERE true "
+    + _CHECK_CONFLICT,
+}
+
+
+class _Statements:
+    """The ingest statements of one dialect, built once: compiled once and cached by SQLAlchemy, and the
+    per-check upsert runs as one executemany."""
+
+    def __init__(self, dialect: str) -> None:
+        insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
+        self.cell_insert = insert(_CELL).on_conflict_do_nothing(index_elements=["key_hash"])
+        self.cell_id = sa.select(_CELL.c.id).where(_CELL.c.key_hash == sa.bindparam("digest"))
+        self.report_insert = (
+            insert(_REPORT).on_conflict_do_nothing(index_elements=["report_id"]).returning(_REPORT.c.report_id)
+        )
+        self.stored_sha = sa.select(_REPORT.c.body_sha256).where(_REPORT.c.report_id == sa.bindparam("rid"))
+        host = insert(_HOST)
+        self.host_upsert = host.on_conflict_do_update(
+            index_elements=["cell_id", "host_fingerprint"],
+            set_={
+                "reports": _HOST.c.reports + host.excluded.reports,
+                "passing_reports": _HOST.c.passing_reports + host.excluded.passing_reports,
+                "last_seen": _later(_HOST.c.last_seen, host.excluded.last_seen),
+            },
+        ).returning(_HOST.c.reports, _HOST.c.passing_reports)
+        # All of a report's checks in ONE statement (a report carries hundreds): PostgreSQL unnests arrays,
+        # SQLite walks a JSON array. Rows arrive sorted by check id, so writers lock them in one order.
+        self.check_upsert = sa.text(_CHECK_UPSERT[dialect])
+        self.cell_update = (
+            sa.update(_CELL)
+            .where(_CELL.c.id == sa.bindparam("cid"))
+            .values(
+                reports=_CELL.c.reports + 1,
+                **{
+                    name: _CELL.c[name] + sa.bindparam(f"add_{name}")
+                    for name in (
+                        "hosts", "passing_hosts", "required_bad_reports", "other_bad_reports",
+                        "smoke_passed_reports",
+                    )
+                },
+                last_seen=_later(_CELL.c.last_seen, sa.bindparam("now", type_=_CELL.c.last_seen.type)),
+            )
+        )
+
+
+_STATEMENTS = {name: _Statements(name) for name in ("postgresql", "sqlite")}
+
+
+def _sum_checks(report: ProbeReport) -> dict[str, _CheckSum]:
+    """One entry per check id (a report may repeat one; a single upsert must not touch a row twice)."""
+    sums: dict[str, _CheckSum] = {}
+    for check in report.checks:
+        entry = sums.setdefault(check.id, _CheckSum(group=check.group))
+        entry.counts[check.status] += 1
+        op = check.data.get("aten_op") or check.data.get("aten")
+        if isinstance(op, str):
+            entry.aten_op = op[:200]
+        if is_failing(check.group, check.status):
+            entry.last_failure = (check.detail or check.status)[:MAX_TEXT]
+    return sums
+
+
+def _begin(session: Session) -> None:
+    if session.get_bind().dialect.name == "sqlite":
+        session.connection().exec_driver_sql("BEGIN IMMEDIATE")
+
+
+def ingest_report(session: Session, report: ProbeReport, *, now: dt.datetime | None = None) -> IngestResult:
+    """Store ``report`` and update its cell's evidence; commit. Resubmitting the same report is a no-op.
+
+    Raises ReportConflictError when the report_id is stored with different content.
+    """
+    now = _as_utc(now) if now is not None else utcnow()
+    key = cell_key_of(report.environment)
+    body = canonical_json(report)
+    body_sha = hashlib.sha256(body.encode()).hexdigest()
+    report_id = str(report.report_id)
+    with sqlite_write_gate(session.get_bind()):
+        return _store(session, report, key, body, body_sha, now)
+
+
+def _store(
+    session: Session, report: ProbeReport, key: CellKey, body: str, body_sha: str, now: dt.datetime
+) -> IngestResult:
+    report_id = str(report.report_id)
+    try:
+        _begin(session)
+        # Core statements on the session's connection: plain INSERT/UPDATE semantics, no ORM bookkeeping.
+        conn = session.connection()
+        sql = _STATEMENTS[conn.dialect.name]
+        digest = key.digest()
+        conn.execute(sql.cell_insert, {"key_hash": digest, "first_seen": now, "last_seen": now, **key.model_dump()})
+        cell_id = conn.execute(sql.cell_id, {"digest": digest}).scalar_one()
+        inserted = conn.execute(
+            sql.report_insert,
+            {
+                "report_id": report_id,
+                "cell_id": cell_id,
+                "host_fingerprint": report.environment.host_fingerprint,
+                "created_at": _as_utc(report.created_at),
+                "received_at": now,
+                "ok": report.summary.ok,
+                "body_sha256": body_sha,
+                "body": body,
+            },
+        ).first()
+        if inserted is None:
+            stored_sha = conn.execute(sql.stored_sha, {"rid": report_id}).scalar_one()
+            session.rollback()
+            if stored_sha != body_sha:
+                raise ReportConflictError(
+                    f"report {report_id} is already stored with different content",
+                    hint="a report_id names one probe run; generate a new report_id (uuid4) for a new run",
+                )
+            return IngestResult(report_id=report_id, created=False, key=key)
+        _add_evidence(conn, sql, cell_id, report, now)
+        session.commit()
+    except sa.exc.OperationalError as exc:
+        session.rollback()
+        raise DatabaseNotReadyError(
+            f"could not store report {report_id}: {exc.orig}",
+            hint="the database is unavailable or overloaded; retry the submission (it is idempotent)",
+        ) from exc
+    except BaseException:
+        session.rollback()
+        raise
+    return IngestResult(report_id=report_id, created=True, key=key)
+
+
+def _add_evidence(
+    conn: sa.Connection, sql: _Statements, cell_id: int, report: ProbeReport, now: dt.datetime
+) -> None:
+    verdict = classify_report(report.checks)
+    passing = int(verdict.passed)
+    host_reports, host_passing = conn.execute(
+        sql.host_upsert,
+        {
+            "cell_id": cell_id,
+            "host_fingerprint": report.environment.host_fingerprint,
+            "reports": 1,
+            "passing_reports": passing,
+            "first_seen": now,
+            "last_seen": now,
+        },
+    ).one()
+    rows = [
+        (check_id, entry.group, *(entry.counts[st] for st in CHECK_STATUSES), entry.aten_op, entry.last_failure)
+        for check_id, entry in sorted(_sum_checks(report).items())
+    ]
+    if rows:
+        if conn.dialect.name == "postgresql":
+            columns = {name: list(values) for name, values in zip(_CHECK_COLUMNS, zip(*rows), strict=True)}
+            conn.execute(sql.check_upsert, {"cell_id": cell_id, **columns})
+        else:
+            conn.execute(sql.check_upsert, {"cell_id": cell_id, "rows": json.dumps(rows)})
+    conn.execute(
+        sql.cell_update,
+        {
+            "cid": cell_id,
+            "add_hosts": int(host_reports == 1),
+            "add_passing_hosts": int(passing == 1 and host_passing == 1),
+            "add_required_bad_reports": int(verdict.required_bad),
+            "add_other_bad_reports": int(verdict.other_bad),
+            "add_smoke_passed_reports": int(verdict.smoke_passed),
+            "now": now,
+        },
+    )

@@ -1,0 +1,96 @@
+"""The resolver's EvidenceLookup over the evidence tables (``accelenv resolve --database``, the service).
+
+A declared cell (torch patch, build, Python, platform) gathers the evidence cells of the device types that
+build drives as an accelerator install (``evidence.accelerator_backends``), narrowed to the target's GPU
+architecture when known; their health is combined by ``verification.combine_health``.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+from sqlmodel import Session
+
+from compat_service.db.evidence_models import EvidenceCell
+from compat_service.db.evidence_queries import failing_check_ids
+from compat_service.domain.evidence import accelerator_backends
+from compat_service.domain.evidence_lookup import CellEvidence as ResolverEvidence
+from compat_service.domain.verification import CellTally, Health, cell_health, combine_health
+
+#: failing checks named in a resolver message; the rest are counted
+NAMED_FAILURES = 6
+_STATUS_OF: dict[Health, str] = {
+    "verified": "verified", "partial": "partial", "broken": "broken", "unconfirmed": "declared", "none": "declared",
+}
+
+
+def _tally(cell: EvidenceCell) -> CellTally:
+    return CellTally.model_validate(cell, from_attributes=True)
+
+
+class DatabaseEvidence:
+    """Implements ``compat_service.domain.evidence_lookup.EvidenceLookup``."""
+
+    def __init__(self, engine: Engine, *, min_hosts: int, gpu_arch: str | None = None) -> None:
+        self._engine = engine
+        self._min_hosts = min_hosts
+        self._gpu_arch = gpu_arch
+
+    def _cells(self, session: Session, **where: str) -> list[EvidenceCell]:
+        query = sa.select(EvidenceCell)
+        for name, value in where.items():
+            query = query.where(getattr(EvidenceCell, name) == value)
+        if self._gpu_arch is not None:
+            query = query.where(EvidenceCell.device_arch == self._gpu_arch)
+        return list(session.execute(query).scalars().all())
+
+    def status_for(self, torch_version: str, build: str, python: str, os: str, arch: str) -> ResolverEvidence | None:
+        backends = accelerator_backends(build)
+        with Session(self._engine) as session:
+            cells = [
+                c
+                for c in self._cells(session, torch_version=torch_version, torch_build=build, python=python, os=os, arch=arch)
+                if c.backend in backends
+            ]
+            if not cells:
+                return None
+            healths = {c.id: cell_health(_tally(c), min_hosts=self._min_hosts) for c in cells}
+            combined = combine_health(healths.values())
+            worst = [cid for cid, h in healths.items() if h == combined]
+            failing = list(dict.fromkeys(f for ids in failing_check_ids(session, worst).values() for f in ids))
+        hosts = sum(c.passing_hosts if combined == "verified" else c.hosts for c in cells)
+        return ResolverEvidence(status=_STATUS_OF[combined], hosts=hosts, detail=_describe(combined, failing, hosts))  # type: ignore[arg-type]
+
+    def verified_cells(self, os: str, arch: str) -> list[tuple[str, str, str]]:
+        """(torch version, build, Python) of every verified declared-cell on a platform."""
+        groups: dict[tuple[str, str, str], list[Health]] = defaultdict(list)
+        with Session(self._engine) as session:
+            for c in self._cells(session, os=os, arch=arch):
+                if c.torch_build is not None and c.backend in accelerator_backends(c.torch_build):
+                    groups[(c.torch_version, c.torch_build, c.python)].append(
+                        cell_health(_tally(c), min_hosts=self._min_hosts)
+                    )
+        return sorted(key for key, healths in groups.items() if combine_health(healths) == "verified")
+
+
+def _describe(health: Health, failing: list[str], hosts: int) -> str:
+    if health == "verified":
+        return f"required checks passed on {hosts} distinct host(s)"
+    if health in ("unconfirmed", "none"):
+        return f"reports from {hosts} host(s), not enough to verify"
+    named = ", ".join(failing[:NAMED_FAILURES])
+    more = f" and {len(failing) - NAMED_FAILURES} more" if len(failing) > NAMED_FAILURES else ""
+    return f"failing checks: {named}{more}" if failing else "failing checks"
+
+
+def open_database_evidence(database_url: str, *, gpu_arch: str | None = None) -> DatabaseEvidence:
+    """Evidence from a local database (``accelenv resolve --database``); it must be migrated."""
+    from compat_service.config import Settings
+    from compat_service.db.engine import make_engine
+    from compat_service.db.migrate import require_head
+
+    engine = make_engine(database_url)
+    require_head(engine)
+    return DatabaseEvidence(engine, min_hosts=Settings(database_url=database_url).verified_min_hosts, gpu_arch=gpu_arch)

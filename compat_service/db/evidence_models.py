@@ -1,0 +1,72 @@
+"""Evidence tables (revision 0002_reports_and_evidence): per-cell counters kept up to date by each ingest.
+
+- ``evidence_cell``: one row per evidence cell key (``key_hash`` is unique; NULL key parts compare equal
+  through the hash), with the counters ``verification`` reads.
+- ``evidence_host``: one row per (cell, host fingerprint): counts distinct hosts and passing hosts.
+- ``evidence_check``: one row per (cell, check id): results by status, the aten op and the last failure.
+
+Every counter is changed only by ``UPDATE ... SET n = n + k`` or an upsert adding to it, in the ingest
+transaction that stores the report (``evidence_ingest``), never recomputed from the reports.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import sqlalchemy as sa
+from sqlmodel import Field, SQLModel
+
+from compat_service.db.reports_models import StoredReport  # noqa: F401  (registers probe_report)
+
+
+class EvidenceCell(SQLModel, table=True):
+    __tablename__ = "evidence_cell"
+    __table_args__ = (sa.Index("ix_evidence_cell_declared", "torch_version", "torch_build", "python"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    key_hash: str = Field(max_length=64, unique=True)
+    torch_version: str = Field(max_length=64)
+    torch_build: str | None = Field(default=None, max_length=32)
+    python: str = Field(max_length=32)
+    os: str = Field(max_length=16)
+    arch: str = Field(max_length=32)
+    backend: str = Field(max_length=32)
+    runtime_version: str | None = Field(default=None, max_length=64)
+    driver_version: str | None = Field(default=None, max_length=64)
+    device_arch: str | None = Field(default=None, max_length=64)
+    reports: int = 0
+    hosts: int = 0
+    passing_hosts: int = 0
+    required_bad_reports: int = 0
+    other_bad_reports: int = 0
+    smoke_passed_reports: int = 0
+    first_seen: dt.datetime
+    last_seen: dt.datetime
+
+
+class EvidenceHost(SQLModel, table=True):
+    __tablename__ = "evidence_host"
+
+    cell_id: int = Field(foreign_key="evidence_cell.id", primary_key=True)
+    host_fingerprint: str = Field(max_length=128, primary_key=True)
+    reports: int = 0
+    passing_reports: int = 0
+    first_seen: dt.datetime
+    last_seen: dt.datetime
+
+
+class EvidenceCheck(SQLModel, table=True):
+    __tablename__ = "evidence_check"
+
+    cell_id: int = Field(foreign_key="evidence_cell.id", primary_key=True)
+    check_id: str = Field(max_length=200, primary_key=True)
+    group: str = Field(max_length=16)
+    passed: int = 0
+    failed: int = 0
+    unsupported: int = 0
+    skipped: int = 0
+    timeout: int = 0
+    crashed: int = 0
+    error: int = 0
+    aten_op: str | None = Field(default=None, max_length=200)
+    last_failure: str | None = Field(default=None, sa_type=sa.Text)

@@ -1,0 +1,266 @@
+"""Reading evidence: one cell's detail, the matrix joined with evidence, a stored report.
+
+Reads only the counters the ingest maintains; nothing here scans the stored reports except the short
+"recent report ids" list of one cell (an index range scan).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import threading
+from collections.abc import Sequence
+
+import sqlalchemy as sa
+from pydantic import BaseModel
+from sqlmodel import Session
+
+from compat_service.db.evidence_models import EvidenceCell, EvidenceCheck
+from compat_service.db.reports_models import StoredReport
+from compat_service.domain.evidence import (
+    CellEvidence,
+    CellKey,
+    CheckCounts,
+    CheckEvidence,
+    DeclaredMatrix,
+    FailingCheck,
+    MatrixCell,
+    normalise_arch,
+)
+from compat_service.domain.matrix_models import MatrixData
+from compat_service.domain.report import CHECK_STATUSES
+from compat_service.domain.verification import GAP_GROUPS, REQUIRED_GROUPS, CellTally, cell_health, cell_status
+
+RECENT_REPORTS = 20
+_KEY_FIELDS = tuple(CellKey.model_fields)
+
+
+class MatrixFilter(BaseModel):
+    """Query of GET /v1/matrix; None = any. ``torch`` matches a patch ('2.3.1') or a minor ('2.3')."""
+
+    torch: str | None = None
+    build: str | None = None
+    python: str | None = None
+    backend: str | None = None
+    os: str | None = None
+    arch: str | None = None
+    status: str | None = None
+
+    def torch_matches(self, version: str) -> bool:
+        return self.torch is None or version == self.torch or version.startswith(self.torch + ".")
+
+    def keeps(self, cell: MatrixCell) -> bool:
+        return (
+            self.torch_matches(cell.torch_version)
+            and self.build in (None, cell.torch_build)
+            and self.python in (None, cell.python)
+            and self.os in (None, cell.os)
+            and (self.arch is None or normalise_arch(cell.os, self.arch) == cell.arch)
+            and (self.backend is None or cell.backend in (None, self.backend))
+            and self.status in (None, cell.status)
+        )
+
+
+def _aware(value: dt.datetime | None) -> dt.datetime | None:
+    return value.replace(tzinfo=dt.UTC) if value is not None and value.tzinfo is None else value
+
+
+def _tally(cell: EvidenceCell) -> CellTally:
+    return CellTally.model_validate(cell, from_attributes=True)
+
+
+def _key(cell: EvidenceCell) -> CellKey:
+    return CellKey(**{f: getattr(cell, f) for f in _KEY_FIELDS})
+
+
+def _counts(row: EvidenceCheck) -> CheckCounts:
+    return CheckCounts(**{s: getattr(row, s) for s in CHECK_STATUSES})
+
+
+def _failing_expr() -> sa.ColumnElement[int]:
+    """How often a check was failing (verification.is_failing, summed in SQL)."""
+    bad = EvidenceCheck.failed + EvidenceCheck.timeout + EvidenceCheck.crashed + EvidenceCheck.error
+    gaps = sa.case((EvidenceCheck.group.in_(sorted(GAP_GROUPS)), EvidenceCheck.unsupported), else_=0)  # type: ignore[attr-defined]
+    return bad + gaps
+
+
+def _failing_count(group: str, counts: CheckCounts) -> int:
+    return counts.bad + (counts.unsupported if group in GAP_GROUPS else 0)
+
+
+def get_report_json(session: Session, report_id: str) -> str | None:
+    return session.execute(
+        sa.select(StoredReport.body).where(StoredReport.report_id == report_id)
+    ).scalar_one_or_none()
+
+
+def find_cell(session: Session, key: CellKey) -> EvidenceCell | None:
+    return session.execute(
+        sa.select(EvidenceCell).where(EvidenceCell.key_hash == key.digest())
+    ).scalar_one_or_none()
+
+
+def cell_evidence(
+    session: Session, key: CellKey, *, declared: DeclaredMatrix | None, min_hosts: int
+) -> CellEvidence | None:
+    """The detail of one cell, or None when no report was ever stored for it."""
+    cell = find_cell(session, key)
+    if cell is None:
+        return None
+    checks = session.execute(
+        sa.select(EvidenceCheck).where(EvidenceCheck.cell_id == cell.id).order_by(EvidenceCheck.check_id)
+    ).scalars().all()
+    recent = session.execute(
+        sa.select(StoredReport.report_id)
+        .where(StoredReport.cell_id == cell.id)
+        .order_by(StoredReport.received_at.desc(), StoredReport.report_id)
+        .limit(RECENT_REPORTS)
+    ).scalars().all()
+    total = CheckCounts()
+    evidence: list[CheckEvidence] = []
+    for row in checks:
+        counts = _counts(row)
+        total = total.add(counts)
+        evidence.append(
+            CheckEvidence(
+                id=row.check_id, group=row.group, counts=counts, aten_op=row.aten_op,
+                last_failure=row.last_failure,
+            )
+        )
+    is_declared = declared is not None and declared.declared_cell_of(key) is not None
+    health = cell_health(_tally(cell), min_hosts=min_hosts)
+    return CellEvidence(
+        key=key,
+        declared=is_declared,
+        status=cell_status(health, declared=is_declared),
+        health=health,
+        reports=cell.reports,
+        hosts=cell.hosts,
+        passing_hosts=cell.passing_hosts,
+        first_seen=_aware(cell.first_seen),
+        last_seen=_aware(cell.last_seen),
+        counts=total,
+        failing_checks=[
+            FailingCheck(
+                id=c.id, group=c.group, aten_op=c.aten_op, bad=_failing_count(c.group, c.counts),
+                last_failure=c.last_failure,
+            )
+            for c in evidence
+            if _failing_count(c.group, c.counts) > 0
+        ],
+        checks=evidence,
+        recent_report_ids=list(recent),
+    )
+
+
+def failing_check_ids(session: Session, cell_ids: Sequence[int]) -> dict[int, list[str]]:
+    """Failing check ids per cell (required groups first), for a page of cells, in one query."""
+    out: dict[int, list[str]] = {}
+    if not cell_ids:
+        return out
+    rows = session.execute(
+        sa.select(EvidenceCheck.cell_id, EvidenceCheck.check_id)
+        .where(EvidenceCheck.cell_id.in_(list(cell_ids)), _failing_expr() > 0)  # type: ignore[attr-defined]
+        # detect/smoke failures first: they are what makes a cell broken
+        .order_by(
+            EvidenceCheck.cell_id,
+            sa.case((EvidenceCheck.group.in_(sorted(REQUIRED_GROUPS)), 0), else_=1),  # type: ignore[attr-defined]
+            EvidenceCheck.check_id,
+        )
+    ).all()
+    for cell_id, check_id in rows:
+        out.setdefault(cell_id, []).append(check_id)
+    return out
+
+
+def _evidence_cells(session: Session, flt: MatrixFilter) -> list[EvidenceCell]:
+    query = sa.select(EvidenceCell)
+    for column, value in (
+        (EvidenceCell.torch_build, flt.build),
+        (EvidenceCell.python, flt.python),
+        (EvidenceCell.os, flt.os),
+        (EvidenceCell.backend, flt.backend),
+    ):
+        if value is not None:
+            query = query.where(column == value)
+    if flt.torch is not None:
+        query = query.where(
+            sa.or_(EvidenceCell.torch_version == flt.torch, EvidenceCell.torch_version.startswith(flt.torch + "."))
+        )
+    return list(session.execute(query).scalars().all())
+
+
+def matrix_cells(
+    session: Session, declared: DeclaredMatrix, flt: MatrixFilter, *, min_hosts: int
+) -> list[tuple[MatrixCell, int | None]]:
+    """Every matrix row matching ``flt``: declared cells joined with their evidence cells, then the
+    observed ones, each with the evidence cell id (None for a declared cell with no report)."""
+    by_declared: dict[object, list[EvidenceCell]] = {}
+    observed: list[EvidenceCell] = []
+    for cell in _evidence_cells(session, flt):
+        owner = declared.declared_cell_of(_key(cell))
+        if owner is None:
+            observed.append(cell)
+        else:
+            by_declared.setdefault(owner, []).append(cell)
+
+    rows: list[tuple[MatrixCell, int | None]] = []
+    for dcell in declared.cells:
+        if not flt.torch_matches(dcell.torch_version):
+            continue
+        cells = by_declared.get(dcell)
+        if not cells:
+            row = MatrixCell(
+                torch_version=dcell.torch_version, torch_build=dcell.torch_build, python=dcell.python,
+                os=dcell.os, arch=dcell.arch, declared=True, status="declared", health="none",
+            )
+            if flt.keeps(row):
+                rows.append((row, None))
+            continue
+        for cell in sorted(cells, key=lambda c: c.key_hash):
+            rows.append((_row(cell, declared=True, min_hosts=min_hosts), cell.id))
+    for cell in sorted(observed, key=lambda c: (c.torch_version, c.backend, c.key_hash)):
+        rows.append((_row(cell, declared=False, min_hosts=min_hosts), cell.id))
+    return [(row, cid) for row, cid in rows if flt.keeps(row)]
+
+
+def _row(cell: EvidenceCell, *, declared: bool, min_hosts: int) -> MatrixCell:
+    health = cell_health(_tally(cell), min_hosts=min_hosts)
+    return MatrixCell(
+        **_key(cell).model_dump(exclude={"python", "torch_version", "torch_build", "os", "arch"}),
+        torch_version=cell.torch_version,
+        torch_build=cell.torch_build,
+        python=cell.python,
+        os=cell.os,
+        arch=cell.arch,
+        declared=declared,
+        status=cell_status(health, declared=declared),
+        health=health,
+        reports=cell.reports,
+        hosts=cell.hosts,
+        passing_hosts=cell.passing_hosts,
+        first_seen=_aware(cell.first_seen),
+        last_seen=_aware(cell.last_seen),
+    )
+
+
+def with_failing_checks(session: Session, page: list[tuple[MatrixCell, int | None]]) -> list[MatrixCell]:
+    failing = failing_check_ids(session, [cid for _, cid in page if cid is not None])
+    return [
+        row.model_copy(update={"failing_checks": failing.get(cid, [])}) if cid is not None else row
+        for row, cid in page
+    ]
+
+
+_declared_lock = threading.Lock()
+_declared: dict[str, DeclaredMatrix] = {}
+
+
+def declared_for(content_hash: str, data: MatrixData) -> DeclaredMatrix:
+    """The declared cells of one matrix load, built once per process per load."""
+    with _declared_lock:
+        found = _declared.get(content_hash)
+        if found is None:
+            if len(_declared) >= 4:
+                _declared.clear()
+            found = _declared[content_hash] = DeclaredMatrix(data)
+        return found

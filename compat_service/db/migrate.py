@@ -1,0 +1,73 @@
+"""Run the Alembic migrations shipped inside the package, and tell whether a database is at head.
+
+No alembic.ini at runtime: the script location is this package's ``migrations/`` folder and the caller's
+engine is handed to ``env.py`` as an open connection.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import sqlalchemy as sa
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy.engine import Engine
+
+from compat_service.db.engine import describe
+from compat_service.domain.errors import Cause, DatabaseNotReadyError
+
+MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
+
+
+def _config() -> Config:
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS_DIR))
+    return config
+
+
+def head_revision() -> str:
+    heads = ScriptDirectory.from_config(_config()).get_heads()
+    return heads[0]
+
+
+def current_revision(engine: Engine) -> str | None:
+    """The revision stamped in the database; None for an empty database."""
+    try:
+        with engine.connect() as conn:
+            return MigrationContext.configure(conn).get_current_revision()
+    except sa.exc.OperationalError as exc:
+        raise DatabaseNotReadyError(
+            f"the database {describe(engine)} is unreachable",
+            hint="check ACCELENV_DATABASE_URL and that the database server is running",
+        ) from exc
+
+
+def upgrade(engine: Engine, revision: str = "head") -> None:
+    config = _config()
+    try:
+        with engine.begin() as conn:
+            config.attributes["connection"] = conn
+            command.upgrade(config, revision)
+    except sa.exc.OperationalError as exc:
+        raise DatabaseNotReadyError(
+            f"cannot migrate the database {describe(engine)}: {exc.orig}",
+            hint="check ACCELENV_DATABASE_URL and that the database server is running",
+        ) from exc
+
+
+def require_head(engine: Engine) -> None:
+    """Raise DatabaseNotReadyError unless the schema is at the newest revision."""
+    current = current_revision(engine)
+    head = head_revision()
+    if current != head:
+        raise DatabaseNotReadyError(
+            f"the database {describe(engine)} is not migrated: "
+            f"schema revision {current or 'none (empty database)'}, this accelenv needs {head}",
+            hint="run `accelenv db upgrade` (with the same ACCELENV_DATABASE_URL), then start again",
+            causes=[
+                Cause(constraint=f"schema revision == {head}", origin="accelenv migrations"),
+                Cause(constraint=f"schema revision == {current}", origin=f"database {describe(engine)}"),
+            ],
+        )

@@ -1,0 +1,26 @@
+"""The stored probe report (revision 0002_reports_and_evidence): the validated JSON, kept whole.
+
+``report_id`` is the primary key, so a resubmission is an ``INSERT ... ON CONFLICT DO NOTHING`` that
+changes nothing; ``body_sha256`` tells an identical resubmission from a different report reusing the id.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import sqlalchemy as sa
+from sqlmodel import Field, SQLModel
+
+
+class StoredReport(SQLModel, table=True):
+    __tablename__ = "probe_report"
+    __table_args__ = (sa.Index("ix_probe_report_cell_received", "cell_id", "received_at"),)
+
+    report_id: str = Field(primary_key=True, max_length=36, description="the report's UUID, lower-case")
+    cell_id: int = Field(foreign_key="evidence_cell.id")
+    host_fingerprint: str = Field(max_length=128)
+    created_at: dt.datetime = Field(description="when the probe ran (host clock, UTC)")
+    received_at: dt.datetime = Field(description="when the service stored it (UTC)")
+    ok: bool
+    body_sha256: str = Field(max_length=64)
+    body: str = Field(sa_type=sa.Text, description="the validated report as canonical JSON")

@@ -1,0 +1,124 @@
+"""How a build meets the hardware: GPU architecture coverage and the NVIDIA driver floor.
+
+The numbers come from the matrix (gpu_archs.yaml, cuda.yaml, rocm.yaml); these functions only say how
+to compare them.
+
+GPU architecture rule (NVIDIA's documented compatibility, conservative):
+- a cubin for ``sm_XY`` runs on a GPU of the same major X and minor >= Y (sm_86 kernels run on sm_89);
+- an arch-specific cubin (``sm_90a``) runs only on that exact arch;
+- PTX (``ptx`` in the arch list) is JIT-compiled on any newer GPU, so it covers every arch >= it;
+- AMD gfx targets match exactly.
+
+Driver floor rule (conservative, one rule everywhere): a CUDA build needs the *toolkit's own* minimum
+driver from cuda.yaml (the floor of ``runtime_full`` when known, else the highest floor of that
+major.minor's updates). NVIDIA's minor-version compatibility (12.x on >= 525) is not used to accept a
+driver: PyTorch JIT-compiles PTX, which that mode does not support. It is mentioned in warnings only.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any, Literal
+
+from packaging.version import Version
+
+if TYPE_CHECKING:
+    from compat_service.domain.matrix import Matrix
+
+#: versions repeat across calls (toolkits, drivers); parsing them once keeps resolve() well under 1 ms
+cached_version = lru_cache(maxsize=4096)(Version)
+
+_SM_RE = re.compile(r"^(?:sm|compute)_(\d+)([af]?)$")
+
+Coverage = Literal["kernels", "ptx", "no", "unknown"]
+
+
+@dataclass(frozen=True)
+class ArchVerdict:
+    coverage: Coverage
+    #: the matrix row behind the verdict (an ArchList or a RocmRelease), None = unknown
+    row: Any = None
+    #: what the build ships, for messages ("sm_50 … sm_90 + PTX sm_90")
+    shipped: str | None = None
+
+
+def _sm(arch: str) -> tuple[int, int, str] | None:
+    match = _SM_RE.match(arch)
+    if not match:
+        return None
+    number = int(match.group(1))
+    return number // 10, number % 10, match.group(2)
+
+
+def cubin_runs_on(built: str, gpu: str) -> bool:
+    b, g = _sm(built), _sm(gpu)
+    if b is None or g is None:
+        return built == gpu
+    if b[2] == "a":
+        return (b[0], b[1]) == (g[0], g[1])
+    return b[0] == g[0] and b[1] <= g[1]
+
+
+def ptx_runs_on(ptx: str, gpu: str) -> bool:
+    p, g = _sm(ptx), _sm(gpu)
+    return p is not None and g is not None and (g[0], g[1]) >= (p[0], p[1])
+
+
+def describe_archs(archs: list[str], ptx: str | None) -> str:
+    text = ", ".join(archs)
+    return f"{text} + PTX {ptx}" if ptx else text
+
+
+def arch_coverage(
+    matrix: Matrix, torch_version: str, label: str, runtime: str | None, platform: str, gpu_arch: str
+) -> ArchVerdict:
+    row = matrix.arch_list(torch_version, label, platform)
+    if row is not None:
+        shipped = describe_archs(list(row.archs), row.ptx)
+        if any(cubin_runs_on(a, gpu_arch) for a in row.archs):
+            return ArchVerdict("kernels", row, shipped)
+        if row.ptx and ptx_runs_on(row.ptx, gpu_arch):
+            return ArchVerdict("ptx", row, shipped)
+        return ArchVerdict("no", row, shipped)
+    if gpu_arch.startswith("gfx") and runtime is not None:
+        release = matrix.rocm_release(runtime)
+        if release is not None and release.gfx_targets is not None:
+            shipped = ", ".join(release.gfx_targets)
+            return ArchVerdict("kernels" if gpu_arch in release.gfx_targets else "no", release, shipped)
+    return ArchVerdict("unknown")
+
+
+@dataclass(frozen=True)
+class DriverFloor:
+    version: str | None  # None = the matrix has no floor for this OS
+    toolkit: Any  # the CudaToolkit row, None when the runtime has no row
+
+
+def driver_floor(matrix: Matrix, runtime: str | None, runtime_full: str | None, os: str) -> DriverFloor:
+    if runtime is None:
+        return DriverFloor(None, None)
+    attr = "min_driver_windows" if os == "windows" else "min_driver_linux"
+    want = cached_version(runtime).release[:2]
+    rows = [t for t in matrix.cuda_toolkits() if cached_version(t.version).release[:2] == want]
+    if runtime_full is not None:
+        exact = [t for t in rows if cached_version(t.version) == cached_version(runtime_full)]
+        rows = exact or rows
+    known = [t for t in rows if getattr(t, attr) is not None]
+    if not known:
+        return DriverFloor(None, rows[-1] if rows else None)
+    best = max(known, key=lambda t: cached_version(getattr(t, attr)))
+    return DriverFloor(getattr(best, attr), best)
+
+
+def newest_cuda_for_driver(matrix: Matrix, driver: str, os: str) -> str | None:
+    """The newest toolkit whose own floor the driver meets ("driver 470.82 runs CUDA ≤ 11.4")."""
+    attr = "min_driver_windows" if os == "windows" else "min_driver_linux"
+    have = cached_version(driver)
+    fits = [
+        t.version
+        for t in matrix.cuda_toolkits()
+        if getattr(t, attr) and cached_version(getattr(t, attr)) <= have
+    ]
+    return fits[-1] if fits else None

@@ -1,0 +1,124 @@
+"""What `resolve` answers: `Resolution`, and its one JSON form.
+
+`resolution_to_json` is the only serialiser: `accelenv resolve --format json` prints it and the service's
+``GET /v1/resolve`` returns it, so both speak the same object. `resolution_from_json` reads it back (the
+CLI's ``--server`` path renders every format from it). Plain dataclasses, no pydantic: this is on the
+fast path of `accelenv resolve`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+#: bump when a field changes meaning; additive fields keep it
+JSON_VERSION = "1"
+
+
+@dataclass(frozen=True)
+class Reason:
+    """One decision and the matrix rows behind it (keys into sources.yaml)."""
+
+    decision: str
+    detail: str
+    sources: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        # Rows behind one decision often share a source; list each once, in order.
+        object.__setattr__(self, "sources", tuple(dict.fromkeys(self.sources)))
+
+
+@dataclass(frozen=True)
+class Pin:
+    name: str
+    #: exactly what goes after ``==`` (with a local tag such as +cu118 where the install needs one)
+    version: str
+    #: the wheel index this package comes from; None = the default package index
+    index_url: str | None
+
+
+@dataclass(frozen=True)
+class HostRequirement:
+    """Something the target needs that pip cannot install: a driver, CANN, a vendor SDK."""
+
+    name: str
+    version: str | None
+    detail: str
+
+
+@dataclass(frozen=True)
+class Resolution:
+    torch_version: str
+    backend: str  # build label of the torch wheel: cpu, cu121, rocm6.0, xpu
+    family: str  # cpu, cuda, rocm, xpu, mps, npu, mlu
+    python: str
+    os: str
+    arch: str
+    packages: tuple[Pin, ...]
+    #: the index the torch packages come from; None = the default package index is right
+    index_url: str | None
+    #: "--index-url" or "--extra-index-url", as the official commands for this release use it
+    index_option: str
+    default_index_has_variant: bool
+    requirements: tuple[HostRequirement, ...] = ()
+    reasons: tuple[Reason, ...] = ()
+    warnings: tuple[str, ...] = ()
+    #: evidence status of the chosen cell, when an EvidenceLookup was given
+    evidence: dict[str, Any] | None = field(default=None)
+
+    @property
+    def platform(self) -> str:
+        return f"{self.os}-{self.arch}"
+
+    @property
+    def pins(self) -> dict[str, str]:
+        return {p.name: p.version for p in self.packages}
+
+
+def resolution_to_json(res: Resolution) -> dict[str, Any]:
+    """The wire form, shared by the CLI (--format json) and the service (GET /v1/resolve)."""
+    return {
+        "version": JSON_VERSION,
+        "torch": res.torch_version,
+        "pins": res.pins,
+        "index_url": res.index_url,
+        "index_option": res.index_option,
+        "default_index_has_variant": res.default_index_has_variant,
+        "backend": res.backend,
+        "family": res.family,
+        "python": res.python,
+        "os": res.os,
+        "arch": res.arch,
+        "platform": res.platform,
+        "packages": [{"name": p.name, "version": p.version, "index_url": p.index_url} for p in res.packages],
+        "requirements": [
+            {"name": r.name, "version": r.version, "detail": r.detail} for r in res.requirements
+        ],
+        "reasons": [
+            {"decision": r.decision, "detail": r.detail, "sources": list(r.sources)} for r in res.reasons
+        ],
+        "warnings": list(res.warnings),
+        "evidence": res.evidence,
+    }
+
+
+def resolution_from_json(body: dict[str, Any]) -> Resolution:
+    """Inverse of `resolution_to_json`; raises KeyError/TypeError on a body that is not one."""
+    return Resolution(
+        torch_version=body["torch"],
+        backend=body["backend"],
+        family=body["family"],
+        python=body["python"],
+        os=body["os"],
+        arch=body["arch"],
+        packages=tuple(Pin(p["name"], p["version"], p["index_url"]) for p in body["packages"]),
+        index_url=body["index_url"],
+        index_option=body["index_option"],
+        default_index_has_variant=bool(body["default_index_has_variant"]),
+        requirements=tuple(
+            HostRequirement(r["name"], r["version"], r["detail"]) for r in body["requirements"]
+        ),
+        reasons=tuple(Reason(r["decision"], r["detail"], tuple(r["sources"])) for r in body["reasons"]),
+        warnings=tuple(body["warnings"]),
+        evidence=body.get("evidence"),
+    )

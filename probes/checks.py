@@ -1,0 +1,65 @@
+"""What a check is, and the shape of its outcome (the ``checks[]`` entries of the report).
+
+A check is an id, a group and a function of the probe context. The function returns an ``Outcome``; an
+exception escaping it becomes status ``error`` (a probe bug or an unexpected failure), never a crash of
+the suite.
+"""
+
+GROUPS = ("detect", "smoke", "ops", "allocator", "amp", "distributed")
+STATUSES = ("passed", "failed", "unsupported", "skipped", "timeout", "crashed", "error")
+BAD_STATUSES = ("failed", "timeout", "crashed", "error")
+MAX_DETAIL = 4000
+MAX_DATA_KEYS = 64
+
+
+class Check(object):
+    __slots__ = ("id", "group", "run")
+
+    def __init__(self, check_id, group, run):
+        self.id = check_id
+        self.group = group
+        self.run = run
+
+
+class Outcome(object):
+    __slots__ = ("status", "detail", "data")
+
+    def __init__(self, status, detail=None, **data):
+        if status not in STATUSES:
+            raise ValueError("unknown check status %r" % status)
+        self.status = status
+        self.detail = detail
+        self.data = data
+
+
+def passed(detail=None, **data):
+    return Outcome("passed", detail, **data)
+
+
+def failed(detail, **data):
+    return Outcome("failed", detail, **data)
+
+
+def skipped(reason, **data):
+    return Outcome("skipped", reason, **data)
+
+
+def unsupported(detail, **data):
+    return Outcome("unsupported", detail, **data)
+
+
+def result_entry(check_id, group, status, duration_s, detail=None, data=None):
+    """One ``checks[]`` entry, clipped to the report's limits."""
+    data = dict(data or {})
+    if len(data) > MAX_DATA_KEYS:
+        data = dict(list(data.items())[:MAX_DATA_KEYS])
+    if detail is not None:
+        detail = str(detail)[:MAX_DETAIL]
+    return {
+        "id": check_id,
+        "group": group,
+        "status": status,
+        "duration_s": round(max(0.0, float(duration_s)), 6),
+        "detail": detail,
+        "data": data,
+    }

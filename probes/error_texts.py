@@ -1,0 +1,90 @@
+"""Classify the exceptions a device raises: unsupported op, missing dtype kernel, CPU fallback, OOM.
+
+The texts are torch's own (dispatcher, overrideable default kernels, MPS), stable in substance from 1.x
+to 2.13; see the PrivateUse1 notes, section 6. Matching text is the only way: torch raises plain
+NotImplementedError / RuntimeError for all of these.
+"""
+
+import re
+
+_DISPATCH = re.compile(r"Could not run '(?P<op>[\w:.]+)' with arguments from the '(?P<backend>\w+)' backend")
+_OVERRIDEABLE = re.compile(r"(?P<op>\w+) not implemented\. You are likely triggering this with tensor backend other than")
+_MPS = re.compile(r"The operator '(?P<op>[\w:.]+)' is not current(?:ly)? implemented for the MPS device")
+_DTYPE = re.compile(r"\"(?P<kernel>\w+)\" not implemented for '(?P<dtype>\w+)'")
+_FALLBACK = re.compile(r"(?i)(?:fall(?:s|ing)? ?back|fallback) to (?:run on )?(?:the )?CPU")
+_FALLBACK_OP = re.compile(r"'(?P<op>aten::[\w.]+)'")
+_OOM = re.compile(r"(?i)out of memory")
+
+
+def base_op_name(op):
+    """'aten::mm.out' -> 'aten::mm' (the overload dropped), 'convolution_overrideable' -> same."""
+    if op.startswith("aten::"):
+        return op.split(".")[0]
+    return op
+
+
+def classify_unsupported(exc):
+    """Return ``{'aten_op', 'base_op', 'backend', 'kind'}`` when ``exc`` says an op or dtype is missing.
+
+    ``None`` means the exception is something else (a real failure). An unparsed NotImplementedError is
+    still "unsupported", with ``aten_op`` None.
+    """
+    text = str(exc)
+    first = text.splitlines()[0] if text else ""
+    for kind, pattern in (("dispatcher", _DISPATCH), ("overrideable", _OVERRIDEABLE), ("mps", _MPS)):
+        match = pattern.search(first) or pattern.search(text[:4000])
+        if match:
+            op = match.group("op")
+            if kind == "overrideable":
+                op = "aten::" + op
+            return {
+                "aten_op": op,
+                "base_op": base_op_name(op),
+                "backend": match.groupdict().get("backend") or ("mps" if kind == "mps" else None),
+                "kind": kind,
+            }
+    match = _DTYPE.search(first)
+    if match:
+        return {
+            "aten_op": None,
+            "base_op": None,
+            "backend": None,
+            "kind": "dtype",
+            "kernel": match.group("kernel"),
+            "dtype": match.group("dtype"),
+        }
+    if isinstance(exc, NotImplementedError):
+        return {"aten_op": None, "base_op": None, "backend": None, "kind": "unparsed"}
+    return None
+
+
+def cpu_fallback_op(messages):
+    """The op a backend said it ran on CPU instead (MPS fallback, vendor plugins), from warning texts."""
+    for message in messages:
+        if _FALLBACK.search(message):
+            match = _FALLBACK_OP.search(message)
+            return match.group("op") if match else "unknown"
+    return None
+
+
+def oom_error_types(torch):
+    """The exception classes this torch raises for device OOM (feature-detected; RuntimeError last)."""
+    types = []
+    for owner, name in ((torch, "OutOfMemoryError"), (getattr(torch, "cuda", None), "OutOfMemoryError")):
+        cls = getattr(owner, name, None) if owner is not None else None
+        if isinstance(cls, type) and cls not in types:
+            types.append(cls)
+    return tuple(types)
+
+
+def is_oom(exc, torch):
+    """True for torch's OOM classes, and for the RuntimeError MPS and older backends raise."""
+    if isinstance(exc, oom_error_types(torch)):
+        return True
+    return isinstance(exc, RuntimeError) and bool(_OOM.search(str(exc)[:2000]))
+
+
+def first_line(exc, limit=300):
+    text = "%s: %s" % (type(exc).__name__, exc)
+    line = text.splitlines()[0] if text else type(exc).__name__
+    return line[:limit]

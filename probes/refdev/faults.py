@@ -1,0 +1,124 @@
+"""Fault injection for the reference backend: parse ``ACCELENV_REFDEV_FAULTS`` into a plan.
+
+The list is comma-separated; each entry is ``KIND`` or ``KIND:TARGET``:
+
+==========================  ===========================================================================
+``missing:aten::OP``        no refdev kernel for OP, so the dispatcher raises its own "Could not run
+                            'aten::OP' with arguments from the 'refdev' backend". Without an overload
+                            (``aten::mm``) the whole family goes (``mm``, ``mm.out``, ...), because
+                            structured ops reach the ``.out`` kernel; ``aten::mm.out`` removes one overload.
+``wrong:aten::OP``          OP's floating-point results are off by a relative ``WRONG_RELATIVE_ERROR``.
+``wrong:promotion:aten::OP`` OP's out-of-place results come back in the wrong dtype
+                            (``WRONG_PROMOTION``: the next wider dtype of the same kind, or the next
+                            narrower for the widest), the kind of bug a backend's type promotion has.
+``leak``                    freed blocks never go back to the pool: allocated and reserved never shrink.
+``oom`` / ``oom:BYTES``     the device capacity is ``OOM_CAPACITY`` (16 KiB) or BYTES: a training step
+                            runs out of memory with a real ``torch.OutOfMemoryError``.
+``hang:aten::OP``           OP's kernel sleeps forever.
+``crash:aten::OP``          OP's kernel kills the process with SIGABRT (``os.abort()``).
+==========================  ===========================================================================
+
+Parsing needs no torch; whether an OP exists is checked at install time against the live dispatcher.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Dict, List, Optional
+
+ENV_VAR = "ACCELENV_REFDEV_FAULTS"
+OP_KINDS = ("missing", "wrong", "hang", "crash")
+KINDS = ("missing", "wrong", "wrong:promotion", "leak", "oom", "hang", "crash")
+USAGE = (
+    "valid faults: missing:aten::OP, wrong:aten::OP, wrong:promotion:aten::OP, leak, oom, oom:BYTES, "
+    "hang:aten::OP, crash:aten::OP (comma-separated)"
+)
+WRONG_RELATIVE_ERROR = 1e-2
+OOM_CAPACITY = 16 * 1024
+#: dtype name -> the dtype name a promotion-faulty op returns instead
+WRONG_PROMOTION = {
+    "float16": "float32",
+    "bfloat16": "float32",
+    "float32": "float64",
+    "float64": "float32",
+    "int8": "int16",
+    "uint8": "int16",
+    "int16": "int32",
+    "int32": "int64",
+    "int64": "int32",
+    "bool": "uint8",
+    "complex64": "complex128",
+    "complex128": "complex64",
+}
+
+_OP_NAME = re.compile(r"^aten::[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z0-9_]+)?$")
+
+
+class FaultPlan:
+    """The faults for one process. ``*_ops`` hold op names as written: a family or one overload."""
+
+    def __init__(self) -> None:
+        self.missing_ops: List[str] = []
+        self.wrong_ops: List[str] = []
+        self.promotion_ops: List[str] = []
+        self.hang_ops: List[str] = []
+        self.crash_ops: List[str] = []
+        self.leak = False
+        self.oom_capacity: Optional[int] = None
+        self.entries: List[str] = []
+
+    def op_faults(self) -> Dict[str, List[str]]:
+        return {
+            "missing": self.missing_ops,
+            "wrong": self.wrong_ops,
+            "wrong:promotion": self.promotion_ops,
+            "hang": self.hang_ops,
+            "crash": self.crash_ops,
+        }
+
+    def __bool__(self) -> bool:
+        return bool(self.entries)
+
+    def __repr__(self) -> str:
+        return "FaultPlan(%s)" % ",".join(self.entries)
+
+
+def _bad(entry: str, why: str) -> ValueError:
+    return ValueError("bad refdev fault %r: %s; %s" % (entry, why, USAGE))
+
+
+def _op(entry: str, target: str) -> str:
+    if not _OP_NAME.match(target):
+        raise _bad(entry, "the target must be an operator name like aten::mm or aten::add.Tensor")
+    return target
+
+
+def parse_faults(spec: Optional[str]) -> FaultPlan:
+    """Parse the comma-separated fault list; raise ValueError naming the first bad entry."""
+    plan = FaultPlan()
+    for raw in (spec or "").split(","):
+        entry = raw.strip()
+        if not entry:
+            continue
+        kind, _, target = entry.partition(":")
+        if kind in ("leak",):
+            if target:
+                raise _bad(entry, "leak takes no target")
+            plan.leak = True
+        elif kind == "oom":
+            if not target:
+                plan.oom_capacity = OOM_CAPACITY
+            elif target.isdigit() and int(target) > 0:
+                plan.oom_capacity = int(target)
+            else:
+                raise _bad(entry, "oom:BYTES needs a positive whole number of bytes")
+        elif kind == "wrong" and target.startswith("promotion:"):
+            plan.promotion_ops.append(_op(entry, target[len("promotion:"):]))
+        elif kind in OP_KINDS:
+            if not target:
+                raise _bad(entry, "%s needs an operator, e.g. %s:aten::mm" % (kind, kind))
+            plan.op_faults()[kind].append(_op(entry, target))
+        else:
+            raise _bad(entry, "unknown kind %r" % kind)
+        plan.entries.append(entry)
+    return plan

@@ -1,0 +1,314 @@
+"""The refdev kernels: every aten overload with a CPU kernel runs on CPU views of the device data.
+
+Registered for PrivateUse1 only where torch has a direct ``CPU`` kernel (about 1,070 overloads on 2.13).
+Composite ops are left alone on purpose: a backend kernel on a CompositeImplicitAutograd op switches off its
+decomposition, and Python kernels for CompositeExplicitAutograd ops such as ``detach`` break
+``nn.Parameter``. Four ops without a CPU kernel get hand-written ones: ``_copy_from`` and
+``_copy_from_and_resize`` (what ``copy_`` calls across devices) and the ``convolution_*_overrideable`` pair.
+
+Each overload gets its own ``torch.library.Library`` (1,000 cost about 7 ms), so a ``missing:`` fault simply
+leaves that overload unregistered and the dispatcher raises its own "Could not run" error.
+
+Imported only by ``probes.refdev.install`` after the availability check.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from typing import Any, Callable, Dict, List, Set, Tuple
+
+import torch
+
+from probes.refdev.faults import USAGE, WRONG_PROMOTION, WRONG_RELATIVE_ERROR, FaultPlan
+from probes.refdev.storage import StorageModel
+
+DISPATCH_KEY = "PrivateUse1"
+HAND_WRITTEN = (
+    "aten::_copy_from",
+    "aten::_copy_from_and_resize",
+    "aten::convolution_overrideable",
+    "aten::convolution_backward_overrideable",
+)
+
+Kernel = Callable[..., Any]
+
+
+def op_catalogue() -> Dict[str, Any]:
+    """Qualified overload name ('aten::add.Tensor', 'aten::mm') -> OpOverload, for every op we register."""
+    catalogue = {}
+    for name in torch._C._dispatch_get_all_op_names():
+        if not name.startswith("aten::"):
+            continue
+        if name not in HAND_WRITTEN and not torch._C._dispatch_has_kernel_for_dispatch_key(name, "CPU"):
+            continue
+        base, _, overload = name[len("aten::"):].partition(".")
+        packet = getattr(torch.ops.aten, base, None)
+        op = getattr(packet, overload or "default", None) if packet is not None else None
+        if op is not None:
+            catalogue[name] = op
+    return catalogue
+
+
+def family(name: str) -> str:
+    """'aten::mm.out' -> 'aten::mm'."""
+    return name.split(".", 1)[0]
+
+
+def select(catalogue: Dict[str, Any], target: str, kind: str) -> List[str]:
+    """The overloads a fault target names: one overload, or every overload of a family."""
+    if "." in target[len("aten::"):]:
+        chosen = [target] if target in catalogue else []
+    else:
+        chosen = [name for name in catalogue if family(name) == target]
+    if chosen:
+        return chosen
+    every = torch._C._dispatch_get_all_op_names()
+    known = target in every or any(family(n) == target for n in every)
+    if known:
+        why = (
+            "has no refdev kernel of its own (it is composite: it runs other ops, e.g. aten::linear runs "
+            "aten::addmm); name the op the dispatcher reaches"
+        )
+    else:
+        why = "is not an operator in torch %s" % torch.__version__
+    raise ValueError("bad refdev fault '%s:%s': %s %s; %s" % (kind, target, target, why, USAGE))
+
+
+class KernelSet:
+    """Builds, registers and drops the PrivateUse1 kernels of one process."""
+
+    def __init__(self, model: StorageModel, plan: FaultPlan) -> None:
+        self.model = model
+        self.plan = plan
+        self.catalogue = op_catalogue()
+        self.libraries: Dict[str, Any] = {}
+        #: fault kind -> the overloads it applies to
+        self.faulty: Dict[str, Set[str]] = {kind: set() for kind in plan.op_faults()}
+        for kind, targets in plan.op_faults().items():
+            for target in targets:
+                self.faulty[kind].update(select(self.catalogue, target, kind))
+
+    def register_all(self) -> int:
+        for name in self.catalogue:
+            if name not in self.faulty["missing"]:
+                self.register(name)
+        return len(self.libraries)
+
+    def register(self, name: str) -> None:
+        if name in self.libraries:
+            return
+        op = self.catalogue[name]
+        library = torch.library.Library("aten", "IMPL")
+        library.impl(name[len("aten::"):], self._kernel_for(name, op), DISPATCH_KEY)
+        self.libraries[name] = library
+
+    # -- kernel construction ---------------------------------------------------------------------
+    def _kernel_for(self, name: str, op: Any) -> Kernel:
+        hand_written = {
+            "aten::_copy_from": self._copy_from,
+            "aten::_copy_from_and_resize": self._copy_from_and_resize,
+            "aten::convolution_overrideable": self._convolution,
+            "aten::convolution_backward_overrideable": self._convolution_backward,
+        }
+        kernel = hand_written.get(name) or self._generic(op)
+        if name in self.faulty["hang"]:
+            return _hang(name)
+        if name in self.faulty["crash"]:
+            return _crash(name)
+        if name in self.faulty["wrong"]:
+            return _off_by_relative_error(kernel)
+        if name in self.faulty["wrong:promotion"]:
+            return self._wrong_dtype(kernel, op)
+        return kernel
+
+    def _generic(self, op: Any) -> Kernel:
+        model = self.model
+        positions, names = _written_args(op)
+        device_type = model.device_type
+
+        def kernel(*args: Any, **kwargs: Any) -> Any:
+            calls = _Call(model)
+            cpu_args = calls.to_cpu(args)
+            cpu_kwargs = {k: calls.to_cpu(v) for k, v in kwargs.items()}
+            device = kwargs.get("device")
+            keep_on_cpu = isinstance(device, torch.device) and device.type != device_type
+            result = op(*cpu_args, **cpu_kwargs)
+            for position in positions:
+                if position < len(args):
+                    calls.resync(args[position], cpu_args[position])
+            for name in names:
+                if name in kwargs:
+                    calls.resync(kwargs[name], cpu_kwargs[name])
+            return calls.from_cpu(result, keep_on_cpu)
+
+        return kernel
+
+    def _copy_from(self, src: torch.Tensor, dst: torch.Tensor, non_blocking: bool = False) -> torch.Tensor:
+        calls = _Call(self.model)
+        calls.to_cpu(dst).copy_(calls.to_cpu(src))
+        return dst
+
+    def _copy_from_and_resize(self, src: torch.Tensor, dst: torch.Tensor) -> torch.Tensor:
+        calls = _Call(self.model)
+        dst_cpu = calls.to_cpu(dst)
+        dst_cpu.resize_(src.shape).copy_(calls.to_cpu(src))
+        calls.resync(dst, dst_cpu)
+        return dst
+
+    def _convolution(self, input: Any, weight: Any, bias: Any, *rest: Any) -> Any:
+        calls = _Call(self.model)
+        args = calls.to_cpu((input, weight, bias) + rest)
+        return calls.from_cpu(torch.ops.aten.convolution.default(*args), False)
+
+    def _convolution_backward(
+        self, grad_output: Any, input: Any, weight: Any, stride: Any, padding: Any, dilation: Any,
+        transposed: bool, output_padding: Any, groups: int, output_mask: Any,
+    ) -> Any:
+        calls = _Call(self.model)
+        grad_cpu, input_cpu, weight_cpu = calls.to_cpu((grad_output, input, weight))
+        out_channels = weight.shape[1] * groups if transposed else weight.shape[0]
+        result = torch.ops.aten.convolution_backward.default(
+            grad_cpu, input_cpu, weight_cpu, [out_channels], stride, padding, dilation, transposed,
+            output_padding, groups, output_mask,
+        )
+        return calls.from_cpu(result, False)
+
+    def _wrong_dtype(self, kernel: Kernel, op: Any) -> Kernel:
+        if any(_written_args(op)):
+            return kernel  # in-place and out= results keep their argument's dtype by construction
+        model = self.model
+
+        def wrong(*args: Any, **kwargs: Any) -> Any:
+            result = kernel(*args, **kwargs)
+            if not isinstance(result, torch.Tensor):
+                return result
+            name = str(result.dtype).replace("torch.", "")
+            wrong_dtype = getattr(torch, WRONG_PROMOTION.get(name, name))
+            calls = _Call(model)
+            return calls.from_cpu(calls.to_cpu(result).to(wrong_dtype), False)
+
+        return wrong
+
+
+class _Call:
+    """The CPU views of one kernel call, so outputs that alias an argument map back to it."""
+
+    __slots__ = ("model", "by_view", "storages")
+
+    def __init__(self, model: StorageModel) -> None:
+        self.model = model
+        self.by_view: Dict[int, Any] = {}  # id(cpu view or cpu argument) -> the caller's tensor
+        self.storages: Dict[int, Any] = {}  # CPU StorageImpl address -> device storage object
+
+    def to_cpu(self, value: Any) -> Any:
+        if isinstance(value, torch.Tensor):
+            if value.device.type != self.model.device_type:
+                self.by_view[id(value)] = value
+                return value
+            device_storage = value.untyped_storage()
+            view = self.model.cpu_view(value)
+            self.by_view[id(view)] = value
+            self.storages[view.untyped_storage()._cdata] = device_storage
+            return view
+        if isinstance(value, (list, tuple)):
+            return type(value)(self.to_cpu(v) for v in value)
+        if isinstance(value, torch.device) and value.type == self.model.device_type:
+            if value.index not in (None, 0):
+                raise RuntimeError(
+                    "%s has one device, index 0; got %s. Use device=%r"
+                    % (self.model.device_type, value, self.model.device_type)
+                )
+            return torch.device("cpu")
+        if isinstance(value, torch.UntypedStorage) and value.device.type == self.model.device_type:
+            cpu = self.model.cpu_storage(value)
+            self.storages[cpu._cdata] = value
+            return cpu
+        return value
+
+    def from_cpu(self, value: Any, keep_on_cpu: bool) -> Any:
+        if isinstance(value, torch.Tensor):
+            original = self.by_view.get(id(value))
+            if original is not None:
+                return original
+            if keep_on_cpu or value.device.type != "cpu":
+                return value
+            shared = self.storages.get(value.untyped_storage()._cdata)
+            if shared is not None:
+                shared = self.model.current(shared)
+            return self.model.to_device(value, shared)
+        if isinstance(value, (list, tuple)):
+            return type(value)(self.from_cpu(v, keep_on_cpu) for v in value)
+        return value
+
+    def resync(self, device_arg: Any, cpu_arg: Any) -> None:
+        """After a mutating op: follow the CPU view's new storage, geometry or size on the device."""
+        if isinstance(device_arg, (list, tuple)):
+            for d, c in zip(device_arg, cpu_arg):
+                self.resync(d, c)
+            return
+        if not (isinstance(device_arg, torch.Tensor) and device_arg.device.type == self.model.device_type):
+            return
+        cpu_storage = cpu_arg.untyped_storage()
+        device_storage = self.storages.get(cpu_storage._cdata)
+        if device_storage is None:
+            device_storage = self.model.new_device_storage(cpu_storage)
+        else:
+            device_storage = self.model.current(device_storage)
+        self.storages[cpu_storage._cdata] = device_storage
+        same = (
+            device_arg.untyped_storage()._cdata == device_storage._cdata
+            and device_arg.shape == cpu_arg.shape
+            and device_arg.stride() == cpu_arg.stride()
+            and device_arg.storage_offset() == cpu_arg.storage_offset()
+        )
+        if not same:
+            self.model.place(device_arg, device_storage, cpu_arg)
+
+
+def _written_args(op: Any) -> Tuple[Tuple[int, ...], Tuple[str, ...]]:
+    """What an op writes to: positions (self of in-place ops) and keyword names (``out=``)."""
+    written = [
+        (i, arg) for i, arg in enumerate(op._schema.arguments)
+        if arg.alias_info is not None and arg.alias_info.is_write
+    ]
+    return (
+        tuple(i for i, arg in written if not arg.kwarg_only),
+        tuple(arg.name for _, arg in written if arg.kwarg_only),
+    )
+
+
+def _off_by_relative_error(kernel: Kernel) -> Kernel:
+    def wrong(*args: Any, **kwargs: Any) -> Any:
+        result = kernel(*args, **kwargs)
+        for tensor in result if isinstance(result, (list, tuple)) else (result,):
+            if isinstance(tensor, torch.Tensor) and (tensor.is_floating_point() or tensor.is_complex()):
+                with torch.no_grad():
+                    tensor.mul_(1.0 + WRONG_RELATIVE_ERROR)
+        return result
+
+    return wrong
+
+
+def _announce(what: str, name: str) -> None:
+    # Names the op in the stderr a probe runner keeps, since the process cannot report it afterwards.
+    sys.stderr.write("refdev: injected %s in %s (ACCELENV_REFDEV_FAULTS)\n" % (what, name))
+    sys.stderr.flush()
+
+
+def _hang(name: str) -> Kernel:
+    def hang(*args: Any, **kwargs: Any) -> Any:
+        _announce("hang", name)
+        while True:
+            time.sleep(3600)
+
+    return hang
+
+
+def _crash(name: str) -> Kernel:
+    def crash(*args: Any, **kwargs: Any) -> Any:
+        _announce("crash (SIGABRT)", name)
+        os.abort()
+
+    return crash

@@ -1,0 +1,130 @@
+"""Malformed, oversized and hostile input gets a 4xx naming the problem; never a 500."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from fastapi import FastAPI, Request
+from fastapi.testclient import TestClient
+
+from compat_service.api.app import create_app
+from tests.api.conftest import settings_for
+
+HOSTILE_QUERIES = [
+    ("/v1/resolve", {"torch": "9" * 20_000}),
+    ("/v1/resolve", {"torch": "2.3' OR '1'='1"}),
+    ("/v1/resolve", {"python": "3.11; DROP TABLE api_token;--"}),
+    ("/v1/resolve", {"backend": "cü121"}),
+    ("/v1/resolve", {"os": "\u202elinux"}),
+    ("/v1/resolve", {"with": "torchvision,../../etc/passwd"}),
+    ("/v1/resolve", {"driver": "５３５"}),
+    ("/v1/resolve", {"gpu_arch": "sm_90\x00"}),
+    ("/v1/torch", {"minor": "2.3" * 5000}),
+    ("/v1/torch", {"offset": "-5"}),
+    ("/v1/torch", {"limit": "1e9"}),
+    ("/v1/torch", {"platform": "linux-x86_64' --"}),
+    ("/v1/torch/2.3.1%27%20OR%201=1", {}),
+    ("/v1/torch/" + "9" * 5000, {}),
+]
+
+
+@pytest.mark.parametrize(
+    ("path", "params"),
+    HOSTILE_QUERIES,
+    ids=[
+        "huge-torch",
+        "sql-torch",
+        "sql-python",
+        "unicode-backend",
+        "bidi-os",
+        "path-with",
+        "fullwidth-driver",
+        "nul-gpu-arch",
+        "huge-minor",
+        "negative-offset",
+        "float-limit",
+        "sql-platform",
+        "sql-version",
+        "huge-version",
+    ],
+)
+def test_hostile_queries_get_a_named_4xx(client: TestClient, path: str, params: dict[str, str]) -> None:
+    res = client.get(path, params=params)
+    assert 400 <= res.status_code < 500, res.text
+    body = res.json()
+    assert set(body) >= {"code", "message", "hint", "causes"}
+    assert body["code"] in ("invalid-request", "not-found")
+    assert body["message"]
+
+
+def test_unknown_route_and_method(client: TestClient) -> None:
+    missing = client.get("/v1/nothing-here")
+    assert missing.status_code == 404
+    assert missing.json()["code"] == "not-found" and missing.json()["hint"]
+    wrong = client.delete("/v1/torch")
+    assert wrong.status_code == 405
+    assert wrong.json()["code"] == "method-not-allowed"
+
+
+@pytest.fixture(scope="module")
+def small_limit_client(shared_database_url: str) -> Iterator[TestClient]:
+    app: FastAPI = create_app(settings_for(shared_database_url, max_body_bytes=1024))
+
+    # A route that reads its body, standing in for any write endpoint.
+    @app.post("/test/echo-size")
+    async def echo_size(request: Request) -> dict[str, int]:
+        return {"size": len(await request.body())}
+
+    with TestClient(app, raise_server_exceptions=False) as c:
+        yield c
+
+
+def test_body_within_the_limit_passes(small_limit_client: TestClient) -> None:
+    res = small_limit_client.post("/test/echo-size", content=b"x" * 1024)
+    assert res.status_code == 200 and res.json() == {"size": 1024}
+
+
+def test_declared_oversized_body_is_413(small_limit_client: TestClient) -> None:
+    res = small_limit_client.post("/test/echo-size", content=b"x" * 1025)
+    assert res.status_code == 413
+    assert res.json()["code"] == "body-too-large" and "1024" in res.json()["message"]
+
+
+def test_chunked_oversized_body_is_413(small_limit_client: TestClient) -> None:
+    def chunks() -> Iterator[bytes]:
+        for _ in range(10):
+            yield b"y" * 500
+
+    res = small_limit_client.post("/test/echo-size", content=chunks())
+    assert res.status_code == 413
+    assert res.json()["code"] == "body-too-large"
+
+
+def test_lying_content_length_is_cut_at_the_limit(small_limit_client: TestClient) -> None:
+    def chunks() -> Iterator[bytes]:
+        yield b"z" * 4000
+
+    res = small_limit_client.post("/test/echo-size", content=chunks(), headers={"Content-Length": "10"})
+    assert res.status_code in (400, 413)
+    assert res.json()["code"] in ("body-too-large", "bad-request")
+
+
+def test_malformed_content_length_is_400(small_limit_client: TestClient) -> None:
+    res = small_limit_client.post("/test/echo-size", content=b"abc", headers={"Content-Length": "lots"})
+    assert res.status_code == 400
+    assert res.json()["code"] == "bad-request"
+
+
+def test_a_genuine_bug_is_a_500_in_the_error_shape(shared_database_url: str) -> None:
+    app = create_app(settings_for(shared_database_url))
+
+    @app.get("/test/bug")
+    async def bug() -> None:
+        raise RuntimeError("secret internals")
+
+    with TestClient(app, raise_server_exceptions=False) as c:
+        res = c.get("/test/bug")
+    assert res.status_code == 500
+    assert res.json()["code"] == "internal-error"
+    assert "secret internals" not in res.text

@@ -1,0 +1,111 @@
+"""`accelenv matrix validate` and `accelenv matrix show`: the Typer group, and the installed console script."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from cli import matrix_cmd
+from tests.conftest import REPO_ROOT
+from tests.domain.test_matrix_validation import break_matrix, copy_matrix
+
+runner = CliRunner()
+# The matrix group on its own root, as cli.main registers it: these tests do not depend on other groups.
+app = typer.Typer()
+matrix_cmd.register(app)
+
+
+def test_validate_clean_prints_one_summary_line_and_exits_0() -> None:
+    result = runner.invoke(app, ["matrix", "validate"])
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.strip().splitlines()
+    assert len(lines) == 1
+    assert lines[0].startswith("matrix_data OK: 17 torch minors, 30 patches")
+
+
+def test_validate_a_copy_given_as_path(tmp_path: Path) -> None:
+    path = copy_matrix(tmp_path)
+    result = runner.invoke(app, ["matrix", "validate", str(path)])
+    assert result.exit_code == 0
+    assert str(path) in result.stdout
+
+
+def test_validate_prints_every_problem_and_exits_4(tmp_path: Path) -> None:
+    path, expected = break_matrix(tmp_path)
+    result = runner.invoke(app, ["matrix", "validate", str(path)])
+    assert result.exit_code == 4
+    assert sorted(result.stdout.strip().splitlines()) == sorted(expected)
+    assert f"error: matrix-invalid: {len(expected)} problem(s) in {path}" in result.stderr
+
+
+def test_validate_as_a_subprocess_exits_4_without_a_traceback(tmp_path: Path) -> None:
+    path, expected = break_matrix(tmp_path)
+    proc = subprocess.run(
+        [str(Path(sys.executable).parent / "accelenv"), "matrix", "validate", str(path)],
+        capture_output=True, text=True, timeout=60, cwd=REPO_ROOT, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 4
+    assert "Traceback" not in proc.stderr
+    assert len(proc.stdout.strip().splitlines()) == len(expected)
+
+
+def test_show_renders_a_table_per_patch() -> None:
+    result = runner.invoke(app, ["matrix", "show", "--torch", "2.3"])
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    assert "torch 2.3.0, released 2024-04-24" in out and "torch 2.3.1, released 2024-06-05" in out
+    assert "torchvision 0.18.1 · torchaudio 2.3.1 · triton 2.3.1" in out
+    assert "cu121" in out
+    assert "│ macos-x86_64" not in out and "│ macos-arm64" in out  # no row for a platform without wheels
+    assert "test_infra_matrix:" in out
+
+
+def test_show_json_for_a_patch() -> None:
+    result = runner.invoke(app, ["matrix", "show", "--torch", "2.5.1", "--json"])
+    assert result.exit_code == 0, result.output
+    view = json.loads(result.stdout)
+    assert [p["version"] for p in view["patches"]] == ["2.5.1"]
+    rows = {row["platform"]: row for row in view["patches"][0]["platforms"]}
+    assert "3.13" in rows["linux-x86_64"]["python"] and "3.13" not in rows["windows-x86_64"]["python"]
+    assert rows["linux-x86_64"]["default_index"] == "cu124"
+    assert view["index_option"] == "--index-url"
+    assert "pypi_metadata" in view["sources"]
+
+
+@pytest.mark.parametrize(
+    ("torch", "code", "exit_code", "says"),
+    [
+        ("2.16", "not-found", 3, "nearby releases: 2.13, 2.14, 2.15"),
+        ("2.3.7", "not-found", 3, "2.3 has 2.3.0, 2.3.1"),
+        ("1.12", "not-found", 3, "nearby releases: 1.13, 2.0, 2.1"),
+        ("banana", "invalid-request", 2, "'banana' is not a torch version"),
+        ("2.3.1+cu121", "invalid-request", 2, "is not a torch release like 2.3 or 2.3.1"),
+    ],
+    ids=["newer-minor", "unknown-patch", "older-minor", "not-a-version", "local-tag"],
+)
+def test_show_bad_release_is_a_clear_error(torch: str, code: str, exit_code: int, says: str) -> None:
+    result = runner.invoke(app, ["matrix", "show", "--torch", torch, "--json"])
+    assert result.exit_code == exit_code
+    body = json.loads(result.stdout)
+    assert body["code"] == code
+    assert says in body["message"]
+
+
+def test_show_unknown_release_in_text_lists_alternatives() -> None:
+    result = runner.invoke(app, ["matrix", "show", "--torch", "2.16"])
+    assert result.exit_code == 3
+    assert "error: not-found" in result.stderr
+    assert "[--torch 2.15]" in result.stderr
+
+
+def test_show_on_an_invalid_matrix_exits_4(tmp_path: Path) -> None:
+    path, _ = break_matrix(tmp_path)
+    result = runner.invoke(app, ["matrix", "show", "--torch", "2.3", "--path", str(path)])
+    assert result.exit_code == 4
+    assert "error: matrix-invalid" in result.stderr

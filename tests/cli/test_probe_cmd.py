@@ -1,0 +1,296 @@
+"""`accelenv probe` and `accelenv report submit` through the real CLI, the real probe subprocess and a
+real loopback HTTP server standing in for the service's POST /v1/reports."""
+
+from __future__ import annotations
+
+import json
+import threading
+import uuid
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from cli import probe_cmd
+from compat_service.domain.report import ProbeReport
+
+pytestmark = pytest.mark.torch
+
+
+@pytest.fixture
+def app() -> typer.Typer:
+    root = typer.Typer()
+    probe_cmd.register(root)
+    return root
+
+
+@pytest.fixture(autouse=True)
+def isolated_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("ACCELENV_SPOOL_DIR", str(tmp_path / "spool"))
+    monkeypatch.setenv("ACCELENV_CONFIG_DIR", str(tmp_path / "config"))
+    for name in ("ACCELENV_TOKEN", "ACCELENV_SERVER", "ACCELENV_REFDEV_FAULTS", "ACCELENV_PROBE_TEST_FAULTS"):
+        monkeypatch.delenv(name, raising=False)
+    return tmp_path / "spool"
+
+
+class Service:
+    """A loopback HTTP server that records each request and answers with ``answer(report_id)``."""
+
+    def __init__(self, answer: Callable[[str], tuple[int, dict[str, Any]]]) -> None:
+        self.requests: list[dict[str, Any]] = []
+        service = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 -- http.server's naming
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                report = json.loads(body)
+                service.requests.append({"path": self.path, "auth": self.headers.get("Authorization"),
+                                         "report": report})
+                status, payload = answer(report["report_id"])
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def service_factory() -> Iterator[Callable[..., Service]]:
+    started: list[Service] = []
+
+    def start(answer: Callable[[str], tuple[int, dict[str, Any]]]) -> Service:
+        started.append(Service(answer))
+        return started[-1]
+
+    yield start
+    for service in started:
+        service.close()
+
+
+def stored(report_id: str) -> tuple[int, dict[str, Any]]:
+    return 201, {"report_id": report_id, "created": True}
+
+
+def closed_port_url() -> str:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    return f"http://127.0.0.1:{port}"  # nothing listens once the socket is closed
+
+
+@pytest.fixture(scope="module")
+def real_report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """One report from a real probe run (detect only), reused with fresh ids by the spool tests."""
+    out = tmp_path_factory.mktemp("real") / "report.json"
+    root = typer.Typer()
+    probe_cmd.register(root)
+    result = CliRunner().invoke(root, ["probe", "--device", "cpu", "--checks", "detect", "--quiet",
+                                       "--output", str(out)])
+    assert result.exit_code == 0, result.output
+    return json.loads(out.read_text())
+
+
+def fresh(report: dict[str, Any]) -> dict[str, Any]:
+    return dict(report, report_id=str(uuid.uuid4()))
+
+
+def test_probe_writes_a_valid_report_and_exits_0(app: typer.Typer, tmp_path: Path) -> None:
+    out = tmp_path / "report.json"
+    result = CliRunner().invoke(app, ["probe", "--device", "cpu", "--checks", "detect,smoke,distributed",
+                                      "--output", str(out), "--quiet"])
+    assert result.exit_code == 0, result.output
+    report = ProbeReport.model_validate_json(out.read_text())
+    assert {c.group for c in report.checks} == {"detect", "smoke", "distributed"}
+
+
+def test_probe_prints_the_report_without_output(app: typer.Typer) -> None:
+    result = CliRunner().invoke(app, ["probe", "--device", "cpu", "--checks", "detect", "--quiet"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["schema_version"] == "1"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        pytest.param(["--device", "cu da"], "is not a device name", id="bad-device"),
+        pytest.param(["--checks", "detect,nope"], "unknown check group(s): nope", id="bad-group"),
+        pytest.param(["--python", "/nonexistent/python"], "is not an executable file", id="bad-python"),
+        pytest.param(["--timeout", "-1"], "must be a positive number", id="bad-timeout"),
+        pytest.param(["--inject", "two words"], "is not KIND[:TARGET]", id="bad-inject"),
+        pytest.param(["--submit", "http://127.0.0.1:1"], "--submit needs an API token", id="submit-no-token"),
+    ],
+)
+def test_bad_requests_exit_2_with_a_clear_error(app: typer.Typer, args: list[str], message: str) -> None:
+    result = CliRunner().invoke(app, ["probe", *args])
+    assert result.exit_code == 2
+    assert "error: invalid-request" in result.output and message in result.output
+    assert "Traceback" not in result.output
+
+
+def test_python_option_probes_that_interpreter(app: typer.Typer, tmp_path: Path) -> None:
+    from tests.probes.conftest import old_python
+
+    python = old_python("3.8")
+    if python is None:
+        pytest.skip("no Python 3.8 on this machine")
+    out = tmp_path / "report.json"
+    result = CliRunner().invoke(app, ["probe", "--python", python, "--quiet", "--output", str(out)])
+    report = json.loads(out.read_text())
+    assert report["environment"]["python_version"].startswith("3.8.")
+    if report["environment"]["torch_version"] == "unknown":
+        assert result.exit_code == 1
+        assert report["checks"][0]["detail"].startswith("torch cannot be imported")
+
+
+def test_bundle_option_writes_the_single_file_probe(app: typer.Typer, tmp_path: Path) -> None:
+    path = tmp_path / "accelenv_probe.py"
+    result = CliRunner().invoke(app, ["probe", "--bundle", str(path)])
+    assert result.exit_code == 0, result.output
+    text = path.read_text()
+    compile(text, str(path), "exec")
+    assert "from probes.entry import main" in text
+
+
+def test_inject_reaches_the_refdev_worker(app: typer.Typer, tmp_path: Path) -> None:
+    from tests.probes.conftest import refdev_available
+
+    ok, why = refdev_available()
+    if not ok:
+        pytest.skip(why)
+    out = tmp_path / "report.json"
+    result = CliRunner().invoke(app, ["probe", "--device", "refdev", "--checks", "smoke", "--quiet",
+                                      "--inject", "missing:aten::addmm", "--output", str(out)])
+    assert result.exit_code == 1, result.output
+    step = next(c for c in json.loads(out.read_text())["checks"] if c["id"] == "smoke.train_step")
+    assert step["status"] == "failed" and step["data"]["aten_op"] == "aten::addmm.out"
+
+
+def test_submit_posts_with_the_bearer_token(app: typer.Typer, tmp_path: Path, isolated_dirs: Path,
+                                            service_factory: Callable[..., Service]) -> None:
+    service = service_factory(stored)
+    out = tmp_path / "report.json"
+    result = CliRunner().invoke(app, ["probe", "--device", "cpu", "--checks", "detect", "--quiet", "--output",
+                                      str(out), "--submit", service.url, "--token", "t0ken"])
+    assert result.exit_code == 0, result.output
+    assert len(service.requests) == 1
+    request = service.requests[0]
+    assert request["path"] == "/v1/reports" and request["auth"] == "Bearer t0ken"
+    assert request["report"] == json.loads(out.read_text())
+    assert not isolated_dirs.exists() or not list(isolated_dirs.iterdir())
+
+
+def test_unreachable_server_spools_the_report(app: typer.Typer, tmp_path: Path, isolated_dirs: Path) -> None:
+    out = tmp_path / "report.json"
+    result = CliRunner().invoke(app, ["probe", "--device", "cpu", "--checks", "detect", "--quiet", "--output",
+                                      str(out), "--submit", closed_port_url(), "--token", "t"])
+    assert result.exit_code == 0, result.output
+    report_id = json.loads(out.read_text())["report_id"]
+    assert [p.name for p in isolated_dirs.iterdir()] == [f"{report_id}.json"]
+    assert "kept at" in result.output
+
+
+def test_refused_token_spools_and_exits_7(app: typer.Typer, isolated_dirs: Path,
+                                          service_factory: Callable[..., Service]) -> None:
+    service = service_factory(lambda _id: (401, {"code": "unauthorized", "message": "bad token", "hint": None,
+                                                 "causes": [], "alternatives": []}))
+    result = CliRunner().invoke(app, ["probe", "--device", "cpu", "--checks", "detect", "--quiet",
+                                      "--submit", service.url, "--token", "wrong"])
+    assert result.exit_code == 7
+    assert "error: unauthorized" in result.output
+    assert len(list(isolated_dirs.iterdir())) == 1
+
+
+def _spool(directory: Path, *reports: dict[str, Any]) -> list[str]:
+    from cli import report_spool
+
+    return [report_spool.spool(r, directory).stem for r in reports]
+
+
+def test_report_submit_sends_and_removes_each_stored_report(app: typer.Typer, isolated_dirs: Path,
+                                                            real_report: dict[str, Any],
+                                                            service_factory: Callable[..., Service]) -> None:
+    ids = _spool(isolated_dirs, fresh(real_report), fresh(real_report))
+    service = service_factory(stored)
+    result = CliRunner().invoke(app, ["report", "submit", "--server", service.url, "--token", "t"])
+    assert result.exit_code == 0, result.output
+    assert sorted(r["report"]["report_id"] for r in service.requests) == sorted(ids)
+    assert list(isolated_dirs.iterdir()) == []
+    assert "sent 2 report(s), kept 0" in result.output
+
+
+def test_resending_an_already_stored_report_is_fine(app: typer.Typer, isolated_dirs: Path,
+                                                    real_report: dict[str, Any],
+                                                    service_factory: Callable[..., Service]) -> None:
+    seen: set[str] = set()
+
+    def idempotent(report_id: str) -> tuple[int, dict[str, Any]]:
+        status = 200 if report_id in seen else 201
+        seen.add(report_id)
+        return status, {"report_id": report_id, "created": status == 201}
+
+    report = fresh(real_report)
+    service = service_factory(idempotent)
+    for _ in range(2):  # spooled twice (e.g. two failed submits): same file, sent once per spooling
+        _spool(isolated_dirs, report)
+        result = CliRunner().invoke(app, ["report", "submit", "--server", service.url, "--token", "t"])
+        assert result.exit_code == 0, result.output
+    assert [r["report"]["report_id"] for r in service.requests] == [report["report_id"]] * 2
+    assert list(isolated_dirs.iterdir()) == []
+
+
+def test_report_submit_keeps_a_rejected_report_and_sends_the_rest(app: typer.Typer, isolated_dirs: Path,
+                                                                  real_report: dict[str, Any],
+                                                                  service_factory: Callable[..., Service]) -> None:
+    bad, good = fresh(real_report), fresh(real_report)
+    _spool(isolated_dirs, bad, good)
+
+    def answer(report_id: str) -> tuple[int, dict[str, Any]]:
+        if report_id == bad["report_id"]:
+            return 422, {"code": "report-invalid", "message": "the report does not match", "hint": None,
+                         "causes": [], "alternatives": []}
+        return stored(report_id)
+
+    service = service_factory(answer)
+    result = CliRunner().invoke(app, ["report", "submit", "--server", service.url, "--token", "t"])
+    assert result.exit_code == 10
+    assert [p.stem for p in isolated_dirs.iterdir()] == [bad["report_id"]]
+    assert len(service.requests) == 2
+
+
+def test_report_submit_to_an_unreachable_server_keeps_everything(app: typer.Typer, isolated_dirs: Path,
+                                                                 real_report: dict[str, Any]) -> None:
+    ids = _spool(isolated_dirs, fresh(real_report), fresh(real_report))
+    result = CliRunner().invoke(app, ["report", "submit", "--server", closed_port_url(), "--token", "t"])
+    assert result.exit_code == 6
+    assert "error: server-unreachable" in result.output
+    assert sorted(p.stem for p in isolated_dirs.iterdir()) == sorted(ids)
+
+
+def test_report_submit_needs_a_server(app: typer.Typer) -> None:
+    result = CliRunner().invoke(app, ["report", "submit", "--token", "t"])
+    assert result.exit_code == 2
+    assert "no server to send to" in result.output
+
+
+def test_report_submit_with_nothing_spooled(app: typer.Typer) -> None:
+    result = CliRunner().invoke(app, ["report", "submit", "--server", "http://127.0.0.1:1", "--token", "t"])
+    assert result.exit_code == 0
+    assert "nothing spooled" in result.output

@@ -1,0 +1,193 @@
+"""`accelenv resolve` end to end: the installed console script in a subprocess, a loopback server for --server."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, HTTPServer
+from pathlib import Path
+from urllib.parse import parse_qs, urlparse
+
+import pytest
+
+from compat_service.domain.matrix import InMemoryMatrix
+from compat_service.domain.matrix_loader import load_matrix_data
+from compat_service.domain.resolution import resolution_to_json
+from compat_service.domain.resolver import resolve
+from compat_service.domain.resolver_request import ResolveRequest
+
+ACCELENV = Path(sys.executable).parent / "accelenv"
+TARGET = ["--os", "linux", "--arch", "x86_64"]
+
+
+def _run(args: list[str], tmp_path: Path, *prefix: str) -> subprocess.CompletedProcess[str]:
+    env = {"PATH": "/usr/bin:/bin", "ACCELENV_CACHE_DIR": str(tmp_path / "cache"), "HOME": str(tmp_path)}
+    cmd = [*prefix, "resolve", *args] if prefix else [str(ACCELENV), "resolve", *args]
+    return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=60, check=False)
+
+
+def test_json_output_has_the_pins(tmp_path: Path) -> None:
+    done = _run(
+        ["--torch", "2.3", "--backend", "cu121", "--python", "3.10", *TARGET, "--format", "json"], tmp_path
+    )
+    assert done.returncode == 0, done.stderr
+    body = json.loads(done.stdout)
+    assert body["pins"] == {"torch": "2.3.1", "torchvision": "0.18.1", "torchaudio": "2.3.1"}
+    assert body["index_url"] is None and body["backend"] == "cu121"
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "exit_code"),
+    [
+        (["--torch", "2.3", "--backend", "cuda", "--python", "3.13"], "python-unsupported", 5),
+        (
+            ["--torch", "2.3", "--backend", "cuda", "--python", "3.10", "--driver", "470.82"],
+            "driver-too-old",
+            5,
+        ),
+        (["--torch", "two", "--backend", "cpu"], "invalid-request", 2),
+        (["--torch", "2.3", "--backend", "cpu", "--format", "xml"], "invalid-request", 2),
+    ],
+    ids=["python-unsupported", "driver-too-old", "bad-torch", "bad-format"],
+)
+def test_errors_exit_with_their_code_and_no_traceback(
+    tmp_path: Path, args: list[str], code: str, exit_code: int
+) -> None:
+    done = _run([*args, *TARGET], tmp_path)
+    assert done.returncode == exit_code
+    assert f"error: {code}" in done.stderr and "Traceback" not in done.stderr
+    as_json = _run([*args, *TARGET, "--format", "json"], tmp_path)
+    if "--format" not in args:
+        assert json.loads(as_json.stdout)["code"] == code
+
+
+def test_typer_app_and_console_script_print_the_same(tmp_path: Path) -> None:
+    args = ["--torch", "2.3", "--backend", "cu118", "--python", "3.10", *TARGET, "--format", "uv"]
+    via_app = _run(args, tmp_path, sys.executable, "-m", "cli.main")
+    via_script = _run(args, tmp_path)
+    assert via_app.returncode == via_script.returncode == 0, via_app.stderr
+    assert via_app.stdout == via_script.stdout
+    failing = ["--torch", "2.3", "--backend", "cuda", "--python", "3.13", *TARGET]
+    assert _run(failing, tmp_path, sys.executable, "-m", "cli.main").returncode == 5
+
+
+def test_resolve_imports_no_web_or_database_stack(tmp_path: Path) -> None:
+    done = _run(
+        ["--torch", "2.3", "--backend", "cu121", "--python", "3.10", *TARGET, "--format", "json"],
+        tmp_path,
+        sys.executable,
+        "-X",
+        "importtime",
+        "-m",
+        "cli.main",
+    )
+    assert done.returncode == 0, done.stderr
+    imported = {line.split("|")[-1].strip().split(".")[0] for line in done.stderr.splitlines() if "|" in line}
+    assert "compat_service" in imported
+    assert not imported & {"fastapi", "sqlmodel", "sqlalchemy", "starlette", "uvicorn", "alembic"}
+
+
+def test_console_script_resolve_path_skips_typer_and_pydantic(tmp_path: Path) -> None:
+    """The start-up budget: `accelenv resolve` (cli/entry.py) never imports Typer or pydantic when it succeeds."""
+    code = "import sys; from cli.entry import main; sys.argv = ['accelenv', *sys.argv[1:]]; main()"
+    args = ["--torch", "2.3", "--backend", "cu121", "--python", "3.10", *TARGET, "--format", "json"]
+    assert _run(args, tmp_path).returncode == 0  # the first run validates the YAML and writes the snapshot
+    done = _run(args, tmp_path, sys.executable, "-X", "importtime", "-c", code)
+    assert done.returncode == 0, done.stderr
+    imported = {line.split("|")[-1].strip().split(".")[0] for line in done.stderr.splitlines() if "|" in line}
+    assert "compat_service" in imported and not imported & {"typer", "pydantic", "yaml", "rich", "httpx"}
+
+
+class _Server(HTTPServer):
+    answer: tuple[int, dict[str, object]] | None = None
+    seen: list[dict[str, list[str]]]
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _Server
+
+    def do_GET(self) -> None:
+        self.server.seen.append(parse_qs(urlparse(self.path).query))
+        if self.server.answer is not None:
+            status, body = self.server.answer
+        else:
+            query = {k: v[0] for k, v in parse_qs(urlparse(self.path).query).items()}
+            query["with_"] = query.pop("with", None)  # type: ignore[assignment]
+            request = ResolveRequest.from_strings(**query)
+            status, body = 200, resolution_to_json(resolve(request, InMemoryMatrix(load_matrix_data())))
+        payload = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def server() -> Iterator[_Server]:
+    srv = _Server(("127.0.0.1", 0), _Handler)
+    srv.seen = []
+    thread = threading.Thread(target=srv.serve_forever, daemon=True)
+    thread.start()
+    yield srv
+    srv.shutdown()
+    srv.server_close()
+
+
+def test_server_answer_prints_the_same_output(tmp_path: Path, server: _Server) -> None:
+    args = ["--torch", "2.3", "--backend", "cu118", "--python", "3.10", *TARGET, "--format", "requirements"]
+    remote = _run([*args, "--server", f"http://127.0.0.1:{server.server_port}"], tmp_path)
+    local = _run(args, tmp_path)
+    assert remote.returncode == 0, remote.stderr
+    assert remote.stdout == local.stdout
+    assert server.seen[0]["backend"] == ["cu118"] and server.seen[0]["with"] == ["torchvision,torchaudio"]
+
+
+def test_server_error_body_renders_like_a_local_error(tmp_path: Path, server: _Server) -> None:
+    server.answer = (
+        409,
+        {
+            "code": "driver-too-old",
+            "message": "driver 470.82 runs CUDA <= 11.4",
+            "hint": "install a newer driver",
+            "causes": [{"constraint": "driver 470.82", "origin": "request: --driver", "detail": None}],
+            "alternatives": [],
+        },
+    )
+    done = _run(
+        [
+            "--torch",
+            "2.3",
+            "--backend",
+            "cuda",
+            "--driver",
+            "470.82",
+            *TARGET,
+            "--server",
+            f"http://127.0.0.1:{server.server_port}",
+        ],
+        tmp_path,
+    )
+    assert done.returncode == 5
+    assert "error: driver-too-old" in done.stderr and "install a newer driver" in done.stderr
+
+
+def test_invalid_matrix_directory_exits_4(tmp_path: Path) -> None:
+    broken = tmp_path / "matrix"
+    broken.mkdir()
+    (broken / "cuda.yaml").write_text("schema: cuda/v9\n")
+    done = _run(["--torch", "2.3", "--backend", "cpu", *TARGET, "--matrix", str(broken)], tmp_path)
+    assert done.returncode == 4
+    assert "error: matrix-invalid" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_unreachable_server_exits_6(tmp_path: Path) -> None:
+    done = _run(["--torch", "2.3", "--backend", "cpu", *TARGET, "--server", "http://127.0.0.1:9"], tmp_path)
+    assert done.returncode == 6
+    assert "error: server-unreachable" in done.stderr and "Traceback" not in done.stderr

@@ -1,0 +1,77 @@
+"""Migrations from an empty database, the head check, and the models agreeing with the migration."""
+
+from __future__ import annotations
+
+import pytest
+import sqlalchemy as sa
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from sqlmodel import SQLModel
+
+from compat_service.db import migrate
+from compat_service.db.engine import make_engine
+from compat_service.db.models import MATRIX_TABLES, ApiToken, MatrixLoad
+from compat_service.domain.errors import DatabaseNotReadyError
+
+OUR_TABLES = {t.__tablename__ for t in (*MATRIX_TABLES, MatrixLoad, ApiToken)}  # type: ignore[attr-defined]
+
+
+def test_upgrade_from_empty_reaches_head_and_creates_tables(database_url: str) -> None:
+    engine = make_engine(database_url)
+    assert migrate.current_revision(engine) is None
+    migrate.upgrade(engine)
+    assert migrate.current_revision(engine) == migrate.head_revision()
+    assert OUR_TABLES <= set(sa.inspect(engine).get_table_names())
+    migrate.upgrade(engine)  # a second run is a no-op
+    assert migrate.current_revision(engine) == migrate.head_revision()
+    engine.dispose()
+
+
+def test_require_head_refuses_an_empty_database_with_the_fix(database_url: str) -> None:
+    engine = make_engine(database_url)
+    with pytest.raises(DatabaseNotReadyError) as info:
+        migrate.require_head(engine)
+    assert "accelenv db upgrade" in (info.value.hint or "")
+    assert "none (empty database)" in info.value.message
+    engine.dispose()
+
+
+def test_tables_match_the_models(database_url: str) -> None:
+    engine = make_engine(database_url)
+    migrate.upgrade(engine)
+    with engine.connect() as conn:
+        diffs = compare_metadata(
+            MigrationContext.configure(conn, opts={"compare_type": True}), SQLModel.metadata
+        )
+    engine.dispose()
+
+    def table_of(diff: object) -> str | None:
+        item = diff[0] if isinstance(diff, list) else diff
+        for part in item[1:] if isinstance(item, tuple) else ():
+            name = getattr(part, "name", None) if not isinstance(part, str) else None
+            table = getattr(part, "table", None)
+            if table is not None:
+                return table.name
+            if name in OUR_TABLES:
+                return name
+            if isinstance(part, str) and part in OUR_TABLES:
+                return part
+        return None
+
+    ours = [d for d in diffs if table_of(d) in OUR_TABLES]
+    assert ours == []
+
+
+def test_unreachable_database_is_a_clear_error() -> None:
+    engine = make_engine("postgresql+psycopg://nobody@127.0.0.1:1/none?connect_timeout=2")
+    with pytest.raises(DatabaseNotReadyError) as info:
+        migrate.current_revision(engine)
+    assert "unreachable" in info.value.message
+
+
+def test_sqlite_runs_in_wal_mode_with_a_busy_timeout(sqlite_url: str) -> None:
+    engine = make_engine(sqlite_url)
+    with engine.connect() as conn:
+        assert conn.execute(sa.text("PRAGMA journal_mode")).scalar() == "wal"
+        assert conn.execute(sa.text("PRAGMA busy_timeout")).scalar() >= 5000
+    engine.dispose()

@@ -1,0 +1,308 @@
+"""The bundled matrix_data: it validates, keeps its invariants, and says what the sourced facts say."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import yaml
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
+
+from compat_service.domain.matrix_loader import load_matrix_data, matrix_data_problems
+from compat_service.domain.matrix_models import (
+    MATRIX_FILES,
+    MatrixData,
+    TorchMinor,
+    TorchPatch,
+    python_sort_key,
+)
+from compat_service.domain.matrix_validation import source_references
+from matrix_data import DATA_DIR
+
+FACTS = Path("/work/shared/facts")
+
+# Every torch release the issue asks for (1.13.0 -> 2.13.x), plus the partial ones.
+RELEASED = [
+    "1.13.0", "1.13.1", "2.0.0", "2.0.1", "2.1.0", "2.1.1", "2.1.2", "2.2.0", "2.2.1", "2.2.2",
+    "2.3.0", "2.3.1", "2.4.0", "2.4.1", "2.5.0", "2.5.1", "2.6.0", "2.7.0", "2.7.1", "2.8.0",
+    "2.9.0", "2.9.1", "2.10.0", "2.11.0", "2.12.0", "2.12.1", "2.13.0",
+]  # fmt: skip
+PARTIAL = ["2.14.0", "2.14.1", "2.15.0"]
+
+
+@pytest.fixture(scope="module")
+def data() -> MatrixData:
+    return load_matrix_data()
+
+
+def _minor(data: MatrixData, minor: str) -> TorchMinor:
+    return next(m for m in data.torch_releases.minors if m.minor == minor)
+
+
+def _patch(data: MatrixData, version: str) -> TorchPatch:
+    v = Version(version)
+    return next(p for p in _minor(data, f"{v.major}.{v.minor}").patches if p.version == version)
+
+
+def _python(data: MatrixData, version: str, platform: str) -> set[str]:
+    patch = _patch(data, version)
+    minor = _minor(data, f"{Version(version).major}.{Version(version).minor}")
+    entries = patch.python_override if patch.python_override is not None else minor.python
+    return {v for e in entries if e.platforms is None or platform in e.platforms for v in e.versions}
+
+
+def _labels(data: MatrixData, minor: str, platform: str) -> set[str]:
+    return {v.label for v in _minor(data, minor).variants if platform in v.platforms}
+
+
+# ----------------------------------------------------------------------------------------- validity
+
+
+def test_bundled_matrix_has_no_problems() -> None:
+    assert matrix_data_problems() == []
+
+
+@pytest.mark.parametrize("name", list(MATRIX_FILES))
+def test_every_bundled_file_exists_and_parses_as_its_model(name: str) -> None:
+    raw = yaml.safe_load((DATA_DIR / name).read_text(encoding="utf-8"))
+    model = MATRIX_FILES[name].model_validate(raw)
+    assert model.model_dump(by_alias=True)["schema"] == raw["schema"]
+
+
+# ----------------------------------------------------------------------------------------- invariants
+
+
+def test_every_release_from_1_13_to_2_13_is_present_and_released(data: MatrixData) -> None:
+    patches = {p.version: m.status for m in data.torch_releases.minors for p in m.patches}
+    assert sorted(patches, key=Version) == sorted(RELEASED + PARTIAL, key=Version)
+    assert {v for v, status in patches.items() if status == "released"} == set(RELEASED)
+
+
+def test_no_duplicates(data: MatrixData) -> None:
+    duplicates = {
+        "patches": Counter(p.version for m in data.torch_releases.minors for p in m.patches),
+        "variant labels": Counter(v.label for v in data.build_variants.variants),
+        "toolkits": Counter(Version(t.version) for t in data.cuda.toolkits),
+        "source keys": Counter(s.key for s in data.sources.sources),
+        "minors": Counter(m.minor for m in data.torch_releases.minors),
+    }
+    assert {kind: [k for k, n in c.items() if n > 1] for kind, c in duplicates.items()} == {
+        kind: [] for kind in duplicates
+    }
+
+
+def test_every_cuda_variant_used_by_a_release_has_a_driver_row(data: MatrixData) -> None:
+    variants = {v.label: v for v in data.build_variants.variants}
+    toolkits = {Version(t.version) for t in data.cuda.toolkits}
+    used = {
+        v.label for m in data.torch_releases.minors for v in m.variants if variants[v.label].family == "cuda"
+    }
+    assert used, "no CUDA variants at all"
+    for label in used:
+        variant = variants[label]
+        if variant.runtime_full:
+            assert Version(variant.runtime_full) in toolkits, label
+        else:
+            assert any(t.release[:2] == Version(variant.runtime).release[:2] for t in toolkits), label
+
+
+def test_python_lists_are_non_empty_and_ordered(data: MatrixData) -> None:
+    for minor in data.torch_releases.minors:
+        entries = list(minor.python) + [e for p in minor.patches for e in (p.python_override or [])]
+        if minor.status == "released":
+            assert entries, minor.minor
+        for entry in entries:
+            assert entry.versions == sorted(entry.versions, key=python_sort_key), minor.minor
+
+
+def test_every_row_cites_a_source_that_exists(data: MatrixData) -> None:
+    known = {s.key for s in data.sources.sources}
+    cited = []
+    for name in MATRIX_FILES:
+        file_model = getattr(data, name.removesuffix(".yaml"))
+        for field in type(file_model).model_fields:
+            rows = getattr(file_model, field)
+            if isinstance(rows, list):
+                cited += [
+                    (name, *hit) for i, row in enumerate(rows) for hit in source_references(row, f"{field}[{i}]")
+                ]
+    assert len(cited) > 500
+    assert [c for c in cited if c[2] not in known] == []
+
+
+def test_released_patches_have_dates_or_say_why(data: MatrixData) -> None:
+    missing = [
+        p.version
+        for m in data.torch_releases.minors
+        if m.status == "released"
+        for p in m.patches
+        if p.release_date is None
+    ]
+    assert missing == ["2.12.1"]
+    assert "not sourced" in (_patch(data, "2.12.1").note or "")
+
+
+def test_no_registry_host_name_is_written_into_the_data() -> None:
+    text = "".join((DATA_DIR / name).read_text(encoding="utf-8") for name in MATRIX_FILES).lower()
+    assert "pypi.org" not in text and "pythonhosted" not in text
+
+
+# ----------------------------------------------------------------------------------------- spot checks
+
+
+@pytest.mark.parametrize(
+    ("torch", "torchvision", "torchaudio"),
+    [
+        ("1.13.1", "0.14.1", "0.13.1"),
+        ("2.0.0", "0.15.1", "2.0.1"),
+        ("2.3.1", "0.18.1", "2.3.1"),
+        ("2.7.1", "0.22.1", "2.7.1"),
+        ("2.11.0", "0.26.0", "2.11.0"),
+        ("2.12.0", "0.27.0", "2.11.0"),
+        ("2.12.1", "0.27.1", "2.11.0"),
+        ("2.13.0", "0.28.0", "2.11.0"),
+    ],
+    ids=lambda v: v,
+)
+def test_companions(data: MatrixData, torch: str, torchvision: str, torchaudio: str) -> None:
+    patch = _patch(data, torch)
+    assert (patch.torchvision.version, patch.torchaudio.version) == (torchvision, torchaudio)
+
+
+@pytest.mark.parametrize(
+    ("torch", "triton"),
+    [("1.13.0", None), ("2.0.0", "2.0.0"), ("2.1.2", "2.1.0"), ("2.4.1", "3.0.0"), ("2.7.0", "3.3.0"),
+     ("2.9.1", "3.5.1"), ("2.11.0", "3.6.0"), ("2.12.1", "3.7.1"), ("2.14.0", None)],
+    ids=lambda v: str(v),
+)  # fmt: skip
+def test_triton_pins(data: MatrixData, torch: str, triton: str | None) -> None:
+    assert _patch(data, torch).triton.version == triton
+
+
+def test_torch_2_0_depends_on_the_triton_package_not_pytorch_triton(data: MatrixData) -> None:
+    triton = _patch(data, "2.0.0").triton
+    assert triton.version == "2.0.0"
+    assert "package triton (not pytorch-triton" in (triton.note or "")
+
+
+@pytest.mark.parametrize("minor", ["2.9", "2.10", "2.11"])
+def test_cu129_is_published_for(data: MatrixData, minor: str) -> None:
+    assert "cu129" in _labels(data, minor, "linux-x86_64")
+
+
+def test_cu129_is_gone_from_2_12(data: MatrixData) -> None:
+    assert "cu129" not in _labels(data, "2.12", "linux-x86_64")
+
+
+@pytest.mark.parametrize(
+    ("torch", "platform", "has_313"),
+    [("2.5.0", "linux-x86_64", True), ("2.5.1", "linux-x86_64", True), ("2.5.1", "windows-x86_64", False),
+     ("2.5.1", "macos-arm64", False), ("2.6.0", "windows-x86_64", True)],
+    ids=lambda v: str(v),
+)  # fmt: skip
+def test_python_3_13_of_2_5_is_linux_x86_64_only(
+    data: MatrixData, torch: str, platform: str, has_313: bool
+) -> None:
+    assert ("3.13" in _python(data, torch, platform)) is has_313
+
+
+@pytest.mark.parametrize(
+    ("torch", "has_313t"), [("2.12.0", True), ("2.12.1", False), ("2.9.0", True), ("2.13.0", False)]
+)
+def test_free_threaded_3_13t(data: MatrixData, torch: str, has_313t: bool) -> None:
+    assert ("3.13t" in _python(data, torch, "linux-x86_64")) is has_313t
+
+
+@pytest.mark.parametrize(
+    ("minor", "platform", "label"),
+    [("1.13", "linux-x86_64", "cu117"), ("2.0", "linux-x86_64", "cu117"), ("2.4", "linux-x86_64", "cu121"),
+     ("2.5", "linux-x86_64", "cu124"), ("2.7", "linux-x86_64", "cu126"), ("2.8", "linux-x86_64", "cu128"),
+     ("2.11", "linux-x86_64", "cu130"), ("2.11", "linux-aarch64", "cu130"), ("2.9", "linux-aarch64", "cpu"),
+     ("2.13", "windows-x86_64", "cpu"), ("2.13", "macos-arm64", "cpu"), ("2.14", "linux-x86_64", "cu130")],
+    ids=lambda v: str(v),
+)  # fmt: skip
+def test_default_index_variant(data: MatrixData, minor: str, platform: str, label: str) -> None:
+    entry = next(d for d in _minor(data, minor).default_index if d.platform == platform)
+    assert entry.label == label
+
+
+def test_macos_x86_64_ends_with_2_2(data: MatrixData) -> None:
+    assert "cpu" in _labels(data, "2.2", "macos-x86_64")
+    assert _labels(data, "2.3", "macos-x86_64") == set()
+    assert "macos-x86_64" not in _minor(data, "2.3").platforms_unsourced
+
+
+@pytest.mark.parametrize(
+    ("minor", "option"),
+    [("1.13", "--extra-index-url"), ("2.0", "--index-url"), ("2.12", "--index-url"), ("2.15", None)],
+)
+def test_index_option(data: MatrixData, minor: str, option: str | None) -> None:
+    assert _minor(data, minor).index_option == option
+
+
+@pytest.mark.parametrize(
+    ("toolkit", "linux", "windows"),
+    [("11.8.0", "520.61.05", "520.06"), ("12.1.1", "530.30.02", "531.14"), ("12.8.1", "570.124.06", "572.61"),
+     ("13.0.2", "580.95.05", None)],
+    ids=lambda v: str(v),
+)  # fmt: skip
+def test_cuda_driver_rows(data: MatrixData, toolkit: str, linux: str, windows: str | None) -> None:
+    row = next(t for t in data.cuda.toolkits if t.version == toolkit)
+    assert (row.min_driver_linux, row.min_driver_windows) == (linux, windows)
+
+
+def test_minor_version_compatibility_floors(data: MatrixData) -> None:
+    floors = {
+        m.cuda_major: (m.min_driver_linux, m.below_driver) for m in data.cuda.minor_version_compatibility
+    }
+    assert floors == {11: ("450.80.02", "525"), 12: ("525", "580"), 13: ("580", None)}
+
+
+def _archs(data: MatrixData, torch: str, variant: str, platform: str) -> list[str] | None:
+    for row in data.gpu_archs.arch_lists:
+        if row.variant == variant and platform in row.platforms and SpecifierSet(row.torch).contains(torch):
+            return row.archs
+    return None
+
+
+@pytest.mark.parametrize(
+    ("torch", "variant", "arch", "shipped"),
+    [("2.13.0", "cu126", "sm_120", False), ("2.13.0", "cu130", "sm_120", True),
+     ("2.13.0", "cu126", "sm_50", True), ("2.11.0", "cu130", "sm_70", False),
+     ("2.9.0", "cu128", "sm_70", True), ("2.9.0", "cu128", "sm_61", False),
+     ("2.9.0", "cu128", "sm_60", False), ("2.5.1", "cu124", "sm_61", True)],
+    ids=lambda v: str(v),
+)  # fmt: skip
+def test_gpu_arch_lists(data: MatrixData, torch: str, variant: str, arch: str, shipped: bool) -> None:
+    archs = _archs(data, torch, variant, "linux-x86_64")
+    assert archs is not None
+    assert (arch in archs) is shipped
+
+
+def test_arch_lists_are_unknown_where_unsourced(data: MatrixData) -> None:
+    assert _archs(data, "2.3.1", "cu121", "linux-x86_64") is None
+
+
+def test_vendor_backends(data: MatrixData) -> None:
+    npu = {(r.torch_npu, r.torch): r for r in data.vendor_backends.ascend_npu}
+    assert npu[("2.12.0", "2.12.0")].cann == "9.1.0"
+    assert npu[("2.12.0", "2.12.0")].python == ["3.10", "3.11", "3.12", "3.13", "3.14"]
+    assert npu[("2.13.0", "2.13.0")].cann is None
+    mlu = {(r.torch_mlu, r.torch) for r in data.vendor_backends.cambricon_mlu}
+    assert ("1.22.0", "2.4.0") in mlu
+    assert {"ascend", "cambricon"} <= set(data.vendor_backends.install_notes)
+
+
+@pytest.mark.skipif(not FACTS.is_dir(), reason="shared/facts is not present on this machine")
+def test_every_patch_in_the_facts_is_in_the_matrix(data: MatrixData) -> None:
+    facts = yaml.safe_load((FACTS / "torch_releases.yaml").read_text(encoding="utf-8"))
+    fact_patches = {p["version"] for minor in facts["releases"].values() for p in minor["patches"]}
+    ours = {p.version for m in data.torch_releases.minors for p in m.patches}
+    assert fact_patches <= ours
+    for minor in facts["releases"].values():
+        for p in minor["patches"]:
+            value = p["torchvision"].get("value")
+            if value is not None:
+                assert _patch(data, p["version"]).torchvision.version == value, p["version"]

@@ -1,0 +1,289 @@
+"""Corrupt copies of matrix_data: each break is reported with file and key, and all of them at once.
+
+`break_matrix` is shared with tests/cli/test_matrix_cmd.py, which checks the same breaks through the CLI.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from compat_service.domain.errors import MatrixDataError
+from compat_service.domain.matrix_loader import load_matrix_data, matrix_data_problems
+from matrix_data import DATA_DIR
+
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
+def _read(file: Path) -> Any:
+    return yaml.load(file.read_text(encoding="utf-8"), Loader=_Loader)  # noqa: S506 - a safe loader
+
+
+def copy_matrix(tmp_path: Path) -> Path:
+    target = tmp_path / "matrix_data"
+    shutil.copytree(DATA_DIR, target, ignore=shutil.ignore_patterns("*.py", "__pycache__"))
+    return target
+
+
+def _edit(path: Path, name: str, change: Callable[[dict[str, Any]], None]) -> None:
+    file = path / name
+    raw = _read(file)
+    change(raw)
+    file.write_text(yaml.dump(raw, Dumper=_Dumper, sort_keys=False, allow_unicode=True), encoding="utf-8")
+
+
+def _minor_index(path: Path, minor: str) -> int:
+    raw = _read(path / "torch_releases.yaml")
+    return [m["minor"] for m in raw["minors"]].index(minor)
+
+
+def _variant_index(path: Path, label: str) -> int:
+    raw = _read(path / "build_variants.yaml")
+    return [v["label"] for v in raw["variants"]].index(label)
+
+
+# Each break edits one copy and returns the exact problem lines it must cause.
+
+
+def unknown_key(path: Path) -> list[str]:
+    _edit(path, "cuda.yaml", lambda raw: raw["toolkits"][0].update(min_driver_macos="1.0"))
+    return [
+        "cuda.yaml: toolkits[0].min_driver_macos: unknown key (not in the schema: check its "
+        "spelling or extend matrix_models.py)"
+    ]
+
+
+def bad_version(path: Path) -> list[str]:
+    i = _minor_index(path, "2.3")
+    _edit(
+        path,
+        "torch_releases.yaml",
+        lambda raw: raw["minors"][i]["patches"][1]["torchvision"].update(version="0.x"),
+    )
+    return [
+        f"torch_releases.yaml: minors[{i}].patches[1].torchvision.version: '0.x' is not a "
+        "valid version string"
+    ]
+
+
+def inverted_python_list(path: Path) -> list[str]:
+    i = _minor_index(path, "2.4")
+    _edit(path, "torch_releases.yaml", lambda raw: raw["minors"][i]["python"][0]["versions"].reverse())
+    wanted = "['3.8', '3.9', '3.10', '3.11', '3.12']"
+    given = "['3.12', '3.11', '3.10', '3.9', '3.8']"
+    return [
+        f"torch_releases.yaml: minors[{i}].python[0].versions: {given} is not in ascending "
+        f"order; write {wanted}"
+    ]
+
+
+def duplicate_patch(path: Path) -> list[str]:
+    i = _minor_index(path, "2.1")
+
+    def change(raw: dict[str, Any]) -> None:
+        patches = raw["minors"][i]["patches"]
+        patches.append(dict(patches[2]))
+
+    _edit(path, "torch_releases.yaml", change)
+    return [
+        f"torch_releases.yaml: minors[{i}].patches[3].version: duplicate patch '2.1.2' (first "
+        f"at minors[{i}].patches[2])"
+    ]
+
+
+def dangling_source(path: Path) -> list[str]:
+    i = _minor_index(path, "2.6")
+    _edit(path, "torch_releases.yaml", lambda raw: raw["minors"][i]["variants"][0].update(source=["nowhere"]))
+    return [
+        f"torch_releases.yaml: minors[{i}].variants[0].source[0]: source key 'nowhere' is not "
+        "defined in sources.yaml"
+    ]
+
+
+def cuda_variant_without_driver_row(path: Path) -> list[str]:
+    def change(raw: dict[str, Any]) -> None:
+        raw["toolkits"] = [t for t in raw["toolkits"] if not t["version"].startswith("12.9.")]
+
+    _edit(path, "cuda.yaml", change)
+    k = _variant_index(path, "cu129")
+    return [
+        f"build_variants.yaml: variants[{k}]: CUDA variant 'cu129' has no driver row: "
+        "cuda.yaml lists no toolkit 12.9.1"
+    ]
+
+
+def dangling_variant_label(path: Path) -> list[str]:
+    i = _minor_index(path, "2.7")
+    _edit(path, "torch_releases.yaml", lambda raw: raw["minors"][i]["variants"][1].update(label="cu999"))
+    return [
+        f"torch_releases.yaml: minors[{i}].variants[1].label: variant label 'cu999' is not "
+        "defined in build_variants.yaml"
+    ]
+
+
+def missing_companions(path: Path) -> list[str]:
+    i = _minor_index(path, "2.0")
+
+    def change(raw: dict[str, Any]) -> None:
+        del raw["minors"][i]["patches"][1]["torchvision"]
+        del raw["minors"][i]["patches"][1]["torchaudio"]
+
+    _edit(path, "torch_releases.yaml", change)
+    tail = (
+        "torch release without companions: required key is missing "
+        "(write {version: null, source: [], note: why} if it is genuinely unknown)"
+    )
+    return [
+        f"torch_releases.yaml: minors[{i}].patches[1].torchvision: {tail}",
+        f"torch_releases.yaml: minors[{i}].patches[1].torchaudio: {tail}",
+    ]
+
+
+def yaml_syntax_error(path: Path) -> list[str]:
+    file = path / "rocm.yaml"
+    lines = file.read_text(encoding="utf-8").splitlines()
+    file.write_text("\n".join(lines) + '\n  - {version: "9.9", gfx_targets: [gfx90a\n', encoding="utf-8")
+    broken = len(lines) + 1
+    return [
+        f"rocm.yaml: line {broken + 1}, column 1: YAML syntax error: while parsing a flow "
+        "sequence did not find "
+        f"expected ',' or ']' (the enclosing block starts on line {broken})"
+    ]
+
+
+def duplicate_yaml_key(path: Path) -> list[str]:
+    file = path / "xpu.yaml"
+    lines = file.read_text(encoding="utf-8").splitlines()
+    at = next(n for n, line in enumerate(lines) if line.startswith("  - torch:"))
+    lines.insert(at + 1, '    torch: ">=9.9"')
+    file.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return [
+        f"xpu.yaml: line {at + 2}, column 5: YAML error: key 'torch' appears twice in one "
+        f"mapping (first on line {at + 1})"
+    ]
+
+
+def missing_file(path: Path) -> list[str]:
+    (path / "mps.yaml").unlink()
+    return ["mps.yaml: file is missing; every file in MATRIX_FILES must exist"]
+
+
+BREAKS: dict[str, Callable[[Path], list[str]]] = {
+    "unknown-key": unknown_key,
+    "bad-version": bad_version,
+    "inverted-python-list": inverted_python_list,
+    "duplicate-patch": duplicate_patch,
+    "dangling-source": dangling_source,
+    "cuda-variant-without-driver-row": cuda_variant_without_driver_row,
+    "dangling-variant-label": dangling_variant_label,
+    "missing-companions": missing_companions,
+    "yaml-syntax-error": yaml_syntax_error,
+    "duplicate-yaml-key": duplicate_yaml_key,
+    "missing-file": missing_file,
+}
+
+
+def break_matrix(tmp_path: Path) -> tuple[Path, list[str]]:
+    """A copy of matrix_data with every break applied, and the problem lines they must cause."""
+    path = copy_matrix(tmp_path)
+    expected: list[str] = []
+    for apply in BREAKS.values():
+        expected += apply(path)
+    return path, expected
+
+
+def test_an_untouched_copy_is_valid(tmp_path: Path) -> None:
+    assert matrix_data_problems(copy_matrix(tmp_path)) == []
+
+
+@pytest.mark.parametrize("name", list(BREAKS))
+def test_each_break_gives_exactly_its_problem(tmp_path: Path, name: str) -> None:
+    path = copy_matrix(tmp_path)
+    expected = BREAKS[name](path)
+    assert sorted(str(p) for p in matrix_data_problems(path)) == sorted(expected)
+
+
+def test_every_break_is_reported_at_once(tmp_path: Path) -> None:
+    path, expected = break_matrix(tmp_path)
+    assert sorted(str(p) for p in matrix_data_problems(path)) == sorted(expected)
+
+
+def test_load_raises_one_error_listing_every_problem(tmp_path: Path) -> None:
+    path, expected = break_matrix(tmp_path)
+    with pytest.raises(MatrixDataError) as info:
+        load_matrix_data(path)
+    err = info.value
+    assert err.exit_code == 4 and err.code == "matrix-invalid"
+    assert sorted(c.constraint for c in err.causes) == sorted(expected)
+    assert f"{len(expected)} problem(s)" in err.message
+
+
+@pytest.mark.parametrize(
+    ("file", "change", "expected"),
+    [
+        pytest.param(
+            "build_variants.yaml",
+            lambda raw: raw["variants"].append(dict(raw["variants"][1])),
+            "build_variants.yaml: variants[{n}].label: duplicate variant label 'cu116' (first "
+            "at variants[1])",
+            id="duplicate-variant-label",
+        ),
+        pytest.param(
+            "sources.yaml",
+            lambda raw: raw["sources"].append(dict(raw["sources"][0])),
+            "sources.yaml: sources[{n}].key: duplicate source key 'previous_versions' (first at sources[0])",
+            id="duplicate-source-key",
+        ),
+        pytest.param(
+            "cuda.yaml",
+            lambda raw: raw["toolkits"].append(dict(raw["toolkits"][0])),
+            "cuda.yaml: toolkits[{n}].version: duplicate toolkit '10.0.130' (first at toolkits[0])",
+            id="duplicate-toolkit",
+        ),
+        pytest.param(
+            "gpu_archs.yaml",
+            lambda raw: raw["arch_lists"].append(dict(raw["arch_lists"][0], variant="cpu")),
+            "gpu_archs.yaml: arch_lists[{n}].variant: 'cpu' is a cpu build: no GPU arch list applies",
+            id="arch-list-for-cpu",
+        ),
+        pytest.param(
+            "gpu_archs.yaml",
+            lambda raw: raw["arch_lists"].append(dict(raw["arch_lists"][0], variant="cu999")),
+            "gpu_archs.yaml: arch_lists[{n}].variant: variant label 'cu999' is not defined in "
+            "build_variants.yaml",
+            id="arch-list-unknown-variant",
+        ),
+    ],
+)
+def test_duplicates_and_dangling_references(tmp_path: Path, file: str, change: Any, expected: str) -> None:
+    path = copy_matrix(tmp_path)
+    _edit(path, file, change)
+    raw = _read(path / file)
+    n = len(next(v for v in raw.values() if isinstance(v, list))) - 1
+    assert [str(p) for p in matrix_data_problems(path)] == [expected.format(n=n)]
+
+
+def test_overlapping_arch_lists_are_reported(tmp_path: Path) -> None:
+    path = copy_matrix(tmp_path)
+    _edit(
+        path,
+        "gpu_archs.yaml",
+        lambda raw: raw["arch_lists"].append(dict(raw["arch_lists"][0], torch=">=2.5")),
+    )
+    problems = [str(p) for p in matrix_data_problems(path)]
+    assert problems and all(
+        "overlaps arch_lists[0] for torch 2.5.1 cu121 on linux-x86_64" in p for p in problems
+    )
+
+
+def test_a_path_that_is_not_a_directory(tmp_path: Path) -> None:
+    missing = tmp_path / "nowhere"
+    assert [str(p) for p in matrix_data_problems(missing)] == [
+        f"{missing}: is not a directory holding the matrix_data YAML files"
+    ]

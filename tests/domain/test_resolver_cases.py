@@ -1,0 +1,76 @@
+"""Golden resolver cases over the bundled matrix: tests/data/resolver_cases/*.yaml (request -> answer or error)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from compat_service.domain.errors import AccelenvError
+from compat_service.domain.matrix import InMemoryMatrix
+from compat_service.domain.matrix_loader import load_matrix_data
+from compat_service.domain.resolver import resolve
+from compat_service.domain.resolver_request import ResolveRequest
+
+CASES_DIR = Path(__file__).resolve().parent.parent / "data" / "resolver_cases"
+
+
+def _cases() -> list[Any]:
+    params = []
+    for path in sorted(CASES_DIR.glob("*.yaml")):
+        for case in yaml.safe_load(path.read_text())["cases"]:
+            params.append(pytest.param(case, id=f"{path.stem}:{case['id']}"))
+    return params
+
+
+@pytest.fixture(scope="module")
+def matrix() -> InMemoryMatrix:
+    return InMemoryMatrix(load_matrix_data())
+
+
+def _request(raw: dict[str, Any]) -> ResolveRequest:
+    strings = {("with_" if k == "with" else k): str(v) for k, v in raw.items()}
+    return ResolveRequest.from_strings(**strings)
+
+
+@pytest.mark.parametrize("case", _cases())
+def test_golden_case(case: dict[str, Any], matrix: InMemoryMatrix) -> None:
+    if "error" in case:
+        with pytest.raises(AccelenvError) as caught:
+            resolve(_request(case["request"]), matrix)
+        err = caught.value
+        assert err.code == case["error"], err.message
+        assert err.message and err.causes, "an error names what clashed"
+        for origin in case.get("causes_include", []):
+            assert any(origin in c.origin for c in err.causes), [c.origin for c in err.causes]
+        for wanted in case.get("alternatives_include", []):
+            wanted = {k: str(v) for k, v in wanted.items()}
+            assert any(
+                wanted.items() <= {k: str(v) for k, v in a.request.items()}.items() for a in err.alternatives
+            ), (
+                wanted,
+                [a.request for a in err.alternatives],
+            )
+        return
+    res = resolve(_request(case["request"]), matrix)
+    expect = case["expect"]
+    for name, version in expect.get("pins", {}).items():
+        assert res.pins.get(name) == str(version), res.pins
+    for name in expect.get("absent", []):
+        assert name not in res.pins
+    if "backend" in expect:
+        assert res.backend == expect["backend"]
+    if "family" in expect:
+        assert res.family == expect["family"]
+    if "index" in expect:
+        label = expect["index"]
+        variant = matrix.build_variant(label) if label else None
+        assert res.index_url == (variant.index_url if variant else None)
+        assert res.default_index_has_variant == (label is None)
+    if "index_option" in expect:
+        assert res.index_option == expect["index_option"]
+    for text in expect.get("warnings_include", []):
+        assert any(text in w for w in res.warnings), res.warnings
+    assert res.reasons and all(r.detail for r in res.reasons)

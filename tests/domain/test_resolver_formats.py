@@ -1,0 +1,123 @@
+"""Every output format is generated from one decision; each is parsed back and checked against it."""
+
+from __future__ import annotations
+
+import json
+import shlex
+
+import pytest
+import tomllib
+import yaml
+from packaging.requirements import Requirement
+
+from compat_service.domain.errors import InvalidRequestError
+from compat_service.domain.install_formats import render
+from compat_service.domain.matrix import InMemoryMatrix
+from compat_service.domain.matrix_loader import load_matrix_data
+from compat_service.domain.resolution import Resolution, resolution_from_json, resolution_to_json
+from compat_service.domain.resolver import resolve
+from compat_service.domain.resolver_request import ResolveRequest
+
+REQUESTS = {
+    "default-index-cu121": {"torch": "2.3", "backend": "cu121", "python": "3.10"},
+    "index-url-cu118": {"torch": "2.3", "backend": "cu118", "python": "3.10"},
+    "extra-index-1.13": {"torch": "1.13", "backend": "cu116", "python": "3.10"},
+    "npu-two-indexes": {"torch": "2.12", "backend": "npu", "python": "3.11"},
+}
+
+
+@pytest.fixture(scope="module")
+def matrix() -> InMemoryMatrix:
+    return InMemoryMatrix(load_matrix_data())
+
+
+@pytest.fixture(params=list(REQUESTS), ids=list(REQUESTS))
+def res(request: pytest.FixtureRequest, matrix: InMemoryMatrix) -> Resolution:
+    return resolve(ResolveRequest.from_strings(**REQUESTS[request.param]), matrix)
+
+
+def _reqs(lines: list[str]) -> dict[str, str]:
+    parsed = [Requirement(line) for line in lines]
+    return {r.name: str(r.specifier).removeprefix("==") for r in parsed}
+
+
+def test_json_has_the_contract_fields_and_round_trips(res: Resolution) -> None:
+    body = json.loads(render(res, "json"))
+    assert {"pins", "index_url", "backend", "python", "reasons", "warnings"} <= body.keys()
+    assert body["pins"] == res.pins
+    assert all(r["sources"] is not None and r["decision"] for r in body["reasons"])
+    assert resolution_from_json(body) == res
+    assert resolution_to_json(resolution_from_json(body)) == body
+
+
+def test_pip_commands_install_exactly_the_pins(res: Resolution) -> None:
+    pins: dict[str, str] = {}
+    for line in render(res, "pip").splitlines():
+        words = shlex.split(line)
+        assert words[:2] == ["pip", "install"]
+        specs = [w for w in words[2:] if "==" in w]
+        pins.update(_reqs(specs))
+        if res.index_url and any(Requirement(s).name == "torch" for s in specs):
+            assert words[-2:] == [res.index_option, res.index_url]
+    assert pins == res.pins
+
+
+def test_requirements_file_has_index_line_and_pins(res: Resolution) -> None:
+    lines = [ln for ln in render(res, "requirements").splitlines() if ln and not ln.startswith("#")]
+    index_lines = [ln for ln in lines if ln.startswith("--")]
+    assert _reqs([ln for ln in lines if not ln.startswith("--")]) == res.pins
+    if res.index_url is None:
+        assert index_lines == []
+    else:
+        assert index_lines[0].split()[1] == res.index_url
+
+
+def test_uv_snippet_is_toml_with_explicit_index_and_sources(res: Resolution) -> None:
+    text = render(res, "uv")
+    doc = tomllib.loads(text)
+    assert _reqs(doc["project"]["dependencies"]) == res.pins
+    assert any(line.startswith("# uv pip install ") for line in text.splitlines())
+    if res.index_url is None:
+        assert "tool" not in doc
+        return
+    (index,) = doc["tool"]["uv"]["index"]
+    assert index["url"] == res.index_url and index["explicit"] is True
+    sources = doc["tool"]["uv"]["sources"]
+    assert sources["torch"] == [{"index": index["name"]}]
+    assert all(p.name in sources for p in res.packages if p.index_url)
+
+
+def test_conda_environment_has_python_and_pip_section(res: Resolution) -> None:
+    env = yaml.safe_load(render(res, "conda"))
+    assert f"python={res.python}" in env["dependencies"]
+    pip_section = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict))
+    assert _reqs([x for x in pip_section if not x.startswith("--")]) == res.pins
+
+
+def test_dockerfile_runs_the_pip_commands(res: Resolution) -> None:
+    lines = render(res, "docker").splitlines()
+    assert any(ln.startswith(f"FROM python:{res.python}") for ln in lines)
+    runs = [ln.removeprefix("RUN ") for ln in lines if ln.startswith("RUN ")]
+    assert runs == [
+        c.replace("pip install", "pip install --no-cache-dir", 1) for c in render(res, "pip").splitlines()
+    ]
+
+
+def test_text_names_version_backend_and_reasons(res: Resolution) -> None:
+    text = render(res, "text")
+    assert res.torch_version in text and res.backend in text and "why:" in text
+
+
+def test_docker_refuses_a_macos_target(matrix: InMemoryMatrix) -> None:
+    res = resolve(
+        ResolveRequest.from_strings(torch="2.3", backend="cpu", python="3.11", os="macos", arch="arm64"),
+        matrix,
+    )
+    with pytest.raises(InvalidRequestError):
+        render(res, "docker")
+
+
+def test_unknown_format_is_invalid(matrix: InMemoryMatrix) -> None:
+    res = resolve(ResolveRequest.from_strings(torch="2.3", backend="cpu", python="3.11"), matrix)
+    with pytest.raises(InvalidRequestError, match="--format"):
+        render(res, "yaml")

@@ -1,0 +1,187 @@
+"""Request parsing, the GPU-architecture rule, the evidence hook, companion-unknown and the matrix snapshot."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from compat_service.domain.errors import InvalidRequestError
+from compat_service.domain.evidence_lookup import CellEvidence
+from compat_service.domain.hardware_rules import cubin_runs_on, ptx_runs_on
+from compat_service.domain.matrix import InMemoryMatrix
+from compat_service.domain.matrix_loader import load_matrix_data
+from compat_service.domain.matrix_snapshot import load_matrix_cached
+from compat_service.domain.resolution import resolution_to_json
+from compat_service.domain.resolver import resolve
+from compat_service.domain.resolver_errors import RESOLVER_ERROR_CODES, CompanionUnknownError
+from compat_service.domain.resolver_request import ResolveRequest, parse_torch_spec
+
+
+@pytest.fixture(scope="module")
+def data():  # type: ignore[no-untyped-def]
+    return load_matrix_data()
+
+
+@pytest.mark.parametrize(
+    ("built", "gpu", "runs"),
+    [
+        ("sm_86", "sm_89", True),
+        ("sm_80", "sm_86", True),
+        ("sm_90", "sm_86", False),
+        ("sm_100", "sm_120", False),
+        ("sm_120", "sm_121", True),
+        ("sm_90a", "sm_90", True),
+        ("sm_90a", "sm_91", False),
+        ("sm_60", "sm_61", True),
+        ("gfx942", "gfx942", True),
+        ("gfx90a", "gfx942", False),
+    ],
+    ids=lambda v: str(v),
+)
+def test_cubin_compatibility(built: str, gpu: str, runs: bool) -> None:
+    assert cubin_runs_on(built, gpu) is runs
+
+
+@pytest.mark.parametrize(
+    ("ptx", "gpu", "runs"),
+    [("sm_120", "sm_130", True), ("sm_90", "sm_120", True), ("sm_120", "sm_100", False)],
+)
+def test_ptx_runs_on_newer_gpus_only(ptx: str, gpu: str, runs: bool) -> None:
+    assert ptx_runs_on(ptx, gpu) is runs
+
+
+@pytest.mark.parametrize(
+    ("text", "kind"),
+    [
+        ("latest", "latest"),
+        ("2.3", "minor"),
+        ("2.3.1", "exact"),
+        (">=2.2,<2.4", "specifier"),
+        ("~=2.3.0", "specifier"),
+    ],
+)
+def test_torch_spec_forms(text: str, kind: str) -> None:
+    assert parse_torch_spec(text).kind == kind
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [
+        {"torch": "2"},
+        {"torch": "2.3.1+cu121"},
+        {"python": "python3"},
+        {"os": "freebsd"},
+        {"arch": "riscv64"},
+        {"backend": "cuda12"},
+        {"driver": "latest-driver"},
+        {"gpu_arch": "hopper"},
+        {"with_": "torchtext"},
+    ],
+    ids=lambda f: next(iter(f)),
+)
+def test_malformed_flags_are_invalid_requests(flags: dict[str, str]) -> None:
+    with pytest.raises(InvalidRequestError) as caught:
+        ResolveRequest.from_strings(**flags)
+    assert caught.value.exit_code == 2 and caught.value.hint
+
+
+def test_request_round_trips_through_query_strings() -> None:
+    req = ResolveRequest.from_strings(
+        torch=">=2.2,<2.4", python="3.13t", os="macos", arch="aarch64", backend="mps", with_="none"
+    )
+    assert req.arch == "arm64"
+    assert (
+        ResolveRequest.from_strings(
+            **{("with_" if k == "with" else k): v for k, v in req.to_strings().items()}
+        )
+        == req
+    )
+    assert hash(req) == hash(
+        ResolveRequest.from_strings(
+            torch=">=2.2,<2.4", python="3.13t", os="macos", arch="arm64", backend="mps", with_="none"
+        )
+    )
+
+
+def test_gpu_arch_accepts_compute_capability_form() -> None:
+    assert ResolveRequest.from_strings(gpu_arch="9.0").gpu_arch == "sm_90"
+
+
+def test_companion_unknown_names_the_missing_package(data) -> None:  # type: ignore[no-untyped-def]
+    minors = []
+    for minor in data.torch_releases.minors:
+        if minor.minor == "2.3":
+            patches = [
+                p.model_copy(update={"torchaudio": p.torchaudio.model_copy(update={"version": None})})
+                for p in minor.patches
+            ]
+            minor = minor.model_copy(update={"patches": patches})
+        minors.append(minor)
+    edited = data.model_copy(
+        update={"torch_releases": data.torch_releases.model_copy(update={"minors": minors})}
+    )
+    request = ResolveRequest.from_strings(torch="2.3", backend="cpu", python="3.11")
+    with pytest.raises(CompanionUnknownError) as caught:
+        resolve(request, InMemoryMatrix(edited))
+    assert "torchaudio" in caught.value.message
+    assert any(a.request.get("with") == "torchvision" for a in caught.value.alternatives)
+    assert "companion-unknown" in RESOLVER_ERROR_CODES
+
+
+class _Reports:
+    def __init__(self, status: str) -> None:
+        self.status = status
+        self.asked: list[tuple[str, ...]] = []
+
+    def status_for(
+        self, torch_version: str, build: str, python: str, os: str, arch: str
+    ) -> CellEvidence | None:
+        self.asked.append((torch_version, build, python, os, arch))
+        return (
+            CellEvidence(self.status, hosts=3, detail="segfault in matmul") if self.status != "none" else None
+        )  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("status", ["verified", "broken", "none"])
+def test_evidence_is_asked_about_the_chosen_cell(data, status: str) -> None:  # type: ignore[no-untyped-def]
+    reports = _Reports(status)
+    res = resolve(
+        ResolveRequest.from_strings(torch="2.3", backend="cu121", python="3.10"),
+        InMemoryMatrix(data),
+        evidence=reports,
+    )
+    assert ("2.3.1", "cu121", "3.10", "linux", "x86_64") in reports.asked
+    assert res.evidence is not None and res.evidence["status"] == ("declared" if status == "none" else status)
+    assert any("broken" in w for w in res.warnings) is (status == "broken")
+
+
+def test_snapshot_gives_the_same_answers_as_the_validated_matrix(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, data
+) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("ACCELENV_CACHE_DIR", str(tmp_path))
+    first = load_matrix_cached()  # validates the YAML and writes the snapshot
+    assert len(list(tmp_path.glob("matrix-*.json"))) == 1
+    second = load_matrix_cached()  # reads the snapshot
+    assert not isinstance(second.data, type(data))
+    for flags in (
+        {"torch": "2.3", "backend": "cu118", "python": "3.10"},
+        {"torch": "2.12", "backend": "npu", "python": "3.11"},
+        {"backend": "cuda", "gpu_arch": "sm_61", "python": "3.12"},
+    ):
+        req = ResolveRequest.from_strings(**flags)
+        assert (
+            resolution_to_json(resolve(req, second))
+            == resolution_to_json(resolve(req, first))
+            == resolution_to_json(resolve(req, InMemoryMatrix(data)))
+        )
+
+
+def test_damaged_snapshot_is_rebuilt_from_the_yaml(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ACCELENV_CACHE_DIR", str(tmp_path))
+    load_matrix_cached()
+    (snapshot,) = tmp_path.glob("matrix-*.json")
+    snapshot.write_text('{"torch_releases": ')
+    request = ResolveRequest.from_strings(torch="2.3", backend="cu121", python="3.10")
+    assert resolve(request, load_matrix_cached()).pins["torch"] == "2.3.1"
+    assert snapshot.read_text().startswith('{"sources"')

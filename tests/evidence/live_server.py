@@ -1,0 +1,105 @@
+"""A real `uvicorn` with several workers on loopback, over a migrated database (tests and the benchmark).
+
+The matrix is not loaded (ingest does not read it), so workers start fast; the schema is migrated and a
+`report` token created in this process before the server starts, as an operator would.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+import httpx
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+STARTUP_TIMEOUT_S = 60
+
+
+@dataclass
+class LiveServer:
+    base_url: str
+    token: str
+    database_url: str
+
+    @property
+    def auth(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}"}
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def prepare_database(database_url: str) -> str:
+    """Migrate ``database_url`` and return a new `report` token."""
+    from compat_service.db import migrate
+    from compat_service.db.engine import make_engine
+    from compat_service.db.models import ApiTokenCreate
+    from compat_service.db.tokens import create_token
+
+    engine = make_engine(database_url)
+    try:
+        migrate.upgrade(engine)
+        _public, secret = create_token(engine, ApiTokenCreate(scope="report", note="live server"))
+    finally:
+        engine.dispose()
+    return secret
+
+
+@contextmanager
+def live_server(database_url: str, *, workers: int = 3) -> Iterator[LiveServer]:
+    token = prepare_database(database_url)
+    port = _free_port()
+    env = os.environ | {
+        "ACCELENV_DATABASE_URL": database_url,
+        "ACCELENV_LOAD_MATRIX_ON_START": "false",
+        "ACCELENV_AUTO_MIGRATE": "false",
+        "PYTHONPATH": str(REPO_ROOT),
+    }
+    cmd = [
+        sys.executable, "-m", "uvicorn", "--factory", "compat_service.api.app:app_from_env",
+        "--host", "127.0.0.1", "--port", str(port), "--workers", str(workers),
+        "--log-level", "warning", "--no-access-log",
+    ]
+    # A file, not a pipe: a full pipe would block the workers.
+    log = tempfile.TemporaryFile()
+    proc = subprocess.Popen(cmd, cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    base_url = f"http://127.0.0.1:{port}"
+    try:
+        _wait_ready(proc, base_url, log)
+        yield LiveServer(base_url=base_url, token=token, database_url=database_url)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
+
+
+def _wait_ready(proc: subprocess.Popen[bytes], base_url: str, log: IO[bytes]) -> None:
+    deadline = time.monotonic() + STARTUP_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            log.seek(0)
+            output = log.read().decode(errors="replace")
+            raise RuntimeError(f"uvicorn exited with {proc.returncode}:\n{output[-3000:]}")
+        try:
+            if httpx.get(base_url + "/healthz", timeout=1).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.2)
+    raise RuntimeError(f"uvicorn did not answer on {base_url} within {STARTUP_TIMEOUT_S}s")

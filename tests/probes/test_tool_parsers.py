@@ -1,0 +1,181 @@
+"""Driver parsers on captured real outputs (tests/data/probe_tools, see its README), and the I/O step
+against fake driver files and fake vendor tools on PATH (the process boundary)."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from probes import host_facts, tool_parsers
+from tests.conftest import REPO_ROOT
+
+DATA = REPO_ROOT / "tests" / "data" / "probe_tools"
+
+
+def captured(name: str) -> str:
+    return (DATA / name).read_text()
+
+
+@pytest.mark.parametrize(
+    ("name", "driver", "cuda"),
+    [
+        pytest.param("nvidia-smi_550.40.07_rtx4070.txt", "550.40.07", "12.4", id="550-cuda12.4"),
+        pytest.param("nvidia-smi_450.57_titan-xp.txt", "450.57", "11.0", id="450-cuda11.0"),
+        pytest.param("nvidia-smi_331.62_gtx680.txt", "331.62", None, id="331-no-cuda-in-banner"),
+    ],
+)
+def test_nvidia_smi_banner(name: str, driver: str, cuda: str | None) -> None:
+    assert tool_parsers.parse_nvidia_smi_banner(captured(name)) == {"driver_version": driver, "cuda_version": cuda}
+
+
+@pytest.mark.parametrize(
+    ("name", "gpus"),
+    [
+        pytest.param("nvidia-smi_550.40.07_rtx4070.txt", [(0, "NVIDIA GeForce RTX 4070")], id="one-gpu"),
+        pytest.param("nvidia-smi_331.62_gtx680.txt", [(0, "GeForce GTX 680"), (1, "GeForce GTX 680")], id="two-gpus"),
+    ],
+)
+def test_nvidia_smi_gpu_rows(name: str, gpus: list[tuple[int, str]]) -> None:
+    parsed = tool_parsers.parse_nvidia_smi_gpus(captured(name))
+    assert [(g["index"], g["name"]) for g in parsed] == gpus
+
+
+def test_nvidia_smi_query_gives_one_value_per_gpu() -> None:
+    assert tool_parsers.parse_nvidia_smi_query(captured("nvidia-smi_query_driver_version_2gpus.txt")) == [
+        "572.60", "572.60"]
+    assert tool_parsers.parse_nvidia_smi_query("driver_version\n550.54.15\n") == ["550.54.15"]
+
+
+@pytest.mark.parametrize(
+    ("name", "version"),
+    [
+        pytest.param("proc_driver_nvidia_version_open_555.58.02.txt", "555.58.02", id="open-module"),
+        pytest.param("proc_driver_nvidia_version_legacy_535.216.03.txt", "535.216.03", id="proprietary-module"),
+    ],
+)
+def test_proc_driver_nvidia_version(name: str, version: str) -> None:
+    assert tool_parsers.parse_nvidia_proc_version(captured(name)) == version
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        pytest.param("550.144.03\n", "550.144.03", id="sysfs-version"),
+        pytest.param("", None, id="empty"),
+        pytest.param("garbage", None, id="garbage"),
+    ],
+)
+def test_nvidia_sysfs_version(text: str, expected: str | None) -> None:
+    assert tool_parsers.parse_nvidia_sysfs_version(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("name", "version"),
+    [
+        pytest.param("rocm-smi_showdriverversion_6.14.0-28-generic.txt", "6.14.0-28-generic", id="in-kernel-amdgpu"),
+        pytest.param("rocm-smi_showallinfo_mi300x_6.7.0.txt", "6.7.0", id="dkms-amdgpu-mi300x"),
+    ],
+)
+def test_rocm_smi_driver_version(name: str, version: str) -> None:
+    assert tool_parsers.parse_rocm_smi_driver(captured(name)) == version
+
+
+def test_rocm_smi_json_driver_version() -> None:
+    assert tool_parsers.parse_rocm_smi_driver('{"system": {"Driver version": "6.12.12"}}') == "6.12.12"
+    assert tool_parsers.parse_rocm_smi_driver("{not json") is None
+
+
+def test_rocm_smi_product_gfx_targets() -> None:
+    assert tool_parsers.parse_rocm_smi_gfx(captured("rocm-smi_showproductname_mi300x-vf.txt")) == ["gfx942", "gfx942"]
+
+
+@pytest.mark.parametrize(
+    ("name", "version", "npus", "hbm"),
+    [
+        pytest.param("npu-smi_info_910b4_24.1.1.txt", "24.1.1", 2, 32768, id="910b4"),
+        pytest.param("npu-smi_info_atlas800-9010_24.1.RC2_head.txt", "24.1.RC2", 8, 32768, id="atlas800-8npu"),
+    ],
+)
+def test_npu_smi_info(name: str, version: str, npus: int, hbm: int) -> None:
+    parsed = tool_parsers.parse_npu_smi_info(captured(name))
+    assert parsed["driver_version"] == version
+    assert len(parsed["npus"]) == npus
+    assert {n["hbm_total_mb"] for n in parsed["npus"]} == {hbm}
+
+
+def test_npu_smi_health_column_is_read() -> None:
+    parsed = tool_parsers.parse_npu_smi_info(captured("npu-smi_info_atlas800-9010_24.1.RC2_head.txt"))
+    assert [n["npu"] for n in parsed["npus"] if n["health"] == "Warning"] == [3, 7]
+
+
+@pytest.mark.parametrize(
+    ("name", "version", "cards"),
+    [
+        pytest.param("cnmon_5.10.22_mlu370-x8.txt", "5.10.22", ["MLU370-X8"] * 2, id="driver5-banner"),
+        pytest.param("cnmon_4.20.11_mlu370-x4.txt", "4.20.11", ["MLU370-X4"] * 3, id="driver4-per-card"),
+    ],
+)
+def test_cnmon(name: str, version: str, cards: list[str]) -> None:
+    parsed = tool_parsers.parse_cnmon(captured(name))
+    assert parsed["driver_version"] == version
+    assert [c["name"] for c in parsed["cards"]] == cards
+
+
+def test_ascend_version_info() -> None:
+    assert tool_parsers.parse_ascend_version_info("Version=23.0.rc3\nascendhal_version=7.35.19\n") == "23.0.rc3"
+
+
+def _fake_tool(bindir: Path, name: str, output_file: Path, exit_code: int = 0) -> None:
+    script = bindir / name
+    script.write_text(f"#!/bin/sh\n/bin/cat '{output_file}'\nexit {exit_code}\n")
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+
+
+@pytest.fixture
+def fake_host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A PATH with only our fake tools, and the driver tables pointed at files under tmp_path."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    monkeypatch.setenv("PATH", str(bindir))
+    monkeypatch.delenv(host_facts.DRIVER_OVERRIDE_ENV, raising=False)
+    monkeypatch.setitem(host_facts.DRIVER_SOURCES, "cuda", (
+        ("file", str(tmp_path / "sys_module_nvidia_version"), "parse_nvidia_sysfs_version"),
+        ("file", str(tmp_path / "proc_driver_nvidia_version"), "parse_nvidia_proc_version"),
+        ("command", ("nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"), "first_of_query"),
+    ))
+    return tmp_path
+
+
+@pytest.mark.skipif(os.name != "posix", reason="fake tools are shell scripts")
+def test_driver_falls_through_absent_files_to_the_tool(fake_host: Path) -> None:
+    _fake_tool(fake_host / "bin", "nvidia-smi", DATA / "nvidia-smi_query_driver_version_2gpus.txt")
+    version, sources = host_facts.detect_driver("cuda")
+    assert version == "572.60"
+    assert [s["outcome"] for s in sources] == ["absent", "absent", "value"]
+
+
+@pytest.mark.skipif(os.name != "posix", reason="fake tools are shell scripts")
+def test_driver_prefers_sysfs_and_reports_a_failing_tool(fake_host: Path) -> None:
+    (fake_host / "sys_module_nvidia_version").write_text("550.144.03\n")
+    _fake_tool(fake_host / "bin", "nvidia-smi", DATA / "nvidia-smi_query_driver_version_2gpus.txt", exit_code=9)
+    version, sources = host_facts.detect_driver("cuda")
+    assert version == "550.144.03"
+    assert sources[0] == {"source": str(fake_host / "sys_module_nvidia_version"), "outcome": "value",
+                          "value": "550.144.03"}
+    assert sources[2]["outcome"] == "failed: exit code 9"
+
+
+def test_no_driver_anywhere_is_a_list_of_absences(fake_host: Path) -> None:
+    version, sources = host_facts.detect_driver("cuda")
+    assert version is None
+    assert {s["outcome"] for s in sources} == {"absent"}
+
+
+def test_driver_override_variable_wins(fake_host: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(host_facts.DRIVER_OVERRIDE_ENV, "535.104.05")
+    version, sources = host_facts.detect_driver("cuda")
+    assert version == "535.104.05"
+    assert sources == [{"source": "env:ACCELENV_DRIVER_VERSION", "outcome": "value", "value": "535.104.05"}]

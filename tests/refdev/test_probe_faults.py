@@ -1,0 +1,174 @@
+"""The real probe suite on refdev: a clean run passes what refdev supports, and each injected fault shows
+up in the report as exactly the status and op it should. Each run uses a small ``--checks`` subset."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from compat_service.domain.report import ProbeReport
+from probes.refdev.faults import OOM_CAPACITY
+from tests.refdev.conftest import REPO_ROOT, run_probe
+
+BAD = ("failed", "timeout", "crashed", "error")
+
+
+def by_id(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    ProbeReport.model_validate(report)  # the contract the service enforces
+    assert report["environment"]["backend"] == "refdev"
+    return {c["id"]: c for c in report["checks"]}
+
+
+def others(checks: dict[str, dict[str, Any]], prefix: str) -> set[str]:
+    """Statuses of every check not under ``prefix``."""
+    return {c["status"] for cid, c in checks.items() if not cid.startswith(prefix)}
+
+
+def test_clean_run_passes_everything_refdev_supports(refdev_available: None, tmp_path: Path) -> None:
+    proc, report = run_probe([], tmp_path / "report.json")
+    checks = by_id(report)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert report["summary"]["ok"] is True
+    assert not [cid for cid, c in checks.items() if c["status"] in BAD]
+    for group in ("detect", "smoke", "ops", "allocator", "amp", "distributed"):
+        assert any(c["group"] == group and c["status"] == "passed" for c in checks.values()), group
+    for cid in ("smoke.train_step", "smoke.cpu_agreement", "smoke.checkpoint", "allocator.stats_move",
+                "allocator.cache_reuse", "allocator.empty_cache", "allocator.oom_recovery"):
+        assert checks[cid]["status"] == "passed", checks[cid]
+    assert checks["allocator.stats_move"]["data"]["source"] == "torch.refdev"
+    # what refdev lacks is reported, with a reason, not failed
+    for c in checks.values():
+        if c["status"] in ("skipped", "unsupported"):
+            assert c["detail"]
+    assert report["devices"][0]["type"] == "refdev"
+
+
+def test_missing_backward_op_is_unsupported_in_backward_only(refdev_available: None, tmp_path: Path) -> None:
+    proc, report = run_probe(["--checks", "ops"], tmp_path / "r.json",
+                             faults="missing:aten::_adaptive_avg_pool2d_backward")
+    checks = by_id(report)
+    pool = {cid: c for cid, c in checks.items() if cid.startswith("ops.adaptive_avg_pool2d.")}
+    assert set(pool) == {"ops.adaptive_avg_pool2d.float32", "ops.adaptive_avg_pool2d.float16",
+                         "ops.adaptive_avg_pool2d.bfloat16"}
+    for c in pool.values():
+        assert c["status"] == "unsupported"
+        assert c["data"]["aten_op"] == "aten::_adaptive_avg_pool2d_backward"
+        assert c["data"]["backend"] == "refdev"
+        assert c["data"]["phase"] == "backward"  # the forward ran and matched CPU
+    assert others(checks, "ops.adaptive_avg_pool2d.") == {"passed"}
+    assert proc.returncode == 0  # unsupported is an answer, not a failure
+
+
+def test_missing_op_family_is_reported_wherever_it_is_reached(refdev_available: None, tmp_path: Path) -> None:
+    proc, report = run_probe(["--checks", "smoke,ops"], tmp_path / "r.json", faults="missing:aten::mm")
+    checks = by_id(report)
+    for cid in ("ops.mm.float32", "ops.mm.out.float32", "ops.matmul.broadcast.float32", "smoke.train_step"):
+        # an op check says unsupported; the training step, which needs mm, fails naming it
+        assert checks[cid]["status"] == ("failed" if cid.startswith("smoke.") else "unsupported"), checks[cid]
+        assert checks[cid]["data"]["aten_op"] == "aten::mm.out"  # the innermost op the dispatcher names
+        assert checks[cid]["data"]["backend"] == "refdev"
+    assert checks["ops.add.Tensor.float32"]["status"] == "passed"
+    assert checks["ops.conv2d.float32"]["status"] == "passed"
+
+
+def test_wrong_numerics_fail_with_the_observed_error(refdev_available: None, tmp_path: Path) -> None:
+    proc, report = run_probe(["--checks", "ops"], tmp_path / "r.json", faults="wrong:aten::mm")
+    checks = by_id(report)
+    mm = checks["ops.mm.float32"]
+    assert mm["status"] == "failed"
+    assert "differs from CPU: max abs err" in mm["detail"]
+    assert mm["data"]["phase"] == "forward" and mm["data"]["max_abs_err"] > 1e-3
+    assert checks["ops.add.Tensor.float32"]["status"] == "passed"
+    assert proc.returncode == 1
+
+
+def test_wrong_promotion_fails_naming_the_dtypes(refdev_available: None, tmp_path: Path) -> None:
+    proc, report = run_probe(["--checks", "ops"], tmp_path / "r.json", faults="wrong:promotion:aten::add")
+    checks = by_id(report)
+    add = checks["ops.add.Tensor.float16"]
+    assert add["status"] == "failed"
+    assert "output 0 has dtype torch.float32, CPU gives torch.float16" in add["detail"]
+    assert checks["ops.mul.Tensor.float16"]["status"] == "passed"
+
+
+def test_leak_fails_the_allocator_group(refdev_available: None, tmp_path: Path) -> None:
+    proc, report = run_probe(["--checks", "allocator"], tmp_path / "r.json", faults="leak")
+    checks = by_id(report)
+    assert checks["allocator.stats_move"]["status"] == "failed"
+    assert "did not shrink after free" in checks["allocator.stats_move"]["detail"]
+    assert checks["allocator.cache_reuse"]["status"] == "failed"
+    assert checks["allocator.empty_cache"]["status"] == "failed"
+    assert proc.returncode == 1
+
+
+def test_oom_fails_the_training_step_and_the_allocator(refdev_available: None, tmp_path: Path) -> None:
+    proc, report = run_probe(["--checks", "smoke,allocator"], tmp_path / "r.json", faults="oom")
+    checks = by_id(report)
+    for cid in ("smoke.train_step", "allocator.stats_move"):
+        assert checks[cid]["status"] == "failed", checks[cid]
+        assert "refdev out of memory" in checks[cid]["detail"]
+        assert checks[cid]["data"]["out_of_memory"] is True
+    assert report["devices"][0]["total_memory_bytes"] == OOM_CAPACITY
+
+
+def test_hang_is_a_timeout_and_the_rest_still_runs(refdev_available: None, tmp_path: Path) -> None:
+    proc, report = run_probe(["--checks", "ops", "--timeout", "5"], tmp_path / "r.json",
+                             faults="hang:aten::randperm")
+    checks = by_id(report)
+    assert checks["ops.random.randperm.int64"]["status"] == "timeout"
+    assert others(checks, "ops.random.randperm.") == {"passed"}
+    assert proc.returncode == 1
+
+
+def test_crash_is_crashed_with_its_signal_and_the_rest_runs(refdev_available: None, tmp_path: Path) -> None:
+    proc, report = run_probe(["--checks", "ops"], tmp_path / "r.json", faults="crash:aten::argmax")
+    checks = by_id(report)
+    crashed = {cid: c for cid, c in checks.items() if cid.startswith("ops.argmax.")}
+    assert len(crashed) == 3
+    for c in crashed.values():
+        assert c["status"] == "crashed"
+        assert c["data"]["signal"] == "SIGABRT"
+    # the checks after the crash ran in a fresh worker
+    assert checks["ops.topk.float32"]["status"] == "passed"
+    assert others(checks, "ops.argmax.") == {"passed"}
+    assert proc.returncode == 1
+
+
+@pytest.mark.parametrize("faults", ["explode", "missing:aten::linear"], ids=["unknown-kind", "composite-op"])
+def test_bad_fault_is_reported_not_a_traceback(refdev_available: None, tmp_path: Path, faults: str) -> None:
+    proc, report = run_probe(["--checks", "smoke"], tmp_path / "r.json", faults=faults)
+    checks = by_id(report)
+    skipped = checks["smoke.device_unavailable"]
+    assert skipped["status"] == "skipped"
+    assert "refdev could not be installed: ValueError: bad refdev fault" in skipped["detail"]
+    assert "Traceback" not in proc.stderr
+
+
+def _cli(args: list[str], tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ACCELENV_")}
+    env.update({"PYTHONWARNINGS": "ignore::UserWarning", "OMP_NUM_THREADS": "1"})
+    return subprocess.run([sys.executable, "-m", "cli.main", "probe", "--device", "refdev", "--quiet", *args],
+                          cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=300)
+
+
+def test_cli_inject_is_repeatable_and_reaches_the_worker(refdev_available: None, tmp_path: Path) -> None:
+    out = tmp_path / "report.json"
+    proc = _cli(["--checks", "ops", "--inject", "missing:aten::_adaptive_avg_pool2d_backward",
+                 "--inject", "wrong:aten::mm", "--output", str(out)], tmp_path)
+    checks = by_id(json.loads(out.read_text()))
+    assert checks["ops.adaptive_avg_pool2d.float32"]["status"] == "unsupported"
+    assert checks["ops.mm.float32"]["status"] == "failed"
+    assert proc.returncode == 1
+
+
+def test_cli_rejects_a_bad_inject_before_probing(tmp_path: Path) -> None:
+    proc = _cli(["--inject", "explode:aten::mm", "--output", str(tmp_path / "r.json")], tmp_path)
+    assert proc.returncode == 2
+    assert "bad refdev fault 'explode:aten::mm': unknown kind 'explode'" in proc.stderr
+    assert not (tmp_path / "r.json").exists()
