@@ -5,9 +5,9 @@ Reproduce (2-core CI box, one thread per op, medians of --repeat runs):
     .venv/bin/python benchmarks/bench_refdev.py
     .venv/bin/python benchmarks/bench_refdev.py --repeat 5 --skip-suite   # per-op figures only
 
-Per-op: ``a + a`` and ``a.add_(a)`` on 64x64 float32, ``a @ a`` on 64x64, and one training step of an
-MLP 16-32-4 (batch 64, cross-entropy, AdamW) -- each timed on CPU and on refdev in this process (refdev is
-installed after nothing else touched a device; CPU ops are unaffected by the install). Suite: wall time of
+Per-op: ``a + a`` (a new tensor: the allocator path) and ``a.add_(zero)`` (in place) on 64x64 float32,
+``a @ a`` on 64x64, and one training step of an MLP 16-32-4 (batch 64, cross-entropy, AdamW) -- each timed
+on CPU and on refdev in this process (CPU ops are unaffected by the install). Suite: wall time of
 ``python -m probes --device refdev`` in a fresh process (install included), the way the CLI runs it.
 """
 
@@ -64,7 +64,8 @@ def per_op(repeat: int) -> Dict[str, Dict[str, float]]:
             F.cross_entropy(model(x), y).backward()
             opt.step()
 
-        return {"add": lambda: a + a, "add_": lambda: a.add_(a).mul_(0.5), "mm": lambda: a @ a,
+        zero = torch.zeros(64, 64, device=device)
+        return {"add": lambda: a + a, "add_": lambda: a.add_(zero), "mm": lambda: a @ a,
                 "mlp_train_step": step}
 
     numbers = {"add": 2000, "add_": 1000, "mm": 1000, "mlp_train_step": 50}

@@ -138,7 +138,7 @@ def main() -> None:
         "round_ratios": [round(r / b, 3) for r, b in zip(rps["resolve"], rps["bare"], strict=True)],
         "target": TARGET_RATIO,
         "meets_target": ratio >= TARGET_RATIO,
-        "settings": {k: getattr(args, k) for k in ("duration", "rounds", "connections", "threads", "workers")},
+        "settings": vars(args),
     }, indent=2))  # fmt: skip
 
 

@@ -62,6 +62,12 @@ def show(
     torch: Annotated[str, typer.Option("--torch", help="a torch minor (2.3) or patch (2.3.1)")],
     as_json: Annotated[bool, typer.Option("--json", help="print JSON instead of tables")] = False,
     path: MatrixPath = None,
+    server: Annotated[
+        str | None, typer.Option("--server", envvar="ACCELENV_SERVER", help="add evidence from this service")
+    ] = None,
+    database: Annotated[
+        str | None, typer.Option("--database", help="add evidence from this database (probe reports)")
+    ] = None,
 ) -> None:
     """What the matrix says about one torch release: Python, variants, default index, companions, sources."""
     with guarded(as_json=as_json):
@@ -69,10 +75,19 @@ def show(
         from compat_service.domain.matrix_release_view import release_view
 
         view = release_view(load_matrix_data(path), torch)
+        evidence = None
+        if server or database:
+            from cli.evidence_rows import fetch_evidence_rows
+
+            evidence = fetch_evidence_rows(torch, server=server, database=database, path=path)
         if as_json:
-            dump_json(view)
+            dump_json(view if evidence is None else {**view, "evidence": evidence})
         else:
             _render(view)
+            if evidence is not None:
+                from cli.evidence_rows import render_evidence
+
+                render_evidence(evidence)
 
 
 def _companion(name: str, value: dict[str, Any]) -> str:

@@ -36,7 +36,7 @@ from compat_service.db.models import (
     TorchWheel,
     VendorPluginRow,
 )
-from compat_service.domain.errors import ConflictError
+from compat_service.domain.errors import ConflictError, DatabaseNotReadyError
 from compat_service.domain.matrix_models import MatrixData
 
 # Any constant works: it only has to be the same in every process that loads.
@@ -223,9 +223,14 @@ def import_matrix_data(engine: Engine, data: MatrixData, *, source_path: str) ->
     digest = content_hash(data)
     try:
         with session_scope(engine) as session:
+            # Serialize concurrent loaders (several workers starting at once, a load during a start):
+            # the second waits, then finds the data loaded and changes nothing.
             if engine.dialect.name == "postgresql":
-                # Serialize concurrent loaders (several workers starting at once).
                 session.exec(sa.select(sa.func.pg_advisory_xact_lock(_PG_LOAD_LOCK)))  # type: ignore[call-overload]
+            else:
+                # A write as the first statement takes SQLite's write lock (waiting out the busy timeout)
+                # before anything is read, so no snapshot goes stale under us.
+                session.exec(sa.update(MatrixLoad).where(sa.false()).values(source_path=""))  # type: ignore[call-overload]
             latest = latest_load(session)
             if latest is not None and latest.content_hash == digest:
                 return ImportResult(latest.id or 0, digest, changed=False, counts=row_counts(session))
@@ -243,6 +248,11 @@ def import_matrix_data(engine: Engine, data: MatrixData, *, source_path: str) ->
         raise ConflictError(
             f"the matrix could not be stored: {exc.orig}",
             hint="another load may have run at the same time; run `accelenv db load` again",
+        ) from exc
+    except sa.exc.OperationalError as exc:
+        raise DatabaseNotReadyError(
+            f"the matrix could not be stored: {exc.orig}",
+            hint="check that the database is reachable and not locked by a long transaction, then retry",
         ) from exc
 
 

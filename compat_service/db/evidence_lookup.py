@@ -7,6 +7,8 @@ architecture when known; their health is combined by ``verification.combine_heal
 
 from __future__ import annotations
 
+import threading
+import time
 from collections import defaultdict
 
 import sqlalchemy as sa
@@ -94,3 +96,37 @@ def open_database_evidence(database_url: str, *, gpu_arch: str | None = None) ->
     engine = make_engine(database_url)
     require_head(engine)
     return DatabaseEvidence(engine, min_hosts=Settings(database_url=database_url).verified_min_hosts, gpu_arch=gpu_arch)
+
+
+class EvidenceVersion:
+    """A stamp that changes when evidence changes, re-read at most every ``refresh_s`` seconds per process:
+    part of the service's resolve-cache key, so cached resolutions follow new reports within that delay."""
+
+    def __init__(self, engine: Engine, *, refresh_s: float) -> None:
+        self._engine = engine
+        self._refresh_s = refresh_s
+        self._lock = threading.Lock()
+        self._stamp = ""
+        self._cells = 0
+        self._read_at = float("-inf")
+
+    @property
+    def has_evidence(self) -> bool:
+        """Whether any report was stored (as of the last read of :meth:`current`)."""
+        return self._cells > 0
+
+    def current(self) -> str:
+        now = time.monotonic()
+        if now - self._read_at < self._refresh_s:
+            return self._stamp
+        with self._lock:
+            if now - self._read_at >= self._refresh_s:
+                with self._engine.connect() as conn:
+                    cells, reports, last = conn.execute(
+                        sa.select(sa.func.count(), sa.func.coalesce(sa.func.sum(EvidenceCell.reports), 0),
+                                  sa.func.max(EvidenceCell.last_seen))
+                    ).one()
+                self._stamp = f"{cells}:{reports}:{last}"
+                self._cells = cells
+                self._read_at = now
+        return self._stamp

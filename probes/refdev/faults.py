@@ -2,21 +2,22 @@
 
 The list is comma-separated; each entry is ``KIND`` or ``KIND:TARGET``:
 
-==========================  ===========================================================================
-``missing:aten::OP``        no refdev kernel for OP, so the dispatcher raises its own "Could not run
-                            'aten::OP' with arguments from the 'refdev' backend". Without an overload
-                            (``aten::mm``) the whole family goes (``mm``, ``mm.out``, ...), because
-                            structured ops reach the ``.out`` kernel; ``aten::mm.out`` removes one overload.
-``wrong:aten::OP``          OP's floating-point results are off by a relative ``WRONG_RELATIVE_ERROR``.
-``wrong:promotion:aten::OP`` OP's out-of-place results come back in the wrong dtype
-                            (``WRONG_PROMOTION``: the next wider dtype of the same kind, or the next
-                            narrower for the widest), the kind of bug a backend's type promotion has.
-``leak``                    freed blocks never go back to the pool: allocated and reserved never shrink.
-``oom`` / ``oom:BYTES``     the device capacity is ``OOM_CAPACITY`` (16 KiB) or BYTES: a training step
-                            runs out of memory with a real ``torch.OutOfMemoryError``.
-``hang:aten::OP``           OP's kernel sleeps forever.
-``crash:aten::OP``          OP's kernel kills the process with SIGABRT (``os.abort()``).
-==========================  ===========================================================================
+============================  ============================================================================
+``missing:aten::OP``          no refdev kernel for OP, so the dispatcher raises its own "Could not run
+                              'aten::OP' with arguments from the 'refdev' backend". Without an overload
+                              (``aten::mm``) the whole family goes (``mm``, ``mm.out``, ...): structured
+                              ops reach the ``.out`` kernel. ``aten::mm.out`` removes that overload only.
+``wrong:aten::OP``            OP's floating-point results are off by ``WRONG_RELATIVE_ERROR`` (relative).
+``wrong:promotion:aten::OP``  OP's out-of-place results come back in the wrong dtype (``WRONG_PROMOTION``:
+                              float32 -> float64, float16 -> float32, int64 -> int32, ...), the bug a
+                              backend's type promotion can have. In-place and ``out=`` results keep theirs.
+``leak``                      freed blocks never go back to the pool: allocated and reserved never shrink.
+``oom`` / ``oom:BYTES``       the device capacity is ``OOM_CAPACITY`` (16 KiB) or BYTES (over
+                              ``ACCELENV_REFDEV_CAPACITY``): a training step runs out of memory with a real
+                              ``torch.OutOfMemoryError``.
+``hang:aten::OP``             OP's kernel sleeps forever.
+``crash:aten::OP``            OP's kernel kills the process with SIGABRT (``os.abort()``).
+============================  ============================================================================
 
 Parsing needs no torch; whether an OP exists is checked at install time against the live dispatcher.
 """

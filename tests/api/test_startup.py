@@ -69,6 +69,8 @@ def test_readyz_notices_a_schema_behind(database_url: str) -> None:
 def test_openapi_and_docs_are_published(client: TestClient) -> None:
     spec = client.get("/openapi.json").json()
     assert {"/v1/torch", "/v1/torch/{version}", "/v1/resolve", "/healthz", "/readyz"} <= set(spec["paths"])
+    resolve_params = {p["name"] for p in spec["paths"]["/v1/resolve"]["get"]["parameters"]}
+    assert resolve_params == {"torch", "python", "os", "arch", "backend", "driver", "gpu_arch", "with"}
     docs = client.get("/docs")
     assert docs.status_code == 200 and "swagger" in docs.text.lower()
 

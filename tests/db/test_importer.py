@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import concurrent.futures
 import hashlib
 import json
 import shutil
@@ -115,3 +116,13 @@ def test_bad_files_are_rejected_whole_and_the_database_is_untouched(engine: Engi
 )
 def test_version_sort_key_orders_like_versions(smaller: str, larger: str) -> None:
     assert version_sort_key(smaller) < version_sort_key(larger)
+
+
+def test_concurrent_loads_store_the_matrix_once(engine: Engine) -> None:
+    data = load_matrix_data()
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(lambda i: import_matrix_data(engine, data, source_path=f"loader {i}"), range(4)))
+    assert sum(r.changed for r in results) == 1
+    assert len({r.load_id for r in results}) == 1
+    with Session(engine) as session:
+        assert len(session.exec(select(MatrixLoad)).all()) == 1

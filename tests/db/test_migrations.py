@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import concurrent.futures
+
 import pytest
 import sqlalchemy as sa
 from alembic.autogenerate import compare_metadata
@@ -74,4 +76,12 @@ def test_sqlite_runs_in_wal_mode_with_a_busy_timeout(sqlite_url: str) -> None:
     with engine.connect() as conn:
         assert conn.execute(sa.text("PRAGMA journal_mode")).scalar() == "wal"
         assert conn.execute(sa.text("PRAGMA busy_timeout")).scalar() >= 5000
+    engine.dispose()
+
+
+def test_concurrent_upgrades_take_turns(database_url: str) -> None:
+    engine = make_engine(database_url)
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        list(pool.map(lambda _: migrate.upgrade(engine), range(4)))
+    assert migrate.current_revision(engine) == migrate.head_revision()
     engine.dispose()

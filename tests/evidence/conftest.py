@@ -83,6 +83,13 @@ def variant(report: dict[str, Any], *, host: str | None = None) -> dict[str, Any
     return copied
 
 
+def as_cpu_cell(report: dict[str, Any]) -> dict[str, Any]:
+    """A refdev report relabelled as the CPU backend of the same torch build (see test_resolver_evidence)."""
+    report["environment"]["backend"] = "cpu"
+    report["environment"]["device_arch"] = None
+    return report
+
+
 @dataclass
 class Service:
     client: TestClient
@@ -111,6 +118,8 @@ def service(database_url: str) -> Iterator[Service]:
     from compat_service.api.app import create_app
     from compat_service.config import Settings
 
-    app = create_app(Settings(database_url=database_url, auto_migrate=True, verified_min_hosts=2))
+    # matrix_refresh_s=0: the resolve cache sees new evidence at once
+    settings = Settings(database_url=database_url, auto_migrate=True, verified_min_hosts=2, matrix_refresh_s=0)
+    app = create_app(settings)
     with TestClient(app) as client:
         yield Service(client=client, engine=app.state.engine, token=make_token(app.state.engine))

@@ -1,6 +1,6 @@
 """A real `uvicorn` with several workers on loopback, over a migrated database (tests and the benchmark).
 
-The matrix is not loaded (ingest does not read it), so workers start fast; the schema is migrated and a
+The matrix is loaded only when asked (ingest does not read it), so workers start fast; the schema is migrated and a
 `report` token created in this process before the server starts, as an operator would.
 """
 
@@ -58,12 +58,12 @@ def prepare_database(database_url: str) -> str:
 
 
 @contextmanager
-def live_server(database_url: str, *, workers: int = 3) -> Iterator[LiveServer]:
+def live_server(database_url: str, *, workers: int = 3, load_matrix: bool = False) -> Iterator[LiveServer]:
     token = prepare_database(database_url)
     port = _free_port()
     env = os.environ | {
         "ACCELENV_DATABASE_URL": database_url,
-        "ACCELENV_LOAD_MATRIX_ON_START": "false",
+        "ACCELENV_LOAD_MATRIX_ON_START": str(load_matrix).lower(),
         "ACCELENV_AUTO_MIGRATE": "false",
         "PYTHONPATH": str(REPO_ROOT),
     }

@@ -14,15 +14,9 @@ from typing import Any
 import pytest
 
 from cli.resolve_cmd import main as resolve_main
-from tests.evidence.conftest import Service, variant
+from tests.evidence.conftest import Service, as_cpu_cell, variant
 
 TARGET = ["--backend", "cpu", "--python", "3.11", "--os", "linux", "--arch", "x86_64", "--with", "none"]
-
-
-def as_cpu_cell(report: dict[str, Any]) -> dict[str, Any]:
-    report["environment"]["backend"] = "cpu"
-    report["environment"]["device_arch"] = None
-    return report
 
 
 def _submit_from_two_hosts(service: Service, report: dict[str, Any]) -> None:
@@ -111,3 +105,19 @@ def test_an_unmigrated_database_is_refused_with_the_fix(
     code = resolve_main([*TARGET, "--torch", "latest", "--database", sqlite_url])
     assert code == 9
     assert "accelenv db upgrade" in capsys.readouterr().err
+
+
+def test_the_service_resolves_with_its_evidence(service: Service, report_of) -> None:
+    report = report_of("cpu")
+    torch = _torch_of(report)
+    query = {"torch": torch, "backend": "cpu", "python": "3.11", "os": "linux", "arch": "x86_64", "with": "none"}
+    before = service.client.get("/v1/resolve", params=query).json()
+    assert before["evidence"] is None  # no report stored yet: the same answer as the offline CLI
+
+    _submit_from_two_hosts(service, report)
+    after = service.client.get("/v1/resolve", params=query).json()
+    assert after["evidence"]["status"] == "verified"
+
+    refused = service.client.get("/v1/resolve", params=query | {"python": "3.12", "require_verified": "true"})
+    assert (refused.status_code, refused.json()["code"]) == (409, "not-verified")
+    assert refused.json()["alternatives"][0]["request"]["python"] == "3.11"

@@ -23,20 +23,25 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 _BASE_ENV = {"PYTHONWARNINGS": "ignore::UserWarning", "OMP_NUM_THREADS": "1"}
 
 
+def snippet_env(env: dict[str, str] | None = None, extra_path: list[Path] | None = None) -> dict[str, str]:
+    """This environment without refdev settings, the repository on sys.path, plus ``env``."""
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith("ACCELENV_REFDEV_")}
+    full_env.update(_BASE_ENV)
+    full_env["PYTHONPATH"] = os.pathsep.join(str(p) for p in [*(extra_path or []), REPO_ROOT])
+    full_env.update(env or {})
+    return full_env
+
+
 def run_python(
     code: str,
     env: dict[str, str] | None = None,
     timeout: float = 120,
     extra_path: list[Path] | None = None,
 ) -> subprocess.CompletedProcess[str]:
-    full_env = {k: v for k, v in os.environ.items() if not k.startswith("ACCELENV_REFDEV_")}
-    full_env.update(_BASE_ENV)
-    full_env["PYTHONPATH"] = os.pathsep.join(str(p) for p in [*(extra_path or []), REPO_ROOT])
-    full_env.update(env or {})
     return subprocess.run(
         [sys.executable, "-c", textwrap.dedent(code)],
         cwd=REPO_ROOT,
-        env=full_env,
+        env=snippet_env(env, extra_path),
         capture_output=True,
         text=True,
         timeout=timeout,

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
 
 from compat_service.api.deps import MatrixDep, SessionDep, SettingsDep
+from compat_service.db.evidence_lookup import DatabaseEvidence, EvidenceVersion
 from compat_service.db.evidence_queries import cell_evidence, declared_for
 from compat_service.domain.errors import ErrorBody, NotFoundError
 from compat_service.domain.evidence import CellEvidence, CellKey, CheckCounts, normalise_arch, python_minor
@@ -61,3 +62,17 @@ def get_evidence(
         hint="list known cells with GET /v1/matrix; omitted parameters (build, runtime, driver, device_arch) "
         "mean 'unknown', so pass every part the probe reported",
     )
+
+
+def evidence_for_resolve(app: Any, gpu_arch: str | None) -> tuple[DatabaseEvidence | None, str]:
+    """The resolver's evidence lookup over this app's database (None while no report is stored: the
+    answer is then exactly the offline CLI's), and the stamp the resolve cache key needs."""
+    version = getattr(app.state, "evidence_version", None)
+    if version is None:
+        settings = app.state.settings
+        version = app.state.evidence_version = EvidenceVersion(app.state.engine, refresh_s=settings.matrix_refresh_s)
+    stamp = version.current()
+    if not version.has_evidence:
+        return None, stamp
+    lookup = DatabaseEvidence(app.state.engine, min_hosts=app.state.settings.verified_min_hosts, gpu_arch=gpu_arch)
+    return lookup, stamp

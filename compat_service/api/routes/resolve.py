@@ -13,6 +13,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Request, Response
 
 from compat_service.api.deps import get_matrix
+from compat_service.api.routes.evidence import evidence_for_resolve
 from compat_service.domain.errors import Cause, InvalidRequestError
 from compat_service.domain.resolution import resolution_to_json
 from compat_service.domain.resolver import resolve as resolve_request
@@ -30,6 +31,7 @@ PARAMETERS: dict[str, tuple[int, str]] = {
     "driver": (32, "the target's driver version, e.g. 535.104.05"),
     "gpu_arch": (16, "the target's GPU architecture: sm_90, 9.0 or gfx942"),
     "with": (64, "companions: torchvision,torchaudio (default), a subset, or none"),
+    "require_verified": (8, "true: accept only combinations probe reports verify"),
 }
 
 _OPENAPI = {
@@ -78,9 +80,13 @@ async def resolve(request: Request) -> Response:
         driver=q["driver"],
         gpu_arch=q["gpu_arch"],
         with_=q["with"],
+        require_verified=(q["require_verified"] or "").lower() in ("1", "true", "yes"),
     )
     matrix = await get_matrix(request)
+    # Evidence from the stored probe reports (routes/evidence.py); its stamp keeps the cache current.
+    evidence, stamp = evidence_for_resolve(request.app, parsed.gpu_arch)
     body = request.app.state.resolve_cache.get_or_compute(
-        (matrix.content_hash, parsed), lambda: resolution_to_json(resolve_request(parsed, matrix.matrix))
+        (matrix.content_hash, stamp, parsed),
+        lambda: resolution_to_json(resolve_request(parsed, matrix.matrix, evidence)),
     )
     return Response(content=body, media_type="application/json")

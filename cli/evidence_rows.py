@@ -1,0 +1,83 @@
+"""Evidence rows for `accelenv matrix show --server URL | --database URL`: status, counts, failing checks.
+
+From a service: GET /v1/matrix (every page). From a database: the same query the service runs
+(``compat_service.db.evidence_queries``, imported lazily: only these flags pay for SQLAlchemy).
+Only cells with reports are returned; the declared cells without any are what `show` already prints.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+PAGE = 500
+
+
+def fetch_evidence_rows(torch: str, *, server: str | None, database: str | None, path: Path | None) -> list[dict[str, Any]]:
+    rows = _from_server(server, torch) if server else _from_database(database, torch, path) if database else []
+    return [r for r in rows if r["reports"] > 0]
+
+
+def _from_server(server: str, torch: str) -> list[dict[str, Any]]:
+    import httpx
+
+    from compat_service.domain.errors import ServerUnreachableError
+
+    rows: list[dict[str, Any]] = []
+    url = server.rstrip("/") + "/v1/matrix"
+    try:
+        with httpx.Client(timeout=10) as client:
+            while True:
+                response = client.get(url, params={"torch": torch, "limit": PAGE, "offset": len(rows)})
+                response.raise_for_status()
+                page = response.json()
+                rows.extend(page["items"])
+                if not page["items"] or len(rows) >= page["total"]:
+                    return rows
+    except (httpx.HTTPError, ValueError, KeyError) as exc:
+        raise ServerUnreachableError(
+            f"could not read the matrix evidence from {server}: {exc}",
+            hint="check --server / ACCELENV_SERVER, or drop it to show the matrix alone",
+        ) from None
+
+
+def _from_database(database: str, torch: str, path: Path | None) -> list[dict[str, Any]]:
+    from sqlmodel import Session
+
+    from compat_service.config import Settings
+    from compat_service.db.engine import make_engine
+    from compat_service.db.evidence_queries import MatrixFilter, matrix_cells, with_failing_checks
+    from compat_service.db.migrate import require_head
+    from compat_service.domain.evidence import DeclaredMatrix
+    from compat_service.domain.matrix_loader import load_matrix_data
+
+    engine = make_engine(database)
+    try:
+        require_head(engine)
+        declared = DeclaredMatrix(load_matrix_data(path))
+        min_hosts = Settings(database_url=database).verified_min_hosts
+        with Session(engine) as session:
+            cells = [c for c in matrix_cells(session, declared, MatrixFilter(torch=torch), min_hosts=min_hosts) if c[1]]
+            return [row.model_dump(mode="json") for row in with_failing_checks(session, cells)]
+    finally:
+        engine.dispose()
+
+
+def render_evidence(rows: list[dict[str, Any]]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    if not rows:
+        console.print("evidence: no probe reports for this release", highlight=False)
+        return
+    table = Table(title="evidence from probe reports")
+    for column in ("torch", "build", "Python", "platform", "device", "status", "reports", "hosts", "failing checks"):
+        table.add_column(column)
+    for r in rows:
+        device = " ".join(p for p in (r["backend"], r["device_arch"], r["driver_version"] and f"driver {r['driver_version']}") if p)
+        status = r["status"] if r["status"] == r["health"] or r["health"] in ("none", "unconfirmed") else f"{r['status']} ({r['health']})"
+        failing = ", ".join(r["failing_checks"][:5]) + (f" +{len(r['failing_checks']) - 5}" if len(r["failing_checks"]) > 5 else "")
+        table.add_row(r["torch_version"], r["torch_build"] or "?", r["python"], f"{r['os']}-{r['arch']}", device,
+                      status, str(r["reports"]), str(r["hosts"]), failing or "-")
+    console.print(table)

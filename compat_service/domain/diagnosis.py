@@ -1,0 +1,202 @@
+"""`accelenv doctor`: check the torch installed on a host against the matrix and the evidence.
+
+Pure: the caller gathers the facts (host detection, installed package versions) and passes them in. Each
+problem is a :class:`Finding` with the fix; the fix command comes from the resolver asked about this host,
+so doctor and `accelenv resolve` never disagree.
+
+Checks, in order: torch installed and known to the matrix; the build fits the host's accelerator (a CPU
+build on a GPU host, a CUDA build on an AMD host); the GPU architecture has kernels in the build; the
+driver meets the build's floor; the companions are the versions paired with this torch, from the same
+build; the evidence does not mark the combination broken (or partial).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from compat_service.domain.evidence import label_family
+from compat_service.domain.evidence_lookup import EvidenceLookup
+from compat_service.domain.hardware_rules import arch_coverage, cached_version, driver_floor
+from compat_service.domain.host_detection import HostFacts
+from compat_service.domain.matrix import Matrix
+
+Severity = Literal["error", "warning", "ok"]
+COMPANIONS = ("torchvision", "torchaudio")
+_LOCAL_LABEL = re.compile(r"^(cpu|cu\d{3}|rocm\d+\.\d+(\.\d+)?|xpu)$")
+#: host backend -> build families that drive it as an accelerator
+_FAMILIES_FOR_BACKEND: dict[str, tuple[str, ...]] = {
+    "cuda": ("cuda",), "rocm": ("rocm",), "xpu": ("xpu",), "mps": ("cpu",), "npu": ("cpu",), "mlu": ("cpu",),
+    "cpu": ("cpu", "cuda", "rocm", "xpu"),
+}
+
+
+@dataclass(frozen=True)
+class Finding:
+    check: str
+    severity: Severity
+    message: str
+    fix: str | None = None
+
+
+@dataclass(frozen=True)
+class Installed:
+    """Versions as installed (``2.13.0+cu126``); None = not installed."""
+
+    torch: str | None
+    companions: dict[str, str | None] = field(default_factory=dict)
+
+
+@dataclass
+class Diagnosis:
+    torch_version: str | None
+    build: str | None
+    findings: list[Finding]
+
+    @property
+    def ok(self) -> bool:
+        return not any(f.severity == "error" for f in self.findings)
+
+
+def split_local(version: str) -> tuple[str, str | None]:
+    public, _, local = version.partition("+")
+    return public, local or None
+
+
+def _patch(matrix: Matrix, version: str) -> tuple[Any, Any] | tuple[None, None]:
+    for minor in matrix.torch_minors():
+        for patch in matrix.torch_patches(minor):
+            if patch.version == version:
+                return minor, patch
+    return None, None
+
+
+def installed_build(matrix: Matrix, minor: Any, local: str | None, platform: str) -> str | None:
+    """The build label of an installed torch: its local tag, else what the default index serves."""
+    if local is not None and _LOCAL_LABEL.match(local):
+        return local
+    default = next((d for d in minor.default_index if d.platform == platform), None)
+    return default.label if default is not None else None
+
+
+def diagnose(
+    installed: Installed,
+    host: HostFacts,
+    matrix: Matrix,
+    *,
+    evidence: EvidenceLookup | None = None,
+    fix_command: Any = None,
+) -> Diagnosis:
+    """``fix_command(torch_version) -> str | None``: the install command the resolver gives for this host."""
+    fix = fix_command or (lambda _version: None)
+    platform = f"{host.os}-{host.arch}"
+    if installed.torch is None:
+        return Diagnosis(None, None, [Finding("torch", "error", "torch is not installed in this environment",
+                                              fix(None) or "run `accelenv resolve` and install what it prints")])
+    version, local = split_local(installed.torch)
+    minor, patch = _patch(matrix, version)
+    if patch is None:
+        return Diagnosis(version, local, [Finding(
+            "torch", "warning", f"torch {installed.torch} is not in the matrix: nothing to check it against",
+            "update accelenv (a newer matrix), or install a release the matrix lists (`accelenv resolve`)")])
+    build = installed_build(matrix, minor, local, platform)
+    findings = [Finding("torch", "ok", f"torch {installed.torch} ({build or 'unknown build'}) is in the matrix")]
+    checks = (_build_fits, _gpu_arch, _driver, _companions, _evidence)
+    for check in checks:
+        findings.extend(check(installed, host, matrix, patch, build, platform, evidence, fix))
+    return Diagnosis(version, build, findings)
+
+
+def _build_fits(installed, host, matrix, patch, build, platform, evidence, fix) -> list[Finding]:  # noqa: ANN001
+    family = label_family(build) if build else None
+    wanted = _FAMILIES_FOR_BACKEND.get(host.backend, ())
+    if family is None or host.backend == "cpu" or family in wanted:
+        return [Finding("build", "ok", f"the {build or 'installed'} build can drive this host's {host.backend}")]
+    gpu = f" ({host.gpu_name})" if host.gpu_name else ""
+    return [Finding(
+        "build", "error",
+        f"torch {installed.torch} is a {family} build ({build}), but this host's accelerator is {host.backend}{gpu}: "
+        f"torch will not use it",
+        fix(patch.version) or f"install a {host.backend} build of torch {patch.version} (`accelenv resolve`)",
+    )]
+
+
+def _gpu_arch(installed, host, matrix, patch, build, platform, evidence, fix) -> list[Finding]:  # noqa: ANN001
+    if not (build and host.gpu_arch and label_family(build) in ("cuda", "rocm")):
+        return []
+    runtime = matrix.build_variant(build).runtime if matrix.build_variant(build) else None
+    verdict = arch_coverage(matrix, patch.version, build, runtime, platform, host.gpu_arch)
+    if verdict.coverage == "no":
+        return [Finding(
+            "gpu-arch", "error",
+            f"torch {installed.torch} ships no kernels for {host.gpu_arch} ({verdict.shipped}): expect "
+            "\"no kernel image is available for execution on the device\"",
+            fix(patch.version) or "install a build whose arch list covers this GPU (`accelenv resolve`)",
+        )]
+    if verdict.coverage == "unknown":
+        return [Finding("gpu-arch", "warning", f"the matrix has no arch list for {build}: could not check {host.gpu_arch}")]
+    return [Finding("gpu-arch", "ok", f"{build} runs on {host.gpu_arch} ({verdict.coverage})")]
+
+
+def _driver(installed, host, matrix, patch, build, platform, evidence, fix) -> list[Finding]:  # noqa: ANN001
+    if not (build and label_family(build) == "cuda" and host.backend == "cuda"):
+        return []
+    variant = matrix.build_variant(build)
+    floor = driver_floor(matrix, variant.runtime if variant else None, variant.runtime_full if variant else None, host.os)
+    if floor.version is None:
+        return [Finding("driver", "warning", f"the matrix has no {host.os} driver minimum for {build}")]
+    if host.driver is None:
+        return [Finding("driver", "warning", f"{build} needs an NVIDIA driver >= {floor.version}; the driver "
+                        "version could not be read", "set ACCELENV_DRIVER_VERSION or install nvidia-smi")]
+    if cached_version(host.driver) < cached_version(floor.version):
+        return [Finding(
+            "driver", "error",
+            f"the NVIDIA driver {host.driver} is older than {floor.version}, the minimum for {build}",
+            f"upgrade the driver to >= {floor.version}, or install a build for an older CUDA: "
+            + (fix(patch.version) or "`accelenv resolve --driver " + host.driver + "`"),
+        )]
+    return [Finding("driver", "ok", f"driver {host.driver} meets {build}'s minimum {floor.version}")]
+
+
+def _companions(installed, host, matrix, patch, build, platform, evidence, fix) -> list[Finding]:  # noqa: ANN001
+    found = []
+    torch_local = split_local(installed.torch or "")[1]
+    for name in COMPANIONS:
+        have = installed.companions.get(name)
+        want = getattr(patch, name).version
+        if have is None or want is None:
+            continue
+        public, local = split_local(have)
+        if public != want:
+            found.append(Finding(
+                name, "error", f"{name} {have} does not pair with torch {patch.version} (the pair is {want})",
+                f"pip install {name}=={want} from the same index as torch",
+            ))
+        elif local != torch_local and local is not None and torch_local is not None:
+            found.append(Finding(
+                name, "error", f"{name} {have} is a {local} build but torch is {torch_local}",
+                f"reinstall {name}=={want} from the {torch_local} index",
+            ))
+        else:
+            found.append(Finding(name, "ok", f"{name} {have} pairs with torch {patch.version}"))
+    return found
+
+
+def _evidence(installed, host, matrix, patch, build, platform, evidence, fix) -> list[Finding]:  # noqa: ANN001
+    if evidence is None or build is None:
+        return []
+    python = host.python
+    cell = evidence.status_for(patch.version, build, python, host.os, host.arch)
+    if cell is None or cell.status == "declared":
+        return [Finding("evidence", "ok", f"no probe reports mark torch {patch.version} {build} (Python {python}) "
+                        "as failing")]
+    detail = f" ({cell.detail})" if cell.detail else ""
+    if cell.status == "broken":
+        return [Finding("evidence", "error",
+                        f"probe reports mark torch {patch.version} {build} on Python {python} {platform} as broken{detail}",
+                        fix(None) or "install another combination: `accelenv resolve --database URL`")]
+    if cell.status == "partial":
+        return [Finding("evidence", "warning",
+                        f"probe reports mark torch {patch.version} {build} as partial{detail}")]
+    return [Finding("evidence", "ok", f"torch {patch.version} {build} is verified{detail}")]
