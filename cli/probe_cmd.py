@@ -127,6 +127,10 @@ def run_probe(*, device: str, checks: str, output: Path | None, submit_url: str 
             proc = subprocess.run(argv, env=env, cwd=workdir, stdin=subprocess.DEVNULL)
         except OSError as exc:
             raise _invalid(f"cannot start {python}: {exc.strerror or exc}", "check --python", "--python", python) from None
+        if proc.returncode == 2:  # the probe rejected its device settings (e.g. an --inject op); it said why
+            raise _invalid(f"the probe in {python} rejected its settings (its message above says which)",
+                           "fix the --inject faults (or ACCELENV_REFDEV_* variables) it names", "--inject",
+                           ",".join(inject) or os.environ.get(REFDEV_FAULTS_ENV, "(none)"))
         if proc.returncode not in (0, 1) or not os.path.exists(report_path):
             raise AccelenvError(
                 f"the probe in {python} ended with exit code {proc.returncode} and wrote no report",

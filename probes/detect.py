@@ -6,7 +6,7 @@ detect checks then judge them. Every torch API is feature-detected: this runs on
 
 import re
 
-from probes import arch_compat, checks, device_activation, host_facts
+from probes import arch_compat, capabilities, checks, device_activation, host_facts
 from probes.context import CPU_SAME_DEVICE
 
 COMPANIONS = ("torchvision", "torchaudio", "triton", "pytorch-triton-rocm", "pytorch-triton-xpu")
@@ -326,4 +326,4 @@ def plan(ctx, facts):
         checks.Check("detect.device", "detect", device),
         checks.Check("detect.driver", "detect", driver),
         checks.Check("detect.kernels_for_device", "detect", kernels),
-    ]
+    ] + capabilities.plan(ctx, facts["devices"])

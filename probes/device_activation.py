@@ -19,11 +19,17 @@ PLUGIN_MODULES = {
 }
 REFDEV = "refdev"
 REFDEV_FAULTS_ENV = "ACCELENV_REFDEV_FAULTS"
+REFDEV_CAPACITY_ENV = "ACCELENV_REFDEV_CAPACITY"
 _DEVICE = re.compile(r"^(?P<type>[a-z_][a-z0-9_]*)(?::(?P<index>\d+))?$")
 
 
 class DeviceError(Exception):
     """The requested device cannot be probed; the message says why and what to do."""
+
+
+class SettingsError(Exception):
+    """The settings for the device are invalid (bad ``ACCELENV_REFDEV_FAULTS``): a usage error, not a device
+    that is absent, so the probe exits 2 instead of reporting the device skipped."""
 
 
 def parse_device(text):
@@ -63,6 +69,8 @@ def activate(device_type):
             raise DeviceError("probes.refdev has no install(); this probe build lacks the reference backend")
         try:
             install(os.environ.get(REFDEV_FAULTS_ENV) or None)
+        except ValueError as exc:  # install()'s contract: bad faults or capacity, named in the message
+            raise SettingsError("invalid %s or %s: %s" % (REFDEV_FAULTS_ENV, REFDEV_CAPACITY_ENV, exc))
         except Exception as exc:  # the backend explains itself (e.g. torch too old for Python backends)
             raise DeviceError("refdev could not be installed: %s: %s" % (type(exc).__name__, exc))
         return {"plugin": "probes.refdev", "version": None}

@@ -1,8 +1,8 @@
 """Command line of the probe itself: ``python -m probes`` or ``python -I accelenv_probe.py``.
 
 Exit codes: 0 every check passed, skipped or unsupported; 1 any check failed, timed out, crashed or
-errored; 2 bad arguments. Progress goes to stderr, one line per check; the report is JSON on stdout or
-in ``--output``.
+errored; 2 bad arguments or device settings (a bad ``ACCELENV_REFDEV_FAULTS``), with no report written.
+Progress goes to stderr, one line per check; the report is JSON on stdout or in ``--output``.
 """
 
 import argparse
@@ -83,6 +83,9 @@ def main(argv=None):
     groups = [g for g in checks.GROUPS if g in args.checks]
     probe = runner.Runner(runner.default_launch(), args.device, groups, args.timeout, _progress(args.quiet))
     hello, entries = probe.run()
+    if probe.usage_error:
+        sys.stderr.write("accelenv-probe: error: %s\n" % probe.usage_error)
+        return 2
     if probe.fatal:
         entries = [checks.result_entry("detect.torch_build", "detect", "error", 0.0, probe.fatal)]
     if hello and hello.get("environment"):

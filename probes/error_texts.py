@@ -15,6 +15,15 @@ _FALLBACK = re.compile(r"(?i)(?:fall(?:s|ing)? ?back|fallback) to (?:run on )?(?
 _FALLBACK_OP = re.compile(r"'(?P<op>aten::[\w.]+)'")
 _OOM = re.compile(r"(?i)out of memory")
 
+# How a backend says "I do not implement this device-generic API" (streams, events, torch.accelerator):
+# c10's DeviceGuardImplInterface defaults ("Backend doesn't support synchronizing events.", "... events.",
+# "... getting device capabilities.", ...) and torch.accelerator's allocator lookup on a backend whose
+# allocator is not a c10 DeviceAllocator. Anything else from a device that has the API is a real failure.
+BACKEND_DECLINES = (
+    re.compile(r"(?im)\bbackend doesn't support [^\n]*?(?:\.|$)"),
+    re.compile(r"Allocator for \w+ is not a DeviceAllocator"),
+)
+
 
 def base_op_name(op):
     """'aten::mm.out' -> 'aten::mm' (the overload dropped), 'convolution_overrideable' -> same."""
@@ -88,3 +97,13 @@ def first_line(exc, limit=300):
     text = "%s: %s" % (type(exc).__name__, exc)
     line = text.splitlines()[0] if text else type(exc).__name__
     return line[:limit]
+
+
+def backend_declines(exc):
+    """The phrase by which ``exc`` says the backend does not implement the called API, or None."""
+    text = str(exc)[:4000]
+    for pattern in BACKEND_DECLINES:
+        match = pattern.search(text)
+        if match:
+            return match.group(0).strip()
+    return None

@@ -119,6 +119,7 @@ class Runner(object):
         self.plan = None  # [(id, group)]
         self.results = {}
         self.fatal = None
+        self.usage_error = None  # the worker rejected the device's settings: nothing was probed
 
     def _args(self, only_file):
         args = ["--worker", "--device", self.device, "--checks", ",".join(self.groups)]
@@ -159,7 +160,7 @@ class Runner(object):
             finally:
                 if only_file:
                     os.unlink(only_file)
-            if finished or self.fatal:
+            if finished or self.fatal or self.usage_error:
                 break
             attempts_without_progress = attempts_without_progress + 1 if len(self.results) == before else 0
             if attempts_without_progress >= 2:
@@ -216,6 +217,9 @@ class Runner(object):
                     return True
                 elif kind == "fatal":
                     self.fatal = message.get("detail")
+                    return True
+                elif kind == "usage":
+                    self.usage_error = message.get("detail") or "invalid settings"
                     return True
         finally:
             worker.close()

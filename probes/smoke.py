@@ -104,7 +104,8 @@ def checkpoint(ctx):
 
 
 def device_failure(fn):
-    """A training step that cannot run on the device is a failed check, naming the missing op if any."""
+    """A training step that cannot run on the device: ``unsupported`` naming the aten op when the dispatcher
+    says the backend lacks it (as the op checks report it), else ``failed``."""
 
     def run(ctx, *args):
         try:
@@ -113,6 +114,11 @@ def device_failure(fn):
             info = error_texts.classify_unsupported(exc) or {}
             data = dict((k, v) for k, v in info.items() if v is not None)
             data["error"] = error_texts.first_line(exc)
+            if info.get("aten_op"):
+                data.setdefault("backend", ctx.backend)
+                detail = "%s on %s needs %s, which is not implemented for backend %s" % (
+                    fn.__name__, ctx.device, info["aten_op"], data["backend"])
+                return checks.unsupported(detail, **data)
             if error_texts.is_oom(exc, ctx.torch):
                 data["out_of_memory"] = True
             return checks.failed("%s on %s: %s" % (fn.__name__, ctx.device, data["error"]), **data)

@@ -5,6 +5,7 @@ prints goes to stderr instead, so it cannot corrupt the stream):
   {"type": "hello", "plan": [[id, group], ...], "environment": {...}, "devices": [...]}
   {"type": "start", "id": ...}   then   {"type": "result", "check": {...}}   per check
   {"type": "done"}               or     {"type": "fatal", "detail": ...} when torch cannot be imported
+  {"type": "usage", "detail": ...} instead of hello when the device's settings are invalid (exit 2)
 The runner decides what a silence or a death means; the worker never has to survive its own crash.
 """
 
@@ -118,7 +119,11 @@ def main(requested, groups, only=None, send_environment=True):
         _send(stream, {"type": "fatal", "detail": "torch cannot be imported: %s: %s" % (type(exc).__name__, exc)})
         return 3
     _setup_torch(torch)
-    ctx = build_context(torch, requested)
+    try:
+        ctx = build_context(torch, requested)
+    except device_activation.SettingsError as exc:
+        _send(stream, {"type": "usage", "detail": str(exc)})
+        return 2
     facts = detect.collect(ctx)
     planned = build_plan(ctx, facts, groups)
     hello = {"type": "hello", "plan": [[c.id, c.group] for c in planned]}

@@ -23,8 +23,9 @@ from compat_service.db.engine import make_engine
 from compat_service.db.matrix_repository import MatrixRepository
 from compat_service.importer import prepare_database
 
-#: routers in include order; reports/evidence/matrix/probe are owned by other parts of the project
-ROUTERS = ("health", "torch", "resolve", "matrix", "reports", "evidence", "probe")
+#: routers in include order (routes match in this order: the hot /v1/resolve first); reports, evidence,
+#: matrix and probe are owned by other parts of the project
+ROUTERS = ("resolve", "health", "torch", "matrix", "reports", "evidence", "probe")
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:

@@ -27,7 +27,8 @@ class BodyLimitMiddleware:
         self.limit = max_body_bytes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        # GET routes never read a body, so there is nothing to count (and GET is the hot path).
+        if scope["type"] != "http" or scope["method"] in ("GET", "HEAD"):
             await self.app(scope, receive, send)
             return
         declared = dict(scope["headers"]).get(b"content-length")

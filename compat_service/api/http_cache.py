@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 
-from starlette.datastructures import Headers, MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 
@@ -22,7 +21,7 @@ def _matches(if_none_match: str, etag: str) -> bool:
 class HttpCacheMiddleware:
     def __init__(self, app: ASGIApp, max_age_s: int) -> None:
         self.app = app
-        self.cache_control = f"public, max-age={max_age_s}"
+        self.cache_control = f"public, max-age={max_age_s}".encode()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["method"] != "GET":
@@ -47,21 +46,21 @@ class HttpCacheMiddleware:
         await self.app(scope, receive, buffering_send)
 
     async def _finish(self, scope: Scope, start: Message, body: bytes, send: Send) -> None:
-        headers = MutableHeaders(raw=list(start["headers"]))
         if start["status"] != 200:
             await send(start)
             await send({"type": "http.response.body", "body": body})
             return
         etag = '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
-        headers["ETag"] = etag
-        if "cache-control" not in headers:
-            headers["Cache-Control"] = self.cache_control
-        if _matches(Headers(scope=scope).get("if-none-match", ""), etag):
-            for name in ("content-length", "content-type"):
-                if name in headers:
-                    del headers[name]
-            await send({"type": "http.response.start", "status": 304, "headers": headers.raw})
+        # Raw header list, not MutableHeaders: this runs on every GET.
+        headers = [(k, v) for k, v in start["headers"] if k != b"etag"]
+        headers.append((b"etag", etag.encode()))
+        if not any(k == b"cache-control" for k, _ in headers):
+            headers.append((b"cache-control", self.cache_control))
+        if_none_match = next((v for k, v in scope["headers"] if k == b"if-none-match"), None)
+        if if_none_match is not None and _matches(if_none_match.decode("latin-1"), etag):
+            kept = [(k, v) for k, v in headers if k not in (b"content-length", b"content-type")]
+            await send({"type": "http.response.start", "status": 304, "headers": kept})
             await send({"type": "http.response.body", "body": b""})
             return
-        await send({**start, "headers": headers.raw})
+        await send({**start, "headers": headers})
         await send({"type": "http.response.body", "body": body})

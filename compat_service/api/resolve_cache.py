@@ -1,31 +1,36 @@
-"""Per-worker LRU of resolutions, keyed by the matrix version and the normalized request.
+"""Per-worker LRU caches behind `GET /v1/resolve`.
 
-The matrix is immutable between loads, so a resolution (or its error) is a pure function of the two; a new
-load changes the version and so misses the cache. Errors are cached too: an unsatisfiable request costs
-the resolver as much as a satisfiable one.
+- ``requests``: raw query string → parsed `ResolveRequest` (or its InvalidRequestError). Parsing is a pure
+  function of the query string, so a repeated query skips it.
+- ``bodies``: (matrix version, evidence stamp, normalized request) → the JSON body (or the error). The
+  matrix is immutable between loads, so a resolution is a pure function of the key; a new load or new
+  evidence changes the key and so misses. Errors are cached too: an unsatisfiable request costs the
+  resolver as much as a satisfiable one.
 """
 
 from __future__ import annotations
 
 import json
 from collections import OrderedDict
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Hashable
+from typing import Any, Generic, TypeVar
 
 from compat_service.domain.errors import AccelenvError
 
+V = TypeVar("V")
 
-class ResolveCache:
+
+class LruCache(Generic[V]):
     def __init__(self, size: int) -> None:
         self._size = size
-        self._entries: OrderedDict[tuple[str, Any], bytes | AccelenvError] = OrderedDict()
+        self._entries: OrderedDict[Hashable, V | AccelenvError] = OrderedDict()
 
-    def get_or_compute(self, key: tuple[str, Any], compute: Callable[[], Any]) -> bytes:
-        """The JSON body for ``key``; raises the cached AccelenvError for a request that fails."""
+    def get_or_compute(self, key: Hashable, compute: Callable[[], V]) -> V:
+        """The value for ``key``; raises the cached AccelenvError when computing it failed."""
         entry = self._entries.get(key)
         if entry is None:
             try:
-                entry = json.dumps(compute(), separators=(",", ":")).encode()
+                entry = compute()
             except AccelenvError as err:
                 entry = err
             self._entries[key] = entry
@@ -39,3 +44,13 @@ class ResolveCache:
 
     def __len__(self) -> int:
         return len(self._entries)
+
+
+class ResolveCache:
+    def __init__(self, size: int) -> None:
+        self.requests: LruCache[Any] = LruCache(size)
+        self.bodies: LruCache[bytes] = LruCache(size)
+
+    def body(self, key: Hashable, resolve: Callable[[], Any]) -> bytes:
+        """The JSON body for ``key``, computing ``resolve()`` (a JSON-able object) on a miss."""
+        return self.bodies.get_or_compute(key, lambda: json.dumps(resolve(), separators=(",", ":")).encode())

@@ -54,9 +54,9 @@ def upgrade(engine: Engine, revision: str = "head") -> None:
             # Lock before reading the current revision, so a second migrator waits and then finds nothing
             # to do instead of creating the same tables again.
             if engine.dialect.name == "sqlite":
-                pass
+                conn.exec_driver_sql("BEGIN IMMEDIATE")
             else:
-                pass
+                conn.execute(sa.select(sa.func.pg_advisory_xact_lock(_PG_MIGRATE_LOCK)))
             config.attributes["connection"] = conn
             command.upgrade(config, revision)
             conn.commit()

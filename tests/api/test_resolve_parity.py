@@ -102,7 +102,7 @@ def test_cases_cover_successes_and_several_error_codes(client: TestClient) -> No
 def test_repeated_requests_are_served_from_the_cache(client: TestClient) -> None:
     params = {**BASE, "torch": "2.3", "backend": "cu121"}
     first = client.get("/v1/resolve", params=params)
-    size = len(client.app.state.resolve_cache)  # type: ignore[attr-defined]
+    size = len(client.app.state.resolve_cache.bodies)  # type: ignore[attr-defined]
     again = client.get("/v1/resolve", params={**params, "backend": "CU121 "})  # same request once normalized
     assert again.content == first.content
-    assert len(client.app.state.resolve_cache) == size  # type: ignore[attr-defined]
+    assert len(client.app.state.resolve_cache.bodies) == size  # type: ignore[attr-defined]

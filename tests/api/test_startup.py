@@ -70,7 +70,7 @@ def test_openapi_and_docs_are_published(client: TestClient) -> None:
     spec = client.get("/openapi.json").json()
     assert {"/v1/torch", "/v1/torch/{version}", "/v1/resolve", "/healthz", "/readyz"} <= set(spec["paths"])
     resolve_params = {p["name"] for p in spec["paths"]["/v1/resolve"]["get"]["parameters"]}
-    assert resolve_params == {"torch", "python", "os", "arch", "backend", "driver", "gpu_arch", "with"}
+    assert resolve_params >= {"torch", "python", "os", "arch", "backend", "driver", "gpu_arch", "with"}
     docs = client.get("/docs")
     assert docs.status_code == 200 and "swagger" in docs.text.lower()
 

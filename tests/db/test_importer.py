@@ -121,7 +121,9 @@ def test_version_sort_key_orders_like_versions(smaller: str, larger: str) -> Non
 def test_concurrent_loads_store_the_matrix_once(engine: Engine) -> None:
     data = load_matrix_data()
     with concurrent.futures.ThreadPoolExecutor(4) as pool:
-        results = list(pool.map(lambda i: import_matrix_data(engine, data, source_path=f"loader {i}"), range(4)))
+        results = list(
+            pool.map(lambda i: import_matrix_data(engine, data, source_path=f"loader {i}"), range(4))
+        )
     assert sum(r.changed for r in results) == 1
     assert len({r.load_id for r in results}) == 1
     with Session(engine) as session:

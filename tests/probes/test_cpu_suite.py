@@ -114,6 +114,26 @@ def test_detect_skips_driver_and_kernel_verdict_on_cpu(cpu_run: ProbeRun) -> Non
     assert cpu_run.check("detect.device")["status"] == "passed"
 
 
+ACCELERATORS_ONLY = "torch.accelerator covers accelerators only"
+
+
+@pytest.mark.parametrize(
+    ("check_id", "reason"),
+    [
+        pytest.param("detect.streams_events", "cpu has no streams", id="streams"),
+        pytest.param("detect.multi_device", "one device", id="multi-device"),
+        pytest.param("detect.accelerator_synchronize", ACCELERATORS_ONLY, id="sync"),
+        pytest.param("detect.accelerator_capability", ACCELERATORS_ONLY, id="capability"),
+        pytest.param("detect.accelerator_memory", ACCELERATORS_ONLY, id="memory"),
+    ],
+)
+def test_device_capabilities_are_skipped_on_cpu_with_the_reason(cpu_run: ProbeRun, check_id: str,
+                                                                 reason: str) -> None:
+    check = cpu_run.check(check_id)
+    assert check["status"] == "skipped" and check["group"] == "detect"
+    assert reason in check["detail"]
+
+
 def test_progress_line_per_check_and_summary_table(cpu_run: ProbeRun) -> None:
     lines = [line for line in cpu_run.stderr.splitlines() if re.match(r"^\[\s*\d+/\d+\] ", line)]
     assert len(lines) == cpu_run.report["summary"]["total"]

@@ -95,3 +95,25 @@ def test_oom_recognised_by_class_and_by_text() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert torch.OutOfMemoryError in error_texts.oom_error_types(torch)
+
+
+@pytest.mark.parametrize(
+    ("text", "phrase"),
+    [
+        pytest.param("Backend doesn't support synchronizing events.",
+                     "Backend doesn't support synchronizing events.", id="event-sync"),
+        pytest.param("Backend doesn't support getting device capabilities.\nException raised from "
+                     "getDeviceCapability at c10/core/impl/DeviceGuardImplInterface.h:278",
+                     "Backend doesn't support getting device capabilities.", id="capability-with-trace"),
+        pytest.param("Backend doesn't support exchangeDevice()", "Backend doesn't support exchangeDevice()",
+                     id="no-full-stop"),
+        pytest.param("device_allocator INTERNAL ASSERT FAILED at \"c10/core/CachingDeviceAllocator.h\":261, "
+                     "please report a bug to PyTorch. Allocator for refdev is not a DeviceAllocator.",
+                     "Allocator for refdev is not a DeviceAllocator", id="accelerator-memory"),
+        pytest.param("CUDA error: an illegal memory access was encountered", None, id="genuine-cuda-error"),
+        pytest.param("Could not run 'aten::mm.out' with arguments from the 'refdev' backend.", None,
+                     id="missing-op-is-not-a-declined-api"),
+    ],
+)
+def test_backend_declining_an_api_is_told_from_a_real_failure(text: str, phrase: str | None) -> None:
+    assert error_texts.backend_declines(RuntimeError(text)) == phrase

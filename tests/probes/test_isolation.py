@@ -63,7 +63,9 @@ def test_checks_after_each_fault_still_ran(faulty_run: ProbeRun) -> None:
     assert statuses["distributed.all_reduce"] == "passed"  # after the abort
     assert list(statuses) == [
         "detect.torch_build", "detect.accelerators", "detect.device", "detect.driver", "detect.kernels_for_device",
-        "smoke.train_step", "smoke.cpu_agreement", "smoke.checkpoint", "amp.autocast_matmul", "amp.train_step",
+        "detect.streams_events", "detect.multi_device", "detect.accelerator_synchronize",
+        "detect.accelerator_capability", "detect.accelerator_memory", "smoke.train_step",
+        "smoke.cpu_agreement", "smoke.checkpoint", "amp.autocast_matmul", "amp.train_step",
         "distributed.all_reduce",
     ]
 

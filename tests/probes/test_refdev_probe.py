@@ -86,10 +86,13 @@ def test_allocator_checks_use_the_device_module(refdev_run: ProbeRun) -> None:
     assert refdev_run.check("allocator.alloc_conf")["status"] == "skipped"
 
 
-def test_autocast_that_does_nothing_is_unsupported(refdev_run: ProbeRun) -> None:
+def test_autocast_that_does_nothing_is_skipped_not_unsupported(refdev_run: ProbeRun) -> None:
+    # unsupported means a missing aten op; refdev's autocast runs and changes nothing
     check = refdev_run.check("amp.autocast_matmul")
-    assert check["status"] == "unsupported"
+    assert check["status"] == "skipped"
+    assert check["detail"].startswith("autocast is a no-op on refdev: matmul under ")
     assert check["data"]["output_dtype"] == "float32"
+    assert check["data"]["autocast_dtype"] != "float32"
 
 
 def test_smoke_trains_on_the_device(refdev_run: ProbeRun) -> None:

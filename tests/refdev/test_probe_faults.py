@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,7 @@ import pytest
 
 from compat_service.domain.report import ProbeReport
 from probes.refdev.faults import OOM_CAPACITY
-from tests.refdev.conftest import REPO_ROOT, run_probe
+from tests.refdev.conftest import REPO_ROOT, result, run_probe
 
 BAD = ("failed", "timeout", "crashed", "error")
 
@@ -49,6 +50,63 @@ def test_clean_run_passes_everything_refdev_supports(refdev_available: None, tmp
     assert report["devices"][0]["type"] == "refdev"
 
 
+# What refdev does not implement, in the backend's own words (c10's defaults; torch.accelerator's lookup).
+CAPABILITY_SKIPS = {
+    "detect.streams_events": "Backend doesn't support synchronizing events.",
+    "detect.accelerator_synchronize": "Backend doesn't support synchronizing all streams on device.",
+    "detect.accelerator_capability": "Backend doesn't support getting device capabilities.",
+    "detect.accelerator_memory": "Allocator for refdev is not a DeviceAllocator",
+}
+
+
+def test_capabilities_refdev_lacks_are_skipped_with_the_backends_reason(refdev_available: None,
+                                                                          tmp_path: Path) -> None:
+    proc, report = run_probe(["--checks", "detect"], tmp_path / "r.json")
+    checks = by_id(report)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    for cid, phrase in CAPABILITY_SKIPS.items():
+        assert checks[cid]["status"] == "skipped", checks[cid]
+        assert checks[cid]["data"]["declined"] == phrase
+        assert phrase in checks[cid]["detail"]
+    memory = checks["detect.accelerator_memory"]["detail"]
+    assert "the allocator group uses torch.refdev's memory API" in memory
+    multi = checks["detect.multi_device"]
+    assert multi["status"] == "skipped" and multi["detail"].startswith("one device")
+    assert multi["data"]["device_count"] == 1
+
+
+GENUINE_FAILURE = """
+import json
+import torch
+from probes import capabilities, worker
+ctx = worker.build_context(torch, "refdev")
+
+def broken(*args):
+    raise RuntimeError(%r)
+
+torch.accelerator.synchronize = broken  # the device boundary: a backend that has the API and fails in it
+check = [c for c in capabilities.plan(ctx, []) if c.id == "detect.accelerator_synchronize"][0]
+print(json.dumps(worker.run_check(ctx, check, [])))
+"""
+
+
+@pytest.mark.parametrize(
+    ("raised", "status"),
+    [
+        pytest.param("refdev: the device was lost during synchronize", "error",
+                     id="genuine-failure-is-error"),
+        pytest.param("Backend doesn't support synchronizing all streams on device.", "skipped",
+                     id="declined-is-skipped"),
+    ],
+)
+def test_only_the_backend_declining_an_api_is_skipped(
+    refdev_python: Callable[..., subprocess.CompletedProcess[str]], raised: str, status: str
+) -> None:
+    entry = result(refdev_python(GENUINE_FAILURE % raised))
+    assert entry["status"] == status, entry
+    assert raised.rstrip(".") in entry["detail"]
+
+
 def test_missing_backward_op_is_unsupported_in_backward_only(refdev_available: None, tmp_path: Path) -> None:
     proc, report = run_probe(["--checks", "ops"], tmp_path / "r.json",
                              faults="missing:aten::_adaptive_avg_pool2d_backward")
@@ -68,11 +126,14 @@ def test_missing_backward_op_is_unsupported_in_backward_only(refdev_available: N
 def test_missing_op_family_is_reported_wherever_it_is_reached(refdev_available: None, tmp_path: Path) -> None:
     proc, report = run_probe(["--checks", "smoke,ops"], tmp_path / "r.json", faults="missing:aten::mm")
     checks = by_id(report)
-    for cid in ("ops.mm.float32", "ops.mm.out.float32", "ops.matmul.broadcast.float32", "smoke.train_step"):
-        # an op check says unsupported; the training step, which needs mm, fails naming it
-        assert checks[cid]["status"] == ("failed" if cid.startswith("smoke.") else "unsupported"), checks[cid]
+    for cid in ("ops.mm.float32", "ops.mm.out.float32", "ops.matmul.broadcast.float32", "smoke.train_step",
+                "smoke.cpu_agreement", "smoke.checkpoint"):
+        # the op checks and the training steps, which need mm, all say unsupported naming it
+        assert checks[cid]["status"] == "unsupported", checks[cid]
         assert checks[cid]["data"]["aten_op"] == "aten::mm.out"  # the innermost op the dispatcher names
         assert checks[cid]["data"]["backend"] == "refdev"
+    step = checks["smoke.train_step"]["detail"]
+    assert "needs aten::mm.out, which is not implemented for backend refdev" in step
     assert checks["ops.add.Tensor.float32"]["status"] == "passed"
     assert checks["ops.conv2d.float32"]["status"] == "passed"
 
@@ -140,14 +201,52 @@ def test_crash_is_crashed_with_its_signal_and_the_rest_runs(refdev_available: No
     assert proc.returncode == 1
 
 
-@pytest.mark.parametrize("faults", ["explode", "missing:aten::linear"], ids=["unknown-kind", "composite-op"])
-def test_bad_fault_is_reported_not_a_traceback(refdev_available: None, tmp_path: Path, faults: str) -> None:
-    proc, report = run_probe(["--checks", "smoke"], tmp_path / "r.json", faults=faults)
-    checks = by_id(report)
-    skipped = checks["smoke.device_unavailable"]
-    assert skipped["status"] == "skipped"
-    assert "refdev could not be installed: ValueError: bad refdev fault" in skipped["detail"]
+BAD_FAULTS = [
+    pytest.param("explode", "bad refdev fault 'explode': unknown kind 'explode'", id="unknown-kind"),
+    pytest.param("leak,oom:lots", "bad refdev fault 'oom:lots': oom:BYTES needs a positive whole number",
+                 id="bad-oom-size"),
+    pytest.param("missing:aten::linear",
+                 "bad refdev fault 'missing:aten::linear': aten::linear has no refdev kernel",
+                 id="composite-op"),
+]
+
+
+def _probe_env(faults: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ACCELENV_")}
+    env.update({"PYTHONWARNINGS": "ignore::UserWarning", "OMP_NUM_THREADS": "1"})
+    env["ACCELENV_REFDEV_FAULTS"] = faults
+    return env
+
+
+def _assert_rejected(proc: subprocess.CompletedProcess[str], message: str, report: Path) -> None:
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert "accelenv-probe: error: invalid ACCELENV_REFDEV_FAULTS" in proc.stderr
+    assert message in proc.stderr
+    assert "valid faults: missing:aten::OP, wrong:aten::OP" in proc.stderr  # the kinds it could have used
     assert "Traceback" not in proc.stderr
+    assert not report.exists()  # nothing was probed, so no report claims anything
+
+
+@pytest.mark.parametrize(("faults", "message"), BAD_FAULTS)
+def test_bad_fault_exits_2_naming_it(refdev_available: None, tmp_path: Path, faults: str,
+                                     message: str) -> None:
+    out = tmp_path / "r.json"
+    argv = [sys.executable, "-m", "probes", "--device", "refdev", "--checks", "smoke", "--output", str(out)]
+    env = {**_probe_env(faults), "PYTHONPATH": str(REPO_ROOT)}
+    proc = subprocess.run(argv, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=300)
+    _assert_rejected(proc, message, out)
+
+
+def test_bundle_rejects_a_bad_fault_the_same_way(refdev_available: None, tmp_path: Path) -> None:
+    from probes.bundle import BUNDLE_NAME, write_bundle
+
+    bundle = tmp_path / BUNDLE_NAME
+    write_bundle(str(bundle))
+    out = tmp_path / "r.json"
+    proc = subprocess.run([sys.executable, "-I", str(bundle), "--device", "refdev", "--output", str(out)],
+                          cwd=tmp_path, env=_probe_env("missing:aten::linear"), capture_output=True,
+                          text=True, timeout=300)
+    _assert_rejected(proc, "bad refdev fault 'missing:aten::linear'", out)
 
 
 def _cli(args: list[str], tmp_path: Path) -> subprocess.CompletedProcess[str]:
@@ -172,3 +271,14 @@ def test_cli_rejects_a_bad_inject_before_probing(tmp_path: Path) -> None:
     assert proc.returncode == 2
     assert "bad refdev fault 'explode:aten::mm': unknown kind 'explode'" in proc.stderr
     assert not (tmp_path / "r.json").exists()
+
+
+def test_cli_exits_2_when_the_probe_rejects_an_inject_only_torch_can_judge(refdev_available: None,
+                                                                            tmp_path: Path) -> None:
+    # syntax is fine, so the CLI passes it on; the probe finds aten::linear is composite and refuses
+    proc = _cli(["--inject", "missing:aten::linear", "--output", str(tmp_path / "r.json")], tmp_path)
+    assert proc.returncode == 2
+    assert "bad refdev fault 'missing:aten::linear'" in proc.stderr
+    assert "rejected its settings" in proc.stderr
+    assert not (tmp_path / "r.json").exists()
+

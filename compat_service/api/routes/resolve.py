@@ -48,6 +48,22 @@ _OPENAPI = {
 }
 
 
+def parse_request(request: Request) -> ResolveRequest:
+    """The query string as the domain's ResolveRequest (the one parser the CLI uses too)."""
+    q = query_strings(request)
+    return ResolveRequest.from_strings(
+        torch=q["torch"],
+        python=q["python"],
+        os=q["os"],
+        arch=q["arch"],
+        backend=q["backend"],
+        driver=q["driver"],
+        gpu_arch=q["gpu_arch"],
+        with_=q["with"],
+        require_verified=(q["require_verified"] or "").lower() in ("1", "true", "yes"),
+    )
+
+
 def query_strings(request: Request) -> dict[str, str | None]:
     """The resolve parameters from the query string; an over-long value is an InvalidRequestError."""
     values: dict[str, str | None] = {}
@@ -70,22 +86,12 @@ def query_strings(request: Request) -> dict[str, str | None]:
     responses={200: {"description": "the resolution, as `accelenv resolve --format json` prints it"}},
 )
 async def resolve(request: Request) -> Response:
-    q = query_strings(request)
-    parsed = ResolveRequest.from_strings(
-        torch=q["torch"],
-        python=q["python"],
-        os=q["os"],
-        arch=q["arch"],
-        backend=q["backend"],
-        driver=q["driver"],
-        gpu_arch=q["gpu_arch"],
-        with_=q["with"],
-        require_verified=(q["require_verified"] or "").lower() in ("1", "true", "yes"),
-    )
+    cache = request.app.state.resolve_cache
+    parsed = cache.requests.get_or_compute(request.scope["query_string"], lambda: parse_request(request))
     matrix = await get_matrix(request)
     # Evidence from the stored probe reports (routes/evidence.py); its stamp keeps the cache current.
     evidence, stamp = evidence_for_resolve(request.app, parsed.gpu_arch)
-    body = request.app.state.resolve_cache.get_or_compute(
+    body = cache.body(
         (matrix.content_hash, stamp, parsed),
         lambda: resolution_to_json(resolve_request(parsed, matrix.matrix, evidence)),
     )
