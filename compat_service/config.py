@@ -42,8 +42,6 @@ class Settings(BaseSettings):
     matrix_refresh_s: float = 5.0
     #: resolutions kept per worker (keyed by the normalized request and the matrix version)
     resolve_cache_size: int = 4096
-    #: GET /v1/torch page size limit
-    max_page_size: int = 500
 
     def migrates_on_start(self) -> bool:
         if self.auto_migrate is not None:

@@ -39,7 +39,8 @@ class LruCache(Generic[V]):
         else:
             self._entries.move_to_end(key)
         if isinstance(entry, AccelenvError):
-            raise entry
+            # Drop the last raise's traceback: re-raising would otherwise grow it on every hit.
+            raise entry.with_traceback(None)
         return entry
 
     def __len__(self) -> int:

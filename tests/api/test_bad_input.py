@@ -56,6 +56,8 @@ def test_hostile_queries_get_a_named_4xx(client: TestClient, path: str, params: 
     assert set(body) >= {"code", "message", "hint", "causes"}
     assert body["code"] in ("invalid-request", "not-found")
     assert body["message"]
+    again = client.get(path, params=params)  # a cached failure answers the same
+    assert (again.status_code, again.json()) == (res.status_code, body)
 
 
 def test_unknown_route_and_method(client: TestClient) -> None:
@@ -128,3 +130,12 @@ def test_a_genuine_bug_is_a_500_in_the_error_shape(shared_database_url: str) -> 
     assert res.status_code == 500
     assert res.json()["code"] == "internal-error"
     assert "secret internals" not in res.text
+
+
+def test_huge_queries_are_not_memoized(client: TestClient) -> None:
+    memo = client.app.state.resolve_cache.requests  # type: ignore[attr-defined]
+    before = len(memo)
+    for i in range(5):
+        res = client.get("/v1/resolve", params={"torch": "2.3", "padding": "x" * 5000 + str(i)})
+        assert res.status_code == 200
+    assert len(memo) == before

@@ -34,6 +34,9 @@ PARAMETERS: dict[str, tuple[int, str]] = {
     "require_verified": (8, "true: accept only combinations probe reports verify"),
 }
 
+#: longest query string whose parse is memoized (every parameter at its limit fits well within it)
+MAX_MEMO_QUERY = 1024
+
 _OPENAPI = {
     "parameters": [
         {
@@ -87,7 +90,12 @@ def query_strings(request: Request) -> dict[str, str | None]:
 )
 async def resolve(request: Request) -> Response:
     cache = request.app.state.resolve_cache
-    parsed = cache.requests.get_or_compute(request.scope["query_string"], lambda: parse_request(request))
+    raw = request.scope["query_string"]
+    # Only plausible query strings are memoized: a flood of huge ones must not fill memory.
+    if len(raw) <= MAX_MEMO_QUERY:
+        parsed = cache.requests.get_or_compute(raw, lambda: parse_request(request))
+    else:
+        parsed = parse_request(request)
     matrix = await get_matrix(request)
     # Evidence from the stored probe reports (routes/evidence.py); its stamp keeps the cache current.
     evidence, stamp = evidence_for_resolve(request.app, parsed.gpu_arch)
