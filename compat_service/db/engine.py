@@ -49,7 +49,9 @@ def make_engine(database_url: str) -> Engine:
             engine = sa.create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
             sa.event.listen(engine, "connect", _sqlite_pragmas)
         else:
-            engine = sa.create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=10)
+            # pool_size covers a worker's concurrent requests: overflow connections are closed on return,
+            # and a new PostgreSQL connection (a forked backend) per request would dominate ingest time.
+            engine = sa.create_engine(url, pool_pre_ping=True, pool_size=20, max_overflow=10)
     except (sa.exc.ArgumentError, ModuleNotFoundError) as exc:
         raise InvalidRequestError(
             f"cannot use the database URL {url.render_as_string(hide_password=True)}: {exc}",

@@ -9,32 +9,36 @@ twice. Every write is an insert-if-absent keyed by something unique, or an incre
    and nothing else changes (idempotent);
 3. upsert the host row adding 1 to its counters, ``RETURNING`` them: a count that became 1 is a new host
    (or a new passing host) for the cell. Under concurrency the row lock makes exactly one writer see 1;
-4. upsert the per-check counters, sorted by check id so two writers lock rows in the same order;
+4. upsert the per-check counters of the report's shard (report_id modulo CHECK_SHARDS), in one statement,
+   sorted by check id so two writers of one shard lock rows in the same order;
 5. increment the cell counters.
 
 On PostgreSQL the default READ COMMITTED isolation and the row locks these statements take are enough. On
-SQLite the transaction starts with ``BEGIN IMMEDIATE``: it takes the write lock up front, so a writer waits
-(busy_timeout) instead of failing on a read-to-write lock upgrade.
+SQLite writers first queue on ``evidence_write_gate`` (no busy-handler sleeps), then the transaction starts
+with ``BEGIN IMMEDIATE``: it takes the write lock up front, so a writer from elsewhere waits (busy_timeout)
+instead of failing on a read-to-write lock upgrade.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import hashlib
 import json
 from dataclasses import dataclass, field
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlmodel import Session
 
 from compat_service.db.evidence_write_gate import sqlite_write_gate
-from compat_service.db.evidence_models import EvidenceCell, EvidenceCheck, EvidenceHost
+from compat_service.db.evidence_models import CHECK_SHARDS, EvidenceCell, EvidenceHost
 from compat_service.db.reports_models import StoredReport
 from compat_service.domain.errors import DatabaseNotReadyError
 from compat_service.domain.evidence import CellKey, IngestResult, ReportConflictError, cell_key_of
 from compat_service.domain.report import CHECK_STATUSES, MAX_TEXT, ProbeReport
-from compat_service.domain.verification import classify_report, is_failing
+from compat_service.domain.verification import ReportVerdict, classify_report, is_failing
 
 @dataclass
 class _CheckSum:
@@ -59,7 +63,6 @@ def canonical_json(report: ProbeReport) -> str:
 
 _CELL = EvidenceCell.__table__
 _HOST = EvidenceHost.__table__
-_CHECK = EvidenceCheck.__table__
 _REPORT = StoredReport.__table__
 
 
@@ -71,16 +74,16 @@ def _later(column: sa.ColumnElement, other: sa.ColumnElement) -> sa.ColumnElemen
 _CHECK_COLUMNS = ("check_id", "group", *CHECK_STATUSES, "aten_op", "last_failure")
 _ADD_COUNTS = ", ".join(f"{s} = evidence_check.{s} + excluded.{s}" for s in CHECK_STATUSES)
 _CHECK_CONFLICT = (
-    f"ON CONFLICT (cell_id, check_id) DO UPDATE SET {_ADD_COUNTS}, "
+    f"ON CONFLICT (cell_id, check_id, shard) DO UPDATE SET {_ADD_COUNTS}, "
     "aten_op = coalesce(excluded.aten_op, evidence_check.aten_op), "
     "last_failure = coalesce(excluded.last_failure, evidence_check.last_failure)"
 )
-_INSERT_CHECKS = 'INSERT INTO evidence_check (cell_id, check_id, "group", {counts}, aten_op, last_failure) '.format(
+_INSERT_CHECKS = 'INSERT INTO evidence_check (cell_id, shard, check_id, "group", {counts}, aten_op, last_failure) '.format(
     counts=", ".join(CHECK_STATUSES)
 )
 _CHECK_UPSERT = {
     "postgresql": _INSERT_CHECKS
-    + "SELECT :cell_id, * FROM unnest("
+    + "SELECT :cell_id, :shard, * FROM unnest("
     + ", ".join(
         f"CAST(:{c} AS {'integer' if c in CHECK_STATUSES else 'text'}[])" for c in _CHECK_COLUMNS
     )
@@ -88,7 +91,7 @@ _CHECK_UPSERT = {
     + _CHECK_CONFLICT,
     # `WHERE true` keeps SQLite's parser from reading ON CONFLICT as part of the SELECT's join
     "sqlite": _INSERT_CHECKS
-    + "SELECT :cell_id, "
+    + "SELECT :cell_id, :shard, "
     + ", ".join(f"json_extract(value, '$[{i}]')" for i in range(len(_CHECK_COLUMNS)))
     + " FROM json_each(:rows) WHERE true "
     + _CHECK_CONFLICT,
@@ -136,7 +139,9 @@ class _Statements:
         )
 
 
-_STATEMENTS = {name: _Statements(name) for name in ("postgresql", "sqlite")}
+@functools.cache
+def _statements(dialect: str) -> _Statements:
+    return _Statements(dialect)
 
 
 def _sum_checks(report: ProbeReport) -> dict[str, _CheckSum]:
@@ -158,55 +163,78 @@ def _begin(session: Session) -> None:
         session.connection().exec_driver_sql("BEGIN IMMEDIATE")
 
 
+@dataclass
+class _Prepared:
+    """Everything computed from the report before the write lock is taken: the locked section (one writer
+    at a time on SQLite, row locks on PostgreSQL) only runs statements."""
+
+    key: CellKey
+    digest: str
+    report_row: dict[str, Any]
+    verdict: ReportVerdict
+    checks: dict[str, Any]
+
+
+def _prepare(report: ProbeReport, dialect: str, now: dt.datetime) -> _Prepared:
+    key = cell_key_of(report.environment)
+    body = canonical_json(report)
+    rows = [
+        (check_id, entry.group, *(entry.counts[st] for st in CHECK_STATUSES), entry.aten_op, entry.last_failure)
+        for check_id, entry in sorted(_sum_checks(report).items())
+    ]
+    checks: dict[str, Any] = {"shard": report.report_id.int % CHECK_SHARDS}
+    if dialect == "postgresql":
+        checks |= {name: list(values) for name, values in zip(_CHECK_COLUMNS, zip(*rows), strict=True)}
+    else:
+        checks["rows"] = json.dumps(rows)
+    return _Prepared(
+        key=key,
+        digest=key.digest(),
+        report_row={
+            "report_id": str(report.report_id),
+            "host_fingerprint": report.environment.host_fingerprint,
+            "created_at": _as_utc(report.created_at),
+            "received_at": now,
+            "ok": report.summary.ok,
+            "body_sha256": hashlib.sha256(body.encode()).hexdigest(),
+            "body": body,
+        },
+        verdict=classify_report(report.checks),
+        checks=checks if rows else {},
+    )
+
+
 def ingest_report(session: Session, report: ProbeReport, *, now: dt.datetime | None = None) -> IngestResult:
     """Store ``report`` and update its cell's evidence; commit. Resubmitting the same report is a no-op.
 
     Raises ReportConflictError when the report_id is stored with different content.
     """
     now = _as_utc(now) if now is not None else utcnow()
-    key = cell_key_of(report.environment)
-    body = canonical_json(report)
-    body_sha = hashlib.sha256(body.encode()).hexdigest()
-    report_id = str(report.report_id)
+    prepared = _prepare(report, session.get_bind().dialect.name, now)
     with sqlite_write_gate(session.get_bind()):
-        return _store(session, report, key, body, body_sha, now)
+        return _store(session, prepared, now)
 
 
-def _store(
-    session: Session, report: ProbeReport, key: CellKey, body: str, body_sha: str, now: dt.datetime
-) -> IngestResult:
-    report_id = str(report.report_id)
+def _store(session: Session, p: _Prepared, now: dt.datetime) -> IngestResult:
+    report_id = p.report_row["report_id"]
     try:
         _begin(session)
         # Core statements on the session's connection: plain INSERT/UPDATE semantics, no ORM bookkeeping.
         conn = session.connection()
-        sql = _STATEMENTS[conn.dialect.name]
-        digest = key.digest()
-        conn.execute(sql.cell_insert, {"key_hash": digest, "first_seen": now, "last_seen": now, **key.model_dump()})
-        cell_id = conn.execute(sql.cell_id, {"digest": digest}).scalar_one()
-        inserted = conn.execute(
-            sql.report_insert,
-            {
-                "report_id": report_id,
-                "cell_id": cell_id,
-                "host_fingerprint": report.environment.host_fingerprint,
-                "created_at": _as_utc(report.created_at),
-                "received_at": now,
-                "ok": report.summary.ok,
-                "body_sha256": body_sha,
-                "body": body,
-            },
-        ).first()
+        sql = _statements(conn.dialect.name)
+        conn.execute(sql.cell_insert, {"key_hash": p.digest, "first_seen": now, "last_seen": now, **p.key.model_dump()})
+        cell_id = conn.execute(sql.cell_id, {"digest": p.digest}).scalar_one()
+        inserted = conn.execute(sql.report_insert, {**p.report_row, "cell_id": cell_id}).first()
         if inserted is None:
             stored_sha = conn.execute(sql.stored_sha, {"rid": report_id}).scalar_one()
             session.rollback()
-            if stored_sha != body_sha:
+            if stored_sha != p.report_row["body_sha256"]:
                 raise ReportConflictError(
                     f"report {report_id} is already stored with different content",
                     hint="a report_id names one probe run; generate a new report_id (uuid4) for a new run",
                 )
-            return IngestResult(report_id=report_id, created=False, key=key)
-        _add_evidence(conn, sql, cell_id, report, now)
+            return IngestResult(report_id=report_id, created=False, key=p.key)
+        _add_evidence(conn, sql, cell_id, p, now)
         session.commit()
     except sa.exc.OperationalError as exc:
         session.rollback()
@@ -217,35 +245,25 @@ def _store(
     except BaseException:
         session.rollback()
         raise
-    return IngestResult(report_id=report_id, created=True, key=key)
+    return IngestResult(report_id=report_id, created=True, key=p.key)
 
 
-def _add_evidence(
-    conn: sa.Connection, sql: _Statements, cell_id: int, report: ProbeReport, now: dt.datetime
-) -> None:
-    verdict = classify_report(report.checks)
+def _add_evidence(conn: sa.Connection, sql: _Statements, cell_id: int, p: _Prepared, now: dt.datetime) -> None:
+    verdict = p.verdict
     passing = int(verdict.passed)
     host_reports, host_passing = conn.execute(
         sql.host_upsert,
         {
             "cell_id": cell_id,
-            "host_fingerprint": report.environment.host_fingerprint,
+            "host_fingerprint": p.report_row["host_fingerprint"],
             "reports": 1,
             "passing_reports": passing,
             "first_seen": now,
             "last_seen": now,
         },
     ).one()
-    rows = [
-        (check_id, entry.group, *(entry.counts[st] for st in CHECK_STATUSES), entry.aten_op, entry.last_failure)
-        for check_id, entry in sorted(_sum_checks(report).items())
-    ]
-    if rows:
-        if conn.dialect.name == "postgresql":
-            columns = {name: list(values) for name, values in zip(_CHECK_COLUMNS, zip(*rows), strict=True)}
-            conn.execute(sql.check_upsert, {"cell_id": cell_id, **columns})
-        else:
-            conn.execute(sql.check_upsert, {"cell_id": cell_id, "rows": json.dumps(rows)})
+    if p.checks:
+        conn.execute(sql.check_upsert, {"cell_id": cell_id, **p.checks})
     conn.execute(
         sql.cell_update,
         {

@@ -3,7 +3,9 @@
 - ``evidence_cell``: one row per evidence cell key (``key_hash`` is unique; NULL key parts compare equal
   through the hash), with the counters ``verification`` reads.
 - ``evidence_host``: one row per (cell, host fingerprint): counts distinct hosts and passing hosts.
-- ``evidence_check``: one row per (cell, check id): results by status, the aten op and the last failure.
+- ``evidence_check``: results by status, the aten op and the last failure, per (cell, check id, shard). A
+  report adds to the rows of one shard (its report_id modulo ``CHECK_SHARDS``), so concurrent submitters
+  for the same cell mostly lock different rows; reads add the shards up (``GROUP BY check_id``).
 
 Every counter is changed only by ``UPDATE ... SET n = n + k`` or an upsert adding to it, in the ingest
 transaction that stores the report (``evidence_ingest``), never recomputed from the reports.
@@ -55,11 +57,16 @@ class EvidenceHost(SQLModel, table=True):
     last_seen: dt.datetime
 
 
+#: rows per (cell, check): how many reports for one cell can update its check counters at the same time
+CHECK_SHARDS = 16
+
+
 class EvidenceCheck(SQLModel, table=True):
     __tablename__ = "evidence_check"
 
     cell_id: int = Field(foreign_key="evidence_cell.id", primary_key=True)
     check_id: str = Field(max_length=200, primary_key=True)
+    shard: int = Field(default=0, primary_key=True, ge=0, lt=CHECK_SHARDS)
     group: str = Field(max_length=16)
     passed: int = 0
     failed: int = 0

@@ -72,8 +72,8 @@ def _key(cell: EvidenceCell) -> CellKey:
     return CellKey(**{f: getattr(cell, f) for f in _KEY_FIELDS})
 
 
-def _counts(row: EvidenceCheck) -> CheckCounts:
-    return CheckCounts(**{s: getattr(row, s) for s in CHECK_STATUSES})
+def _counts(row: sa.Row) -> CheckCounts:
+    return CheckCounts(**{s: int(getattr(row, s)) for s in CHECK_STATUSES})
 
 
 def _failing_expr() -> sa.ColumnElement[int]:
@@ -106,9 +106,19 @@ def cell_evidence(
     cell = find_cell(session, key)
     if cell is None:
         return None
+    # the shards of each check, added up
     checks = session.execute(
-        sa.select(EvidenceCheck).where(EvidenceCheck.cell_id == cell.id).order_by(EvidenceCheck.check_id)
-    ).scalars().all()
+        sa.select(
+            EvidenceCheck.check_id,
+            sa.func.min(EvidenceCheck.group).label("group"),
+            *(sa.func.sum(getattr(EvidenceCheck, s)).label(s) for s in CHECK_STATUSES),
+            sa.func.max(EvidenceCheck.aten_op).label("aten_op"),
+            sa.func.max(EvidenceCheck.last_failure).label("last_failure"),
+        )
+        .where(EvidenceCheck.cell_id == cell.id)
+        .group_by(EvidenceCheck.check_id)
+        .order_by(EvidenceCheck.check_id)
+    ).all()
     recent = session.execute(
         sa.select(StoredReport.report_id)
         .where(StoredReport.cell_id == cell.id)
@@ -168,7 +178,9 @@ def failing_check_ids(session: Session, cell_ids: Sequence[int]) -> dict[int, li
         )
     ).all()
     for cell_id, check_id in rows:
-        out.setdefault(cell_id, []).append(check_id)
+        ids = out.setdefault(cell_id, [])
+        if not ids or ids[-1] != check_id:  # one row per shard: the same id comes in a run
+            ids.append(check_id)
     return out
 
 

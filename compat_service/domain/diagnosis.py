@@ -13,6 +13,7 @@ build; the evidence does not mark the combination broken (or partial).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -59,6 +60,24 @@ class Diagnosis:
         return not any(f.severity == "error" for f in self.findings)
 
 
+@dataclass(frozen=True)
+class _Context:
+    """What every check reads."""
+
+    installed: Installed
+    host: HostFacts
+    matrix: Matrix
+    patch: Any
+    build: str | None
+    platform: str
+    evidence: EvidenceLookup | None
+    fix: Callable[[str | None], str | None]
+
+    def fields(self) -> tuple[Any, ...]:
+        return (self.installed, self.host, self.matrix, self.patch, self.build, self.platform, self.evidence,
+                self.fix)
+
+
 def split_local(version: str) -> tuple[str, str | None]:
     public, _, local = version.partition("+")
     return public, local or None
@@ -86,7 +105,7 @@ def diagnose(
     matrix: Matrix,
     *,
     evidence: EvidenceLookup | None = None,
-    fix_command: Any = None,
+    fix_command: Callable[[str | None], str | None] | None = None,
 ) -> Diagnosis:
     """``fix_command(torch_version) -> str | None``: the install command the resolver gives for this host."""
     fix = fix_command or (lambda _version: None)
@@ -102,13 +121,14 @@ def diagnose(
             "update accelenv (a newer matrix), or install a release the matrix lists (`accelenv resolve`)")])
     build = installed_build(matrix, minor, local, platform)
     findings = [Finding("torch", "ok", f"torch {installed.torch} ({build or 'unknown build'}) is in the matrix")]
-    checks = (_build_fits, _gpu_arch, _driver, _companions, _evidence)
-    for check in checks:
-        findings.extend(check(installed, host, matrix, patch, build, platform, evidence, fix))
+    context = _Context(installed, host, matrix, patch, build, platform, evidence, fix)
+    for check in (_build_fits, _gpu_arch, _driver, _companions, _evidence):
+        findings.extend(check(context))
     return Diagnosis(version, build, findings)
 
 
-def _build_fits(installed, host, matrix, patch, build, platform, evidence, fix) -> list[Finding]:  # noqa: ANN001
+def _build_fits(c: _Context) -> list[Finding]:
+    installed, host, matrix, patch, build, platform, evidence, fix = c.fields()
     family = label_family(build) if build else None
     wanted = _FAMILIES_FOR_BACKEND.get(host.backend, ())
     if family is None or host.backend == "cpu" or family in wanted:
@@ -122,7 +142,8 @@ def _build_fits(installed, host, matrix, patch, build, platform, evidence, fix) 
     )]
 
 
-def _gpu_arch(installed, host, matrix, patch, build, platform, evidence, fix) -> list[Finding]:  # noqa: ANN001
+def _gpu_arch(c: _Context) -> list[Finding]:
+    installed, host, matrix, patch, build, platform, evidence, fix = c.fields()
     if not (build and host.gpu_arch and label_family(build) in ("cuda", "rocm")):
         return []
     runtime = matrix.build_variant(build).runtime if matrix.build_variant(build) else None
@@ -139,7 +160,8 @@ def _gpu_arch(installed, host, matrix, patch, build, platform, evidence, fix) ->
     return [Finding("gpu-arch", "ok", f"{build} runs on {host.gpu_arch} ({verdict.coverage})")]
 
 
-def _driver(installed, host, matrix, patch, build, platform, evidence, fix) -> list[Finding]:  # noqa: ANN001
+def _driver(c: _Context) -> list[Finding]:
+    installed, host, matrix, patch, build, platform, evidence, fix = c.fields()
     if not (build and label_family(build) == "cuda" and host.backend == "cuda"):
         return []
     variant = matrix.build_variant(build)
@@ -159,7 +181,8 @@ def _driver(installed, host, matrix, patch, build, platform, evidence, fix) -> l
     return [Finding("driver", "ok", f"driver {host.driver} meets {build}'s minimum {floor.version}")]
 
 
-def _companions(installed, host, matrix, patch, build, platform, evidence, fix) -> list[Finding]:  # noqa: ANN001
+def _companions(c: _Context) -> list[Finding]:
+    installed, host, matrix, patch, build, platform, evidence, fix = c.fields()
     found = []
     torch_local = split_local(installed.torch or "")[1]
     for name in COMPANIONS:
@@ -183,7 +206,8 @@ def _companions(installed, host, matrix, patch, build, platform, evidence, fix) 
     return found
 
 
-def _evidence(installed, host, matrix, patch, build, platform, evidence, fix) -> list[Finding]:  # noqa: ANN001
+def _evidence(c: _Context) -> list[Finding]:
+    installed, host, matrix, patch, build, platform, evidence, fix = c.fields()
     if evidence is None or build is None:
         return []
     python = host.python

@@ -93,8 +93,10 @@ def test_concurrent_submitters_store_each_report_once_and_count_exactly(
                 assert host_reports == want["reports"]
                 rows = conn.execute(
                     sa.text(
-                        "SELECT check_id, passed, failed, unsupported, skipped, timeout, crashed, error "
-                        "FROM evidence_check WHERE cell_id = :c"
+                        "SELECT check_id, sum(passed) AS passed, sum(failed) AS failed, "
+                        "sum(unsupported) AS unsupported, sum(skipped) AS skipped, sum(timeout) AS timeout, "
+                        "sum(crashed) AS crashed, sum(error) AS error "
+                        "FROM evidence_check WHERE cell_id = :c GROUP BY check_id"
                     ),
                     {"c": cell.id},
                 ).mappings().all()

@@ -56,6 +56,7 @@ def upgrade() -> None:
         "evidence_check",
         sa.Column("cell_id", sa.Integer(), sa.ForeignKey("evidence_cell.id"), primary_key=True),
         sa.Column("check_id", sa.String(200), primary_key=True),
+        sa.Column("shard", sa.SmallInteger(), primary_key=True, server_default="0"),
         sa.Column("group", sa.String(16), nullable=False),
         _counter("passed"),
         _counter("failed"),
