@@ -6,6 +6,7 @@ engine is handed to ``env.py`` as an open connection.
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import sqlalchemy as sa
@@ -21,6 +22,9 @@ from compat_service.domain.errors import Cause, DatabaseNotReadyError
 MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
 # Any constant works: it only has to be the same in every process that migrates.
 _PG_MIGRATE_LOCK = 0x616363656D696772
+# Alembic keeps its migration context in module globals, so two threads of one process must never run
+# it at once; the database locks below serialize separate processes.
+_THREAD_LOCK = threading.Lock()
 
 
 def _config() -> Config:
@@ -50,7 +54,7 @@ def upgrade(engine: Engine, revision: str = "head") -> None:
     """Apply migrations up to ``revision``; concurrent callers (workers starting together) take turns."""
     config = _config()
     try:
-        with engine.connect() as conn:
+        with _THREAD_LOCK, engine.connect() as conn:
             # Lock before reading the current revision, so a second migrator waits and then finds nothing
             # to do instead of creating the same tables again.
             if engine.dialect.name == "sqlite":

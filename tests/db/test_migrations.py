@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import concurrent.futures
+import subprocess
+import sys
 
 import pytest
 import sqlalchemy as sa
@@ -80,6 +82,27 @@ def test_sqlite_runs_in_wal_mode_with_a_busy_timeout(sqlite_url: str) -> None:
 
 
 def test_concurrent_upgrades_take_turns(database_url: str) -> None:
+    """Four processes (like service workers starting together) migrate one empty database at once."""
+    script = (
+        "import sys; from compat_service.db.engine import make_engine; from compat_service.db import migrate; "
+        "migrate.upgrade(make_engine(sys.argv[1]))"
+    )
+    procs = [
+        subprocess.Popen([sys.executable, "-c", script, database_url], stderr=subprocess.PIPE, text=True)
+        for _ in range(4)
+    ]
+    try:
+        errors = [p.communicate(timeout=120)[1] for p in procs]
+    finally:
+        for p in procs:
+            p.kill()
+    assert [p.returncode for p in procs] == [0, 0, 0, 0], errors
+    engine = make_engine(database_url)
+    assert migrate.current_revision(engine) == migrate.head_revision()
+    engine.dispose()
+
+
+def test_concurrent_upgrades_in_one_process_take_turns(database_url: str) -> None:
     engine = make_engine(database_url)
     with concurrent.futures.ThreadPoolExecutor(4) as pool:
         list(pool.map(lambda _: migrate.upgrade(engine), range(4)))
