@@ -21,7 +21,8 @@ from compat_service.domain.matrix_models import (
 from compat_service.domain.matrix_validation import source_references
 from matrix_data import DATA_DIR
 
-FACTS = Path("/work/shared/facts")
+# the sourced research notes beside the checkout (CI lays a copy of shared/ next to its clone)
+FACTS = Path(__file__).resolve().parents[3] / "shared" / "facts"
 
 # Every torch release the issue asks for (1.13.0 -> 2.13.x), plus the partial ones.
 RELEASED = [
