@@ -30,7 +30,10 @@ def doctor_command(
         None, "--site-packages", help="read installed packages from this directory (default: this environment)"
     ),
     database: Optional[str] = typer.Option(
-        None, "--database", envvar="ACCELENV_DATABASE_URL", help="evidence database (probe reports)"
+        None,
+        "--database",
+        envvar="ACCELENV_EVIDENCE_DATABASE",
+        help="evidence database (probe reports), e.g. the service's ACCELENV_DATABASE_URL",
     ),
     matrix_path: Optional[Path] = typer.Option(None, "--matrix", envvar="ACCELENV_MATRIX_PATH", help="a matrix_data dir"),
     fmt: str = typer.Option("text", "--format", help="text or json"),

@@ -81,8 +81,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add(
         "--database",
-        default=os.environ.get("ACCELENV_DATABASE_URL") or None,
-        help="read verification evidence from this database [env ACCELENV_DATABASE_URL]",
+        # Deliberately not ACCELENV_DATABASE_URL: that names the service's database, and an offline
+        # resolve must not start depending on it (or fail on it) just because it is set.
+        default=os.environ.get("ACCELENV_EVIDENCE_DATABASE") or None,
+        help="read verification evidence from this database, e.g. the service's "
+        "ACCELENV_DATABASE_URL [env ACCELENV_EVIDENCE_DATABASE]",
     )
     add(
         "--require-verified",
