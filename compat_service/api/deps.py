@@ -58,6 +58,9 @@ CurrentMatrixDep = Annotated[MatrixSnapshot, Depends(get_current_matrix)]
 ResolveCacheDep = Annotated[ResolveCache, Depends(get_resolve_cache)]
 
 _bearer = HTTPBearer(auto_error=False, description="a token from `accelenv token create`")
+#: the bearer credentials alone (HTTPBearer is async: no thread hop), for a route that authorizes in the same
+#: worker thread as its own database work (report ingest)
+BearerDep = Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
 
 
 def require_scope(scope: str) -> Callable[..., ApiTokenPublic]:

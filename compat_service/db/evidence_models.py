@@ -9,6 +9,10 @@
 
 Every counter is changed only by ``UPDATE ... SET n = n + k`` or an upsert adding to it, in the ingest
 transaction that stores the report (``evidence_ingest``), never recomputed from the reports.
+
+These rows are rewritten by every report, none of their indexed columns ever changes: on PostgreSQL the
+tables keep free room in each page (``COUNTER_TABLE_OPTIONS``) so an update stays on its page (a HOT update,
+no index entry written) instead of moving to a new page and adding index entries every time.
 """
 
 from __future__ import annotations
@@ -21,9 +25,16 @@ from sqlmodel import Field, SQLModel
 from compat_service.db.reports_models import StoredReport  # noqa: F401  (registers probe_report)
 
 
+#: storage options of the counter tables (migration 0002 creates them with the same)
+COUNTER_TABLE_OPTIONS = {"postgresql_with": {"fillfactor": 50}}
+
+
 class EvidenceCell(SQLModel, table=True):
     __tablename__ = "evidence_cell"
-    __table_args__ = (sa.Index("ix_evidence_cell_declared", "torch_version", "torch_build", "python"),)
+    __table_args__ = (
+        sa.Index("ix_evidence_cell_declared", "torch_version", "torch_build", "python"),
+        COUNTER_TABLE_OPTIONS,
+    )
 
     id: int | None = Field(default=None, primary_key=True)
     key_hash: str = Field(max_length=64, unique=True)
@@ -48,6 +59,7 @@ class EvidenceCell(SQLModel, table=True):
 
 class EvidenceHost(SQLModel, table=True):
     __tablename__ = "evidence_host"
+    __table_args__ = (COUNTER_TABLE_OPTIONS,)
 
     cell_id: int = Field(foreign_key="evidence_cell.id", primary_key=True)
     host_fingerprint: str = Field(max_length=128, primary_key=True)
@@ -63,6 +75,7 @@ CHECK_SHARDS = 16
 
 class EvidenceCheck(SQLModel, table=True):
     __tablename__ = "evidence_check"
+    __table_args__ = (COUNTER_TABLE_OPTIONS,)
 
     cell_id: int = Field(foreign_key="evidence_cell.id", primary_key=True)
     check_id: str = Field(max_length=200, primary_key=True)

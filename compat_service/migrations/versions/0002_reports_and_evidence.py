@@ -15,6 +15,11 @@ branch_labels = None
 depends_on = None
 
 
+#: counter rows are updated in place by every report: free room per page keeps updates HOT on PostgreSQL
+#: (same as compat_service.db.evidence_models.COUNTER_TABLE_OPTIONS; a migration does not import models)
+_COUNTER_TABLE = {"postgresql_with": {"fillfactor": 50}}
+
+
 def _counter(name: str) -> sa.Column:
     return sa.Column(name, sa.Integer(), nullable=False, server_default="0")
 
@@ -41,6 +46,7 @@ def upgrade() -> None:
         _counter("smoke_passed_reports"),
         sa.Column("first_seen", sa.DateTime(timezone=True), nullable=False),
         sa.Column("last_seen", sa.DateTime(timezone=True), nullable=False),
+        **_COUNTER_TABLE,
     )
     op.create_index("ix_evidence_cell_declared", "evidence_cell", ["torch_version", "torch_build", "python"])
     op.create_table(
@@ -51,6 +57,7 @@ def upgrade() -> None:
         _counter("passing_reports"),
         sa.Column("first_seen", sa.DateTime(timezone=True), nullable=False),
         sa.Column("last_seen", sa.DateTime(timezone=True), nullable=False),
+        **_COUNTER_TABLE,
     )
     op.create_table(
         "evidence_check",
@@ -67,6 +74,7 @@ def upgrade() -> None:
         _counter("error"),
         sa.Column("aten_op", sa.String(200), nullable=True),
         sa.Column("last_failure", sa.Text(), nullable=True),
+        **_COUNTER_TABLE,
     )
     op.create_table(
         "probe_report",
