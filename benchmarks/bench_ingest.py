@@ -7,11 +7,16 @@ Reproduce (PostgreSQL needs ACCELENV_TEST_POSTGRES_URL, a server where databases
     ACCELENV_TEST_POSTGRES_URL=postgresql+psycopg://postgres@127.0.0.1:5432/test \\
         .venv/bin/python benchmarks/bench_ingest.py --seconds 15
 
+    # batch submission (`POST /v1/reports/batch`, 50 reports a request); prints both figures
+    ACCELENV_TEST_POSTGRES_URL=... .venv/bin/python benchmarks/bench_ingest.py --seconds 10 --batch 50
+
 A real uvicorn with ``--workers`` processes serves a fresh database; ``--client-procs`` processes with
 ``--threads`` keep-alive connections each post distinct variations (new report_id, one of 50 host
 fingerprints) of one real probe report (``accelenv probe --device cpu``, or ``--report FILE``) for
 ``--seconds``. Every response must be 201, and every 201 a row in the database (checked at the end); the
-figure is reports created after a warm-up / wall time. The clients use raw keep-alive ``http.client``
+figure is reports created after a warm-up / wall time. With ``--batch N`` (N > 1) each request carries N
+such reports (distinct report_ids) to the batch route, only items answered ``created`` count, and the
+single-report figure is measured too, for comparison. The clients use raw keep-alive ``http.client``
 connections and pre-encoded bodies, so they take as little as possible of the cores the server runs on.
 """
 
@@ -73,13 +78,15 @@ def _connect(base_url: str) -> http.client.HTTPConnection:
     return http.client.HTTPConnection(host, int(port), timeout=30)
 
 
-def _client(base_url: str, token: str, report: dict, seed: int, threads: int, seconds: float, queue: mp.Queue) -> None:
+def _client(base_url: str, token: str, report: dict, seed: int, threads: int, seconds: float, batch: int,
+            queue: mp.Queue) -> None:
     import threading
 
     template = _template(report)
     headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
     start_at = time.monotonic()
-    counts = [(0, 0, 0)] * threads  # (201s after the warm-up, all 201s, errors)
+    counts = [(0, 0, 0)] * threads  # (reports created after the warm-up, all created, errors)
+    path = "/v1/reports/batch" if batch > 1 else "/v1/reports"
 
     def run(t: int) -> None:
         # http.client on a raw keep-alive connection: a fraction of httpx's per-request CPU
@@ -90,15 +97,25 @@ def _client(base_url: str, token: str, report: dict, seed: int, threads: int, se
             if i % RECONNECT_EVERY == 0:
                 conn.close()
                 conn = _connect(base_url)
-            conn.request("POST", "/v1/reports", body=_body(template, seed * 1000 + t, i), headers=headers)
+            if batch > 1:
+                bodies = (_body(template, seed * 1000 + t, i * batch + k) for k in range(batch))
+                body = b"[" + b",".join(bodies) + b"]"
+            else:
+                body = _body(template, seed * 1000 + t, i)
+            conn.request("POST", path, body=body, headers=headers)
             response = conn.getresponse()
-            response.read()
-            if response.status != 201:
-                errors += 1
-                continue
-            created += 1
+            answer = response.read()
+            if batch > 1:
+                ok = 0
+                if response.status == 200:
+                    ok = sum(item["status"] == "created" for item in json.loads(answer)["results"])
+                errors += batch - ok
+            else:
+                ok = int(response.status == 201)
+                errors += 1 - ok
+            created += ok
             if now >= WARMUP_S:
-                counted += 1
+                counted += ok
         conn.close()
         counts[t] = (counted, created, errors)
 
@@ -110,13 +127,17 @@ def _client(base_url: str, token: str, report: dict, seed: int, threads: int, se
     queue.put(tuple(sum(c[k] for c in counts) for k in range(3)))
 
 
-def bench(database_url: str, report: dict, *, workers: int, procs: int, threads: int, seconds: float) -> float:
+def bench(database_url: str, report: dict, *, workers: int, procs: int, threads: int, seconds: float,
+          batch: int = 1) -> float:
     from tests.evidence.live_server import live_server
 
     with live_server(database_url, workers=workers) as server:
         queue: mp.Queue = mp.Queue()
         clients = [
-            mp.Process(target=_client, args=(server.base_url, server.token, report, p, threads, seconds, queue))
+            mp.Process(
+                target=_client,
+                args=(server.base_url, server.token, report, p, threads, seconds, batch, queue),
+            )
             for p in range(procs)
         ]
         for c in clients:
@@ -126,10 +147,10 @@ def bench(database_url: str, report: dict, *, workers: int, procs: int, threads:
             c.join()
     counted, created, errors = (sum(r[k] for r in results) for k in range(3))
     if errors:
-        print(f"  {errors} responses were not 201", file=sys.stderr)
+        print(f"  {errors} reports were not created", file=sys.stderr)
     stored = _stored_reports(database_url)
     if stored != created:
-        sys.exit(f"the server answered 201 for {created} reports but stored {stored}")
+        sys.exit(f"the server answered created for {created} reports but stored {stored}")
     return counted / seconds
 
 
@@ -172,28 +193,36 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=8, help="connections per client process")
     parser.add_argument("--report", type=Path, help="a probe report JSON (default: run the CPU probe)")
     parser.add_argument("--only", choices=("sqlite", "postgres"))
+    parser.add_argument("--batch", type=int, default=1,
+                        help="reports per request; > 1 posts to /v1/reports/batch and measures 1 as well")
     args = parser.parse_args()
+    sizes = [1, args.batch] if args.batch > 1 else [1]
     report = json.loads(args.report.read_text()) if args.report else _probe_report()
     print(f"report: {len(report['checks'])} checks, {len(json.dumps(report))} bytes; "
           f"{args.workers} server workers, {args.client_procs}x{args.threads} client connections")
 
+    def label(batch: int) -> str:
+        return "1 report/request" if batch == 1 else f"batches of {batch}"
+
     if args.only in (None, "sqlite"):
-        with tempfile.TemporaryDirectory() as tmp:
-            rate = bench(f"sqlite:///{tmp}/bench.sqlite3", report, workers=args.workers, procs=args.client_procs,
-                         threads=args.threads, seconds=args.seconds)
-        print(f"sqlite:     {rate:7.0f} reports/s  (target >= 300)")
+        for batch in sizes:
+            with tempfile.TemporaryDirectory() as tmp:
+                rate = bench(f"sqlite:///{tmp}/bench.sqlite3", report, workers=args.workers,
+                             procs=args.client_procs, threads=args.threads, seconds=args.seconds, batch=batch)
+            print(f"sqlite:     {rate:7.0f} reports/s  {label(batch)}  (target >= 300)")
     pg = os.environ.get("ACCELENV_TEST_POSTGRES_URL")
     if args.only in (None, "postgres"):
         if not pg:
             print("postgresql: skipped (set ACCELENV_TEST_POSTGRES_URL)")
             return
-        url, drop = _postgres_database(pg)
-        try:
-            rate = bench(url, report, workers=args.workers, procs=args.client_procs, threads=args.threads,
-                         seconds=args.seconds)
-        finally:
-            drop()  # type: ignore[operator]
-        print(f"postgresql: {rate:7.0f} reports/s  (target >= 1000)")
+        for batch in sizes:
+            url, drop = _postgres_database(pg)
+            try:
+                rate = bench(url, report, workers=args.workers, procs=args.client_procs, threads=args.threads,
+                             seconds=args.seconds, batch=batch)
+            finally:
+                drop()  # type: ignore[operator]
+            print(f"postgresql: {rate:7.0f} reports/s  {label(batch)}  (target >= 1000)")
 
 
 if __name__ == "__main__":

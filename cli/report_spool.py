@@ -2,6 +2,9 @@
 
 The spool is a directory of ``<report_id>.json`` files: ``ACCELENV_SPOOL_DIR``, else ``spool/`` in the
 user data directory. Resending is safe: the service stores a report_id once (201 first, 200 after).
+The spool goes out in batches (`POST URL/v1/reports/batch`, ``BATCH_SIZE`` reports a request, one result
+per report); a server without the batch route (404) gets the reports one by one, and a batch the server
+finds too large is sent one by one too.
 An unreachable server is ``ServerUnreachableError`` (exit 6); a refused token ``AuthError`` /
 ``ForbiddenError`` (exit 7); a report the server rejects ``ReportInvalidError`` (exit 10).
 """
@@ -19,6 +22,7 @@ import httpx
 from compat_service.domain.errors import (
     AccelenvError,
     AuthError,
+    ConflictError,
     ErrorBody,
     ForbiddenError,
     ReportInvalidError,
@@ -27,8 +31,11 @@ from compat_service.domain.errors import (
 
 SPOOL_ENV = "ACCELENV_SPOOL_DIR"
 _BY_STATUS: dict[int, type[AccelenvError]] = {
-    400: ReportInvalidError, 401: AuthError, 403: ForbiddenError, 413: ReportInvalidError, 422: ReportInvalidError,
+    400: ReportInvalidError, 401: AuthError, 403: ForbiddenError, 409: ConflictError, 413: ReportInvalidError,
+    422: ReportInvalidError,
 }
+#: reports per batch request; the service accepts up to its ACCELENV_MAX_BATCH_REPORTS (100 by default)
+BATCH_SIZE = 50
 
 
 def spool_dir() -> Path:
@@ -59,22 +66,49 @@ def spooled(directory: Path | None = None) -> list[Path]:
 def submit(server: str, token: str, body: bytes, *, client: httpx.Client | None = None,
            timeout_s: float = 30.0) -> int:
     """POST one report; returns 201 (stored) or 200 (already stored), raises an AccelenvError otherwise."""
-    url = server.rstrip("/") + "/v1/reports"
+    response = _post(server, "/v1/reports", token, body, client=client, timeout_s=timeout_s)
+    if response.status_code in (200, 201):
+        return response.status_code
+    raise _error_from(response, server)
+
+
+def submit_batch(server: str, token: str, bodies: list[bytes], *, client: httpx.Client | None = None,
+                 timeout_s: float = 120.0) -> list[dict[str, Any]] | None:
+    """POST reports (each a JSON object) as one batch; the server's per-report results in order
+    (``{"report_id", "status": created|exists|conflict|invalid, "error"?}``), or None when the server has no
+    batch route (404 or 405). Raises an AccelenvError when the server refuses the batch as a whole."""
+    body = b"[" + b",".join(bodies) + b"]"
+    response = _post(server, "/v1/reports/batch", token, body, client=client, timeout_s=timeout_s)
+    if response.status_code in (404, 405):  # a server from before the batch route (405: POST on GET's path)
+        return None
+    if response.status_code != 200:
+        raise _error_from(response, server)
+    try:
+        results = response.json()["results"]
+    except (ValueError, KeyError, TypeError):
+        results = None
+    if not isinstance(results, list) or len(results) != len(bodies):
+        raise ServerUnreachableError(
+            f"the server at {server} answered the batch with no result per report",
+            hint="the reports are kept; check that the URL names an accelenv service",
+        )
+    return results
+
+
+def _post(server: str, path: str, token: str, body: bytes, *, client: httpx.Client | None,
+          timeout_s: float) -> httpx.Response:
+    url = server.rstrip("/") + path
     headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
     try:
         if client is not None:
-            response = client.post(url, content=body, headers=headers)
-        else:
-            with httpx.Client(timeout=timeout_s) as own:
-                response = own.post(url, content=body, headers=headers)
+            return client.post(url, content=body, headers=headers)
+        with httpx.Client(timeout=timeout_s) as own:
+            return own.post(url, content=body, headers=headers)
     except (httpx.TransportError, httpx.InvalidURL) as exc:
         raise ServerUnreachableError(
             f"cannot reach the accelenv server at {server}: {exc.__class__.__name__}",
             hint="check the URL; the report is kept and `accelenv report submit` sends it later",
         ) from exc
-    if response.status_code in (200, 201):
-        return response.status_code
-    raise _error_from(response, server)
 
 
 def _error_from(response: httpx.Response, server: str) -> AccelenvError:
@@ -104,17 +138,70 @@ def submit_spooled(server: str, token: str, directory: Path | None = None, *,
                    client: httpx.Client | None = None) -> SpoolResult:
     """Send every spooled report; remove each one stored, keep each one that failed."""
     result = SpoolResult()
-    paths = spooled(directory)
-    for i, path in enumerate(paths):
+    pending: list[tuple[Path, bytes]] = []
+    for path in spooled(directory):
+        body = path.read_bytes()
         try:
-            submit(server, token, path.read_bytes(), client=client)
+            json.loads(body)  # one broken file must not break the JSON array of its whole batch
+        except ValueError as exc:
+            result.kept.append((path, ReportInvalidError(
+                f"the spooled file is not valid JSON: {exc}",
+                hint="delete it, or replace it with the report written by `accelenv probe --output FILE`",
+            )))
+            continue
+        pending.append((path, body))
+    use_batches = True
+    for start in range(0, len(pending), BATCH_SIZE):
+        chunk = pending[start : start + BATCH_SIZE]
+        results = None
+        if use_batches:
+            try:
+                results = submit_batch(server, token, [body for _, body in chunk], client=client)
+            except (ServerUnreachableError, AuthError, ForbiddenError) as err:
+                # The same failure awaits every other report: keep them all, stop asking.
+                result.kept.extend((path, err) for path, _ in pending[start:])
+                break
+            except ReportInvalidError:
+                pass  # the batch as a whole was refused (too large for this server): send it one by one
+            else:
+                use_batches = results is not None  # None: a server without the batch route (404)
+        if results is None:
+            if not _submit_one_by_one(server, token, chunk, pending[start + len(chunk):], result, client):
+                break
+            continue
+        for (path, _), item in zip(chunk, results):
+            _settle(path, item, result)
+    return result
+
+
+def _submit_one_by_one(server: str, token: str, chunk: list[tuple[Path, bytes]], after: list[tuple[Path, bytes]],
+                       result: SpoolResult, client: httpx.Client | None) -> bool:
+    """POST each report of ``chunk``; False (everything left kept) when the server cannot take any more."""
+    for i, (path, body) in enumerate(chunk):
+        try:
+            submit(server, token, body, client=client)
         except (ServerUnreachableError, AuthError, ForbiddenError) as err:
-            # The same failure awaits every other report: keep them all, stop asking.
-            result.kept.extend((rest, err) for rest in paths[i:])
-            break
+            result.kept.extend((rest, err) for rest, _ in chunk[i:] + after)
+            return False
         except AccelenvError as err:
             result.kept.append((path, err))
             continue
         path.unlink()
         result.sent.append(path)
-    return result
+    return True
+
+
+def _settle(path: Path, item: dict[str, Any], result: SpoolResult) -> None:
+    """Remove a report the batch stored (or found stored); keep one it refused, with the server's reason."""
+    status = item.get("status") if isinstance(item, dict) else None
+    if status in ("created", "exists"):
+        path.unlink()
+        result.sent.append(path)
+        return
+    cls = ConflictError if status == "conflict" else ReportInvalidError
+    try:
+        error = ErrorBody.model_validate(item["error"])
+        message, hint, causes = error.message, error.hint, error.causes
+    except (KeyError, TypeError, ValueError):
+        message, hint, causes = f"status {status!r}", None, []
+    result.kept.append((path, cls(f"the server refused the report: {message}", hint=hint, causes=causes)))

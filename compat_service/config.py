@@ -29,6 +29,10 @@ class Settings(BaseSettings):
     matrix_path: Path | None = None
     #: largest request body the API accepts, in bytes
     max_body_bytes: int = 1_000_000
+    #: most reports one `POST /v1/reports/batch` may carry
+    max_batch_reports: int = 100
+    #: largest body `POST /v1/reports/batch` accepts, in bytes (a full batch of ~65 KB reports fits)
+    max_batch_body_bytes: int = 16_000_000
     #: distinct hosts whose passing reports make a matrix cell "verified"
     verified_min_hosts: int = 2
     #: Cache-Control max-age for GET responses

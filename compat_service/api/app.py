@@ -66,7 +66,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.include_router(module.router)
     # Added last = outermost: the size limit applies before anything reads the body.
     app.add_middleware(HttpCacheMiddleware, max_age_s=settings.cache_max_age_s)
-    app.add_middleware(BodyLimitMiddleware, max_body_bytes=settings.max_body_bytes)
+    app.add_middleware(
+        BodyLimitMiddleware,
+        max_body_bytes=settings.max_body_bytes,
+        limits_by_path={"/v1/reports/batch": settings.max_batch_body_bytes},
+    )
     return app
 
 

@@ -13,24 +13,33 @@ from compat_service.api.errors import error_response
 from compat_service.domain.errors import ErrorBody
 
 
-def _too_large(limit: int) -> ErrorBody:
+def _too_large(limit: int, batch: bool = False) -> ErrorBody:
+    if batch:
+        hint = "send fewer reports per batch; the limit is the service setting ACCELENV_MAX_BATCH_BODY_BYTES"
+    else:
+        hint = "send a smaller body; the limit is the service setting ACCELENV_MAX_BODY_BYTES"
     return ErrorBody(
         code="body-too-large",
         message=f"the request body is larger than this service accepts ({limit} bytes)",
-        hint="send a smaller body; the limit is the service setting ACCELENV_MAX_BODY_BYTES",
+        hint=hint,
     )
 
 
 class BodyLimitMiddleware:
-    def __init__(self, app: ASGIApp, max_body_bytes: int) -> None:
+    def __init__(
+        self, app: ASGIApp, max_body_bytes: int, limits_by_path: dict[str, int] | None = None
+    ) -> None:
         self.app = app
-        self.limit = max_body_bytes
+        self.default_limit = max_body_bytes
+        #: exact paths with a limit of their own (the report batch route)
+        self.limits_by_path = limits_by_path or {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         # GET routes never read a body, so there is nothing to count (and GET is the hot path).
         if scope["type"] != "http" or scope["method"] in ("GET", "HEAD"):
             await self.app(scope, receive, send)
             return
+        limit = self.limits_by_path.get(scope["path"], self.default_limit)
         declared = dict(scope["headers"]).get(b"content-length")
         if declared is not None:
             if not declared.isdigit():
@@ -41,8 +50,9 @@ class BodyLimitMiddleware:
                 )
                 await error_response(400, body)(scope, receive, send)
                 return
-            if int(declared) > self.limit:
-                await error_response(413, _too_large(self.limit))(scope, receive, send)
+            if int(declared) > limit:
+                too_large = _too_large(limit, scope["path"] in self.limits_by_path)
+                await error_response(413, too_large)(scope, receive, send)
                 return
         received = 0
         started = False
@@ -52,7 +62,7 @@ class BodyLimitMiddleware:
             message = await receive()
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
-                if received > self.limit:
+                if received > limit:
                     # FastAPI re-raises HTTPException from body reading; the error handler renders it.
                     raise HTTPException(413)
             return message
@@ -67,4 +77,5 @@ class BodyLimitMiddleware:
         except HTTPException as exc:
             if exc.status_code != 413 or started:
                 raise
-            await error_response(413, _too_large(self.limit))(scope, receive, send)
+            too_large = _too_large(limit, scope["path"] in self.limits_by_path)
+            await error_response(413, too_large)(scope, receive, send)

@@ -1,4 +1,6 @@
-"""Store a probe report and add it to its cell's evidence, in one transaction.
+"""Store probe reports and add them to their cells' evidence, one transaction per batch (a single report is
+a batch of one). A batch's counts are summed in Python first, so each counter row (host, check, cell) is
+written once per batch, not once per report; the steps below run per batch, each in sorted key order.
 
 Concurrency: several workers (processes and threads) ingest at once and no report may be lost or counted
 twice. Every write is an insert-if-absent keyed by something unique, or an increment done by the database
@@ -8,10 +10,12 @@ twice. Every write is an insert-if-absent keyed by something unique, or an incre
    process already knows it (``_known_cell_ids``: cells are never deleted);
 2. insert the report (``ON CONFLICT (report_id) DO NOTHING``); no row inserted means it is already stored,
    and nothing else changes (idempotent);
-3. upsert the host row adding 1 to its counters, ``RETURNING`` them: a count that became 1 is a new host
-   (or a new passing host) for the cell. Under concurrency the row lock makes exactly one writer see 1;
-4. upsert the per-check counters of the report's shard (report_id modulo CHECK_SHARDS) at once: one statement
-   (PostgreSQL) or one executemany (SQLite), sorted by check id so writers of a shard lock rows in one order;
+3. upsert the host row adding the batch's reports to its counters, ``RETURNING`` them: a count equal to
+   what this batch added is a new host (or a new passing host) for the cell. Under concurrency the row lock
+   makes exactly one writer see that;
+4. upsert the per-check counters of one shard per cell (its first report's id modulo CHECK_SHARDS) at
+   once: one statement (PostgreSQL) or one executemany (SQLite), sorted by check id so writers of a shard
+   lock rows in one order;
 5. increment the cell counters (``WHERE id = :id AND key_hash = :digest``, so a stale cached id is caught).
 
 On PostgreSQL the default READ COMMITTED isolation and the row locks these statements take are enough. On
@@ -100,7 +104,10 @@ class _Statements:
 
     def __init__(self, dialect: str) -> None:
         insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
-        self.cell_insert = insert(_CELL).on_conflict_do_nothing(index_elements=["key_hash"])
+        # RETURNING the id when this call created the cell (nothing when it existed)
+        self.cell_insert = (
+            insert(_CELL).on_conflict_do_nothing(index_elements=["key_hash"]).returning(_CELL.c.id)
+        )
         self.cell_id = sa.select(_CELL.c.id).where(_CELL.c.key_hash == sa.bindparam("digest"))
         self.report_insert = (
             insert(_REPORT).on_conflict_do_nothing(index_elements=["report_id"]).returning(_REPORT.c.report_id)
@@ -126,11 +133,10 @@ class _Statements:
             # the key_hash too: a cached cell id that no longer names this cell updates nothing (see _store)
             .where(_CELL.c.id == sa.bindparam("cid"), _CELL.c.key_hash == sa.bindparam("digest"))
             .values(
-                reports=_CELL.c.reports + 1,
                 **{
                     name: _CELL.c[name] + sa.bindparam(f"add_{name}")
                     for name in (
-                        "hosts", "passing_hosts", "required_bad_reports", "other_bad_reports",
+                        "reports", "hosts", "passing_hosts", "required_bad_reports", "other_bad_reports",
                         "smoke_passed_reports",
                     )
                 },
@@ -182,15 +188,13 @@ class _Prepared:
     digest: str
     report_row: dict[str, Any]
     verdict: ReportVerdict
-    checks: dict[str, Any]
+    #: per-check rows in ``_CHECK_COLUMNS`` order, sorted by check id
+    rows: list[tuple[Any, ...]]
 
 
-def _prepare(report: ProbeReport, dialect: str, now: dt.datetime) -> _Prepared:
+def _prepare(report: ProbeReport, now: dt.datetime) -> _Prepared:
     key = cell_key_of(report.environment)
     body = canonical_json(report)
-    rows = _check_rows(report)
-    checks: dict[str, Any] = {"shard": report.report_id.int % CHECK_SHARDS}
-    checks["rows"] = json.dumps(rows) if dialect == "postgresql" else rows
     return _Prepared(
         key=key,
         digest=key.digest(),
@@ -204,7 +208,14 @@ def _prepare(report: ProbeReport, dialect: str, now: dt.datetime) -> _Prepared:
             "body": body,
         },
         verdict=classify_report(report.checks),
-        checks=checks if rows else {},
+        rows=_check_rows(report),
+    )
+
+
+def _conflict(report_id: str) -> ReportConflictError:
+    return ReportConflictError(
+        f"report {report_id} is already stored with different content",
+        hint="a report_id names one probe run; generate a new report_id (uuid4) for a new run",
     )
 
 
@@ -213,10 +224,36 @@ def ingest_report(session: Session, report: ProbeReport, *, now: dt.datetime | N
 
     Raises ReportConflictError when the report_id is stored with different content.
     """
+    (result,) = ingest_reports(session, [report], now=now)
+    if isinstance(result, ReportConflictError):
+        raise result
+    return result
+
+
+def ingest_reports(
+    session: Session, reports: list[ProbeReport], *, now: dt.datetime | None = None
+) -> list[IngestResult | ReportConflictError]:
+    """Store ``reports`` and update their cells' evidence in ONE transaction; commit. One result per report,
+    in order: created, already stored (``created=False``), or a ReportConflictError (the report_id is stored,
+    or comes earlier in the batch, with different content). A repeated report_id in the batch is stored once
+    (its first occurrence); later ones compare against it, as if sent one after the other."""
     now = _as_utc(now) if now is not None else utcnow()
-    prepared = _prepare(report, session.get_bind().dialect.name, now)
+    prepared = [_prepare(report, now) for report in reports]
+    first: dict[str, _Prepared] = {}
+    for p in prepared:
+        first.setdefault(p.report_row["report_id"], p)
     with sqlite_write_gate(session.get_bind()):
-        return _store(session, prepared, now)
+        stored = _store(session, list(first.values()), now)
+    results: list[IngestResult | ReportConflictError] = []
+    for p in prepared:
+        report_id = p.report_row["report_id"]
+        if report_id not in stored and first[report_id] is p:
+            results.append(IngestResult(report_id=report_id, created=True, key=p.key))
+        elif stored.get(report_id, first[report_id].report_row["body_sha256"]) != p.report_row["body_sha256"]:
+            results.append(_conflict(report_id))
+        else:
+            results.append(IngestResult(report_id=report_id, created=False, key=p.key))
+    return results
 
 
 _cell_ids: weakref.WeakKeyDictionary[Engine, dict[str, int]] = weakref.WeakKeyDictionary()
@@ -235,90 +272,152 @@ class _StaleCellId(Exception):
     pass
 
 
-def _store(session: Session, p: _Prepared, now: dt.datetime) -> IngestResult:
+def _store(session: Session, batch: list[_Prepared], now: dt.datetime) -> dict[str, str]:
+    """Store the reports of ``batch`` (distinct report_ids); returns report_id -> stored body_sha256 for
+    every report_id that was already stored before (the others were created by this call)."""
     known = _known_cell_ids(session.get_bind())
-    cached = known.get(p.digest)
-    if cached is None:
-        return _store_once(session, p, now, None, known)
+    cached = {p.digest: known[p.digest] for p in batch if p.digest in known}
+    if not cached:
+        return _store_once(session, batch, now, {}, known)
     try:
-        return _store_once(session, p, now, cached, known)
+        return _store_once(session, batch, now, cached, known)
     except (_StaleCellId, sa.exc.IntegrityError):  # an id naming another cell, or no cell (foreign key)
-        known.pop(p.digest, None)
-        return _store_once(session, p, now, None, known)
+        for digest in cached:
+            known.pop(digest, None)
+        return _store_once(session, batch, now, {}, known)
 
 
 def _store_once(
-    session: Session, p: _Prepared, now: dt.datetime, cell_id: int | None, known: dict[str, int]
-) -> IngestResult:
-    report_id = p.report_row["report_id"]
+    session: Session,
+    batch: list[_Prepared],
+    now: dt.datetime,
+    cell_ids: dict[str, int],
+    known: dict[str, int],
+) -> dict[str, str]:
+    """One transaction. Locks are taken class by class (cells, reports, hosts, checks, cell counters), each
+    class in sorted key order, so concurrent batches cannot deadlock. Returns what ``_store`` does."""
+    ids = ", ".join(p.report_row["report_id"] for p in batch[:3])
     try:
         _begin(session)
         # Core statements on the session's connection: plain INSERT/UPDATE semantics, no ORM bookkeeping.
         conn = session.connection()
         sql = _statements(conn.dialect.name)
-        if cell_id is None:
+        new_cells: set[int] = set()
+        for p in sorted({p.digest: p for p in batch}.values(), key=lambda p: p.digest):
+            if p.digest in cell_ids:
+                continue
             key = p.key.model_dump()
-            conn.execute(sql.cell_insert, {"key_hash": p.digest, "first_seen": now, "last_seen": now, **key})
-            cell_id = conn.execute(sql.cell_id, {"digest": p.digest}).scalar_one()
-        inserted = conn.execute(sql.report_insert, {**p.report_row, "cell_id": cell_id}).first()
-        if inserted is None:
-            stored_sha = conn.execute(sql.stored_sha, {"rid": report_id}).scalar_one()
-            session.rollback()
-            if stored_sha != p.report_row["body_sha256"]:
-                raise ReportConflictError(
-                    f"report {report_id} is already stored with different content",
-                    hint="a report_id names one probe run; generate a new report_id (uuid4) for a new run",
-                )
-            return IngestResult(report_id=report_id, created=False, key=p.key)
-        if not _add_evidence(conn, sql, cell_id, p, now):
-            raise _StaleCellId
+            cell_id = conn.execute(
+                sql.cell_insert, {"key_hash": p.digest, "first_seen": now, "last_seen": now, **key}
+            ).scalar()
+            if cell_id is None:
+                cell_id = conn.execute(sql.cell_id, {"digest": p.digest}).scalar_one()
+            else:
+                new_cells.add(cell_id)
+            cell_ids[p.digest] = cell_id
+        stored: dict[str, str] = {}
+        created: list[_Prepared] = []
+        for p in sorted(batch, key=lambda p: p.report_row["report_id"]):
+            report_id = p.report_row["report_id"]
+            row = {**p.report_row, "cell_id": cell_ids[p.digest]}
+            if conn.execute(sql.report_insert, row).first() is None:
+                stored[report_id] = conn.execute(sql.stored_sha, {"rid": report_id}).scalar_one()
+            else:
+                created.append(p)
+        if not created:
+            session.rollback()  # nothing new: leave no cell row behind either
+            return stored
+        _add_evidence(conn, sql, cell_ids, created, now)
+        # a cell this batch created for reports that were all stored already: drop it, as a rollback would
+        for cell_id in new_cells - {cell_ids[p.digest] for p in created}:
+            conn.execute(sa.delete(_CELL).where(_CELL.c.id == cell_id))
         session.commit()
-        known[p.digest] = cell_id
+        for p in created:
+            known[p.digest] = cell_ids[p.digest]
     except sa.exc.OperationalError as exc:
         session.rollback()
         raise DatabaseNotReadyError(
-            f"could not store report {report_id}: {exc.orig}",
+            f"could not store report(s) {ids}: {exc.orig}",
             hint="the database is unavailable or overloaded; retry the submission (it is idempotent)",
         ) from exc
     except BaseException:
         session.rollback()
         raise
-    return IngestResult(report_id=report_id, created=True, key=p.key)
+    return stored
+
+
+def _merge_checks(reports: list[_Prepared]) -> list[Any]:
+    """The check rows of several reports of one cell summed per check id (later reports' aten op and last
+    failure win, as they would one upsert after the other), sorted by check id."""
+    if len(reports) == 1:
+        return reports[0].rows
+    merged: dict[str, list[Any]] = {}
+    for p in reports:
+        for row in p.rows:
+            into = merged.get(row[0])
+            if into is None:
+                merged[row[0]] = list(row)
+                continue
+            for column in _STATUS_COLUMN.values():
+                into[column] += row[column]
+            into[_ATEN_OP] = row[_ATEN_OP] or into[_ATEN_OP]
+            into[_LAST_FAILURE] = row[_LAST_FAILURE] or into[_LAST_FAILURE]
+    return [merged[check_id] for check_id in sorted(merged)]
 
 
 def _add_evidence(
-    conn: sa.Connection, sql: _Statements, cell_id: int, p: _Prepared, now: dt.datetime
-) -> bool:
-    """Add the report to its host, check and cell counters; False if ``cell_id`` is not the report's cell."""
-    verdict = p.verdict
-    passing = int(verdict.passed)
-    host_reports, host_passing = conn.execute(
-        sql.host_upsert,
-        {
-            "cell_id": cell_id,
-            "host_fingerprint": p.report_row["host_fingerprint"],
-            "reports": 1,
-            "passing_reports": passing,
-            "first_seen": now,
-            "last_seen": now,
-        },
-    ).one()
-    if p.checks and sql.check_upsert_many:
-        shard = p.checks["shard"]
-        conn.exec_driver_sql(sql.check_upsert, [(cell_id, shard, *row) for row in p.checks["rows"]])
-    elif p.checks:
-        conn.execute(sql.check_upsert, {"cell_id": cell_id, **p.checks})
-    updated = conn.execute(
-        sql.cell_update,
-        {
-            "cid": cell_id,
-            "digest": p.digest,
-            "add_hosts": int(host_reports == 1),
-            "add_passing_hosts": int(passing == 1 and host_passing == 1),
-            "add_required_bad_reports": int(verdict.required_bad),
-            "add_other_bad_reports": int(verdict.other_bad),
-            "add_smoke_passed_reports": int(verdict.smoke_passed),
-            "now": now,
-        },
-    )
-    return updated.rowcount == 1
+    conn: sa.Connection,
+    sql: _Statements,
+    cell_ids: dict[str, int],
+    created: list[_Prepared],
+    now: dt.datetime,
+) -> None:
+    """Add the created reports to their host, check and cell counters, each counter row written once per
+    batch; raises _StaleCellId if a cell id is not its cell's."""
+    by_cell: dict[int, list[_Prepared]] = {}
+    for p in created:
+        by_cell.setdefault(cell_ids[p.digest], []).append(p)
+    hosts: dict[tuple[int, str], list[int]] = {}  # (cell, fingerprint) -> [reports, passing reports]
+    for p in created:
+        counts = hosts.setdefault((cell_ids[p.digest], p.report_row["host_fingerprint"]), [0, 0])
+        counts[0] += 1
+        counts[1] += int(p.verdict.passed)
+    new_hosts: dict[int, list[int]] = {cell_id: [0, 0] for cell_id in by_cell}  # cell -> [hosts, passing]
+    for (cell_id, fingerprint), (reports, passing) in sorted(hosts.items()):
+        host_reports, host_passing = conn.execute(
+            sql.host_upsert,
+            {
+                "cell_id": cell_id, "host_fingerprint": fingerprint, "reports": reports,
+                "passing_reports": passing, "first_seen": now, "last_seen": now,
+            },
+        ).one()
+        # the row lock makes exactly one writer see its own additions as the whole count
+        new_hosts[cell_id][0] += int(host_reports == reports)
+        new_hosts[cell_id][1] += int(passing > 0 and host_passing == passing)
+    for cell_id, reports in sorted(by_cell.items()):
+        rows = _merge_checks(reports)
+        if not rows:
+            continue
+        # one shard per cell and batch (the first report's): each (cell, check) row is written once
+        shard = int(reports[0].report_row["report_id"].replace("-", ""), 16) % CHECK_SHARDS
+        if sql.check_upsert_many:
+            conn.exec_driver_sql(sql.check_upsert, [(cell_id, shard, *row) for row in rows])
+        else:
+            conn.execute(sql.check_upsert, {"cell_id": cell_id, "shard": shard, "rows": json.dumps(rows)})
+    for cell_id, reports in sorted(by_cell.items()):
+        updated = conn.execute(
+            sql.cell_update,
+            {
+                "cid": cell_id,
+                "digest": reports[0].digest,
+                "add_reports": len(reports),
+                "add_hosts": new_hosts[cell_id][0],
+                "add_passing_hosts": new_hosts[cell_id][1],
+                "add_required_bad_reports": sum(int(p.verdict.required_bad) for p in reports),
+                "add_other_bad_reports": sum(int(p.verdict.other_bad) for p in reports),
+                "add_smoke_passed_reports": sum(int(p.verdict.smoke_passed) for p in reports),
+                "now": now,
+            },
+        )
+        if updated.rowcount != 1:
+            raise _StaleCellId

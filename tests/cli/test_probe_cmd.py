@@ -37,26 +37,49 @@ def isolated_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path / "spool"
 
 
-class Service:
-    """A loopback HTTP server that records each request and answers with ``answer(report_id)``."""
+#: what `POST /v1/reports/batch` says per item for each single-report answer status
+_BATCH_STATUS = {201: "created", 200: "exists", 409: "conflict", 422: "invalid"}
 
-    def __init__(self, answer: Callable[[str], tuple[int, dict[str, Any]]]) -> None:
+
+class Service:
+    """A loopback HTTP server that records each request and answers with ``answer(report_id)``. With
+    ``batch=False`` it is a server from before the batch route (404 there); with ``batch=True`` it answers
+    a batch item by item with the same ``answer``, recording each item as a request on the batch path."""
+
+    def __init__(self, answer: Callable[[str], tuple[int, dict[str, Any]]], batch: bool = False) -> None:
         self.requests: list[dict[str, Any]] = []
+        self.batch_posts = 0
         service = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 -- http.server's naming
-                body = self.rfile.read(int(self.headers["Content-Length"]))
-                report = json.loads(body)
-                service.requests.append({"path": self.path, "auth": self.headers.get("Authorization"),
-                                         "report": report})
-                status, payload = answer(report["report_id"])
+            def _send(self, status: int, payload: dict[str, Any]) -> None:
                 data = json.dumps(payload).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
                 self.wfile.write(data)
+
+            def do_POST(self) -> None:  # noqa: N802 -- http.server's naming
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                if self.path.endswith("/batch"):
+                    if not batch:
+                        self._send(404, {"code": "not-found", "message": "no such route"})
+                        return
+                    service.batch_posts += 1
+                    results = []
+                    for report in json.loads(body):
+                        service.requests.append({"path": self.path, "auth": self.headers.get("Authorization"),
+                                                 "report": report})
+                        status, payload = answer(report["report_id"])
+                        item = {"report_id": report["report_id"], "status": _BATCH_STATUS[status]}
+                        results.append(item if status in (200, 201) else item | {"error": payload})
+                    self._send(200, {"results": results})
+                    return
+                report = json.loads(body)
+                service.requests.append({"path": self.path, "auth": self.headers.get("Authorization"),
+                                         "report": report})
+                self._send(*answer(report["report_id"]))
 
             def log_message(self, *args: Any) -> None:
                 pass
@@ -74,8 +97,8 @@ class Service:
 def service_factory() -> Iterator[Callable[..., Service]]:
     started: list[Service] = []
 
-    def start(answer: Callable[[str], tuple[int, dict[str, Any]]]) -> Service:
-        started.append(Service(answer))
+    def start(answer: Callable[[str], tuple[int, dict[str, Any]]], batch: bool = False) -> Service:
+        started.append(Service(answer, batch))
         return started[-1]
 
     yield start
@@ -282,6 +305,61 @@ def test_report_submit_to_an_unreachable_server_keeps_everything(app: typer.Type
     assert result.exit_code == 6
     assert "error: server-unreachable" in result.output
     assert sorted(p.stem for p in isolated_dirs.iterdir()) == sorted(ids)
+
+
+def test_report_submit_sends_the_spool_in_batches(app: typer.Typer, isolated_dirs: Path,
+                                                 real_report: dict[str, Any],
+                                                 service_factory: Callable[..., Service]) -> None:
+    from cli.report_spool import BATCH_SIZE
+
+    ids = _spool(isolated_dirs, *(fresh(real_report) for _ in range(BATCH_SIZE + 3)))
+    service = service_factory(stored, batch=True)
+    result = CliRunner().invoke(app, ["report", "submit", "--server", service.url, "--token", "t"])
+    assert result.exit_code == 0, result.output
+    assert service.batch_posts == 2
+    assert sorted(r["report"]["report_id"] for r in service.requests) == sorted(ids)
+    assert {r["path"] for r in service.requests} == {"/v1/reports/batch"}
+    assert list(isolated_dirs.iterdir()) == []
+    assert f"sent {BATCH_SIZE + 3} report(s), kept 0" in result.output
+
+
+def test_a_batch_keeps_the_reports_it_refuses_with_their_reasons(app: typer.Typer, isolated_dirs: Path,
+                                                                 real_report: dict[str, Any],
+                                                                 service_factory: Callable[..., Service]) -> None:
+    bad, clash, good, known = fresh(real_report), fresh(real_report), fresh(real_report), fresh(real_report)
+    _spool(isolated_dirs, bad, clash, good, known)
+    (isolated_dirs / "broken.json").write_text("{not json")
+
+    def answer(report_id: str) -> tuple[int, dict[str, Any]]:
+        if report_id == bad["report_id"]:
+            return 422, {"code": "report-invalid", "message": "the report does not match", "causes": []}
+        if report_id == clash["report_id"]:
+            return 409, {"code": "report-id-conflict", "message": "stored with different content"}
+        return (200 if report_id == known["report_id"] else 201), {"report_id": report_id}
+
+    service = service_factory(answer, batch=True)
+    result = CliRunner().invoke(app, ["report", "submit", "--server", service.url, "--token", "t"])
+    assert result.exit_code == 10  # the first kept: broken.json, invalid
+    kept = sorted([bad["report_id"], clash["report_id"], "broken"])
+    assert sorted(p.stem for p in isolated_dirs.iterdir()) == kept
+    assert service.batch_posts == 1 and len(service.requests) == 4  # the broken file never left
+    assert "sent 2 report(s), kept 3" in result.output
+    refused = "the server refused the report"
+    assert f"kept {clash['report_id']}.json: conflict: {refused}: stored with" in result.output
+    assert f"kept {bad['report_id']}.json: report-invalid: the server refused the report" in result.output
+    assert "kept broken.json: report-invalid: the spooled file is not valid JSON" in result.output
+
+
+def test_a_server_without_the_batch_route_gets_the_reports_one_by_one(app: typer.Typer, isolated_dirs: Path,
+                                                                     real_report: dict[str, Any],
+                                                                     service_factory: Callable[..., Service]) -> None:
+    ids = _spool(isolated_dirs, *(fresh(real_report) for _ in range(3)))
+    service = service_factory(stored)  # answers 404 on /v1/reports/batch
+    result = CliRunner().invoke(app, ["report", "submit", "--server", service.url, "--token", "t"])
+    assert result.exit_code == 0, result.output
+    assert [r["path"] for r in service.requests] == ["/v1/reports"] * 3
+    assert sorted(r["report"]["report_id"] for r in service.requests) == sorted(ids)
+    assert list(isolated_dirs.iterdir()) == []
 
 
 def test_report_submit_needs_a_server(app: typer.Typer) -> None:

@@ -1,5 +1,6 @@
 """32 concurrent submitters × 100 reports through a real uvicorn (3 workers) on loopback, a fifth of them
 duplicates: every distinct report is stored once and every counter is exact, on SQLite and PostgreSQL.
+The batch variant: 8 submitters × 20 batches of 10 (`POST /v1/reports/batch`), duplicates across batches.
 
 The expected counts are worked out here from the submitted JSON, not by the service's own code.
 """
@@ -27,16 +28,19 @@ BAD = ("failed", "timeout", "crashed", "error")
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
 
 
-def _plan(bases: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[list[dict[str, Any]]]]:
+def _plan(
+    bases: list[dict[str, Any]], submitters: int = SUBMITTERS, per_submitter: int = PER_SUBMITTER,
+    duplicates: int = DUPLICATES,
+) -> tuple[list[dict[str, Any]], list[list[dict[str, Any]]]]:
     """The distinct reports, and each submitter's list (own reports plus duplicates of others')."""
     rng = random.Random(7)
-    own = PER_SUBMITTER - DUPLICATES
-    distinct = [variant(bases[i % len(bases)], host=str(i % HOSTS)) for i in range(SUBMITTERS * own)]
+    own = per_submitter - duplicates
+    distinct = [variant(bases[i % len(bases)], host=str(i % HOSTS)) for i in range(submitters * own)]
     lists = []
-    for s in range(SUBMITTERS):
+    for s in range(submitters):
         mine = distinct[s * own : (s + 1) * own]
         others = [r for i, r in enumerate(distinct) if not s * own <= i < (s + 1) * own]
-        batch = mine + rng.sample(others, DUPLICATES)
+        batch = mine + rng.sample(others, duplicates)
         rng.shuffle(batch)
         lists.append(batch)
     return distinct, lists
@@ -63,12 +67,7 @@ def _expected(distinct: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 def test_concurrent_submitters_store_each_report_once_and_count_exactly(
     database_url: str, report_of
 ) -> None:
-    bases = [report_of("cpu")]
-    try:
-        bases.append(report_of("refdev_missing_op"))
-    except pytest.skip.Exception:
-        pass  # the CPU report alone still exercises every counter
-    distinct, lists = _plan(bases)
+    distinct, lists = _plan(_bases(report_of))
 
     with live_server(database_url, workers=3) as server:
         with ThreadPoolExecutor(SUBMITTERS) as pool:
@@ -76,7 +75,47 @@ def test_concurrent_submitters_store_each_report_once_and_count_exactly(
 
     counts = Counter(statuses)
     assert counts == {201: len(distinct), 200: SUBMITTERS * DUPLICATES}, counts
+    _assert_stored_exactly(database_url, distinct)
 
+
+def _bases(report_of) -> list[dict[str, Any]]:  # noqa: ANN001 - the report_of fixture
+    bases = [report_of("cpu")]
+    try:
+        bases.append(report_of("refdev_missing_op"))
+    except pytest.skip.Exception:
+        pass  # the CPU report alone still exercises every counter
+    return bases
+
+
+BATCH_SUBMITTERS = 8
+BATCHES = 20
+BATCH_SIZE = 10
+BATCH_DUPLICATES = 40  # of each batch submitter's 200, sent again from another submitter's list
+
+
+def _submit_batches(server: LiveServer, reports: list[dict[str, Any]]) -> list[str]:
+    statuses = []
+    with httpx.Client(base_url=server.base_url, headers=server.auth, timeout=60) as client:
+        for start in range(0, len(reports), BATCH_SIZE):
+            response = client.post("/v1/reports/batch", json=reports[start : start + BATCH_SIZE])
+            assert response.status_code == 200, response.text[:300]
+            statuses.extend(item["status"] for item in response.json()["results"])
+    return statuses
+
+
+def test_concurrent_batches_store_each_report_once_and_count_exactly(database_url: str, report_of) -> None:
+    distinct, lists = _plan(_bases(report_of), BATCH_SUBMITTERS, BATCHES * BATCH_SIZE, BATCH_DUPLICATES)
+
+    with live_server(database_url, workers=3) as server:
+        with ThreadPoolExecutor(BATCH_SUBMITTERS) as pool:
+            statuses = [s for batch in pool.map(lambda b: _submit_batches(server, b), lists) for s in batch]
+
+    counts = Counter(statuses)
+    assert counts == {"created": len(distinct), "exists": BATCH_SUBMITTERS * BATCH_DUPLICATES}, counts
+    _assert_stored_exactly(database_url, distinct)
+
+
+def _assert_stored_exactly(database_url: str, distinct: list[dict[str, Any]]) -> None:
     engine = sa.create_engine(database_url)
     try:
         with engine.connect() as conn:
