@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import threading
 from collections.abc import Sequence
+from typing import Any
 
 import sqlalchemy as sa
 from pydantic import BaseModel
@@ -137,17 +138,9 @@ def cell_evidence(
             )
         )
     is_declared = declared is not None and declared.declared_cell_of(key) is not None
-    health = cell_health(_tally(cell), min_hosts=min_hosts)
     return CellEvidence(
         key=key,
-        declared=is_declared,
-        status=cell_status(health, declared=is_declared),
-        health=health,
-        reports=cell.reports,
-        hosts=cell.hosts,
-        passing_hosts=cell.passing_hosts,
-        first_seen=_aware(cell.first_seen),
-        last_seen=_aware(cell.last_seen),
+        **_cell_summary(cell, declared=is_declared, min_hosts=min_hosts),
         counts=total,
         failing_checks=[
             FailingCheck(
@@ -235,8 +228,22 @@ def matrix_cells(
     return [(row, cid) for row, cid in rows if flt.keeps(row)]
 
 
-def _row(cell: EvidenceCell, *, declared: bool, min_hosts: int) -> MatrixCell:
+def _cell_summary(cell: EvidenceCell, *, declared: bool, min_hosts: int) -> dict[str, Any]:
+    """The status and counters a cell row contributes to both CellEvidence and MatrixCell."""
     health = cell_health(_tally(cell), min_hosts=min_hosts)
+    return {
+        "declared": declared,
+        "status": cell_status(health, declared=declared),
+        "health": health,
+        "reports": cell.reports,
+        "hosts": cell.hosts,
+        "passing_hosts": cell.passing_hosts,
+        "first_seen": _aware(cell.first_seen),
+        "last_seen": _aware(cell.last_seen),
+    }
+
+
+def _row(cell: EvidenceCell, *, declared: bool, min_hosts: int) -> MatrixCell:
     return MatrixCell(
         **_key(cell).model_dump(exclude={"python", "torch_version", "torch_build", "os", "arch"}),
         torch_version=cell.torch_version,
@@ -244,14 +251,7 @@ def _row(cell: EvidenceCell, *, declared: bool, min_hosts: int) -> MatrixCell:
         python=cell.python,
         os=cell.os,
         arch=cell.arch,
-        declared=declared,
-        status=cell_status(health, declared=declared),
-        health=health,
-        reports=cell.reports,
-        hosts=cell.hosts,
-        passing_hosts=cell.passing_hosts,
-        first_seen=_aware(cell.first_seen),
-        last_seen=_aware(cell.last_seen),
+        **_cell_summary(cell, declared=declared, min_hosts=min_hosts),
     )
 
 
