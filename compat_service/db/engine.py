@@ -6,6 +6,8 @@ share one file: readers never block the writer, and a writer waits instead of fa
 
 from __future__ import annotations
 
+import sqlite3
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -18,13 +20,33 @@ from compat_service.domain.errors import DatabaseNotReadyError, InvalidRequestEr
 SQLITE_BUSY_TIMEOUT_MS = 10_000
 
 
+def _switch_to_wal(cursor: sqlite3.Cursor) -> None:
+    """Put the database file in WAL mode, waiting out other connections doing the same.
+
+    On a brand-new file two connections switching at once deadlock (each holds a shared lock and wants
+    the exclusive one), and SQLite answers "database is locked" at once instead of calling the busy
+    handler: workers starting together on a fresh database hit it. So retry, for up to the busy timeout.
+    """
+    deadline = time.monotonic() + SQLITE_BUSY_TIMEOUT_MS / 1000
+    delay = 0.001
+    while True:
+        try:
+            cursor.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(delay)
+            delay = min(delay * 2, 0.05)
+
+
 def _sqlite_pragmas(dbapi_connection, _record) -> None:  # noqa: ANN001 - DB-API connection
     cursor = dbapi_connection.cursor()
-    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+    _switch_to_wal(cursor)
     # WAL + FULL: every commit is fsynced before the 201 goes out, so an acknowledged report survives a
     # power loss too (NORMAL would be ~10 % faster at ingest but can drop the newest commits).
     cursor.execute("PRAGMA synchronous=FULL")
-    cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.close()
 
