@@ -39,9 +39,10 @@ sys.path.insert(0, str(REPO_ROOT))
 
 WARMUP_S = 2.0
 HOSTS = 50
-#: requests per keep-alive connection. uvicorn's workers share one listening socket and a connection stays
+#: reports per keep-alive connection. uvicorn's workers share one listening socket and a connection stays
 #: with the worker that accepted it; connections that live for the whole run stay wherever the first
-#: accepts landed (often all on one worker), so clients reconnect now and then, as real submitters do.
+#: accepts landed (often all on one worker), so clients reconnect now and then, as real submitters do: a
+#: single-report client every 20 requests, a batch client after every request.
 RECONNECT_EVERY = 20
 
 
@@ -92,9 +93,10 @@ def _client(base_url: str, token: str, report: dict, seed: int, threads: int, se
         # http.client on a raw keep-alive connection: a fraction of httpx's per-request CPU
         conn = _connect(base_url)
         counted = created = errors = i = 0
+        reconnect_every = max(1, RECONNECT_EVERY // batch)
         while (now := time.monotonic() - start_at) <= WARMUP_S + seconds:
             i += 1
-            if i % RECONNECT_EVERY == 0:
+            if i % reconnect_every == 0:
                 conn.close()
                 conn = _connect(base_url)
             if batch > 1:

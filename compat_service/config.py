@@ -44,6 +44,9 @@ class Settings(BaseSettings):
     auto_migrate: bool | None = None
     #: how often (seconds) a worker checks whether a newer matrix was loaded into the database
     matrix_refresh_s: float = 5.0
+    #: freeze start-up objects and raise the garbage collector's thresholds when a worker starts (see
+    #: compat_service/api/gc_tuning.py); off for an app embedded in a process that tunes its own GC
+    tune_gc: bool = True
     #: resolutions kept per worker (keyed by the normalized request and the matrix version)
     resolve_cache_size: int = 4096
 

@@ -36,7 +36,26 @@ def summary(entries):
     return {"total": len(entries), "counts": counts, "ok": ok}
 
 
+def without_nul(value):
+    """``value`` with every NUL character in its strings and keys replaced by U+FFFD.
+
+    Text read from vendor tools and crashed workers can carry NULs; the service refuses reports holding them
+    (its stores keep text), so the probe replaces them visibly instead of losing the whole report."""
+    if isinstance(value, str):
+        return value.replace("\x00", "\ufffd") if "\x00" in value else value
+    if isinstance(value, dict):
+        return dict((without_nul(k), without_nul(v)) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return [without_nul(item) for item in value]
+    return value
+
+
 def assemble(environment, devices, entries, fingerprint, fingerprint_stable):
+    report = _assemble(environment, devices, entries, fingerprint, fingerprint_stable)
+    return without_nul(report)
+
+
+def _assemble(environment, devices, entries, fingerprint, fingerprint_stable):
     environment = dict(environment)
     environment["host_fingerprint"] = fingerprint
     extra = dict(environment.get("extra") or {})

@@ -17,6 +17,10 @@ import pytest
 REPO_ROOT = Path(__file__).resolve().parent.parent
 POSTGRES_ENV = "ACCELENV_TEST_POSTGRES_URL"
 
+# Apps built in the test process must not freeze the test process's objects (gc.freeze would keep every
+# cycle the earlier tests left behind); tests/api/test_gc_tuning.py tests the tuning itself.
+os.environ.setdefault("ACCELENV_TUNE_GC", "false")
+
 
 def postgres_url() -> str | None:
     return os.environ.get(POSTGRES_ENV) or None

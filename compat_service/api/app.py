@@ -16,6 +16,7 @@ from fastapi import FastAPI
 
 from compat_service.api.body_limit import BodyLimitMiddleware
 from compat_service.api.errors import install_error_handlers
+from compat_service.api.gc_tuning import tune_for_service
 from compat_service.api.http_cache import HttpCacheMiddleware
 from compat_service.api.resolve_cache import ResolveCache
 from compat_service.config import Settings
@@ -44,6 +45,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        if settings.tune_gc:
+            tune_for_service()
         yield
         engine.dispose()
 

@@ -26,8 +26,10 @@ instead of failing on a read-to-write lock upgrade.
 
 from __future__ import annotations
 
+import collections
 import datetime as dt
 import functools
+import operator
 import hashlib
 import json
 import threading
@@ -45,7 +47,7 @@ from compat_service.db.evidence_models import CHECK_SHARDS, EvidenceCell, Eviden
 from compat_service.db.reports_models import StoredReport
 from compat_service.domain.errors import DatabaseNotReadyError
 from compat_service.domain.evidence import CellKey, IngestResult, ReportConflictError, cell_key_of
-from compat_service.domain.report import CHECK_STATUSES, MAX_TEXT, ProbeReport
+from compat_service.domain.report import CHECK_STATUSES, MAX_TEXT, CheckResult, ProbeReport
 from compat_service.domain.verification import ReportVerdict, classify_report, is_failing
 
 
@@ -112,7 +114,9 @@ class _Statements:
         self.report_insert = (
             insert(_REPORT).on_conflict_do_nothing(index_elements=["report_id"]).returning(_REPORT.c.report_id)
         )
-        self.stored_sha = sa.select(_REPORT.c.body_sha256).where(_REPORT.c.report_id == sa.bindparam("rid"))
+        self.stored_sha = sa.select(_REPORT.c.report_id, _REPORT.c.body_sha256).where(
+            _REPORT.c.report_id.in_(sa.bindparam("rids", expanding=True))
+        )
         host = insert(_HOST)
         self.host_upsert = host.on_conflict_do_update(
             index_elements=["cell_id", "host_fingerprint"],
@@ -121,7 +125,7 @@ class _Statements:
                 "passing_reports": _HOST.c.passing_reports + host.excluded.passing_reports,
                 "last_seen": _later(_HOST.c.last_seen, host.excluded.last_seen),
             },
-        ).returning(_HOST.c.reports, _HOST.c.passing_reports)
+        ).returning(_HOST.c.cell_id, _HOST.c.host_fingerprint, _HOST.c.reports, _HOST.c.passing_reports)
         # All of a report's checks at once (a report carries hundreds): on PostgreSQL ONE statement over a
         # jsonb list (one round trip); on SQLite an executemany of a driver statement (see _CHECK_UPSERT).
         # Rows arrive sorted by check id, so writers lock them in one order.
@@ -154,24 +158,51 @@ _STATUS_COLUMN = {status: 2 + i for i, status in enumerate(CHECK_STATUSES)}
 _NO_COUNTS = (0,) * len(CHECK_STATUSES)
 _ATEN_OP = 2 + len(CHECK_STATUSES)
 _LAST_FAILURE = _ATEN_OP + 1
+# C-level accessors: a batch of 50 reports holds ~8000 checks, so the per-check work happens in map/Counter
+_ID = operator.attrgetter("id")
+_ID_GROUP = operator.attrgetter("id", "group")
+_ID_STATUS = operator.attrgetter("id", "status")
 
 
-def _check_rows(report: ProbeReport) -> list[tuple[Any, ...]]:
-    """One row per check id, in ``_CHECK_COLUMNS`` order, sorted by id (a report may repeat an id; one
-    upsert must not touch a row twice). Plain lists, not objects: it runs for every check of every report."""
-    sums: dict[str, list[Any]] = {}
-    for check in report.checks:
-        row = sums.get(check.id)
-        if row is None:
-            row = sums[check.id] = [check.id, check.group, *_NO_COUNTS, None, None]
-        row[_STATUS_COLUMN[check.status]] += 1
-        if check.data:
-            op = check.data.get("aten_op") or check.data.get("aten")
-            if isinstance(op, str):
-                row[_ATEN_OP] = op[:200]
-        if is_failing(check.group, check.status):
-            row[_LAST_FAILURE] = (check.detail or check.status)[:MAX_TEXT]
-    return [tuple(sums[check_id]) for check_id in sorted(sums)]
+def _aten_op(check: CheckResult) -> str | None:
+    op = check.data.get("aten_op") or check.data.get("aten") if check.data else None
+    return op[:200] if isinstance(op, str) else None
+
+
+def _check_rows(reports: list[_Prepared]) -> list[list[Any]]:
+    """The checks of ``reports`` (all of one cell) summed per check id, one row per id in
+    ``_CHECK_COLUMNS`` order, sorted by id (one upsert must not touch a row twice).
+
+    A check id names one op variant and dtype, so its aten op is the same in every report: it is read from
+    the first report showing each distinct list of check ids (a fleet runs one probe version, so usually
+    from one report of the batch). The last failure is the latest report's, as one upsert after the other.
+    """
+    counts: collections.Counter[tuple[str, str]] = collections.Counter()
+    groups: dict[str, str] = {}
+    aten_ops: dict[str, str | None] = {}
+    last_failure: dict[str, str] = {}
+    id_lists: set[tuple[str, ...]] = set()
+    for p in reports:
+        checks = p.checks
+        counts.update(map(_ID_STATUS, checks))
+        groups.update(map(_ID_GROUP, checks))
+        ids = tuple(map(_ID, checks))
+        if ids not in id_lists:
+            id_lists.add(ids)
+            for check in checks:
+                op = _aten_op(check)
+                if op is not None or check.id not in aten_ops:
+                    aten_ops[check.id] = op
+        for check in checks:
+            if check.status != "passed" and is_failing(check.group, check.status):
+                last_failure[check.id] = (check.detail or check.status)[:MAX_TEXT]
+    rows = {
+        check_id: [check_id, group, *_NO_COUNTS, aten_ops.get(check_id), last_failure.get(check_id)]
+        for check_id, group in groups.items()
+    }
+    for (check_id, status), n in counts.items():
+        rows[check_id][_STATUS_COLUMN[status]] += n
+    return [rows[check_id] for check_id in sorted(rows)]
 
 
 def _begin(session: Session) -> None:
@@ -188,8 +219,7 @@ class _Prepared:
     digest: str
     report_row: dict[str, Any]
     verdict: ReportVerdict
-    #: per-check rows in ``_CHECK_COLUMNS`` order, sorted by check id
-    rows: list[tuple[Any, ...]]
+    checks: list[CheckResult]
 
 
 def _prepare(report: ProbeReport, now: dt.datetime) -> _Prepared:
@@ -208,7 +238,7 @@ def _prepare(report: ProbeReport, now: dt.datetime) -> _Prepared:
             "body": body,
         },
         verdict=classify_report(report.checks),
-        rows=_check_rows(report),
+        checks=report.checks,
     )
 
 
@@ -242,8 +272,14 @@ def ingest_reports(
     first: dict[str, _Prepared] = {}
     for p in prepared:
         first.setdefault(p.report_row["report_id"], p)
+    batch = list(first.values())
+    # the check rows, computed before the write lock is taken for the common case (every report is new)
+    by_cell: dict[str, list[_Prepared]] = {}
+    for p in batch:
+        by_cell.setdefault(p.digest, []).append(p)
+    check_rows = {digest: _CellRows(len(cell), _check_rows(cell)) for digest, cell in by_cell.items()}
     with sqlite_write_gate(session.get_bind()):
-        stored = _store(session, list(first.values()), now)
+        stored = _store(session, batch, now, check_rows)
     results: list[IngestResult | ReportConflictError] = []
     for p in prepared:
         report_id = p.report_row["report_id"]
@@ -272,19 +308,29 @@ class _StaleCellId(Exception):
     pass
 
 
-def _store(session: Session, batch: list[_Prepared], now: dt.datetime) -> dict[str, str]:
+@dataclass
+class _CellRows:
+    """The check rows of a cell's reports in a batch, computed before they are known to be new."""
+
+    reports: int
+    rows: list[list[Any]]
+
+
+def _store(
+    session: Session, batch: list[_Prepared], now: dt.datetime, check_rows: dict[str, _CellRows]
+) -> dict[str, str]:
     """Store the reports of ``batch`` (distinct report_ids); returns report_id -> stored body_sha256 for
     every report_id that was already stored before (the others were created by this call)."""
     known = _known_cell_ids(session.get_bind())
     cached = {p.digest: known[p.digest] for p in batch if p.digest in known}
     if not cached:
-        return _store_once(session, batch, now, {}, known)
+        return _store_once(session, batch, now, {}, known, check_rows)
     try:
-        return _store_once(session, batch, now, cached, known)
+        return _store_once(session, batch, now, cached, known, check_rows)
     except (_StaleCellId, sa.exc.IntegrityError):  # an id naming another cell, or no cell (foreign key)
         for digest in cached:
             known.pop(digest, None)
-        return _store_once(session, batch, now, {}, known)
+        return _store_once(session, batch, now, {}, known, check_rows)
 
 
 def _store_once(
@@ -293,6 +339,7 @@ def _store_once(
     now: dt.datetime,
     cell_ids: dict[str, int],
     known: dict[str, int],
+    check_rows: dict[str, _CellRows],
 ) -> dict[str, str]:
     """One transaction. Locks are taken class by class (cells, reports, hosts, checks, cell counters), each
     class in sorted key order, so concurrent batches cannot deadlock. Returns what ``_store`` does."""
@@ -315,19 +362,17 @@ def _store_once(
             else:
                 new_cells.add(cell_id)
             cell_ids[p.digest] = cell_id
-        stored: dict[str, str] = {}
-        created: list[_Prepared] = []
-        for p in sorted(batch, key=lambda p: p.report_row["report_id"]):
-            report_id = p.report_row["report_id"]
-            row = {**p.report_row, "cell_id": cell_ids[p.digest]}
-            if conn.execute(sql.report_insert, row).first() is None:
-                stored[report_id] = conn.execute(sql.stored_sha, {"rid": report_id}).scalar_one()
-            else:
-                created.append(p)
+        # all reports in one multi-row INSERT (SQLAlchemy's insertmanyvalues), RETURNING those it inserted
+        in_order = sorted(batch, key=lambda p: p.report_row["report_id"])
+        report_rows = [{**p.report_row, "cell_id": cell_ids[p.digest]} for p in in_order]
+        inserted = set(conn.execute(sql.report_insert, report_rows).scalars())
+        created = [p for p in in_order if p.report_row["report_id"] in inserted]
+        already = [p.report_row["report_id"] for p in in_order if p.report_row["report_id"] not in inserted]
+        stored: dict[str, str] = dict(conn.execute(sql.stored_sha, {"rids": already}).all()) if already else {}
         if not created:
             session.rollback()  # nothing new: leave no cell row behind either
             return stored
-        _add_evidence(conn, sql, cell_ids, created, now)
+        _add_evidence(conn, sql, cell_ids, created, now, check_rows)
         # a cell this batch created for reports that were all stored already: drop it, as a rollback would
         for cell_id in new_cells - {cell_ids[p.digest] for p in created}:
             conn.execute(sa.delete(_CELL).where(_CELL.c.id == cell_id))
@@ -346,34 +391,17 @@ def _store_once(
     return stored
 
 
-def _merge_checks(reports: list[_Prepared]) -> list[Any]:
-    """The check rows of several reports of one cell summed per check id (later reports' aten op and last
-    failure win, as they would one upsert after the other), sorted by check id."""
-    if len(reports) == 1:
-        return reports[0].rows
-    merged: dict[str, list[Any]] = {}
-    for p in reports:
-        for row in p.rows:
-            into = merged.get(row[0])
-            if into is None:
-                merged[row[0]] = list(row)
-                continue
-            for column in _STATUS_COLUMN.values():
-                into[column] += row[column]
-            into[_ATEN_OP] = row[_ATEN_OP] or into[_ATEN_OP]
-            into[_LAST_FAILURE] = row[_LAST_FAILURE] or into[_LAST_FAILURE]
-    return [merged[check_id] for check_id in sorted(merged)]
-
-
 def _add_evidence(
     conn: sa.Connection,
     sql: _Statements,
     cell_ids: dict[str, int],
     created: list[_Prepared],
     now: dt.datetime,
+    precomputed: dict[str, _CellRows],
 ) -> None:
     """Add the created reports to their host, check and cell counters, each counter row written once per
-    batch; raises _StaleCellId if a cell id is not its cell's."""
+    batch; raises _StaleCellId if a cell id is not its cell's. ``precomputed`` holds each cell's check rows
+    for all its reports in the batch: right unless some of them turned out to be stored already."""
     by_cell: dict[int, list[_Prepared]] = {}
     for p in created:
         by_cell.setdefault(cell_ids[p.digest], []).append(p)
@@ -383,19 +411,22 @@ def _add_evidence(
         counts[0] += 1
         counts[1] += int(p.verdict.passed)
     new_hosts: dict[int, list[int]] = {cell_id: [0, 0] for cell_id in by_cell}  # cell -> [hosts, passing]
-    for (cell_id, fingerprint), (reports, passing) in sorted(hosts.items()):
-        host_reports, host_passing = conn.execute(
-            sql.host_upsert,
-            {
-                "cell_id": cell_id, "host_fingerprint": fingerprint, "reports": reports,
-                "passing_reports": passing, "first_seen": now, "last_seen": now,
-            },
-        ).one()
+    # one multi-row upsert, rows in key order (the order their locks are taken)
+    host_rows = [
+        {
+            "cell_id": cell_id, "host_fingerprint": fingerprint, "reports": reports,
+            "passing_reports": passing, "first_seen": now, "last_seen": now,
+        }
+        for (cell_id, fingerprint), (reports, passing) in sorted(hosts.items())
+    ]
+    for cell_id, fingerprint, host_reports, host_passing in conn.execute(sql.host_upsert, host_rows):
+        reports, passing = hosts[(cell_id, fingerprint)]
         # the row lock makes exactly one writer see its own additions as the whole count
         new_hosts[cell_id][0] += int(host_reports == reports)
         new_hosts[cell_id][1] += int(passing > 0 and host_passing == passing)
     for cell_id, reports in sorted(by_cell.items()):
-        rows = _merge_checks(reports)
+        cell_rows = precomputed[reports[0].digest]
+        rows = cell_rows.rows if cell_rows.reports == len(reports) else _check_rows(reports)
         if not rows:
             continue
         # one shard per cell and batch (the first report's): each (cell, check) row is written once

@@ -97,3 +97,34 @@ class ProbeReport(_Strict):
     devices: list[Device] = Field(max_length=MAX_DEVICES)
     checks: list[CheckResult] = Field(max_length=MAX_CHECKS)
     summary: Summary
+
+
+#: JSON's escape for U+0000 (a raw NUL byte is not valid JSON, so this is the only way one gets in)
+NUL_ESCAPE = b"\\u0000"
+
+
+def nul_character_paths(report: ProbeReport, body: bytes) -> list[str]:
+    """Where ``report`` (parsed from ``body``) holds a NUL character, in a key or a string value.
+
+    Reports are stored as text and PostgreSQL text cannot hold U+0000, so such a report is refused on every
+    database alike. ``body`` is searched first (in C), so the common report costs no walk of its strings.
+    """
+    if NUL_ESCAPE not in body:
+        return []
+    found: list[str] = []
+
+    def walk(value: Any, path: str) -> None:
+        if isinstance(value, str):
+            if "\x00" in value:
+                found.append(path)
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                if "\x00" in str(key):
+                    found.append(f"{path}.{key!r}")
+                walk(item, f"{path}.{key}")
+        elif isinstance(value, list):
+            for i, item in enumerate(value):
+                walk(item, f"{path}.{i}")
+
+    walk(report.model_dump(mode="json"), "report")
+    return found

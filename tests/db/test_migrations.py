@@ -108,3 +108,20 @@ def test_concurrent_upgrades_in_one_process_take_turns(database_url: str) -> Non
         list(pool.map(lambda _: migrate.upgrade(engine), range(4)))
     assert migrate.current_revision(engine) == migrate.head_revision()
     engine.dispose()
+
+
+def test_report_bodies_are_compressed_with_lz4_where_postgresql_has_it(postgres_database: str) -> None:
+    engine = make_engine(postgres_database)
+    migrate.upgrade(engine)
+    with engine.connect() as conn:
+        has_lz4 = "lz4" in conn.execute(
+            sa.text("SELECT enumvals FROM pg_settings WHERE name = 'default_toast_compression'")
+        ).scalar()
+        method = conn.execute(
+            sa.text(
+                "SELECT attcompression FROM pg_attribute "
+                "WHERE attrelid = 'probe_report'::regclass AND attname = 'body'"
+            )
+        ).scalar()
+    engine.dispose()
+    assert method == ("l" if has_lz4 else "")

@@ -160,6 +160,22 @@ def test_malformed_oversized_and_unauthenticated_bodies_store_nothing(service: S
     assert _stored_reports(service) == 0
 
 
+def test_nul_characters_are_refused_on_every_database(service: Service, report_of) -> None:
+    """PostgreSQL text cannot hold U+0000: such a report is a 422 naming where, never a 500, on both stores."""
+    report = report_of("cpu")
+    report["environment"]["driver_version"] = "550\x00.54"
+    report["checks"][0]["detail"] = "garbage \x00 from a vendor tool"
+    response = service.submit(report)
+    assert (response.status_code, response.json()["code"]) == (422, "report-invalid"), response.text
+    origins = {cause["origin"] for cause in response.json()["causes"]}
+    assert origins == {"report.environment.driver_version", "report.checks.0.detail"}
+
+    clean = variant(report_of("cpu"))
+    batch = service.client.post("/v1/reports/batch", json=[report, clean], headers=service.auth)
+    assert [item["status"] for item in batch.json()["results"]] == ["invalid", "created"], batch.text
+    assert _stored_reports(service) == 1
+
+
 def test_a_reused_report_id_with_other_content_is_a_conflict(service: Service, report_of) -> None:
     report = report_of("cpu")
     assert service.submit(report).status_code == 201

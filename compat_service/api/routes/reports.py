@@ -30,7 +30,7 @@ from compat_service.db.evidence_queries import get_report_json
 from compat_service.db.tokens import authorize
 from compat_service.domain.errors import Cause, ErrorBody, NotFoundError, ReportInvalidError
 from compat_service.domain.evidence import CellKey, IngestResult, ReportConflictError, ReportTooLargeError
-from compat_service.domain.report import ProbeReport
+from compat_service.domain.report import NUL_ESCAPE, ProbeReport, nul_character_paths
 
 router = APIRouter(prefix="/v1/reports", tags=["reports"])
 
@@ -54,11 +54,22 @@ def parse_report(body: bytes) -> ProbeReport:
             hint="send the JSON written by `accelenv probe --output FILE`",
         )
     try:
-        return ProbeReport.model_validate_json(body)
+        report = ProbeReport.model_validate_json(body)
     except ValidationError as exc:
         errors = exc.errors(include_url=False)
         _raise_if_not_json(errors)
         raise _schema_error(errors) from None
+    if paths := nul_character_paths(report, body):
+        raise _nul_error(paths)
+    return report
+
+
+def _nul_error(paths: list[str]) -> ReportInvalidError:
+    return ReportInvalidError(
+        f"the report holds NUL characters (\\u0000) in {len(paths)} place(s), which the store cannot keep",
+        hint="remove the NUL characters (they usually come from reading binary output as text) and resend",
+        causes=[Cause(constraint="no U+0000 in keys or strings", origin=path) for path in paths[:MAX_CAUSES]],
+    )
 
 
 def _raise_if_not_json(errors: list[Any]) -> None:
@@ -128,6 +139,13 @@ def parse_batch(body: bytes, max_reports: int) -> list[ProbeReport | InvalidItem
             if i in by_item
             else ProbeReport.model_validate_json(json.dumps(item))
             for i, item in enumerate(raw)
+        ]
+    if NUL_ESCAPE in body:
+        items = [
+            InvalidItem(str(item.report_id), _nul_error(paths))
+            if isinstance(item, ProbeReport) and (paths := nul_character_paths(item, body))
+            else item
+            for item in items
         ]
     if not items:
         raise ReportInvalidError(
