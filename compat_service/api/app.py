@@ -18,6 +18,7 @@ from compat_service.api.body_limit import BodyLimitMiddleware
 from compat_service.api.errors import install_error_handlers
 from compat_service.api.gc_tuning import tune_for_service
 from compat_service.api.http_cache import HttpCacheMiddleware
+from compat_service.api.nul_guard import NulGuardMiddleware
 from compat_service.api.resolve_cache import ResolveCache
 from compat_service.config import Settings
 from compat_service.db.engine import make_engine
@@ -74,6 +75,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         max_body_bytes=settings.max_body_bytes,
         limits_by_path={"/v1/reports/batch": settings.max_batch_body_bytes},
     )
+    app.add_middleware(NulGuardMiddleware)
     return app
 
 

@@ -26,6 +26,11 @@ HOSTILE_QUERIES = [
     ("/v1/torch", {"platform": "linux-x86_64' --"}),
     ("/v1/torch/2.3.1%27%20OR%201=1", {}),
     ("/v1/torch/" + "9" * 5000, {}),
+    # PostgreSQL text cannot hold NUL: every route refuses it before it reaches a query
+    ("/v1/matrix", {"backend": "cu\x00121"}),
+    ("/v1/torch", {"os": "li\x00nux"}),
+    ("/v1/evidence", {"torch": "2.13.0", "python": "3.11", "os": "linux", "arch": "x86_64", "backend": "c\x00pu"}),
+    ("/v1/torch/2.3%00", {}),
 ]
 
 
@@ -47,6 +52,10 @@ HOSTILE_QUERIES = [
         "sql-platform",
         "sql-version",
         "huge-version",
+        "nul-matrix-backend",
+        "nul-torch-os",
+        "nul-evidence-backend",
+        "nul-path",
     ],
 )
 def test_hostile_queries_get_a_named_4xx(client: TestClient, path: str, params: dict[str, str]) -> None:
