@@ -7,7 +7,8 @@ Reproduce (PostgreSQL needs ACCELENV_TEST_POSTGRES_URL, a server where databases
     ACCELENV_TEST_POSTGRES_URL=postgresql+psycopg://postgres@127.0.0.1:5432/test \\
         .venv/bin/python benchmarks/bench_ingest.py --seconds 15
 
-    # batch submission (`POST /v1/reports/batch`, 50 reports a request); prints both figures
+    # batch submission (`POST /v1/reports/batch`, 50 reports a request as NDJSON, what `accelenv report
+    # submit` sends; --batch-format json sends a JSON array); prints both figures
     ACCELENV_TEST_POSTGRES_URL=... .venv/bin/python benchmarks/bench_ingest.py --seconds 10 --batch 50
 
 A real uvicorn with ``--workers`` processes serves a fresh database; ``--client-procs`` processes with
@@ -80,11 +81,12 @@ def _connect(base_url: str) -> http.client.HTTPConnection:
 
 
 def _client(base_url: str, token: str, report: dict, seed: int, threads: int, seconds: float, batch: int,
-            queue: mp.Queue) -> None:
+            ndjson: bool, queue: mp.Queue) -> None:
     import threading
 
     template = _template(report)
-    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+    content_type = "application/x-ndjson" if batch > 1 and ndjson else "application/json"
+    headers = {"Authorization": f"Bearer {token}", "Content-Type": content_type}
     start_at = time.monotonic()
     counts = [(0, 0, 0)] * threads  # (reports created after the warm-up, all created, errors)
     path = "/v1/reports/batch" if batch > 1 else "/v1/reports"
@@ -101,7 +103,7 @@ def _client(base_url: str, token: str, report: dict, seed: int, threads: int, se
                 conn = _connect(base_url)
             if batch > 1:
                 bodies = (_body(template, seed * 1000 + t, i * batch + k) for k in range(batch))
-                body = b"[" + b",".join(bodies) + b"]"
+                body = b"\n".join(bodies) if ndjson else b"[" + b",".join(bodies) + b"]"
             else:
                 body = _body(template, seed * 1000 + t, i)
             conn.request("POST", path, body=body, headers=headers)
@@ -130,7 +132,7 @@ def _client(base_url: str, token: str, report: dict, seed: int, threads: int, se
 
 
 def bench(database_url: str, report: dict, *, workers: int, procs: int, threads: int, seconds: float,
-          batch: int = 1) -> float:
+          batch: int = 1, ndjson: bool = True) -> float:
     from tests.evidence.live_server import live_server
 
     with live_server(database_url, workers=workers) as server:
@@ -138,7 +140,7 @@ def bench(database_url: str, report: dict, *, workers: int, procs: int, threads:
         clients = [
             mp.Process(
                 target=_client,
-                args=(server.base_url, server.token, report, p, threads, seconds, batch, queue),
+                args=(server.base_url, server.token, report, p, threads, seconds, batch, ndjson, queue),
             )
             for p in range(procs)
         ]
@@ -197,20 +199,25 @@ def main() -> None:
     parser.add_argument("--only", choices=("sqlite", "postgres"))
     parser.add_argument("--batch", type=int, default=1,
                         help="reports per request; > 1 posts to /v1/reports/batch and measures 1 as well")
+    parser.add_argument("--batch-format", choices=("ndjson", "json"), default="ndjson",
+                        help="how a batch travels: NDJSON (what `accelenv report submit` sends) or a JSON array")
     args = parser.parse_args()
     sizes = [1, args.batch] if args.batch > 1 else [1]
     report = json.loads(args.report.read_text()) if args.report else _probe_report()
     print(f"report: {len(report['checks'])} checks, {len(json.dumps(report))} bytes; "
           f"{args.workers} server workers, {args.client_procs}x{args.threads} client connections")
 
+    ndjson = args.batch_format == "ndjson"
+
     def label(batch: int) -> str:
-        return "1 report/request" if batch == 1 else f"batches of {batch}"
+        return "1 report/request" if batch == 1 else f"batches of {batch} ({args.batch_format})"
 
     if args.only in (None, "sqlite"):
         for batch in sizes:
             with tempfile.TemporaryDirectory() as tmp:
                 rate = bench(f"sqlite:///{tmp}/bench.sqlite3", report, workers=args.workers,
-                             procs=args.client_procs, threads=args.threads, seconds=args.seconds, batch=batch)
+                             procs=args.client_procs, threads=args.threads, seconds=args.seconds, batch=batch,
+                             ndjson=ndjson)
             print(f"sqlite:     {rate:7.0f} reports/s  {label(batch)}  (target >= 300)")
     pg = os.environ.get("ACCELENV_TEST_POSTGRES_URL")
     if args.only in (None, "postgres"):
@@ -221,7 +228,7 @@ def main() -> None:
             url, drop = _postgres_database(pg)
             try:
                 rate = bench(url, report, workers=args.workers, procs=args.client_procs, threads=args.threads,
-                             seconds=args.seconds, batch=batch)
+                             seconds=args.seconds, batch=batch, ndjson=ndjson)
             finally:
                 drop()  # type: ignore[operator]
             print(f"postgresql: {rate:7.0f} reports/s  {label(batch)}  (target >= 1000)")

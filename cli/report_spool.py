@@ -2,9 +2,10 @@
 
 The spool is a directory of ``<report_id>.json`` files: ``ACCELENV_SPOOL_DIR``, else ``spool/`` in the
 user data directory. Resending is safe: the service stores a report_id once (201 first, 200 after).
-The spool goes out in batches (`POST URL/v1/reports/batch`, ``BATCH_SIZE`` reports a request, one result
-per report); a server without the batch route (404) gets the reports one by one, and a batch the server
-finds too large is sent one by one too.
+The spool goes out in batches (`POST URL/v1/reports/batch` as NDJSON, one compact report per line,
+``BATCH_SIZE`` reports a request, one result per report); a server without the batch route (404) gets the
+reports one by one, and a batch the server refuses as a whole (too large, or NDJSON it cannot read) is sent
+one by one too.
 An unreachable server is ``ServerUnreachableError`` (exit 6); a refused token ``AuthError`` /
 ``ForbiddenError`` (exit 7); a report the server rejects ``ReportInvalidError`` (exit 10).
 """
@@ -74,11 +75,12 @@ def submit(server: str, token: str, body: bytes, *, client: httpx.Client | None 
 
 def submit_batch(server: str, token: str, bodies: list[bytes], *, client: httpx.Client | None = None,
                  timeout_s: float = 120.0) -> list[dict[str, Any]] | None:
-    """POST reports (each a JSON object) as one batch; the server's per-report results in order
-    (``{"report_id", "status": created|exists|conflict|invalid, "error"?}``), or None when the server has no
-    batch route (404 or 405). Raises an AccelenvError when the server refuses the batch as a whole."""
-    body = b"[" + b",".join(bodies) + b"]"
-    response = _post(server, "/v1/reports/batch", token, body, client=client, timeout_s=timeout_s)
+    """POST reports (each a JSON object on one line) as one NDJSON batch; the server's per-report results in
+    order (``{"report_id", "status": created|exists|conflict|invalid, "error"?}``), or None when the server
+    has no batch route (404 or 405). Raises an AccelenvError when the server refuses the batch as a whole."""
+    body = b"\n".join(bodies) + b"\n"
+    response = _post(server, "/v1/reports/batch", token, body, client=client, timeout_s=timeout_s,
+                     content_type="application/x-ndjson")
     if response.status_code in (404, 405):  # a server from before the batch route (405: POST on GET's path)
         return None
     if response.status_code != 200:
@@ -96,9 +98,9 @@ def submit_batch(server: str, token: str, bodies: list[bytes], *, client: httpx.
 
 
 def _post(server: str, path: str, token: str, body: bytes, *, client: httpx.Client | None,
-          timeout_s: float) -> httpx.Response:
+          timeout_s: float, content_type: str = "application/json") -> httpx.Response:
     url = server.rstrip("/") + path
-    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+    headers = {"Authorization": f"Bearer {token}", "Content-Type": content_type}
     try:
         if client is not None:
             return client.post(url, content=body, headers=headers)
@@ -142,14 +144,15 @@ def submit_spooled(server: str, token: str, directory: Path | None = None, *,
     for path in spooled(directory):
         body = path.read_bytes()
         try:
-            json.loads(body)  # one broken file must not break the JSON array of its whole batch
+            # one broken file must not break its whole batch; a batch line is the report, compact
+            line = json.dumps(json.loads(body), separators=(",", ":"), ensure_ascii=False).encode()
         except ValueError as exc:
             result.kept.append((path, ReportInvalidError(
                 f"the spooled file is not valid JSON: {exc}",
                 hint="delete it, or replace it with the report written by `accelenv probe --output FILE`",
             )))
             continue
-        pending.append((path, body))
+        pending.append((path, line))
     use_batches = True
     for start in range(0, len(pending), BATCH_SIZE):
         chunk = pending[start : start + BATCH_SIZE]

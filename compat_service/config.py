@@ -33,6 +33,8 @@ class Settings(BaseSettings):
     max_batch_reports: int = 100
     #: largest body `POST /v1/reports/batch` accepts, in bytes (a full batch of ~65 KB reports fits)
     max_batch_body_bytes: int = 16_000_000
+    #: most single-report submissions a worker stores in one transaction (compat_service/db/ingest_queue.py)
+    ingest_group_max: int = Field(default=64, ge=1, le=1000)
     #: distinct hosts whose passing reports make a matrix cell "verified"
     verified_min_hosts: int = 2
     #: Cache-Control max-age for GET responses

@@ -1,6 +1,7 @@
 """The dependency direction of STYLE.md, enforced: import-linter contracts and the probes' Python floor.
 
 - `lint-imports` runs the contracts in pyproject.toml ([tool.importlinter]).
+- compat_service/, cli/ and benchmarks/ must run on Python 3.10 (vermin), the floor pyproject.toml declares.
 - Every file under probes/ must run on Python 3.8 (vermin) and import only the standard library, torch (and
   its vendor plugins such as torch_npu) or probes itself: probes run on hosts that may have nothing else.
 """
@@ -39,6 +40,13 @@ def test_probes_need_no_newer_python_than_3_8() -> None:
         return
     result = _run([str(BIN / "vermin"), *VERMIN_ARGS, *map(str, PROBE_FILES)])
     assert result.returncode == 0, f"probes need a newer Python than 3.8:\n{result.stdout}{result.stderr}"
+
+
+def test_the_tool_needs_no_newer_python_than_3_10() -> None:
+    """pyproject.toml says requires-python >= 3.10: the service, the CLI and the benchmarks must run there."""
+    folders = [str(REPO_ROOT / name) for name in ("compat_service", "cli", "benchmarks")]
+    result = _run([str(BIN / "vermin"), *VERMIN_ARGS[:1], "-t=3.10-", *VERMIN_ARGS[2:], *folders])
+    assert result.returncode == 0, f"the tool needs a newer Python than 3.10:\n{result.stdout}{result.stderr}"
 
 
 def test_vermin_check_flags_a_python_3_9_module(tmp_path: Path) -> None:

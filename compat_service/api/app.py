@@ -22,6 +22,7 @@ from compat_service.api.nul_guard import NulGuardMiddleware
 from compat_service.api.resolve_cache import ResolveCache
 from compat_service.config import Settings
 from compat_service.db.engine import make_engine
+from compat_service.db.ingest_queue import IngestQueue
 from compat_service.db.matrix_repository import MatrixRepository
 from compat_service.importer import prepare_database
 
@@ -49,6 +50,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         if settings.tune_gc:
             tune_for_service()
         yield
+        app.state.ingest_queue.close()
         engine.dispose()
 
     app = FastAPI(
@@ -64,6 +66,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.engine = engine
     app.state.matrix_repository = MatrixRepository(engine, refresh_s=settings.matrix_refresh_s)
     app.state.resolve_cache = ResolveCache(settings.resolve_cache_size)
+    app.state.ingest_queue = IngestQueue(engine, max_batch=settings.ingest_group_max)
     install_error_handlers(app)
     for name in ROUTERS:
         module = importlib.import_module(f"compat_service.api.routes.{name}")

@@ -26,11 +26,8 @@ instead of failing on a read-to-write lock upgrade.
 
 from __future__ import annotations
 
-import collections
 import datetime as dt
 import functools
-import operator
-import hashlib
 import json
 import threading
 import weakref
@@ -42,27 +39,20 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
-from compat_service.db.evidence_write_gate import sqlite_write_gate
 from compat_service.db.evidence_models import CHECK_SHARDS, EvidenceCell, EvidenceHost
+from compat_service.db.evidence_write_gate import sqlite_write_gate
+from compat_service.db.report_prep import (
+    CHECK_COLUMNS,
+    PreparedReport,
+    as_utc,
+    check_rows,
+    prepare_report,
+    utcnow,
+)
 from compat_service.db.reports_models import StoredReport
 from compat_service.domain.errors import DatabaseNotReadyError
-from compat_service.domain.evidence import CellKey, IngestResult, ReportConflictError, cell_key_of
-from compat_service.domain.report import CHECK_STATUSES, MAX_TEXT, CheckResult, ProbeReport
-from compat_service.domain.verification import ReportVerdict, classify_report, is_failing
-
-
-def utcnow() -> dt.datetime:
-    return dt.datetime.now(dt.UTC)
-
-
-def _as_utc(value: dt.datetime) -> dt.datetime:
-    """A report's timestamp in UTC; one without an offset is taken as UTC."""
-    return value.astimezone(dt.UTC) if value.tzinfo else value.replace(tzinfo=dt.UTC)
-
-
-def canonical_json(report: ProbeReport) -> str:
-    return report.model_dump_json()
-
+from compat_service.domain.evidence import IngestResult, ReportConflictError
+from compat_service.domain.report import CHECK_STATUSES, ProbeReport
 
 _CELL = EvidenceCell.__table__
 _HOST = EvidenceHost.__table__
@@ -74,7 +64,6 @@ def _later(column: sa.ColumnElement, other: sa.ColumnElement) -> sa.ColumnElemen
     return sa.case((column < other, other), else_=column)
 
 
-_CHECK_COLUMNS = ("check_id", "group", *CHECK_STATUSES, "aten_op", "last_failure")
 _ADD_COUNTS = ", ".join(f"{s} = evidence_check.{s} + excluded.{s}" for s in CHECK_STATUSES)
 _CHECK_CONFLICT = (
     f"ON CONFLICT (cell_id, check_id, shard) DO UPDATE SET {_ADD_COUNTS}, "
@@ -91,13 +80,13 @@ _CHECK_UPSERT = {
     + "SELECT :cell_id, :shard, "
     + ", ".join(
         f"CAST(e->>{i} AS integer)" if column in CHECK_STATUSES else f"e->>{i}"
-        for i, column in enumerate(_CHECK_COLUMNS)
+        for i, column in enumerate(CHECK_COLUMNS)
     )
     + " FROM jsonb_array_elements(CAST(:rows AS jsonb)) AS e "
     + _CHECK_CONFLICT,
     # SQLite runs in-process: one prepared statement run per row (executemany, in C) costs less than
     # encoding the rows as JSON and taking them apart again with json_each / json_extract
-    "sqlite": _INSERT_CHECKS + f"VALUES ({', '.join('?' * (2 + len(_CHECK_COLUMNS)))}) " + _CHECK_CONFLICT,
+    "sqlite": _INSERT_CHECKS + f"VALUES ({', '.join('?' * (2 + len(CHECK_COLUMNS)))}) " + _CHECK_CONFLICT,
 }
 
 
@@ -154,92 +143,9 @@ def _statements(dialect: str) -> _Statements:
     return _Statements(dialect)
 
 
-_STATUS_COLUMN = {status: 2 + i for i, status in enumerate(CHECK_STATUSES)}
-_NO_COUNTS = (0,) * len(CHECK_STATUSES)
-_ATEN_OP = 2 + len(CHECK_STATUSES)
-_LAST_FAILURE = _ATEN_OP + 1
-# C-level accessors: a batch of 50 reports holds ~8000 checks, so the per-check work happens in map/Counter
-_ID = operator.attrgetter("id")
-_ID_GROUP = operator.attrgetter("id", "group")
-_ID_STATUS = operator.attrgetter("id", "status")
-
-
-def _aten_op(check: CheckResult) -> str | None:
-    op = check.data.get("aten_op") or check.data.get("aten") if check.data else None
-    return op[:200] if isinstance(op, str) else None
-
-
-def _check_rows(reports: list[_Prepared]) -> list[list[Any]]:
-    """The checks of ``reports`` (all of one cell) summed per check id, one row per id in
-    ``_CHECK_COLUMNS`` order, sorted by id (one upsert must not touch a row twice).
-
-    A check id names one op variant and dtype, so its aten op is the same in every report: it is read from
-    the first report showing each distinct list of check ids (a fleet runs one probe version, so usually
-    from one report of the batch). The last failure is the latest report's, as one upsert after the other.
-    """
-    counts: collections.Counter[tuple[str, str]] = collections.Counter()
-    groups: dict[str, str] = {}
-    aten_ops: dict[str, str | None] = {}
-    last_failure: dict[str, str] = {}
-    id_lists: set[tuple[str, ...]] = set()
-    for p in reports:
-        checks = p.checks
-        counts.update(map(_ID_STATUS, checks))
-        groups.update(map(_ID_GROUP, checks))
-        ids = tuple(map(_ID, checks))
-        if ids not in id_lists:
-            id_lists.add(ids)
-            for check in checks:
-                op = _aten_op(check)
-                if op is not None or check.id not in aten_ops:
-                    aten_ops[check.id] = op
-        for check in checks:
-            if check.status != "passed" and is_failing(check.group, check.status):
-                last_failure[check.id] = (check.detail or check.status)[:MAX_TEXT]
-    rows = {
-        check_id: [check_id, group, *_NO_COUNTS, aten_ops.get(check_id), last_failure.get(check_id)]
-        for check_id, group in groups.items()
-    }
-    for (check_id, status), n in counts.items():
-        rows[check_id][_STATUS_COLUMN[status]] += n
-    return [rows[check_id] for check_id in sorted(rows)]
-
-
 def _begin(session: Session) -> None:
     if session.get_bind().dialect.name == "sqlite":
         session.connection().exec_driver_sql("BEGIN IMMEDIATE")
-
-
-@dataclass
-class _Prepared:
-    """Everything computed from the report before the write lock is taken: the locked section (one writer
-    at a time on SQLite, row locks on PostgreSQL) only runs statements."""
-
-    key: CellKey
-    digest: str
-    report_row: dict[str, Any]
-    verdict: ReportVerdict
-    checks: list[CheckResult]
-
-
-def _prepare(report: ProbeReport, now: dt.datetime) -> _Prepared:
-    key = cell_key_of(report.environment)
-    body = canonical_json(report)
-    return _Prepared(
-        key=key,
-        digest=key.digest(),
-        report_row={
-            "report_id": str(report.report_id),
-            "host_fingerprint": report.environment.host_fingerprint,
-            "created_at": _as_utc(report.created_at),
-            "received_at": now,
-            "ok": report.summary.ok,
-            "body_sha256": hashlib.sha256(body.encode()).hexdigest(),
-            "body": body,
-        },
-        verdict=classify_report(report.checks),
-        checks=report.checks,
-    )
 
 
 def _conflict(report_id: str) -> ReportConflictError:
@@ -263,26 +169,33 @@ def ingest_report(session: Session, report: ProbeReport, *, now: dt.datetime | N
 def ingest_reports(
     session: Session, reports: list[ProbeReport], *, now: dt.datetime | None = None
 ) -> list[IngestResult | ReportConflictError]:
-    """Store ``reports`` and update their cells' evidence in ONE transaction; commit. One result per report,
+    """``ingest_prepared`` for parsed reports."""
+    now = as_utc(now) if now is not None else utcnow()
+    return ingest_prepared(session, [prepare_report(report, now) for report in reports], now=now)
+
+
+def ingest_prepared(
+    session: Session, prepared: list[PreparedReport], *, now: dt.datetime | None = None
+) -> list[IngestResult | ReportConflictError]:
+    """Store the reports and update their cells' evidence in ONE transaction; commit. One result per report,
     in order: created, already stored (``created=False``), or a ReportConflictError (the report_id is stored,
     or comes earlier in the batch, with different content). A repeated report_id in the batch is stored once
     (its first occurrence); later ones compare against it, as if sent one after the other."""
-    now = _as_utc(now) if now is not None else utcnow()
-    prepared = [_prepare(report, now) for report in reports]
-    first: dict[str, _Prepared] = {}
+    now = as_utc(now) if now is not None else utcnow()
+    first: dict[str, PreparedReport] = {}
     for p in prepared:
-        first.setdefault(p.report_row["report_id"], p)
+        first.setdefault(p.report_id, p)
     batch = list(first.values())
     # the check rows, computed before the write lock is taken for the common case (every report is new)
-    by_cell: dict[str, list[_Prepared]] = {}
+    by_cell: dict[str, list[PreparedReport]] = {}
     for p in batch:
         by_cell.setdefault(p.digest, []).append(p)
-    check_rows = {digest: _CellRows(len(cell), _check_rows(cell)) for digest, cell in by_cell.items()}
+    rows = {digest: _CellRows(len(cell), check_rows(cell)) for digest, cell in by_cell.items()}
     with sqlite_write_gate(session.get_bind()):
-        stored = _store(session, batch, now, check_rows)
+        stored = _store(session, batch, now, rows)
     results: list[IngestResult | ReportConflictError] = []
     for p in prepared:
-        report_id = p.report_row["report_id"]
+        report_id = p.report_id
         if report_id not in stored and first[report_id] is p:
             results.append(IngestResult(report_id=report_id, created=True, key=p.key))
         elif stored.get(report_id, first[report_id].report_row["body_sha256"]) != p.report_row["body_sha256"]:
@@ -317,7 +230,7 @@ class _CellRows:
 
 
 def _store(
-    session: Session, batch: list[_Prepared], now: dt.datetime, check_rows: dict[str, _CellRows]
+    session: Session, batch: list[PreparedReport], now: dt.datetime, check_rows: dict[str, _CellRows]
 ) -> dict[str, str]:
     """Store the reports of ``batch`` (distinct report_ids); returns report_id -> stored body_sha256 for
     every report_id that was already stored before (the others were created by this call)."""
@@ -335,7 +248,7 @@ def _store(
 
 def _store_once(
     session: Session,
-    batch: list[_Prepared],
+    batch: list[PreparedReport],
     now: dt.datetime,
     cell_ids: dict[str, int],
     known: dict[str, int],
@@ -395,14 +308,14 @@ def _add_evidence(
     conn: sa.Connection,
     sql: _Statements,
     cell_ids: dict[str, int],
-    created: list[_Prepared],
+    created: list[PreparedReport],
     now: dt.datetime,
     precomputed: dict[str, _CellRows],
 ) -> None:
     """Add the created reports to their host, check and cell counters, each counter row written once per
     batch; raises _StaleCellId if a cell id is not its cell's. ``precomputed`` holds each cell's check rows
     for all its reports in the batch: right unless some of them turned out to be stored already."""
-    by_cell: dict[int, list[_Prepared]] = {}
+    by_cell: dict[int, list[PreparedReport]] = {}
     for p in created:
         by_cell.setdefault(cell_ids[p.digest], []).append(p)
     hosts: dict[tuple[int, str], list[int]] = {}  # (cell, fingerprint) -> [reports, passing reports]
@@ -426,7 +339,7 @@ def _add_evidence(
         new_hosts[cell_id][1] += int(passing > 0 and host_passing == passing)
     for cell_id, reports in sorted(by_cell.items()):
         cell_rows = precomputed[reports[0].digest]
-        rows = cell_rows.rows if cell_rows.reports == len(reports) else _check_rows(reports)
+        rows = cell_rows.rows if cell_rows.reports == len(reports) else check_rows(reports)
         if not rows:
             continue
         # one shard per cell and batch (the first report's): each (cell, check) row is written once

@@ -62,7 +62,7 @@ class MatrixFilter(BaseModel):
 
 
 def _aware(value: dt.datetime | None) -> dt.datetime | None:
-    return value.replace(tzinfo=dt.UTC) if value is not None and value.tzinfo is None else value
+    return value.replace(tzinfo=dt.timezone.utc) if value is not None and value.tzinfo is None else value
 
 
 def _tally(cell: EvidenceCell) -> CellTally:

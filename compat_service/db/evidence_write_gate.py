@@ -39,7 +39,13 @@ class _Gate:
                 yield
                 return
             if self._fd is None:
-                self._fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+                try:
+                    self._fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+                except OSError:
+                    # no lock file beside the database (its folder is missing or read-only): busy_timeout
+                    # still orders the writers, and opening the database reports the real problem
+                    yield
+                    return
             fcntl.flock(self._fd, fcntl.LOCK_EX)
             try:
                 yield

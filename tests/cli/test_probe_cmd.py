@@ -68,7 +68,8 @@ class Service:
                         return
                     service.batch_posts += 1
                     results = []
-                    for report in json.loads(body):
+                    assert self.headers["Content-Type"] == "application/x-ndjson"  # one report per line
+                    for report in map(json.loads, body.splitlines()):
                         service.requests.append({"path": self.path, "auth": self.headers.get("Authorization"),
                                                  "report": report})
                         status, payload = answer(report["report_id"])

@@ -4,6 +4,7 @@ stored, whole-batch refusals, and evidence identical to submitting the same repo
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -21,12 +22,17 @@ def _stored_ids(service: Service) -> set[str]:
         return set(conn.execute(sa.text("SELECT report_id FROM probe_report")).scalars())
 
 
-def _batch(service: Service, items: list[Any]):  # noqa: ANN202 - an httpx.Response
+def _batch(service: Service, items: list[Any], form: str = "json"):  # noqa: ANN202 - an httpx.Response
+    if form == "ndjson":
+        body = "\n".join(json.dumps(item) for item in items).encode()
+        headers = service.auth | {"Content-Type": "application/x-ndjson"}
+        return service.client.post("/v1/reports/batch", content=body, headers=headers)
     return service.client.post("/v1/reports/batch", json=items, headers=service.auth)
 
 
+@pytest.mark.parametrize("form", ["json", "ndjson"])
 def test_each_item_gets_its_result_in_order_and_only_valid_new_reports_are_stored(
-    service: Service, report_of
+    service: Service, report_of, form: str
 ) -> None:
     cpu = report_of("cpu")
     first, second, stored_before = variant(cpu, host="a"), variant(cpu, host="b"), variant(cpu, host="c")
@@ -39,7 +45,7 @@ def test_each_item_gets_its_result_in_order_and_only_valid_new_reports_are_store
     del invalid["environment"]
 
     items = [first, stored_before, first, tampered, invalid, second]
-    response = _batch(service, items)
+    response = _batch(service, items, form)
     assert response.status_code == 200, response.text
     results = response.json()["results"]
     assert [(r["report_id"], r["status"]) for r in results] == [
@@ -59,7 +65,7 @@ def test_each_item_gets_its_result_in_order_and_only_valid_new_reports_are_store
     assert service.client.get(f"/v1/reports/{first['report_id']}").json()["checks"] == first["checks"]
 
     # the same batch again changes nothing: idempotent item by item
-    again = _batch(service, items).json()["results"]
+    again = _batch(service, items, form).json()["results"]
     assert [r["status"] for r in again] == ["exists", "exists", "exists", "conflict", "invalid", "exists"]
     assert service.client.get("/v1/evidence", params=_cell_query(cpu)).json()["reports"] == 3
 
@@ -113,6 +119,28 @@ def test_whole_batch_problems_refuse_it_all_naming_the_limit(service: Service, r
     assert (huge.status_code, huge.json()["code"]) == (413, "body-too-large")
     assert "ACCELENV_MAX_BATCH_BODY_BYTES" in huge.json()["hint"]
     assert _stored_ids(service) == set()
+
+
+def test_ndjson_lines_are_items_and_a_broken_line_is_named(service: Service, report_of) -> None:
+    """NDJSON (what `accelenv report submit` sends): one report per line, blank lines ignored, a line that is
+    not JSON refused on its own with its line number while the others are stored."""
+    first, second = variant(report_of("cpu"), host="a"), variant(report_of("cpu"), host="b")
+    body = b"\n".join([json.dumps(first).encode(), b"", b'{"report_id": "x", "broken', b"  ",
+                        json.dumps(second).encode(), b""])
+    headers = service.auth | {"Content-Type": "application/x-ndjson; charset=utf-8"}
+    response = service.client.post("/v1/reports/batch", content=body, headers=headers)
+    assert response.status_code == 200, response.text
+    results = response.json()["results"]
+    assert [r["status"] for r in results] == ["created", "invalid", "created"]
+    assert results[1].get("report_id") is None
+    assert results[1]["error"]["message"].startswith("line 3 is not valid JSON"), results[1]
+    assert _stored_ids(service) == {first["report_id"], second["report_id"]}
+
+    too_many = b"\n".join([b"{}"] * 101)
+    refused = service.client.post("/v1/reports/batch", content=too_many, headers=headers)
+    assert refused.status_code == 413 and "at most 100 per batch" in refused.json()["message"]
+    blank = service.client.post("/v1/reports/batch", content=b"\n \n", headers=headers)
+    assert blank.status_code == 422 and "empty" in blank.json()["message"]
 
 
 def test_a_full_batch_may_exceed_the_single_report_body_limit(service: Service, report_of) -> None:
