@@ -189,7 +189,7 @@ def token_revoke(
     token_id: Annotated[int, typer.Argument(help="the id `accelenv token list` shows")],
     database_url: DatabaseUrl = None,
 ) -> None:
-    """Revoke a token: requests with it get 401 from now on."""
+    """Revoke a token: requests with it get 401 once running workers forget it (ACCELENV_TOKEN_CACHE_S, 5 s)."""
     with guarded():
         from compat_service.db import migrate
         from compat_service.db.tokens import revoke_token
@@ -198,7 +198,8 @@ def token_revoke(
         migrate.require_head(engine)
         public = revoke_token(engine, token_id)
         engine.dispose()
-        _say(f"token {public.id} (scope {public.scope}) revoked at {public.revoked_at:%Y-%m-%d %H:%M:%S} UTC")
+        _say(f"token {public.id} (scope {public.scope}) revoked at {public.revoked_at:%Y-%m-%d %H:%M:%S} UTC; "
+             "running services refuse it within their ACCELENV_TOKEN_CACHE_S (5 s by default)")
 
 
 @token_app.command("list")

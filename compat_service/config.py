@@ -35,6 +35,9 @@ class Settings(BaseSettings):
     max_batch_body_bytes: int = 16_000_000
     #: most single-report submissions a worker stores in one transaction (compat_service/db/ingest_queue.py)
     ingest_group_max: int = Field(default=64, ge=1, le=1000)
+    #: seconds a worker remembers a token it found valid; a revoked token stops working within this time
+    #: (0 = look every token up on every request); see compat_service/db/tokens.py
+    token_cache_s: float = Field(default=5.0, ge=0, le=300)
     #: distinct hosts whose passing reports make a matrix cell "verified"
     verified_min_hosts: int = 2
     #: Cache-Control max-age for GET responses

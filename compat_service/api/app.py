@@ -24,6 +24,7 @@ from compat_service.config import Settings
 from compat_service.db.engine import make_engine
 from compat_service.db.ingest_queue import IngestQueue
 from compat_service.db.matrix_repository import MatrixRepository
+from compat_service.db.tokens import TokenCache
 from compat_service.importer import prepare_database
 
 #: routers in include order (routes match in this order: the hot /v1/resolve first); reports, evidence,
@@ -67,6 +68,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.matrix_repository = MatrixRepository(engine, refresh_s=settings.matrix_refresh_s)
     app.state.resolve_cache = ResolveCache(settings.resolve_cache_size)
     app.state.ingest_queue = IngestQueue(engine, max_batch=settings.ingest_group_max)
+    app.state.token_cache = TokenCache(settings.token_cache_s)
     install_error_handlers(app)
     for name in ROUTERS:
         module = importlib.import_module(f"compat_service.api.routes.{name}")

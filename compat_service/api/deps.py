@@ -67,9 +67,11 @@ def require_scope(scope: str) -> Callable[..., ApiTokenPublic]:
     """A dependency admitting bearer tokens with ``scope`` (or ``admin``); 401 / 403 otherwise."""
 
     def check(
+        request: Request,
         session: SessionDep,
         credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
     ) -> ApiTokenPublic:
-        return authorize(session, credentials.credentials if credentials else None, scope)
+        secret = credentials.credentials if credentials else None
+        return authorize(session, secret, scope, request.app.state.token_cache)
 
     return check

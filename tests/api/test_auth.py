@@ -115,3 +115,37 @@ def test_report_submission_needs_a_report_token(
         )
         # Past authentication: the empty report itself is what gets refused.
         assert res.status_code == 422, res.text
+
+
+@pytest.mark.parametrize("cache_s", [0.0, 0.5])
+def test_a_revoked_token_stops_working_within_the_token_cache_time(
+    shared_database_url: str, cache_s: float
+) -> None:
+    """Workers remember valid tokens for ACCELENV_TOKEN_CACHE_S: revocation takes effect within it (at once
+    with 0); the scope is checked on every request, cached or not."""
+    import time
+
+    app = create_app(settings_for(shared_database_url, token_cache_s=cache_s, load_matrix_on_start=False))
+
+    @app.post("/test/report")
+    def report_write(token: Annotated[ApiTokenPublic, Depends(require_scope("report"))]) -> dict[str, int]:
+        return {"token_id": token.id}
+
+    @app.post("/test/admin")
+    def admin_write(token: Annotated[ApiTokenPublic, Depends(require_scope("admin"))]) -> dict[str, int]:
+        return {"token_id": token.id}
+
+    public, secret = create_token(app.state.engine, ApiTokenCreate(scope="report", note="cache test"))
+    headers = {"Authorization": f"Bearer {secret}"}
+    with TestClient(app) as client:
+        assert client.post("/test/report", headers=headers).status_code == 200
+        assert client.post("/test/admin", headers=headers).status_code == 403  # cached, still the wrong scope
+        revoke_token(app.state.engine, public.id)
+        revoked_at = time.monotonic()
+        status = client.post("/test/report", headers=headers).status_code
+        if cache_s == 0:
+            assert status == 401
+        else:
+            assert status == 200 or time.monotonic() - revoked_at >= cache_s  # remembered for cache_s at most
+            time.sleep(max(0.0, cache_s - (time.monotonic() - revoked_at)) + 0.05)
+            assert client.post("/test/report", headers=headers).status_code == 401

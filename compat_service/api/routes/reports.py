@@ -34,7 +34,7 @@ from compat_service.db.evidence_ingest import ingest_prepared
 from compat_service.db.evidence_queries import get_report_json
 from compat_service.db.ingest_queue import IngestQueue
 from compat_service.db.report_prep import prepare_report, utcnow
-from compat_service.db.tokens import authorize
+from compat_service.db.tokens import TokenCache, authorize
 from compat_service.domain.errors import ErrorBody, NotFoundError
 from compat_service.domain.evidence import CellKey, IngestResult, ReportConflictError
 from compat_service.domain.report import ProbeReport
@@ -72,8 +72,9 @@ async def submit_report(request: Request, response: Response, credentials: Beare
     body = await request.body()
     # Token check and validation in ONE worker thread (each sync dependency would cost a thread hop of its
     # own); the report then joins the worker's ingest queue, stored with whatever else is queued.
+    state = request.app.state
     queued = await run_in_threadpool(
-        _authorize_and_queue, request.app.state.engine, request.app.state.ingest_queue, credentials, body
+        _authorize_and_queue, state.engine, state.token_cache, state.ingest_queue, credentials, body
     )
     result = await asyncio.wrap_future(queued)
     if isinstance(result, ReportConflictError):
@@ -86,11 +87,15 @@ async def submit_report(request: Request, response: Response, credentials: Beare
 
 
 def _authorize_and_queue(
-    engine: Engine, ingest_queue: IngestQueue, credentials: HTTPAuthorizationCredentials | None, body: bytes
+    engine: Engine,
+    tokens: TokenCache,
+    ingest_queue: IngestQueue,
+    credentials: HTTPAuthorizationCredentials | None,
+    body: bytes,
 ) -> Future[IngestResult | ReportConflictError]:
-    with Session(engine) as session:
+    with Session(engine) as session:  # connects only when the token is not cached
         # the token first: an unauthorized caller learns nothing about its body
-        authorize(session, credentials.credentials if credentials else None, "report")
+        authorize(session, credentials.credentials if credentials else None, "report", tokens)
     return ingest_queue.submit(prepare_report(parse_report(body)))
 
 
@@ -140,18 +145,23 @@ async def submit_batch(request: Request, credentials: BearerDep) -> BatchAccepte
     body = await request.body()
     max_reports = request.app.state.settings.max_batch_reports
     ndjson = is_ndjson(request.headers.get("content-type"))
+    state = request.app.state
     results = await run_in_threadpool(
-        _authorize_and_ingest_batch, request.app.state.engine, credentials, body, max_reports, ndjson
+        _authorize_and_ingest_batch, state.engine, state.token_cache, credentials, body, max_reports, ndjson
     )
     return BatchAccepted(results=results)
 
 
 def _authorize_and_ingest_batch(
-    engine: Engine, credentials: HTTPAuthorizationCredentials | None, body: bytes, max_reports: int,
+    engine: Engine,
+    tokens: TokenCache,
+    credentials: HTTPAuthorizationCredentials | None,
+    body: bytes,
+    max_reports: int,
     ndjson: bool,
 ) -> list[BatchItemResult]:
     with Session(engine) as session:
-        authorize(session, credentials.credentials if credentials else None, "report")
+        authorize(session, credentials.credentials if credentials else None, "report", tokens)
         now = utcnow()
         # each parsed report is reduced at once, so the batch holds compact records, not object trees
         items = [
