@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from sqlalchemy.engine import Engine
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 POSTGRES_ENV = "ACCELENV_TEST_POSTGRES_URL"
@@ -65,3 +66,15 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path / 'accelenv.sqlite3'}"
     return request.getfixturevalue("postgres_database")
+
+
+@pytest.fixture
+def engine(database_url: str) -> Iterator[Engine]:
+    """An engine on a fresh database (see ``database_url``), migrated to head."""
+    from compat_service.db import migrate
+    from compat_service.db.engine import make_engine
+
+    engine = make_engine(database_url)
+    migrate.upgrade(engine)
+    yield engine
+    engine.dispose()

@@ -16,11 +16,9 @@ from compat_service.db.tokens import create_token, revoke_token
 from tests.api.conftest import settings_for
 
 
-@pytest.fixture(scope="module")
-def auth_app(shared_database_url: str) -> FastAPI:
-    app = create_app(settings_for(shared_database_url))
+def _with_write_routes(app: FastAPI) -> FastAPI:
+    """Write routes standing in for the report and admin endpoints, guarded by the real dependency."""
 
-    # Write routes standing in for the report and admin endpoints, guarded by the real dependency.
     @app.post("/test/report")
     def report_write(token: Annotated[ApiTokenPublic, Depends(require_scope("report"))]) -> dict[str, int]:
         return {"token_id": token.id}
@@ -30,6 +28,11 @@ def auth_app(shared_database_url: str) -> FastAPI:
         return {"token_id": token.id}
 
     return app
+
+
+@pytest.fixture(scope="module")
+def auth_app(shared_database_url: str) -> FastAPI:
+    return _with_write_routes(create_app(settings_for(shared_database_url)))
 
 
 @pytest.fixture(scope="module")
@@ -125,16 +128,8 @@ def test_a_revoked_token_stops_working_within_the_token_cache_time(
     with 0); the scope is checked on every request, cached or not."""
     import time
 
-    app = create_app(settings_for(shared_database_url, token_cache_s=cache_s, load_matrix_on_start=False))
-
-    @app.post("/test/report")
-    def report_write(token: Annotated[ApiTokenPublic, Depends(require_scope("report"))]) -> dict[str, int]:
-        return {"token_id": token.id}
-
-    @app.post("/test/admin")
-    def admin_write(token: Annotated[ApiTokenPublic, Depends(require_scope("admin"))]) -> dict[str, int]:
-        return {"token_id": token.id}
-
+    settings = settings_for(shared_database_url, token_cache_s=cache_s, load_matrix_on_start=False)
+    app = _with_write_routes(create_app(settings))
     public, secret = create_token(app.state.engine, ApiTokenCreate(scope="report", note="cache test"))
     headers = {"Authorization": f"Bearer {secret}"}
     with TestClient(app) as client:

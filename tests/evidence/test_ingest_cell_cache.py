@@ -2,29 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
-import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
-from compat_service.db import migrate
-from compat_service.db.engine import make_engine
 from compat_service.db.evidence_ingest import ingest_report
 from compat_service.db.evidence_queries import find_cell
 from compat_service.domain.evidence import cell_key_of
 from compat_service.domain.report import ProbeReport
 from tests.evidence.conftest import variant
-
-
-@pytest.fixture
-def engine(database_url: str) -> Iterator[Engine]:
-    engine = make_engine(database_url)
-    migrate.upgrade(engine)
-    yield engine
-    engine.dispose()
 
 
 def _ingest(engine: Engine, report: dict[str, Any]) -> ProbeReport:

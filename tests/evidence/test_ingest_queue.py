@@ -13,7 +13,6 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from compat_service.db import migrate
 from compat_service.db.engine import make_engine
 from compat_service.db.evidence_write_gate import sqlite_write_gate
 from compat_service.db.ingest_queue import IngestQueue
@@ -22,14 +21,6 @@ from compat_service.domain.errors import DatabaseNotReadyError
 from compat_service.domain.evidence import IngestResult, ReportConflictError
 from compat_service.domain.report import ProbeReport
 from tests.evidence.conftest import variant
-
-
-@pytest.fixture
-def engine(database_url: str) -> Iterator[Engine]:
-    engine = make_engine(database_url)
-    migrate.upgrade(engine)
-    yield engine
-    engine.dispose()
 
 
 def _prepared(report: dict[str, Any]) -> PreparedReport:
