@@ -19,17 +19,13 @@ from compat_service.db.evidence_models import EvidenceCell
 from compat_service.db.evidence_queries import failing_check_ids
 from compat_service.domain.evidence import accelerator_backends
 from compat_service.domain.evidence_lookup import CellEvidence as ResolverEvidence
-from compat_service.domain.verification import CellTally, Health, cell_health, combine_health
+from compat_service.domain.verification import Health, cell_health, combine_health
 
 #: failing checks named in a resolver message; the rest are counted
 NAMED_FAILURES = 6
 _STATUS_OF: dict[Health, str] = {
     "verified": "verified", "partial": "partial", "broken": "broken", "unconfirmed": "declared", "none": "declared",
 }
-
-
-def _tally(cell: EvidenceCell) -> CellTally:
-    return CellTally.model_validate(cell, from_attributes=True)
 
 
 class DatabaseEvidence:
@@ -58,7 +54,7 @@ class DatabaseEvidence:
             ]
             if not cells:
                 return None
-            healths = {c.id: cell_health(_tally(c), min_hosts=self._min_hosts) for c in cells}
+            healths = {c.id: cell_health(c, min_hosts=self._min_hosts) for c in cells}
             combined = combine_health(healths.values())
             worst = [cid for cid, h in healths.items() if h == combined]
             failing = list(dict.fromkeys(f for ids in failing_check_ids(session, worst).values() for f in ids))
@@ -72,7 +68,7 @@ class DatabaseEvidence:
             for c in self._cells(session, os=os, arch=arch):
                 if c.torch_build is not None and c.backend in accelerator_backends(c.torch_build):
                     groups[(c.torch_version, c.torch_build, c.python)].append(
-                        cell_health(_tally(c), min_hosts=self._min_hosts)
+                        cell_health(c, min_hosts=self._min_hosts)
                     )
         return sorted(key for key, healths in groups.items() if combine_health(healths) == "verified")
 

@@ -23,13 +23,15 @@ import sqlalchemy as sa
 from sqlmodel import Field, SQLModel
 
 from compat_service.db.reports_models import StoredReport  # noqa: F401  (registers probe_report)
+from compat_service.domain.evidence import CheckCounts
+from compat_service.domain.verification import CellTally
 
 
 #: storage options of the counter tables (migration 0002 creates them with the same)
 COUNTER_TABLE_OPTIONS = {"postgresql_with": {"fillfactor": 50}}
 
 
-class EvidenceCell(SQLModel, table=True):
+class EvidenceCell(SQLModel, CellTally, table=True):
     __tablename__ = "evidence_cell"
     __table_args__ = (
         sa.Index("ix_evidence_cell_declared", "torch_version", "torch_build", "python"),
@@ -47,12 +49,7 @@ class EvidenceCell(SQLModel, table=True):
     runtime_version: str | None = Field(default=None, max_length=64)
     driver_version: str | None = Field(default=None, max_length=64)
     device_arch: str | None = Field(default=None, max_length=64)
-    reports: int = 0
-    hosts: int = 0
-    passing_hosts: int = 0
-    required_bad_reports: int = 0
-    other_bad_reports: int = 0
-    smoke_passed_reports: int = 0
+    # the counters: CellTally's fields, declared once (in the domain, which reads them)
     first_seen: dt.datetime
     last_seen: dt.datetime
 
@@ -73,7 +70,7 @@ class EvidenceHost(SQLModel, table=True):
 CHECK_SHARDS = 16
 
 
-class EvidenceCheck(SQLModel, table=True):
+class EvidenceCheck(SQLModel, CheckCounts, table=True):
     __tablename__ = "evidence_check"
     __table_args__ = (COUNTER_TABLE_OPTIONS,)
 
@@ -81,12 +78,6 @@ class EvidenceCheck(SQLModel, table=True):
     check_id: str = Field(max_length=200, primary_key=True)
     shard: int = Field(default=0, primary_key=True, ge=0, lt=CHECK_SHARDS)
     group: str = Field(max_length=16)
-    passed: int = 0
-    failed: int = 0
-    unsupported: int = 0
-    skipped: int = 0
-    timeout: int = 0
-    crashed: int = 0
-    error: int = 0
+    # the counts by status: CheckCounts' fields, declared once (in the domain, which reads them)
     aten_op: str | None = Field(default=None, max_length=200)
     last_failure: str | None = Field(default=None, sa_type=sa.Text)

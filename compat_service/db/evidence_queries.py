@@ -29,7 +29,7 @@ from compat_service.domain.evidence import (
 )
 from compat_service.domain.matrix_models import MatrixData
 from compat_service.domain.report import CHECK_STATUSES
-from compat_service.domain.verification import GAP_GROUPS, REQUIRED_GROUPS, CellTally, cell_health, cell_status
+from compat_service.domain.verification import GAP_GROUPS, REQUIRED_GROUPS, cell_health, cell_status
 
 RECENT_REPORTS = 20
 _KEY_FIELDS = tuple(CellKey.model_fields)
@@ -63,10 +63,6 @@ class MatrixFilter(BaseModel):
 
 def _aware(value: dt.datetime | None) -> dt.datetime | None:
     return value.replace(tzinfo=dt.timezone.utc) if value is not None and value.tzinfo is None else value
-
-
-def _tally(cell: EvidenceCell) -> CellTally:
-    return CellTally.model_validate(cell, from_attributes=True)
 
 
 def _key(cell: EvidenceCell) -> CellKey:
@@ -230,7 +226,7 @@ def matrix_cells(
 
 def _cell_summary(cell: EvidenceCell, *, declared: bool, min_hosts: int) -> dict[str, Any]:
     """The status and counters a cell row contributes to both CellEvidence and MatrixCell."""
-    health = cell_health(_tally(cell), min_hosts=min_hosts)
+    health = cell_health(cell, min_hosts=min_hosts)
     return {
         "declared": declared,
         "status": cell_status(health, declared=declared),
