@@ -32,21 +32,19 @@ def sqlite_url(tmp_path: Path) -> str:
     return f"sqlite:///{tmp_path / 'accelenv.sqlite3'}"
 
 
-@pytest.fixture
-def postgres_database() -> Iterator[str]:
-    """A fresh, empty PostgreSQL database for one test, dropped afterwards."""
+def fresh_postgres_database(prefix: str = "accelenv_t_") -> Iterator[str]:
+    """Yield the URL of a new, empty PostgreSQL database, dropped afterwards; skip without a server URL."""
     base = postgres_url()
     if not base:
         pytest.skip(f"PostgreSQL tests need {POSTGRES_ENV} (e.g. postgresql+psycopg://postgres@127.0.0.1:5432/test)")
     import sqlalchemy as sa
 
-    name = f"accelenv_t_{uuid.uuid4().hex[:12]}"
+    name = f"{prefix}{uuid.uuid4().hex[:12]}"
     admin = sa.create_engine(base, isolation_level="AUTOCOMMIT")
     with admin.connect() as conn:
         conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
-    url = sa.engine.make_url(base).set(database=name).render_as_string(hide_password=False)
     try:
-        yield url
+        yield sa.engine.make_url(base).set(database=name).render_as_string(hide_password=False)
     finally:
         with admin.connect() as conn:
             conn.execute(
@@ -58,6 +56,12 @@ def postgres_database() -> Iterator[str]:
             )
             conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}"'))
         admin.dispose()
+
+
+@pytest.fixture
+def postgres_database() -> Iterator[str]:
+    """A fresh, empty PostgreSQL database for one test, dropped afterwards."""
+    yield from fresh_postgres_database()
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])

@@ -6,7 +6,6 @@ tests that write or break the database take the function-scoped ``database_url``
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 
 import pytest
@@ -15,29 +14,7 @@ from fastapi.testclient import TestClient
 
 from compat_service.api.app import create_app
 from compat_service.config import Settings
-from tests.conftest import POSTGRES_ENV, postgres_url
-
-
-def _postgres_database() -> Iterator[str]:
-    base = postgres_url()
-    if not base:
-        pytest.skip(f"PostgreSQL tests need {POSTGRES_ENV}")
-    import sqlalchemy as sa
-
-    name = f"accelenv_m_{uuid.uuid4().hex[:12]}"
-    admin = sa.create_engine(base, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
-    try:
-        yield sa.engine.make_url(base).set(database=name).render_as_string(hide_password=False)
-    finally:
-        with admin.connect() as conn:
-            conn.execute(
-                sa.text("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = :n"),
-                {"n": name},
-            )
-            conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}"'))
-        admin.dispose()
+from tests.conftest import fresh_postgres_database
 
 
 @pytest.fixture(scope="module", params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
@@ -48,7 +25,7 @@ def shared_database_url(
     if request.param == "sqlite":
         yield f"sqlite:///{tmp_path_factory.mktemp('db') / 'accelenv.sqlite3'}"
     else:
-        yield from _postgres_database()
+        yield from fresh_postgres_database("accelenv_m_")
 
 
 def settings_for(database_url: str, **overrides: object) -> Settings:
