@@ -38,9 +38,9 @@ JsonFlag = Annotated[bool, typer.Option("--json", help="print JSON instead of te
 
 
 def _settings(database_url: str | None) -> Settings:
-    from compat_service.config import Settings
+    from compat_service.config import load_settings
 
-    return Settings(database_url=database_url) if database_url else Settings()
+    return load_settings(database_url=database_url) if database_url else load_settings()
 
 
 def _engine(database_url: str | None) -> Engine:

@@ -44,7 +44,7 @@ def _from_server(server: str, torch: str) -> list[dict[str, Any]]:
 def _from_database(database: str, torch: str, path: Path | None) -> list[dict[str, Any]]:
     from sqlmodel import Session
 
-    from compat_service.config import Settings
+    from compat_service.config import load_settings
     from compat_service.db.engine import make_engine
     from compat_service.db.evidence_queries import MatrixFilter, matrix_cells, with_failing_checks
     from compat_service.db.migrate import require_head
@@ -55,7 +55,7 @@ def _from_database(database: str, torch: str, path: Path | None) -> list[dict[st
     try:
         require_head(engine)
         declared = DeclaredMatrix(load_matrix_data(path))
-        min_hosts = Settings(database_url=database).verified_min_hosts
+        min_hosts = load_settings(database_url=database).verified_min_hosts
         with Session(engine) as session:
             cells = [c for c in matrix_cells(session, declared, MatrixFilter(torch=torch), min_hosts=min_hosts) if c[1]]
             return [row.model_dump(mode="json") for row in with_failing_checks(session, cells)]

@@ -8,8 +8,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import Field
+from typing import Any
+
+from pydantic import Field, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from compat_service.domain.errors import Cause, InvalidRequestError
 
 
 def default_database_url() -> str:
@@ -28,34 +32,52 @@ class Settings(BaseSettings):
     #: directory holding matrix_data; null = the bundled copy
     matrix_path: Path | None = None
     #: largest request body the API accepts, in bytes
-    max_body_bytes: int = 1_000_000
+    max_body_bytes: int = Field(default=1_000_000, ge=1)
     #: most reports one `POST /v1/reports/batch` may carry
-    max_batch_reports: int = 100
+    max_batch_reports: int = Field(default=100, ge=1, le=10_000)
     #: largest body `POST /v1/reports/batch` accepts, in bytes (a full batch of ~65 KB reports fits)
-    max_batch_body_bytes: int = 16_000_000
+    max_batch_body_bytes: int = Field(default=16_000_000, ge=1)
     #: most single-report submissions a worker stores in one transaction (compat_service/db/ingest_queue.py)
     ingest_group_max: int = Field(default=64, ge=1, le=1000)
     #: seconds a worker remembers a token it found valid; a revoked token stops working within this time
     #: (0 = look every token up on every request); see compat_service/db/tokens.py
     token_cache_s: float = Field(default=5.0, ge=0, le=300)
     #: distinct hosts whose passing reports make a matrix cell "verified"
-    verified_min_hosts: int = 2
+    verified_min_hosts: int = Field(default=2, ge=1)
     #: Cache-Control max-age for GET responses
-    cache_max_age_s: int = 60
+    cache_max_age_s: int = Field(default=60, ge=0)
     #: load the bundled matrix into an empty database when the service starts
     load_matrix_on_start: bool = True
     #: run migrations (and load the matrix) when the app starts. null = yes on SQLite (the embedded default
     #: needs no set-up), no on PostgreSQL (run `accelenv db upgrade` once, not from every worker)
     auto_migrate: bool | None = None
     #: how often (seconds) a worker checks whether a newer matrix was loaded into the database
-    matrix_refresh_s: float = 5.0
+    matrix_refresh_s: float = Field(default=5.0, ge=0)
     #: freeze start-up objects and raise the garbage collector's thresholds when a worker starts (see
     #: compat_service/api/gc_tuning.py); off for an app embedded in a process that tunes its own GC
     tune_gc: bool = True
     #: resolutions kept per worker (keyed by the normalized request and the matrix version)
-    resolve_cache_size: int = 4096
+    resolve_cache_size: int = Field(default=4096, ge=0)
 
     def migrates_on_start(self) -> bool:
         if self.auto_migrate is not None:
             return self.auto_migrate
         return self.database_url.startswith("sqlite")
+
+
+def load_settings(**overrides: Any) -> Settings:
+    """Settings from the environment (and ``overrides``); a bad ACCELENV_* value is an InvalidRequestError
+    naming each variable and what is wrong with it, not a validation traceback."""
+    try:
+        return Settings(**overrides)
+    except ValidationError as exc:
+        errors = exc.errors(include_url=False)
+        names = [f"ACCELENV_{'_'.join(str(p) for p in err['loc']).upper()}" for err in errors]
+        raise InvalidRequestError(
+            f"invalid service setting(s): {', '.join(names)}",
+            hint="fix or unset these environment variables; docs/service.md (Settings) lists every setting",
+            causes=[
+                Cause(constraint=str(err["msg"]), origin=f"{name}={err.get('input')!r}"[:200])
+                for name, err in zip(names, errors)
+            ],
+        ) from None

@@ -20,7 +20,7 @@ from compat_service.api.gc_tuning import tune_for_service
 from compat_service.api.http_cache import HttpCacheMiddleware
 from compat_service.api.nul_guard import NulGuardMiddleware
 from compat_service.api.resolve_cache import ResolveCache
-from compat_service.config import Settings
+from compat_service.config import Settings, load_settings
 from compat_service.db.engine import make_engine
 from compat_service.db.ingest_queue import IngestQueue
 from compat_service.db.matrix_repository import MatrixRepository
@@ -33,7 +33,7 @@ ROUTERS = ("resolve", "health", "torch", "matrix", "reports", "evidence", "probe
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
-    settings = settings if settings is not None else Settings()
+    settings = settings if settings is not None else load_settings()
     engine = make_engine(settings.database_url)
     try:
         prepare_database(
@@ -86,4 +86,4 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
 def app_from_env() -> FastAPI:
     """uvicorn factory for `accelenv serve --workers N`: each worker reads Settings from the environment."""
-    return create_app(Settings())
+    return create_app(load_settings())

@@ -85,13 +85,14 @@ def _describe(health: Health, failing: list[str], hosts: int) -> str:
 
 def open_database_evidence(database_url: str, *, gpu_arch: str | None = None) -> DatabaseEvidence:
     """Evidence from a local database (``accelenv resolve --database``); it must be migrated."""
-    from compat_service.config import Settings
+    from compat_service.config import load_settings
     from compat_service.db.engine import make_engine
     from compat_service.db.migrate import require_head
 
     engine = make_engine(database_url)
     require_head(engine)
-    return DatabaseEvidence(engine, min_hosts=Settings(database_url=database_url).verified_min_hosts, gpu_arch=gpu_arch)
+    min_hosts = load_settings(database_url=database_url).verified_min_hosts
+    return DatabaseEvidence(engine, min_hosts=min_hosts, gpu_arch=gpu_arch)
 
 
 class EvidenceVersion:

@@ -130,3 +130,15 @@ def test_serve_without_auto_migrate_refuses_an_empty_sqlite(sqlite_url: str) -> 
     res = runner.invoke(app, ["serve", "--port", "1", "--no-auto-migrate", "--database-url", sqlite_url])
     assert res.exit_code == 9
     assert "not migrated" in res.stderr and "accelenv db upgrade" in res.stderr
+
+
+def test_bad_settings_in_the_environment_are_named_not_a_traceback(
+    sqlite_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ACCELENV_TOKEN_CACHE_S", "soon")
+    monkeypatch.setenv("ACCELENV_MAX_BATCH_REPORTS", "0")
+    res = runner.invoke(app, ["serve", "--port", "1", "--database-url", sqlite_url])
+    assert res.exit_code == 2, res.output
+    assert "invalid-request" in res.stderr and "Traceback" not in res.output
+    assert "ACCELENV_MAX_BATCH_REPORTS, ACCELENV_TOKEN_CACHE_S" in res.stderr
+    assert "'soon'" in res.stderr
