@@ -57,7 +57,7 @@ class IngestQueue:
                     "the service is shutting down and stores no more reports",
                     hint="resend the report to a running service (ingest is idempotent)",
                 )
-            if self._writer is None:
+            if self._writer is None or not self._writer.is_alive():
                 self._writer = threading.Thread(target=self._run, name="accelenv-ingest", daemon=True)
                 self._writer.start()
             self._queue.put((report, future))
@@ -92,7 +92,14 @@ class IngestQueue:
                     break
                 batch.append(item)  # type: ignore[arg-type]
             # a submitter that gave up (its request was cancelled) before the write began is left out
-            self._store([(r, f) for r, f in batch if f.set_running_or_notify_cancel()])
+            live = [(r, f) for r, f in batch if f.set_running_or_notify_cancel()]
+            try:
+                self._store(live)
+            except BaseException as exc:  # never leave a submitter waiting; the next submit starts a writer
+                for _, future in live:
+                    if not future.done():
+                        future.set_exception(exc)
+                raise
             if stop:
                 return
 
