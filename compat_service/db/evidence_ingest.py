@@ -160,18 +160,11 @@ def ingest_report(session: Session, report: ProbeReport, *, now: dt.datetime | N
 
     Raises ReportConflictError when the report_id is stored with different content.
     """
-    (result,) = ingest_reports(session, [report], now=now)
+    now = as_utc(now) if now is not None else utcnow()
+    (result,) = ingest_prepared(session, [prepare_report(report, now)], now=now)
     if isinstance(result, ReportConflictError):
         raise result
     return result
-
-
-def ingest_reports(
-    session: Session, reports: list[ProbeReport], *, now: dt.datetime | None = None
-) -> list[IngestResult | ReportConflictError]:
-    """``ingest_prepared`` for parsed reports."""
-    now = as_utc(now) if now is not None else utcnow()
-    return ingest_prepared(session, [prepare_report(report, now) for report in reports], now=now)
 
 
 def ingest_prepared(
@@ -256,7 +249,7 @@ def _store_once(
 ) -> dict[str, str]:
     """One transaction. Locks are taken class by class (cells, reports, hosts, checks, cell counters), each
     class in sorted key order, so concurrent batches cannot deadlock. Returns what ``_store`` does."""
-    ids = ", ".join(p.report_row["report_id"] for p in batch[:3])
+    ids = ", ".join(p.report_id for p in batch[:3])
     try:
         _begin(session)
         # Core statements on the session's connection: plain INSERT/UPDATE semantics, no ORM bookkeeping.
@@ -276,11 +269,11 @@ def _store_once(
                 new_cells.add(cell_id)
             cell_ids[p.digest] = cell_id
         # all reports in one multi-row INSERT (SQLAlchemy's insertmanyvalues), RETURNING those it inserted
-        in_order = sorted(batch, key=lambda p: p.report_row["report_id"])
+        in_order = sorted(batch, key=lambda p: p.report_id)
         report_rows = [{**p.report_row, "cell_id": cell_ids[p.digest]} for p in in_order]
         inserted = set(conn.execute(sql.report_insert, report_rows).scalars())
-        created = [p for p in in_order if p.report_row["report_id"] in inserted]
-        already = [p.report_row["report_id"] for p in in_order if p.report_row["report_id"] not in inserted]
+        created = [p for p in in_order if p.report_id in inserted]
+        already = [p.report_id for p in in_order if p.report_id not in inserted]
         stored: dict[str, str] = dict(conn.execute(sql.stored_sha, {"rids": already}).all()) if already else {}
         if not created:
             session.rollback()  # nothing new: leave no cell row behind either
@@ -343,7 +336,7 @@ def _add_evidence(
         if not rows:
             continue
         # one shard per cell and batch (the first report's): each (cell, check) row is written once
-        shard = int(reports[0].report_row["report_id"].replace("-", ""), 16) % CHECK_SHARDS
+        shard = int(reports[0].report_id.replace("-", ""), 16) % CHECK_SHARDS
         if sql.check_upsert_many:
             conn.exec_driver_sql(sql.check_upsert, [(cell_id, shard, *row) for row in rows])
         else:

@@ -44,7 +44,7 @@ class IngestQueue:
         self._lock = threading.Lock()
         self._writer: threading.Thread | None = None
         self._closed = False
-        #: transactions and reports stored so far (what the coalescing achieves; read by tests and logs)
+        #: transactions and reports stored so far: what the coalescing achieves
         self.batches = 0
         self.reports = 0
 

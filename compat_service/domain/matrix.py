@@ -68,14 +68,16 @@ class Matrix(Protocol):
     def source(self, key: str) -> Source | None: ...
 
 
-def parse_version(text: str) -> Version | None:
+def parse_version(text: str | None) -> Version | None:
+    """``text`` as a PEP 440 version; None when it is None or not one."""
     try:
-        return Version(text)
+        return Version(text) if text is not None else None
     except InvalidVersion:
         return None
 
 
-def _specifier(text: str) -> SpecifierSet | None:
+def parse_specifier(text: str) -> SpecifierSet | None:
+    """``text`` as a PEP 440 specifier set; None when it is not one."""
     try:
         return SpecifierSet(text)
     except InvalidSpecifier:
@@ -101,11 +103,11 @@ class InMemoryMatrix:
         self._toolkits = sorted(data.cuda.toolkits, key=lambda t: _release_key(t.version))
         self._mvc = {row.cuda_major: row for row in data.cuda.minor_version_compatibility}
         # Specifiers are parsed once: the resolver asks for arch lists in its inner loop.
-        self._arch_lists = [(_specifier(row.torch), row) for row in data.gpu_archs.arch_lists]
+        self._arch_lists = [(parse_specifier(row.torch), row) for row in data.gpu_archs.arch_lists]
         self._arch_memo: dict[tuple[str, str, str], ArchList | None] = {}
         self._rocm = {_release_key(r.version): r for r in data.rocm.releases}
-        self._xpu = [(_specifier(row.torch), row) for row in data.xpu.support]
-        self._mps = [(_specifier(row.torch), row) for row in data.mps.support]
+        self._xpu = [(parse_specifier(row.torch), row) for row in data.xpu.support]
+        self._mps = [(parse_specifier(row.torch), row) for row in data.mps.support]
         self._sources = {s.key: s for s in data.sources.sources}
 
     def torch_minors(self) -> Sequence[TorchMinor]:

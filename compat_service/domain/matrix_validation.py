@@ -16,10 +16,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 from pydantic import BaseModel
 
+from compat_service.domain.matrix import parse_specifier, parse_version
 from compat_service.domain.matrix_problems import Problem
 
 #: file name -> list field -> [(index in the file, row)]
@@ -37,20 +37,6 @@ _FAMILY_PREFIX = {"cuda": "cu", "rocm": "rocm", "cpu": "cpu", "xpu": "xpu"}
 
 def _rows(rows: FileRows, file: str, field: str) -> list[tuple[int, Any]]:
     return rows.get(file, {}).get(field, [])
-
-
-def _version(text: str | None) -> Version | None:
-    try:
-        return Version(text) if text is not None else None
-    except InvalidVersion:
-        return None
-
-
-def _specifier(text: str) -> SpecifierSet | None:
-    try:
-        return SpecifierSet(text)
-    except InvalidSpecifier:
-        return None
 
 
 def source_references(obj: Any, path: str) -> Iterator[tuple[str, str]]:
@@ -143,7 +129,7 @@ def _cuda(rows: FileRows) -> list[Problem]:
     out = _Problems()
     toolkits: dict[Version, int] = {}
     for i, t in _rows(rows, "cuda.yaml", "toolkits"):
-        ver = _version(t.version)
+        ver = parse_version(t.version)
         if ver in toolkits:
             out.add(
                 file,
@@ -154,7 +140,7 @@ def _cuda(rows: FileRows) -> list[Problem]:
             toolkits[ver] = i
         for field in ("min_driver_linux", "min_driver_windows"):
             value = getattr(t, field)
-            if value is not None and _version(value) is None:
+            if value is not None and parse_version(value) is None:
                 out.add(file, f"toolkits[{i}].{field}", f"{value!r} is not a valid driver version")
     majors: dict[int, int] = {}
     for i, m in _rows(rows, "cuda.yaml", "minor_version_compatibility"):
@@ -167,7 +153,7 @@ def _cuda(rows: FileRows) -> list[Problem]:
         majors.setdefault(m.cuda_major, i)
         for field in ("min_driver_linux", "min_driver_windows", "below_driver"):
             value = getattr(m, field)
-            if value is not None and _version(value) is None:
+            if value is not None and parse_version(value) is None:
                 out.add(
                     file,
                     f"minor_version_compatibility[{i}].{field}",
@@ -178,8 +164,8 @@ def _cuda(rows: FileRows) -> list[Problem]:
     for i, v in _rows(rows, "build_variants.yaml", "variants"):
         if v.family != "cuda" or v.runtime is None:
             continue
-        wanted = _version(v.runtime_full) if v.runtime_full else None
-        runtime = _version(v.runtime)
+        wanted = parse_version(v.runtime_full) if v.runtime_full else None
+        runtime = parse_version(v.runtime)
         if wanted is not None:
             ok = wanted in toolkits
             what = f"toolkit {v.runtime_full}"
@@ -207,7 +193,7 @@ def _rocm(rows: FileRows) -> list[Problem]:
     out = _Problems()
     seen: dict[tuple[int, ...], int] = {}
     for i, r in _rows(rows, "rocm.yaml", "releases"):
-        ver = _version(r.version)
+        ver = parse_version(r.version)
         if ver is None:
             out.add(file, f"releases[{i}].version", f"{r.version!r} is not a valid version string")
             continue
@@ -220,7 +206,7 @@ def _rocm(rows: FileRows) -> list[Problem]:
     if "rocm.yaml" not in rows:
         return out
     for i, v in _rows(rows, "build_variants.yaml", "variants"):
-        ver = _version(v.runtime) if v.family == "rocm" else None
+        ver = parse_version(v.runtime) if v.family == "rocm" else None
         if ver is not None and ver.release not in seen:
             out.add(
                 "build_variants.yaml",
@@ -254,7 +240,7 @@ def _torch(rows: FileRows, labels: dict[str, Any]) -> tuple[list[Version], list[
         for j, p in enumerate(m.patches):
             path = f"{base}.patches[{j}]"
             names.add(p.version)
-            ver = _version(p.version)
+            ver = parse_version(p.version)
             if ver is not None:
                 if f"{ver.major}.{ver.minor}" != m.minor:
                     out.add(
@@ -341,7 +327,7 @@ def _gpu_archs(rows: FileRows, labels: dict[str, Any], patches: list[Version]) -
     claimed: dict[tuple[str, str, Version], int] = {}
     for i, a in _rows(rows, file, "arch_lists"):
         base = f"arch_lists[{i}]"
-        spec = _specifier(a.torch)
+        spec = parse_specifier(a.torch)
         if spec is None:
             out.add(file, f"{base}.torch", f"{a.torch!r} is not a version specifier like '>=2.11,<2.12'")
         variant = labels.get(a.variant)
@@ -394,10 +380,10 @@ def _specifiers(rows: FileRows) -> list[Problem]:
     out = _Problems()
     for file, field in (("xpu.yaml", "support"), ("mps.yaml", "support")):
         for i, row in _rows(rows, file, field):
-            if _specifier(row.torch) is None:
+            if parse_specifier(row.torch) is None:
                 out.add(file, f"{field}[{i}].torch", f"{row.torch!r} is not a version specifier like '>=2.5'")
     for i, row in _rows(rows, "mps.yaml", "support"):
-        if row.min_macos is not None and _version(row.min_macos) is None:
+        if row.min_macos is not None and parse_version(row.min_macos) is None:
             out.add("mps.yaml", f"support[{i}].min_macos", f"{row.min_macos!r} is not a valid version string")
     return out
 
@@ -409,7 +395,7 @@ def _vendor(rows: FileRows) -> list[Problem]:
         seen: dict[tuple[str, str], int] = {}
         for i, row in _rows(rows, file, field):
             for attr in (plugin, "torch"):
-                if _version(getattr(row, attr)) is None:
+                if parse_version(getattr(row, attr)) is None:
                     out.add(
                         file,
                         f"{field}[{i}].{attr}",

@@ -107,22 +107,14 @@ class _Resolver(AnswerBuilder, FailureExplainer):
             if self.r.gpu_arch and all(c.arch is not None and c.arch.coverage == "unknown" for c in candidates):
                 unknown_arch.append((minor, patch, python, candidates))
                 continue
-            if self.steering is None:
-                return self.build(minor, patch, python, self._best(candidates))
-            # Evidence: pass over broken (or, with --require-verified, unverified) cells while an
-            # alternative remains (compat_service/domain/evidence_policy.py).
-            picked = self.steering.pick(patch.version, python, candidates, lambda c: c.label, self._best)
-            if picked is not None:
-                self.warnings.extend(self.steering.notes(patch.version, picked.label))
-                return self.build(minor, patch, python, picked)
+            chosen = self._pick(minor, patch, python, candidates)
+            if chosen is not None:
+                return chosen
             fallback = fallback or (minor, patch, python, candidates)
         for minor, patch, python, candidates in unknown_arch:
-            if self.steering is None:
-                return self.build(minor, patch, python, self._best(candidates))
-            picked = self.steering.pick(patch.version, python, candidates, lambda c: c.label, self._best)
-            if picked is not None:
-                self.warnings.extend(self.steering.notes(patch.version, picked.label))
-                return self.build(minor, patch, python, picked)
+            chosen = self._pick(minor, patch, python, candidates)
+            if chosen is not None:
+                return chosen
             fallback = fallback or (minor, patch, python, candidates)
         if fallback is not None and self.steering is not None:
             if self.r.require_verified:
@@ -131,6 +123,18 @@ class _Resolver(AnswerBuilder, FailureExplainer):
             return self.build(minor, patch, python, self._best(candidates))
         furthest = max(d.stage for d in deaths)
         raise self.conflict(STAGES[furthest], [d for d in deaths if d.stage == furthest])
+
+    def _pick(self, minor: Any, patch: Any, python: str, candidates: list[Candidate]) -> Resolution | None:
+        """The resolution from this patch's best build; None when the evidence passes over every build of
+        it (broken, or unverified with --require-verified) and an alternative may remain
+        (compat_service/domain/evidence_policy.py)."""
+        if self.steering is None:
+            return self.build(minor, patch, python, self._best(candidates))
+        picked = self.steering.pick(patch.version, python, candidates, lambda c: c.label, self._best)
+        if picked is None:
+            return None
+        self.warnings.extend(self.steering.notes(patch.version, picked.label))
+        return self.build(minor, patch, python, picked)
 
     def _try_patch(self, minor: Any, patch: Any) -> Dropout | tuple[str, list[Candidate]]:
         platform = self.r.platform

@@ -143,11 +143,11 @@ _REPORT_SCHEMA = ProbeReport.model_json_schema()
 )
 async def submit_batch(request: Request, credentials: BearerDep) -> BatchAccepted:
     body = await request.body()
-    max_reports = request.app.state.settings.max_batch_reports
-    ndjson = is_ndjson(request.headers.get("content-type"))
     state = request.app.state
+    ndjson = is_ndjson(request.headers.get("content-type"))
     results = await run_in_threadpool(
-        _authorize_and_ingest_batch, state.engine, state.token_cache, credentials, body, max_reports, ndjson
+        _authorize_and_ingest_batch,
+        state.engine, state.token_cache, credentials, body, state.settings.max_batch_reports, ndjson,
     )
     return BatchAccepted(results=results)
 
@@ -160,15 +160,17 @@ def _authorize_and_ingest_batch(
     max_reports: int,
     ndjson: bool,
 ) -> list[BatchItemResult]:
-    with Session(engine) as session:
+    with Session(engine) as session:  # connects only when the token is not cached
         authorize(session, credentials.credentials if credentials else None, "report", tokens)
-        now = utcnow()
-        # each parsed report is reduced at once, so the batch holds compact records, not object trees
-        items = [
-            prepare_report(item, now) if isinstance(item, ProbeReport) else item
-            for item in parse_batch(body, max_reports, ndjson=ndjson)
-        ]
-        valid = [item for item in items if not isinstance(item, InvalidItem)]
+    now = utcnow()
+    # each parsed report is reduced at once, so the batch holds compact records, not object trees; no
+    # database connection is held meanwhile
+    items = [
+        prepare_report(item, now) if isinstance(item, ProbeReport) else item
+        for item in parse_batch(body, max_reports, ndjson=ndjson)
+    ]
+    valid = [item for item in items if not isinstance(item, InvalidItem)]
+    with Session(engine) as session:
         ingested = iter(ingest_prepared(session, valid, now=now) if valid else [])
     results = []
     for item in items:
