@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -58,6 +58,12 @@ class Settings(BaseSettings):
     tune_gc: bool = True
     #: resolutions kept per worker (keyed by the normalized request and the matrix version)
     resolve_cache_size: int = Field(default=4096, ge=0)
+    #: one line per request (method, path, status, duration, request id) on stderr; off for benchmarks
+    access_log: bool = True
+    #: "plain" text lines or one JSON object per line, for the access log and the service's own lines
+    log_format: Literal["plain", "json"] = "plain"
+    #: set by `accelenv serve` for its workers: the URL its socket listens on (named in the start-up line)
+    listen_url: str | None = None
 
     def migrates_on_start(self) -> bool:
         if self.auto_migrate is not None:

@@ -13,12 +13,16 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
+from fastapi_offline import FastAPIOffline
 
 from compat_service.api.body_limit import BodyLimitMiddleware
-from compat_service.api.errors import install_error_handlers
+from compat_service.api.errors import install_error_handlers, unhandled_error_response
 from compat_service.api.gc_tuning import tune_for_service
 from compat_service.api.http_cache import HttpCacheMiddleware
+from compat_service.api.lifecycle import announce_start, announce_stop
+from compat_service.api.metrics import ServiceMetrics
 from compat_service.api.nul_guard import NulGuardMiddleware
+from compat_service.api.observability import ObservabilityMiddleware, configure_logging
 from compat_service.api.resolve_cache import ResolveCache
 from compat_service.config import Settings, load_settings
 from compat_service.db.engine import make_engine
@@ -28,12 +32,13 @@ from compat_service.db.tokens import TokenCache
 from compat_service.importer import prepare_database
 
 #: routers in include order (routes match in this order: the hot /v1/resolve first); reports, evidence,
-#: matrix and probe are owned by other parts of the project
-ROUTERS = ("resolve", "health", "torch", "matrix", "reports", "evidence", "probe")
+#: matrix and probe are owned by other parts of the project; pages are the HTML site (compat_service/web)
+ROUTERS = ("resolve", "health", "torch", "matrix", "reports", "evidence", "probe", "metrics")
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings if settings is not None else load_settings()
+    configure_logging(settings.log_format)
     engine = make_engine(settings.database_url)
     try:
         prepare_database(
@@ -50,16 +55,21 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         if settings.tune_gc:
             tune_for_service()
+        announce_start(app.state)
         yield
         app.state.ingest_queue.close()
         engine.dispose()
+        announce_stop(app.state, app.state.metrics.served)
+        app.state.metrics.process_exiting()
 
-    app = FastAPI(
+    # Swagger UI and ReDoc from the assets fastapi-offline ships (no CDN: the docs work offline)
+    app = FastAPIOffline(
         title="accelenv compatibility service",
         summary="Which PyTorch install works on this accelerator host — with evidence.",
         version="1",
         docs_url="/docs",
-        redoc_url=None,
+        redoc_url="/redoc",
+        static_url="/static/api-docs",
         openapi_url="/openapi.json",
         lifespan=lifespan,
     )
@@ -69,6 +79,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.resolve_cache = ResolveCache(settings.resolve_cache_size)
     app.state.ingest_queue = IngestQueue(engine, max_batch=settings.ingest_group_max)
     app.state.token_cache = TokenCache(settings.token_cache_s)
+    app.state.metrics = ServiceMetrics()
     install_error_handlers(app)
     for name in ROUTERS:
         module = importlib.import_module(f"compat_service.api.routes.{name}")
@@ -81,6 +92,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         limits_by_path={"/v1/reports/batch": settings.max_batch_body_bytes},
     )
     app.add_middleware(NulGuardMiddleware)
+    # Outermost of ours: request id, access log, metrics, and the one log line of an unhandled error.
+    app.add_middleware(
+        ObservabilityMiddleware,
+        metrics=app.state.metrics,
+        access_log_on=settings.access_log,
+        on_unhandled=unhandled_error_response,
+    )
     return app
 
 

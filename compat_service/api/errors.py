@@ -4,7 +4,10 @@
 - Request validation → 422 ``invalid-request`` with one cause per bad parameter, naming it.
 - Unknown route / wrong method → 404 / 405 in the same shape.
 - The database failing after start-up (connection lost, table gone) → 503 ``database-not-ready``.
-- Anything else is a bug → 500 ``internal-error`` (logged with its traceback; the client gets no details).
+- Anything else is a bug → 500 ``internal-error`` (logged once, with its traceback and request id, by
+  ``api/observability.py``; the client gets no details).
+
+Every error body also carries ``request_id``, the id of the request in the access log and ``X-Request-ID``.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from fastapi.responses import JSONResponse
 from sqlalchemy.exc import OperationalError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from compat_service.api.observability import current_request_id
 from compat_service.domain.errors import AccelenvError, Cause, ErrorBody
 
 log = logging.getLogger("accelenv.api")
@@ -30,7 +34,9 @@ _HTTP_CODES = {
 
 
 def error_response(status: int, body: ErrorBody, headers: dict[str, str] | None = None) -> JSONResponse:
-    return JSONResponse(body.model_dump(mode="json"), status_code=status, headers=headers)
+    content = body.model_dump(mode="json")
+    content["request_id"] = current_request_id()
+    return JSONResponse(content, status_code=status, headers=headers)
 
 
 def _location(loc: tuple[object, ...] | list[object]) -> str:
@@ -92,8 +98,8 @@ async def _database_error(request: Request, exc: Exception) -> JSONResponse:
     return error_response(503, body)
 
 
-async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
-    log.exception("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
+async def unhandled_error_response(_scope: object, _exc: BaseException) -> JSONResponse:
+    """The 500 answer to a bug (the observability middleware has logged it, once)."""
     body = ErrorBody(
         code="internal-error",
         message="the service failed unexpectedly",
@@ -107,4 +113,5 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_exception_handler(OperationalError, _database_error)
-    app.add_exception_handler(Exception, _unexpected)
+    # Exception itself is not registered: Starlette would answer and then re-raise it to the ASGI server,
+    # which logs it a second time; ObservabilityMiddleware answers and logs it once.

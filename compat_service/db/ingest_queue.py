@@ -48,6 +48,11 @@ class IngestQueue:
         self.batches = 0
         self.reports = 0
 
+    @property
+    def depth(self) -> int:
+        """Reports waiting for the writer (approximate: the queue changes while it is read)."""
+        return self._queue.qsize()
+
     def submit(self, report: PreparedReport) -> Future[Outcome]:
         """Queue ``report``; the future gets its IngestResult or ReportConflictError, or the store's error."""
         future: Future[Outcome] = Future()

@@ -65,8 +65,11 @@ def test_hostile_queries_get_a_named_4xx(client: TestClient, path: str, params: 
     assert set(body) >= {"code", "message", "hint", "causes"}
     assert body["code"] in ("invalid-request", "not-found")
     assert body["message"]
-    again = client.get(path, params=params)  # a cached failure answers the same
-    assert (again.status_code, again.json()) == (res.status_code, body)
+    assert body.pop("request_id") == res.headers["x-request-id"]
+    again = client.get(path, params=params)  # a cached failure answers the same (but for its own id)
+    again_body = again.json()
+    assert again_body.pop("request_id") == again.headers["x-request-id"] != res.headers["x-request-id"]
+    assert (again.status_code, again_body) == (res.status_code, body)
 
 
 def test_unknown_route_and_method(client: TestClient) -> None:

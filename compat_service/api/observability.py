@@ -1,0 +1,199 @@
+"""What the service says about itself: request ids, the access log, metrics per request, one log line per error.
+
+`ObservabilityMiddleware` (pure ASGI, the outermost of ours) gives every request an id (a sane incoming
+``X-Request-ID`` is kept, otherwise a new one), answers with it in ``X-Request-ID``, and when the request
+ends records its route, status and duration in the metrics (`compat_service.api.metrics`) and, unless
+``Settings.access_log`` is off, writes one access-log line. The id sits in a context variable for the
+request's lifetime, so the error handler puts it into every error body and every ``accelenv.*`` log record
+carries it. An exception no handler took is logged here once, with its id and traceback, and answered
+with the ordinary 500 body; it does not travel on to the ASGI server, which would log it a second time.
+
+Log lines go to stderr as plain text or one JSON object per line (``ACCELENV_LOG_FORMAT``).
+"""
+
+from __future__ import annotations
+
+import contextvars
+import datetime as dt
+import json
+import logging
+import os
+import re
+import sys
+import time
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+#: the id of the request being served in this context; None outside a request
+request_id_var: contextvars.ContextVar[str | None] = contextvars.ContextVar("accelenv_request_id", default=None)
+
+service_log = logging.getLogger("accelenv.service")
+access_log = logging.getLogger("accelenv.access")
+error_log = logging.getLogger("accelenv.api")
+
+_INCOMING_ID = re.compile(rb"^[A-Za-z0-9._:-]{1,64}$")
+#: longest path + query string an access-log line holds
+MAX_LOGGED_TARGET = 512
+_FIELDS = ("method", "path", "status", "duration_ms", "request_id")
+
+
+def new_request_id() -> str:
+    return os.urandom(8).hex()
+
+
+def current_request_id() -> str | None:
+    return request_id_var.get()
+
+
+class _RequestIdFilter(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not hasattr(record, "request_id"):
+            record.request_id = request_id_var.get()
+        return True
+
+
+class PlainFormatter(logging.Formatter):
+    """``2026-12-01T10:00:00.123Z INFO accelenv.access GET /v1/resolve 200 0.41ms request_id=…``."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        stamp = dt.datetime.fromtimestamp(record.created, dt.timezone.utc).isoformat(timespec="milliseconds")
+        line = f"{stamp.replace('+00:00', 'Z')} {record.levelname} {record.name} {record.getMessage()}"
+        rid = getattr(record, "request_id", None)
+        if rid and "request_id=" not in line:
+            line += f" request_id={rid}"
+        if record.exc_info:
+            line += "\n" + self.formatException(record.exc_info)
+        return line
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per line: time, level, logger, message, the request fields, the traceback."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        stamp = dt.datetime.fromtimestamp(record.created, dt.timezone.utc).isoformat(timespec="milliseconds")
+        out: dict[str, Any] = {
+            "time": stamp.replace("+00:00", "Z"),
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        for name in (*_FIELDS, "event", "url", "database", "matrix_version", "matrix_cells", "pid"):
+            value = getattr(record, name, None)
+            if value is not None:
+                out[name] = value
+        if record.exc_info:
+            out["traceback"] = self.formatException(record.exc_info)
+        return json.dumps(out, separators=(",", ":"))
+
+
+def configure_logging(log_format: str) -> None:
+    """Give the ``accelenv`` loggers one stderr handler in ``log_format`` (plain|json); idempotent per format.
+
+    The ASGI server configures only its own loggers, so without this our INFO lines would be dropped.
+    """
+    root = logging.getLogger("accelenv")
+    for handler in list(root.handlers):
+        if getattr(handler, "_accelenv", None) == log_format:
+            return
+        if getattr(handler, "_accelenv", None) is not None:
+            root.removeHandler(handler)
+    handler = logging.StreamHandler(sys.stderr)
+    handler._accelenv = log_format  # type: ignore[attr-defined]
+    handler.setFormatter(JsonFormatter() if log_format == "json" else PlainFormatter())
+    handler.addFilter(_RequestIdFilter())
+    root.addHandler(handler)
+    root.setLevel(logging.INFO)
+    # our handler writes the lines; the root logger's (pytest's, an embedding app's) still see them
+    root.propagate = True
+
+
+def route_of(scope: Scope) -> str:
+    """The matched route's template (/v1/torch/{version}), so metrics stay bounded; 'unmatched' for 404s."""
+    route = scope.get("route")
+    path = getattr(route, "path", None)
+    return path if isinstance(path, str) and path else "unmatched"
+
+
+class ObservabilityMiddleware:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        metrics: Any,
+        access_log_on: bool,
+        on_unhandled: Callable[[Scope, BaseException], Awaitable[Any]],
+    ) -> None:
+        self.app = app
+        self.metrics = metrics
+        self.access_log_on = access_log_on
+        self.on_unhandled = on_unhandled
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        start = time.perf_counter()
+        rid = _incoming_id(scope) or new_request_id()
+        scope.setdefault("state", {})["request_id"] = rid
+        token = request_id_var.set(rid)
+        status = 500
+        started = False
+        observe_body = self.metrics.wants_body(scope)
+        chunks: list[bytes] = []
+        header = (b"x-request-id", rid.encode())
+
+        async def send_wrapper(message: Message) -> None:
+            nonlocal status, started
+            if message["type"] == "http.response.start":
+                status = message["status"]
+                started = True
+                message["headers"] = [*message.get("headers", ()), header]
+            elif observe_body and message["type"] == "http.response.body":
+                chunks.append(message.get("body", b""))
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_wrapper)
+        except Exception as exc:  # noqa: BLE001 - the one place an unhandled error is logged and answered
+            error_log.error(
+                "unhandled error on %s %s", scope.get("method"), scope.get("path"), exc_info=exc
+            )
+            status = 500
+            if not started:
+                response = await self.on_unhandled(scope, exc)
+                await response(scope, receive, send_wrapper)
+        finally:
+            duration = time.perf_counter() - start
+            route = route_of(scope)
+            self.metrics.observe(scope.get("method", ""), route, status, duration, b"".join(chunks))
+            if self.access_log_on:
+                _log_access(scope, status, duration, rid)
+            request_id_var.reset(token)
+
+
+def _incoming_id(scope: Scope) -> str | None:
+    for name, value in scope.get("headers", ()):
+        if name == b"x-request-id":
+            return value.decode() if _INCOMING_ID.match(value) else None
+    return None
+
+
+def _log_access(scope: Scope, status: int, duration: float, rid: str) -> None:
+    method = scope.get("method", "")
+    path = scope.get("path", "")
+    query = scope.get("query_string", b"")
+    target = path + ("?" + query.decode("latin-1") if query else "")
+    if len(target) > MAX_LOGGED_TARGET:  # a hostile query string must not flood the log
+        target = target[:MAX_LOGGED_TARGET] + f"...(+{len(target) - MAX_LOGGED_TARGET} chars)"
+    ms = round(duration * 1000, 2)
+    access_log.info(
+        "%s %s %d %.2fms request_id=%s",
+        method, target, status, ms, rid,
+        extra={"method": method, "path": target, "status": status, "duration_ms": ms, "request_id": rid},
+    )
