@@ -236,8 +236,6 @@ def serve(
 ) -> None:
     """Run the service (SQLite: migrates and loads on first start; PostgreSQL: `db upgrade` first)."""
     with guarded():
-        import uvicorn
-
         from compat_service.importer import prepare_database
 
         settings = _settings(database_url)
@@ -256,15 +254,10 @@ def serve(
     os.environ["ACCELENV_DATABASE_URL"] = settings.database_url
     if auto_migrate is not None:
         os.environ["ACCELENV_AUTO_MIGRATE"] = str(auto_migrate).lower()
-    uvicorn.run(
-        "compat_service.api.app:app_from_env",
-        factory=True,
-        host=host,
-        port=port,
-        workers=workers,
-        log_level="warning",
-        access_log=False,
-    )
+    # binds first, so each worker's start-up line names the real URL (also for --port 0)
+    from compat_service.api.server import run
+
+    run(host=host, port=port, workers=workers)
 
 
 def register(app: typer.Typer) -> None:
