@@ -24,6 +24,7 @@ from compat_service.api.metrics import ServiceMetrics
 from compat_service.api.nul_guard import NulGuardMiddleware
 from compat_service.api.observability import ObservabilityMiddleware, configure_logging
 from compat_service.api.resolve_cache import ResolveCache
+from compat_service.api.routes.pages import static_files as pages_static
 from compat_service.config import Settings, load_settings
 from compat_service.db.engine import make_engine
 from compat_service.db.ingest_queue import IngestQueue
@@ -32,8 +33,8 @@ from compat_service.db.tokens import TokenCache
 from compat_service.importer import prepare_database
 
 #: routers in include order (routes match in this order: the hot /v1/resolve first); reports, evidence,
-#: matrix and probe are owned by other parts of the project; pages are the HTML site (compat_service/web)
-ROUTERS = ("resolve", "health", "torch", "matrix", "reports", "evidence", "probe", "metrics")
+#: matrix and probe are owned by other parts of the project; pages are the HTML site (api/pages/)
+ROUTERS = ("resolve", "health", "torch", "matrix", "reports", "evidence", "probe", "metrics", "pages")
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -84,6 +85,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     for name in ROUTERS:
         module = importlib.import_module(f"compat_service.api.routes.{name}")
         app.include_router(module.router)
+    app.mount("/static/site", pages_static, name="site-static")
     # Added last = outermost: the size limit applies before anything reads the body.
     app.add_middleware(HttpCacheMiddleware, max_age_s=settings.cache_max_age_s)
     app.add_middleware(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from tests.evidence.conftest import Service, variant
 
 
-def test_metrics_count_reports_by_outcome(service: Service, report_of) -> None:  # noqa: ANN001 - a factory
+def test_metrics_count_reports_by_outcome(service: Service, report_of) -> None:
     report = report_of("cpu")
     assert service.submit(report).status_code == 201
     assert service.submit(report).status_code == 200

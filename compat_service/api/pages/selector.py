@@ -1,0 +1,173 @@
+"""The selector page's model: its choices (from the loaded matrix), its state (the URL) and its answer.
+
+The answer is the `GET /v1/resolve` route's own answer to the page's query string (`resolve_route`), read
+back with the one JSON reader (`resolution_from_json`) and rendered in every install format by the one
+renderer the CLI uses (`install_formats.render`). The page adds no resolution logic, so for the same query
+it says exactly what the API says.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlencode
+
+from fastapi import Request
+from packaging.version import Version
+
+from compat_service.api.routes.resolve import PARAMETERS
+from compat_service.api.routes.resolve import resolve as resolve_route
+from compat_service.domain.errors import AccelenvError
+from compat_service.domain.install_formats import render
+from compat_service.domain.matrix_models import MatrixData
+from compat_service.domain.resolution import Resolution, resolution_from_json
+from compat_service.domain.resolver_request import ARCHES, COMPANIONS, FAMILIES, OSES
+from probes import tool_parsers
+
+#: the install formats the page shows, in tab order, with their labels
+FORMATS: tuple[tuple[str, str], ...] = (
+    ("pip", "pip"),
+    ("requirements", "requirements.txt"),
+    ("uv", "uv (pyproject.toml)"),
+    ("conda", "conda environment.yml"),
+    ("docker", "Dockerfile"),
+)
+#: query parameters of the page itself (not passed on to the resolver: it ignores them anyway)
+PAGE_PARAMS = ("format", "gpu_seen", "notice")
+STATE_PARAMS = (*PARAMETERS, *PAGE_PARAMS)
+_CAPABILITY = re.compile(r"^\d{1,2}\.\d$")
+_CUDA_BACKEND = re.compile(r"^(cuda|cu\d{3})$")
+
+NOTICES = {
+    "paste-empty": "The pasted text holds no NVIDIA driver version or GPU that accelenv can read: paste the "
+    "whole output of `nvidia-smi`, or of `nvidia-smi --query-gpu=driver_version,compute_cap --format=csv`.",
+}
+
+
+def _py_key(version: str) -> tuple[int, int, int]:
+    major, minor = version.rstrip("t").split(".")[:2]
+    return int(major), int(minor), 1 if version.endswith("t") else 0
+
+
+def choices(data: MatrixData) -> dict[str, Any]:
+    """The values each control offers, from the loaded matrix (data, not code)."""
+    minors = sorted(data.torch_releases.minors, key=lambda m: Version(m.minor), reverse=True)
+    patches = sorted(
+        (p.version for m in minors for p in m.patches), key=Version, reverse=True
+    )
+    pythons = sorted(
+        {v for m in minors for s in m.python for v in s.versions}
+        | {v for m in minors for p in m.patches for s in p.python_override or [] for v in s.versions},
+        key=_py_key,
+        reverse=True,
+    )
+    labels: dict[str, list[str]] = {}
+    for variant in data.build_variants.variants:
+        labels.setdefault(variant.family, []).append(variant.label)
+    archs = sorted({a for row in data.gpu_archs.arch_lists for a in row.archs})
+    archs += sorted({g for r in data.rocm.releases for g in r.gfx_targets or []} - set(archs))
+    return {
+        "minors": [m.minor for m in minors],
+        "patches": patches,
+        "pythons": pythons,
+        "oses": OSES,
+        "arches": ARCHES,
+        "families": FAMILIES,
+        "labels": labels,
+        "gpu_archs": archs,
+        "companions": ["torchvision,torchaudio", *COMPANIONS, "none"],
+    }
+
+
+def state_of(request: Request) -> dict[str, str]:
+    """The selection in the URL: every known parameter with a non-empty value, in a stable order."""
+    q = request.query_params
+    return {name: q[name] for name in STATE_PARAMS if q.get(name, "").strip()}
+
+
+def is_canonical(request: Request, state: dict[str, str]) -> bool:
+    """False when the URL holds empty or unknown parameters (a plain form submit): the page redirects."""
+    return list(request.query_params.keys()) == list(state.keys()) and all(
+        request.query_params[k] == v for k, v in state.items()
+    )
+
+
+def url_for_state(state: dict[str, str], **changes: Any) -> str:
+    merged = dict(state)
+    for name, value in changes.items():
+        if value is None or value == "":
+            merged.pop(name, None)
+        elif isinstance(value, bool):
+            merged[name] = "true" if value else "false"
+        elif isinstance(value, (list, tuple)):
+            merged[name] = ",".join(str(v) for v in value) or "none"
+        else:
+            merged[name] = str(value)
+    ordered = {k: merged[k] for k in STATE_PARAMS if k in merged}
+    return "/" + ("?" + urlencode(ordered) if ordered else "")
+
+
+@dataclass
+class Answer:
+    """The resolver's answer for the page: the API's JSON, and either the install texts or the error."""
+
+    body: dict[str, Any]
+    resolution: Resolution | None = None
+    formats: list[tuple[str, str, str | None, str | None]] = field(default_factory=list)
+    error: dict[str, Any] | None = None
+    alternatives: list[tuple[str, str]] = field(default_factory=list)
+
+    @property
+    def body_json(self) -> str:
+        """The API's answer for a ``<script type="application/json">`` block (no ``</script>`` can close it)."""
+        text = json.dumps(self.body, sort_keys=True)
+        return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+async def answer(request: Request, state: dict[str, str]) -> Answer:
+    try:
+        response = await resolve_route(request)
+    except AccelenvError as exc:
+        body = exc.to_body().model_dump(mode="json")
+        alternatives = [
+            (alt["description"], url_for_state(_without_page(state), **alt["request"]))
+            for alt in body.get("alternatives", [])
+        ]
+        return Answer(body=body, error=body, alternatives=alternatives)
+    body = json.loads(response.body)
+    resolution = resolution_from_json(body)
+    formats = []
+    for fmt, label in FORMATS:
+        try:
+            formats.append((fmt, label, render(resolution, fmt), None))
+        except AccelenvError as exc:  # e.g. no Dockerfile for a Windows target
+            formats.append((fmt, label, None, exc.message))
+    return Answer(body=body, resolution=resolution, formats=formats)
+
+
+def _without_page(state: dict[str, str]) -> dict[str, str]:
+    return {k: v for k, v in state.items() if k not in ("gpu_seen", "notice")}
+
+
+def from_nvidia_smi(text: str, state: dict[str, str]) -> str:
+    """The selector URL with the driver and GPU read from pasted `nvidia-smi` output (probes' parsers)."""
+    banner = tool_parsers.parse_nvidia_smi_banner(text)
+    driver = banner["driver_version"]
+    values = tool_parsers.parse_nvidia_smi_query(text)
+    capabilities = [v for v in values if _CAPABILITY.match(v)]
+    if driver is None:
+        driver = next((v for v in values if not _CAPABILITY.match(v)), None)
+    gpus = tool_parsers.parse_nvidia_smi_gpus(text)
+    base = _without_page(state)
+    if driver is None and not capabilities and not gpus:
+        return url_for_state(base, notice="paste-empty")
+    changes: dict[str, Any] = {"driver": driver or base.get("driver")}
+    if capabilities:
+        changes["gpu_arch"] = capabilities[0]
+    if gpus:
+        changes["gpu_seen"] = gpus[0]["name"]
+    if not _CUDA_BACKEND.match(base.get("backend", "cpu")):
+        changes["backend"] = "cuda"  # an NVIDIA host: its builds, not the CPU one
+    return url_for_state(base, **changes)
