@@ -89,9 +89,8 @@ def state_of(request: Request) -> dict[str, str]:
 
 def is_canonical(request: Request, state: dict[str, str]) -> bool:
     """False when the URL holds empty or unknown parameters (a plain form submit): the page redirects."""
-    return list(request.query_params.keys()) == list(state.keys()) and all(
-        request.query_params[k] == v for k, v in state.items()
-    )
+    items = request.query_params.multi_items()
+    return len(items) == len(state) and all(state.get(k) == v for k, v in items)
 
 
 def url_for_state(state: dict[str, str], **changes: Any) -> str:
@@ -155,7 +154,13 @@ def from_nvidia_smi(text: str, state: dict[str, str]) -> str:
     """The selector URL with the driver and GPU read from pasted `nvidia-smi` output (probes' parsers)."""
     banner = tool_parsers.parse_nvidia_smi_banner(text)
     driver = banner["driver_version"]
-    values = tool_parsers.parse_nvidia_smi_query(text)
+    # `--query-gpu=driver_version,compute_cap --format=csv`: one line per GPU, its fields comma-separated
+    values = [
+        part.strip()
+        for line in tool_parsers.parse_nvidia_smi_query(text)
+        for part in line.split(",")
+        if part.strip()[:1].isdigit()
+    ]
     capabilities = [v for v in values if _CAPABILITY.match(v)]
     if driver is None:
         driver = next((v for v in values if not _CAPABILITY.match(v)), None)

@@ -38,17 +38,13 @@ _PASTE_LIMIT = 200_000
 
 
 def _page(request: Request, name: str, context: dict[str, Any], status: int = 200) -> HTMLResponse:
-    snapshot = request.app.state.matrix_repository
-    version = snapshot.current().version if snapshot.is_fresh() else None
-    return templates.TemplateResponse(
-        request, name, {"matrix_version": version, **context}, status_code=status, headers=_HEADERS
-    )
+    return templates.TemplateResponse(request, name, context, status_code=status, headers=_HEADERS)
 
 
 def _error_page(request: Request, title: str, found: ApiAnswer) -> HTMLResponse:
     """The API's refusal, as a page with the same status (404 stays 404, a 401 says a token is needed)."""
     heading = {404: "Not found", 401: "A token is needed", 403: "Not allowed"}.get(found.status, "Error")
-    context = {"title": title, "error": found.error, "heading": heading}
+    context = {"title": title, "error": found.error, "heading": heading, "matrix_version": None}
     return _page(request, "error.html", context, found.status)
 
 
@@ -64,6 +60,7 @@ async def selector_page(request: Request) -> Response:
         request,
         "selector.html",
         {
+            "matrix_version": matrix.version,
             "state": state,
             "choices": selector.choices(matrix.data),
             "answer": answer,
@@ -132,6 +129,7 @@ async def matrix_page(request: Request) -> Response:
         request,
         "matrix.html",
         {
+            "matrix_version": matrix.version,
             "state": state,
             "heat": heat,
             "evidence": evidence,
@@ -175,6 +173,7 @@ async def release_page(request: Request, version: str) -> Response:
         request,
         "release.html",
         {
+            "matrix_version": body["matrix_version"],
             "version": version,
             "body": body,
             "patch": patch,
@@ -211,6 +210,7 @@ async def report_page(request: Request, report_id: str) -> Response:
         request,
         "report.html",
         {
+            "matrix_version": None,
             "report": report,
             "env": report.get("environment", {}),
             "failing": failing,

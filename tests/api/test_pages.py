@@ -1,0 +1,179 @@
+"""The pages through the real app (no browser): the selector says what `GET /v1/resolve` says, for every golden
+resolver case; canonical URLs; the nvidia-smi paste read by the probes' parsers; pages that refuse as the API
+does; no page names another host for a script, style, font or image."""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import parse_qs, urlencode, urlsplit
+
+import pytest
+import yaml
+from fastapi.testclient import TestClient
+
+from compat_service.api.routes.resolve import PARAMETERS
+from tests.conftest import REPO_ROOT
+
+CASES_DIR = REPO_ROOT / "tests" / "data" / "resolver_cases"
+TOOLS = REPO_ROOT / "tests" / "data" / "probe_tools"
+_EMBEDDED = re.compile(r'<script type="application/json" id="resolution">(.*?)</script>', re.S)
+
+
+def golden_requests() -> list[tuple[str, dict[str, str]]]:
+    out = []
+    for path in sorted(CASES_DIR.glob("*.yaml")):
+        for case in yaml.safe_load(path.read_text())["cases"]:
+            request = {str(k): str(v) for k, v in case["request"].items()}
+            if set(request) <= set(PARAMETERS):
+                out.append((f"{path.stem}-{case['id']}", request))
+    return out
+
+
+GOLDEN = golden_requests()
+
+
+def embedded(html: str) -> dict:
+    match = _EMBEDDED.search(html)
+    assert match, "the selector embeds the API's answer"
+    return json.loads(match.group(1))
+
+
+@pytest.mark.parametrize("request_", [r for _, r in GOLDEN], ids=[i for i, _ in GOLDEN])
+def test_the_selector_answers_what_get_v1_resolve_answers(client: TestClient, request_: dict[str, str]) -> None:
+    query = urlencode(request_)
+    page = client.get(f"/?{query}", follow_redirects=False)
+    assert page.status_code == 200, page.text[:500]
+    api = client.get(f"/v1/resolve?{query}").json()
+    api.pop("request_id", None)
+    assert embedded(page.text) == api
+    if "code" in api:
+        assert f"<code>{api['code']}</code>" in page.text
+        for alt in api.get("alternatives", []):
+            assert html.escape(alt["description"], quote=False) in page.text
+    else:
+        assert f"torch=={api['pins']['torch']}" in page.text
+
+
+def test_enough_golden_cases_are_compared() -> None:
+    assert len(GOLDEN) >= 30
+
+
+def test_a_form_submit_with_empty_fields_redirects_to_the_canonical_url(client: TestClient) -> None:
+    res = client.get("/?torch=2.4&python=&os=&driver=&backend=cu121&junk=1", follow_redirects=False)
+    assert res.status_code == 303
+    assert res.headers["location"] == "/?torch=2.4&backend=cu121"
+
+
+def test_an_alternative_link_carries_the_request_it_names(client: TestClient) -> None:
+    page = client.get("/?torch=2.3&python=3.13&backend=cu121&format=uv")
+    api = client.get("/v1/resolve?torch=2.3&python=3.13&backend=cu121").json()
+    hrefs = re.findall(r'<ul class="alternatives">(.*?)</ul>', page.text, re.S)[0]
+    links = [parse_qs(urlsplit(h.replace("&amp;", "&")).query) for h in re.findall(r'href="([^"]+)"', hrefs)]
+    assert len(links) == len(api["alternatives"])
+    for link, alt in zip(links, api["alternatives"]):
+        for key, value in alt["request"].items():
+            assert link[key] == [str(value)]
+        assert link["format"] == ["uv"]  # the rest of the selection stays
+
+
+@pytest.mark.parametrize(
+    ("capture", "driver"),
+    [
+        ("nvidia-smi_550.40.07_rtx4070.txt", "550.40.07"),
+        ("nvidia-smi_450.57_titan-xp.txt", "450.57"),
+        ("nvidia-smi_331.62_gtx680.txt", "331.62"),
+        ("nvidia-smi_query_driver_version_2gpus.txt", None),
+    ],
+)
+def test_pasted_nvidia_smi_fills_the_driver(client: TestClient, capture: str, driver: str | None) -> None:
+    text = (TOOLS / capture).read_text()
+    expected = driver or text.strip().splitlines()[-1].strip()
+    res = client.post(
+        "/nvidia-smi", content=urlencode({"output": text, "torch": "2.4"}),
+        headers={"content-type": "application/x-www-form-urlencoded"}, follow_redirects=False,
+    )
+    assert res.status_code == 303
+    query = parse_qs(urlsplit(res.headers["location"]).query)
+    assert query["driver"] == [expected]
+    assert query["torch"] == ["2.4"] and query["backend"] == ["cuda"]
+
+
+def test_pasted_compute_capability_fills_the_gpu_arch(client: TestClient) -> None:
+    text = "driver_version, compute_cap\n550.54.15, 9.0\n550.54.15, 9.0\n"
+    res = client.post("/nvidia-smi", content=urlencode({"output": text}),
+                      headers={"content-type": "application/x-www-form-urlencoded"}, follow_redirects=False)
+    query = parse_qs(urlsplit(res.headers["location"]).query)
+    assert query["driver"] == ["550.54.15"] and query["gpu_arch"] == ["9.0"]
+    page = client.get(res.headers["location"])
+    assert embedded(page.text)["family"] == "cuda"
+
+
+def test_a_paste_with_nothing_to_read_says_so(client: TestClient) -> None:
+    res = client.post("/nvidia-smi", content=urlencode({"output": "hello", "python": "3.11"}),
+                      headers={"content-type": "application/x-www-form-urlencoded"})
+    assert res.status_code == 200
+    assert "holds no NVIDIA driver version" in res.text
+    assert 'value="3.11" selected' in res.text
+
+
+@pytest.mark.parametrize(
+    ("path", "status", "text"),
+    [
+        ("/torch/9.9.9", 404, "torch 9.9.9 is not in the matrix"),
+        ("/torch/not-a-version", 422, "invalid"),
+        ("/reports/00000000-0000-0000-0000-000000000000", 404, "no report with id"),
+        ("/reports/not-a-uuid", 422, "invalid"),
+    ],
+)
+def test_pages_refuse_as_the_api_does(client: TestClient, path: str, status: int, text: str) -> None:
+    res = client.get(path)
+    assert res.status_code == status
+    assert res.headers["content-type"].startswith("text/html")
+    assert text in res.text
+
+
+def test_matrix_page_filters_and_names_a_bad_filter(client: TestClient) -> None:
+    every = client.get("/matrix").text
+    cuda = client.get("/matrix?family=cuda&platform=linux-aarch64").text
+    assert "rocm6.0" in every and "rocm6.0" not in cuda
+    bad = client.get("/matrix?platform=beos-x86_64")
+    assert bad.status_code == 200 and "unknown platform 'beos-x86_64'" in html.unescape(bad.text)
+
+
+class _Assets(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.urls: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        found = dict(attrs)
+        if tag in ("script", "img", "iframe") and found.get("src"):
+            self.urls.append(found["src"] or "")
+        if tag == "link" and found.get("href"):
+            self.urls.append(found["href"] or "")
+
+
+@pytest.mark.parametrize("path", ["/", "/matrix", "/torch/2.5.1", "/docs", "/redoc", "/?torch=2.3&python=3.13"])
+def test_pages_load_nothing_from_another_host(client: TestClient, path: str) -> None:
+    parser = _Assets()
+    parser.feed(client.get(path).text)
+    assert parser.urls
+    assert all(url.startswith("/") and not url.startswith("//") for url in parser.urls), parser.urls
+    for url in parser.urls:
+        assert client.get(url).status_code == 200, url
+    assert "fonts.googleapis" not in client.get(path).text
+
+
+def test_pages_are_not_in_the_openapi_document(client: TestClient) -> None:
+    paths = client.get("/openapi.json").json()["paths"]
+    assert "/v1/resolve" in paths and "/metrics" in paths
+    assert not {"/", "/matrix", "/torch/{version}", "/reports/{report_id}", "/nvidia-smi"} & set(paths)
+
+
+def test_static_files_ship_with_the_package() -> None:
+    pages = Path(__file__).resolve().parents[2] / "compat_service" / "api" / "pages"
+    assert (pages / "static" / "site.js").is_file() and (pages / "templates" / "selector.html").is_file()
