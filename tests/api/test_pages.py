@@ -20,7 +20,7 @@ from tests.conftest import REPO_ROOT
 
 CASES_DIR = REPO_ROOT / "tests" / "data" / "resolver_cases"
 TOOLS = REPO_ROOT / "tests" / "data" / "probe_tools"
-_EMBEDDED = re.compile(r'<script type="application/json" id="resolution">(.*?)</script>', re.S)
+_EMBEDDED = re.compile(r'<script type="application/json" id="resolution">(.*?)</script>', re.DOTALL)
 
 
 def golden_requests() -> list[tuple[str, dict[str, str]]]:
@@ -71,7 +71,7 @@ def test_a_form_submit_with_empty_fields_redirects_to_the_canonical_url(client: 
 def test_an_alternative_link_carries_the_request_it_names(client: TestClient) -> None:
     page = client.get("/?torch=2.3&python=3.13&backend=cu121&format=uv")
     api = client.get("/v1/resolve?torch=2.3&python=3.13&backend=cu121").json()
-    hrefs = re.findall(r'<ul class="alternatives">(.*?)</ul>', page.text, re.S)[0]
+    hrefs = re.findall(r'<ul class="alternatives">(.*?)</ul>', page.text, re.DOTALL)[0]
     links = [parse_qs(urlsplit(h.replace("&amp;", "&")).query) for h in re.findall(r'href="([^"]+)"', hrefs)]
     assert len(links) == len(api["alternatives"])
     for link, alt in zip(links, api["alternatives"]):
