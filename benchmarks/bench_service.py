@@ -4,7 +4,10 @@ Reproduce (from the repository root; needs `wrk`, e.g. `apt-get install -y wrk`)
 
     .venv/bin/python benchmarks/bench_service.py --duration 5 --rounds 3 --connections 32
 
-Both apps run under uvicorn with identical settings (one worker, no access log, loopback); `wrk` drives
+Both apps run under uvicorn with identical settings (one worker, uvicorn's own access log off, loopback).
+The service runs as deployed: its access log on (one line per request, written to a file) and its
+Prometheus metrics counting every request (``--no-service-log`` turns its access log off,
+``ACCELENV_ACCESS_LOG=false``, to see what the log costs); the bare app logs nothing. `wrk` drives
 them alternately, ``--rounds`` times for ``--duration`` seconds each, so the load stops by itself and
 background load falls on both alike. The figures are the medians over the rounds. The service runs on a fresh
 SQLite file (migrated and loaded at start, as `accelenv serve` does) and is warmed before measuring.
@@ -82,7 +85,7 @@ def _wrk(url: str, args: argparse.Namespace) -> float:
 class Server:
     """One uvicorn process serving ``factory`` on a free loopback port with the shared settings."""
 
-    def __init__(self, factory: str, path: str, env: dict[str, str], workers: int) -> None:
+    def __init__(self, factory: str, path: str, env: dict[str, str], workers: int, log: Path) -> None:
         port = _free_port()
         cmd = [
             sys.executable, "-m", "uvicorn", "--factory", factory, "--app-dir", str(REPO_ROOT),
@@ -90,11 +93,13 @@ class Server:
             "--log-level", "warning", "--no-access-log",
         ]  # fmt: skip
         self.url = f"http://127.0.0.1:{port}{path}"
-        self.proc = subprocess.Popen(cmd, cwd=REPO_ROOT, env=env)
+        self._log = log.open("wb")
+        self.proc = subprocess.Popen(cmd, cwd=REPO_ROOT, env=env, stderr=self._log)
 
     def stop(self) -> None:
         self.proc.terminate()
         self.proc.wait(timeout=30)
+        self._log.close()
 
 
 def main() -> None:
@@ -106,15 +111,22 @@ def main() -> None:
     parser.add_argument("--connections", type=int, default=32)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--workers", type=int, default=1, help="uvicorn workers for both apps")
+    parser.add_argument(
+        "--no-service-log", action="store_true", help="turn the service's access log off (ACCELENV_ACCESS_LOG)"
+    )
     args = parser.parse_args()
     if shutil.which("wrk") is None:
         raise SystemExit("wrk is not installed (apt-get install -y wrk)")
     with tempfile.TemporaryDirectory() as tmp:
         env = {k: v for k, v in os.environ.items() if not k.startswith("ACCELENV_")}
         env["ACCELENV_DATABASE_URL"] = f"sqlite:///{Path(tmp) / 'bench.sqlite3'}"
+        env["ACCELENV_ACCESS_LOG"] = "false" if args.no_service_log else "true"
+        logs = Path(tmp)
         servers = {
-            "resolve": Server("compat_service.api.app:app_from_env", RESOLVE_PATH, env, args.workers),
-            "bare": Server("benchmarks.bench_service:bare_app", "/bare", env, args.workers),
+            "resolve": Server(
+                "compat_service.api.app:app_from_env", RESOLVE_PATH, env, args.workers, logs / "resolve.log"
+            ),
+            "bare": Server("benchmarks.bench_service:bare_app", "/bare", env, args.workers, logs / "bare.log"),
         }
         try:
             warm = argparse.Namespace(**{**vars(args), "duration": 2})
@@ -129,6 +141,7 @@ def main() -> None:
         finally:
             for server in servers.values():
                 server.stop()
+        access_lines = sum(1 for line in (logs / "resolve.log").open() if "accelenv.access" in line)
     resolve_rps, bare_rps = statistics.median(rps["resolve"]), statistics.median(rps["bare"])
     ratio = resolve_rps / bare_rps
     print(json.dumps({
@@ -138,6 +151,7 @@ def main() -> None:
         "round_ratios": [round(r / b, 3) for r, b in zip(rps["resolve"], rps["bare"], strict=True)],
         "target": TARGET_RATIO,
         "meets_target": ratio >= TARGET_RATIO,
+        "service_access_log_lines": access_lines,
         "settings": vars(args),
     }, indent=2))  # fmt: skip
 

@@ -22,7 +22,7 @@ from compat_service.api.http_cache import HttpCacheMiddleware
 from compat_service.api.lifecycle import announce_start, announce_stop
 from compat_service.api.metrics import ServiceMetrics
 from compat_service.api.nul_guard import NulGuardMiddleware
-from compat_service.api.observability import ObservabilityMiddleware, configure_logging
+from compat_service.api.observability import AccessLog, ObservabilityMiddleware, configure_logging
 from compat_service.api.resolve_cache import ResolveCache
 from compat_service.api.routes.pages import static_files as pages_static
 from compat_service.config import Settings, load_settings
@@ -98,7 +98,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(
         ObservabilityMiddleware,
         metrics=app.state.metrics,
-        access_log_on=settings.access_log,
+        access_log=AccessLog(settings.log_format) if settings.access_log else None,
         on_unhandled=unhandled_error_response,
     )
     return app

@@ -43,6 +43,19 @@ class LruCache(Generic[V]):
             raise entry.with_traceback(None)
         return entry
 
+    def get(self, key: Hashable) -> V | None:
+        """The cached value for ``key`` (None on a miss), for callers that compute off the event loop."""
+        entry = self._entries.get(key)
+        if entry is None or isinstance(entry, AccelenvError):
+            return None
+        self._entries.move_to_end(key)
+        return entry
+
+    def put(self, key: Hashable, value: V) -> None:
+        self._entries[key] = value
+        if len(self._entries) > self._size:
+            self._entries.popitem(last=False)
+
     def __len__(self) -> int:
         return len(self._entries)
 

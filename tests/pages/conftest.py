@@ -11,11 +11,8 @@ Screenshots go to ``test-artifacts/screenshots/`` (git-ignored): each page at de
 from __future__ import annotations
 
 import json
-import os
-import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -25,21 +22,11 @@ import pytest
 from tests.conftest import REPO_ROOT
 from tests.evidence.conftest import _run_probe
 from tests.evidence.live_server import prepare_database
+from tests.pages.chromium import INSTALL_HINT, chromium_path
 from tests.served import serve_port_zero, started_url
 
 ARTIFACTS = REPO_ROOT / "test-artifacts" / "screenshots"
 VIEWPORTS = {"desktop": (1280, 900), "phone": (390, 844)}
-CHROMIUM_CANDIDATES = ("chromium", "chromium-browser")
-INSTALL_HINT = "apt-get update && apt-get install -y chromium chromium-driver"
-
-
-def chromium_path() -> str | None:
-    explicit = os.environ.get("ACCELENV_TEST_CHROMIUM")
-    if explicit:
-        return explicit if Path(explicit).is_file() else None
-    return next((found for name in CHROMIUM_CANDIDATES if (found := shutil.which(name))), None)
-
-
 @dataclass
 class Site:
     base_url: str

@@ -18,11 +18,11 @@ from compat_service.domain.evidence import MatrixCell, label_family
 #: every status a square can show, most telling first (its colour is the first one present)
 STATUSES = ("broken", "partial", "verified", "observed", "declared")
 LEGEND = (
-    ("verified", "V", "probe reports from enough independent hosts pass every required check"),
-    ("partial", "P", "reports pass the required checks, with gaps or from too few hosts"),
-    ("broken", "B", "reports show required checks failing"),
-    ("observed", "O", "reports exist for a combination the matrix does not list"),
-    ("declared", "D", "the matrix lists it (with its sources); no probe report yet"),
+    ("verified", "V", "no check failing, and passing reports from enough distinct hosts"),
+    ("partial", "P", "the device trains (smoke passed) but some ops, allocator, AMP or distributed checks fail"),
+    ("broken", "B", "a report has a failing detect or smoke check (not detected, crash, out of memory)"),
+    ("observed", "O", "reports for a combination the matrix does not list (e.g. a PrivateUse1 backend)"),
+    ("declared", "D", "the matrix lists it, with its sources; not enough probe reports yet"),
     ("unknown", "–", "the matrix does not list this build for this release, and no report names it"),
 )
 LETTER = {status: letter for status, letter, _ in LEGEND}
@@ -38,28 +38,23 @@ def _version_key(text: str) -> tuple[int, Version | str]:
 
 @dataclass
 class Square:
+    """One release × build square; its status, letter and label are computed once (the page has ~800)."""
+
     torch: str
     build: str
     counts: dict[str, int]
     href: str
-    selected: bool = False
+    status: str = field(init=False)
+    letter: str = field(init=False)
+    total: int = field(init=False)
+    label: str = field(init=False)
 
-    @property
-    def status(self) -> str:
-        return next((s for s in STATUSES if self.counts.get(s)), "unknown")
-
-    @property
-    def letter(self) -> str:
-        return LETTER[self.status]
-
-    @property
-    def total(self) -> int:
-        return sum(self.counts.values())
-
-    @property
-    def label(self) -> str:
+    def __post_init__(self) -> None:
+        self.status = next((s for s in STATUSES if self.counts.get(s)), "unknown")
+        self.letter = LETTER[self.status]
+        self.total = sum(self.counts.values())
         parts = ", ".join(f"{n} {s}" for s in STATUSES if (n := self.counts.get(s)))
-        return f"torch {self.torch} {self.build}: {self.status}" + (f" ({parts})" if parts else "")
+        self.label = f"torch {self.torch} {self.build}: {self.status}" + (f" ({parts})" if parts else "")
 
 
 @dataclass
@@ -67,7 +62,9 @@ class Heatmap:
     columns: list[str]
     rows: list[tuple[str, list[Square]]]
     cells: int
+    #: the matrix cells of the square named by the URL's torch and build
     selected: list[MatrixCell] = field(default_factory=list)
+    selected_key: tuple[str | None, str | None] = (None, None)
 
 
 def matrix_url(state: dict[str, str], **changes: str | None) -> str:
@@ -97,21 +94,19 @@ def build_heatmap(
     versions = sorted({t for t, _ in by_square}, key=_version_key, reverse=True)
     rows = []
     for version in versions:
-        squares = [
-            Square(
-                torch=version,
-                build=build,
-                counts=by_square.get((version, build), {}),
-                href=matrix_url(state, torch=version, build=build) + "#evidence",
-                selected=(version, build) == (state.get("torch"), state.get("build")),
-            )
-            for build in columns
-        ]
+        squares = []
+        for build in columns:
+            counts = by_square.get((version, build), {})
+            href = matrix_url(state, torch=version, build=build) + "#evidence" if counts else ""
+            squares.append(Square(torch=version, build=build, counts=counts, href=href))
         rows.append((version, squares))
     # evidence first: the cells with reports are what a visitor opens a square for
     selected.sort(key=lambda c: (-c.reports, c.python, c.os, c.arch))
     total = sum(sum(counts.values()) for counts in by_square.values())
-    return Heatmap(columns=columns, rows=rows, cells=total, selected=selected)
+    return Heatmap(
+        columns=columns, rows=rows, cells=total, selected=selected,
+        selected_key=(state.get("torch"), state.get("build")),
+    )
 
 
 def evidence_params(cell: MatrixCell) -> dict[str, str]:

@@ -21,6 +21,8 @@ from starlette.concurrency import run_in_threadpool
 from compat_service.api.deps import get_matrix
 from compat_service.api.pages import heatmap, selector
 from compat_service.api.pages.internal_api import ApiAnswer, api_get
+from compat_service.api.resolve_cache import LruCache
+from compat_service.api.routes.evidence import evidence_for_resolve
 from compat_service.db.evidence_queries import MatrixFilter, declared_for, matrix_cells
 from compat_service.domain.hardware_rules import driver_floor
 from compat_service.domain.matrix_models import PLATFORMS
@@ -35,10 +37,20 @@ _HEADERS = {"Cache-Control": "no-cache"}
 #: most evidence cells of one square read in full on the matrix page
 MAX_EVIDENCE_CELLS = 12
 _PASTE_LIMIT = 200_000
+PAGE_CACHE_SIZE = 64
 
 
 def _page(request: Request, name: str, context: dict[str, Any], status: int = 200) -> HTMLResponse:
     return templates.TemplateResponse(request, name, context, status_code=status, headers=_HEADERS)
+
+
+def _page_cache(request: Request) -> LruCache[Any]:
+    """This worker's cache of page models (heatmaps): a few dozen filter combinations cover the traffic."""
+    state = request.app.state
+    cache = getattr(state, "page_cache", None)
+    if cache is None:
+        cache = state.page_cache = LruCache(PAGE_CACHE_SIZE)
+    return cache
 
 
 def _error_page(request: Request, title: str, found: ApiAnswer) -> HTMLResponse:
@@ -117,9 +129,16 @@ async def matrix_page(request: Request) -> Response:
             rows = matrix_cells(session, declared, flt, min_hosts=settings.verified_min_hosts)
         return [row for row, _ in rows]
 
-    cells = await run_in_threadpool(read)
     labels = [v.label for v in data.build_variants.variants]
-    heat = heatmap.build_heatmap(cells, labels, state)
+    # a heatmap is a pure function of the load, the stored evidence and the URL: cached per worker
+    _evidence, stamp = evidence_for_resolve(request.app, None)
+    key = ("matrix-page", matrix.content_hash, stamp, tuple(sorted(state.items())))
+    cache = _page_cache(request)
+    heat = cache.get(key)
+    if heat is None:
+        cells = await run_in_threadpool(read)
+        heat = heatmap.build_heatmap(cells, labels, state)
+        cache.put(key, heat)
     evidence = []
     for cell in [c for c in heat.selected if c.reports][:MAX_EVIDENCE_CELLS]:
         found = await api_get(request, "/v1/evidence", heatmap.evidence_params(cell))
