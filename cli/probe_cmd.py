@@ -2,8 +2,11 @@
 
 The probe runs as a subprocess: the single-file bundle is written to a temporary directory and started
 with ``PYTHON -I bundle`` (default: this interpreter), so the target needs only torch. Progress lines and
-the summary table go to stderr as they happen; the report is JSON in ``--output`` or on stdout. Exit
-code: 0 all checks passed/skipped/unsupported, 1 any failed/timeout/crashed/error, else the error's code.
+the summary table go to stderr as they happen; the report is JSON in ``--output`` or on stdout (with
+``--json``: a summary object on stdout, carrying the report when there is no ``--output``). ``--output``
+is checked before the probe runs; if it cannot be written afterwards the report goes to the spool and the
+error says where. Exit code: 0 all checks passed/skipped/unsupported, 1 any failed/timeout/crashed/error,
+else the error's code.
 
 `--submit URL --token T` posts the report; when the server cannot be reached the report goes to the
 spool (see cli/report_spool.py) and `accelenv report submit` sends it later.
