@@ -8,7 +8,7 @@ import pytest
 
 from compat_service.domain.errors import InvalidRequestError
 from compat_service.domain.evidence_lookup import CellEvidence
-from compat_service.domain.hardware_rules import cubin_runs_on, ptx_runs_on
+from probes.arch_compat import cubin_runs_on, ptx_runs_on
 from compat_service.domain.matrix import InMemoryMatrix
 from compat_service.domain.matrix_loader import load_matrix_data
 from compat_service.domain.matrix_snapshot import load_matrix_cached
