@@ -1,7 +1,7 @@
 """`accelenv doctor`: is the torch installed here right for this host? Each problem comes with its fix.
 
-Facts gathered here (the I/O): the host by the resolver's host detection (override variables
-ACCELENV_BACKEND / ACCELENV_DRIVER_VERSION / ACCELENV_GPU_ARCH honoured), installed versions from package
+Facts gathered here (the I/O): the host by accelenv's one host detection, ``probes.host_facts.detect_host``
+(its docstring lists the order and the override variables), installed versions from package
 metadata (this environment, or ``--site-packages DIR``; torch itself is not imported), the bundled matrix,
 and evidence from ``--database``. The checks are ``compat_service.domain.diagnosis``.
 """
@@ -9,9 +9,12 @@ and evidence from ``--database``. The checks are ``compat_service.domain.diagnos
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
+
+if TYPE_CHECKING:
+    from compat_service.domain.diagnosis import HostFacts
 
 PACKAGES = ("torch", "torchvision", "torchaudio")
 #: host detection backend -> what `--backend` the resolver takes for it
@@ -64,15 +67,26 @@ def installed_versions(site_packages: Path | None) -> dict[str, str | None]:
     return found
 
 
+def detect_host_facts() -> HostFacts:
+    """This host, detected by probes.host_facts, as the description the domain's diagnosis takes."""
+    from compat_service.domain.diagnosis import HostFacts
+    from probes import host_facts
+
+    found = host_facts.detect_host()
+    return HostFacts(
+        os=found["os"], arch=found["arch"], python=found["python"], backend=found["backend"],
+        driver=found["driver_version"], gpu_arch=found["device_arch"], gpu_name=found["device_name"],
+    )
+
+
 def run_doctor(*, site_packages: Path | None, database: str | None, matrix_path: Path | None, fmt: str) -> bool:
-    from compat_service.domain import host_detection
     from compat_service.domain.diagnosis import Installed, diagnose
     from compat_service.domain.errors import InvalidRequestError
     from compat_service.domain.matrix_snapshot import load_matrix_cached
 
     if fmt not in ("text", "json"):
         raise InvalidRequestError(f"--format {fmt!r} is not an output format", hint="use text or json")
-    host = host_detection.detect_host()
+    host = detect_host_facts()
     versions = installed_versions(site_packages)
     matrix = load_matrix_cached(matrix_path)
     evidence = None
