@@ -47,8 +47,11 @@ TOOL_TIMEOUT_S = 10
 NVIDIA_SMI_QUERY = (
     "nvidia-smi", "--query-gpu=" + ",".join(tool_parsers.NVIDIA_SMI_QUERY_FIELDS), "--format=csv,noheader",
 )
+#: drivers older than the compute_cap field reject the query above; this one works on all of them
+NVIDIA_SMI_DRIVER_QUERY = ("nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader")
 
-# Driver sources per backend family, in the order consulted (all are consulted; the first value wins).
+# Driver sources per backend family, in the order consulted (all are consulted, except a "fallback" one
+# when an earlier source gave a value; the first value wins).
 # Paths and commands from the field survey, section 5: uv's accelerator.rs (NVIDIA sysfs/procfs),
 # collect_env, gpustack parsers.
 DRIVER_SOURCES = {
@@ -56,6 +59,7 @@ DRIVER_SOURCES = {
         ("file", "/sys/module/nvidia/version", "parse_nvidia_sysfs_version"),
         ("file", "/proc/driver/nvidia/version", "parse_nvidia_proc_version"),
         ("command", NVIDIA_SMI_QUERY, "nvidia_smi_driver"),
+        ("command", NVIDIA_SMI_DRIVER_QUERY, "nvidia_smi_driver", "fallback"),
     ),
     "rocm": (
         ("file", "/sys/module/amdgpu/version", "parse_amdgpu_sysfs_version"),
@@ -191,10 +195,13 @@ class _Looker(object):
         return self._seen[key]
 
     def consult(self, sources, first_only=False):
-        """(first value or None, [source entries]) over ``sources`` of (kind, target, parser name)."""
+        """(first value or None, [source entries]) over ``sources`` of (kind, target, parser name[, "fallback"])."""
         entries = []
         found = None
-        for kind, target, parser_name in sources:
+        for source in sources:
+            kind, target, parser_name = source[:3]
+            if found and source[3:] == ("fallback",):
+                continue
             label = target if kind == "file" else " ".join(target)
             text, problem = self.fetch(kind, target)
             if problem:  # absent, unreadable, or a tool that exited non-zero: its output is not trusted

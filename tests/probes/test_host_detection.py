@@ -82,6 +82,20 @@ def test_nvidia_smi_runs_once_for_driver_and_device(tmp_path: Path, fake_bin: Pa
     assert counter.read_text().count("run") == 1
 
 
+def test_a_driver_without_the_compute_cap_field_still_gives_its_version(tmp_path: Path, fake_bin: Path) -> None:
+    """Old drivers reject --query-gpu=...,compute_cap,...; the driver-only query is asked then."""
+    script = fake_bin / "nvidia-smi"
+    script.write_text(
+        "#!/bin/sh\ncase \"$1\" in *compute_cap*) echo 'Field \"compute_cap\" is not a valid field to query.'; exit 2;; esac\n"
+        "echo 470.82.01\n"
+    )
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    host = _detect(tmp_path)
+    assert (host["backend"], host["driver_version"], host["device_arch"]) == ("cuda", "470.82.01", None)
+    assert [s["outcome"] for s in host["sources"] if s["source"].startswith("nvidia-smi")][:2] == [
+        "failed: exit code 2", "value"]
+
+
 def test_absent_differs_from_failed(tmp_path: Path, fake_bin: Path) -> None:
     _write(tmp_path, "proc/driver/nvidia/version", "garbled\n")
     _tool(
