@@ -3,8 +3,9 @@
 CUDA rules (NVIDIA's compatibility guide): a cubin built for ``sm_XY`` runs on any device of the same
 major ``X`` with minor ``>= Y``; arch-specific cubins (``sm_90a``) run only on exactly that arch; PTX
 (``compute_XY``, or ``sm_XY`` where the matrix names the PTX target) is JIT-compiled by the driver for any
-device ``>= XY``, arch-specific PTX only on that arch, family-specific (``f``) only within its major. ROCm code objects are per target: ``gfx90a`` kernels
-run only on gfx90a (feature suffixes such as ``:xnack-`` do not change the target).
+device ``>= XY``, arch-specific PTX only on that arch, family-specific (``f``) only within its major.
+ROCm code objects are per target: ``gfx90a`` kernels run only on gfx90a (feature suffixes such as
+``:xnack-`` do not change the target).
 
 Pure and stdlib-only: the probe judges ``torch.cuda.get_arch_list()`` with it on the target host, and the
 resolver and ``accelenv doctor`` (``compat_service.domain.hardware_rules``) judge the matrix's arch lists

@@ -177,7 +177,7 @@ def run_tool(argv, timeout=TOOL_TIMEOUT_S):
     return proc.stdout, None
 
 
-class _Looker(object):
+class _Looker:
     """Reads files under ``root`` and runs tools, each at most once per detection."""
 
     def __init__(self, root="/", timeout=TOOL_TIMEOUT_S):

@@ -22,7 +22,6 @@ from typing import ClassVar
 import sqlalchemy as sa
 from sqlmodel import Field, SQLModel
 
-
 # --------------------------------------------------------------------------- bookkeeping
 
 
