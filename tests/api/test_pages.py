@@ -19,7 +19,7 @@ from compat_service.api.routes.resolve import PARAMETERS
 from tests.conftest import REPO_ROOT
 
 CASES_DIR = REPO_ROOT / "tests" / "data" / "resolver_cases"
-TOOLS = REPO_ROOT / "tests" / "data" / "probe_tools"
+TOOLS = REPO_ROOT / "tests" / "data" / "host_tools"
 _EMBEDDED = re.compile(r'<script type="application/json" id="resolution">(.*?)</script>', re.DOTALL)
 
 

@@ -122,7 +122,7 @@ def test_the_url_reproduces_a_selection(visit: Visit, site: Site) -> None:
 
 
 def test_pasted_nvidia_smi_fills_driver_and_gpu(visit: Visit) -> None:
-    pasted = (REPO_ROOT / "tests/data/probe_tools/nvidia-smi_550.40.07_rtx4070.txt").read_text()
+    pasted = (REPO_ROOT / "tests/data/host_tools/nvidia-smi_550.40.07_rtx4070.txt").read_text()
     visit.open("/?torch=2.5")
     visit.page.click("details.paste summary")
     visit.page.fill("#f-paste", pasted)

@@ -37,12 +37,11 @@ FORMATS: tuple[tuple[str, str], ...] = (
 #: query parameters of the page itself (not passed on to the resolver: it ignores them anyway)
 PAGE_PARAMS = ("format", "gpu_seen", "notice")
 STATE_PARAMS = (*PARAMETERS, *PAGE_PARAMS)
-_CAPABILITY = re.compile(r"^\d{1,2}\.\d$")
 _CUDA_BACKEND = re.compile(r"^(cuda|cu\d{3})$")
 
 NOTICES = {
     "paste-empty": "The pasted text holds no NVIDIA driver version or GPU that accelenv can read: paste the "
-    "whole output of `nvidia-smi`, or of `nvidia-smi --query-gpu=driver_version,compute_cap --format=csv`.",
+    "whole output of `nvidia-smi`, or of `nvidia-smi --query-gpu=driver_version,compute_cap,name --format=csv`.",
 }
 
 
@@ -150,29 +149,27 @@ def _without_page(state: dict[str, str]) -> dict[str, str]:
     return {k: v for k, v in state.items() if k not in ("gpu_seen", "notice")}
 
 
+#: the query to paste (the one host detection runs), for the page's hint
+NVIDIA_SMI_QUERY = f"nvidia-smi --query-gpu={','.join(tool_parsers.NVIDIA_SMI_QUERY_FIELDS)} --format=csv"
+
+
 def from_nvidia_smi(text: str, state: dict[str, str]) -> str:
-    """The selector URL with the driver and GPU read from pasted `nvidia-smi` output (probes' parsers)."""
-    banner = tool_parsers.parse_nvidia_smi_banner(text)
-    driver = banner["driver_version"]
-    # `--query-gpu=driver_version,compute_cap --format=csv`: one line per GPU, its fields comma-separated
-    values = [
-        part.strip()
-        for line in tool_parsers.parse_nvidia_smi_query(text)
-        for part in line.split(",")
-        if part.strip()[:1].isdigit()
-    ]
-    capabilities = [v for v in values if _CAPABILITY.match(v)]
+    """The selector URL with the driver and GPU read from pasted `nvidia-smi` output (probes' parsers):
+    plain `nvidia-smi` gives the driver and GPU names, the `NVIDIA_SMI_QUERY` output also the architecture."""
+    rows = tool_parsers.parse_nvidia_smi_query(text)
+    driver = tool_parsers.parse_nvidia_smi_banner(text)["driver_version"]
     if driver is None:
-        driver = next((v for v in values if not _CAPABILITY.match(v)), None)
-    gpus = tool_parsers.parse_nvidia_smi_gpus(text)
+        driver = next((r["driver_version"] for r in rows if r["driver_version"]), None)
+    capabilities = [r["compute_cap"] for r in rows if r.get("compute_cap")]
+    names = [g["name"] for g in tool_parsers.parse_nvidia_smi_gpus(text)] or [r["name"] for r in rows if r.get("name")]
     base = _without_page(state)
-    if driver is None and not capabilities and not gpus:
+    if driver is None and not capabilities and not names:
         return url_for_state(base, notice="paste-empty")
     changes: dict[str, Any] = {"driver": driver or base.get("driver")}
     if capabilities:
         changes["gpu_arch"] = capabilities[0]
-    if gpus:
-        changes["gpu_seen"] = gpus[0]["name"]
+    if names:
+        changes["gpu_seen"] = names[0]
     if not _CUDA_BACKEND.match(base.get("backend", "cpu")):
         changes["backend"] = "cuda"  # an NVIDIA host: its builds, not the CPU one
     return url_for_state(base, **changes)

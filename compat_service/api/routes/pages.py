@@ -79,6 +79,7 @@ async def selector_page(request: Request) -> Response:
             "formats": selector.FORMATS,
             "chosen_format": state.get("format", "pip"),
             "notice": selector.NOTICES.get(state.get("notice", "")),
+            "nvidia_smi_query": selector.NVIDIA_SMI_QUERY,
             "url_for_state": selector.url_for_state,
             "api_url": "/v1/resolve" + _resolve_query(state),
         },
