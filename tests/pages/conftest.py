@@ -102,7 +102,7 @@ class Visit:
         return json.loads(self.page.locator("script#resolution").text_content())
 
     def screenshot(self, name: str) -> None:
-        """``name``-desktop.png and ``name``-phone.png of the current URL, full page."""
+        """``name``-desktop.png and ``name``-phone.png of the current URL, full page; and no sideways scroll."""
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         current = self.page.url
         size = self.page.viewport_size
@@ -110,6 +110,9 @@ class Visit:
             self.page.set_viewport_size({"width": width, "height": height})
             self.page.goto(current, wait_until="load")
             self.page.screenshot(path=str(ARTIFACTS / f"{name}-{label}.png"), full_page=True)
+            # readable at this width: nothing makes the page scroll sideways (wide tables scroll in place)
+            scroll_width = self.page.evaluate("document.documentElement.scrollWidth")
+            assert scroll_width <= width, f"{current} is {scroll_width} px wide at a {width} px viewport"
         self.page.set_viewport_size(size)
 
 
