@@ -68,7 +68,7 @@ def run_doctor(*, site_packages: Path | None, database: str | None, matrix_path:
     from compat_service.domain import host_detection
     from compat_service.domain.diagnosis import Installed, diagnose
     from compat_service.domain.errors import InvalidRequestError
-    from compat_service.domain.matrix_snapshot import load_matrix_cached
+    from compat_service.domain.matrix.snapshot import load_matrix_cached
 
     if fmt not in ("text", "json"):
         raise InvalidRequestError(f"--format {fmt!r} is not an output format", hint="use text or json")
@@ -84,9 +84,9 @@ def run_doctor(*, site_packages: Path | None, database: str | None, matrix_path:
     def fix_command(torch_version: str | None) -> str | None:
         """What `accelenv resolve` would install on this host, as a pip command."""
         from compat_service.domain.errors import AccelenvError
-        from compat_service.domain.install_formats import render
-        from compat_service.domain.resolver import resolve
-        from compat_service.domain.resolver_request import ResolveRequest
+        from compat_service.domain.resolver.install_formats import render
+        from compat_service.domain.resolver.stages import resolve
+        from compat_service.domain.resolver.request import ResolveRequest
 
         try:
             request = ResolveRequest.from_strings(

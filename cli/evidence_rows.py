@@ -48,8 +48,8 @@ def _from_database(database: str, torch: str, path: Path | None) -> list[dict[st
     from compat_service.db.engine import make_engine
     from compat_service.db.evidence_queries import MatrixFilter, matrix_cells, with_failing_checks
     from compat_service.db.migrate import require_head
-    from compat_service.domain.evidence import DeclaredMatrix
-    from compat_service.domain.matrix_loader import load_matrix_data
+    from compat_service.domain.evidence.cells import DeclaredMatrix
+    from compat_service.domain.matrix.loader import load_matrix_data
 
     engine = make_engine(database)
     try:

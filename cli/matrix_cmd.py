@@ -15,7 +15,7 @@ import typer
 from cli.error_render import dump_json, guarded
 
 if TYPE_CHECKING:
-    from compat_service.domain.matrix_models import MatrixData
+    from compat_service.domain.matrix.schema import MatrixData
 
 matrix_app = typer.Typer(name="matrix", help="Check and read the compatibility matrix.", no_args_is_help=True)
 
@@ -34,7 +34,7 @@ def validate(
 ) -> None:
     """Check every file and cross-file rule; print each problem with its file and key."""
     from compat_service.domain.errors import MatrixDataError
-    from compat_service.domain.matrix_loader import default_path, load_matrix_data, matrix_data_problems
+    from compat_service.domain.matrix.loader import default_path, load_matrix_data, matrix_data_problems
 
     where = path if path is not None else default_path()
     problems = matrix_data_problems(path)
@@ -71,8 +71,8 @@ def show(
 ) -> None:
     """What the matrix says about one torch release: Python, variants, default index, companions, sources."""
     with guarded(as_json=as_json):
-        from compat_service.domain.matrix_loader import load_matrix_data
-        from compat_service.domain.matrix_release_view import release_view
+        from compat_service.domain.matrix.loader import load_matrix_data
+        from compat_service.domain.matrix.release_view import release_view
 
         view = release_view(load_matrix_data(path), torch)
         evidence = None

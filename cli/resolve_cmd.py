@@ -19,7 +19,7 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from compat_service.domain.install_formats import FORMATS
+from compat_service.domain.resolver.install_formats import FORMATS
 
 if TYPE_CHECKING:
     import typer
@@ -138,8 +138,8 @@ def run_resolve(
     require_verified: bool = False,
 ) -> str:
     from compat_service.domain import host_detection
-    from compat_service.domain.install_formats import render
-    from compat_service.domain.resolver_request import ResolveRequest, invalid_request
+    from compat_service.domain.resolver.install_formats import render
+    from compat_service.domain.resolver.request import ResolveRequest, invalid_request
 
     if fmt not in FORMATS:
         raise invalid_request(
@@ -186,8 +186,8 @@ def run_resolve(
     else:
         from pathlib import Path
 
-        from compat_service.domain.matrix_snapshot import load_matrix_cached
-        from compat_service.domain.resolver import resolve
+        from compat_service.domain.matrix.snapshot import load_matrix_cached
+        from compat_service.domain.resolver.stages import resolve
 
         evidence = None
         if database:

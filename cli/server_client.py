@@ -19,8 +19,8 @@ from compat_service.domain.errors import (
     NotFoundError,
     ServerUnreachableError,
 )
-from compat_service.domain.resolution import Resolution, resolution_from_json
-from compat_service.domain.resolver_errors import ERRORS_BY_CODE
+from compat_service.domain.resolver.resolution import Resolution, resolution_from_json
+from compat_service.domain.resolver.errors import ERRORS_BY_CODE
 
 _BY_STATUS: dict[int, type[AccelenvError]] = {401: AuthError, 404: NotFoundError, 422: InvalidRequestError}
 

@@ -17,9 +17,9 @@ from sqlmodel import Session
 
 from compat_service.db.evidence_models import EvidenceCell
 from compat_service.db.evidence_queries import failing_check_ids
-from compat_service.domain.evidence import accelerator_backends
-from compat_service.domain.evidence_lookup import CellEvidence as ResolverEvidence
-from compat_service.domain.verification import Health, cell_health, combine_health
+from compat_service.domain.evidence.cells import accelerator_backends
+from compat_service.domain.evidence.lookup import CellEvidence as ResolverEvidence
+from compat_service.domain.evidence.status import Health, cell_health, combine_health
 
 #: failing checks named in a resolver message; the rest are counted
 NAMED_FAILURES = 6
@@ -29,7 +29,7 @@ _STATUS_OF: dict[Health, str] = {
 
 
 class DatabaseEvidence:
-    """Implements ``compat_service.domain.evidence_lookup.EvidenceLookup``."""
+    """Implements ``compat_service.domain.evidence.lookup.EvidenceLookup``."""
 
     def __init__(self, engine: Engine, *, min_hosts: int, gpu_arch: str | None = None) -> None:
         self._engine = engine

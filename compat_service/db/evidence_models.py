@@ -23,8 +23,8 @@ import sqlalchemy as sa
 from sqlmodel import Field, SQLModel
 
 from compat_service.db.reports_models import StoredReport  # noqa: F401  (registers probe_report)
-from compat_service.domain.evidence import CheckCounts
-from compat_service.domain.verification import CellTally
+from compat_service.domain.evidence.cells import CheckCounts
+from compat_service.domain.evidence.status import CellTally
 
 
 #: storage options of the counter tables (migration 0002 creates them with the same)

@@ -17,7 +17,7 @@ from sqlmodel import Session
 
 from compat_service.db.evidence_models import EvidenceCell, EvidenceCheck
 from compat_service.db.reports_models import StoredReport
-from compat_service.domain.evidence import (
+from compat_service.domain.evidence.cells import (
     CellEvidence,
     CellKey,
     CheckCounts,
@@ -27,9 +27,9 @@ from compat_service.domain.evidence import (
     MatrixCell,
     normalise_arch,
 )
-from compat_service.domain.matrix_models import MatrixData
-from compat_service.domain.report import CHECK_STATUSES
-from compat_service.domain.verification import GAP_GROUPS, REQUIRED_GROUPS, cell_health, cell_status
+from compat_service.domain.matrix.schema import MatrixData
+from compat_service.domain.evidence.report import CHECK_STATUSES
+from compat_service.domain.evidence.status import GAP_GROUPS, REQUIRED_GROUPS, cell_health, cell_status
 
 RECENT_REPORTS = 20
 _KEY_FIELDS = tuple(CellKey.model_fields)

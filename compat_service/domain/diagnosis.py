@@ -17,11 +17,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from compat_service.domain.evidence import label_family
-from compat_service.domain.evidence_lookup import EvidenceLookup
+from compat_service.domain.evidence.cells import label_family
+from compat_service.domain.evidence.lookup import EvidenceLookup
 from compat_service.domain.hardware_rules import arch_coverage, cached_version, driver_floor
 from compat_service.domain.host_detection import HostFacts
-from compat_service.domain.matrix import Matrix
+from compat_service.domain.matrix.interface import Matrix
 
 Severity = Literal["error", "warning", "ok"]
 COMPANIONS = ("torchvision", "torchaudio")

@@ -78,7 +78,7 @@ def cli_json(params: dict[str, str]) -> tuple[int, dict]:
 
 @pytest.mark.parametrize("case", list(CASES), ids=list(CASES))
 def test_api_matches_cli_json(client: TestClient, case: str) -> None:
-    import compat_service.domain.resolver_errors  # noqa: F401  (registers the resolver's error classes)
+    import compat_service.domain.resolver.errors  # noqa: F401  (registers the resolver's error classes)
 
     params = {**BASE, **CASES[case]}
     exit_code, expected = cli_json(params)

@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from compat_service.domain import matrix_loader
+from compat_service.domain.matrix import loader as matrix_loader
 from compat_service.domain.errors import MatrixDataError
-from compat_service.domain.matrix_loader import load_matrix, load_matrix_data
-from compat_service.domain.matrix_problems import Problem, format_loc
+from compat_service.domain.matrix.loader import load_matrix, load_matrix_data
+from compat_service.domain.matrix.problems import Problem, format_loc
 
 
 @pytest.mark.skipif(not yaml.__with_libyaml__, reason="PyYAML was built without libyaml")

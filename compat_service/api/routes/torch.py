@@ -11,7 +11,7 @@ from pydantic import BaseModel
 from compat_service.api.deps import CurrentMatrixDep, SessionDep
 from compat_service.db.torch_repository import ReleaseFilter, TorchReleasePublic, get_release, list_releases
 from compat_service.domain.errors import DatabaseNotReadyError, NotFoundError
-from compat_service.domain.matrix_models import ArchList, Source, TorchMinor
+from compat_service.domain.matrix.schema import ArchList, Source, TorchMinor
 
 router = APIRouter(prefix="/v1/torch", tags=["torch"])
 

@@ -17,7 +17,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 if TYPE_CHECKING:
-    from compat_service.domain.matrix_models import (
+    from compat_service.domain.matrix.schema import (
         ArchList,
         AscendNpuRow,
         BuildVariant,

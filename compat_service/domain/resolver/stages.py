@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Any
 from packaging.version import Version
 
 from compat_service.domain.hardware_rules import arch_coverage, cached_version, driver_floor
-from compat_service.domain.resolver_answer import AnswerBuilder
-from compat_service.domain.resolver_conflict import Conflict
-from compat_service.domain.resolver_failures import FailureExplainer
-from compat_service.domain.resolver_steps import (
+from compat_service.domain.resolver.answer import AnswerBuilder
+from compat_service.domain.resolver.conflict import Conflict
+from compat_service.domain.resolver.explanation import FailureExplainer
+from compat_service.domain.resolver.state import (
     CPU_WHEEL_FAMILIES,
     PLUGIN_FAMILIES,
     STAGE,
@@ -28,10 +28,10 @@ from compat_service.domain.resolver_steps import (
 )
 
 if TYPE_CHECKING:
-    from compat_service.domain.evidence_lookup import EvidenceLookup
-    from compat_service.domain.matrix import Matrix
-    from compat_service.domain.resolution import Resolution
-    from compat_service.domain.resolver_request import ResolveRequest
+    from compat_service.domain.evidence.lookup import EvidenceLookup
+    from compat_service.domain.matrix.interface import Matrix
+    from compat_service.domain.resolver.resolution import Resolution
+    from compat_service.domain.resolver.request import ResolveRequest
 
 
 def resolve(request: ResolveRequest, matrix: Matrix, evidence: EvidenceLookup | None = None) -> Resolution:
@@ -40,8 +40,8 @@ def resolve(request: ResolveRequest, matrix: Matrix, evidence: EvidenceLookup | 
     try:
         return _Resolver(matrix, request, evidence).run()
     except Conflict as conflict:
-        from compat_service.domain.resolver_alternatives import nearby_requests
-        from compat_service.domain.resolver_errors import to_error
+        from compat_service.domain.resolver.alternatives import nearby_requests
+        from compat_service.domain.resolver.errors import to_error
 
         raise to_error(conflict, nearby_requests(conflict, request, matrix)) from None
 
@@ -55,7 +55,7 @@ def try_resolve(request: ResolveRequest, matrix: Matrix) -> Resolution | None:
 
 
 def _check_request(request: ResolveRequest) -> None:
-    from compat_service.domain.resolver_request import invalid_request
+    from compat_service.domain.resolver.request import invalid_request
 
     if request.backend.kind == "auto":
         raise invalid_request(
@@ -127,7 +127,7 @@ class _Resolver(AnswerBuilder, FailureExplainer):
     def _pick(self, minor: Any, patch: Any, python: str, candidates: list[Candidate]) -> Resolution | None:
         """The resolution from this patch's best build; None when the evidence passes over every build of
         it (broken, or unverified with --require-verified) and an alternative may remain
-        (compat_service/domain/evidence_policy.py)."""
+        (compat_service/domain/evidence/steering.py)."""
         if self.steering is None:
             return self.build(minor, patch, python, self._best(candidates))
         picked = self.steering.pick(patch.version, python, candidates, lambda c: c.label, self._best)

@@ -55,7 +55,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from compat_service.domain.report import CheckResult
+from compat_service.domain.evidence.report import CheckResult
 
 Health = Literal["verified", "partial", "broken", "unconfirmed", "none"]
 CellStatus = Literal["declared", "verified", "partial", "broken", "observed"]

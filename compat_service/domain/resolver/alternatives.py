@@ -10,13 +10,13 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from compat_service.domain.resolver import try_resolve
-from compat_service.domain.resolver_request import BackendSpec, TorchSpec
+from compat_service.domain.resolver.stages import try_resolve
+from compat_service.domain.resolver.request import BackendSpec, TorchSpec
 
 if TYPE_CHECKING:
-    from compat_service.domain.matrix import Matrix
-    from compat_service.domain.resolver_conflict import Conflict
-    from compat_service.domain.resolver_request import ResolveRequest
+    from compat_service.domain.matrix.interface import Matrix
+    from compat_service.domain.resolver.conflict import Conflict
+    from compat_service.domain.resolver.request import ResolveRequest
 
 _LATEST = TorchSpec("latest", "latest")
 _CPU = BackendSpec("cpu", "label", "cpu")

@@ -10,10 +10,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from compat_service.domain.evidence_lookup import EvidenceLookup
+    from compat_service.domain.evidence.lookup import EvidenceLookup
     from compat_service.domain.hardware_rules import ArchVerdict
-    from compat_service.domain.matrix import Matrix
-    from compat_service.domain.resolver_request import ResolveRequest
+    from compat_service.domain.matrix.interface import Matrix
+    from compat_service.domain.resolver.request import ResolveRequest
 
 STAGES = ("platform", "python", "backend", "plugin", "gpu_arch", "driver", "companions")
 STAGE = {name: index for index, name in enumerate(STAGES)}
@@ -34,7 +34,7 @@ class ResolverState:
         self.steering: Any = None
         if evidence is not None:
             # imported only with evidence: it pulls the error models (pydantic), off the fast path
-            from compat_service.domain.evidence_policy import EvidenceSteering
+            from compat_service.domain.evidence.steering import EvidenceSteering
 
             self.steering = EvidenceSteering(
                 evidence, os=request.os, arch=request.arch, require_verified=request.require_verified

@@ -21,9 +21,9 @@ from collections.abc import Iterator
 from pydantic import BaseModel, ConfigDict, Field
 
 from compat_service.domain.errors import ConflictError, ReportInvalidError
-from compat_service.domain.matrix_models import PLATFORMS, MatrixData
-from compat_service.domain.report import CHECK_STATUSES, Environment
-from compat_service.domain.verification import CellStatus, Health
+from compat_service.domain.matrix.schema import PLATFORMS, MatrixData
+from compat_service.domain.evidence.report import CHECK_STATUSES, Environment
+from compat_service.domain.evidence.status import CellStatus, Health
 
 #: torch device types each build family drives. A ROCm build exposes its GPUs as ``cuda``; the macOS
 #: default wheel (label ``cpu``) drives ``mps``; every build runs on the CPU.

@@ -17,9 +17,9 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from compat_service.domain.errors import MatrixDataError
-from compat_service.domain.matrix_models import MATRIX_FILES, MatrixData
-from compat_service.domain.matrix_problems import Problem, format_loc
-from compat_service.domain.matrix_validation import FileRows, cross_file_problems
+from compat_service.domain.matrix.schema import MATRIX_FILES, MatrixData
+from compat_service.domain.matrix.problems import Problem, format_loc
+from compat_service.domain.matrix.validation import FileRows, cross_file_problems
 
 _BaseLoader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -179,6 +179,6 @@ def load_matrix_data(path: Path | None = None) -> MatrixData:
 
 def load_matrix(path: Path | None = None) -> Any:
     """The validated matrix at ``path`` wrapped in the resolver's read interface (`InMemoryMatrix`)."""
-    from compat_service.domain.matrix import InMemoryMatrix
+    from compat_service.domain.matrix.interface import InMemoryMatrix
 
     return InMemoryMatrix(load_matrix_data(path))

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from compat_service.domain.hardware_rules import cached_version, newest_cuda_for_driver
-from compat_service.domain.resolution import HostRequirement, Pin, Reason, Resolution
-from compat_service.domain.resolver_steps import PLUGIN_FAMILIES, Candidate, ResolverState
+from compat_service.domain.resolver.resolution import HostRequirement, Pin, Reason, Resolution
+from compat_service.domain.resolver.state import PLUGIN_FAMILIES, Candidate, ResolverState
 
 
 class AnswerBuilder(ResolverState):
@@ -254,7 +254,7 @@ class AnswerBuilder(ResolverState):
     def _evidence(self, version: str, label: str, python: str, reasons: list[Reason]) -> dict[str, Any] | None:
         if self.evidence is None:
             return None
-        from compat_service.domain.evidence_policy import answer_notes
+        from compat_service.domain.evidence.steering import answer_notes
 
         cell = self.steering.status(version, label, python)
         reason, warning = answer_notes(cell, version, label, self.r.platform)

@@ -9,8 +9,8 @@ from __future__ import annotations
 from packaging.version import Version
 
 from compat_service.domain.hardware_rules import newest_cuda_for_driver
-from compat_service.domain.resolver_conflict import Conflict
-from compat_service.domain.resolver_steps import CPU_WHEEL_FAMILIES, Dropout, ResolverState
+from compat_service.domain.resolver.conflict import Conflict
+from compat_service.domain.resolver.state import CPU_WHEEL_FAMILIES, Dropout, ResolverState
 
 
 class FailureExplainer(ResolverState):

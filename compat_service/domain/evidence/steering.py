@@ -16,8 +16,8 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from compat_service.domain.errors import Alternative, Cause, UnsatisfiableError
-from compat_service.domain.evidence import label_family
-from compat_service.domain.evidence_lookup import CellEvidence, EvidenceLookup
+from compat_service.domain.evidence.cells import label_family
+from compat_service.domain.evidence.lookup import CellEvidence, EvidenceLookup
 
 C = TypeVar("C")
 #: verified alternatives listed in a NotVerifiedError

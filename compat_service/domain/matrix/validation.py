@@ -19,8 +19,8 @@ from typing import Any
 from packaging.version import Version
 from pydantic import BaseModel
 
-from compat_service.domain.matrix import parse_specifier, parse_version
-from compat_service.domain.matrix_problems import Problem
+from compat_service.domain.matrix.interface import parse_specifier, parse_version
+from compat_service.domain.matrix.problems import Problem
 
 #: file name -> list field -> [(index in the file, row)]
 FileRows = dict[str, dict[str, list[tuple[int, Any]]]]

@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from compat_service.domain.errors import Alternative, Cause, UnsatisfiableError
-from compat_service.domain.resolver_conflict import Conflict
+from compat_service.domain.resolver.conflict import Conflict
 
 
 class TorchNotFoundError(UnsatisfiableError):
