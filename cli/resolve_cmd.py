@@ -180,9 +180,9 @@ def run_resolve(
             "true",
         )
     if server:
-        from cli.server_client import resolve_remote
+        from cli.service_client import ServiceClient
 
-        resolution = resolve_remote(server, request.to_strings())
+        resolution = ServiceClient(server).resolve(request.to_strings())
     else:
         from pathlib import Path
 

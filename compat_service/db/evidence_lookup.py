@@ -83,15 +83,25 @@ def _describe(health: Health, failing: list[str], hosts: int) -> str:
     return f"failing checks: {named}{more}" if failing else "failing checks"
 
 
-def open_database_evidence(database_url: str, *, gpu_arch: str | None = None) -> DatabaseEvidence:
-    """Evidence from a local database (``accelenv resolve --database``); it must be migrated."""
+def open_evidence_database(database_url: str) -> tuple[Engine, int]:
+    """A local evidence database (``resolve``/``doctor``/``matrix show --database``), checked to be migrated,
+    and its ``verified_min_hosts`` setting: the one opener the CLI's ``--database`` flags use."""
     from compat_service.config import load_settings
     from compat_service.db.engine import make_engine
     from compat_service.db.migrate import require_head
 
     engine = make_engine(database_url)
-    require_head(engine)
-    min_hosts = load_settings(database_url=database_url).verified_min_hosts
+    try:
+        require_head(engine)
+    except BaseException:
+        engine.dispose()
+        raise
+    return engine, load_settings(database_url=database_url).verified_min_hosts
+
+
+def open_database_evidence(database_url: str, *, gpu_arch: str | None = None) -> DatabaseEvidence:
+    """The resolver's evidence lookup over a local database (``accelenv resolve --database``)."""
+    engine, min_hosts = open_evidence_database(database_url)
     return DatabaseEvidence(engine, min_hosts=min_hosts, gpu_arch=gpu_arch)
 
 

@@ -14,7 +14,7 @@ from compat_service.domain.matrix.loader import load_matrix_data
 from compat_service.domain.matrix.snapshot import load_matrix_cached
 from compat_service.domain.resolver.resolution import resolution_to_json
 from compat_service.domain.resolver.stages import resolve
-from compat_service.domain.resolver.errors import RESOLVER_ERROR_CODES, CompanionUnknownError
+from compat_service.domain.errors import RESOLVER_ERROR_CODES, CompanionUnknownError
 from compat_service.domain.resolver.request import ResolveRequest, parse_torch_spec
 
 

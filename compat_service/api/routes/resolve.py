@@ -98,7 +98,9 @@ async def resolve(request: Request) -> Response:
         parsed = parse_request(request)
     matrix = await get_matrix(request)
     # Evidence from the stored probe reports (routes/evidence.py); its stamp keeps the cache current.
-    evidence, stamp = evidence_for_resolve(request.app, parsed.gpu_arch)
+    evidence, stamp = evidence_for_resolve(
+        request.app, parsed.gpu_arch, require_verified=parsed.require_verified
+    )
     body = cache.body(
         (matrix.content_hash, stamp, parsed),
         lambda: resolution_to_json(resolve_request(parsed, matrix.matrix, evidence)),

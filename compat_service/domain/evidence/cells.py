@@ -20,7 +20,6 @@ from collections.abc import Iterator
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from compat_service.domain.errors import ConflictError, ReportInvalidError
 from compat_service.domain.matrix.schema import PLATFORMS, MatrixData
 from compat_service.domain.evidence.report import CHECK_STATUSES, Environment
 from compat_service.domain.evidence.status import CellStatus, Health
@@ -48,17 +47,6 @@ _ARCH_ALIASES: dict[str, str] = {"amd64": "x86_64", "x64": "x86_64", "x86-64": "
 _ARM_BY_OS: dict[str, str] = {"macos": "arm64", "linux": "aarch64", "windows": "arm64"}
 _PYTHON_RE = re.compile(r"^(\d+)\.(\d+)")
 _LABEL_RE = re.compile(r"^(cpu|cu\d{3}|rocm\d+\.\d+(\.\d+)?|xpu)$")
-
-
-class ReportConflictError(ConflictError):
-    """The report_id is already stored with different content."""
-
-    code = "report-id-conflict"
-
-
-class ReportTooLargeError(ReportInvalidError):
-    code = "report-too-large"
-    http_status = 413
 
 
 class CellKey(BaseModel):

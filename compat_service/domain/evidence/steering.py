@@ -15,19 +15,13 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from compat_service.domain.errors import Alternative, Cause, UnsatisfiableError
+from compat_service.domain.errors import Alternative, Cause, NotVerifiedError
 from compat_service.domain.evidence.cells import label_family
 from compat_service.domain.evidence.lookup import CellEvidence, EvidenceLookup
 
 C = TypeVar("C")
 #: verified alternatives listed in a NotVerifiedError
 MAX_ALTERNATIVES = 3
-
-
-class NotVerifiedError(UnsatisfiableError):
-    """``--require-verified``: no candidate's cell is verified by probe reports."""
-
-    code = "not-verified"
 
 
 class EvidenceSteering:

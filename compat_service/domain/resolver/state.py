@@ -1,7 +1,8 @@
 """What moves between the resolver's stages: a surviving candidate build, or where a patch dropped out.
 
-Shared by resolver.py (the stages), resolver_answer.py (the resolution) and resolver_failures.py (the
-errors). `STAGES` is in order: a failure is reported at the furthest stage any patch reached.
+`ResolverState` is the explicit state of one resolution; the stages (stages.py), the answer (answer.py) and
+the explanation (explanation.py) are plain functions over it. `STAGES` is in order: a failure is reported
+at the furthest stage any patch reached.
 """
 
 from __future__ import annotations
