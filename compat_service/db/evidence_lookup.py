@@ -10,6 +10,8 @@ from __future__ import annotations
 import threading
 import time
 from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
@@ -17,6 +19,7 @@ from sqlmodel import Session
 
 from compat_service.db.evidence_models import EvidenceCell
 from compat_service.db.evidence_queries import failing_check_ids
+from compat_service.domain.errors import Cause, DatabaseNotReadyError
 from compat_service.domain.evidence.cells import accelerator_backends
 from compat_service.domain.evidence.lookup import CellEvidence as ResolverEvidence
 from compat_service.domain.evidence.status import Health, cell_health, combine_health
@@ -36,6 +39,21 @@ class DatabaseEvidence:
         self._min_hosts = min_hosts
         self._gpu_arch = gpu_arch
 
+    @contextmanager
+    def _session(self) -> Iterator[Session]:
+        """A session whose database failing (gone, or a table missing) is `database-not-ready`, exit 9,
+        as the service's error handler answers the same failure."""
+        try:
+            with Session(self._engine) as session:
+                yield session
+        except sa.exc.OperationalError as exc:
+            raise DatabaseNotReadyError(
+                "cannot read the evidence from the database",
+                hint="check --database; a database of an older accelenv needs `accelenv db upgrade`",
+                causes=[Cause(constraint="a reachable database at the current schema", origin="--database",
+                              detail=str(exc.orig).splitlines()[0] if exc.orig is not None else None)],
+            ) from None
+
     def _cells(self, session: Session, **where: str) -> list[EvidenceCell]:
         query = sa.select(EvidenceCell)
         for name, value in where.items():
@@ -46,7 +64,7 @@ class DatabaseEvidence:
 
     def status_for(self, torch_version: str, build: str, python: str, os: str, arch: str) -> ResolverEvidence | None:
         backends = accelerator_backends(build)
-        with Session(self._engine) as session:
+        with self._session() as session:
             cells = [
                 c
                 for c in self._cells(session, torch_version=torch_version, torch_build=build, python=python, os=os, arch=arch)
@@ -64,7 +82,7 @@ class DatabaseEvidence:
     def verified_cells(self, os: str, arch: str) -> list[tuple[str, str, str]]:
         """(torch version, build, Python) of every verified declared-cell on a platform."""
         groups: dict[tuple[str, str, str], list[Health]] = defaultdict(list)
-        with Session(self._engine) as session:
+        with self._session() as session:
             for c in self._cells(session, os=os, arch=arch):
                 if c.torch_build is not None and c.backend in accelerator_backends(c.torch_build):
                     groups[(c.torch_version, c.torch_build, c.python)].append(

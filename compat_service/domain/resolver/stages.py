@@ -127,7 +127,9 @@ def _pick(state: ResolverState, minor: Any, patch: Any, python: str, candidates:
     (compat_service/domain/evidence/steering.py)."""
     if state.steering is None:
         return build_resolution(state, minor, patch, python, _best(state, candidates))
-    picked = state.steering.pick(patch.version, python, candidates, lambda c: c.label, lambda cs: _best(state, cs))
+    picked = state.steering.pick(
+        patch.version, python, candidates, lambda c: c.label, lambda cs: _best(state, cs)
+    )
     if picked is None:
         return None
     state.warnings.extend(state.steering.notes(patch.version, picked.label))
