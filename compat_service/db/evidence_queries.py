@@ -17,6 +17,7 @@ from sqlmodel import Session
 
 from compat_service.db.evidence_models import EvidenceCell, EvidenceCheck
 from compat_service.db.reports_models import StoredReport
+from compat_service.domain.backends import normalise_arch
 from compat_service.domain.evidence.cells import (
     CellEvidence,
     CellKey,
@@ -25,7 +26,6 @@ from compat_service.domain.evidence.cells import (
     DeclaredMatrix,
     FailingCheck,
     MatrixCell,
-    normalise_arch,
 )
 from compat_service.domain.matrix.schema import MatrixData
 from compat_service.domain.evidence.report import CHECK_STATUSES

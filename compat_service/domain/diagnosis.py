@@ -12,12 +12,11 @@ build; the evidence does not mark the combination broken (or partial).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from compat_service.domain.evidence.cells import label_family
+from compat_service.domain.backends import is_build_label, label_family
 from compat_service.domain.evidence.lookup import EvidenceLookup
 from compat_service.domain.hardware_rules import arch_coverage, cached_version, driver_floor
 from compat_service.domain.host_detection import HostFacts
@@ -25,7 +24,6 @@ from compat_service.domain.matrix.interface import Matrix
 
 Severity = Literal["error", "warning", "ok"]
 COMPANIONS = ("torchvision", "torchaudio")
-_LOCAL_LABEL = re.compile(r"^(cpu|cu\d{3}|rocm\d+\.\d+(\.\d+)?|xpu)$")
 #: host backend -> build families that drive it as an accelerator
 _FAMILIES_FOR_BACKEND: dict[str, tuple[str, ...]] = {
     "cuda": ("cuda",), "rocm": ("rocm",), "xpu": ("xpu",), "mps": ("cpu",), "npu": ("cpu",), "mlu": ("cpu",),
@@ -93,7 +91,7 @@ def _patch(matrix: Matrix, version: str) -> tuple[Any, Any] | tuple[None, None]:
 
 def installed_build(matrix: Matrix, minor: Any, local: str | None, platform: str) -> str | None:
     """The build label of an installed torch: its local tag, else what the default index serves."""
-    if local is not None and _LOCAL_LABEL.match(local):
+    if local is not None and is_build_label(local):
         return local
     default = next((d for d in minor.default_index if d.platform == platform), None)
     return default.label if default is not None else None

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from compat_service.domain.errors import Alternative, Cause, NotVerifiedError
-from compat_service.domain.evidence.cells import label_family
+from compat_service.domain.backends import CPU_WHEEL_FAMILIES, label_family
 from compat_service.domain.evidence.lookup import CellEvidence, EvidenceLookup
 
 C = TypeVar("C")
@@ -87,7 +87,7 @@ class EvidenceSteering:
         cells = [
             (t, build, py)
             for t, build, py in verified_cells(self.os, self.arch)
-            if label_family(build) == family or (family in ("mps", "npu", "mlu") and build == "cpu")
+            if label_family(build) == family or (family in CPU_WHEEL_FAMILIES and build == "cpu")
         ]
         # nearest: the same Python first, then the newest torch
         cells.sort(key=lambda cell: (cell[2] != python, _version_key(cell[0])))

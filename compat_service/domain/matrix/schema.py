@@ -17,20 +17,20 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from typing import Literal
+from typing import Annotated, Literal
 
 from packaging.version import InvalidVersion, Version
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
-Platform = Literal["linux-x86_64", "linux-aarch64", "windows-x86_64", "macos-arm64", "macos-x86_64"]
-PLATFORMS: tuple[str, ...] = (
-    "linux-x86_64",
-    "linux-aarch64",
-    "windows-x86_64",
-    "macos-arm64",
-    "macos-x86_64",
+from compat_service.domain.backends import (
+    BUILD_LABEL_PATTERN,
+    PLATFORMS,
+    BackendFamily,
+    Platform,
+    python_sort_key,
 )
-BackendFamily = Literal["cpu", "cuda", "rocm", "xpu", "mps", "npu", "mlu"]
+
+__all__ = ["PLATFORMS", "BackendFamily", "Platform", "python_sort_key"]
 Confidence = Literal["primary", "secondary", "third-party"]
 
 _PYTHON_RE = re.compile(r"^3\.\d{1,2}t?$")
@@ -47,13 +47,6 @@ def _check_version(value: str | None) -> str | None:
     return value
 
 
-def python_sort_key(value: str) -> tuple[int, int, int]:
-    """Order of CPython versions in the data: 3.9 < 3.10 < 3.13 < 3.13t < 3.14."""
-    free_threaded = value.endswith("t")
-    major, minor = value.rstrip("t").split(".")
-    return int(major), int(minor), int(free_threaded)
-
-
 def _check_python_list(versions: list[str]) -> list[str]:
     for v in versions:
         if not _PYTHON_RE.match(v):
@@ -67,18 +60,31 @@ def _check_python_list(versions: list[str]) -> list[str]:
     return versions
 
 
+def _one_or_many(value: object) -> object:
+    """``source: key`` is short for ``source: [key]``; null is an empty list."""
+    if value is None:
+        return []
+    return [value] if isinstance(value, str) else value
+
+
+# The reusable field types of every file: each check is written once, here.
+#: a version string ``packaging`` accepts ("12.1", "530.30.02", "2.3.1")
+VersionStr = Annotated[str, AfterValidator(_check_version)]
+#: a version string, or null = unknown
+OptionalVersion = Annotated[str | None, AfterValidator(_check_version)]
+#: CPython versions ("3.11", "3.13t"), ascending, each once
+PythonList = Annotated[list[str], AfterValidator(_check_python_list)]
+#: source keys; one key may be written without the list
+SourceKeys = Annotated[list[str], BeforeValidator(_one_or_many)]
+
+
 class Row(BaseModel):
     """Base of every data row: strict keys, and a source that is never empty."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    source: list[str] = Field(min_length=1, description="keys into sources.yaml")
+    source: SourceKeys = Field(min_length=1, description="keys into sources.yaml")
     note: str | None = None
-
-    @field_validator("source", mode="before")
-    @classmethod
-    def _one_or_many(cls, value: object) -> object:
-        return [value] if isinstance(value, str) else value
 
 
 class Versioned(BaseModel):
@@ -86,21 +92,9 @@ class Versioned(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    version: str | None
-    source: list[str] = Field(default_factory=list)
+    version: OptionalVersion
+    source: SourceKeys = Field(default_factory=list)
     note: str | None = None
-
-    @field_validator("source", mode="before")
-    @classmethod
-    def _one_or_many(cls, value: object) -> object:
-        if value is None:
-            return []
-        return [value] if isinstance(value, str) else value
-
-    @field_validator("version")
-    @classmethod
-    def _version(cls, value: str | None) -> str | None:
-        return _check_version(value)
 
 
 # --------------------------------------------------------------------------- sources.yaml
@@ -130,18 +124,13 @@ class SourcesFile(BaseModel):
 class BuildVariant(Row):
     """A build label and the wheel index it lives on, e.g. cu121 -> .../whl/cu121."""
 
-    label: str = Field(pattern=r"^(cpu|cu\d{3}|rocm\d+\.\d+(\.\d+)?|xpu)$")
+    label: str = Field(pattern=BUILD_LABEL_PATTERN)
     family: Literal["cpu", "cuda", "rocm", "xpu"]
     #: toolkit/runtime version the label stands for: "12.1" for cu121, "6.0" for rocm6.0; null for cpu/xpu
-    runtime: str | None
+    runtime: OptionalVersion
     #: the full toolkit the binaries were built with where sourced (e.g. "12.8.1"), else null
-    runtime_full: str | None = None
+    runtime_full: OptionalVersion = None
     index_url: str
-
-    @field_validator("runtime", "runtime_full")
-    @classmethod
-    def _runtime(cls, value: str | None) -> str | None:
-        return _check_version(value)
 
 
 class BuildVariantsFile(BaseModel):
@@ -166,40 +155,23 @@ class VariantAvailability(Row):
 class PythonSupport(Row):
     """The CPython versions (``3.13t`` = free-threaded) with wheels; ``platforms`` limits an entry."""
 
-    versions: list[str] = Field(min_length=1)
+    versions: PythonList = Field(min_length=1)
     #: null = every platform the release has wheels for
     platforms: list[Platform] | None = None
-
-    @field_validator("versions")
-    @classmethod
-    def _python_versions(cls, versions: list[str]) -> list[str]:
-        return _check_python_list(versions)
 
 
 class TorchPatch(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    version: str
+    version: VersionStr
     release_date: dt.date | None
-    release_date_source: list[str] = Field(default_factory=list)
+    release_date_source: SourceKeys = Field(default_factory=list)
     torchvision: Versioned
     torchaudio: Versioned
     triton: Versioned
     #: replaces the minor's ``python`` list for this patch only (2.12.0 has 3.13t, 2.12.1 does not)
     python_override: list[PythonSupport] | None = None
     note: str | None = None
-
-    @field_validator("version")
-    @classmethod
-    def _version(cls, value: str | None) -> str | None:
-        return _check_version(value)
-
-    @field_validator("release_date_source", mode="before")
-    @classmethod
-    def _one_or_many(cls, value: object) -> object:
-        if value is None:
-            return []
-        return [value] if isinstance(value, str) else value
 
 
 class DefaultIndexEntry(Row):
@@ -240,14 +212,9 @@ class TorchReleasesFile(BaseModel):
 class CudaToolkit(Row):
     """A CUDA toolkit release and the driver that shipped with it (no minor-version compatibility)."""
 
-    version: str
+    version: VersionStr
     min_driver_linux: str | None
     min_driver_windows: str | None
-
-    @field_validator("version")
-    @classmethod
-    def _version(cls, value: str | None) -> str | None:
-        return _check_version(value)
 
 
 class MinorVersionCompat(Row):
@@ -352,15 +319,11 @@ class AscendNpuRow(Row):
     torch_npu: str
     torch: str
     cann: str | None
-    python: list[str] | None
+    python: PythonList | None
     #: the branch/tag in Ascend's repository, e.g. v2.12.0-26.1.0
     branch: str | None = None
     status: Literal["active", "maintained", "eol"] | None = None
 
-    @field_validator("python")
-    @classmethod
-    def _python(cls, value: list[str] | None) -> list[str] | None:
-        return None if value is None else _check_python_list(value)
 
 
 class CambriconMluRow(Row):
@@ -370,12 +333,8 @@ class CambriconMluRow(Row):
     torch: str
     toolkit: str | None
     driver: str | None
-    python: list[str] | None
+    python: PythonList | None
 
-    @field_validator("python")
-    @classmethod
-    def _python(cls, value: list[str] | None) -> list[str] | None:
-        return None if value is None else _check_python_list(value)
 
 
 class VendorFile(BaseModel):

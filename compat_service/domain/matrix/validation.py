@@ -19,6 +19,7 @@ from typing import Any
 from packaging.version import Version
 from pydantic import BaseModel
 
+from compat_service.domain.backends import LABEL_PREFIXES, PLUGINS
 from compat_service.domain.matrix.interface import parse_specifier, parse_version
 from compat_service.domain.matrix.problems import Problem
 
@@ -32,7 +33,7 @@ class _Problems(list[Problem]):
 
 
 _SOURCE_FIELDS = ("source", "release_date_source", "index_option_source")
-_FAMILY_PREFIX = {"cuda": "cu", "rocm": "rocm", "cpu": "cpu", "xpu": "xpu"}
+_FAMILY_PREFIX = {family: prefix for prefix, family in LABEL_PREFIXES}
 
 
 def _rows(rows: FileRows, file: str, field: str) -> list[tuple[int, Any]]:
@@ -391,7 +392,7 @@ def _specifiers(rows: FileRows) -> list[Problem]:
 def _vendor(rows: FileRows) -> list[Problem]:
     out = _Problems()
     file = "vendor_backends.yaml"
-    for field, plugin in (("ascend_npu", "torch_npu"), ("cambricon_mlu", "torch_mlu")):
+    for field, plugin in ((p.table, p.version_field) for p in PLUGINS.values()):
         seen: dict[tuple[str, str], int] = {}
         for i, row in _rows(rows, file, field):
             for attr in (plugin, "torch"):

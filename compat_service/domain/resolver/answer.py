@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from compat_service.domain.backends import PLUGIN_FAMILIES, PLUGINS
 from compat_service.domain.hardware_rules import cached_version, newest_cuda_for_driver
 from compat_service.domain.resolver.resolution import HostRequirement, Pin, Reason, Resolution
-from compat_service.domain.resolver.state import PLUGIN_FAMILIES, Candidate, ResolverState
+from compat_service.domain.resolver.state import Candidate, ResolverState
 
 
 def build_resolution(state: ResolverState, minor: Any, patch: Any, python: str, c: Candidate) -> Resolution:
@@ -251,7 +252,7 @@ def _plugin_notes(
             )
         )
         warnings.append(f"install torch_mlu {row.torch_mlu} from the Cambricon SDK after torch")
-    note = state.m.install_note("ascend" if state.family == "npu" else "cambricon")
+    note = state.m.install_note(PLUGINS[state.family].install_note)
     if note:
         reasons.append(Reason("install", note, ()))
 

@@ -19,10 +19,11 @@ from typing import TYPE_CHECKING, Any
 
 from packaging.version import Version
 
+from compat_service.domain.backends import CPU_WHEEL_FAMILIES, PLUGINS
 from compat_service.domain.hardware_rules import newest_cuda_for_driver
 from compat_service.domain.resolver.conflict import Conflict
 from compat_service.domain.resolver.request import BackendSpec, TorchSpec
-from compat_service.domain.resolver.state import CPU_WHEEL_FAMILIES, Dropout, ResolverState
+from compat_service.domain.resolver.state import Dropout, ResolverState
 
 if TYPE_CHECKING:
     from compat_service.domain.errors import UnsatisfiableError
@@ -92,8 +93,9 @@ def explain_failure(state: ResolverState, stage: str, deaths: list[Dropout]) -> 
     if stage == "backend":
         return _backend_conflict(state, asked, by_minor, torch_cause)
     if stage == "plugin":
-        name = "torch-npu" if state.family == "npu" else "torch_mlu"
-        rows = state.m.ascend_npu() if state.family == "npu" else state.m.cambricon_mlu()
+        plugin = PLUGINS[state.family]
+        name = plugin.package
+        rows = getattr(state.m, plugin.table)()
         torches = sorted({row.torch for row in rows}, key=Version, reverse=True)
         causes = [
             torch_cause,

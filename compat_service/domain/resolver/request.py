@@ -16,15 +16,19 @@ from typing import Literal
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-OSES = ("linux", "windows", "macos")
-ARCHES = ("x86_64", "aarch64", "arm64")
-#: families a request may name; "the best build of that family for the target"
-FAMILIES = ("cuda", "rocm", "xpu", "mps", "npu", "mlu")
+from compat_service.domain.backends import (
+    ARCH_ALIASES,
+    ARCHES,
+    OSES,
+    REQUEST_FAMILIES,
+    is_build_label,
+    label_family,
+    normalise_arch,
+)
 #: packages `--with` may add next to torch
 COMPANIONS = ("torchvision", "torchaudio")
 DEFAULT_COMPANIONS = COMPANIONS
 
-_LABEL_RE = re.compile(r"^(cpu|cu\d{3}|rocm\d+\.\d+(\.\d+)?|xpu)$")
 _PYTHON_RE = re.compile(r"^(3\.\d{1,2})(\.\d+)?(t?)$")
 _MINOR_RE = re.compile(r"^\d+\.\d+$")
 _SPEC_START = ("<", ">", "=", "!", "~")
@@ -196,35 +200,23 @@ def _parse_os(text: str | None) -> str:
 
 def _parse_arch(text: str | None, os_name: str) -> str:
     value = (text or "x86_64").strip().lower()
-    aliases = {"amd64": "x86_64", "x64": "x86_64"}
-    value = aliases.get(value, value)
+    value = ARCH_ALIASES.get(value, value)
     if value not in ARCHES:
         raise invalid_request(
             f"--arch {value!r} is not supported", f"use one of: {', '.join(ARCHES)}", "--arch", value
         )
-    # The same CPU is 'arm64' on macOS and 'aarch64' on Linux (docs/architecture.md, "Platform").
-    if value in ("aarch64", "arm64"):
-        return "arm64" if os_name == "macos" else "aarch64"
-    return value
+    # The same CPU is 'arm64' on macOS and Windows, 'aarch64' on Linux (compat_service/domain/backends.py).
+    return normalise_arch(os_name, value)
 
 
 def parse_backend(text: str | None) -> BackendSpec:
     value = (text or "cpu").strip().lower()
     if value == "auto":
         return BackendSpec(value, "auto", None)
-    if value in FAMILIES and value != "xpu":
+    if value in REQUEST_FAMILIES and not is_build_label(value):
         return BackendSpec(value, "family", value)
-    if _LABEL_RE.match(value):
-        family = (
-            "cpu"
-            if value == "cpu"
-            else "xpu"
-            if value == "xpu"
-            else "cuda"
-            if value.startswith("cu")
-            else "rocm"
-        )
-        return BackendSpec(value, "label", family)
+    if is_build_label(value):
+        return BackendSpec(value, "label", label_family(value))
     raise invalid_request(
         f"--backend {value!r} is not a backend",
         "use cpu, a build label (cu121, rocm6.0, xpu), a family (cuda, rocm, xpu, mps, npu, mlu) or auto",

@@ -16,13 +16,12 @@ from typing import TYPE_CHECKING, Any
 
 from packaging.version import Version
 
+from compat_service.domain.backends import CPU_WHEEL_FAMILIES, PLUGIN_FAMILIES, PLUGINS, python_sort_key
 from compat_service.domain.hardware_rules import arch_coverage, cached_version, driver_floor
 from compat_service.domain.resolver.answer import build_resolution
 from compat_service.domain.resolver.conflict import Conflict
 from compat_service.domain.resolver.explanation import explain_failure, nearby_requests, to_error, torch_not_found
 from compat_service.domain.resolver.state import (
-    CPU_WHEEL_FAMILIES,
-    PLUGIN_FAMILIES,
     STAGE,
     STAGES,
     Candidate,
@@ -201,7 +200,7 @@ def _pythons(state: ResolverState, minor: Any, patch: Any) -> list[str]:
     for entry in entries:
         if entry.platforms is None or state.r.platform in entry.platforms:
             found.extend(v for v in entry.versions if v not in found)
-    return sorted(found, key=_python_key)
+    return sorted(found, key=python_sort_key)
 
 
 def _variants(state: ResolverState, on_platform: list[Any]) -> list[Candidate]:
@@ -224,8 +223,9 @@ def _variants(state: ResolverState, on_platform: list[Any]) -> list[Candidate]:
 
 
 def _plugin_row(state: ResolverState, torch_version: str, python: str) -> Any:
-    rows = state.m.ascend_npu() if state.family == "npu" else state.m.cambricon_mlu()
-    name = "torch_npu" if state.family == "npu" else "torch_mlu"
+    plugin = PLUGINS[state.family]
+    rows = getattr(state.m, plugin.table)()
+    name = plugin.version_field
     want = Version(torch_version)
     fits = [
         r
@@ -245,12 +245,6 @@ def _best(state: ResolverState, candidates: list[Candidate]) -> Candidate:
         return known, cached_version(c.build_row.runtime or "0")
 
     return max(candidates, key=key)
-
-
-def _python_key(version: str) -> tuple[int, int, bool]:
-    free_threaded = version.endswith("t")
-    major, minor = version.rstrip("t").split(".")
-    return int(major), int(minor), free_threaded
 
 
 def _newest_gil_python(pythons: list[str]) -> str | None:

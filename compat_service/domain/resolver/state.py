@@ -18,9 +18,6 @@ if TYPE_CHECKING:
 
 STAGES = ("platform", "python", "backend", "plugin", "gpu_arch", "driver", "companions")
 STAGE = {name: index for index, name in enumerate(STAGES)}
-#: families whose torch wheel is the CPU build plus something else (a plugin, or MPS inside the CPU wheel)
-CPU_WHEEL_FAMILIES = ("cpu", "mps", "npu", "mlu")
-PLUGIN_FAMILIES = ("npu", "mlu")
 
 
 class ResolverState:
