@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from compat_service.domain.resolver.install_formats import FORMATS
+from compat_service.domain.resolver.request import PARAMETERS
 
 if TYPE_CHECKING:
     import typer
@@ -47,32 +48,13 @@ def register(app: typer.Typer) -> None:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="accelenv resolve", description=HELP)
     add = parser.add_argument
-    add(
-        "--torch",
-        default="latest",
-        help="latest, a minor (2.3), an exact version (2.3.1) or a PEP 440 specifier",
-    )
-    add("--python", help="3.11 or 3.13t (default: this interpreter)")
-    add("--os", dest="os_name", metavar="OS", help="linux, windows or macos (default: this host)")
-    add("--arch", help="x86_64, aarch64 or arm64 (default: this host)")
-    add(
-        "--backend",
-        default="auto",
-        help="cpu, cu121, rocm6.0, xpu, a family (cuda, rocm, npu, mlu, mps) or auto",
-    )
-    add("--driver", help="driver version of the target, e.g. 535.104.05")
-    add(
-        "--gpu-arch",
-        dest="gpu_arch",
-        metavar="ARCH",
-        help="GPU architecture of the target: sm_90 (or 9.0), gfx942",
-    )
-    add(
-        "--with",
-        dest="with_",
-        metavar="PACKAGES",
-        help="companions: torchvision,torchaudio (default) or none",
-    )
+    # the request's flags, from the domain's one parameter table (the API's query parameters are the same)
+    for p in PARAMETERS:
+        if p.switch:
+            add(p.flag, dest=p.dest, action="store_true", help=p.cli_help or p.description)
+        else:
+            help_text = p.cli_help or p.description
+            add(p.flag, dest=p.dest, metavar=p.metavar, default=p.cli_default, help=help_text)
     add("--format", dest="fmt", metavar="FORMAT", default="text", help=f"one of: {', '.join(FORMATS)}")
     add(
         "--server",
@@ -86,12 +68,6 @@ def build_parser() -> argparse.ArgumentParser:
         default=os.environ.get("ACCELENV_EVIDENCE_DATABASE") or None,
         help="read verification evidence from this database, e.g. the service's "
         "ACCELENV_DATABASE_URL [env ACCELENV_EVIDENCE_DATABASE]",
-    )
-    add(
-        "--require-verified",
-        dest="require_verified",
-        action="store_true",
-        help="accept only combinations probe reports verify (needs --server or --database)",
     )
     add(
         "--matrix",

@@ -1,5 +1,7 @@
 """What `resolve` is asked: `ResolveRequest`, built from plain strings (CLI flags, API query parameters).
 
+`PARAMETERS` is the one table of the request's parameters: the CLI builds its argparse flags from it, the
+API reads its query string and publishes its OpenAPI parameters from it, and `to_strings` writes it.
 `ResolveRequest.from_strings(...)` is the one parser: the CLI calls it with its flags, the API with its
 query parameters (``with`` arrives as ``with_``). Every malformed value raises `InvalidRequestError`
 (exit 2, HTTP 422) naming the flag and the accepted forms.
@@ -35,6 +37,64 @@ _SPEC_START = ("<", ">", "=", "!", "~")
 _GPU_ARCH_RE = re.compile(r"^(sm_\d{2,3}[af]?|gfx[0-9a-f]{3,5})$")
 
 TorchSpecKind = Literal["latest", "minor", "exact", "specifier"]
+
+
+@dataclass(frozen=True)
+class Parameter:
+    """One parameter of a resolve request, as the CLI flag and as the API query parameter."""
+
+    #: the query parameter (``gpu_arch``, ``with``)
+    name: str
+    #: the longest value the API accepts
+    max_length: int
+    #: the API's description (OpenAPI)
+    description: str
+    #: the CLI's help, where the CLI's default differs (this host, auto-detection)
+    cli_help: str | None = None
+    #: the CLI's default (None: the domain's default, or this host)
+    cli_default: str | None = None
+    #: the argparse destination, where it is not ``name``
+    cli_dest: str | None = None
+    metavar: str | None = None
+    #: a yes/no switch (``--require-verified``; ``require_verified=true`` in a query)
+    switch: bool = False
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.name.replace("_", "-")
+
+    @property
+    def dest(self) -> str:
+        return self.cli_dest or self.name
+
+
+PARAMETERS: tuple[Parameter, ...] = (
+    Parameter("torch", 64, "latest (default), a minor 2.3, an exact 2.3.1 or a specifier '>=2.2,<2.4'",
+              cli_help="latest, a minor (2.3), an exact version (2.3.1) or a PEP 440 specifier",
+              cli_default="latest"),
+    Parameter("python", 16, "3.11 or 3.13t; default: the newest the chosen torch supports",
+              cli_help="3.11 or 3.13t (default: this interpreter)"),
+    Parameter("os", 16, "linux (default), windows or macos",
+              cli_help="linux, windows or macos (default: this host)", cli_dest="os_name", metavar="OS"),
+    Parameter("arch", 16, "x86_64 (default), aarch64 or arm64",
+              cli_help="x86_64, aarch64 or arm64 (default: this host)"),
+    Parameter("backend", 32,
+              "cpu (default), a label (cu121, rocm6.0, xpu) or a family (cuda, rocm, mps, npu, mlu)",
+              cli_help="cpu, cu121, rocm6.0, xpu, a family (cuda, rocm, npu, mlu, mps) or auto",
+              cli_default="auto"),
+    Parameter("driver", 32, "the target's driver version, e.g. 535.104.05",
+              cli_help="driver version of the target, e.g. 535.104.05"),
+    Parameter("gpu_arch", 16, "the target's GPU architecture: sm_90, 9.0 or gfx942",
+              cli_help="GPU architecture of the target: sm_90 (or 9.0), gfx942", metavar="ARCH"),
+    Parameter("with", 64, "companions: torchvision,torchaudio (default), a subset, or none",
+              cli_help="companions: torchvision,torchaudio (default) or none", cli_dest="with_",
+              metavar="PACKAGES"),
+    Parameter("require_verified", 8, "true: accept only combinations probe reports verify",
+              cli_help="accept only combinations probe reports verify (needs --server or --database)",
+              switch=True),
+)
+#: the values a switch is on with, in a query string
+_SWITCH_ON = ("1", "true", "yes")
 
 
 @dataclass(frozen=True)
@@ -121,6 +181,16 @@ class ResolveRequest:
             with_=parse_with(with_),
             require_verified=require_verified,
         )
+
+    @classmethod
+    def from_query(cls, values: dict[str, str | None]) -> ResolveRequest:
+        """The request from query parameters (``PARAMETERS`` names; absent ones None)."""
+        kwargs: dict[str, object] = {}
+        for p in PARAMETERS:
+            value = values.get(p.name)
+            key = "with_" if p.name == "with" else p.name
+            kwargs[key] = (value or "").lower() in _SWITCH_ON if p.switch else value
+        return cls.from_strings(**kwargs)  # type: ignore[arg-type]
 
     def to_strings(self) -> dict[str, str]:
         """The query-string form (the inverse of `from_strings`), as `--server` sends it."""
