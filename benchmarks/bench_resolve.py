@@ -59,8 +59,8 @@ def main() -> None:
     import os
 
     from compat_service.domain.matrix.snapshot import load_matrix_cached
-    from compat_service.domain.resolver.stages import resolve
     from compat_service.domain.resolver.request import ResolveRequest
+    from compat_service.domain.resolver.stages import resolve
 
     with tempfile.TemporaryDirectory() as cache:
         env = {**os.environ, "ACCELENV_CACHE_DIR": cache}

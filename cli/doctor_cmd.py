@@ -85,8 +85,8 @@ def run_doctor(*, site_packages: Path | None, database: str | None, matrix_path:
         """What `accelenv resolve` would install on this host, as a pip command."""
         from compat_service.domain.errors import AccelenvError
         from compat_service.domain.resolver.install_formats import render
-        from compat_service.domain.resolver.stages import resolve
         from compat_service.domain.resolver.request import ResolveRequest
+        from compat_service.domain.resolver.stages import resolve
 
         try:
             request = ResolveRequest.from_strings(

@@ -149,9 +149,10 @@ def run_probe(*, device: str, checks: str, output: Path | None, submit_url: str 
 
 
 def _validated(text: str) -> dict[str, Any]:
+    from pydantic import ValidationError
+
     from compat_service.domain.errors import Cause, ReportInvalidError
     from compat_service.domain.evidence.report import ProbeReport
-    from pydantic import ValidationError
 
     try:
         ProbeReport.model_validate_json(text)

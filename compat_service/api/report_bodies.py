@@ -16,8 +16,7 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from compat_service.domain.errors import Cause, ReportInvalidError
-from compat_service.domain.errors import ReportTooLargeError
+from compat_service.domain.errors import Cause, ReportInvalidError, ReportTooLargeError
 from compat_service.domain.evidence.report import NUL_ESCAPE, ProbeReport, nul_character_paths
 
 #: causes listed in a report-invalid error; a broken report can have thousands of problems

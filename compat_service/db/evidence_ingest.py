@@ -50,9 +50,8 @@ from compat_service.db.report_prep import (
     utcnow,
 )
 from compat_service.db.reports_models import StoredReport
-from compat_service.domain.errors import DatabaseNotReadyError
+from compat_service.domain.errors import DatabaseNotReadyError, ReportConflictError
 from compat_service.domain.evidence.cells import IngestResult
-from compat_service.domain.errors import ReportConflictError
 from compat_service.domain.evidence.report import CHECK_STATUSES, ProbeReport
 
 _CELL = EvidenceCell.__table__

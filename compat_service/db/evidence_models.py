@@ -26,7 +26,6 @@ from compat_service.db.reports_models import StoredReport  # noqa: F401  (regist
 from compat_service.domain.evidence.cells import CheckCounts
 from compat_service.domain.evidence.status import CellTally
 
-
 #: storage options of the counter tables (migration 0002 creates them with the same)
 COUNTER_TABLE_OPTIONS = {"postgresql_with": {"fillfactor": 50}}
 

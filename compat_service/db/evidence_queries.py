@@ -27,9 +27,9 @@ from compat_service.domain.evidence.cells import (
     FailingCheck,
     MatrixCell,
 )
-from compat_service.domain.matrix.schema import MatrixData
 from compat_service.domain.evidence.report import CHECK_STATUSES
 from compat_service.domain.evidence.status import GAP_GROUPS, REQUIRED_GROUPS, cell_health, cell_status
+from compat_service.domain.matrix.schema import MatrixData
 
 RECENT_REPORTS = 20
 _KEY_FIELDS = tuple(CellKey.model_fields)

@@ -24,9 +24,8 @@ from sqlmodel import Session
 
 from compat_service.db.evidence_ingest import ingest_prepared
 from compat_service.db.report_prep import PreparedReport
-from compat_service.domain.errors import DatabaseNotReadyError
+from compat_service.domain.errors import DatabaseNotReadyError, ReportConflictError
 from compat_service.domain.evidence.cells import IngestResult
-from compat_service.domain.errors import ReportConflictError
 
 log = logging.getLogger("accelenv.ingest")
 

@@ -9,8 +9,8 @@ import sqlalchemy as sa
 from pydantic import BaseModel
 from sqlmodel import Session, func, select
 
-from compat_service.domain.backends import python_sort_key
 from compat_service.db.models import TorchPython, TorchRelease, TorchReleaseBase, TorchWheel
+from compat_service.domain.backends import python_sort_key
 
 
 class WheelSet(BaseModel):

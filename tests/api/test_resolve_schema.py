@@ -20,7 +20,11 @@ from compat_service.domain.matrix.interface import InMemoryMatrix
 from compat_service.domain.matrix.loader import load_matrix_data
 from compat_service.domain.resolver.request import PARAMETERS, ResolveRequest
 from compat_service.domain.resolver.resolution import resolution_to_json
-from compat_service.domain.resolver.resolution_schema import SCHEMA_FILE, ResolutionBody, resolution_json_schema
+from compat_service.domain.resolver.resolution_schema import (
+    SCHEMA_FILE,
+    ResolutionBody,
+    resolution_json_schema,
+)
 from compat_service.domain.resolver.stages import resolve
 
 CASES_DIR = Path(__file__).resolve().parent.parent / "data" / "resolver_cases"

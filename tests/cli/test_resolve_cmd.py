@@ -15,9 +15,9 @@ import pytest
 
 from compat_service.domain.matrix.interface import InMemoryMatrix
 from compat_service.domain.matrix.loader import load_matrix_data
+from compat_service.domain.resolver.request import ResolveRequest
 from compat_service.domain.resolver.resolution import resolution_to_json
 from compat_service.domain.resolver.stages import resolve
-from compat_service.domain.resolver.request import ResolveRequest
 
 ACCELENV = Path(sys.executable).parent / "accelenv"
 TARGET = ["--os", "linux", "--arch", "x86_64"]

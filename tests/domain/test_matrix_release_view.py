@@ -8,8 +8,8 @@ import pytest
 
 from compat_service.domain.errors import InvalidRequestError, NotFoundError
 from compat_service.domain.matrix.loader import load_matrix_data
-from compat_service.domain.matrix.schema import MatrixData
 from compat_service.domain.matrix.release_view import release_view
+from compat_service.domain.matrix.schema import MatrixData
 
 
 @pytest.fixture(scope="module")

@@ -11,8 +11,8 @@ import yaml
 from compat_service.domain.errors import AccelenvError
 from compat_service.domain.matrix.interface import InMemoryMatrix
 from compat_service.domain.matrix.loader import load_matrix_data
-from compat_service.domain.resolver.stages import resolve
 from compat_service.domain.resolver.request import ResolveRequest
+from compat_service.domain.resolver.stages import resolve
 
 CASES_DIR = Path(__file__).resolve().parent.parent / "data" / "resolver_cases"
 

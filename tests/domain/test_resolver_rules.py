@@ -6,16 +6,15 @@ from pathlib import Path
 
 import pytest
 
-from compat_service.domain.errors import InvalidRequestError
+from compat_service.domain.errors import RESOLVER_ERROR_CODES, CompanionUnknownError, InvalidRequestError
 from compat_service.domain.evidence.lookup import CellEvidence
 from compat_service.domain.hardware_rules import cubin_runs_on, ptx_runs_on
 from compat_service.domain.matrix.interface import InMemoryMatrix
 from compat_service.domain.matrix.loader import load_matrix_data
 from compat_service.domain.matrix.snapshot import load_matrix_cached
+from compat_service.domain.resolver.request import ResolveRequest, parse_torch_spec
 from compat_service.domain.resolver.resolution import resolution_to_json
 from compat_service.domain.resolver.stages import resolve
-from compat_service.domain.errors import RESOLVER_ERROR_CODES, CompanionUnknownError
-from compat_service.domain.resolver.request import ResolveRequest, parse_torch_spec
 
 
 @pytest.fixture(scope="module")

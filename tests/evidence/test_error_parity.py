@@ -7,6 +7,7 @@ path opens the same file. Both paths render the error as JSON (`--format json`),
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -27,7 +28,7 @@ def _resolve(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, Any]:
 
 
 @pytest.fixture
-def sqlite_file(tmp_path) -> str:  # noqa: ANN001 - pytest's tmp_path
+def sqlite_file(tmp_path: Path) -> str:
     return f"sqlite:///{tmp_path / 'accelenv.sqlite3'}"
 
 

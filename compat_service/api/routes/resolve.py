@@ -16,10 +16,10 @@ from fastapi import APIRouter, Request, Response
 from compat_service.api.deps import get_matrix
 from compat_service.api.routes.evidence import evidence_for_resolve
 from compat_service.domain.errors import Cause, InvalidRequestError
+from compat_service.domain.resolver.request import PARAMETERS, ResolveRequest
 from compat_service.domain.resolver.resolution import resolution_to_json
 from compat_service.domain.resolver.resolution_schema import ResolutionBody
 from compat_service.domain.resolver.stages import resolve as resolve_request
-from compat_service.domain.resolver.request import PARAMETERS, ResolveRequest
 
 router = APIRouter(tags=["resolve"])
 

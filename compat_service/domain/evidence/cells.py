@@ -21,9 +21,9 @@ from collections.abc import Iterator
 from pydantic import BaseModel, ConfigDict, Field
 
 from compat_service.domain.backends import PLATFORMS, PLUGINS, is_build_label, label_family, normalise_arch
-from compat_service.domain.matrix.schema import MatrixData
 from compat_service.domain.evidence.report import CHECK_STATUSES, Environment
 from compat_service.domain.evidence.status import CellStatus, Health
+from compat_service.domain.matrix.schema import MatrixData
 
 #: torch device types each build family drives. A ROCm build exposes its GPUs as ``cuda``; the macOS
 #: default wheel (label ``cpu``) drives ``mps``; every build runs on the CPU.

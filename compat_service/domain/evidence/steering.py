@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from compat_service.domain.errors import Alternative, Cause, NotVerifiedError
 from compat_service.domain.backends import CPU_WHEEL_FAMILIES, label_family
+from compat_service.domain.errors import Alternative, Cause, NotVerifiedError
 from compat_service.domain.evidence.lookup import CellEvidence, EvidenceLookup
 
 C = TypeVar("C")

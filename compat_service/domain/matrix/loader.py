@@ -17,8 +17,8 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from compat_service.domain.errors import MatrixDataError
-from compat_service.domain.matrix.schema import MATRIX_FILES, MatrixData
 from compat_service.domain.matrix.problems import Problem, format_loc
+from compat_service.domain.matrix.schema import MATRIX_FILES, MatrixData
 from compat_service.domain.matrix.validation import FileRows, cross_file_problems
 
 _BaseLoader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -175,10 +175,3 @@ def load_matrix_data(path: Path | None = None) -> MatrixData:
             causes=[p.to_cause() for p in problems],
         )
     return data
-
-
-def load_matrix(path: Path | None = None) -> Any:
-    """The validated matrix at ``path`` wrapped in the resolver's read interface (`InMemoryMatrix`)."""
-    from compat_service.domain.matrix.interface import InMemoryMatrix
-
-    return InMemoryMatrix(load_matrix_data(path))

@@ -27,6 +27,7 @@ from compat_service.domain.backends import (
     label_family,
     normalise_arch,
 )
+
 #: packages `--with` may add next to torch
 COMPANIONS = ("torchvision", "torchaudio")
 DEFAULT_COMPANIONS = COMPANIONS

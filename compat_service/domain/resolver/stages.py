@@ -20,7 +20,12 @@ from compat_service.domain.backends import CPU_WHEEL_FAMILIES, PLUGIN_FAMILIES, 
 from compat_service.domain.hardware_rules import arch_coverage, cached_version, driver_floor
 from compat_service.domain.resolver.answer import build_resolution
 from compat_service.domain.resolver.conflict import Conflict
-from compat_service.domain.resolver.explanation import explain_failure, nearby_requests, to_error, torch_not_found
+from compat_service.domain.resolver.explanation import (
+    explain_failure,
+    nearby_requests,
+    to_error,
+    torch_not_found,
+)
 from compat_service.domain.resolver.state import (
     STAGE,
     STAGES,
@@ -32,8 +37,8 @@ from compat_service.domain.resolver.state import (
 if TYPE_CHECKING:
     from compat_service.domain.evidence.lookup import EvidenceLookup
     from compat_service.domain.matrix.interface import Matrix
-    from compat_service.domain.resolver.resolution import Resolution
     from compat_service.domain.resolver.request import ResolveRequest
+    from compat_service.domain.resolver.resolution import Resolution
 
 
 def resolve(request: ResolveRequest, matrix: Matrix, evidence: EvidenceLookup | None = None) -> Resolution:
