@@ -21,7 +21,7 @@ from compat_service.db.evidence_models import EvidenceCell
 from compat_service.db.evidence_queries import failing_check_ids
 from compat_service.domain.errors import Cause, DatabaseNotReadyError
 from compat_service.domain.evidence.cells import accelerator_backends
-from compat_service.domain.evidence.lookup import CellEvidence as ResolverEvidence
+from compat_service.domain.evidence.lookup import CellVerdict
 from compat_service.domain.evidence.status import Health, cell_health, combine_health
 
 #: failing checks named in a resolver message; the rest are counted
@@ -62,7 +62,7 @@ class DatabaseEvidence:
             query = query.where(EvidenceCell.device_arch == self._gpu_arch)
         return list(session.execute(query).scalars().all())
 
-    def status_for(self, torch_version: str, build: str, python: str, os: str, arch: str) -> ResolverEvidence | None:
+    def status_for(self, torch_version: str, build: str, python: str, os: str, arch: str) -> CellVerdict | None:
         backends = accelerator_backends(build)
         with self._session() as session:
             cells = [
@@ -77,7 +77,7 @@ class DatabaseEvidence:
             worst = [cid for cid, h in healths.items() if h == combined]
             failing = list(dict.fromkeys(f for ids in failing_check_ids(session, worst).values() for f in ids))
         hosts = sum(c.passing_hosts if combined == "verified" else c.hosts for c in cells)
-        return ResolverEvidence(status=_STATUS_OF[combined], hosts=hosts, detail=_describe(combined, failing, hosts))  # type: ignore[arg-type]
+        return CellVerdict(status=_STATUS_OF[combined], hosts=hosts, detail=_describe(combined, failing, hosts))  # type: ignore[arg-type]
 
     def verified_cells(self, os: str, arch: str) -> list[tuple[str, str, str]]:
         """(torch version, build, Python) of every verified declared-cell on a platform."""

@@ -15,7 +15,7 @@ import pytest
 import yaml
 from fastapi.testclient import TestClient
 
-from compat_service.domain.evidence.lookup import CellEvidence
+from compat_service.domain.evidence.lookup import CellVerdict
 from compat_service.domain.matrix.interface import InMemoryMatrix
 from compat_service.domain.matrix.loader import load_matrix_data
 from compat_service.domain.resolver.request import PARAMETERS, ResolveRequest
@@ -61,8 +61,8 @@ def test_every_golden_resolution_fits_the_published_schema(
 class _AllVerified:
     """Evidence as a database holding passing reports would give it (the lookup protocol's boundary)."""
 
-    def status_for(self, torch_version: str, build: str, python: str, os: str, arch: str) -> CellEvidence:
-        return CellEvidence(status="verified", hosts=2, detail="required checks passed on 2 distinct host(s)")
+    def status_for(self, torch_version: str, build: str, python: str, os: str, arch: str) -> CellVerdict:
+        return CellVerdict(status="verified", hosts=2, detail="required checks passed on 2 distinct host(s)")
 
     def verified_cells(self, os: str, arch: str) -> list[tuple[str, str, str]]:
         return []

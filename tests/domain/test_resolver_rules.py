@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from compat_service.domain.errors import RESOLVER_ERROR_CODES, CompanionUnknownError, InvalidRequestError
-from compat_service.domain.evidence.lookup import CellEvidence
+from compat_service.domain.evidence.lookup import CellVerdict
 from compat_service.domain.hardware_rules import cubin_runs_on, ptx_runs_on
 from compat_service.domain.matrix.interface import InMemoryMatrix
 from compat_service.domain.matrix.loader import load_matrix_data
@@ -135,10 +135,10 @@ class _Reports:
 
     def status_for(
         self, torch_version: str, build: str, python: str, os: str, arch: str
-    ) -> CellEvidence | None:
+    ) -> CellVerdict | None:
         self.asked.append((torch_version, build, python, os, arch))
         return (
-            CellEvidence(self.status, hosts=3, detail="segfault in matmul") if self.status != "none" else None
+            CellVerdict(self.status, hosts=3, detail="segfault in matmul") if self.status != "none" else None
         )  # type: ignore[arg-type]
 
 

@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 from compat_service.domain.backends import CPU_WHEEL_FAMILIES, label_family
 from compat_service.domain.errors import Alternative, Cause, NotVerifiedError
-from compat_service.domain.evidence.lookup import CellEvidence, EvidenceLookup
+from compat_service.domain.evidence.lookup import CellVerdict, EvidenceLookup
 
 C = TypeVar("C")
 #: verified alternatives listed in a NotVerifiedError
@@ -32,11 +32,11 @@ class EvidenceSteering:
         self.os = os
         self.arch = arch
         self.require_verified = require_verified
-        self.passed_over: list[tuple[str, str, str, CellEvidence]] = []
+        self.passed_over: list[tuple[str, str, str, CellVerdict]] = []
 
-    def status(self, version: str, label: str, python: str) -> CellEvidence:
+    def status(self, version: str, label: str, python: str) -> CellVerdict:
         found = self.lookup.status_for(version, label, python, self.os, self.arch)
-        return found if found is not None else CellEvidence(status="declared")
+        return found if found is not None else CellVerdict(status="declared")
 
     def pick(
         self, version: str, python: str, candidates: Sequence[C], label_of: Callable[[C], str],
@@ -104,7 +104,7 @@ def _version_key(version: str) -> tuple[int, ...]:
     return tuple(-int(part) if part.isdigit() else 0 for part in version.split("."))
 
 
-def answer_notes(cell: CellEvidence, version: str, label: str, platform: str) -> tuple[str | None, str | None]:
+def answer_notes(cell: CellVerdict, version: str, label: str, platform: str) -> tuple[str | None, str | None]:
     """(reason, warning) the answer states for the chosen cell."""
     where = f"torch {version} {label} on {platform}"
     if cell.status == "verified":
