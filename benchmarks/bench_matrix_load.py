@@ -67,7 +67,7 @@ def main() -> None:
         f"best {min(loads):.1f} ms ({args.repeat} runs)"
     )
     print(f"  of which YAML parse: median {statistics.median(parses):.1f} ms")
-    print(f"cold import of matrix_loader: median {_cold_import_ms(5):.0f} ms (5 fresh interpreters)")
+    print(f"cold import of matrix.loader: median {_cold_import_ms(5):.0f} ms (5 fresh interpreters)")
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 
 A declared cell (torch patch, build, Python, platform) gathers the evidence cells of the device types that
 build drives as an accelerator install (``evidence.accelerator_backends``), narrowed to the target's GPU
-architecture when known; their health is combined by ``verification.combine_health``.
+architecture when known; their health is combined by ``evidence.status.combine_health``.
 """
 
 from __future__ import annotations

@@ -74,7 +74,7 @@ def _counts(row: sa.Row) -> CheckCounts:
 
 
 def _failing_expr() -> sa.ColumnElement[int]:
-    """How often a check was failing (verification.is_failing, summed in SQL)."""
+    """How often a check was failing (evidence.status.is_failing, summed in SQL)."""
     bad = EvidenceCheck.failed + EvidenceCheck.timeout + EvidenceCheck.crashed + EvidenceCheck.error
     gaps = sa.case((EvidenceCheck.group.in_(sorted(GAP_GROUPS)), EvidenceCheck.unsupported), else_=0)  # type: ignore[attr-defined]
     return bad + gaps

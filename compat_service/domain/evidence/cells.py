@@ -7,7 +7,7 @@ free-threaded), OS, arch, backend, runtime version, driver version and device ar
 A **declared cell** is what the matrix publishes: torch patch × build label × Python × platform. An evidence
 cell belongs to a declared cell when those four agree and its backend is a device type that build drives
 (:data:`DEVICE_TYPES_BY_FAMILY`). Everything else is *observed*: the refdev reference backend, a nightly,
-a build the matrix does not list. The status rules themselves live in ``verification``.
+a build the matrix does not list. The status rules themselves live in ``status``.
 """
 
 from __future__ import annotations

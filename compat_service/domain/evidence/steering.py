@@ -7,7 +7,7 @@
 - The chosen cell's status goes into the answer: a reason when verified, a warning naming the failing checks
   when partial or broken.
 
-The status of a cell comes from ``verification`` (via the lookup); this module only decides what to do.
+The status of a cell comes from ``status`` (via the lookup); this module only decides what to do.
 """
 
 from __future__ import annotations

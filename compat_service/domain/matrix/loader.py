@@ -3,7 +3,7 @@
 Three layers of problems, all reported together, each naming the file and the key path:
 1. the file itself: missing, unreadable, YAML syntax (with line and column), a key written twice;
 2. its shape: pydantic errors against the file's model (unknown keys, bad types, bad version strings);
-3. cross-file rules (``matrix_validation``), run on every row that passed its own shape check.
+3. cross-file rules (``validation``), run on every row that passed its own shape check.
 
 Parsing uses libyaml's ``CSafeLoader`` when PyYAML was built with it: start-up time matters to the CLI.
 """
@@ -84,7 +84,7 @@ def _read_yaml(file: Path, name: str) -> tuple[Any, list[Problem]]:
 def _message(error: dict[str, Any]) -> str:
     kind = error["type"]
     if kind == "extra_forbidden":
-        return "unknown key (not in the schema: check its spelling or extend matrix_models.py)"
+        return "unknown key (not in the schema: check its spelling or extend matrix/schema.py)"
     if kind == "missing":
         if error["loc"] and error["loc"][-1] in ("torchvision", "torchaudio"):
             return (

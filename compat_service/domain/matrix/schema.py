@@ -9,8 +9,10 @@ Conventions every file follows:
   ``macos-x86_64``.
 - Unknown keys are errors (``extra="forbid"``): a typo must not turn into a silently ignored fact.
 
+Every check of a single field is written once, as a reusable annotated type (`VersionStr`,
+`OptionalVersion`, `DriverVersion`, `TorchSpecifier`, `PythonList`, `SourceKeys`), and the rows use them.
 Cross-file rules (dangling source keys, a CUDA variant without a driver row, duplicates, ...) live in
-``matrix_validation``; this module only describes the shape of each file.
+``validation``; this module only describes the shape of each file.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from compat_service.domain.backends import (
     Platform,
     python_sort_key,
 )
+from compat_service.domain.matrix.interface import parse_specifier, parse_version
 
 __all__ = ["PLATFORMS", "BackendFamily", "Platform", "python_sort_key"]
 Confidence = Literal["primary", "secondary", "third-party"]
@@ -60,6 +63,18 @@ def _check_python_list(versions: list[str]) -> list[str]:
     return versions
 
 
+def _check_driver(value: str | None) -> str | None:
+    if value is not None and parse_version(value) is None:
+        raise ValueError(f"{value!r} is not a valid driver version")
+    return value
+
+
+def _check_specifier(value: str) -> str:
+    if parse_specifier(value) is None:
+        raise ValueError(f"{value!r} is not a version specifier like '>=2.5'")
+    return value
+
+
 def _one_or_many(value: object) -> object:
     """``source: key`` is short for ``source: [key]``; null is an empty list."""
     if value is None:
@@ -72,6 +87,10 @@ def _one_or_many(value: object) -> object:
 VersionStr = Annotated[str, AfterValidator(_check_version)]
 #: a version string, or null = unknown
 OptionalVersion = Annotated[str | None, AfterValidator(_check_version)]
+#: a driver version ("535.104.05"), or null = unknown
+DriverVersion = Annotated[str | None, AfterValidator(_check_driver)]
+#: a PEP 440 specifier over torch versions (">=2.5,<2.7")
+TorchSpecifier = Annotated[str, AfterValidator(_check_specifier)]
 #: CPython versions ("3.11", "3.13t"), ascending, each once
 PythonList = Annotated[list[str], AfterValidator(_check_python_list)]
 #: source keys; one key may be written without the list
@@ -213,18 +232,18 @@ class CudaToolkit(Row):
     """A CUDA toolkit release and the driver that shipped with it (no minor-version compatibility)."""
 
     version: VersionStr
-    min_driver_linux: str | None
-    min_driver_windows: str | None
+    min_driver_linux: DriverVersion
+    min_driver_windows: DriverVersion
 
 
 class MinorVersionCompat(Row):
     """NVIDIA minor-version compatibility: CUDA ``major``.x runs on a driver >= floor (with caveats)."""
 
     cuda_major: int
-    min_driver_linux: str | None
-    min_driver_windows: str | None
+    min_driver_linux: DriverVersion
+    min_driver_windows: DriverVersion
     #: first driver branch that belongs to the next major; null = open-ended
-    below_driver: str | None = None
+    below_driver: DriverVersion = None
 
 
 class CudaFile(BaseModel):
@@ -269,7 +288,7 @@ class GpuArchsFile(BaseModel):
 
 
 class RocmRelease(Row):
-    version: str
+    version: VersionStr
     #: gfx targets AMD lists as supported for this ROCm release on Linux; null = unknown
     gfx_targets: list[str] | None
     #: minimum amdgpu kernel driver where sourced
@@ -286,7 +305,7 @@ class RocmFile(BaseModel):
 
 
 class XpuSupport(Row):
-    torch: str  # specifier over torch versions
+    torch: TorchSpecifier
     driver_requirement: str | None
     hardware: list[str] | None
 
@@ -299,8 +318,8 @@ class XpuFile(BaseModel):
 
 
 class MpsSupport(Row):
-    torch: str  # specifier over torch versions
-    min_macos: str | None
+    torch: TorchSpecifier
+    min_macos: OptionalVersion
 
 
 class MpsFile(BaseModel):
@@ -316,8 +335,8 @@ class MpsFile(BaseModel):
 class AscendNpuRow(Row):
     """torch_npu <-> torch <-> CANN <-> Python, as Ascend documents it (CPU torch plus the plugin)."""
 
-    torch_npu: str
-    torch: str
+    torch_npu: VersionStr
+    torch: VersionStr
     cann: str | None
     python: PythonList | None
     #: the branch/tag in Ascend's repository, e.g. v2.12.0-26.1.0
@@ -329,8 +348,8 @@ class AscendNpuRow(Row):
 class CambriconMluRow(Row):
     """torch_mlu <-> torch <-> Cambricon toolkit (CTR) <-> driver, as Cambricon documents it."""
 
-    torch_mlu: str
-    torch: str
+    torch_mlu: VersionStr
+    torch: VersionStr
     toolkit: str | None
     driver: str | None
     python: PythonList | None
@@ -364,7 +383,7 @@ MATRIX_FILES: dict[str, type[BaseModel]] = {
 
 
 class MatrixData(BaseModel):
-    """Every matrix_data file, parsed. Built by ``matrix_loader.load_matrix_data`` after validation."""
+    """Every matrix_data file, parsed. Built by ``loader.load_matrix_data`` after validation."""
 
     model_config = ConfigDict(frozen=True)
 
