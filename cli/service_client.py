@@ -95,7 +95,9 @@ class ServiceClient:
 
         response = self.request(
             "GET", "/v1/resolve", params=query,
-            unreachable_hint="check --server / ACCELENV_SERVER, or drop it to resolve with the bundled matrix",
+            unreachable_hint=(
+                "check --server / ACCELENV_SERVER, or drop it to resolve with the bundled matrix"
+            ),
         )
         if not response.is_success:
             raise self.error_from(response)
@@ -154,7 +156,8 @@ class ServiceClient:
     def report_refusal(self, response: httpx.Response) -> AccelenvError:
         """Why the service did not store a report. A refused token stays Auth/ForbiddenError (exit 7), a
         stored conflict ConflictError (8); any other refusal means the report itself was refused
-        (ReportInvalidError, exit 10); any other answer means "not now": ServerUnreachableError, retry later."""
+        (ReportInvalidError, exit 10); any other answer means "not now": ServerUnreachableError, retry
+        later."""
         status = response.status_code
         err = self.error_from(response)
         if isinstance(err, ServerUnreachableError):  # no error body: only the status says what happened
@@ -164,6 +167,7 @@ class ServiceClient:
                 f"the server at {self.base_url} did not store the report (HTTP {status}: {err.message})",
                 hint="the report is kept; `accelenv report submit` retries",
             )
-        cls = next((c for c in (AuthError, ForbiddenError, ConflictError) if isinstance(err, c)), ReportInvalidError)
+        kept = (AuthError, ForbiddenError, ConflictError)
+        cls = next((c for c in kept if isinstance(err, c)), ReportInvalidError)
         return cls(f"the server refused the report: {err.message}", hint=err.hint or _REPORT_HINTS.get(cls),
                    causes=err.causes)

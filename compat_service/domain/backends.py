@@ -26,7 +26,9 @@ from typing import Literal, get_args
 BUILD_LABEL_PATTERN = r"^(cpu|cu\d{3}|rocm\d+\.\d+(\.\d+)?|xpu)$"
 _BUILD_LABEL_RE = re.compile(BUILD_LABEL_PATTERN)
 #: label prefix -> family, in the order the grammar lists them
-LABEL_PREFIXES: tuple[tuple[str, str], ...] = (("cpu", "cpu"), ("cu", "cuda"), ("rocm", "rocm"), ("xpu", "xpu"))
+LABEL_PREFIXES: tuple[tuple[str, str], ...] = (
+    ("cpu", "cpu"), ("cu", "cuda"), ("rocm", "rocm"), ("xpu", "xpu")
+)
 
 BackendFamily = Literal["cpu", "cuda", "rocm", "xpu", "mps", "npu", "mlu"]
 #: families a build label has (build_variants.yaml ``family``)
@@ -57,6 +59,23 @@ PLUGINS: dict[str, VendorPlugin] = {
     "mlu": VendorPlugin("mlu", "cambricon_mlu", "torch_mlu", "torch_mlu", "cambricon"),
 }
 PLUGIN_FAMILIES: tuple[str, ...] = tuple(PLUGINS)
+
+#: torch device types each label family drives (the evidence side: a probe report names a device type).
+#: A ROCm build exposes its GPUs as ``cuda``; the macOS default wheel (label ``cpu``) drives ``mps``;
+#: every build runs on the CPU.
+DEVICE_TYPES_BY_FAMILY: dict[str, frozenset[str]] = {
+    "cpu": frozenset({"cpu", "mps"}),
+    "cuda": frozenset({"cpu", "cuda"}),
+    "rocm": frozenset({"cpu", "cuda", "rocm"}),
+    "xpu": frozenset({"cpu", "xpu"}),
+}
+#: the host side: the backend host detection names -> the label families that drive it as an accelerator
+#: (detection says ``rocm`` for an AMD GPU, so ``cuda`` here is NVIDIA only; plugins run on the CPU build)
+FAMILIES_FOR_HOST_BACKEND: dict[str, tuple[str, ...]] = {
+    "cuda": ("cuda",), "rocm": ("rocm",), "xpu": ("xpu",), "mps": ("cpu",),
+    **{family: ("cpu",) for family in PLUGINS},
+    "cpu": ("cpu", "cuda", "rocm", "xpu"),
+}
 
 Platform = Literal["linux-x86_64", "linux-aarch64", "windows-x86_64", "macos-arm64", "macos-x86_64"]
 PLATFORMS: tuple[str, ...] = get_args(Platform)

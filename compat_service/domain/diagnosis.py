@@ -16,19 +16,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from compat_service.domain.backends import is_build_label, label_family
+from compat_service.domain.backends import FAMILIES_FOR_HOST_BACKEND, is_build_label, label_family
 from compat_service.domain.evidence.lookup import EvidenceLookup
 from compat_service.domain.hardware_rules import arch_coverage, cached_version, driver_floor
 from compat_service.domain.host_detection import HostFacts
 from compat_service.domain.matrix.interface import Matrix
+from compat_service.domain.resolver.request import COMPANIONS
 
 Severity = Literal["error", "warning", "ok"]
-COMPANIONS = ("torchvision", "torchaudio")
-#: host backend -> build families that drive it as an accelerator
-_FAMILIES_FOR_BACKEND: dict[str, tuple[str, ...]] = {
-    "cuda": ("cuda",), "rocm": ("rocm",), "xpu": ("xpu",), "mps": ("cpu",), "npu": ("cpu",), "mlu": ("cpu",),
-    "cpu": ("cpu", "cuda", "rocm", "xpu"),
-}
 
 
 @dataclass(frozen=True)
@@ -128,7 +123,7 @@ def diagnose(
 def _build_fits(c: _Context) -> list[Finding]:
     installed, host, matrix, patch, build, platform, evidence, fix = c.fields()
     family = label_family(build) if build else None
-    wanted = _FAMILIES_FOR_BACKEND.get(host.backend, ())
+    wanted = FAMILIES_FOR_HOST_BACKEND.get(host.backend, ())
     if family is None or host.backend == "cpu" or family in wanted:
         return [Finding("build", "ok", f"the {build or 'installed'} build can drive this host's {host.backend}")]
     gpu = f" ({host.gpu_name})" if host.gpu_name else ""

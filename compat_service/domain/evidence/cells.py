@@ -6,8 +6,8 @@ free-threaded), OS, arch, backend, runtime version, driver version and device ar
 
 A **declared cell** is what the matrix publishes: torch patch × build label × Python × platform. An evidence
 cell belongs to a declared cell when those four agree and its backend is a device type that build drives
-(:data:`DEVICE_TYPES_BY_FAMILY`). Everything else is *observed*: the refdev reference backend, a nightly,
-a build the matrix does not list. The status rules themselves live in ``status``.
+(``backends.DEVICE_TYPES_BY_FAMILY``). Everything else is *observed*: the refdev reference backend, a
+nightly, a build the matrix does not list. The status rules themselves live in ``status``.
 """
 
 from __future__ import annotations
@@ -20,19 +20,18 @@ from collections.abc import Iterator
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from compat_service.domain.backends import PLATFORMS, PLUGINS, is_build_label, label_family, normalise_arch
+from compat_service.domain.backends import (
+    DEVICE_TYPES_BY_FAMILY,
+    PLATFORMS,
+    PLUGINS,
+    is_build_label,
+    label_family,
+    normalise_arch,
+)
 from compat_service.domain.evidence.report import CHECK_STATUSES, Environment
 from compat_service.domain.evidence.status import CellStatus, Health
 from compat_service.domain.matrix.schema import MatrixData
 
-#: torch device types each build family drives. A ROCm build exposes its GPUs as ``cuda``; the macOS
-#: default wheel (label ``cpu``) drives ``mps``; every build runs on the CPU.
-DEVICE_TYPES_BY_FAMILY: dict[str, frozenset[str]] = {
-    "cpu": frozenset({"cpu", "mps"}),
-    "cuda": frozenset({"cpu", "cuda"}),
-    "rocm": frozenset({"cpu", "cuda", "rocm"}),
-    "xpu": frozenset({"cpu", "xpu"}),
-}
 #: PrivateUse1 vendor backends the matrix declares through its vendor tables (plugin on a CPU torch)
 VENDOR_BACKEND_TABLES: dict[str, str] = {family: plugin.table for family, plugin in PLUGINS.items()}
 _PYTHON_RE = re.compile(r"^(\d+)\.(\d+)")

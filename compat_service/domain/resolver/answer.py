@@ -128,7 +128,11 @@ def _arch_reason(state: ResolverState, c: Candidate, reasons: list[Reason], warn
 
 
 def _driver_reason(
-    state: ResolverState, c: Candidate, reasons: list[Reason], warnings: list[str], requirements: list[HostRequirement]
+    state: ResolverState,
+    c: Candidate,
+    reasons: list[Reason],
+    warnings: list[str],
+    requirements: list[HostRequirement],
 ) -> None:
     floor = c.floor
     runtime = c.build_row.runtime
@@ -211,7 +215,11 @@ def _family_notes(
 
 
 def _plugin_notes(
-    state: ResolverState, row: Any, reasons: list[Reason], warnings: list[str], requirements: list[HostRequirement]
+    state: ResolverState,
+    row: Any,
+    reasons: list[Reason],
+    warnings: list[str],
+    requirements: list[HostRequirement],
 ) -> None:
     if state.family == "npu":
         reasons.append(
@@ -257,7 +265,9 @@ def _plugin_notes(
         reasons.append(Reason("install", note, ()))
 
 
-def _evidence(state: ResolverState, version: str, label: str, python: str, reasons: list[Reason]) -> dict[str, Any] | None:
+def _evidence(
+    state: ResolverState, version: str, label: str, python: str, reasons: list[Reason]
+) -> dict[str, Any] | None:
     if state.evidence is None:
         return None
     from compat_service.domain.evidence.steering import answer_notes

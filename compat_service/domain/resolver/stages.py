@@ -125,7 +125,9 @@ def run(state: ResolverState) -> Resolution:
     raise explain_failure(state, STAGES[furthest], [d for d in deaths if d.stage == furthest])
 
 
-def _pick(state: ResolverState, minor: Any, patch: Any, python: str, candidates: list[Candidate]) -> Resolution | None:
+def _pick(
+    state: ResolverState, minor: Any, patch: Any, python: str, candidates: list[Candidate]
+) -> Resolution | None:
     """The resolution from this patch's best build; None when the evidence passes over every build of
     it (broken, or unverified with --require-verified) and an alternative may remain
     (compat_service/domain/evidence/steering.py)."""
