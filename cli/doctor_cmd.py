@@ -77,7 +77,7 @@ def run_doctor(*, site_packages: Path | None, database: str | None, matrix_path:
     matrix = load_matrix_cached(matrix_path)
     evidence = None
     if database:
-        from compat_service.db.evidence_lookup import open_database_evidence
+        from compat_service.db.evidence_repository import open_database_evidence
 
         evidence = open_database_evidence(database, gpu_arch=host.gpu_arch)
 

@@ -114,6 +114,7 @@ def run_resolve(
     require_verified: bool = False,
 ) -> str:
     from compat_service.domain import host_detection
+    from compat_service.domain.backends import normalise_arch
     from compat_service.domain.resolver.install_formats import render
     from compat_service.domain.resolver.request import ResolveRequest, invalid_request
 
@@ -122,8 +123,7 @@ def run_resolve(
             f"--format {fmt!r} is not an output format", f"use one of: {', '.join(FORMATS)}", "--format", fmt
         )
     this_os, this_arch = host_detection.host_os(), host_detection.host_arch()
-    arm = ("aarch64", "arm64")
-    same_arch = arch is None or arch == this_arch or (arch in arm and this_arch in arm)
+    same_arch = arch is None or normalise_arch(this_os, arch) == normalise_arch(this_os, this_arch)
     foreign = (os_name is not None and os_name != this_os) or not same_arch
     if backend == "auto":
         if foreign:
@@ -168,7 +168,7 @@ def run_resolve(
         evidence = None
         if database:
             # lazy: only `--database` pays for SQLAlchemy (docs/architecture.md allows it here)
-            from compat_service.db.evidence_lookup import open_database_evidence
+            from compat_service.db.evidence_repository import open_database_evidence
 
             evidence = open_database_evidence(database, gpu_arch=request.gpu_arch)
         resolution = resolve(request, load_matrix_cached(Path(matrix_path) if matrix_path else None), evidence)

@@ -7,8 +7,8 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query
 
 from compat_service.api.deps import MatrixDep, SessionDep, SettingsDep
-from compat_service.db.evidence_lookup import DatabaseEvidence, EvidenceVersion
 from compat_service.db.evidence_queries import cell_evidence, declared_for
+from compat_service.db.evidence_repository import DatabaseEvidence, EvidenceVersion
 from compat_service.domain.backends import normalise_arch
 from compat_service.domain.errors import ErrorBody, NotFoundError
 from compat_service.domain.evidence.cells import CellEvidence, CellKey, CheckCounts, python_minor
