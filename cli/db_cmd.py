@@ -259,7 +259,7 @@ def serve(
     if auto_migrate is not None:
         os.environ["ACCELENV_AUTO_MIGRATE"] = str(auto_migrate).lower()
     # binds first, so each worker's start-up line names the real URL (also for --port 0)
-    from compat_service.api.server import run
+    from compat_service.server import run
 
     run(host=host, port=port, workers=workers)
 

@@ -15,7 +15,7 @@ import pytest
 import yaml
 from fastapi.testclient import TestClient
 
-from compat_service.api.routes.resolve import PARAMETERS
+from compat_service.domain.resolver.request import PARAMETERS
 from tests.conftest import REPO_ROOT
 
 CASES_DIR = REPO_ROOT / "tests" / "data" / "resolver_cases"
@@ -28,7 +28,7 @@ def golden_requests() -> list[tuple[str, dict[str, str]]]:
     for path in sorted(CASES_DIR.glob("*.yaml")):
         for case in yaml.safe_load(path.read_text())["cases"]:
             request = {str(k): str(v) for k, v in case["request"].items()}
-            if set(request) <= set(PARAMETERS):
+            if set(request) <= {p.name for p in PARAMETERS}:
                 out.append((f"{path.stem}-{case['id']}", request))
     return out
 

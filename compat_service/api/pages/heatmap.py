@@ -13,7 +13,8 @@ from urllib.parse import urlencode
 
 from packaging.version import InvalidVersion, Version
 
-from compat_service.domain.evidence import MatrixCell, label_family
+from compat_service.domain.backends import label_family
+from compat_service.domain.evidence.cells import MatrixCell
 
 #: every status a square can show, most telling first (its colour is the first one present)
 STATUSES = ("broken", "partial", "verified", "observed", "declared")

@@ -17,13 +17,13 @@ from urllib.parse import urlencode
 from fastapi import Request
 from packaging.version import Version
 
-from compat_service.api.routes.resolve import PARAMETERS
 from compat_service.api.routes.resolve import resolve as resolve_route
+from compat_service.domain.backends import ARCHES, OSES, REQUEST_FAMILIES
 from compat_service.domain.errors import AccelenvError
-from compat_service.domain.install_formats import render
-from compat_service.domain.matrix_models import MatrixData
-from compat_service.domain.resolution import Resolution, resolution_from_json
-from compat_service.domain.resolver_request import ARCHES, COMPANIONS, FAMILIES, OSES
+from compat_service.domain.matrix.schema import MatrixData
+from compat_service.domain.resolver.install_formats import render
+from compat_service.domain.resolver.request import COMPANIONS, PARAMETERS
+from compat_service.domain.resolver.resolution import Resolution, resolution_from_json
 from probes import tool_parsers
 
 #: the install formats the page shows, in tab order, with their labels
@@ -36,7 +36,7 @@ FORMATS: tuple[tuple[str, str], ...] = (
 )
 #: query parameters of the page itself (not passed on to the resolver: it ignores them anyway)
 PAGE_PARAMS = ("format", "gpu_seen", "notice")
-STATE_PARAMS = (*PARAMETERS, *PAGE_PARAMS)
+STATE_PARAMS = (*(p.name for p in PARAMETERS), *PAGE_PARAMS)
 _CUDA_BACKEND = re.compile(r"^(cuda|cu\d{3})$")
 
 NOTICES = {
@@ -73,7 +73,7 @@ def choices(data: MatrixData) -> dict[str, Any]:
         "pythons": pythons,
         "oses": OSES,
         "arches": ARCHES,
-        "families": FAMILIES,
+        "families": REQUEST_FAMILIES,
         "labels": labels,
         "gpu_archs": archs,
         "companions": ["torchvision,torchaudio", *COMPANIONS, "none"],
