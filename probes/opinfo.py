@@ -133,10 +133,15 @@ def _to_cpu(torch, value):
 
 def _describe(torch, sample):
     """'input float32[2, 3]; args (int64[4], 2); kwargs {alpha: 0.5}': what a sample is, without its data."""
+    def layout(value):
+        try:
+            return "" if value.is_contiguous() or value.numel() < 2 else " non-contiguous"
+        except Exception:  # sparse layouts have no strides
+            return " " + str(value.layout).replace("torch.", "")
+
     def one(value):
         if isinstance(value, torch.Tensor):
-            text = "%s%s" % (str(value.dtype).replace("torch.", ""), list(value.shape))
-            return text + ("" if value.is_contiguous() or value.numel() < 2 else " non-contiguous")
+            return "%s%s%s" % (str(value.dtype).replace("torch.", ""), list(value.shape), layout(value))
         if isinstance(value, (list, tuple)):
             return "(" + ", ".join(one(v) for v in value) + ")"
         return repr(value)[:40]
@@ -255,10 +260,6 @@ def run_sample(torch, op, sample, device, tol, want_grad):
     """Forward (and backward) of one sample on ``device`` against CPU."""
     cpu_raw = _cpu(lambda: _call(op, sample))
     cpu_out = sample.output_process_fn_grad(cpu_raw)
-    with torch.no_grad():
-        again = _cpu(lambda: sample.output_process_fn_grad(_call(op, _detached(torch, sample))))
-    if _compare(torch, again, cpu_out, tol[0], tol[1]) is not None:
-        return _Verdict("skipped", "forward", "two CPU runs differ (random or uninitialised output)")
     dev = _moved(torch, sample, device)
     try:
         dev_out = sample.output_process_fn_grad(_call(op, dev))
@@ -266,6 +267,10 @@ def run_sample(torch, op, sample, device, tol, want_grad):
         return _device_error(exc, "forward")
     diff = _compare(torch, dev_out, cpu_out, tol[0], tol[1])
     if diff is not None:
+        with torch.no_grad():
+            again = _cpu(lambda: sample.output_process_fn_grad(_call(op, _detached(torch, sample))))
+        if _compare(torch, again, cpu_out, tol[0], tol[1]) is not None:
+            return _Verdict("skipped", "forward", "two CPU runs differ (random or uninitialised output)")
         return _Verdict("failed", "forward", diff)
     if want_grad:
         try:
@@ -283,8 +288,23 @@ def run_sample(torch, op, sample, device, tol, want_grad):
     return _Verdict("passed")
 
 
+def _empty_outs(torch, like, device):
+    if isinstance(like, torch.Tensor):
+        return torch.empty(0, dtype=like.dtype, device=device)
+    return tuple(torch.empty(0, dtype=t.dtype, device=device) for t in like)
+
+
+def _plain_outs(value):
+    return list(value) if isinstance(value, tuple) else value
+
+
 def run_variants(torch, op, sample, device, tol):
-    """{variant: verdict} for ``out=`` and in-place, on detached copies of ``sample``."""
+    """{variant: verdict} for ``out=`` and in-place, on detached copies of ``sample``.
+
+    Each variant runs on CPU first; where CPU refuses it or gives something other than the plain call
+    (an OpInfo whose out= wrapper drops the tensor, a dtype in-place cannot keep), the variant is not
+    the device's to answer for and is left out.
+    """
     verdicts = {}
     with torch.no_grad():
         plain = _detached(torch, sample)
@@ -292,22 +312,24 @@ def run_variants(torch, op, sample, device, tol):
             cpu_raw = _call(op, plain)
         except Exception:
             return verdicts
-        if getattr(op, "supports_out", False) and _tensors_in(torch, cpu_raw) and \
-                (isinstance(cpu_raw, torch.Tensor) or all(isinstance(t, torch.Tensor) for t in cpu_raw)):
-            dev = _moved(torch, plain, device)
+        tensors_only = isinstance(cpu_raw, torch.Tensor) or (
+            isinstance(cpu_raw, (tuple, list)) and cpu_raw and all(isinstance(t, torch.Tensor) for t in cpu_raw))
+        if getattr(op, "supports_out", False) and tensors_only:
+            cpu_out = _empty_outs(torch, cpu_raw, "cpu")
             try:
-                if isinstance(cpu_raw, torch.Tensor):
-                    out = torch.empty(0, dtype=cpu_raw.dtype, device=device)
-                else:
-                    out = tuple(torch.empty(0, dtype=t.dtype, device=device) for t in cpu_raw)
-                _call(op, dev, lambda x, *a, **k: op(x, *a, out=out, **k))
-                verdicts["out"] = _Verdict("passed")
-                diff = _compare(torch, list(out) if isinstance(out, tuple) else out,
-                                list(cpu_raw) if isinstance(cpu_raw, tuple) else cpu_raw, tol[0], tol[1])
-                if diff is not None:
-                    verdicts["out"] = _Verdict("failed", "out=", diff)
-            except Exception as exc:
-                verdicts["out"] = _device_error(exc, "out=")
+                _call(op, _detached(torch, plain), lambda x, *a, **k: op(x, *a, out=cpu_out, **k))
+                usable = _compare(torch, _plain_outs(cpu_out), _plain_outs(cpu_raw), tol[0], tol[1]) is None
+            except Exception:
+                usable = False
+            if usable:
+                dev = _moved(torch, _detached(torch, plain), device)
+                try:
+                    out = _empty_outs(torch, cpu_raw, device)
+                    _call(op, dev, lambda x, *a, **k: op(x, *a, out=out, **k))
+                    diff = _compare(torch, _plain_outs(out), _plain_outs(cpu_raw), tol[0], tol[1])
+                    verdicts["out"] = _Verdict("passed") if diff is None else _Verdict("failed", "out=", diff)
+                except Exception as exc:
+                    verdicts["out"] = _device_error(exc, "out=")
         inplace = getattr(op, "inplace_variant", None)
         if inplace is not None and isinstance(plain.input, torch.Tensor):
             cpu_target = _detached(torch, plain)
@@ -352,6 +374,7 @@ def run_op(ctx, op):
     if not cpu_dtypes:
         return checks.skipped("%s has no CPU kernel to compare with (a device-only op)" % name, opinfo=name)
     deep = bool(ctx.options.get("deep"))
+    grad_done = variants_done = False
     results, skipped, missing = {}, {}, []
     first_failure, variants, samples_run = None, {}, 0
     for dtype_name in _declared(ctx, op):
@@ -362,8 +385,9 @@ def run_op(ctx, op):
             continue
         tol = tolerance(op, ctx.device_type, dtype)
         want_grad = bool(op.supports_autograd) and (dtype.is_floating_point or dtype.is_complex) and \
-            dtype in set(op.supported_backward_dtypes("cpu"))
-        verdict, tried, first = None, 0, True
+            dtype in set(op.supported_backward_dtypes("cpu")) and (deep or not grad_done)
+        grad_done = grad_done or want_grad
+        verdict, tried, first = None, 0, deep or not variants_done
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             try:
@@ -377,6 +401,7 @@ def run_op(ctx, op):
                     if one.status != "skipped":
                         samples_run += 1
                         if first:
+                            variants_done = True
                             for kind, v in run_variants(torch, op, sample, ctx.device, tol).items():
                                 variants.setdefault(kind, {})[dtype_name] = v.status
                                 if v.status != "passed" and (verdict is None or ORDER[v.status] < ORDER[verdict[0].status]):
