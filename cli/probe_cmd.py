@@ -3,7 +3,8 @@
 The probe runs as a subprocess: the single-file bundle is written to a temporary directory and started
 with ``PYTHON -I bundle`` (default: this interpreter), so the target needs only torch. Progress lines and
 the summary table go to stderr as they happen; the report is JSON in ``--output`` or on stdout. Exit
-code: 0 all checks passed/skipped/unsupported, 1 any failed/timeout/crashed/error, else the error's code.
+code: 0 all checks passed/skipped/unsupported, 1 any failed/timeout/crashed/error, 3 with ``--strict`` when
+some check is unsupported and none went wrong, else the error's code.
 
 `--submit URL --token T` posts the report; when the server cannot be reached the report goes to the
 spool (see cli/report_spool.py) and `accelenv report submit` sends it later.
@@ -22,7 +23,8 @@ from typing import Any, List, Optional
 
 import typer
 
-ALL_GROUPS = "detect,smoke,ops,allocator,amp,distributed"
+ALL_GROUPS = "detect,smoke,ops,opinfo,compile,runtime,allocator,amp,distributed"
+PROBE_EXIT_UNSUPPORTED = 3  # the probe's --strict answer: nothing failed, something is unsupported
 REFDEV_FAULTS_ENV = "ACCELENV_REFDEV_FAULTS"
 _INJECT = re.compile(r"^[a-z][a-z0-9_]*(?::[A-Za-z0-9_.:*\-\[\]]+)?$")
 
@@ -48,6 +50,8 @@ def probe_command(
     inject: Optional[List[str]] = typer.Option(None, "--inject", help="refdev fault KIND[:TARGET] (repeatable)"),
     bundle: Optional[Path] = typer.Option(None, "--bundle", help="only write the single-file probe here"),
     quiet: bool = typer.Option(False, "--quiet", help="no progress lines"),
+    deep: bool = typer.Option(False, "--deep", help="opinfo: every sample input, not only the first per op and dtype"),
+    strict: bool = typer.Option(False, "--strict", help="exit 3 when a check is unsupported (and nothing failed)"),
 ) -> None:
     from cli.error_render import guarded
 
@@ -59,7 +63,7 @@ def probe_command(
             sys.stderr.write(f"wrote {bundle}: run it with `python -I {bundle.name}` where torch is installed\n")
             return
         code = run_probe(device=device, checks=checks, output=output, submit_url=submit_url, token=token,
-                         timeout=timeout, python=python, inject=inject or [], quiet=quiet)
+                         timeout=timeout, python=python, inject=inject or [], quiet=quiet, deep=deep, strict=strict)
     raise typer.Exit(code)
 
 
@@ -106,8 +110,10 @@ def _validate(device: str, checks: str, timeout: float, python: str, inject: lis
 
 
 def run_probe(*, device: str, checks: str, output: Path | None, submit_url: str | None, token: str | None,
-              timeout: float, python: str | None, inject: list[str], quiet: bool) -> int:
-    """Run the probe in the target interpreter; returns the probe's exit code (0 ok, 1 something failed)."""
+              timeout: float, python: str | None, inject: list[str], quiet: bool, deep: bool = False,
+              strict: bool = False) -> int:
+    """Run the probe in the target interpreter; returns the probe's exit code (0 ok, 1 something failed,
+    3 under ``strict`` when something is unsupported)."""
     from compat_service.domain.errors import AccelenvError
 
     python = python or sys.executable
@@ -119,7 +125,8 @@ def run_probe(*, device: str, checks: str, output: Path | None, submit_url: str 
         write_bundle(bundle_path)
         report_path = os.path.join(workdir, "report.json")
         argv = [python, "-I", bundle_path, "--device", device, "--checks", checks, "--timeout", str(timeout),
-                "--output", report_path] + (["--quiet"] if quiet else [])
+                "--output", report_path] + (["--quiet"] if quiet else []) + (["--deep"] if deep else []) + \
+            (["--strict"] if strict else [])
         env = dict(os.environ)
         if inject:
             env[REFDEV_FAULTS_ENV] = ",".join(inject)
@@ -131,7 +138,7 @@ def run_probe(*, device: str, checks: str, output: Path | None, submit_url: str 
             raise _invalid(f"the probe in {python} rejected its settings (its message above says which)",
                            "fix the --inject faults (or ACCELENV_REFDEV_* variables) it names", "--inject",
                            ",".join(inject) or os.environ.get(REFDEV_FAULTS_ENV, "(none)"))
-        if proc.returncode not in (0, 1) or not os.path.exists(report_path):
+        if proc.returncode not in (0, 1, PROBE_EXIT_UNSUPPORTED) or not os.path.exists(report_path):
             raise AccelenvError(
                 f"the probe in {python} ended with exit code {proc.returncode} and wrote no report",
                 hint="run it by hand to see why: accelenv probe --bundle accelenv_probe.py, then "

@@ -20,6 +20,7 @@ from probes import checks, device_activation, fingerprint, opinfo, report_assemb
 
 DEFAULT_TIMEOUT_S = 120.0
 EXIT_UNSUPPORTED = 3
+OPINFO_OPS_ENV = "ACCELENV_PROBE_OPINFO_OPS"  # the default of --opinfo-ops (the test suite bounds the list)
 
 
 def _groups(text):
@@ -67,7 +68,8 @@ def parser():
     p.add_argument("--strict", action="store_true",
                    help="exit %d when a check is unsupported (and nothing failed)" % EXIT_UNSUPPORTED)
     p.add_argument("--opinfo-ops", type=_patterns, default=None,
-                   help="opinfo: only the OpInfos whose name matches one of these comma-separated patterns")
+                   help="opinfo: only the OpInfos whose name matches one of these comma-separated patterns "
+                        "(default: $%s, else every OpInfo)" % OPINFO_OPS_ENV)
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--only-file", help=argparse.SUPPRESS)
     p.add_argument("--breadcrumb-file", help=argparse.SUPPRESS)
@@ -146,6 +148,12 @@ def run_phases(args, groups, progress):
 
 def main(argv=None):
     args = parser().parse_args(argv)
+    if args.opinfo_ops is None and os.environ.get(OPINFO_OPS_ENV, "").strip():
+        try:
+            args.opinfo_ops = _patterns(os.environ[OPINFO_OPS_ENV])
+        except argparse.ArgumentTypeError as exc:
+            sys.stderr.write("accelenv-probe: error: %s: %s\n" % (OPINFO_OPS_ENV, exc))
+            return 2
     if args.worker:
         return _run_worker(args)
     groups = [g for g in checks.GROUPS if g in args.checks]

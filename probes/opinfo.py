@@ -5,7 +5,9 @@ expecttest) are present, each OpInfo is one check: for every dtype it declares (
 that the device holds), its sample inputs are made on CPU, copied to the device, run on both, and compared
 with ``torch.testing.assert_close``; where the op supports autograd in that dtype, the gradients too (one
 fixed cotangent per output); on the first sample, the ``out=`` and in-place variants OpInfo lists.
-Default: the first sample per op x dtype; ``--deep``: all of them. This is PyTorch's ``test_compare_cpu``
+Default: the first sample per op x dtype, with backward and the variants in the first dtype that has them;
+``--deep``: every sample, backward and variants in every dtype. An op the device says it ran on the CPU
+fallback (a warning, as MPS and vendor plugins give) is ``unsupported``. This is PyTorch's ``test_compare_cpu``
 (test/test_ops.py) run the other way round: its tolerance, atol = rtol = 1e-3, widened where the OpInfo
 declares a ``toleranceOverride`` / ``precisionOverride`` that applies to that test.
 
@@ -32,11 +34,19 @@ UNINITIALISED = re.compile(r"^(?:new_)?empty(?:_|$)")
 FIRST_SAMPLE_TRIES = 3  # default mode: samples tried until one runs on CPU
 MAX_TEXT = 400
 _ID_CHARS = re.compile(r"[^A-Za-z0-9_.:\-\[\]]")
+_WANTS_CPU = re.compile(r"(?i)expected \w+ to be on cpu|(?:must|should) be on cpu|to be a CPU tensor")
+
+
+def _absent(name):
+    try:
+        return importlib.util.find_spec(name) is None
+    except (ImportError, ValueError):
+        return True
 
 
 def missing_requirements():
     """The modules OpInfo imports that this interpreter lacks (names)."""
-    return [name for name in REQUIRED_MODULES if importlib.util.find_spec(name) is None]
+    return [name for name in REQUIRED_MODULES if _absent(name)]
 
 
 def load_op_db():
@@ -161,7 +171,10 @@ def _moved(torch, sample, device):
         out = t.detach().to(device)
         return out.requires_grad_(t.requires_grad) if (t.requires_grad and (out.is_floating_point() or out.is_complex())) else out
 
-    return sample.transform(move)
+    moved = sample.transform(move)
+    if isinstance(moved.kwargs.get("device"), (str, torch.device)):  # factory samples name their device
+        moved.kwargs["device"] = device
+    return moved
 
 
 def _detached(torch, sample):
@@ -243,6 +256,9 @@ class _Verdict(object):
 def _device_error(exc, phase):
     if isinstance(exc, breadcrumbs.BlockedOp):
         raise exc
+    if _WANTS_CPU.search(str(exc)[:500]):  # e.g. tensor_split's index tensor: every device wants it on CPU
+        return _Verdict("skipped", phase, "the op wants an argument on CPU and the harness moved every tensor: %s"
+                        % error_texts.first_line(exc, 200))
     info = error_texts.classify_unsupported(exc)
     if info is not None:
         return _Verdict("unsupported", phase, error_texts.first_line(exc, MAX_TEXT), info.get("aten_op"))
@@ -388,8 +404,8 @@ def run_op(ctx, op):
             dtype in set(op.supported_backward_dtypes("cpu")) and (deep or not grad_done)
         grad_done = grad_done or want_grad
         verdict, tried, first = None, 0, deep or not variants_done
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
             try:
                 samples = op.sample_inputs("cpu", dtype, requires_grad=want_grad)
                 for sample in samples:
@@ -423,6 +439,12 @@ def run_op(ctx, op):
         if verdict is None:
             skipped[dtype_name] = "OpInfo has no sample input for this dtype"
             continue
+        fallback = error_texts.cpu_fallback_op([str(w.message) for w in caught])
+        if fallback and verdict[0].status == "passed":  # right numbers, from the CPU: the device lacks the op
+            verdict = (_Verdict("unsupported", "forward", "%s ran on the CPU fallback, not the device" % fallback,
+                                fallback), verdict[1])
+            if fallback not in missing:
+                missing.append(fallback)
         results[dtype_name] = verdict[0].status
         if verdict[0].status == "skipped":
             skipped[dtype_name] = verdict[0].why

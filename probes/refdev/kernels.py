@@ -322,15 +322,20 @@ def _tensor_args(op: Any) -> Tuple[Tuple[int, ...], Tuple[str, ...]]:
 
 def _number_dtype(value: Any, others: List[Any]) -> Any:
     """The dtype a wrapped number acts as: it never widens a tensor of its own kind or a higher one."""
+    # torch.float64 for a float next to a float16 tensor does not widen it: 0-dim tensors of the same kind
+    # lose to dimensioned ones in type promotion.
     if isinstance(value, bool):
         return torch.bool
     if isinstance(value, int):
         return torch.int64
+    # In double precision where a tensor of its kind or higher decides the result dtype (CPU kernels read a
+    # 0-dim CPU tensor as a scalar in op math, as they read a wrapped number): 180/pi must not round to bf16.
     like = next((t.dtype for t in others if isinstance(t, torch.Tensor)), None)
     if isinstance(value, float):
-        return like if like is not None and (like.is_floating_point or like.is_complex) else torch.get_default_dtype()
+        return torch.float64 if like is not None and (like.is_floating_point or like.is_complex) else \
+            torch.get_default_dtype()
     if like is not None and like.is_complex:
-        return like
+        return torch.complex128
     return torch.complex128 if torch.get_default_dtype() == torch.float64 else torch.complex64
 
 
