@@ -9,8 +9,17 @@ The same mode refuses ops the runner reports as blocked (an op that hung or cras
 check that reaches the op raises ``BlockedOp`` instead of calling it, and is marked with the first
 failure's status, so a hang in ``aten::mm`` costs the suite one timeout.
 
-Format of the file (``SIZE`` bytes, NUL padded): ``E aten::mm.default`` or ``R aten::mm.default``.
+Format of the file (``SIZE`` bytes, NUL padded): ``E aten::mm`` or ``R aten::mm.out``.
+
+Limit: the autograd engine runs a device's backward pass on a thread of its own and carries the mode there;
+on torch 2.13 an exception raised under a Python dispatch mode on that thread ends the process
+("terminate called without an active exception"), so a missing backward kernel would look like a crash.
+For devices other than CPU the backward pass therefore runs without the mode (``untraced_backward``):
+its breadcrumb is ``E autograd backward`` (a hang there names the backward pass, not the op) and blocked
+ops are not refused inside it.
 """
+
+import contextlib
 
 import mmap
 import os
@@ -100,6 +109,38 @@ def make_mode(torch, trail, blocked):
             return out
 
     return _BreadcrumbMode()
+
+
+BACKWARD = "autograd backward"
+
+
+@contextlib.contextmanager
+def untraced_backward(torch, trail):
+    """While active: the autograd engine runs with the dispatch modes switched off (see the module's Limit)."""
+    autograd = torch.autograd
+    original = getattr(autograd, "_engine_run_backward", None)
+    try:
+        from torch.utils._python_dispatch import _disable_current_modes
+    except ImportError:
+        original = None
+    if original is None:
+        yield
+        return
+
+    def run(*args, **kwargs):
+        if trail is not None:
+            trail.write(ENTERED, BACKWARD)
+        with _disable_current_modes():
+            out = original(*args, **kwargs)
+        if trail is not None:
+            trail.write(RETURNED, BACKWARD)
+        return out
+
+    autograd._engine_run_backward = run
+    try:
+        yield
+    finally:
+        autograd._engine_run_backward = original
 
 
 def open_trail(path):

@@ -63,6 +63,26 @@ def _close(torch, got, want):
     return None
 
 
+def inductor_backend(ctx):
+    """(True, None) when inductor has a code generator for the device, (False, why) when it has none,
+    (None, None) when this torch cannot tell (then the compile itself answers)."""
+    if ctx.is_cpu:
+        return True, None
+    try:
+        from torch._inductor.codegen import common
+
+        init = getattr(common, "init_backend_registration", None)
+        if init is not None:
+            init()
+        scheduling = common.get_scheduling_for_device(ctx.device_type)
+    except Exception:
+        return None, None
+    if scheduling is None:
+        return False, ("inductor has no code generator registered for %s (a backend adds one with "
+                       "torch._inductor.codegen.common.register_backend_for_device)" % ctx.device_type)
+    return True, None
+
+
 def run_stage(ctx, stage):
     torch = ctx.torch
     compile_fn = getattr(torch, "compile", None)
@@ -73,6 +93,10 @@ def run_stage(ctx, stage):
         dynamo.reset()
     except Exception as exc:
         return checks.skipped("torch._dynamo cannot be imported: %s" % error_texts.first_line(exc))
+    if stage == "inductor":
+        has, why = inductor_backend(ctx)
+        if has is False:
+            return checks.unsupported(why, stage=stage, backend=stage)
     pw_in, red_in = _inputs(ctx)
     model = _model(ctx)
     data = {"stage": stage, "backend": stage}

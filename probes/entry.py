@@ -78,34 +78,41 @@ def parser():
     return p
 
 
-def _progress(quiet):
-    lock = threading.Lock()
+class _Progress(object):
+    """One progress line per check, numbered across the workers that run at the same time."""
 
-    def show(entry, done, total):
-        if quiet:
+    def __init__(self, quiet):
+        self.quiet = quiet
+        self.lock = threading.Lock()
+        self.done = 0
+        self.runners = []
+
+    def total(self):
+        planned = sum(len(r.plan) for r in self.runners if r.plan)
+        return max(planned, self.done)
+
+    def __call__(self, entry, _done=None, _total=None):
+        if self.quiet:
             return
-        with lock:
+        with self.lock:
+            self.done += 1
+            total = self.total()
             width = len(str(total))
-            sys.stderr.write("[%*d/%d] %-11s %s (%.2fs)\n" % (width, done, total, entry["status"], entry["id"],
+            sys.stderr.write("[%*d/%d] %-11s %s (%.2fs)\n" % (width, self.done, total, entry["status"], entry["id"],
                                                                entry["duration_s"]))
             sys.stderr.flush()
-
-    return show
 
 
 def _run_worker(args):
     from probes import worker
 
-    only = blocked = None
+    only = None
     if args.only_file:
         with open(args.only_file) as handle:
             only = set(json.load(handle))
-    if args.blocked_file:
-        with open(args.blocked_file) as handle:
-            blocked = json.load(handle)
     options = {"deep": args.deep, "opinfo_ops": args.opinfo_ops}
     return worker.main(args.device, args.checks, only=only, send_environment=not args.no_environment,
-                       options=options, trail_file=args.breadcrumb_file, blocked=blocked)
+                       options=options, trail_file=args.breadcrumb_file, blocked_file=args.blocked_file)
 
 
 def _phases(groups):
@@ -125,8 +132,11 @@ def _worker_flags(args):
 def run_phases(args, groups, progress):
     """Run each phase's Runner in its own thread; returns (hello, entries in group order, fatal, usage)."""
     launch = runner.default_launch()
-    runners = [runner.Runner(launch, args.device, phase, args.timeout, progress, _worker_flags(args), describe=i == 0)
+    blocklist = runner.Blocklist()
+    runners = [runner.Runner(launch, args.device, phase, args.timeout, progress, _worker_flags(args), describe=i == 0,
+                             blocklist=blocklist)
                for i, phase in enumerate(_phases(groups))]
+    progress.runners = runners
     outcomes = [None] * len(runners)
 
     def work(i):
@@ -137,6 +147,7 @@ def run_phases(args, groups, progress):
         thread.start()
     for thread in threads:
         thread.join()
+    blocklist.close()
     hello = outcomes[0][0] if outcomes else None
     entries = [entry for _, phase_entries in outcomes for entry in phase_entries]
     order = dict((group, i) for i, group in enumerate(checks.GROUPS))
@@ -157,7 +168,8 @@ def main(argv=None):
     if args.worker:
         return _run_worker(args)
     groups = [g for g in checks.GROUPS if g in args.checks]
-    hello, entries, fatal, usage = run_phases(args, groups, _progress(args.quiet))
+    progress = _Progress(args.quiet)
+    hello, entries, fatal, usage = run_phases(args, groups, progress)
     if usage:
         sys.stderr.write("accelenv-probe: error: %s\n" % usage)
         return 2
@@ -165,6 +177,10 @@ def main(argv=None):
         entries = [checks.result_entry("detect.torch_build", "detect", "error", 0.0, fatal)]
     elif "opinfo" in groups:
         entries = opinfo.with_summary(entries)
+        progress.runners = []  # the summary is one more line, past the workers' plans
+        for entry in entries:
+            if entry["id"] == "opinfo.summary":
+                progress(entry)
     if hello and hello.get("environment"):
         environment, devices = hello["environment"], hello.get("devices", [])
     else:

@@ -420,6 +420,8 @@ def run_op(ctx, op):
                             variants_done = True
                             for kind, v in run_variants(torch, op, sample, ctx.device, tol).items():
                                 variants.setdefault(kind, {})[dtype_name] = v.status
+                                if v.missing and v.missing not in missing:
+                                    missing.append(v.missing)
                                 if v.status != "passed" and (verdict is None or ORDER[v.status] < ORDER[verdict[0].status]):
                                     verdict = (v, sample)
                             first = False

@@ -28,6 +28,35 @@ STDERR_TAIL = 1500
 STDERR_KEEP = 256 * 1024  # how much of a dead worker's stderr is searched for the faulthandler dump
 
 
+class Blocklist(object):
+    """The op families that hung or crashed, shared by every runner of a suite and written to one file that
+    each worker re-reads before a check (so a worker running at the same time learns of them too)."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.entries = {}  # aten op family -> {"status", "op", "check"}
+        handle, self.path = tempfile.mkstemp(prefix="accelenv-blocked-", suffix=".json")
+        with os.fdopen(handle, "w") as out:
+            json.dump({}, out)
+
+    def add(self, family, info):
+        with self.lock:
+            if family in self.entries:
+                return
+            self.entries[family] = info
+            tmp = self.path + ".tmp"
+            with open(tmp, "w") as out:
+                json.dump(self.entries, out)
+            os.replace(tmp, self.path)
+
+    def close(self):
+        for path in (self.path, self.path + ".tmp"):
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+
+
 class WorkerLaunch(object):
     """How to start a worker: the command prefix and the environment."""
 
@@ -121,7 +150,7 @@ class _Worker(object):
 
 
 class Runner(object):
-    def __init__(self, launch, device, groups, timeout, progress=None, extra_args=(), describe=True):
+    def __init__(self, launch, device, groups, timeout, progress=None, extra_args=(), describe=True, blocklist=None):
         self.launch = launch
         self.device = device
         self.groups = groups
@@ -133,19 +162,19 @@ class Runner(object):
         self.plan = None  # [(id, group)]
         self.timeouts = {}  # check id -> its own timeout, where it declared one
         self.results = {}
-        self.blocked = {}  # aten op family -> {"status", "op", "check"}: hung or crashed, not called again
+        self.blocklist = blocklist  # ops that hung or crashed: not called again (None: no blocking)
         self.fatal = None
         self.usage_error = None  # the worker rejected the device's settings: nothing was probed
         handle, self.trail_file = tempfile.mkstemp(prefix="accelenv-trail-")
         os.close(handle)
 
-    def _args(self, only_file, blocked_file):
+    def _args(self, only_file):
         args = ["--worker", "--device", self.device, "--checks", ",".join(self.groups),
                 "--breadcrumb-file", self.trail_file] + self.extra_args
         if only_file:
             args += ["--only-file", only_file]
-        if blocked_file:
-            args += ["--blocked-file", blocked_file]
+        if self.blocklist is not None:
+            args += ["--blocked-file", self.blocklist.path]
         if self.hello is not None or not self.describe:
             args.append("--no-environment")
         return args
@@ -161,10 +190,13 @@ class Runner(object):
         data["last_aten_op"] = op
         if state != "entered":
             return "; the last aten op it entered, %s, had returned" % op
+        if not op.startswith("aten::"):  # e.g. the untraced backward pass of a device: nothing to block
+            data["last_step"] = op
+            return "; it was in the %s (its ops are not traced on this device)" % op
         data["aten_op"] = op
         family = breadcrumbs.base_name(op)
-        if family not in self.blocked:
-            self.blocked[family] = {"status": status, "op": op, "check": check_id}
+        if self.blocklist is not None:
+            self.blocklist.add(family, {"status": status, "op": op, "check": check_id})
         return "; it was inside %s (later checks that need %s are marked without calling it)" % (op, family)
 
     def _record(self, entry):
@@ -199,21 +231,18 @@ class Runner(object):
     def _run(self):
         attempts_without_progress = 0
         while True:
-            only_file = blocked_file = None
+            only_file = None
             if self.plan is not None:
                 remaining = self._remaining()
                 if not remaining:
                     break
                 only_file = self._json_file("accelenv-only-", remaining)
-            if self.blocked:
-                blocked_file = self._json_file("accelenv-blocked-", self.blocked)
             before = len(self.results)
             try:
-                finished = self._one_worker(only_file, blocked_file)
+                finished = self._one_worker(only_file)
             finally:
-                for path in (only_file, blocked_file):
-                    if path:
-                        os.unlink(path)
+                if only_file:
+                    os.unlink(only_file)
             if finished or self.fatal or self.usage_error:
                 break
             attempts_without_progress = attempts_without_progress + 1 if len(self.results) == before else 0
@@ -224,10 +253,10 @@ class Runner(object):
                 break
         return self.hello, [self.results[cid] for cid, _ in self.plan or () if cid in self.results]
 
-    def _one_worker(self, only_file, blocked_file):
+    def _one_worker(self, only_file):
         """Run one worker until done (True) or until it hangs/dies (False)."""
         breadcrumbs.create(self.trail_file)
-        worker = _Worker(self.launch, self._args(only_file, blocked_file))
+        worker = _Worker(self.launch, self._args(only_file))
         current, started = None, None
         try:
             while True:

@@ -9,6 +9,7 @@ prints goes to stderr instead, so it cannot corrupt the stream):
 The runner decides what a silence or a death means; the worker never has to survive its own crash.
 """
 
+import contextlib
 import faulthandler
 import json
 import os
@@ -96,15 +97,35 @@ def _device_answer(ctx, exc):
 
 
 class Tracing(object):
-    """The breadcrumb trail and the blocked op families of this worker (see ``probes.breadcrumbs``)."""
+    """The breadcrumb trail and the blocked op families of this worker (see ``probes.breadcrumbs``).
 
-    def __init__(self, torch, trail_file=None, blocked=None):
+    The blocked families live in a file the runners share; it is re-read when it changed, before each check.
+    """
+
+    def __init__(self, torch, trail_file=None, blocked_file=None):
         self.torch = torch
         self.trail = breadcrumbs.open_trail(trail_file)
-        self.blocked = blocked or {}
-        self.why = dict((family, "%s in %s" % ("timed out" if info.get("status") == "timeout" else "crashed the worker",
-                                              info.get("check")))
-                        for family, info in self.blocked.items())
+        self.blocked_file = blocked_file
+        self._stamp = None
+        self.blocked = {}
+        self.why = {}
+        self.refresh()
+
+    def refresh(self):
+        if not self.blocked_file:
+            return
+        try:
+            stamp = os.stat(self.blocked_file).st_mtime_ns
+            if stamp == self._stamp:
+                return
+            with open(self.blocked_file) as handle:
+                blocked = json.load(handle)
+        except (OSError, ValueError):
+            return
+        self._stamp, self.blocked = stamp, blocked
+        self.why = dict((family, "%s in %s" % ("timed out" if info.get("status") == "timeout" else
+                                              "crashed the worker", info.get("check")))
+                        for family, info in blocked.items())
 
     def mode(self, check):
         if self.torch is None or check.group in UNTRACED_GROUPS or (self.trail is None and not self.blocked):
@@ -119,6 +140,11 @@ class Tracing(object):
             self.trail.clear()
 
 
+@contextlib.contextmanager
+def _nothing():
+    yield
+
+
 def _blocked_outcome(tracing, hit):
     op, _ = hit
     info = tracing.blocked.get(breadcrumbs.base_name(op), {})
@@ -130,11 +156,14 @@ def _blocked_outcome(tracing, hit):
 
 def _run_outcome(ctx, check, injected, tracing):
     faults.inject(injected, check.id)
+    if tracing is not None:
+        tracing.refresh()
     mode = tracing.mode(check) if tracing is not None else None
     if mode is None:
         return check.run(ctx), None
+    backward = breadcrumbs.untraced_backward(ctx.torch, tracing.trail) if not ctx.is_cpu else _nothing()
     try:
-        with mode:
+        with backward, mode:
             outcome = check.run(ctx)
     except breadcrumbs.BlockedOp:
         return None, mode.hit_blocked
@@ -163,7 +192,7 @@ def run_check(ctx, check, injected, tracing=None):
     return checks.result_entry(check.id, check.group, status, time.perf_counter() - started, detail, data)
 
 
-def main(requested, groups, only=None, send_environment=True, options=None, trail_file=None, blocked=None):
+def main(requested, groups, only=None, send_environment=True, options=None, trail_file=None, blocked_file=None):
     stream = _protocol_stream()
     faulthandler.enable()  # a segfault or abort leaves a Python traceback in the stderr tail we report
     injected = faults.from_env()
@@ -186,7 +215,7 @@ def main(requested, groups, only=None, send_environment=True, options=None, trai
         hello["environment"] = facts["environment"]
         hello["devices"] = facts["devices"]
     _send(stream, hello)
-    tracing = Tracing(torch, trail_file, blocked)
+    tracing = Tracing(torch, trail_file, blocked_file)
     for check in planned:
         if only is not None and check.id not in only:
             continue
