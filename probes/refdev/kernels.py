@@ -71,14 +71,15 @@ def family(name: str) -> str:
 def select(catalogue: Dict[str, Any], target: str, kind: str) -> List[str]:
     """The overloads a fault target names: one overload, or every overload of a family.
 
-    A family whose plain overload is composite (``aten::adaptive_avg_pool2d`` runs ``_adaptive_avg_pool2d``
-    or ``mean``; only its ``.out`` has a CPU kernel) is refused: faulting the ``.out`` alone would leave the
+    A family whose plain overload is CompositeImplicitAutograd (``aten::adaptive_avg_pool2d`` runs
+    ``_adaptive_avg_pool2d`` or ``mean``; only its ``.out`` has a CPU kernel) is refused: faulting the ``.out`` alone would leave the
     op the user calls untouched, a fault with no effect.
     """
     every = torch._C._dispatch_get_all_op_names()
     if "." in target[len("aten::"):]:
         chosen = [target] if target in catalogue else []
-    elif target in every and target not in catalogue:
+    elif target in every and target not in catalogue and \
+            torch._C._dispatch_has_kernel_for_dispatch_key(target, "CompositeImplicitAutograd"):
         chosen = []
     else:
         chosen = [name for name in catalogue if family(name) == target]
@@ -321,21 +322,27 @@ def _tensor_args(op: Any) -> Tuple[Tuple[int, ...], Tuple[str, ...]]:
 
 
 def _number_dtype(value: Any, others: List[Any]) -> Any:
-    """The dtype a wrapped number acts as: it never widens a tensor of its own kind or a higher one."""
-    # torch.float64 for a float next to a float16 tensor does not widen it: 0-dim tensors of the same kind
-    # lose to dimensioned ones in type promotion.
+    """The dtype a wrapped number acts as: it never widens a tensor of its own kind or a higher one.
+
+    Next to a dimensioned tensor of its kind or higher, a float is made float64 (complex: complex128): a 0-dim
+    tensor of the same kind loses to dimensioned ones in type promotion, and CPU kernels read it as a scalar
+    in op math, as they read a wrapped number, so 180/pi does not round to bf16. Next to 0-dim tensors only
+    (which would compete), it takes their dtype.
+    """
+    tensors = [t for t in others if isinstance(t, torch.Tensor)]
+    like = tensors[0].dtype if tensors else None
+    dimensioned = any(t.dim() > 0 for t in tensors)
     if isinstance(value, bool):
         return torch.bool
     if isinstance(value, int):
-        return torch.int64
-    # In double precision where a tensor of its kind or higher decides the result dtype (CPU kernels read a
-    # 0-dim CPU tensor as a scalar in op math, as they read a wrapped number): 180/pi must not round to bf16.
-    like = next((t.dtype for t in others if isinstance(t, torch.Tensor)), None)
+        return like if like is not None and not like.is_floating_point and not like.is_complex and \
+            like != torch.bool and not dimensioned else torch.int64
     if isinstance(value, float):
-        return torch.float64 if like is not None and (like.is_floating_point or like.is_complex) else \
-            torch.get_default_dtype()
+        if like is not None and (like.is_floating_point or like.is_complex):
+            return torch.float64 if dimensioned else (like if like.is_floating_point else torch.float64)
+        return torch.get_default_dtype()
     if like is not None and like.is_complex:
-        return torch.complex128
+        return torch.complex128 if dimensioned else like
     return torch.complex128 if torch.get_default_dtype() == torch.float64 else torch.complex64
 
 
