@@ -116,3 +116,11 @@ def test_bundle_runs_on_old_python_and_reports_what_is_missing(bundle_file: Path
         from probes.checks import GROUPS
 
         assert {c["group"] for c in report["checks"]} == set(GROUPS)
+
+
+def test_a_failed_write_leaves_no_temporary_file(tmp_path: Path) -> None:
+    target = tmp_path / "taken"
+    target.mkdir()  # os.replace onto a directory fails: what `--bundle /tmp` used to hit
+    with pytest.raises(IsADirectoryError):
+        bundle.write_bundle(str(target))
+    assert [p.name for p in tmp_path.iterdir()] == ["taken"] and list(target.iterdir()) == []

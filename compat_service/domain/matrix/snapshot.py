@@ -18,13 +18,13 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from compat_service.domain.matrix import InMemoryMatrix
+from compat_service.domain.matrix.interface import InMemoryMatrix
 
 #: bump when the snapshot layout changes
 SNAPSHOT_FORMAT = "1"
 #: mappings in the schema that stay dicts (every other JSON object is a row)
 _DICT_FIELDS = frozenset({"install_notes"})
-_SCHEMA_FILE = Path(__file__).with_name("matrix_models.py")
+_SCHEMA_FILE = Path(__file__).with_name("schema.py")
 
 
 def bundled_data_dir() -> Path:
@@ -60,7 +60,7 @@ def load_matrix_cached(path: Path | None = None) -> InMemoryMatrix:
             return InMemoryMatrix(_namespaces(json.loads(snapshot.read_text(encoding="utf-8"))))
         except (ValueError, KeyError, AttributeError, TypeError):
             pass  # a damaged snapshot is rebuilt from the YAML below
-    from compat_service.domain.matrix_loader import load_matrix_data
+    from compat_service.domain.matrix.loader import load_matrix_data
 
     data = load_matrix_data(data_dir)
     if snapshot is not None:
