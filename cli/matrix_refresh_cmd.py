@@ -80,7 +80,7 @@ def refresh(
     ] = None,
     variant_index: Annotated[
         list[str] | None,
-        typer.Option("--variant-index", help="LABEL=URL: read that build's index there (repeatable)",
+        typer.Option("--variant-index", help="LABEL=URL: read only these build indexes, there (repeatable); default: every index_url of build_variants.yaml",
                      show_default=False),
     ] = None,
     no_variants: Annotated[bool, typer.Option("--no-variants", help="skip the /whl/<label> indexes")] = False,
@@ -113,7 +113,7 @@ def refresh(
         with IndexClient(cache=cache) as client, Progress(*columns, console=console, transient=True) as bar:
             result = run_refresh(
                 client, index, matrix_path, packages=package or None, write=not check,
-                variants=not no_variants, variant_urls=variant_urls, concurrency=concurrency,
+                variants=not no_variants, variant_urls=variant_urls or None, concurrency=concurrency,
                 progress=_RichProgress(bar),
             )
         lines = [line for diff in result.diffs.values() for line in diff.lines(limit)]

@@ -288,6 +288,9 @@ def derive_package(
                     continue  # optional extras are not what an install pulls in
                 if any(canonicalize_name(requirement.name) == canonicalize_name(r.requirement) for r in config.runtimes):
                     continue  # recorded as the runtime
+                pythons = {w.python for w in wheels if w.platform == platform}
+                if not any(marker_applies(requirement.marker, _environment(config, platform, py)) for py in pythons):
+                    continue  # declared for other platforms only (triton on Windows: platform_system == "Linux")
                 requirements.append(
                     RequirementFact(
                         platform=platform,  # type: ignore[arg-type]

@@ -125,7 +125,8 @@ def run_refresh(
     config: RefreshConfig = load_config(matrix_path)
     selected = [p for p in config.packages if packages is None or p.name in packages]
     labels, label_urls = build_labels(matrix_path)
-    label_urls = {**label_urls, **(variant_urls or {})}
+    if variant_urls is not None:
+        label_urls = dict(variant_urls)  # given: read only these labels, there
     retrieved = today or dt.datetime.now(dt.timezone.utc).date()
     result = RefreshResult()
     with ThreadPoolExecutor(max_workers=concurrency) as pool:

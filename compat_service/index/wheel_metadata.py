@@ -35,15 +35,16 @@ class WheelRef:
 class RangeFile(io.RawIOBase):
     """A read-only, seekable view of a remote file; each read of uncached bytes is one range request."""
 
-    def __init__(self, client: IndexClient, url: str, size: int | None = None) -> None:
+    def __init__(self, client: IndexClient, url: str) -> None:
         self.client = client
         self.url = url
         self._blocks: dict[int, bytes] = {}
         self._pos = 0
-        self.size = size if size is not None else -1
-        if size is None:
-            tail, self.size = client.read_range(url, None, _BLOCK)
-            self._remember(self.size - len(tail), tail)
+        # the first read is the tail (the zip's end record is there) and tells the size (Content-Range);
+        # the size on the index page is not trusted over what the file host serves
+        self.size = -1
+        tail, self.size = client.read_range(url, None, _BLOCK)
+        self._remember(self.size - len(tail), tail)
 
     def _remember(self, offset: int, data: bytes) -> None:
         # store whole blocks only; a partial first block is re-read if needed
@@ -79,6 +80,8 @@ class RangeFile(io.RawIOBase):
             stop = min(self.size, (missing[-1] + 1) * _BLOCK) - 1
             data, _ = self.client.read_range(self.url, start, stop)
             self._remember(start, data)
+            if any(b not in self._blocks for b in missing):
+                raise IndexResponseError(f"{self.url}: the server sent fewer bytes than the range asked for")
         out = b"".join(self._blocks[b] for b in range(first, last + 1))
         out = out[self._pos - first * _BLOCK : end - first * _BLOCK]
         self._pos += len(out)
@@ -115,7 +118,7 @@ def read_metadata(client: IndexClient, wheel: WheelRef) -> tuple[bytes, str]:
         raw = client.get_optional(wheel.url.split("#", 1)[0] + ".metadata")
     if raw is None:
         how = "range"
-        raw = metadata_from_zip(RangeFile(client, wheel.url.split("#", 1)[0], wheel.size), wheel.filename)
+        raw = metadata_from_zip(RangeFile(client, wheel.url.split("#", 1)[0]), wheel.filename)
     client.cache.store_metadata(wheel.sha256, raw)
     return raw, how
 
