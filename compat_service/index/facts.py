@@ -179,7 +179,8 @@ def marker_applies(marker: Marker | None, environment: Mapping[str, str]) -> boo
 
 def requirements_of(raw_metadata: bytes) -> tuple[list[Requirement], str | None]:
     """Requires-Dist (entries that do not parse are skipped) and Requires-Python of a METADATA file."""
-    raw, _unparsed = parse_email(raw_metadata)
+    # the headers only: the long description after the first blank line holds no field read here
+    raw, _unparsed = parse_email(raw_metadata.split(b"\n\n", 1)[0].split(b"\r\n\r\n", 1)[0])
     requirements = []
     for text in raw.get("requires_dist", []):
         try:

@@ -17,6 +17,10 @@ from pydantic import ValidationError
 from compat_service.domain.errors import MatrixDataError
 from compat_service.index.facts_models import PackageFacts, RefreshConfig
 
+# libyaml where PyYAML was built with it: the generated files are a few thousand lines each
+_Loader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_Dumper: type = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
 CONFIG_FILE = "refresh.yaml"
 INDEX_DIR = "index"
 
@@ -34,7 +38,7 @@ def index_dir(matrix_path: Path) -> Path:
 
 def _load_yaml(file: Path) -> Any:
     try:
-        return yaml.safe_load(file.read_text(encoding="utf-8"))
+        return yaml.load(file.read_text(encoding="utf-8"), Loader=_Loader)  # noqa: S506 - a SafeLoader
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
         raise MatrixDataError(f"{file}: cannot be read: {exc}", hint="restore it from git or re-run refresh") from exc
 
@@ -72,7 +76,7 @@ def load_facts(matrix_path: Path, package: str) -> PackageFacts | None:
 
 def dump_facts(facts: PackageFacts) -> str:
     data = facts.model_dump(mode="json", by_alias=True, exclude_defaults=False)
-    body = yaml.safe_dump(data, sort_keys=False, default_flow_style=None, width=240, allow_unicode=True)
+    body = yaml.dump(data, Dumper=_Dumper, sort_keys=False, default_flow_style=None, width=240, allow_unicode=True)
     return _HEADER + body
 
 

@@ -129,6 +129,13 @@ def run_refresh(
         label_urls = dict(variant_urls)  # given: read only these labels, there
     retrieved = today or dt.datetime.now(dt.timezone.utc).date()
     result = RefreshResult()
+    loaded: dict[str, PackageFacts | None] = {}
+
+    def previous_facts(name: str) -> PackageFacts | None:
+        if name not in loaded:
+            loaded[name] = load_facts(matrix_path, name)
+        return loaded[name]
+
     with ThreadPoolExecutor(max_workers=concurrency) as pool:
         progress.stage("project pages", len(selected))
         pages = _map(pool, lambda p: client.project_page(index.url, p.name), selected, progress)
@@ -165,7 +172,7 @@ def run_refresh(
             client.stats.add(**variant_client.stats.as_dict())
             unreachable: dict[str, list[str]] = {}
             for (package, label, _url), answer in zip(jobs, answers, strict=True):
-                old = load_facts(matrix_path, package.name)
+                old = previous_facts(package.name)
                 previous = next((v for v in (old.variant_indexes if old else []) if v.label == label), None)
                 if answer.status == "unreachable":
                     unreachable.setdefault(package.name, []).append(label)
@@ -183,7 +190,7 @@ def run_refresh(
             package, config, files, metadata, labels,
             index=index.label, retrieved=retrieved, variant_indexes=variant_facts.get(package.name),
         )
-        old = load_facts(matrix_path, package.name)
+        old = previous_facts(package.name)
         diff = diff_facts(package.name, old, facts)
         result.diffs[package.name] = diff
         if old is not None and diff.empty:
