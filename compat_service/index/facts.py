@@ -27,7 +27,7 @@ from packaging.utils import (
 from packaging.version import InvalidVersion, Version
 
 from compat_service.domain.matrix_models import PLATFORMS, python_sort_key
-from compat_service.index.facts_models import (
+from compat_service.domain.matrix_index_facts import (
     PackageConfig,
     PackageFacts,
     RefreshConfig,

@@ -1,4 +1,4 @@
-"""The schema of what refresh reads (``matrix_data/index/refresh.yaml``) and writes (``<package>.yaml``).
+"""The schema of the generated layer: what refresh reads (``matrix_data/index/refresh.yaml``) and writes.
 
 Generated facts carry their provenance: the file-level ``index`` (``pip-default`` or the URL read) and
 ``retrieved`` date apply to every fact of the file, and each fact names the ``file`` it was read from.
