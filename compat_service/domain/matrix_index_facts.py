@@ -34,6 +34,8 @@ class PackageConfig(_Strict):
 class RuntimeRule(_Strict):
     requirement: str
     family: Literal["cuda", "rocm", "xpu"]
+    #: the pinned version is a toolkit release (cuda-toolkit==13.2.2), not a library's own version (cudart)
+    pins_toolkit: bool = False
 
 
 class PlatformRule(_Strict):
@@ -86,6 +88,8 @@ class RuntimeFact(_Strict):
     #: the pinned runtime version (``13.2.2``), null for cpu
     version: str | None
     requirement: str | None
+    #: the toolkit release the pin names, where the requirement pins a toolkit (``pins_toolkit``)
+    toolkit: str | None = None
     file: str
 
 

@@ -17,6 +17,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from compat_service.domain.errors import MatrixDataError
+from compat_service.domain.matrix_index_layer import apply_index_layer
 from compat_service.domain.matrix_models import MATRIX_FILES, MatrixData
 from compat_service.domain.matrix_problems import Problem, format_loc
 from compat_service.domain.matrix_validation import FileRows, cross_file_problems
@@ -139,9 +140,14 @@ def _load(path: Path | None) -> tuple[MatrixData | None, list[Problem]]:
         return None, [Problem(str(base), "", "is not a directory holding the matrix_data YAML files")]
     models: dict[str, BaseModel] = {}
     rows: FileRows = {}
-    for name, model_cls in MATRIX_FILES.items():
-        raw, read_problems = _read_yaml(base / name, name)
+    raws: dict[str, Any] = {}
+    for name in MATRIX_FILES:
+        raws[name], read_problems = _read_yaml(base / name, name)
         problems += read_problems
+    # the generated layer (matrix_data/index/) merged into the curated tables; conflicts are problems
+    problems += apply_index_layer(raws, base)
+    for name, model_cls in MATRIX_FILES.items():
+        raw = raws[name]
         if raw is None:
             continue
         try:

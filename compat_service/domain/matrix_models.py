@@ -67,6 +67,16 @@ def _check_python_list(versions: list[str]) -> list[str]:
     return versions
 
 
+class IndexOverride(BaseModel):
+    """A curated value kept over what the package index states (matrix_data/index/): why, and who says so."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    field: str
+    reason: str = Field(min_length=1)
+    source: list[str] = Field(min_length=1)
+
+
 class Row(BaseModel):
     """Base of every data row: strict keys, and a source that is never empty."""
 
@@ -89,6 +99,9 @@ class Versioned(BaseModel):
     version: str | None
     source: list[str] = Field(default_factory=list)
     note: str | None = None
+    #: the requirement as the wheel declares it (``triton~=3.9.0``) and its PEP 508 marker, where read
+    requirement: str | None = None
+    marker: str | None = None
 
     @field_validator("source", mode="before")
     @classmethod
@@ -188,6 +201,7 @@ class TorchPatch(BaseModel):
     #: replaces the minor's ``python`` list for this patch only (2.12.0 has 3.13t, 2.12.1 does not)
     python_override: list[PythonSupport] | None = None
     note: str | None = None
+    index_overrides: list[IndexOverride] = Field(default_factory=list)
 
     @field_validator("version")
     @classmethod
@@ -208,6 +222,9 @@ class DefaultIndexEntry(Row):
     platform: Platform
     #: build label, e.g. "cu121" on linux-x86_64 for torch 2.3, "cpu" on windows; null = unknown
     label: str | None
+    #: the toolkit release the default wheels pin (cuda-toolkit==13.2.2), where they pin one
+    runtime_full: str | None = None
+    index_overrides: list[IndexOverride] = Field(default_factory=list)
 
 
 class TorchMinor(BaseModel):
@@ -356,6 +373,11 @@ class AscendNpuRow(Row):
     #: the branch/tag in Ascend's repository, e.g. v2.12.0-26.1.0
     branch: str | None = None
     status: Literal["active", "maintained", "eol"] | None = None
+    #: Pythons with a wheel per architecture, and the torch requirement of that architecture's wheel
+    #: (``==2.11.0+cpu`` on x86_64, ``==2.11.0`` on aarch64), from the package index
+    python_by_platform: dict[Platform, list[str]] | None = None
+    torch_requirement: dict[Platform, str] | None = None
+    index_overrides: list[IndexOverride] = Field(default_factory=list)
 
     @field_validator("python")
     @classmethod

@@ -233,6 +233,7 @@ def runtime_fact(
                 label=label_for(rule.family, version, labels),
                 version=version,
                 requirement=str(requirement),
+                toolkit=version if rule.pins_toolkit else None,
                 file=filename,
             )
     cpu = next((row.label for row in labels if row.family == "cpu"), "cpu")
