@@ -227,6 +227,8 @@ class _Merge:
             if curated is not None and curated != value["version"]:
                 self.conflict(TORCH_FILE, [*loc, "triton", "version"],
                               f"{curated}, the wheel requires {value['requirement'] or 'no triton'}")
+            elif curated is not None and (patch.get("triton") or {}).get("note"):
+                value["note"] = f"{patch['triton']['note']} ({value['note']})"  # the curated reading, kept
             patch["triton"] = value
         for companion in ("torchvision", "torchaudio"):
             self._companion(patch, loc, companion, release.version)
@@ -248,9 +250,13 @@ class _Merge:
             if spec is not None and spec.contains(want, prereleases=True):
                 exact = any(s.operator == "==" for s in spec)
                 admits.append((exact, Version(release.version), text))
-        value = patch.get(name) or {}
-        curated = _v(value.get("version"))
-        if curated is not None:
+        value = patch.get(name)
+        if not isinstance(value, dict):
+            return  # a missing or malformed key is the schema's to report, not the layer's to fill
+        if value.get("version") is not None:
+            curated = _v(str(value["version"]))
+            if curated is None:
+                return  # not a version: the schema reports it
             text = pins.get(curated)
             spec = _spec(text) if text else None
             if spec is not None and not spec.contains(want, prereleases=True) and not _overridden(patch, name):

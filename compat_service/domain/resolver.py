@@ -155,7 +155,7 @@ class _Resolver(AnswerBuilder, FailureExplainer):
             return Dropout(STAGE["backend"], minor, patch, {"labels": sorted({v.label for v in on_platform})})
 
         if self.family in PLUGIN_FAMILIES:
-            plugin = self._plugin_row(version, python)
+            plugin = self._plugin_row(version, python, platform)
             if plugin is None:
                 return Dropout(STAGE["plugin"], minor, patch)
             for c in candidates:
@@ -174,8 +174,10 @@ class _Resolver(AnswerBuilder, FailureExplainer):
             candidates = covered
 
         if self.family == "cuda":
+            pinned = _default_toolkits(minor, platform)
             for c in candidates:
-                c.floor = driver_floor(self.m, c.build_row.runtime, c.build_row.runtime_full, self.r.os)
+                toolkit = pinned.get(c.label) or c.build_row.runtime_full
+                c.floor = driver_floor(self.m, c.build_row.runtime, toolkit, self.r.os)
             if self.r.driver is not None:
                 have = cached_version(self.r.driver)
                 fits = [
@@ -220,14 +222,16 @@ class _Resolver(AnswerBuilder, FailureExplainer):
             return []
         return out
 
-    def _plugin_row(self, torch_version: str, python: str) -> Any:
+    def _plugin_row(self, torch_version: str, python: str, platform: str) -> Any:
         rows = self.m.ascend_npu() if self.family == "npu" else self.m.cambricon_mlu()
         name = "torch_npu" if self.family == "npu" else "torch_mlu"
         want = Version(torch_version)
         fits = [
             r
             for r in rows
-            if Version(r.torch).release == want.release and (r.python is None or python in r.python)
+            if Version(r.torch).release == want.release
+            and not Version(getattr(r, name)).is_prerelease
+            and python in _plugin_pythons(r, platform, python)
         ]
         # Prefer rows not marked end-of-life, then the newest plugin release.
         fits.sort(
@@ -241,6 +245,24 @@ class _Resolver(AnswerBuilder, FailureExplainer):
             return known, cached_version(c.build_row.runtime or "0")
 
         return max(candidates, key=key)
+
+
+def _default_toolkits(minor: Any, platform: str) -> dict[str, str]:
+    """label -> the toolkit release the default-index wheels pin on this platform (where they pin one)."""
+    return {
+        d.label: d.runtime_full
+        for d in minor.default_index
+        if d.platform == platform and d.label and getattr(d, "runtime_full", None)
+    }
+
+
+def _plugin_pythons(row: Any, platform: str, python: str) -> list[str]:
+    """The Pythons a plugin row has wheels for on this platform: per architecture where the index gives
+    them, else the row's list; a row without a list (unknown) admits the asked Python."""
+    by_platform = getattr(row, "python_by_platform", None)
+    if by_platform:
+        return list(by_platform.get(platform) or [])
+    return list(row.python) if row.python is not None else [python]
 
 
 def _python_key(version: str) -> tuple[int, int, bool]:

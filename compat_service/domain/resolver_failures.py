@@ -43,7 +43,17 @@ class FailureExplainer(ResolverState):
                 for m, d in by_minor.items()
             ]
             causes.append((f"platform {r.platform}", "request: --os/--arch", None))
-            causes += self._unsourced(by_minor)
+            unknown = self._unsourced(by_minor)
+            causes += unknown
+            if unknown and len(unknown) == len(by_minor):
+                return Conflict(
+                    "platform-unsupported",
+                    f"the matrix does not know whether {asked} publishes wheels for {r.platform}: "
+                    "no source lists its builds there",
+                    hint="run `accelenv matrix refresh` to read the package index, or pick a release the matrix "
+                    "knows for this platform",
+                    causes=causes,
+                )
             return Conflict(
                 "platform-unsupported",
                 f"{asked} publishes no wheels for {r.platform}",
@@ -200,7 +210,17 @@ class FailureExplainer(ResolverState):
                     None,
                 )
             )
-        causes += self._unsourced(by_minor)
+        unknown = self._unsourced(by_minor)
+        causes += unknown
+        if unknown and len(unknown) == len(by_minor):
+            return Conflict(
+                "variant-not-published",
+                f"the matrix does not know whether {asked} publishes a {wanted} build for {r.platform}: no source "
+                f"lists its /whl/<label> builds there (known: {', '.join(sorted({l for d in by_minor.values() for l in d.info['labels']}))})",
+                hint="run `accelenv matrix refresh` where PyTorch's variant indexes can be reached, or pick a "
+                "release whose builds the matrix lists",
+                causes=causes,
+            )
         if not anywhere:
             return Conflict(
                 "backend-unavailable",

@@ -105,7 +105,7 @@ def fact_atoms(facts: PackageFacts | None) -> dict[tuple[str, ...], Any]:
         for runtime in release.runtimes:
             atoms[("runtime", v, runtime.platform)] = f"{runtime.label or runtime.family}" + (
                 f" ({runtime.requirement})" if runtime.requirement else ""
-            )
+            ) + (f" toolkit {runtime.toolkit}" if runtime.toolkit else "")
         for requirement in release.requirements:
             key = ("requirement", v, requirement.platform, requirement.name)
             atoms[key] = f"{requirement.specifier}" + (f"; {requirement.marker}" if requirement.marker else "")
