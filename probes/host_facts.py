@@ -149,6 +149,16 @@ def cpu_model():
     return platform.processor() or None
 
 
+def glibc_version():
+    """The C library's glibc version ('2.35'), or None where it is not glibc (musl, macOS, Windows): what
+    manylinux wheels need (collect_env's "Libc version")."""
+    try:
+        text = os.confstr("CS_GNU_LIBC_VERSION")
+    except (AttributeError, OSError, ValueError):
+        return None
+    return tool_parsers.parse_gnu_libc_version(text)
+
+
 def host_summary():
     return {
         "os": os_name(),

@@ -144,3 +144,9 @@ def parse_amdgpu_sysfs_version(text):
     """``/sys/module/amdgpu/version``: the amdgpu kernel-mode driver version, e.g. ``6.7.0``."""
     match = re.match(r"\s*(\d+\.\d+(?:\.\d+)*)\s*$", text or "")
     return match.group(1) if match else None
+
+
+def parse_gnu_libc_version(text):
+    """``os.confstr('CS_GNU_LIBC_VERSION')``, e.g. ``glibc 2.35``: the glibc version, or None (musl, other)."""
+    match = re.match(r"\s*glibc\s+(\d+\.\d+)", text or "")
+    return match.group(1) if match else None

@@ -16,7 +16,7 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy.engine import Engine
 
-from compat_service.db.engine import describe
+from compat_service.db.engine import describe, driver_reason, require_existing
 from compat_service.domain.errors import Cause, DatabaseNotReadyError
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
@@ -45,7 +45,7 @@ def current_revision(engine: Engine) -> str | None:
             return MigrationContext.configure(conn).get_current_revision()
     except sa.exc.OperationalError as exc:
         raise DatabaseNotReadyError(
-            f"the database {describe(engine)} is unreachable",
+            f"the database {describe(engine)} is unreachable: {driver_reason(exc)}",
             hint="check ACCELENV_DATABASE_URL and that the database server is running",
         ) from exc
 
@@ -72,7 +72,9 @@ def upgrade(engine: Engine, revision: str = "head") -> None:
 
 
 def require_head(engine: Engine) -> None:
-    """Raise DatabaseNotReadyError unless the schema is at the newest revision."""
+    """Raise DatabaseNotReadyError unless the schema is at the newest revision (a missing SQLite file stays
+    missing: it is not created just to find it empty)."""
+    require_existing(engine)
     current = current_revision(engine)
     head = head_revision()
     if current != head:

@@ -22,7 +22,7 @@ def _parse(torch: str) -> Version:
     except InvalidVersion:
         raise InvalidRequestError(
             f"{torch!r} is not a torch version",
-            hint="give a minor like 2.3 or a patch like 2.3.1",
+            hint="give latest, a minor like 2.3 or a patch like 2.3.1",
             causes=[Cause(constraint=f"--torch {torch}", origin="request: --torch")],
         ) from None
     if len(version.release) < 2 or version.local or version.pre or version.dev:
@@ -105,9 +105,41 @@ def _patch_view(minor: TorchMinor, patch: TorchPatch) -> dict[str, Any]:
     }
 
 
+def latest_released(data: MatrixData) -> str:
+    """What ``--torch latest`` means, as in resolve: the newest minor whose status is ``released`` (a
+    ``partial`` minor is chosen only when named)."""
+    released = [m.minor for m in data.torch_releases.minors if m.status == "released"]
+    return max(released, key=Version)
+
+
+def _python_key(version: str) -> tuple[Version, bool]:
+    return Version(version.rstrip("t")), version.endswith("t")
+
+
+def releases_overview(data: MatrixData) -> list[dict[str, Any]]:
+    """One row per torch minor, newest first: patches, newest release date, Python versions, build labels,
+    the default-index build per platform and the status (for `matrix show` without ``--torch``)."""
+    rows = []
+    for minor in sorted(data.torch_releases.minors, key=lambda m: Version(m.minor), reverse=True):
+        newest = max(minor.patches, key=lambda p: Version(p.version))
+        python = sorted({v for patch in minor.patches for e in (patch.python_override or minor.python)
+                         for v in e.versions}, key=_python_key)
+        rows.append({
+            "minor": minor.minor,
+            "patches": [p.version for p in sorted(minor.patches, key=lambda p: Version(p.version))],
+            "release_date": newest.release_date.isoformat() if newest.release_date else None,
+            "python": python,
+            "builds": list(dict.fromkeys(v.label for v in minor.variants)),
+            "default_build": {d.platform: d.label for d in minor.default_index},
+            "status": minor.status,
+        })
+    return rows
+
+
 def release_view(data: MatrixData, torch: str) -> dict[str, Any]:
-    """The minor holding ``torch`` (a minor or a patch) with one entry per matching patch."""
-    wanted = _parse(torch)
+    """The minor holding ``torch`` (a minor, a patch, or ``latest`` as in resolve) with one entry per
+    matching patch."""
+    wanted = _parse(latest_released(data) if torch.strip() == "latest" else torch)
     minor = next((m for m in data.torch_releases.minors if m.minor == f"{wanted.major}.{wanted.minor}"), None)
     exact_patch = len(wanted.release) >= 3
     if minor is None:

@@ -191,3 +191,15 @@ def test_unreachable_server_exits_6(tmp_path: Path) -> None:
     done = _run(["--torch", "2.3", "--backend", "cpu", *TARGET, "--server", "http://127.0.0.1:9"], tmp_path)
     assert done.returncode == 6
     assert "error: server-unreachable" in done.stderr and "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("where", ["missing.db", "no/such/dir/missing.db"], ids=["missing-file", "missing-folder"])
+def test_a_missing_evidence_database_is_named_and_not_created(tmp_path: Path, where: str) -> None:
+    done = subprocess.run(
+        [str(ACCELENV), "resolve", "--database", f"sqlite:///{where}", "--backend", "cpu", *TARGET],
+        capture_output=True, text=True, timeout=60, check=False, cwd=tmp_path,
+        env={"PATH": "/usr/bin:/bin", "ACCELENV_CACHE_DIR": str(tmp_path / "cache"), "HOME": str(tmp_path)},
+    )
+    assert done.returncode == 9, done.stderr
+    assert f"the database file {tmp_path / where} does not exist" in done.stderr and "Traceback" not in done.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) in ([], ["cache"])

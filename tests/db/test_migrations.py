@@ -5,6 +5,7 @@ from __future__ import annotations
 import concurrent.futures
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
@@ -33,11 +34,21 @@ def test_upgrade_from_empty_reaches_head_and_creates_tables(database_url: str) -
 
 def test_require_head_refuses_an_empty_database_with_the_fix(database_url: str) -> None:
     engine = make_engine(database_url)
+    engine.connect().close()  # an existing database (a SQLite file is created here) with no schema
     with pytest.raises(DatabaseNotReadyError) as info:
         migrate.require_head(engine)
     assert "accelenv db upgrade" in (info.value.hint or "")
     assert "none (empty database)" in info.value.message
     engine.dispose()
+
+
+def test_require_head_does_not_create_a_missing_sqlite_file(sqlite_url: str, tmp_path: Path) -> None:
+    engine = make_engine(sqlite_url)
+    with pytest.raises(DatabaseNotReadyError) as info:
+        migrate.require_head(engine)
+    assert info.value.message == f"the database file {tmp_path / 'accelenv.sqlite3'} does not exist"
+    assert "accelenv db init" in (info.value.hint or "")
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_tables_match_the_models(database_url: str) -> None:

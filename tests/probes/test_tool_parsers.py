@@ -179,3 +179,21 @@ def test_driver_override_variable_wins(fake_host: Path, monkeypatch: pytest.Monk
     version, sources = host_facts.detect_driver("cuda")
     assert version == "535.104.05"
     assert sources == [{"source": "env:ACCELENV_DRIVER_VERSION", "outcome": "value", "value": "535.104.05"}]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        pytest.param("glibc 2.36", "2.36", id="debian-12"),
+        pytest.param("glibc 2.17", "2.17", id="centos-7"),
+        pytest.param("", None, id="empty"),
+        pytest.param(None, None, id="musl-has-none"),
+    ],
+)
+def test_gnu_libc_version(text: str | None, expected: str | None) -> None:
+    assert tool_parsers.parse_gnu_libc_version(text) == expected
+
+
+def test_glibc_version_of_this_host_is_a_version_or_none() -> None:
+    version = host_facts.glibc_version()
+    assert version is None or version.count(".") == 1 and all(p.isdigit() for p in version.split("."))
