@@ -133,7 +133,7 @@ def _lenient_rows(model_cls: type[BaseModel], raw: dict[str, Any]) -> dict[str, 
     return rows
 
 
-def _load(path: Path | None) -> tuple[MatrixData | None, list[Problem]]:
+def _load(path: Path | None, index_layer: bool = True) -> tuple[MatrixData | None, list[Problem]]:
     base = Path(path) if path is not None else default_path()
     problems: list[Problem] = []
     if not base.is_dir():
@@ -145,7 +145,8 @@ def _load(path: Path | None) -> tuple[MatrixData | None, list[Problem]]:
         raws[name], read_problems = _read_yaml(base / name, name)
         problems += read_problems
     # the generated layer (matrix_data/index/) merged into the curated tables; conflicts are problems
-    problems += apply_index_layer(raws, base)
+    if index_layer:
+        problems += apply_index_layer(raws, base)
     for name, model_cls in MATRIX_FILES.items():
         raw = raws[name]
         if raw is None:
@@ -170,9 +171,12 @@ def matrix_data_problems(path: Path | None = None) -> list[Problem]:
     return _load(path)[1]
 
 
-def load_matrix_data(path: Path | None = None) -> MatrixData:
-    """The validated matrix at ``path`` (default: the bundled ``matrix_data``); raises `MatrixDataError`."""
-    data, problems = _load(path)
+def load_matrix_data(path: Path | None = None, *, index_layer: bool = True) -> MatrixData:
+    """The validated matrix at ``path`` (default: the bundled ``matrix_data``); raises `MatrixDataError`.
+
+    ``index_layer=False`` reads the curated files alone (what `matrix refresh` needs: it rewrites the layer).
+    """
+    data, problems = _load(path, index_layer)
     if data is None:
         raise MatrixDataError(
             f"matrix_data at {Path(path) if path is not None else default_path()} has "

@@ -93,7 +93,7 @@ def build_labels(matrix_path: Path) -> tuple[list[BuildLabel], dict[str, str]]:
     """The build variants (label, family, runtime) and each label's index URL, from build_variants.yaml."""
     from compat_service.domain.matrix_loader import load_matrix_data
 
-    variants = load_matrix_data(matrix_path).build_variants.variants
+    variants = load_matrix_data(matrix_path, index_layer=False).build_variants.variants
     labels = [BuildLabel(v.label, v.family, v.runtime) for v in variants]
     return labels, {v.label: v.index_url for v in variants if v.index_url}
 
