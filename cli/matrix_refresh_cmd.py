@@ -118,27 +118,36 @@ def refresh(
             )
         lines = [line for diff in result.diffs.values() for line in diff.lines(limit)]
         counts = result.counts()
+        from compat_service.domain.matrix_loader import layer_conflicts
+
+        # what the curated files would contradict in these facts (`matrix validate` reports the same once written)
+        conflicts = [str(problem) for problem in layer_conflicts(matrix_path, result.facts)]
         if as_json:
             dump_json({
                 "index": index.label, "index_origin": index.origin, "check": check, "counts": counts,
-                "diff": lines, "notices": result.notices, "written": [str(p) for p in result.written],
+                "diff": lines, "conflicts": conflicts, "notices": result.notices,
+                "written": [str(p) for p in result.written],
                 "requests": result.stats, "metadata_reads": result.metadata_reads,
             })
         else:
             for line in lines:
                 sys.stdout.write(line + "\n")
+            for conflict in conflicts:
+                sys.stdout.write(f"! {conflict}\n")
             for notice in result.notices:
                 sys.stderr.write(f"notice: {notice}\n")
             verb = "would change" if check else "changed"
             sys.stdout.write(
                 f"index {index.label} ({index.origin}): {counts['added']} facts added, {counts['changed']} changed, "
                 f"{counts['removed']} removed ({verb}); {len(result.written)} file(s) written; "
-                f"{result.stats.get('requests', 0)} requests, {result.stats.get('not_modified', 0)} not modified\n"
+                f"{result.stats.get('requests', 0)} requests, {result.stats.get('not_modified', 0)} not modified"
+                + (f"; {len(conflicts)} curated value(s) contradict the index" if conflicts else "") + "\n"
             )
-        if check and result.changed:
+        if check and (result.changed or conflicts):
             raise MatrixOutOfDateError(
                 "the package index has releases or wheels the matrix lacks or contradicts",
-                hint="run `accelenv matrix refresh` and commit matrix_data/index/",
+                hint="run `accelenv matrix refresh` and commit matrix_data/index/; fix each curated value marked "
+                "'!' (or give it index_overrides with a reason and a source)",
             )
 
 

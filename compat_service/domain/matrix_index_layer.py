@@ -138,7 +138,7 @@ class _Merge:
         for mi, minor in enumerate(minors):
             for pi, patch in enumerate(minor.get("patches") or []):
                 version = _v(str(patch.get("version")))
-                if version is not None and version not in on_index and not _overridden(patch, "exists"):
+                if version is not None and _missing(version, on_index) and not _overridden(patch, "exists"):
                     self.conflict(TORCH_FILE, ["minors", mi, "patches", pi, "version"],
                                   f"torch {version} is not on the index")
         for key, releases in sorted(by_minor.items(), key=lambda kv: Version(kv[0])):
@@ -340,7 +340,7 @@ class _Merge:
         kept = []
         for i, row in enumerate(rows):
             version = _v(str(row.get("torch_npu")))
-            if version is not None and version not in every and not _overridden(row, "exists"):
+            if version is not None and _missing(version, every) and not _overridden(row, "exists"):
                 self.conflict(VENDOR_FILE, ["ascend_npu", i, "torch_npu"],
                               f"torch-npu {row.get('torch_npu')} is not on the index")
                 continue
@@ -377,6 +377,11 @@ class _Merge:
                                   f"{row.get('torch')}, the wheels require torch {', '.join(sorted(pins.values()))}")
                 row["torch_requirement"] = dict(sorted(pins.items()))
             _add_source(row)
+
+
+def _missing(version: Version, on_index: set[Version]) -> bool:
+    """Absent from the index within the span the generated file covers (older or newer rows are outside it)."""
+    return bool(on_index) and min(on_index) <= version <= max(on_index) and version not in on_index
 
 
 def _pinned(specifier: str) -> Version | None:
@@ -442,6 +447,14 @@ def _new_patch(version: str) -> dict[str, Any]:
     }
 
 
+def merge_layer(raw: dict[str, Any], layer: dict[str, PackageFacts]) -> list[Problem]:
+    """Merge ``layer`` into the raw mappings in place; the conflicts between the layers."""
+    merge = _Merge(raw, layer)
+    merge.torch()
+    merge.npu()
+    return merge.problems
+
+
 def apply_index_layer(raw: dict[str, Any], base: Path) -> list[Problem]:
     """Merge ``base/index/*.yaml`` into the raw mappings of ``raw`` (file name -> parsed YAML), in place.
 
@@ -450,7 +463,4 @@ def apply_index_layer(raw: dict[str, Any], base: Path) -> list[Problem]:
     layer, problems = load_layer(base)
     if not layer:
         return problems
-    merge = _Merge(raw, layer)
-    merge.torch()
-    merge.npu()
-    return problems + merge.problems
+    return problems + merge_layer(raw, layer)

@@ -17,7 +17,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from compat_service.domain.errors import MatrixDataError
-from compat_service.domain.matrix_index_layer import apply_index_layer
+from compat_service.domain.matrix_index_layer import TORCH_FILE, VENDOR_FILE, apply_index_layer, merge_layer
 from compat_service.domain.matrix_models import MATRIX_FILES, MatrixData
 from compat_service.domain.matrix_problems import Problem, format_loc
 from compat_service.domain.matrix_validation import FileRows, cross_file_problems
@@ -164,6 +164,14 @@ def _load(path: Path | None, index_layer: bool = True) -> tuple[MatrixData | Non
         return None, problems
     data = MatrixData.model_validate({_ATTR[name]: model for name, model in models.items()})
     return data, []
+
+
+def layer_conflicts(path: Path | None, layer: dict[str, Any]) -> list[Problem]:
+    """The conflicts the curated files at ``path`` would have with ``layer`` (project -> PackageFacts), e.g. the
+    facts a `matrix refresh --check` just read; unreadable curated files are left to `matrix validate`."""
+    base = Path(path) if path is not None else default_path()
+    raws = {name: _read_yaml(base / name, name)[0] for name in (TORCH_FILE, VENDOR_FILE)}
+    return merge_layer(raws, layer)
 
 
 def matrix_data_problems(path: Path | None = None) -> list[Problem]:

@@ -21,26 +21,36 @@ def _platform_markers() -> dict[str, dict[str, str]]:
     return {row["platform"]: dict(row["markers"]) for row in raw.get("platforms", [])}
 
 
+def marker_environment(platform_markers: dict[str, str], python: str) -> dict[str, str]:
+    """The PEP 508 environment of a platform (its markers from refresh.yaml) with CPython ``python``
+    (``3.12``, ``3.13t``; ``any`` and ``3.10+`` forms count as that lower version, ``any`` as 3.12)."""
+    version = "3.12" if python == "any" else python.rstrip("t+")
+    return {
+        **platform_markers,
+        "python_version": version,
+        "python_full_version": f"{version}.0",
+        "implementation_name": "cpython",
+        "platform_python_implementation": "CPython",
+        "extra": "",
+    }
+
+
+def evaluate(marker: Marker | str | None, environment: dict[str, str]) -> bool | None:
+    """The marker's value in ``environment``; True without a marker; None when it cannot be evaluated."""
+    if marker is None or marker == "":
+        return True
+    try:
+        parsed = marker if isinstance(marker, Marker) else Marker(marker)
+        return bool(parsed.evaluate(dict(environment)))
+    except (InvalidMarker, UndefinedComparison, UndefinedEnvironmentName):
+        return None
+
+
 def marker_applies_to(marker: str | None, os: str, arch: str, python: str) -> bool | None:
     """True/False for the target ``{os}-{arch}`` with ``python`` (3.12, 3.13t); None when it cannot be told."""
     if not marker:
         return True
-    environment = _platform_markers().get(f"{os}-{arch}")
-    if environment is None:
+    markers = _platform_markers().get(f"{os}-{arch}")
+    if markers is None:
         return None
-    version = python.rstrip("t")
-    try:
-        return bool(
-            Marker(marker).evaluate(
-                {
-                    **environment,
-                    "python_version": version,
-                    "python_full_version": f"{version}.0",
-                    "implementation_name": "cpython",
-                    "platform_python_implementation": "CPython",
-                    "extra": "",
-                }
-            )
-        )
-    except (InvalidMarker, UndefinedComparison, UndefinedEnvironmentName):
-        return None
+    return evaluate(marker, marker_environment(markers, python))

@@ -13,7 +13,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from packaging.markers import InvalidMarker, Marker, UndefinedComparison, UndefinedEnvironmentName
+from packaging.markers import InvalidMarker, Marker
 from packaging.metadata import parse_email
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.tags import Tag
@@ -27,6 +27,7 @@ from packaging.utils import (
 from packaging.version import InvalidVersion, Version
 
 from compat_service.domain.matrix_models import PLATFORMS, python_sort_key
+from compat_service.domain.requirement_markers import evaluate, marker_environment
 from compat_service.domain.matrix_index_facts import (
     PackageConfig,
     PackageFacts,
@@ -157,24 +158,11 @@ def metadata_wanted(parsed: Iterable[ParsedFile], config: RefreshConfig) -> dict
 
 def _environment(config: RefreshConfig, platform: str, python: str) -> dict[str, str]:
     rule = next(r for r in config.platforms if r.platform == platform)
-    version = "3.12" if python == "any" else python.rstrip("t+")
-    return {
-        **rule.markers,
-        "python_version": version,
-        "python_full_version": f"{version}.0",
-        "implementation_name": "cpython",
-        "platform_python_implementation": "CPython",
-        "extra": "",
-    }
+    return marker_environment(rule.markers, python)
 
 
 def marker_applies(marker: Marker | None, environment: Mapping[str, str]) -> bool:
-    if marker is None:
-        return True
-    try:
-        return bool(marker.evaluate(dict(environment)))
-    except (UndefinedComparison, UndefinedEnvironmentName):
-        return False
+    return evaluate(marker, dict(environment)) is True
 
 
 def requirements_of(raw_metadata: bytes) -> tuple[list[Requirement], str | None]:

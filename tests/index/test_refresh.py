@@ -127,12 +127,12 @@ def test_pep658_metadata_file_is_used_where_the_page_offers_one(index: LoopbackI
 
 def test_new_release_and_new_patch_are_reported_by_check(index: LoopbackIndex, matrix: Path) -> None:
     index.state.hidden = {"torch": {"2.14.1", "2.15.0"}}
-    refresh(index, matrix)
+    refresh(index, matrix, packages=["torch"])
     before = (matrix / "index" / "torch.yaml").read_text()
     assert "2.15.0" not in before
     index.state.hidden = {}
     args = ["matrix", "refresh", "--check", "--index-url", index.simple, "--path", str(matrix), "--no-cache",
-            "--no-variants"]
+            "--no-variants", "--package", "torch"]
     result = runner.invoke(app, args)
     assert result.exit_code == 11, result.output
     assert "+ torch 2.15.0: new release, first upload 2026-10-28" in result.stdout
@@ -233,3 +233,21 @@ def test_variant_indexes_are_read_and_an_unreachable_one_is_unknown(index: Loopb
     assert by_label["cu126"].status == "absent"
     assert by_label["cu132"].status == "unreachable"
     assert any("could not be reached (cu132" in n for n in result.notices)
+
+
+def test_check_reports_a_curated_value_the_index_contradicts(index: LoopbackIndex, matrix: Path) -> None:
+    refresh(index, matrix, packages=["torch"])
+    releases = matrix / "torch_releases.yaml"
+    text = releases.read_text()
+    assert '      - version: "2.14.0"\n        release_date: null' in text
+    releases.write_text(text.replace('      - version: "2.14.0"\n        release_date: null',
+                                     '      - version: "2.14.0"\n        release_date: 2026-09-03\n'
+                                     '        release_date_source: [release_md]').replace(
+        '2026-09-03\n        release_date_source: [release_md]\n        release_date_source: []',
+        '2026-09-03\n        release_date_source: [release_md]'))
+    result = runner.invoke(app, ["matrix", "refresh", "--check", "--index-url", index.simple, "--path", str(matrix),
+                                 "--no-cache", "--no-variants", "--package", "torch"])
+    assert result.exit_code == 11, result.output
+    marked = [line for line in result.stdout.splitlines() if line.startswith("! ")]
+    assert len(marked) == 1 and "release_date: conflicts with the package index: 2026-09-03" in marked[0]
+    assert "1 curated value(s) contradict the index" in result.stdout
