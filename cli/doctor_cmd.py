@@ -1,11 +1,11 @@
 """`accelenv doctor`: is the torch installed here right for this host? Each problem comes with its fix.
 
-Facts gathered here (the I/O): the host by the resolver's host detection (override variables
-ACCELENV_BACKEND / ACCELENV_DRIVER_VERSION / ACCELENV_GPU_ARCH honoured; a backend resolve does not know is
-refused), the glibc through ``probes.host_facts``, installed versions and torch's build constants
-(``torch/version.py``, the wheel's manylinux tags, cuDNN and the other packages collect_env lists) from
-package metadata (this environment, or ``--site-packages DIR``; torch itself is not imported), the bundled
-matrix, and evidence from ``--database``. The checks are ``compat_service.domain.diagnosis`` and
+Facts gathered here (the I/O): the host by accelenv's one host detection, ``probes.host_facts.detect_host``
+(its docstring lists the order and the override variables; a backend resolve does not know is refused), the
+glibc through ``probes.host_facts``, installed versions and torch's build constants (``torch/version.py``, the
+wheel's manylinux tags, cuDNN and the other packages collect_env lists) from package metadata (this
+environment, or ``--site-packages DIR``; torch itself is not imported), the bundled matrix, and evidence from
+``--database``. The checks are ``compat_service.domain.diagnosis`` and
 ``compat_service.domain.install_environment``. When no build of the installed release can work here, the
 fix is what `accelenv resolve` gives for this host instead.
 """
@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Optional
 import typer
 
 if TYPE_CHECKING:
-    from compat_service.domain.host_detection import HostFacts
+    from compat_service.domain.diagnosis import HostFacts
     from compat_service.domain.install_environment import InstalledEnvironment
 
 PACKAGES = ("torch", "torchvision", "torchaudio")
@@ -115,11 +115,11 @@ def _checked_host(host: HostFacts) -> HostFacts:
     import dataclasses
     import os
 
-    from compat_service.domain import host_detection
     from compat_service.domain.errors import AccelenvError, Cause, InvalidRequestError
     from compat_service.domain.resolver_request import FAMILIES, parse_backend
+    from probes import host_facts
 
-    name = host_detection.OVERRIDE_BACKEND
+    name = host_facts.BACKEND_OVERRIDE_ENV
     forced = os.environ.get(name)
     if not forced:
         return host
@@ -137,13 +137,24 @@ def _checked_host(host: HostFacts) -> HostFacts:
     return dataclasses.replace(host, backend=family)
 
 
+def detect_host_facts() -> HostFacts:
+    """This host, detected by probes.host_facts, as the description the domain's diagnosis takes."""
+    from compat_service.domain.diagnosis import HostFacts
+    from probes import host_facts
+
+    found = host_facts.detect_host()
+    return HostFacts(
+        os=found["os"], arch=found["arch"], python=found["python"], backend=found["backend"],
+        driver=found["driver_version"], gpu_arch=found["device_arch"], gpu_name=found["device_name"],
+    )
+
+
 def run_doctor(*, site_packages: Path | None, database: str | None, matrix_path: Path | None, fmt: str) -> bool:
-    from compat_service.domain import host_detection
     from compat_service.domain.diagnosis import Installed, diagnose
     from compat_service.domain.install_environment import environment_findings
     from compat_service.domain.matrix_snapshot import load_matrix_cached
 
-    host = _checked_host(host_detection.detect_host())
+    host = _checked_host(detect_host_facts())
     versions, environment = installed_versions(site_packages)
     matrix = load_matrix_cached(matrix_path)
     evidence = None

@@ -2,8 +2,8 @@
 
 Offline by default (the bundled matrix, through its compiled snapshot); `--server URL` or ACCELENV_SERVER
 asks a service instead and prints the same output. Defaults (Python, OS, arch) are this host's;
-`--backend auto` runs host detection (see compat_service/domain/host_detection.py for the order and the
-override variables).
+`--backend auto` runs host detection (probes/host_facts.py: `detect_host`, whose docstring lists the order
+and the override variables).
 
 Start-up time is the point of this module's shape. Typer builds a pydantic adapter per option (~80 ms),
 so the flags are defined once, with argparse, in `build_parser`; the Typer command only forwards its
@@ -137,15 +137,15 @@ def run_resolve(
     database: str | None = None,
     require_verified: bool = False,
 ) -> str:
-    from compat_service.domain import host_detection
     from compat_service.domain.install_formats import render
     from compat_service.domain.resolver_request import ResolveRequest, invalid_request
+    from probes import host_facts
 
     if fmt not in FORMATS:
         raise invalid_request(
             f"--format {fmt!r} is not an output format", f"use one of: {', '.join(FORMATS)}", "--format", fmt
         )
-    this_os, this_arch = host_detection.host_os(), host_detection.host_arch()
+    this_os, this_arch = host_facts.os_name(), host_facts.arch_name()
     arm = ("aarch64", "arm64")
     same_arch = arch is None or arch == this_arch or (arch in arm and this_arch in arm)
     foreign = (os_name is not None and os_name != this_os) or not same_arch
@@ -157,13 +157,13 @@ def run_resolve(
                 "--backend",
                 "auto",
             )
-        facts = host_detection.detect_host()
-        backend = facts.backend
-        driver = driver or facts.driver
-        gpu_arch = gpu_arch or facts.gpu_arch
+        host = host_facts.detect_host()
+        backend = host["backend"]
+        driver = driver or host["driver_version"]
+        gpu_arch = gpu_arch or host["device_arch"]
     request = ResolveRequest.from_strings(
         torch=torch,
-        python=python or host_detection.host_python(),
+        python=python or host_facts.python_minor(),
         os=os_name or this_os,
         arch=arch or this_arch,
         backend=backend,

@@ -7,6 +7,7 @@ engine is handed to ``env.py`` as an open connection.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import sqlalchemy as sa
@@ -52,6 +53,15 @@ def current_revision(engine: Engine) -> str | None:
 
 def upgrade(engine: Engine, revision: str = "head") -> None:
     """Apply migrations up to ``revision``; concurrent callers (workers starting together) take turns."""
+    _run(engine, command.upgrade, revision, "migrate")
+
+
+def downgrade(engine: Engine, revision: str) -> None:
+    """Revert migrations down to ``revision`` (an operator's step back to an older accelenv)."""
+    _run(engine, command.downgrade, revision, "downgrade")
+
+
+def _run(engine: Engine, step: Callable[[Config, str], None], revision: str, verb: str) -> None:
     config = _config()
     try:
         with _THREAD_LOCK, engine.connect() as conn:
@@ -62,11 +72,11 @@ def upgrade(engine: Engine, revision: str = "head") -> None:
             else:
                 conn.execute(sa.select(sa.func.pg_advisory_xact_lock(_PG_MIGRATE_LOCK)))
             config.attributes["connection"] = conn
-            command.upgrade(config, revision)
+            step(config, revision)
             conn.commit()
     except sa.exc.OperationalError as exc:
         raise DatabaseNotReadyError(
-            f"cannot migrate the database {describe(engine)}: {exc.orig}",
+            f"cannot {verb} the database {describe(engine)}: {exc.orig}",
             hint="check ACCELENV_DATABASE_URL and that the database server is running",
         ) from exc
 

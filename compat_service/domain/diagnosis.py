@@ -20,7 +20,6 @@ from typing import Any, Literal
 from compat_service.domain.evidence import label_family
 from compat_service.domain.evidence_lookup import EvidenceLookup
 from compat_service.domain.hardware_rules import arch_coverage, cached_version, driver_floor
-from compat_service.domain.host_detection import HostFacts
 from compat_service.domain.matrix import Matrix
 
 Severity = Literal["error", "warning", "ok"]
@@ -31,6 +30,20 @@ _FAMILIES_FOR_BACKEND: dict[str, tuple[str, ...]] = {
     "cuda": ("cuda",), "rocm": ("rocm",), "xpu": ("xpu",), "mps": ("cpu",), "npu": ("cpu",), "mlu": ("cpu",),
     "cpu": ("cpu", "cuda", "rocm", "xpu"),
 }
+
+
+@dataclass(frozen=True)
+class HostFacts:
+    """The host being checked, as the caller detected it (the CLI: ``probes.host_facts.detect_host``)."""
+
+    os: str
+    arch: str
+    python: str
+    #: cpu, cuda, rocm, xpu, mps, npu, mlu, or what ACCELENV_BACKEND says
+    backend: str
+    driver: str | None = None
+    gpu_arch: str | None = None
+    gpu_name: str | None = None
 
 
 @dataclass(frozen=True)

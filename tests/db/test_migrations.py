@@ -17,6 +17,8 @@ from compat_service.db import migrate
 from compat_service.db.engine import make_engine
 from compat_service.db.models import MATRIX_TABLES, ApiToken, MatrixLoad
 from compat_service.domain.errors import DatabaseNotReadyError
+from compat_service.domain.matrix_loader import load_matrix_data
+from compat_service.importer import import_matrix
 
 OUR_TABLES = {t.__tablename__ for t in (*MATRIX_TABLES, MatrixLoad, ApiToken)}  # type: ignore[attr-defined]
 
@@ -29,6 +31,51 @@ def test_upgrade_from_empty_reaches_head_and_creates_tables(database_url: str) -
     assert OUR_TABLES <= set(sa.inspect(engine).get_table_names())
     migrate.upgrade(engine)  # a second run is a no-op
     assert migrate.current_revision(engine) == migrate.head_revision()
+    engine.dispose()
+
+
+#: the matrix tables migration 0004 drops (nothing read them; the snapshot in matrix_load holds their data)
+DROPPED_IN_0004 = {"source", "build_variant", "cuda_toolkit", "gpu_arch_list", "vendor_plugin"}
+
+
+def _tables(engine: sa.Engine) -> set[str]:
+    return set(sa.inspect(engine).get_table_names())
+
+
+def test_0004_drops_the_write_only_matrix_tables_and_its_downgrade_refills_them(database_url: str) -> None:
+    engine = make_engine(database_url)
+    migrate.upgrade(engine)
+    assert not DROPPED_IN_0004 & _tables(engine)
+    migrate.downgrade(engine, "0003_report_body_lz4")  # nothing loaded yet: the tables come back empty
+    assert DROPPED_IN_0004 <= _tables(engine)
+    with engine.connect() as conn:
+        assert conn.execute(sa.text("SELECT count(*) FROM source")).scalar() == 0
+    migrate.upgrade(engine)
+    assert migrate.current_revision(engine) == migrate.head_revision()
+    import_matrix(engine)
+
+    migrate.downgrade(engine, "0003_report_body_lz4")
+    assert migrate.current_revision(engine) == "0003_report_body_lz4"
+    data = load_matrix_data()
+    with engine.connect() as conn:
+        count = {t: conn.execute(sa.text(f"SELECT count(*) FROM {t}")).scalar() for t in sorted(DROPPED_IN_0004)}
+        sources = dict(conn.execute(sa.text("SELECT key, confidence FROM source")).all())
+        toolkit = conn.execute(
+            sa.text("SELECT min_driver_linux FROM cuda_toolkit WHERE version = :v"), {"v": data.cuda.toolkits[-1].version}
+        ).scalar()
+        plugins = set(conn.execute(sa.text("SELECT plugin FROM vendor_plugin")).scalars())
+    assert count == {
+        "build_variant": len(data.build_variants.variants),
+        "cuda_toolkit": len(data.cuda.toolkits),
+        "gpu_arch_list": len(data.gpu_archs.arch_lists),
+        "source": len(data.sources.sources),
+        "vendor_plugin": len(data.vendor_backends.ascend_npu) + len(data.vendor_backends.cambricon_mlu),
+    }
+    assert sources == {s.key: s.confidence for s in data.sources.sources}
+    assert toolkit == data.cuda.toolkits[-1].min_driver_linux
+    assert plugins == {"torch_npu", "torch_mlu"}
+    migrate.upgrade(engine)
+    assert not DROPPED_IN_0004 & _tables(engine)
     engine.dispose()
 
 

@@ -8,7 +8,6 @@ import pytest
 
 from compat_service.domain.errors import InvalidRequestError
 from compat_service.domain.evidence_lookup import CellEvidence
-from compat_service.domain.hardware_rules import cubin_runs_on, ptx_runs_on
 from compat_service.domain.matrix import InMemoryMatrix
 from compat_service.domain.matrix_loader import load_matrix_data
 from compat_service.domain.matrix_snapshot import load_matrix_cached
@@ -16,6 +15,7 @@ from compat_service.domain.resolution import resolution_to_json
 from compat_service.domain.resolver import resolve
 from compat_service.domain.resolver_errors import RESOLVER_ERROR_CODES, CompanionUnknownError
 from compat_service.domain.resolver_request import ResolveRequest, parse_torch_spec
+from probes.arch_compat import cubin_runs_on, ptx_runs_on
 
 
 @pytest.fixture(scope="module")
