@@ -34,9 +34,10 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 from pydantic import ValidationError
 
-from compat_service.domain.matrix_index_facts import PackageFacts, ReleaseFact
+from compat_service.domain.matrix_index_facts import PackageFacts, RefreshConfig, ReleaseFact
 from compat_service.domain.matrix_models import PLATFORMS, python_sort_key
 from compat_service.domain.matrix_problems import Problem, format_loc
+from compat_service.domain.requirement_markers import evaluate, marker_environment
 
 SOURCE = "package_index"
 INDEX_DIR = "index"
@@ -65,6 +66,19 @@ def load_layer(base: Path) -> tuple[dict[str, PackageFacts], list[Problem]]:
                 for e in exc.errors()
             ]
     return layer, problems
+
+
+def load_refresh_config(base: Path) -> tuple[RefreshConfig | None, list[Problem]]:
+    name = f"{INDEX_DIR}/refresh.yaml"
+    file = base / name
+    if not file.is_file():
+        return None, []
+    try:
+        return RefreshConfig.model_validate(yaml.load(file.read_text(encoding="utf-8"), Loader=_Loader)), []  # noqa: S506
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        return None, [Problem(name, "", f"cannot be read: {exc}")]
+    except ValidationError as exc:
+        return None, [Problem(name, format_loc(e["loc"]), e["msg"]) for e in exc.errors()]
 
 
 def final_releases(facts: PackageFacts | None) -> list[ReleaseFact]:
@@ -107,9 +121,11 @@ def _add_source(row: dict[str, Any], key: str = "source") -> None:
 
 
 class _Merge:
-    def __init__(self, raw: dict[str, Any], layer: dict[str, PackageFacts]) -> None:
+    def __init__(self, raw: dict[str, Any], layer: dict[str, PackageFacts], config: RefreshConfig | None) -> None:
         self.raw = raw
         self.layer = layer
+        #: refresh.yaml: the marker environment of each platform
+        self.config = config
         self.problems: list[Problem] = []
 
     def conflict(self, file: str, loc: list[str | int], message: str) -> None:
@@ -221,6 +237,7 @@ class _Merge:
                     "version": version,
                     "requirement": f"{triton.name}{triton.specifier}",
                     "marker": triton.marker,
+                    "applies": self._applies(triton.marker, release),
                     "source": [SOURCE],
                     "note": f"Requires-Dist of {triton.file}",
                 }
@@ -232,6 +249,18 @@ class _Merge:
             patch["triton"] = value
         for companion in ("torchvision", "torchaudio"):
             self._companion(patch, loc, companion, release.version)
+
+    def _applies(self, marker: str | None, release: ReleaseFact) -> dict[str, list[str]]:
+        """platform -> the Pythons of this release's wheels for which the requirement's marker holds."""
+        environments = {rule.platform: rule.markers for rule in self.config.platforms} if self.config else {}
+        out: dict[str, list[str]] = {}
+        for platform in PLATFORMS:
+            pythons = {w.python for w in release.wheels if w.platform == platform and _concrete(w.python)}
+            if platform not in environments or not pythons:
+                continue
+            hits = [p for p in pythons if evaluate(marker, marker_environment(environments[platform], p)) is True]
+            out[platform] = _sorted_pythons(hits)
+        return out
 
     def _companion(self, patch: dict[str, Any], loc: list[str | int], name: str, torch_version: str) -> None:
         facts = self.layer.get(name)
@@ -447,9 +476,9 @@ def _new_patch(version: str) -> dict[str, Any]:
     }
 
 
-def merge_layer(raw: dict[str, Any], layer: dict[str, PackageFacts]) -> list[Problem]:
+def merge_layer(raw: dict[str, Any], layer: dict[str, PackageFacts], config: RefreshConfig | None) -> list[Problem]:
     """Merge ``layer`` into the raw mappings in place; the conflicts between the layers."""
-    merge = _Merge(raw, layer)
+    merge = _Merge(raw, layer, config)
     merge.torch()
     merge.npu()
     return merge.problems
@@ -463,4 +492,5 @@ def apply_index_layer(raw: dict[str, Any], base: Path) -> list[Problem]:
     layer, problems = load_layer(base)
     if not layer:
         return problems
-    return problems + merge_layer(raw, layer)
+    config, config_problems = load_refresh_config(base)
+    return problems + config_problems + merge_layer(raw, layer, config)

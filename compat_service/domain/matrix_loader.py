@@ -17,7 +17,13 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from compat_service.domain.errors import MatrixDataError
-from compat_service.domain.matrix_index_layer import TORCH_FILE, VENDOR_FILE, apply_index_layer, merge_layer
+from compat_service.domain.matrix_index_layer import (
+    TORCH_FILE,
+    VENDOR_FILE,
+    apply_index_layer,
+    load_refresh_config,
+    merge_layer,
+)
 from compat_service.domain.matrix_models import MATRIX_FILES, MatrixData
 from compat_service.domain.matrix_problems import Problem, format_loc
 from compat_service.domain.matrix_validation import FileRows, cross_file_problems
@@ -171,7 +177,7 @@ def layer_conflicts(path: Path | None, layer: dict[str, Any]) -> list[Problem]:
     facts a `matrix refresh --check` just read; unreadable curated files are left to `matrix validate`."""
     base = Path(path) if path is not None else default_path()
     raws = {name: _read_yaml(base / name, name)[0] for name in (TORCH_FILE, VENDOR_FILE)}
-    return merge_layer(raws, layer)
+    return merge_layer(raws, layer, load_refresh_config(base)[0])
 
 
 def matrix_data_problems(path: Path | None = None) -> list[Problem]:

@@ -102,6 +102,8 @@ class Versioned(BaseModel):
     #: the requirement as the wheel declares it (``triton~=3.9.0``) and its PEP 508 marker, where read
     requirement: str | None = None
     marker: str | None = None
+    #: platform -> the Pythons of the release's wheels for which the marker holds (evaluated at load)
+    applies: dict[Platform, list[str]] | None = None
 
     @field_validator("source", mode="before")
     @classmethod

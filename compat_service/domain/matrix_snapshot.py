@@ -23,10 +23,13 @@ from compat_service.domain.matrix import InMemoryMatrix
 #: bump when the snapshot layout changes
 SNAPSHOT_FORMAT = "1"
 #: mappings in the schema that stay dicts (every other JSON object is a row)
-_DICT_FIELDS = frozenset({"install_notes", "python_by_platform", "torch_requirement"})
+_DICT_FIELDS = frozenset({"install_notes", "python_by_platform", "torch_requirement", "applies"})
 _SCHEMA_FILE = Path(__file__).with_name("matrix_models.py")
 #: the merge of the generated layer shapes the data too: an edit to it must miss the cache
-_LAYER_FILE = Path(__file__).with_name("matrix_index_layer.py")
+_LAYER_FILES = tuple(
+    Path(__file__).with_name(name)
+    for name in ("matrix_index_layer.py", "matrix_index_facts.py", "requirement_markers.py")
+)
 
 
 def bundled_data_dir() -> Path:
@@ -47,7 +50,8 @@ def cache_dir() -> Path:
 def data_digest(data_dir: Path) -> str:
     digest = hashlib.sha256(SNAPSHOT_FORMAT.encode())
     digest.update(_SCHEMA_FILE.read_bytes())
-    digest.update(_LAYER_FILE.read_bytes())
+    for layer_file in _LAYER_FILES:
+        digest.update(layer_file.read_bytes())
     for path in sorted([*data_dir.glob("*.yaml"), *data_dir.glob("index/*.yaml")]):
         digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from compat_service.domain.hardware_rules import cached_version, newest_cuda_for_driver
-from compat_service.domain.requirement_markers import marker_applies_to
 from compat_service.domain.resolution import HostRequirement, Pin, Reason, Resolution
 from compat_service.domain.resolver_steps import PLUGIN_FAMILIES, Candidate, ResolverState
 
@@ -116,16 +115,17 @@ class AnswerBuilder(ResolverState):
         )
 
     def _triton_reason(self, patch: Any, python: str, reasons: list[Reason]) -> None:
-        """Whether pip pulls triton in on this target: the default wheel's requirement, its marker evaluated."""
+        """Whether pip pulls triton in on this target: the default wheel's requirement, its marker evaluated
+        at load for each platform and Python (``triton.applies``)."""
         triton = patch.triton
         requirement = getattr(triton, "requirement", None)
         if not requirement:
             return
         marker = getattr(triton, "marker", None)
-        applies = marker_applies_to(marker, self.r.os, self.r.arch, python)
-        if applies is None:
-            text = f"torch {patch.version} requires {requirement}; {marker}"
-        elif applies:
+        applies = getattr(triton, "applies", None)
+        if applies is None or self.r.platform not in applies:
+            text = f"torch {patch.version} requires {requirement}" + (f"; {marker}" if marker else "")
+        elif python in applies[self.r.platform]:
             text = f"torch {patch.version} pulls in {requirement} on {self.r.platform} with Python {python}"
         else:
             text = f"no triton on {self.r.platform} with Python {python}: {requirement} applies only where {marker}"
