@@ -22,11 +22,11 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
-from compat_service.index.client import IndexClient  # noqa: E402
-from compat_service.index.location import IndexLocation, resolve_index  # noqa: E402
-from compat_service.index.page_cache import IndexCache  # noqa: E402
-from compat_service.index.refresh import run_refresh  # noqa: E402
-from matrix_data import DATA_DIR  # noqa: E402
+from compat_service.index.client import IndexClient
+from compat_service.index.location import IndexLocation, resolve_index
+from compat_service.index.page_cache import IndexCache
+from compat_service.index.refresh import run_refresh
+from matrix_data import DATA_DIR
 
 
 def _one(index: IndexLocation, cache: Path, variants: bool, concurrency: int) -> tuple[float, dict]:  # type: ignore[type-arg]

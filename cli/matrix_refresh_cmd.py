@@ -90,6 +90,7 @@ def refresh(
 ) -> None:
     """Read the package index and update the generated layer of the matrix (matrix_data/index/)."""
     with guarded(as_json=as_json):
+        import stamina.instrumentation
         from rich.console import Console
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
@@ -99,8 +100,6 @@ def refresh(
         from compat_service.index.location import resolve_index
         from compat_service.index.page_cache import IndexCache
         from compat_service.index.refresh import run_refresh
-
-        import stamina.instrumentation
 
         # the summary counts retries; stamina's own log line per retry would drown the progress bar
         stamina.instrumentation.set_on_retry_hooks([])

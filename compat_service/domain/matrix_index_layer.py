@@ -57,7 +57,7 @@ def load_layer(base: Path) -> tuple[dict[str, PackageFacts], list[Problem]]:
         if not file.is_file():
             continue
         try:
-            layer[project] = PackageFacts.model_validate(yaml.load(file.read_text(encoding="utf-8"), Loader=_Loader))  # noqa: S506
+            layer[project] = PackageFacts.model_validate(yaml.load(file.read_text(encoding="utf-8"), Loader=_Loader))
         except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
             problems.append(Problem(name, "", f"cannot be read: {exc}; run `accelenv matrix refresh`"))
         except ValidationError as exc:
@@ -74,7 +74,7 @@ def load_refresh_config(base: Path) -> tuple[RefreshConfig | None, list[Problem]
     if not file.is_file():
         return None, []
     try:
-        return RefreshConfig.model_validate(yaml.load(file.read_text(encoding="utf-8"), Loader=_Loader)), []  # noqa: S506
+        return RefreshConfig.model_validate(yaml.load(file.read_text(encoding="utf-8"), Loader=_Loader)), []
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
         return None, [Problem(name, "", f"cannot be read: {exc}")]
     except ValidationError as exc:

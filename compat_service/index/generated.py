@@ -38,7 +38,7 @@ def index_dir(matrix_path: Path) -> Path:
 
 def _load_yaml(file: Path) -> Any:
     try:
-        return yaml.load(file.read_text(encoding="utf-8"), Loader=_Loader)  # noqa: S506 - a SafeLoader
+        return yaml.load(file.read_text(encoding="utf-8"), Loader=_Loader)
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
         raise MatrixDataError(f"{file}: cannot be read: {exc}", hint="restore it from git or re-run refresh") from exc
 

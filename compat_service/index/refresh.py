@@ -16,6 +16,12 @@ from typing import Protocol
 
 from pypi_simple import DistributionPackage, ProjectPage
 
+from compat_service.domain.matrix_index_facts import (
+    PackageConfig,
+    PackageFacts,
+    RefreshConfig,
+    VariantIndexFacts,
+)
 from compat_service.index.client import IndexClient, RetryPolicy
 from compat_service.index.errors import IndexUnreachableError
 from compat_service.index.facts import (
@@ -27,7 +33,6 @@ from compat_service.index.facts import (
     since_filter,
     variant_wheels,
 )
-from compat_service.domain.matrix_index_facts import PackageConfig, PackageFacts, RefreshConfig, VariantIndexFacts
 from compat_service.index.generated import FactsDiff, diff_facts, load_config, load_facts, write_facts
 from compat_service.index.location import IndexLocation
 from compat_service.index.wheel_metadata import WheelRef, read_metadata

@@ -127,5 +127,5 @@ def parse_metadata(raw: bytes, filename: str) -> Metadata:
     """packaging's core-metadata parser, lenient about fields we do not read (old wheels break some rules)."""
     try:
         return Metadata.from_email(raw, validate=False)
-    except Exception as exc:  # noqa: BLE001 - packaging raises several types for a broken METADATA
+    except Exception as exc:
         raise IndexResponseError(f"{filename}: METADATA cannot be parsed: {exc}") from exc

@@ -60,7 +60,7 @@ def test_the_generated_layer_loads_without_problems() -> None:
 
 
 def test_latest_is_the_newest_release_on_the_index(matrix: InMemoryMatrix) -> None:
-    newest = max((Version(r.version) for r in final_releases(LAYER["torch"])))
+    newest = max(Version(r.version) for r in final_releases(LAYER["torch"]))
     assert str(newest) == "2.15.0"
     res = _resolve(matrix, torch="latest", os="linux", arch="x86_64", python="3.12", backend="cuda")
     assert res.torch_version == "2.15.0" and res.backend == "cu132" and res.default_index_has_variant

@@ -82,7 +82,7 @@ def build_wheel(filename: str) -> bytes:
 class _Handler(BaseHTTPRequestHandler):
     server: _Server
 
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - stdlib signature
+    def log_message(self, format: str, *args: object) -> None:
         pass
 
     def _send(self, status: int, body: bytes = b"", headers: dict[str, str] | None = None) -> None:
@@ -98,7 +98,7 @@ class _Handler(BaseHTTPRequestHandler):
         if body:
             self.wfile.write(body)
 
-    def do_GET(self) -> None:  # noqa: N802 - stdlib name
+    def do_GET(self) -> None:
         state = self.server.state
         path = unquote(self.path.split("?", 1)[0])
         with state.lock:

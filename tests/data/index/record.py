@@ -23,10 +23,10 @@ import httpx
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT.parents[2]))
 
-from compat_service.index.client import IndexClient  # noqa: E402
-from compat_service.index.location import resolve_index  # noqa: E402
-from compat_service.index.page_cache import IndexCache  # noqa: E402
-from compat_service.index.wheel_metadata import WheelRef, read_metadata  # noqa: E402
+from compat_service.index.client import IndexClient
+from compat_service.index.location import resolve_index
+from compat_service.index.page_cache import IndexCache
+from compat_service.index.wheel_metadata import WheelRef, read_metadata
 
 # project -> file names kept (a few releases each: old/new patch, new release, free-threaded, yanked, pre, post)
 KEEP = {
