@@ -116,7 +116,8 @@ def _checked_host(host: HostFacts) -> HostFacts:
     import os
 
     from compat_service.domain.errors import AccelenvError, Cause, InvalidRequestError
-    from compat_service.domain.resolver_request import FAMILIES, parse_backend
+    from compat_service.domain.backends import REQUEST_FAMILIES as FAMILIES
+    from compat_service.domain.resolver.request import parse_backend
     from probes import host_facts
 
     name = host_facts.BACKEND_OVERRIDE_ENV
@@ -152,22 +153,22 @@ def detect_host_facts() -> HostFacts:
 def run_doctor(*, site_packages: Path | None, database: str | None, matrix_path: Path | None, fmt: str) -> bool:
     from compat_service.domain.diagnosis import Installed, diagnose
     from compat_service.domain.install_environment import environment_findings
-    from compat_service.domain.matrix_snapshot import load_matrix_cached
+    from compat_service.domain.matrix.snapshot import load_matrix_cached
 
     host = _checked_host(detect_host_facts())
     versions, environment = installed_versions(site_packages)
     matrix = load_matrix_cached(matrix_path)
     evidence = None
     if database:
-        from compat_service.db.evidence_lookup import open_database_evidence
+        from compat_service.db.evidence_repository import open_database_evidence
 
         evidence = open_database_evidence(database, gpu_arch=host.gpu_arch)
 
     def resolved(torch_version: str) -> str:
         """`accelenv resolve` for this host, as a pip command (raises its AccelenvError)."""
-        from compat_service.domain.install_formats import render
-        from compat_service.domain.resolver import resolve
-        from compat_service.domain.resolver_request import ResolveRequest
+        from compat_service.domain.resolver.install_formats import render
+        from compat_service.domain.resolver.stages import resolve
+        from compat_service.domain.resolver.request import ResolveRequest
 
         request = ResolveRequest.from_strings(
             torch=torch_version, python=host.python, os=host.os, arch=host.arch,

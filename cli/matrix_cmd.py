@@ -17,7 +17,7 @@ from cli import matrix_refresh_cmd
 from cli.error_render import dump_json, guarded
 
 if TYPE_CHECKING:
-    from compat_service.domain.matrix_models import MatrixData
+    from compat_service.domain.matrix.schema import MatrixData
 
 matrix_app = typer.Typer(name="matrix", help="Check and read the compatibility matrix.", no_args_is_help=True)
 
@@ -37,7 +37,7 @@ def validate(
 ) -> None:
     """Check every file and cross-file rule; print each problem with its file and key."""
     from compat_service.domain.errors import MatrixDataError
-    from compat_service.domain.matrix_loader import default_path, load_matrix_data, matrix_data_problems
+    from compat_service.domain.matrix.loader import default_path, load_matrix_data, matrix_data_problems
 
     where = path if path is not None else default_path()
     problems = matrix_data_problems(path)
@@ -87,8 +87,8 @@ def show(
 ) -> None:
     """The releases the matrix holds, or what it says about one: Python, variants, default index, companions."""
     with guarded(as_json=as_json):
-        from compat_service.domain.matrix_loader import load_matrix_data
-        from compat_service.domain.matrix_release_view import release_view, releases_overview
+        from compat_service.domain.matrix.loader import load_matrix_data
+        from compat_service.domain.matrix.release_view import release_view, releases_overview
 
         data = load_matrix_data(path)
         if torch is None:
@@ -134,7 +134,7 @@ def _render_overview(rows: list[dict[str, Any]]) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from compat_service.domain.host_detection import host_arch, host_os
+    from probes.host_facts import arch_name as host_arch, os_name as host_os
 
     platform = f"{host_os()}-{host_arch()}"
     table = Table(title="torch releases in the matrix", caption="`accelenv matrix show --torch MINOR` for one release")

@@ -229,9 +229,10 @@ def _summary(report: dict[str, Any], output: Path | None, submitted: str | None,
 
 
 def _validated(text: str) -> dict[str, Any]:
-    from compat_service.domain.errors import Cause, ReportInvalidError
-    from compat_service.domain.report import ProbeReport
     from pydantic import ValidationError
+
+    from compat_service.domain.errors import Cause, ReportInvalidError
+    from compat_service.domain.evidence.report import ProbeReport
 
     try:
         ProbeReport.model_validate_json(text)

@@ -25,7 +25,7 @@ from packaging.version import Version
 from probes.arch_compat import cubin_runs_on, ptx_runs_on
 
 if TYPE_CHECKING:
-    from compat_service.domain.matrix import Matrix
+    from compat_service.domain.matrix.interface import Matrix
 
 #: versions repeat across calls (toolkits, drivers); parsing them once keeps resolve() well under 1 ms
 cached_version = lru_cache(maxsize=4096)(Version)

@@ -26,7 +26,7 @@ from packaging.utils import (
 )
 from packaging.version import InvalidVersion, Version
 
-from compat_service.domain.matrix_index_facts import (
+from compat_service.domain.matrix.index_facts import (
     PackageConfig,
     PackageFacts,
     RefreshConfig,
@@ -36,8 +36,8 @@ from compat_service.domain.matrix_index_facts import (
     VariantIndexFacts,
     WheelFact,
 )
-from compat_service.domain.matrix_models import PLATFORMS, python_sort_key
-from compat_service.domain.requirement_markers import evaluate, marker_environment
+from compat_service.domain.backends import PLATFORMS, python_sort_key
+from compat_service.domain.matrix.markers import evaluate, marker_environment
 
 
 @dataclass(frozen=True)

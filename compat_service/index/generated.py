@@ -15,7 +15,7 @@ import yaml
 from pydantic import ValidationError
 
 from compat_service.domain.errors import MatrixDataError
-from compat_service.domain.matrix_index_facts import PackageFacts, RefreshConfig
+from compat_service.domain.matrix.index_facts import PackageFacts, RefreshConfig
 
 # libyaml where PyYAML was built with it: the generated files are a few thousand lines each
 _Loader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)

@@ -125,7 +125,7 @@ def test_validate_json_clean_and_broken(tmp_path: Path) -> None:
 
 
 def test_show_without_torch_lists_every_release_newest_first() -> None:
-    from compat_service.domain.matrix_loader import load_matrix_data
+    from compat_service.domain.matrix.loader import load_matrix_data
 
     result = runner.invoke(app, ["matrix", "show", "--json"])
     assert result.exit_code == 0, result.output
@@ -152,9 +152,9 @@ def test_show_without_torch_renders_a_table() -> None:
 
 
 def test_show_latest_is_the_release_resolve_picks() -> None:
-    from compat_service.domain.matrix_snapshot import load_matrix_cached
-    from compat_service.domain.resolver import resolve
-    from compat_service.domain.resolver_request import ResolveRequest
+    from compat_service.domain.matrix.snapshot import load_matrix_cached
+    from compat_service.domain.resolver.stages import resolve
+    from compat_service.domain.resolver.request import ResolveRequest
 
     # the default-index build (2.15's CPU build for linux-x86_64 is in no source read: unknown)
     picked = resolve(ResolveRequest.from_strings(torch="latest", python="3.12", os="linux", arch="x86_64",

@@ -16,7 +16,7 @@ import typer
 from typer.testing import CliRunner
 
 from cli import probe_cmd
-from compat_service.domain.report import ProbeReport
+from compat_service.domain.evidence.report import ProbeReport
 
 pytestmark = pytest.mark.torch
 

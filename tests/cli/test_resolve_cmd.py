@@ -13,11 +13,11 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 
-from compat_service.domain.matrix import InMemoryMatrix
-from compat_service.domain.matrix_loader import load_matrix_data
-from compat_service.domain.resolution import resolution_to_json
-from compat_service.domain.resolver import resolve
-from compat_service.domain.resolver_request import ResolveRequest
+from compat_service.domain.matrix.interface import InMemoryMatrix
+from compat_service.domain.matrix.loader import load_matrix_data
+from compat_service.domain.resolver.request import ResolveRequest
+from compat_service.domain.resolver.resolution import resolution_to_json
+from compat_service.domain.resolver.stages import resolve
 
 ACCELENV = Path(sys.executable).parent / "accelenv"
 TARGET = ["--os", "linux", "--arch", "x86_64"]

@@ -16,8 +16,8 @@ from sqlmodel import Session, select
 from compat_service.db.matrix_repository import MatrixRepository, read_snapshot
 from compat_service.db.models import MATRIX_TABLES, MatrixLoad, TorchRelease, TorchWheel
 from compat_service.domain.errors import MatrixDataError
-from compat_service.domain.matrix_loader import default_path, load_matrix_data
-from compat_service.domain.matrix_models import SourcesFile
+from compat_service.domain.matrix.loader import default_path, load_matrix_data
+from compat_service.domain.matrix.schema import SourcesFile
 from compat_service.importer import (
     content_hash,
     import_matrix,

@@ -14,11 +14,11 @@ import yaml
 from packaging.version import Version
 
 from compat_service.domain.errors import AccelenvError
-from compat_service.domain.matrix import InMemoryMatrix
-from compat_service.domain.matrix_index_layer import final_releases, load_layer
-from compat_service.domain.matrix_loader import load_matrix_data, matrix_data_problems
-from compat_service.domain.resolver import resolve
-from compat_service.domain.resolver_request import ResolveRequest
+from compat_service.domain.matrix.interface import InMemoryMatrix
+from compat_service.domain.matrix.index_layer import final_releases, load_layer
+from compat_service.domain.matrix.loader import load_matrix_data, matrix_data_problems
+from compat_service.domain.resolver.stages import resolve
+from compat_service.domain.resolver.request import ResolveRequest
 from matrix_data import DATA_DIR
 from tests.domain.test_matrix_validation import copy_matrix
 

@@ -35,9 +35,9 @@ from compat_service.db.evidence_queries import get_report_json
 from compat_service.db.ingest_queue import IngestQueue
 from compat_service.db.report_prep import prepare_report, utcnow
 from compat_service.db.tokens import TokenCache, authorize
-from compat_service.domain.errors import ErrorBody, NotFoundError
-from compat_service.domain.evidence import CellKey, IngestResult, ReportConflictError
-from compat_service.domain.report import ProbeReport
+from compat_service.domain.errors import ErrorBody, NotFoundError, ReportConflictError
+from compat_service.domain.evidence.cells import CellKey, IngestResult
+from compat_service.domain.evidence.report import ProbeReport
 
 router = APIRouter(prefix="/v1/reports", tags=["reports"])
 

@@ -18,18 +18,15 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from compat_service.domain.matrix import InMemoryMatrix
+from compat_service.domain.matrix.interface import InMemoryMatrix
 
 #: bump when the snapshot layout changes
 SNAPSHOT_FORMAT = "1"
 #: mappings in the schema that stay dicts (every other JSON object is a row)
 _DICT_FIELDS = frozenset({"install_notes", "python_by_platform", "torch_requirement", "applies"})
-_SCHEMA_FILE = Path(__file__).with_name("matrix_models.py")
+_SCHEMA_FILE = Path(__file__).with_name("schema.py")
 #: the merge of the generated layer shapes the data too: an edit to it must miss the cache
-_LAYER_FILES = tuple(
-    Path(__file__).with_name(name)
-    for name in ("matrix_index_layer.py", "matrix_index_facts.py", "requirement_markers.py")
-)
+_LAYER_FILES = tuple(Path(__file__).with_name(name) for name in ("index_layer.py", "index_facts.py", "markers.py"))
 
 
 def bundled_data_dir() -> Path:
@@ -67,7 +64,7 @@ def load_matrix_cached(path: Path | None = None) -> InMemoryMatrix:
             return InMemoryMatrix(_namespaces(json.loads(snapshot.read_text(encoding="utf-8"))))
         except (ValueError, KeyError, AttributeError, TypeError):
             pass  # a damaged snapshot is rebuilt from the YAML below
-    from compat_service.domain.matrix_loader import load_matrix_data
+    from compat_service.domain.matrix.loader import load_matrix_data
 
     data = load_matrix_data(data_dir)
     if snapshot is not None:

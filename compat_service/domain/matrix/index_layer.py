@@ -34,10 +34,10 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 from pydantic import ValidationError
 
-from compat_service.domain.matrix_index_facts import PackageFacts, RefreshConfig, ReleaseFact
-from compat_service.domain.matrix_models import PLATFORMS, python_sort_key
-from compat_service.domain.matrix_problems import Problem, format_loc
-from compat_service.domain.requirement_markers import evaluate, marker_environment
+from compat_service.domain.matrix.index_facts import PackageFacts, RefreshConfig, ReleaseFact
+from compat_service.domain.backends import PLATFORMS, python_sort_key
+from compat_service.domain.matrix.problems import Problem, format_loc
+from compat_service.domain.matrix.markers import evaluate, marker_environment
 
 SOURCE = "package_index"
 INDEX_DIR = "index"

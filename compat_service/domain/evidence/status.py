@@ -55,11 +55,10 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from compat_service.domain.report import CheckResult
+from compat_service.domain.evidence.report import CheckResult
 
 Health = Literal["verified", "partial", "broken", "unconfirmed", "none"]
 CellStatus = Literal["declared", "verified", "partial", "broken", "observed"]
-CELL_STATUSES: tuple[str, ...] = ("declared", "verified", "partial", "broken", "observed")
 
 #: statuses that count as a failure of the check
 BAD_STATUSES: frozenset[str] = frozenset({"failed", "timeout", "crashed", "error"})
@@ -88,10 +87,6 @@ class CellTally(BaseModel):
     required_bad_reports: int = 0
     other_bad_reports: int = 0
     smoke_passed_reports: int = 0
-
-
-def is_bad(status: str) -> bool:
-    return status in BAD_STATUSES
 
 
 def is_failing(group: str, status: str) -> bool:

@@ -9,28 +9,31 @@ Conventions every file follows:
   ``macos-x86_64``.
 - Unknown keys are errors (``extra="forbid"``): a typo must not turn into a silently ignored fact.
 
+Every check of a single field is written once, as a reusable annotated type (`VersionStr`,
+`OptionalVersion`, `DriverVersion`, `TorchSpecifier`, `PythonList`, `SourceKeys`), and the rows use them.
 Cross-file rules (dangling source keys, a CUDA variant without a driver row, duplicates, ...) live in
-``matrix_validation``; this module only describes the shape of each file.
+``validation``; this module only describes the shape of each file.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import re
-from typing import Literal
+from typing import Annotated, Literal
 
 from packaging.version import InvalidVersion, Version
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
-Platform = Literal["linux-x86_64", "linux-aarch64", "windows-x86_64", "macos-arm64", "macos-x86_64"]
-PLATFORMS: tuple[str, ...] = (
-    "linux-x86_64",
-    "linux-aarch64",
-    "windows-x86_64",
-    "macos-arm64",
-    "macos-x86_64",
+from compat_service.domain.backends import (
+    BUILD_LABEL_PATTERN,
+    PLATFORMS,
+    BackendFamily,
+    Platform,
+    python_sort_key,
 )
-BackendFamily = Literal["cpu", "cuda", "rocm", "xpu", "mps", "npu", "mlu"]
+from compat_service.domain.matrix.interface import parse_specifier, parse_version
+
+__all__ = ["PLATFORMS", "BackendFamily", "Platform", "python_sort_key"]
 Confidence = Literal["primary", "secondary", "third-party"]
 
 _PYTHON_RE = re.compile(r"^3\.\d{1,2}t?$")
@@ -47,13 +50,6 @@ def _check_version(value: str | None) -> str | None:
     return value
 
 
-def python_sort_key(value: str) -> tuple[int, int, int]:
-    """Order of CPython versions in the data: 3.9 < 3.10 < 3.13 < 3.13t < 3.14."""
-    free_threaded = value.endswith("t")
-    major, minor = value.rstrip("t").split(".")
-    return int(major), int(minor), int(free_threaded)
-
-
 def _check_python_list(versions: list[str]) -> list[str]:
     for v in versions:
         if not _PYTHON_RE.match(v):
@@ -65,6 +61,40 @@ def _check_python_list(versions: list[str]) -> list[str]:
         wanted = sorted(versions, key=python_sort_key)
         raise ValueError(f"{versions} is not in ascending order; write {wanted}")
     return versions
+
+
+def _check_driver(value: str | None) -> str | None:
+    if value is not None and parse_version(value) is None:
+        raise ValueError(f"{value!r} is not a valid driver version")
+    return value
+
+
+def _check_specifier(value: str) -> str:
+    if parse_specifier(value) is None:
+        raise ValueError(f"{value!r} is not a version specifier like '>=2.5'")
+    return value
+
+
+def _one_or_many(value: object) -> object:
+    """``source: key`` is short for ``source: [key]``; null is an empty list."""
+    if value is None:
+        return []
+    return [value] if isinstance(value, str) else value
+
+
+# The reusable field types of every file: each check is written once, here.
+#: a version string ``packaging`` accepts ("12.1", "530.30.02", "2.3.1")
+VersionStr = Annotated[str, AfterValidator(_check_version)]
+#: a version string, or null = unknown
+OptionalVersion = Annotated[str | None, AfterValidator(_check_version)]
+#: a driver version ("535.104.05"), or null = unknown
+DriverVersion = Annotated[str | None, AfterValidator(_check_driver)]
+#: a PEP 440 specifier over torch versions (">=2.5,<2.7")
+TorchSpecifier = Annotated[str, AfterValidator(_check_specifier)]
+#: CPython versions ("3.11", "3.13t"), ascending, each once
+PythonList = Annotated[list[str], AfterValidator(_check_python_list)]
+#: source keys; one key may be written without the list
+SourceKeys = Annotated[list[str], BeforeValidator(_one_or_many)]
 
 
 class IndexOverride(BaseModel):
@@ -82,13 +112,8 @@ class Row(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    source: list[str] = Field(min_length=1, description="keys into sources.yaml")
+    source: SourceKeys = Field(min_length=1, description="keys into sources.yaml")
     note: str | None = None
-
-    @field_validator("source", mode="before")
-    @classmethod
-    def _one_or_many(cls, value: object) -> object:
-        return [value] if isinstance(value, str) else value
 
 
 class Versioned(BaseModel):
@@ -96,26 +121,14 @@ class Versioned(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    version: str | None
-    source: list[str] = Field(default_factory=list)
+    version: OptionalVersion
+    source: SourceKeys = Field(default_factory=list)
     note: str | None = None
     #: the requirement as the wheel declares it (``triton~=3.9.0``) and its PEP 508 marker, where read
     requirement: str | None = None
     marker: str | None = None
     #: platform -> the Pythons of the release's wheels for which the marker holds (evaluated at load)
     applies: dict[Platform, list[str]] | None = None
-
-    @field_validator("source", mode="before")
-    @classmethod
-    def _one_or_many(cls, value: object) -> object:
-        if value is None:
-            return []
-        return [value] if isinstance(value, str) else value
-
-    @field_validator("version")
-    @classmethod
-    def _version(cls, value: str | None) -> str | None:
-        return _check_version(value)
 
 
 # --------------------------------------------------------------------------- sources.yaml
@@ -145,18 +158,13 @@ class SourcesFile(BaseModel):
 class BuildVariant(Row):
     """A build label and the wheel index it lives on, e.g. cu121 -> .../whl/cu121."""
 
-    label: str = Field(pattern=r"^(cpu|cu\d{3}|rocm\d+\.\d+(\.\d+)?|xpu)$")
+    label: str = Field(pattern=BUILD_LABEL_PATTERN)
     family: Literal["cpu", "cuda", "rocm", "xpu"]
     #: toolkit/runtime version the label stands for: "12.1" for cu121, "6.0" for rocm6.0; null for cpu/xpu
-    runtime: str | None
+    runtime: OptionalVersion
     #: the full toolkit the binaries were built with where sourced (e.g. "12.8.1"), else null
-    runtime_full: str | None = None
+    runtime_full: OptionalVersion = None
     index_url: str
-
-    @field_validator("runtime", "runtime_full")
-    @classmethod
-    def _runtime(cls, value: str | None) -> str | None:
-        return _check_version(value)
 
 
 class BuildVariantsFile(BaseModel):
@@ -181,22 +189,17 @@ class VariantAvailability(Row):
 class PythonSupport(Row):
     """The CPython versions (``3.13t`` = free-threaded) with wheels; ``platforms`` limits an entry."""
 
-    versions: list[str] = Field(min_length=1)
+    versions: PythonList = Field(min_length=1)
     #: null = every platform the release has wheels for
     platforms: list[Platform] | None = None
-
-    @field_validator("versions")
-    @classmethod
-    def _python_versions(cls, versions: list[str]) -> list[str]:
-        return _check_python_list(versions)
 
 
 class TorchPatch(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    version: str
+    version: VersionStr
     release_date: dt.date | None
-    release_date_source: list[str] = Field(default_factory=list)
+    release_date_source: SourceKeys = Field(default_factory=list)
     torchvision: Versioned
     torchaudio: Versioned
     triton: Versioned
@@ -204,18 +207,6 @@ class TorchPatch(BaseModel):
     python_override: list[PythonSupport] | None = None
     note: str | None = None
     index_overrides: list[IndexOverride] = Field(default_factory=list)
-
-    @field_validator("version")
-    @classmethod
-    def _version(cls, value: str | None) -> str | None:
-        return _check_version(value)
-
-    @field_validator("release_date_source", mode="before")
-    @classmethod
-    def _one_or_many(cls, value: object) -> object:
-        if value is None:
-            return []
-        return [value] if isinstance(value, str) else value
 
 
 class DefaultIndexEntry(Row):
@@ -259,24 +250,19 @@ class TorchReleasesFile(BaseModel):
 class CudaToolkit(Row):
     """A CUDA toolkit release and the driver that shipped with it (no minor-version compatibility)."""
 
-    version: str
-    min_driver_linux: str | None
-    min_driver_windows: str | None
-
-    @field_validator("version")
-    @classmethod
-    def _version(cls, value: str | None) -> str | None:
-        return _check_version(value)
+    version: VersionStr
+    min_driver_linux: DriverVersion
+    min_driver_windows: DriverVersion
 
 
 class MinorVersionCompat(Row):
     """NVIDIA minor-version compatibility: CUDA ``major``.x runs on a driver >= floor (with caveats)."""
 
     cuda_major: int
-    min_driver_linux: str | None
-    min_driver_windows: str | None
+    min_driver_linux: DriverVersion
+    min_driver_windows: DriverVersion
     #: first driver branch that belongs to the next major; null = open-ended
-    below_driver: str | None = None
+    below_driver: DriverVersion = None
 
 
 class CudaFile(BaseModel):
@@ -321,7 +307,7 @@ class GpuArchsFile(BaseModel):
 
 
 class RocmRelease(Row):
-    version: str
+    version: VersionStr
     #: gfx targets AMD lists as supported for this ROCm release on Linux; null = unknown
     gfx_targets: list[str] | None
     #: minimum amdgpu kernel driver where sourced
@@ -338,7 +324,7 @@ class RocmFile(BaseModel):
 
 
 class XpuSupport(Row):
-    torch: str  # specifier over torch versions
+    torch: TorchSpecifier
     driver_requirement: str | None
     hardware: list[str] | None
 
@@ -351,8 +337,8 @@ class XpuFile(BaseModel):
 
 
 class MpsSupport(Row):
-    torch: str  # specifier over torch versions
-    min_macos: str | None
+    torch: TorchSpecifier
+    min_macos: OptionalVersion
 
 
 class MpsFile(BaseModel):
@@ -368,10 +354,10 @@ class MpsFile(BaseModel):
 class AscendNpuRow(Row):
     """torch_npu <-> torch <-> CANN <-> Python, as Ascend documents it (CPU torch plus the plugin)."""
 
-    torch_npu: str
-    torch: str
+    torch_npu: VersionStr
+    torch: VersionStr
     cann: str | None
-    python: list[str] | None
+    python: PythonList | None
     #: the branch/tag in Ascend's repository, e.g. v2.12.0-26.1.0
     branch: str | None = None
     status: Literal["active", "maintained", "eol"] | None = None
@@ -381,25 +367,17 @@ class AscendNpuRow(Row):
     torch_requirement: dict[Platform, str] | None = None
     index_overrides: list[IndexOverride] = Field(default_factory=list)
 
-    @field_validator("python")
-    @classmethod
-    def _python(cls, value: list[str] | None) -> list[str] | None:
-        return None if value is None else _check_python_list(value)
 
 
 class CambriconMluRow(Row):
     """torch_mlu <-> torch <-> Cambricon toolkit (CTR) <-> driver, as Cambricon documents it."""
 
-    torch_mlu: str
-    torch: str
+    torch_mlu: VersionStr
+    torch: VersionStr
     toolkit: str | None
     driver: str | None
-    python: list[str] | None
+    python: PythonList | None
 
-    @field_validator("python")
-    @classmethod
-    def _python(cls, value: list[str] | None) -> list[str] | None:
-        return None if value is None else _check_python_list(value)
 
 
 class VendorFile(BaseModel):
@@ -429,7 +407,7 @@ MATRIX_FILES: dict[str, type[BaseModel]] = {
 
 
 class MatrixData(BaseModel):
-    """Every matrix_data file, parsed. Built by ``matrix_loader.load_matrix_data`` after validation."""
+    """Every matrix_data file, parsed. Built by ``loader.load_matrix_data`` after validation."""
 
     model_config = ConfigDict(frozen=True)
 

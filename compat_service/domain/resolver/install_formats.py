@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
-from compat_service.domain.resolution import Pin, Resolution, resolution_to_json
+from compat_service.domain.resolver.resolution import Pin, Resolution, resolution_to_json
 
 FORMATS = ("text", "json", "pip", "requirements", "uv", "conda", "docker")
 
@@ -26,7 +26,7 @@ def render(res: Resolution, fmt: str) -> str:
     """The resolution in `fmt` (one of FORMATS); the text ends with a newline."""
     renderer = _RENDERERS.get(fmt)
     if renderer is None:
-        from compat_service.domain.resolver_request import invalid_request
+        from compat_service.domain.resolver.request import invalid_request
 
         raise invalid_request(
             f"--format {fmt!r} is not an output format", f"use one of: {', '.join(FORMATS)}", "--format", fmt
@@ -124,7 +124,7 @@ def _conda(res: Resolution) -> str:
 
 def _docker(res: Resolution) -> str:
     if res.os != "linux":
-        from compat_service.domain.resolver_request import invalid_request
+        from compat_service.domain.resolver.request import invalid_request
 
         raise invalid_request(
             f"--format docker builds a Linux image; the target is {res.platform}",

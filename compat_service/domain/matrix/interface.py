@@ -1,7 +1,7 @@
 """The read interface the resolver uses (`Matrix`) and its in-memory implementation.
 
-`Matrix` hands out the row models of ``matrix_models`` (or objects with the same attributes: the compiled
-snapshot in ``matrix_snapshot`` gives plain namespaces so `accelenv resolve` need not build pydantic
+`Matrix` hands out the row models of ``schema`` (or objects with the same attributes: the compiled
+snapshot in ``snapshot`` gives plain namespaces so `accelenv resolve` need not build pydantic
 models). Ordering is part of the contract: torch minors and patches come newest first, CUDA toolkits
 oldest first. The database layer implements the same Protocol over its tables.
 
@@ -17,7 +17,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 if TYPE_CHECKING:
-    from compat_service.domain.matrix_models import (
+    from compat_service.domain.matrix.schema import (
         ArchList,
         AscendNpuRow,
         BuildVariant,

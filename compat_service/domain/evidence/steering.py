@@ -7,7 +7,7 @@
 - The chosen cell's status goes into the answer: a reason when verified, a warning naming the failing checks
   when partial or broken.
 
-The status of a cell comes from ``verification`` (via the lookup); this module only decides what to do.
+The status of a cell comes from ``status`` (via the lookup); this module only decides what to do.
 """
 
 from __future__ import annotations
@@ -15,19 +15,13 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from compat_service.domain.errors import Alternative, Cause, UnsatisfiableError
-from compat_service.domain.evidence import label_family
-from compat_service.domain.evidence_lookup import CellEvidence, EvidenceLookup
+from compat_service.domain.backends import CPU_WHEEL_FAMILIES, label_family
+from compat_service.domain.errors import Alternative, Cause, NotVerifiedError
+from compat_service.domain.evidence.lookup import CellVerdict, EvidenceLookup
 
 C = TypeVar("C")
 #: verified alternatives listed in a NotVerifiedError
 MAX_ALTERNATIVES = 3
-
-
-class NotVerifiedError(UnsatisfiableError):
-    """``--require-verified``: no candidate's cell is verified by probe reports."""
-
-    code = "not-verified"
 
 
 class EvidenceSteering:
@@ -38,11 +32,11 @@ class EvidenceSteering:
         self.os = os
         self.arch = arch
         self.require_verified = require_verified
-        self.passed_over: list[tuple[str, str, str, CellEvidence]] = []
+        self.passed_over: list[tuple[str, str, str, CellVerdict]] = []
 
-    def status(self, version: str, label: str, python: str) -> CellEvidence:
+    def status(self, version: str, label: str, python: str) -> CellVerdict:
         found = self.lookup.status_for(version, label, python, self.os, self.arch)
-        return found if found is not None else CellEvidence(status="declared")
+        return found if found is not None else CellVerdict(status="declared")
 
     def pick(
         self, version: str, python: str, candidates: Sequence[C], label_of: Callable[[C], str],
@@ -93,7 +87,7 @@ class EvidenceSteering:
         cells = [
             (t, build, py)
             for t, build, py in verified_cells(self.os, self.arch)
-            if label_family(build) == family or (family in ("mps", "npu", "mlu") and build == "cpu")
+            if label_family(build) == family or (family in CPU_WHEEL_FAMILIES and build == "cpu")
         ]
         # nearest: the same Python first, then the newest torch
         cells.sort(key=lambda cell: (cell[2] != python, _version_key(cell[0])))
@@ -110,7 +104,7 @@ def _version_key(version: str) -> tuple[int, ...]:
     return tuple(-int(part) if part.isdigit() else 0 for part in version.split("."))
 
 
-def answer_notes(cell: CellEvidence, version: str, label: str, platform: str) -> tuple[str | None, str | None]:
+def answer_notes(cell: CellVerdict, version: str, label: str, platform: str) -> tuple[str | None, str | None]:
     """(reason, warning) the answer states for the chosen cell."""
     where = f"torch {version} {label} on {platform}"
     if cell.status == "verified":

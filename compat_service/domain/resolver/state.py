@@ -1,7 +1,8 @@
 """What moves between the resolver's stages: a surviving candidate build, or where a patch dropped out.
 
-Shared by resolver.py (the stages), resolver_answer.py (the resolution) and resolver_failures.py (the
-errors). `STAGES` is in order: a failure is reported at the furthest stage any patch reached.
+`ResolverState` is the explicit state of one resolution; the stages (stages.py), the answer (answer.py) and
+the explanation (explanation.py) are plain functions over it. `STAGES` is in order: a failure is reported
+at the furthest stage any patch reached.
 """
 
 from __future__ import annotations
@@ -10,16 +11,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from compat_service.domain.evidence_lookup import EvidenceLookup
+    from compat_service.domain.evidence.lookup import EvidenceLookup
     from compat_service.domain.hardware_rules import ArchVerdict
-    from compat_service.domain.matrix import Matrix
-    from compat_service.domain.resolver_request import ResolveRequest
+    from compat_service.domain.matrix.interface import Matrix
+    from compat_service.domain.resolver.request import ResolveRequest
 
 STAGES = ("platform", "python", "backend", "plugin", "gpu_arch", "driver", "companions")
 STAGE = {name: index for index, name in enumerate(STAGES)}
-#: families whose torch wheel is the CPU build plus something else (a plugin, or MPS inside the CPU wheel)
-CPU_WHEEL_FAMILIES = ("cpu", "mps", "npu", "mlu")
-PLUGIN_FAMILIES = ("npu", "mlu")
 
 
 class ResolverState:
@@ -34,7 +32,7 @@ class ResolverState:
         self.steering: Any = None
         if evidence is not None:
             # imported only with evidence: it pulls the error models (pydantic), off the fast path
-            from compat_service.domain.evidence_policy import EvidenceSteering
+            from compat_service.domain.evidence.steering import EvidenceSteering
 
             self.steering = EvidenceSteering(
                 evidence, os=request.os, arch=request.arch, require_verified=request.require_verified

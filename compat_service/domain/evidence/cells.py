@@ -6,8 +6,8 @@ free-threaded), OS, arch, backend, runtime version, driver version and device ar
 
 A **declared cell** is what the matrix publishes: torch patch × build label × Python × platform. An evidence
 cell belongs to a declared cell when those four agree and its backend is a device type that build drives
-(:data:`DEVICE_TYPES_BY_FAMILY`). Everything else is *observed*: the refdev reference backend, a nightly,
-a build the matrix does not list. The status rules themselves live in ``verification``.
+(``backends.DEVICE_TYPES_BY_FAMILY``). Everything else is *observed*: the refdev reference backend, a
+nightly, a build the matrix does not list. The status rules themselves live in ``status``.
 """
 
 from __future__ import annotations
@@ -20,45 +20,21 @@ from collections.abc import Iterator
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from compat_service.domain.errors import ConflictError, ReportInvalidError
-from compat_service.domain.matrix_models import PLATFORMS, MatrixData
-from compat_service.domain.report import CHECK_STATUSES, Environment
-from compat_service.domain.verification import CellStatus, Health
-
-#: torch device types each build family drives. A ROCm build exposes its GPUs as ``cuda``; the macOS
-#: default wheel (label ``cpu``) drives ``mps``; every build runs on the CPU.
-DEVICE_TYPES_BY_FAMILY: dict[str, frozenset[str]] = {
-    "cpu": frozenset({"cpu", "mps"}),
-    "cuda": frozenset({"cpu", "cuda"}),
-    "rocm": frozenset({"cpu", "cuda", "rocm"}),
-    "xpu": frozenset({"cpu", "xpu"}),
-}
-#: the family a build label belongs to (build_variants.yaml says the same per row; this reads the label)
-_LABEL_FAMILY_RE: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"^cpu$"), "cpu"),
-    (re.compile(r"^cu\d{3}$"), "cuda"),
-    (re.compile(r"^rocm\d"), "rocm"),
-    (re.compile(r"^xpu$"), "xpu"),
+from compat_service.domain.backends import (
+    DEVICE_TYPES_BY_FAMILY,
+    PLATFORMS,
+    PLUGINS,
+    is_build_label,
+    label_family,
+    normalise_arch,
 )
+from compat_service.domain.evidence.report import CHECK_STATUSES, Environment
+from compat_service.domain.evidence.status import CellStatus, Health
+from compat_service.domain.matrix.schema import MatrixData
+
 #: PrivateUse1 vendor backends the matrix declares through its vendor tables (plugin on a CPU torch)
-VENDOR_BACKEND_TABLES: dict[str, str] = {"npu": "ascend_npu", "mlu": "cambricon_mlu"}
-
-#: spellings of the same CPU architecture, normalised per OS (macOS says arm64, Linux aarch64)
-_ARCH_ALIASES: dict[str, str] = {"amd64": "x86_64", "x64": "x86_64", "x86-64": "x86_64"}
-_ARM_BY_OS: dict[str, str] = {"macos": "arm64", "linux": "aarch64", "windows": "arm64"}
+VENDOR_BACKEND_TABLES: dict[str, str] = {family: plugin.table for family, plugin in PLUGINS.items()}
 _PYTHON_RE = re.compile(r"^(\d+)\.(\d+)")
-_LABEL_RE = re.compile(r"^(cpu|cu\d{3}|rocm\d+\.\d+(\.\d+)?|xpu)$")
-
-
-class ReportConflictError(ConflictError):
-    """The report_id is already stored with different content."""
-
-    code = "report-id-conflict"
-
-
-class ReportTooLargeError(ReportInvalidError):
-    code = "report-too-large"
-    http_status = 413
 
 
 class CellKey(BaseModel):
@@ -85,23 +61,12 @@ class CellKey(BaseModel):
         return hashlib.sha256(json.dumps(list(self.model_dump().values())).encode()).hexdigest()
 
 
-def label_family(label: str) -> str | None:
-    return next((family for pattern, family in _LABEL_FAMILY_RE if pattern.match(label)), None)
-
-
 def accelerator_backends(label: str) -> frozenset[str]:
     """Device types whose evidence speaks for a build as an accelerator install: the CPU backend only
     for CPU builds (a CPU run of a CUDA build says nothing about its GPU kernels)."""
     family = label_family(label)
     types = DEVICE_TYPES_BY_FAMILY.get(family or "", frozenset())
     return types if family == "cpu" else types - {"cpu"}
-
-
-def normalise_arch(os_name: str, arch: str) -> str:
-    arch = _ARCH_ALIASES.get(arch.lower(), arch.lower())
-    if arch in ("arm64", "aarch64"):
-        return _ARM_BY_OS.get(os_name, arch)
-    return arch
 
 
 def python_minor(version: str) -> str:
@@ -120,7 +85,7 @@ def cell_key_of(env: Environment) -> CellKey:
     """The evidence cell a report belongs to."""
     public, _, local = env.torch_version.strip().partition("+")
     build = _blank_to_none(env.torch_build)
-    if build is None and _LABEL_RE.match(local):
+    if build is None and is_build_label(local):
         build = local
     return CellKey(
         torch_version=public,

@@ -1,8 +1,8 @@
 """The hook through which verification evidence reaches the resolver (storage lives elsewhere).
 
-The resolver asks `EvidenceLookup.status_for(...)` about each candidate cell it would pick; today it only
-records the answer in the resolution (``evidence``) and warns on "broken". The decision points where
-"avoid broken, prefer verified, --require-verified" belong are marked ``EVIDENCE:`` in resolver.py.
+The resolver asks `EvidenceLookup.status_for(...)` about each candidate cell it would pick and gets a
+`CellVerdict` (status, hosts, detail); steering.py decides what to do with it. The service's public
+shape of a cell's evidence is `cells.CellEvidence` (GET /v1/evidence), a different, fuller object.
 """
 
 from __future__ import annotations
@@ -14,7 +14,9 @@ EvidenceStatus = Literal["declared", "verified", "partial", "broken"]
 
 
 @dataclass(frozen=True)
-class CellEvidence:
+class CellVerdict:
+    """What the evidence says about one declared cell, as the resolver reads it."""
+
     status: EvidenceStatus
     #: distinct hosts whose reports back the status
     hosts: int = 0
@@ -24,5 +26,5 @@ class CellEvidence:
 class EvidenceLookup(Protocol):
     def status_for(
         self, torch_version: str, build: str, python: str, os: str, arch: str
-    ) -> CellEvidence | None:
+    ) -> CellVerdict | None:
         """The evidence for one matrix cell; None = no reports."""

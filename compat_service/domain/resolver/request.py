@@ -1,5 +1,7 @@
 """What `resolve` is asked: `ResolveRequest`, built from plain strings (CLI flags, API query parameters).
 
+`PARAMETERS` is the one table of the request's parameters: the CLI builds its argparse flags from it, the
+API reads its query string and publishes its OpenAPI parameters from it, and `to_strings` writes it.
 `ResolveRequest.from_strings(...)` is the one parser: the CLI calls it with its flags, the API with its
 query parameters (``with`` arrives as ``with_``). Every malformed value raises `InvalidRequestError`
 (exit 2, HTTP 422) naming the flag and the accepted forms.
@@ -16,21 +18,84 @@ from typing import Literal
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-OSES = ("linux", "windows", "macos")
-ARCHES = ("x86_64", "aarch64", "arm64")
-#: families a request may name; "the best build of that family for the target"
-FAMILIES = ("cuda", "rocm", "xpu", "mps", "npu", "mlu")
+from compat_service.domain.backends import (
+    ARCH_ALIASES,
+    ARCHES,
+    OSES,
+    REQUEST_FAMILIES,
+    is_build_label,
+    label_family,
+    normalise_arch,
+)
+
 #: packages `--with` may add next to torch
 COMPANIONS = ("torchvision", "torchaudio")
 DEFAULT_COMPANIONS = COMPANIONS
 
-_LABEL_RE = re.compile(r"^(cpu|cu\d{3}|rocm\d+\.\d+(\.\d+)?|xpu)$")
 _PYTHON_RE = re.compile(r"^(3\.\d{1,2})(\.\d+)?(t?)$")
 _MINOR_RE = re.compile(r"^\d+\.\d+$")
 _SPEC_START = ("<", ">", "=", "!", "~")
 _GPU_ARCH_RE = re.compile(r"^(sm_\d{2,3}[af]?|gfx[0-9a-f]{3,5})$")
 
 TorchSpecKind = Literal["latest", "minor", "exact", "specifier"]
+
+
+@dataclass(frozen=True)
+class Parameter:
+    """One parameter of a resolve request, as the CLI flag and as the API query parameter."""
+
+    #: the query parameter (``gpu_arch``, ``with``)
+    name: str
+    #: the longest value the API accepts
+    max_length: int
+    #: the API's description (OpenAPI)
+    description: str
+    #: the CLI's help, where the CLI's default differs (this host, auto-detection)
+    cli_help: str | None = None
+    #: the CLI's default (None: the domain's default, or this host)
+    cli_default: str | None = None
+    #: the argparse destination, where it is not ``name``
+    cli_dest: str | None = None
+    metavar: str | None = None
+    #: a yes/no switch (``--require-verified``; ``require_verified=true`` in a query)
+    switch: bool = False
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.name.replace("_", "-")
+
+    @property
+    def dest(self) -> str:
+        return self.cli_dest or self.name
+
+
+PARAMETERS: tuple[Parameter, ...] = (
+    Parameter("torch", 64, "latest (default), a minor 2.3, an exact 2.3.1 or a specifier '>=2.2,<2.4'",
+              cli_help="latest, a minor (2.3), an exact version (2.3.1) or a PEP 440 specifier",
+              cli_default="latest"),
+    Parameter("python", 16, "3.11 or 3.13t; default: the newest the chosen torch supports",
+              cli_help="3.11 or 3.13t (default: this interpreter)"),
+    Parameter("os", 16, "linux (default), windows or macos",
+              cli_help="linux, windows or macos (default: this host)", cli_dest="os_name", metavar="OS"),
+    Parameter("arch", 16, "x86_64 (default), aarch64 or arm64",
+              cli_help="x86_64, aarch64 or arm64 (default: this host)"),
+    Parameter("backend", 32,
+              "cpu (default), a label (cu121, rocm6.0, xpu) or a family (cuda, rocm, mps, npu, mlu)",
+              cli_help="cpu, cu121, rocm6.0, xpu, a family (cuda, rocm, npu, mlu, mps) or auto",
+              cli_default="auto"),
+    Parameter("driver", 32, "the target's driver version, e.g. 535.104.05",
+              cli_help="driver version of the target, e.g. 535.104.05"),
+    Parameter("gpu_arch", 16, "the target's GPU architecture: sm_90, 9.0 or gfx942",
+              cli_help="GPU architecture of the target: sm_90 (or 9.0), gfx942", metavar="ARCH"),
+    Parameter("with", 64, "companions: torchvision,torchaudio (default), a subset, or none",
+              cli_help="companions: torchvision,torchaudio (default) or none", cli_dest="with_",
+              metavar="PACKAGES"),
+    Parameter("require_verified", 8, "true: accept only combinations probe reports verify",
+              cli_help="accept only combinations probe reports verify (needs --server or --database)",
+              switch=True),
+)
+#: the values a switch is on with, in a query string
+_SWITCH_ON = ("1", "true", "yes")
 
 
 @dataclass(frozen=True)
@@ -118,6 +183,16 @@ class ResolveRequest:
             require_verified=require_verified,
         )
 
+    @classmethod
+    def from_query(cls, values: dict[str, str | None]) -> ResolveRequest:
+        """The request from query parameters (``PARAMETERS`` names; absent ones None)."""
+        kwargs: dict[str, object] = {}
+        for p in PARAMETERS:
+            value = values.get(p.name)
+            key = "with_" if p.name == "with" else p.name
+            kwargs[key] = (value or "").lower() in _SWITCH_ON if p.switch else value
+        return cls.from_strings(**kwargs)  # type: ignore[arg-type]
+
     def to_strings(self) -> dict[str, str]:
         """The query-string form (the inverse of `from_strings`), as `--server` sends it."""
         out = {
@@ -196,35 +271,23 @@ def _parse_os(text: str | None) -> str:
 
 def _parse_arch(text: str | None, os_name: str) -> str:
     value = (text or "x86_64").strip().lower()
-    aliases = {"amd64": "x86_64", "x64": "x86_64"}
-    value = aliases.get(value, value)
+    value = ARCH_ALIASES.get(value, value)
     if value not in ARCHES:
         raise invalid_request(
             f"--arch {value!r} is not supported", f"use one of: {', '.join(ARCHES)}", "--arch", value
         )
-    # The same CPU is 'arm64' on macOS and 'aarch64' on Linux (docs/architecture.md, "Platform").
-    if value in ("aarch64", "arm64"):
-        return "arm64" if os_name == "macos" else "aarch64"
-    return value
+    # The same CPU is 'arm64' on macOS and Windows, 'aarch64' on Linux (compat_service/domain/backends.py).
+    return normalise_arch(os_name, value)
 
 
 def parse_backend(text: str | None) -> BackendSpec:
     value = (text or "cpu").strip().lower()
     if value == "auto":
         return BackendSpec(value, "auto", None)
-    if value in FAMILIES and value != "xpu":
+    if value in REQUEST_FAMILIES and not is_build_label(value):
         return BackendSpec(value, "family", value)
-    if _LABEL_RE.match(value):
-        family = (
-            "cpu"
-            if value == "cpu"
-            else "xpu"
-            if value == "xpu"
-            else "cuda"
-            if value.startswith("cu")
-            else "rocm"
-        )
-        return BackendSpec(value, "label", family)
+    if is_build_label(value):
+        return BackendSpec(value, "label", label_family(value))
     raise invalid_request(
         f"--backend {value!r} is not a backend",
         "use cpu, a build label (cu121, rocm6.0, xpu), a family (cuda, rocm, xpu, mps, npu, mlu) or auto",

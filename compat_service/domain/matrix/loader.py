@@ -3,7 +3,7 @@
 Three layers of problems, all reported together, each naming the file and the key path:
 1. the file itself: missing, unreadable, YAML syntax (with line and column), a key written twice;
 2. its shape: pydantic errors against the file's model (unknown keys, bad types, bad version strings);
-3. cross-file rules (``matrix_validation``), run on every row that passed its own shape check.
+3. cross-file rules (``validation``), run on every row that passed its own shape check.
 
 Parsing uses libyaml's ``CSafeLoader`` when PyYAML was built with it: start-up time matters to the CLI.
 """
@@ -17,16 +17,16 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from compat_service.domain.errors import MatrixDataError
-from compat_service.domain.matrix_index_layer import (
+from compat_service.domain.matrix.index_layer import (
     TORCH_FILE,
     VENDOR_FILE,
     apply_index_layer,
     load_refresh_config,
     merge_layer,
 )
-from compat_service.domain.matrix_models import MATRIX_FILES, MatrixData
-from compat_service.domain.matrix_problems import Problem, format_loc
-from compat_service.domain.matrix_validation import FileRows, cross_file_problems
+from compat_service.domain.matrix.problems import Problem, format_loc
+from compat_service.domain.matrix.schema import MATRIX_FILES, MatrixData
+from compat_service.domain.matrix.validation import FileRows, cross_file_problems
 
 _BaseLoader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -91,7 +91,7 @@ def _read_yaml(file: Path, name: str) -> tuple[Any, list[Problem]]:
 def _message(error: dict[str, Any]) -> str:
     kind = error["type"]
     if kind == "extra_forbidden":
-        return "unknown key (not in the schema: check its spelling or extend matrix_models.py)"
+        return "unknown key (not in the schema: check its spelling or extend matrix/schema.py)"
     if kind == "missing":
         if error["loc"] and error["loc"][-1] in ("torchvision", "torchaudio"):
             return (
@@ -199,10 +199,3 @@ def load_matrix_data(path: Path | None = None, *, index_layer: bool = True) -> M
             causes=[p.to_cause() for p in problems],
         )
     return data
-
-
-def load_matrix(path: Path | None = None) -> Any:
-    """The validated matrix at ``path`` wrapped in the resolver's read interface (`InMemoryMatrix`)."""
-    from compat_service.domain.matrix import InMemoryMatrix
-
-    return InMemoryMatrix(load_matrix_data(path))

@@ -2,7 +2,7 @@
 
 A declared cell (torch patch, build, Python, platform) gathers the evidence cells of the device types that
 build drives as an accelerator install (``evidence.accelerator_backends``), narrowed to the target's GPU
-architecture when known; their health is combined by ``verification.combine_health``.
+architecture when known; their health is combined by ``evidence.status.combine_health``.
 """
 
 from __future__ import annotations
@@ -10,6 +10,8 @@ from __future__ import annotations
 import threading
 import time
 from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
@@ -17,9 +19,10 @@ from sqlmodel import Session
 
 from compat_service.db.evidence_models import EvidenceCell
 from compat_service.db.evidence_queries import failing_check_ids
-from compat_service.domain.evidence import accelerator_backends
-from compat_service.domain.evidence_lookup import CellEvidence as ResolverEvidence
-from compat_service.domain.verification import Health, cell_health, combine_health
+from compat_service.domain.errors import Cause, DatabaseNotReadyError
+from compat_service.domain.evidence.cells import accelerator_backends
+from compat_service.domain.evidence.lookup import CellVerdict
+from compat_service.domain.evidence.status import Health, cell_health, combine_health
 
 #: failing checks named in a resolver message; the rest are counted
 NAMED_FAILURES = 6
@@ -29,12 +32,27 @@ _STATUS_OF: dict[Health, str] = {
 
 
 class DatabaseEvidence:
-    """Implements ``compat_service.domain.evidence_lookup.EvidenceLookup``."""
+    """Implements ``compat_service.domain.evidence.lookup.EvidenceLookup``."""
 
     def __init__(self, engine: Engine, *, min_hosts: int, gpu_arch: str | None = None) -> None:
         self._engine = engine
         self._min_hosts = min_hosts
         self._gpu_arch = gpu_arch
+
+    @contextmanager
+    def _session(self) -> Iterator[Session]:
+        """A session whose database failing (gone, or a table missing) is `database-not-ready`, exit 9,
+        as the service's error handler answers the same failure."""
+        try:
+            with Session(self._engine) as session:
+                yield session
+        except sa.exc.OperationalError as exc:
+            raise DatabaseNotReadyError(
+                "cannot read the evidence from the database",
+                hint="check --database; a database of an older accelenv needs `accelenv db upgrade`",
+                causes=[Cause(constraint="a reachable database at the current schema", origin="--database",
+                              detail=str(exc.orig).splitlines()[0] if exc.orig is not None else None)],
+            ) from None
 
     def _cells(self, session: Session, **where: str) -> list[EvidenceCell]:
         query = sa.select(EvidenceCell)
@@ -44,9 +62,9 @@ class DatabaseEvidence:
             query = query.where(EvidenceCell.device_arch == self._gpu_arch)
         return list(session.execute(query).scalars().all())
 
-    def status_for(self, torch_version: str, build: str, python: str, os: str, arch: str) -> ResolverEvidence | None:
+    def status_for(self, torch_version: str, build: str, python: str, os: str, arch: str) -> CellVerdict | None:
         backends = accelerator_backends(build)
-        with Session(self._engine) as session:
+        with self._session() as session:
             cells = [
                 c
                 for c in self._cells(session, torch_version=torch_version, torch_build=build, python=python, os=os, arch=arch)
@@ -59,12 +77,12 @@ class DatabaseEvidence:
             worst = [cid for cid, h in healths.items() if h == combined]
             failing = list(dict.fromkeys(f for ids in failing_check_ids(session, worst).values() for f in ids))
         hosts = sum(c.passing_hosts if combined == "verified" else c.hosts for c in cells)
-        return ResolverEvidence(status=_STATUS_OF[combined], hosts=hosts, detail=_describe(combined, failing, hosts))  # type: ignore[arg-type]
+        return CellVerdict(status=_STATUS_OF[combined], hosts=hosts, detail=_describe(combined, failing, hosts))  # type: ignore[arg-type]
 
     def verified_cells(self, os: str, arch: str) -> list[tuple[str, str, str]]:
         """(torch version, build, Python) of every verified declared-cell on a platform."""
         groups: dict[tuple[str, str, str], list[Health]] = defaultdict(list)
-        with Session(self._engine) as session:
+        with self._session() as session:
             for c in self._cells(session, os=os, arch=arch):
                 if c.torch_build is not None and c.backend in accelerator_backends(c.torch_build):
                     groups[(c.torch_version, c.torch_build, c.python)].append(
@@ -83,15 +101,25 @@ def _describe(health: Health, failing: list[str], hosts: int) -> str:
     return f"failing checks: {named}{more}" if failing else "failing checks"
 
 
-def open_database_evidence(database_url: str, *, gpu_arch: str | None = None) -> DatabaseEvidence:
-    """Evidence from a local database (``accelenv resolve --database``); it must be migrated."""
+def open_evidence_database(database_url: str) -> tuple[Engine, int]:
+    """A local evidence database (``resolve``/``doctor``/``matrix show --database``), checked to be migrated,
+    and its ``verified_min_hosts`` setting: the one opener the CLI's ``--database`` flags use."""
     from compat_service.config import load_settings
     from compat_service.db.engine import make_engine
     from compat_service.db.migrate import require_head
 
     engine = make_engine(database_url)
-    require_head(engine)
-    min_hosts = load_settings(database_url=database_url).verified_min_hosts
+    try:
+        require_head(engine)
+    except BaseException:
+        engine.dispose()
+        raise
+    return engine, load_settings(database_url=database_url).verified_min_hosts
+
+
+def open_database_evidence(database_url: str, *, gpu_arch: str | None = None) -> DatabaseEvidence:
+    """The resolver's evidence lookup over a local database (``accelenv resolve --database``)."""
+    engine, min_hosts = open_evidence_database(database_url)
     return DatabaseEvidence(engine, min_hosts=min_hosts, gpu_arch=gpu_arch)
 
 

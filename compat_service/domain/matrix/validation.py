@@ -19,8 +19,9 @@ from typing import Any
 from packaging.version import Version
 from pydantic import BaseModel
 
-from compat_service.domain.matrix import parse_specifier, parse_version
-from compat_service.domain.matrix_problems import Problem
+from compat_service.domain.backends import LABEL_PREFIXES, PLUGINS
+from compat_service.domain.matrix.interface import parse_specifier, parse_version
+from compat_service.domain.matrix.problems import Problem
 
 #: file name -> list field -> [(index in the file, row)]
 FileRows = dict[str, dict[str, list[tuple[int, Any]]]]
@@ -32,7 +33,7 @@ class _Problems(list[Problem]):
 
 
 _SOURCE_FIELDS = ("source", "release_date_source", "index_option_source")
-_FAMILY_PREFIX = {"cuda": "cu", "rocm": "rocm", "cpu": "cpu", "xpu": "xpu"}
+_FAMILY_PREFIX = {family: prefix for prefix, family in LABEL_PREFIXES}
 
 
 def _rows(rows: FileRows, file: str, field: str) -> list[tuple[int, Any]]:
@@ -138,10 +139,6 @@ def _cuda(rows: FileRows) -> list[Problem]:
             )
         elif ver is not None:
             toolkits[ver] = i
-        for field in ("min_driver_linux", "min_driver_windows"):
-            value = getattr(t, field)
-            if value is not None and parse_version(value) is None:
-                out.add(file, f"toolkits[{i}].{field}", f"{value!r} is not a valid driver version")
     majors: dict[int, int] = {}
     for i, m in _rows(rows, "cuda.yaml", "minor_version_compatibility"):
         if m.cuda_major in majors:
@@ -151,14 +148,6 @@ def _cuda(rows: FileRows) -> list[Problem]:
                 f"duplicate CUDA major {m.cuda_major}",
             )
         majors.setdefault(m.cuda_major, i)
-        for field in ("min_driver_linux", "min_driver_windows", "below_driver"):
-            value = getattr(m, field)
-            if value is not None and parse_version(value) is None:
-                out.add(
-                    file,
-                    f"minor_version_compatibility[{i}].{field}",
-                    f"{value!r} is not a valid driver version",
-                )
     if "cuda.yaml" not in rows:
         return out
     for i, v in _rows(rows, "build_variants.yaml", "variants"):
@@ -194,8 +183,7 @@ def _rocm(rows: FileRows) -> list[Problem]:
     seen: dict[tuple[int, ...], int] = {}
     for i, r in _rows(rows, "rocm.yaml", "releases"):
         ver = parse_version(r.version)
-        if ver is None:
-            out.add(file, f"releases[{i}].version", f"{r.version!r} is not a valid version string")
+        if ver is None:  # the schema refused it already (VersionStr)
             continue
         if ver.release in seen:
             out.add(file, f"releases[{i}].version", f"duplicate ROCm release {r.version!r}")
@@ -376,31 +364,12 @@ def _gpu_archs(rows: FileRows, labels: dict[str, Any], patches: list[Version]) -
     return out
 
 
-def _specifiers(rows: FileRows) -> list[Problem]:
-    out = _Problems()
-    for file, field in (("xpu.yaml", "support"), ("mps.yaml", "support")):
-        for i, row in _rows(rows, file, field):
-            if parse_specifier(row.torch) is None:
-                out.add(file, f"{field}[{i}].torch", f"{row.torch!r} is not a version specifier like '>=2.5'")
-    for i, row in _rows(rows, "mps.yaml", "support"):
-        if row.min_macos is not None and parse_version(row.min_macos) is None:
-            out.add("mps.yaml", f"support[{i}].min_macos", f"{row.min_macos!r} is not a valid version string")
-    return out
-
-
 def _vendor(rows: FileRows) -> list[Problem]:
     out = _Problems()
     file = "vendor_backends.yaml"
-    for field, plugin in (("ascend_npu", "torch_npu"), ("cambricon_mlu", "torch_mlu")):
+    for field, plugin in ((p.table, p.version_field) for p in PLUGINS.values()):
         seen: dict[tuple[str, str], int] = {}
         for i, row in _rows(rows, file, field):
-            for attr in (plugin, "torch"):
-                if parse_version(getattr(row, attr)) is None:
-                    out.add(
-                        file,
-                        f"{field}[{i}].{attr}",
-                        f"{getattr(row, attr)!r} is not a valid version string",
-                    )
             key = (getattr(row, plugin), row.torch)
             if key in seen:
                 out.add(
@@ -421,6 +390,5 @@ def cross_file_problems(rows: FileRows) -> list[Problem]:
     problems += _rocm(rows)
     problems += torch_problems
     problems += _gpu_archs(rows, labels, patches)
-    problems += _specifiers(rows)
     problems += _vendor(rows)
     return problems

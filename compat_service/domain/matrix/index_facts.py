@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from compat_service.domain.matrix_models import Platform
+from compat_service.domain.backends import Platform
 
 FACTS_SCHEMA = "index_facts/v1"
 

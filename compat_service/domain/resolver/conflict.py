@@ -1,6 +1,6 @@
 """A resolver failure before it becomes a public error: plain data, no pydantic.
 
-`resolver_errors.to_error` turns it into the `UnsatisfiableError` subclass named by `code`. Kept apart
+`explanation.to_error` turns it into the `UnsatisfiableError` subclass named by `code`. Kept apart
 so the success path of `accelenv resolve` never imports pydantic.
 """
 

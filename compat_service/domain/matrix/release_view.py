@@ -11,7 +11,7 @@ from typing import Any
 from packaging.version import InvalidVersion, Version
 
 from compat_service.domain.errors import Alternative, Cause, InvalidRequestError, NotFoundError
-from compat_service.domain.matrix_models import PLATFORMS, MatrixData, PythonSupport, TorchMinor, TorchPatch
+from compat_service.domain.matrix.schema import PLATFORMS, MatrixData, PythonSupport, TorchMinor, TorchPatch
 
 _NEARBY = 3
 
