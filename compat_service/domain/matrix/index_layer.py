@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
@@ -45,6 +45,24 @@ TORCH_FILE = "torch_releases.yaml"
 VENDOR_FILE = "vendor_backends.yaml"
 PROJECTS = ("torch", "torchvision", "torchaudio", "triton", "torch-npu")
 _Loader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+M = TypeVar("M", PackageFacts, RefreshConfig)
+
+
+def read_index_file(base: Path, name: str, model: type[M]) -> tuple[M | None, list[Problem]]:
+    """One file under ``base/index`` (``refresh.yaml`` or ``<project>.yaml``) as ``model``: None when absent,
+    else the model or the problems that stop it (the one reader of these files: load and refresh share it)."""
+    rel = f"{INDEX_DIR}/{name}"
+    file = base / rel
+    if not file.is_file():
+        return None, []
+    generated = name != "refresh.yaml"
+    tail = " (a generated file: run `accelenv matrix refresh`)" if generated else ""
+    try:
+        return model.model_validate(yaml.load(file.read_text(encoding="utf-8"), Loader=_Loader)), []  # noqa: S506
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        return None, [Problem(rel, "", f"cannot be read: {exc}{tail}")]
+    except ValidationError as exc:
+        return None, [Problem(rel, format_loc(e["loc"]), f"{e['msg']}{tail}") for e in exc.errors()]
 
 
 def load_layer(base: Path) -> tuple[dict[str, PackageFacts], list[Problem]]:
@@ -52,33 +70,15 @@ def load_layer(base: Path) -> tuple[dict[str, PackageFacts], list[Problem]]:
     layer: dict[str, PackageFacts] = {}
     problems: list[Problem] = []
     for project in PROJECTS:
-        name = f"{INDEX_DIR}/{project}.yaml"
-        file = base / name
-        if not file.is_file():
-            continue
-        try:
-            layer[project] = PackageFacts.model_validate(yaml.load(file.read_text(encoding="utf-8"), Loader=_Loader))
-        except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-            problems.append(Problem(name, "", f"cannot be read: {exc}; run `accelenv matrix refresh`"))
-        except ValidationError as exc:
-            problems += [
-                Problem(name, format_loc(e["loc"]), f"{e['msg']} (a generated file: run `accelenv matrix refresh`)")
-                for e in exc.errors()
-            ]
+        facts, found = read_index_file(base, f"{project}.yaml", PackageFacts)
+        problems += found
+        if facts is not None:
+            layer[project] = facts
     return layer, problems
 
 
 def load_refresh_config(base: Path) -> tuple[RefreshConfig | None, list[Problem]]:
-    name = f"{INDEX_DIR}/refresh.yaml"
-    file = base / name
-    if not file.is_file():
-        return None, []
-    try:
-        return RefreshConfig.model_validate(yaml.load(file.read_text(encoding="utf-8"), Loader=_Loader)), []
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        return None, [Problem(name, "", f"cannot be read: {exc}")]
-    except ValidationError as exc:
-        return None, [Problem(name, format_loc(e["loc"]), e["msg"]) for e in exc.errors()]
+    return read_index_file(base, "refresh.yaml", RefreshConfig)
 
 
 def final_releases(facts: PackageFacts | None) -> list[ReleaseFact]:

@@ -104,7 +104,7 @@ class IndexOverride(BaseModel):
 
     field: str
     reason: str = Field(min_length=1)
-    source: list[str] = Field(min_length=1)
+    source: SourceKeys = Field(min_length=1)
 
 
 class Row(BaseModel):
