@@ -86,6 +86,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         module = importlib.import_module(f"compat_service.api.routes.{name}")
         app.include_router(module.router)
     app.mount("/static/site", pages_static, name="site-static")
+    # Routes match in list order: ours (the hot /v1/resolve first) ahead of the OpenAPI, docs and docs-asset
+    # routes the app class registers when it is built (each route tried first costs every resolve a match).
+    built_in = {"/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc", "/static/api-docs"}
+    app.router.routes.sort(key=lambda route: getattr(route, "path", None) in built_in)
     # Added last = outermost: the size limit applies before anything reads the body.
     app.add_middleware(HttpCacheMiddleware, max_age_s=settings.cache_max_age_s)
     app.add_middleware(

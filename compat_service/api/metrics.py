@@ -74,7 +74,7 @@ class ServiceMetrics:
     # ------------------------------------------------------------------ per request (the hot path)
 
     def wants_body(self, scope: Any) -> bool:
-        return scope.get("method") == "POST" and scope.get("path") == _BATCH_ROUTE
+        return scope["method"] == "POST" and scope["path"] == _BATCH_ROUTE
 
     def observe(self, method: str, route: str, status: int, seconds: float, body: bytes) -> None:
         self.served += 1

@@ -115,6 +115,8 @@ def configure_logging(log_format: str) -> None:
 def route_of(scope: Scope) -> str:
     """The matched route's template (/v1/torch/{version}), so metrics stay bounded; 'unmatched' for 404s."""
     route = scope.get("route")
+    if route is None:
+        return "unmatched"
     path = getattr(route, "path", None)
     return path if isinstance(path, str) and path else "unmatched"
 
@@ -170,7 +172,7 @@ class ObservabilityMiddleware:
         finally:
             duration = time.perf_counter() - start
             route = route_of(scope)
-            self.metrics.observe(scope.get("method", ""), route, status, duration, b"".join(chunks))
+            self.metrics.observe(scope.get("method", ""), route, status, duration, b"".join(chunks) if chunks else b"")
             if self.access_log is not None:
                 self.access_log.write(scope, status, duration, rid)
             request_id_var.reset(token)
@@ -194,8 +196,7 @@ class AccessLog:
         self._second = -1
         self._prefix = ""
 
-    def _stamp(self) -> str:
-        now = time.time()
+    def _stamp(self, now: float) -> str:
         second = int(now)
         if second != self._second:
             self._second = second
@@ -211,16 +212,16 @@ class AccessLog:
             target = target[:MAX_LOGGED_TARGET] + f"...(+{len(target) - MAX_LOGGED_TARGET} chars)"
         if not target.isprintable():
             target = target.encode("unicode_escape").decode("ascii")
-        ms = round(duration * 1000, 2)
+        ms = f"{duration * 1000:.2f}"
         if self.json:
             line = json.dumps(
-                {"time": self._stamp(), "level": "INFO", "logger": "accelenv.access",
-                 "message": f"{method} {target} {status} {ms:.2f}ms", "method": method, "path": target,
-                 "status": status, "duration_ms": ms, "request_id": rid},
+                {"time": self._stamp(time.time()), "level": "INFO", "logger": "accelenv.access",
+                 "message": f"{method} {target} {status} {ms}ms", "method": method, "path": target,
+                 "status": status, "duration_ms": float(ms), "request_id": rid},
                 separators=(",", ":"),
             )
         else:
-            line = f"{self._stamp()} INFO accelenv.access {method} {target} {status} {ms:.2f}ms request_id={rid}"
+            line = f"{self._stamp(time.time())} INFO accelenv.access {method} {target} {status} {ms}ms request_id={rid}"
         try:
             os.write(self.fd, (line + "\n").encode())
         except OSError:  # stderr closed or full: serving matters more than the log

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 SCHEMA_VERSION = "1"
 
-CheckGroup = Literal["detect", "smoke", "ops", "allocator", "amp", "distributed"]
+CheckGroup = Literal["detect", "smoke", "ops", "opinfo", "compile", "runtime", "allocator", "amp", "distributed"]
 CheckStatus = Literal["passed", "failed", "unsupported", "skipped", "timeout", "crashed", "error"]
 CHECK_STATUSES: tuple[str, ...] = ("passed", "failed", "unsupported", "skipped", "timeout", "crashed", "error")
 
