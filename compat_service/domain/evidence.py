@@ -18,9 +18,9 @@ import json
 import re
 from collections.abc import Iterator
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from compat_service.domain.errors import ConflictError, ReportInvalidError
+from compat_service.domain.errors import Cause, ConflictError, ReportInvalidError
 from compat_service.domain.matrix_models import PLATFORMS, MatrixData
 from compat_service.domain.report import CHECK_STATUSES, Environment
 from compat_service.domain.verification import CellStatus, Health
@@ -66,15 +66,17 @@ class CellKey(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    torch_version: str
-    torch_build: str | None = None
-    python: str
-    os: str
-    arch: str
-    backend: str
-    runtime_version: str | None = None
-    driver_version: str | None = None
-    device_arch: str | None = None
+    # the lengths of the evidence_cell columns: checked after normalising (lower-casing can lengthen a
+    # string: "İ" becomes two characters), the same on every database
+    torch_version: str = Field(min_length=1, max_length=64)
+    torch_build: str | None = Field(default=None, max_length=32)
+    python: str = Field(min_length=1, max_length=32)
+    os: str = Field(max_length=16)
+    arch: str = Field(min_length=1, max_length=32)
+    backend: str = Field(min_length=1, max_length=32)
+    runtime_version: str | None = Field(default=None, max_length=64)
+    driver_version: str | None = Field(default=None, max_length=64)
+    device_arch: str | None = Field(default=None, max_length=64)
 
     @property
     def platform(self) -> str:
@@ -116,12 +118,36 @@ def _blank_to_none(value: str | None) -> str | None:
     return (value.strip() or None) if value is not None else None
 
 
+#: the report field each cell-key part comes from
+KEY_SOURCE_FIELDS = {"python": "python_version"}
+
+
 def cell_key_of(env: Environment) -> CellKey:
-    """The evidence cell a report belongs to."""
+    """The evidence cell a report belongs to; ReportInvalidError when a part, once normalised, is empty or
+    longer than the store keeps."""
     public, _, local = env.torch_version.strip().partition("+")
     build = _blank_to_none(env.torch_build)
     if build is None and _LABEL_RE.match(local):
         build = local
+    try:
+        return _key_of(env, public, build)
+    except ValidationError as exc:
+        raise ReportInvalidError(
+            "the report's environment does not make a valid evidence cell key",
+            hint="send the environment `accelenv probe` detects; parts are compared after normalising "
+            "(lower-case backend and arch, torch version without its local tag)",
+            causes=[
+                Cause(
+                    constraint=f"{err['msg']} (after normalising)",
+                    origin="report environment." + KEY_SOURCE_FIELDS.get(str(err["loc"][0]), str(err["loc"][0])),
+                    detail=f"{err['input']!r}"[:120],
+                )
+                for err in exc.errors(include_url=False)
+            ],
+        ) from None
+
+
+def _key_of(env: Environment, public: str, build: str | None) -> CellKey:
     return CellKey(
         torch_version=public,
         torch_build=build,

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from datetime import datetime
 from concurrent.futures import Future
 from typing import Annotated, Literal
 
@@ -33,9 +34,9 @@ from compat_service.api.report_bodies import InvalidItem, is_ndjson, parse_batch
 from compat_service.db.evidence_ingest import ingest_prepared
 from compat_service.db.evidence_queries import get_report_json
 from compat_service.db.ingest_queue import IngestQueue
-from compat_service.db.report_prep import prepare_report, utcnow
+from compat_service.db.report_prep import PreparedReport, prepare_report, utcnow
 from compat_service.db.tokens import TokenCache, authorize
-from compat_service.domain.errors import ErrorBody, NotFoundError
+from compat_service.domain.errors import ErrorBody, NotFoundError, ReportInvalidError
 from compat_service.domain.evidence import CellKey, IngestResult, ReportConflictError
 from compat_service.domain.report import ProbeReport
 
@@ -166,7 +167,7 @@ def _authorize_and_ingest_batch(
     # each parsed report is reduced at once, so the batch holds compact records, not object trees; no
     # database connection is held meanwhile
     items = [
-        prepare_report(item, now) if isinstance(item, ProbeReport) else item
+        _prepare_item(item, now) if isinstance(item, ProbeReport) else item
         for item in parse_batch(body, max_reports, ndjson=ndjson)
     ]
     valid = [item for item in items if not isinstance(item, InvalidItem)]
@@ -187,6 +188,14 @@ def _authorize_and_ingest_batch(
             url = f"/v1/reports/{outcome.report_id}"
             results.append(BatchItemResult(report_id=outcome.report_id, status=status, url=url))
     return results
+
+
+def _prepare_item(report: ProbeReport, now: datetime) -> PreparedReport | InvalidItem:
+    """A batch item reduced for ingest, or why it cannot be stored: the other items go on."""
+    try:
+        return prepare_report(report, now)
+    except ReportInvalidError as exc:
+        return InvalidItem(str(report.report_id), exc)
 
 
 @router.get(
