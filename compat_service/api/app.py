@@ -19,6 +19,7 @@ from compat_service.api.errors import install_error_handlers
 from compat_service.api.gc_tuning import tune_for_service
 from compat_service.api.http_cache import HttpCacheMiddleware
 from compat_service.api.nul_guard import NulGuardMiddleware
+from compat_service.api.openapi_doc import install_openapi
 from compat_service.api.resolve_cache import ResolveCache
 from compat_service.config import Settings, load_settings
 from compat_service.db.engine import make_engine
@@ -73,6 +74,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     for name in ROUTERS:
         module = importlib.import_module(f"compat_service.api.routes.{name}")
         app.include_router(module.router)
+    install_openapi(app)
     # Added last = outermost: the size limit applies before anything reads the body.
     app.add_middleware(HttpCacheMiddleware, max_age_s=settings.cache_max_age_s)
     app.add_middleware(

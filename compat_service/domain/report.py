@@ -13,7 +13,7 @@ import math
 import uuid
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, Strict, StrictBool, StrictFloat
 
 SCHEMA_VERSION = "1"
 
@@ -56,6 +56,21 @@ def _in_utc_range(value: dt.datetime) -> dt.datetime:
     return value
 
 
+def _integral(value: Any) -> Any:
+    """5.0 is the integer 5 (JSON Schema says so too); "5", true and 5.5 stay refused."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+def _timestamp_text(value: Any) -> Any:
+    if isinstance(value, (int, float)):
+        raise ValueError("timestamps are ISO 8601 strings (2026-01-31T12:00:00Z), not numbers")
+    return value
+
+
+#: an integer: no strings or booleans
+StrictInt = Annotated[int, Strict(), BeforeValidator(_integral)]
+#: ... and not negative (the bound inside: outside a union it would be published as an unknown keyword)
+Count = Annotated[int, Strict(), Field(ge=0), BeforeValidator(_integral)]
 #: free-form facts: any JSON, numbers finite
 FreeData = Annotated[dict[str, Any], AfterValidator(_finite)]
 #: a cell-key part: not empty, not only blanks
@@ -96,7 +111,7 @@ class Device(_Strict):
     name: str | None = Field(default=None, max_length=256)
     arch: str | None = Field(default=None, max_length=64)
     capability: str | None = Field(default=None, max_length=16)
-    total_memory_bytes: StrictInt | None = Field(default=None, ge=0)
+    total_memory_bytes: Count | None = None
     #: verdict "this build ships kernels (or PTX) for this device"; null = cannot tell
     kernels_for_device: StrictBool | None = None
     extra: FreeData = Field(default_factory=dict, max_length=64)
@@ -114,8 +129,8 @@ class CheckResult(_Strict):
 
 
 class Summary(_Strict):
-    """What the checks add up to. The service stores the summary it derives (:func:`summary_of`), not the
-    one sent (``db/report_prep.py``), so a summary contradicting its checks cannot mislead a reader."""
+    """What the checks add up to. The service stores the summary derived from the checks, not the one
+    sent, so a summary contradicting its checks cannot mislead a reader."""
 
     total: StrictInt = Field(ge=0)
     counts: dict[CheckStatus, StrictInt]
@@ -126,7 +141,7 @@ class Summary(_Strict):
 class ProbeReport(_Strict):
     schema_version: Literal["1"]
     report_id: uuid.UUID
-    created_at: Annotated[dt.datetime, AfterValidator(_in_utc_range)]
+    created_at: Annotated[dt.datetime, BeforeValidator(_timestamp_text), AfterValidator(_in_utc_range)]
     tool: ToolInfo
     environment: Environment
     devices: list[Device] = Field(max_length=MAX_DEVICES)

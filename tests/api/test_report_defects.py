@@ -149,7 +149,7 @@ def _set(report: dict[str, Any], path: str, value: Any) -> None:
         ("checks.0.duration_s", '"0.5"'),
         ("summary.ok", "0"),
         ("summary.total", '"5"'),
-        ("summary.total", "5.0"),
+        ("created_at", "0"),
         ("devices.0.index", "true"),
         ("checks.3.data.max_abs_err", "1e309"),
         ("checks.3.data.max_abs_err", "Infinity"),
@@ -157,7 +157,7 @@ def _set(report: dict[str, Any], path: str, value: Any) -> None:
     ],
     ids=[
         "duration-inf", "duration-minus-inf", "duration-nan", "duration-bool", "duration-string", "ok-int",
-        "total-string", "total-float", "index-bool", "data-inf", "data-infinity-literal", "extra-nan",
+        "total-string", "created-at-number", "index-bool", "data-inf", "data-infinity-literal", "extra-nan",
     ],
 )
 def test_coercible_or_non_finite_values_are_refused(app: FastAPI, http: TestClient, path: str, raw: str) -> None:
@@ -217,3 +217,14 @@ def test_every_stored_body_validates_against_the_published_schema(app: FastAPI, 
         validator.validate(json.loads(body))
     stored = json.loads(_stored(app, report["report_id"]) or "null")
     assert stored["checks"][3]["data"]["max_abs_err"] == 1e308
+
+
+def test_an_integral_float_is_the_integer(app: FastAPI, http: TestClient) -> None:
+    """JSON Schema's integer includes 2.0; it is stored as 2 (a string or a bool is never a number)."""
+    report = synthetic_report()
+    report["devices"][0]["index"] = 2.0
+    report["devices"][0]["total_memory_bytes"] = 1024.0
+    assert _post(http, json.dumps(report)).status_code == 201
+    stored = json.loads(_stored(app, report["report_id"]) or "null")
+    assert stored["devices"][0]["index"] == 2 and isinstance(stored["devices"][0]["index"], int)
+    assert stored["devices"][0]["total_memory_bytes"] == 1024

@@ -101,8 +101,8 @@ def _authorize_and_queue(
 
 
 class BatchItemResult(BaseModel):
-    #: null when an invalid item has no readable report_id
-    report_id: str | None
+    #: absent when an invalid item has no readable report_id
+    report_id: str | None = None
     status: Literal["created", "exists", "conflict", "invalid"]
     #: where a created or existing report is stored
     url: str | None = None
@@ -137,7 +137,7 @@ _REPORT_SCHEMA = ProbeReport.model_json_schema()
                     }
                 },
                 # one report (the same schema) per line; what `accelenv report submit` sends
-                "application/x-ndjson": {"schema": {"type": "string", "format": "binary"}},
+                "application/x-ndjson": {"schema": {"type": "string"}},
             },
         }
     },
@@ -199,7 +199,8 @@ def _prepare_item(report: ProbeReport, now: datetime) -> PreparedReport | Invali
 
 
 @router.get(
-    "/{report_id}",
+    # the uuid convertor: GET /v1/reports/batch is a 405 (POST only there), not an invalid id
+    "/{report_id:uuid}",
     summary="A stored probe report, as submitted (validated)",
     responses={200: {"description": "the probe report (schema v1)"}, 404: {"model": ErrorBody}},
 )

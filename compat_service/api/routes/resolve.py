@@ -14,7 +14,7 @@ from fastapi import APIRouter, Request, Response
 
 from compat_service.api.deps import get_matrix
 from compat_service.api.routes.evidence import evidence_for_resolve
-from compat_service.domain.errors import Cause, InvalidRequestError
+from compat_service.domain.errors import Cause, ErrorBody, InvalidRequestError
 from compat_service.domain.resolution import resolution_to_json
 from compat_service.domain.resolver import resolve as resolve_request
 from compat_service.domain.resolver_request import ResolveRequest
@@ -86,7 +86,12 @@ def query_strings(request: Request) -> dict[str, str | None]:
     "/v1/resolve",
     summary="Resolve a torch install for a target (the CLI's JSON)",
     openapi_extra=_OPENAPI,
-    responses={200: {"description": "the resolution, as `accelenv resolve --format json` prints it"}},
+    responses={
+        200: {"description": "the resolution, as `accelenv resolve --format json` prints it"},
+        404: {"model": ErrorBody, "description": "no torch release matches (torch-not-found)"},
+        409: {"model": ErrorBody, "description": "no install satisfies the request; causes and alternatives say why"},
+        422: {"model": ErrorBody, "description": "a parameter is malformed or unknown (invalid-request)"},
+    },
 )
 async def resolve(request: Request) -> Response:
     cache = request.app.state.resolve_cache
