@@ -55,9 +55,13 @@ def _from_database(database: str, torch: str, path: Path | None) -> list[dict[st
     try:
         require_head(engine)
         declared = DeclaredMatrix(load_matrix_data(path))
-        min_hosts = load_settings(database_url=database).verified_min_hosts
+        settings = load_settings(database_url=database)
         with Session(engine) as session:
-            cells = [c for c in matrix_cells(session, declared, MatrixFilter(torch=torch), min_hosts=min_hosts) if c[1]]
+            rows = matrix_cells(
+                session, declared, MatrixFilter(torch=torch), min_hosts=settings.verified_min_hosts,
+                min_submitters=settings.verified_min_submitters,
+            )
+            cells = [c for c in rows if c[1]]
             return [row.model_dump(mode="json") for row in with_failing_checks(session, cells)]
     finally:
         engine.dispose()

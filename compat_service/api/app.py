@@ -30,7 +30,7 @@ from compat_service.importer import prepare_database
 
 #: routers in include order (routes match in this order: the hot /v1/resolve first); reports, evidence,
 #: matrix and probe are owned by other parts of the project
-ROUTERS = ("resolve", "health", "torch", "matrix", "reports", "evidence", "probe")
+ROUTERS = ("resolve", "health", "torch", "matrix", "reports", "evidence", "probe", "tokens")
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:

@@ -31,9 +31,12 @@ _STATUS_OF: dict[Health, str] = {
 class DatabaseEvidence:
     """Implements ``compat_service.domain.evidence_lookup.EvidenceLookup``."""
 
-    def __init__(self, engine: Engine, *, min_hosts: int, gpu_arch: str | None = None) -> None:
+    def __init__(
+        self, engine: Engine, *, min_hosts: int, min_submitters: int = 1, gpu_arch: str | None = None
+    ) -> None:
         self._engine = engine
         self._min_hosts = min_hosts
+        self._min_submitters = min_submitters
         self._gpu_arch = gpu_arch
 
     def _cells(self, session: Session, **where: str) -> list[EvidenceCell]:
@@ -54,7 +57,7 @@ class DatabaseEvidence:
             ]
             if not cells:
                 return None
-            healths = {c.id: cell_health(c, min_hosts=self._min_hosts) for c in cells}
+            healths = {c.id: cell_health(c, min_hosts=self._min_hosts, min_submitters=self._min_submitters) for c in cells}
             combined = combine_health(healths.values())
             worst = [cid for cid, h in healths.items() if h == combined]
             failing = list(dict.fromkeys(f for ids in failing_check_ids(session, worst).values() for f in ids))
@@ -68,7 +71,7 @@ class DatabaseEvidence:
             for c in self._cells(session, os=os, arch=arch):
                 if c.torch_build is not None and c.backend in accelerator_backends(c.torch_build):
                     groups[(c.torch_version, c.torch_build, c.python)].append(
-                        cell_health(c, min_hosts=self._min_hosts)
+                        cell_health(c, min_hosts=self._min_hosts, min_submitters=self._min_submitters)
                     )
         return sorted(key for key, healths in groups.items() if combine_health(healths) == "verified")
 
@@ -91,8 +94,11 @@ def open_database_evidence(database_url: str, *, gpu_arch: str | None = None) ->
 
     engine = make_engine(database_url)
     require_head(engine)
-    min_hosts = load_settings(database_url=database_url).verified_min_hosts
-    return DatabaseEvidence(engine, min_hosts=min_hosts, gpu_arch=gpu_arch)
+    settings = load_settings(database_url=database_url)
+    return DatabaseEvidence(
+        engine, min_hosts=settings.verified_min_hosts, min_submitters=settings.verified_min_submitters,
+        gpu_arch=gpu_arch,
+    )
 
 
 class EvidenceVersion:

@@ -25,11 +25,13 @@ from sqlmodel import Session
 from compat_service.db.evidence_ingest import ingest_prepared
 from compat_service.db.report_prep import PreparedReport
 from compat_service.domain.errors import DatabaseNotReadyError
-from compat_service.domain.evidence import IngestResult, ReportConflictError
+from compat_service.domain.errors import AccelenvError
+from compat_service.domain.evidence import IngestResult
 
 log = logging.getLogger("accelenv.ingest")
 
-Outcome = IngestResult | ReportConflictError
+#: an IngestResult, or why the report was refused (ReportConflictError, AuthError)
+Outcome = IngestResult | AccelenvError
 _Item = tuple[PreparedReport, "Future[Outcome]"]
 _STOP = object()
 
@@ -49,7 +51,7 @@ class IngestQueue:
         self.reports = 0
 
     def submit(self, report: PreparedReport) -> Future[Outcome]:
-        """Queue ``report``; the future gets its IngestResult or ReportConflictError, or the store's error."""
+        """Queue ``report``; the future gets its IngestResult or refusal (see ``Outcome``), or the store's error."""
         future: Future[Outcome] = Future()
         with self._lock:
             if self._closed:

@@ -59,6 +59,11 @@ class PreparedReport:
     def report_id(self) -> str:
         return self.report_row["report_id"]
 
+    @property
+    def submitter(self) -> int:
+        """The submitter counted for this report: its token id, 0 when unknown."""
+        return self.report_row["submitter_id"] or 0
+
 
 def summary_of(checks: list[CheckResult]) -> Summary:
     """The summary ``checks`` add up to; stored in place of the one the report was sent with."""
@@ -66,8 +71,11 @@ def summary_of(checks: list[CheckResult]) -> Summary:
     return Summary(total=len(checks), counts=dict(counts), ok=BAD_STATUSES.isdisjoint(counts))
 
 
-def prepare_report(report: ProbeReport, now: dt.datetime | None = None) -> PreparedReport:
-    """``report`` reduced to what ingest stores and counts; ``now`` is when it was received. The stored
+def prepare_report(
+    report: ProbeReport, now: dt.datetime | None = None, *, submitter_id: int | None = None
+) -> PreparedReport:
+    """``report`` reduced to what ingest stores and counts; ``now`` is when it was received,
+    ``submitter_id`` the token that sent it (None only for reports stored outside the API). The stored
     body carries the summary derived from its checks. Raises ReportInvalidError when the cell key is not
     storable (see ``cell_key_of``)."""
     key = cell_key_of(report.environment)
@@ -83,6 +91,7 @@ def prepare_report(report: ProbeReport, now: dt.datetime | None = None) -> Prepa
         report_row={
             "report_id": str(report.report_id),
             "host_fingerprint": report.environment.host_fingerprint,
+            "submitter_id": submitter_id,
             "created_at": as_utc(report.created_at),
             "received_at": as_utc(now) if now is not None else utcnow(),
             "ok": summary.ok,

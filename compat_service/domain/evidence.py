@@ -290,6 +290,9 @@ class CellEvidence(BaseModel):
     reports: int
     hosts: int
     passing_hosts: int
+    #: distinct tokens that submitted reports / a passing report (see the trust model, docs/service.md)
+    submitters: int = 0
+    passing_submitters: int = 0
     first_seen: dt.datetime | None
     last_seen: dt.datetime | None
     counts: CheckCounts = Field(description="check results by status, over all reports")
@@ -317,6 +320,8 @@ class MatrixCell(BaseModel):
     reports: int = 0
     hosts: int = 0
     passing_hosts: int = 0
+    submitters: int = 0
+    passing_submitters: int = 0
     first_seen: dt.datetime | None = None
     last_seen: dt.datetime | None = None
     failing_checks: list[str] = Field(default_factory=list)

@@ -119,7 +119,12 @@ def service(database_url: str) -> Iterator[Service]:
     from compat_service.config import Settings
 
     # matrix_refresh_s=0: the resolve cache sees new evidence at once
-    settings = Settings(database_url=database_url, auto_migrate=True, verified_min_hosts=2, matrix_refresh_s=0)
+    # one token submits everything here: these tests count hosts; the submitter rule (how many tokens make
+    # a cell verified) has its own tests in test_trust_model.py
+    settings = Settings(
+        database_url=database_url, auto_migrate=True, verified_min_hosts=2, verified_min_submitters=1,
+        matrix_refresh_s=0,
+    )
     app = create_app(settings)
     with TestClient(app) as client:
         yield Service(client=client, engine=app.state.engine, token=make_token(app.state.engine))

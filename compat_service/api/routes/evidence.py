@@ -49,7 +49,10 @@ def get_evidence(
         device_arch=device_arch,
     )
     declared = declared_for(matrix.content_hash, matrix.data)
-    found = cell_evidence(session, key, declared=declared, min_hosts=settings.verified_min_hosts)
+    found = cell_evidence(
+        session, key, declared=declared, min_hosts=settings.verified_min_hosts,
+        min_submitters=settings.verified_min_submitters,
+    )
     if found is not None:
         return found
     if declared.declared_cell_of(key) is not None:
@@ -74,5 +77,9 @@ def evidence_for_resolve(app: Any, gpu_arch: str | None) -> tuple[DatabaseEviden
     stamp = version.current()
     if not version.has_evidence:
         return None, stamp
-    lookup = DatabaseEvidence(app.state.engine, min_hosts=app.state.settings.verified_min_hosts, gpu_arch=gpu_arch)
+    settings = app.state.settings
+    lookup = DatabaseEvidence(
+        app.state.engine, min_hosts=settings.verified_min_hosts, min_submitters=settings.verified_min_submitters,
+        gpu_arch=gpu_arch,
+    )
     return lookup, stamp

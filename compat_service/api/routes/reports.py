@@ -36,7 +36,7 @@ from compat_service.db.evidence_queries import get_report_json
 from compat_service.db.ingest_queue import IngestQueue
 from compat_service.db.report_prep import PreparedReport, prepare_report, utcnow
 from compat_service.db.tokens import TokenCache, authorize
-from compat_service.domain.errors import ErrorBody, NotFoundError, ReportInvalidError
+from compat_service.domain.errors import AccelenvError, AuthError, ErrorBody, NotFoundError, ReportInvalidError
 from compat_service.domain.evidence import CellKey, IngestResult, ReportConflictError
 from compat_service.domain.report import ProbeReport
 
@@ -78,7 +78,7 @@ async def submit_report(request: Request, response: Response, credentials: Beare
         _authorize_and_queue, state.engine, state.token_cache, state.ingest_queue, credentials, body
     )
     result = await asyncio.wrap_future(queued)
-    if isinstance(result, ReportConflictError):
+    if isinstance(result, AccelenvError):
         raise result
     if not result.created:
         response.status_code = 200
@@ -93,11 +93,11 @@ def _authorize_and_queue(
     ingest_queue: IngestQueue,
     credentials: HTTPAuthorizationCredentials | None,
     body: bytes,
-) -> Future[IngestResult | ReportConflictError]:
+) -> Future[IngestResult | AccelenvError]:
     with Session(engine) as session:  # connects only when the token is not cached
         # the token first: an unauthorized caller learns nothing about its body
-        authorize(session, credentials.credentials if credentials else None, "report", tokens)
-    return ingest_queue.submit(prepare_report(parse_report(body)))
+        token = authorize(session, credentials.credentials if credentials else None, "report", tokens)
+    return ingest_queue.submit(prepare_report(parse_report(body), submitter_id=token.id))
 
 
 class BatchItemResult(BaseModel):
@@ -162,12 +162,12 @@ def _authorize_and_ingest_batch(
     ndjson: bool,
 ) -> list[BatchItemResult]:
     with Session(engine) as session:  # connects only when the token is not cached
-        authorize(session, credentials.credentials if credentials else None, "report", tokens)
+        token = authorize(session, credentials.credentials if credentials else None, "report", tokens)
     now = utcnow()
     # each parsed report is reduced at once, so the batch holds compact records, not object trees; no
     # database connection is held meanwhile
     items = [
-        _prepare_item(item, now) if isinstance(item, ProbeReport) else item
+        _prepare_item(item, now, token.id) if isinstance(item, ProbeReport) else item
         for item in parse_batch(body, max_reports, ndjson=ndjson)
     ]
     valid = [item for item in items if not isinstance(item, InvalidItem)]
@@ -180,6 +180,8 @@ def _authorize_and_ingest_batch(
             results.append(invalid)
             continue
         outcome = next(ingested)
+        if isinstance(outcome, AuthError):  # the token was revoked meanwhile: nothing of the batch is stored
+            raise outcome
         if isinstance(outcome, ReportConflictError):
             conflict = BatchItemResult(report_id=item.report_id, status="conflict", error=outcome.to_body())
             results.append(conflict)
@@ -190,10 +192,10 @@ def _authorize_and_ingest_batch(
     return results
 
 
-def _prepare_item(report: ProbeReport, now: datetime) -> PreparedReport | InvalidItem:
+def _prepare_item(report: ProbeReport, now: datetime, submitter_id: int) -> PreparedReport | InvalidItem:
     """A batch item reduced for ingest, or why it cannot be stored: the other items go on."""
     try:
-        return prepare_report(report, now)
+        return prepare_report(report, now, submitter_id=submitter_id)
     except ReportInvalidError as exc:
         return InvalidItem(str(report.report_id), exc)
 
