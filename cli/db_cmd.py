@@ -167,7 +167,7 @@ def db_load(
 @token_app.command("create")
 def token_create(
     scope: Annotated[
-        str, typer.Option("--scope", help="report (submit probe reports) or admin (everything)")
+        str, typer.Option("--scope", help="report (submit probe reports), read (raw reports) or admin (everything)")
     ],
     note: Annotated[str | None, typer.Option("--note", help="who or what the token is for")] = None,
     database_url: DatabaseUrl = None,

@@ -47,7 +47,7 @@ LONG_RUN = "ACCELENV_FUZZ_EXAMPLES" in os.environ
 def _phases(database: str, token: str) -> str | None:
     """Which Schemathesis phases a run takes; None = not in this run.
 
-    With a token, the `ignored_auth` check also sends each report request without it (401 expected), so
+    With the admin token, the `ignored_auth` check also sends each report request without it (401 expected), so
     the token run covers "without a token" too; the separate tokenless run belongs to the long run. In CI
     the coverage phase (each schema's edges: boundaries, wrong types, missing fields; ~1 500 cases) runs on
     SQLite, PostgreSQL gets random fuzzing and the stateful phase (~300 cases), to stay near a minute.
@@ -65,8 +65,26 @@ def server(shared_database_url: str) -> Iterator[LiveServer]:
         yield running
 
 
-@pytest.mark.parametrize("token", ["report", "none"])
-def test_the_published_api_survives_fuzzing(server: LiveServer, token: str, tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def admin_token(server: LiveServer) -> Iterator[tuple[int, str]]:
+    """An admin token (every route, raw reports and withdrawals included) whose id is well above the ids the
+    fuzzer tries on POST /v1/tokens/{id}/withdraw first (1, 2, ...): the tokens before it are decoys."""
+    from compat_service.db.engine import make_engine
+    from compat_service.db.models import ApiTokenCreate
+    from compat_service.db.tokens import create_token
+
+    engine = make_engine(server.database_url)
+    for _ in range(40):
+        create_token(engine, ApiTokenCreate(scope="report", note="fuzz decoy"))
+    public, secret = create_token(engine, ApiTokenCreate(scope="admin", note="fuzz"))
+    engine.dispose()
+    yield public.id, secret
+
+
+@pytest.mark.parametrize("token", ["admin", "none"])
+def test_the_published_api_survives_fuzzing(
+    server: LiveServer, admin_token: tuple[int, str], token: str, tmp_path: Path
+) -> None:
     database = "sqlite" if server.database_url.startswith("sqlite") else "postgres"
     phases = _phases(database, token)
     if phases is None:
@@ -80,7 +98,7 @@ def test_the_published_api_survives_fuzzing(server: LiveServer, token: str, tmp_
         "--request-timeout", "30", "--report", "json", "--report-dir", str(tmp_path),
     ]
     if token != "none":
-        cmd += ["--header", f"Authorization: Bearer {server.token}"]
+        cmd += ["--header", f"Authorization: Bearer {admin_token[1]}"]
     env = os.environ | {"SCHEMATHESIS_HOOKS": "tests.api.fuzz_hooks", "PYTHONPATH": str(REPO_ROOT)}
     proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=EXAMPLES * 600)
     (report_file,) = tmp_path.glob("*.json")
@@ -94,4 +112,17 @@ def test_the_published_api_survives_fuzzing(server: LiveServer, token: str, tmp_
     # the report routes were reached past the token check (401 alone would test nothing)
     if token != "none":
         assert "Authentication failed" not in proc.stdout, proc.stdout[-4000:]
+        assert _still_valid(server.database_url, admin_token[0]), "the run withdrew its own token: fuzz again"
     shutil.rmtree(tmp_path / ".hypothesis", ignore_errors=True)
+
+
+def _still_valid(database_url: str, token_id: int) -> bool:
+    import sqlalchemy as sa
+
+    from compat_service.db.engine import make_engine
+
+    engine = make_engine(database_url)
+    with engine.connect() as conn:
+        revoked = conn.execute(sa.text("SELECT revoked_at FROM api_token WHERE id = :i"), {"i": token_id}).scalar()
+    engine.dispose()
+    return revoked is None

@@ -95,10 +95,16 @@ class Service:
     client: TestClient
     engine: Engine
     token: str
+    #: a `read` token: raw reports, report ids and failure texts (docs/service.md)
+    read_token: str = ""
 
     @property
     def auth(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self.token}"}
+
+    @property
+    def read_auth(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.read_token}"}
 
     def submit(self, report: dict[str, Any]):  # noqa: ANN201 - an httpx.Response
         return self.client.post("/v1/reports", json=report, headers=self.auth)
@@ -127,4 +133,5 @@ def service(database_url: str) -> Iterator[Service]:
     )
     app = create_app(settings)
     with TestClient(app) as client:
-        yield Service(client=client, engine=app.state.engine, token=make_token(app.state.engine))
+        engine = app.state.engine
+        yield Service(client=client, engine=engine, token=make_token(engine), read_token=make_token(engine, "read"))

@@ -62,7 +62,8 @@ def test_each_item_gets_its_result_in_order_and_only_valid_new_reports_are_store
     assert any(c["origin"] == "report environment" for c in results[4]["error"]["causes"]), results[4]
     assert _stored_ids(service) == {first["report_id"], second["report_id"], stored_before["report_id"]}
     # the first occurrence was stored, not the conflicting one
-    assert service.client.get(f"/v1/reports/{first['report_id']}").json()["checks"] == first["checks"]
+    stored = service.client.get(f"/v1/reports/{first['report_id']}", headers=service.read_auth)
+    assert stored.json()["checks"] == first["checks"]
 
     # the same batch again changes nothing: idempotent item by item
     again = _batch(service, items, form).json()["results"]

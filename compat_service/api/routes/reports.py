@@ -22,14 +22,15 @@ from datetime import datetime
 from concurrent.futures import Future
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Path, Request, Response
+from fastapi import APIRouter, Depends, Path, Request, Response
 from fastapi.security import HTTPAuthorizationCredentials
 from pydantic import BaseModel
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 from starlette.concurrency import run_in_threadpool
 
-from compat_service.api.deps import BearerDep, SessionDep
+from compat_service.api.deps import PRIVATE, BearerDep, SessionDep, require_scope
+from compat_service.db.models import ApiTokenPublic
 from compat_service.api.report_bodies import InvalidItem, is_ndjson, parse_batch, parse_report
 from compat_service.db.evidence_ingest import ingest_prepared
 from compat_service.db.evidence_queries import get_report_json
@@ -203,14 +204,22 @@ def _prepare_item(report: ProbeReport, now: datetime, submitter_id: int) -> Prep
 @router.get(
     # the uuid convertor: GET /v1/reports/batch is a 405 (POST only there), not an invalid id
     "/{report_id:uuid}",
-    summary="A stored probe report, as submitted (validated)",
-    responses={200: {"description": "the probe report (schema v1)"}, 404: {"model": ErrorBody}},
+    summary="A stored probe report, as stored (validated, summary derived); needs a `read` token",
+    responses={
+        200: {"description": "the probe report (schema v1)"},
+        **{status: {"model": ErrorBody} for status in (401, 403, 404)},
+    },
 )
-def get_report(session: SessionDep, report_id: Annotated[uuid.UUID, Path(description="the report's UUID")]) -> Response:
+def get_report(
+    session: SessionDep,
+    _reader: Annotated[ApiTokenPublic, Depends(require_scope("read"))],
+    report_id: Annotated[uuid.UUID, Path(description="the report's UUID")],
+) -> Response:
     body = get_report_json(session, str(report_id))
     if body is None:
         raise NotFoundError(
             f"no report with id {report_id} is stored",
             hint="submit it with `accelenv report submit`, or check the id returned when it was submitted",
         )
-    return Response(content=body, media_type="application/json")
+    # raw reports are for token holders: no shared cache may keep one
+    return Response(content=body, media_type="application/json", headers=PRIVATE)
