@@ -66,6 +66,11 @@ _bearer = HTTPBearer(auto_error=False, description="a token from `accelenv token
 BearerDep = Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
 
 
+#: the same bearer scheme, for routes where the token is optional (published as such: openapi_doc.py)
+OPTIONAL_BEARER_SCHEME = "HTTPBearerOptional"
+_optional_bearer = HTTPBearer(auto_error=False, scheme_name=OPTIONAL_BEARER_SCHEME, description="optional")
+
+
 def holds_scope(scope: str) -> Callable[..., bool]:
     """A dependency telling whether the request carries a valid token with ``scope`` (or ``admin``), for
     routes that answer everyone but tell token holders more. No token, or one of another scope: False;
@@ -73,7 +78,7 @@ def holds_scope(scope: str) -> Callable[..., bool]:
 
     def check(
         request: Request,
-        credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+        credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_optional_bearer)],
     ) -> bool:
         if credentials is None:
             return False

@@ -5,6 +5,7 @@ FastAPI builds the document from the routes; this adds what no single route can 
 - JSON Schemas that routes embed whole (the probe report in the report bodies) keep their shared
   definitions under ``$defs``, which do not resolve from the document root: they are moved to
   ``components/schemas`` and every ``#/$defs/X`` becomes ``#/components/schemas/X``;
+- an operation whose token is optional (``deps.holds_scope``) says so: ``security: [{}, {HTTPBearer: []}]``;
 - every operation declares the error answers the one error handler (``api/errors.py``) can give it: 422
   when it takes parameters or a body, 503 when the database fails, in the ``ErrorBody`` shape.
 """
@@ -16,6 +17,7 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
+from compat_service.api.deps import OPTIONAL_BEARER_SCHEME
 from compat_service.domain.errors import ErrorBody
 
 _DEFS_REF = "#/$defs/"
@@ -60,8 +62,14 @@ def complete_openapi(document: dict[str, Any]) -> dict[str, Any]:
     for name, schema in ErrorBody.model_json_schema(ref_template=_COMPONENTS_REF + "{model}").get("$defs", {}).items():
         schemas.setdefault(name, schema)
     schemas["ErrorBody"].pop("$defs", None)
+    schemes = document["components"].get("securitySchemes", {})
+    optional = schemes.pop(OPTIONAL_BEARER_SCHEME, None)
+    if optional is not None:
+        schemes.setdefault("HTTPBearer", {"type": "http", "scheme": "bearer"})
     for path, operations in document.get("paths", {}).items():
         for operation in operations.values():
+            if any(OPTIONAL_BEARER_SCHEME in req for req in operation.get("security", [])):
+                operation["security"] = [{}, {"HTTPBearer": []}]
             responses = operation.setdefault("responses", {})
             if operation.get("parameters") or operation.get("requestBody"):
                 responses.setdefault("422", _error("invalid parameters or body (invalid-request, report-invalid)"))
