@@ -258,6 +258,7 @@ def serve(
     with guarded():
         import uvicorn
 
+        from compat_service.api.http_protocol import HTTP_PROTOCOL
         from compat_service.importer import prepare_database
 
         settings = _settings(database_url)
@@ -284,6 +285,8 @@ def serve(
         workers=workers,
         log_level="warning",
         access_log=False,
+        # malformed HTTP gets the API's JSON error shape, not uvicorn's plain text
+        http=HTTP_PROTOCOL,
     )
 
 

@@ -33,6 +33,9 @@ class Settings(BaseSettings):
     matrix_path: Path | None = None
     #: largest request body the API accepts, in bytes
     max_body_bytes: int = Field(default=1_000_000, ge=1)
+    #: seconds a client may take to send a request body (408 after); a slow or stalled upload must not hold
+    #: a connection and a worker's memory for ever
+    body_read_timeout_s: float = Field(default=30.0, gt=0, le=3600)
     #: most reports one `POST /v1/reports/batch` may carry
     max_batch_reports: int = Field(default=100, ge=1, le=10_000)
     #: largest body `POST /v1/reports/batch` accepts, in bytes (a full batch of ~65 KB reports fits)

@@ -81,6 +81,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         BodyLimitMiddleware,
         max_body_bytes=settings.max_body_bytes,
         limits_by_path={"/v1/reports/batch": settings.max_batch_body_bytes},
+        read_timeout_s=settings.body_read_timeout_s,
     )
     app.add_middleware(NulGuardMiddleware)
     return app

@@ -3,6 +3,7 @@
 - AccelenvError → its ``http_status`` and its own body (the same codes the CLI prints).
 - Request validation → 422 ``invalid-request`` with one cause per bad parameter, naming it.
 - Unknown route / wrong method → 404 / 405 in the same shape.
+- A client that disconnects mid-upload → logged at info (no traceback: it is not a bug).
 - The database failing after start-up (connection lost, table gone) → 503 ``database-not-ready``.
 - Anything else is a bug → 500 ``internal-error`` (logged with its traceback; the client gets no details).
 """
@@ -16,6 +17,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from sqlalchemy.exc import OperationalError
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
 
 from compat_service.domain.errors import AccelenvError, Cause, ErrorBody
 
@@ -92,6 +94,13 @@ async def _database_error(request: Request, exc: Exception) -> JSONResponse:
     return error_response(503, body)
 
 
+async def _client_gone(request: Request, exc: Exception) -> JSONResponse:
+    # The client hung up while sending its body: nobody will read an answer, and it is not a bug.
+    log.info("client disconnected during %s %s", request.method, request.url.path)
+    body = ErrorBody(code="client-disconnected", message="the client closed the connection mid-request")
+    return error_response(400, body)
+
+
 async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
     log.exception("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
     body = ErrorBody(
@@ -107,4 +116,5 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_exception_handler(OperationalError, _database_error)
+    app.add_exception_handler(ClientDisconnect, _client_gone)
     app.add_exception_handler(Exception, _unexpected)

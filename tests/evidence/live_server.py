@@ -29,6 +29,15 @@ class LiveServer:
     base_url: str
     token: str
     database_url: str
+    log: IO[bytes] | None = None
+
+    def output(self) -> str:
+        """What the server printed so far (warnings and errors: the access log is off)."""
+        if self.log is None:
+            return ""
+        self.log.flush()
+        self.log.seek(0)
+        return self.log.read().decode(errors="replace")
 
     @property
     def auth(self) -> dict[str, str]:
@@ -58,10 +67,14 @@ def prepare_database(database_url: str) -> str:
 
 
 @contextmanager
-def live_server(database_url: str, *, workers: int = 3, load_matrix: bool = False) -> Iterator[LiveServer]:
+def live_server(
+    database_url: str, *, workers: int = 3, load_matrix: bool = False, env: dict[str, str] | None = None
+) -> Iterator[LiveServer]:
+    from compat_service.api.http_protocol import HTTP_PROTOCOL
+
     token = prepare_database(database_url)
     port = _free_port()
-    env = os.environ | {
+    env = os.environ | (env or {}) | {
         "ACCELENV_DATABASE_URL": database_url,
         "ACCELENV_LOAD_MATRIX_ON_START": str(load_matrix).lower(),
         "ACCELENV_AUTO_MIGRATE": "false",
@@ -70,7 +83,7 @@ def live_server(database_url: str, *, workers: int = 3, load_matrix: bool = Fals
     cmd = [
         sys.executable, "-m", "uvicorn", "--factory", "compat_service.api.app:app_from_env",
         "--host", "127.0.0.1", "--port", str(port), "--workers", str(workers),
-        "--log-level", "warning", "--no-access-log",
+        "--log-level", "warning", "--no-access-log", "--http", HTTP_PROTOCOL,
     ]
     # A file, not a pipe: a full pipe would block the workers.
     log = tempfile.TemporaryFile()
@@ -78,7 +91,7 @@ def live_server(database_url: str, *, workers: int = 3, load_matrix: bool = Fals
     base_url = f"http://127.0.0.1:{port}"
     try:
         _wait_ready(proc, base_url, log)
-        yield LiveServer(base_url=base_url, token=token, database_url=database_url)
+        yield LiveServer(base_url=base_url, token=token, database_url=database_url, log=log)
     finally:
         proc.terminate()
         try:
