@@ -26,7 +26,7 @@ sys.path.insert(0, str(REPO_ROOT))
 
 def _cold_import_ms(runs: int) -> float:
     code = (
-        "import time; t=time.perf_counter(); import compat_service.domain.matrix_loader; "
+        "import time; t=time.perf_counter(); import compat_service.domain.matrix.loader; "
         "print((time.perf_counter()-t)*1000)"
     )
     samples = [
@@ -47,8 +47,8 @@ def main() -> None:
 
     import yaml
 
-    from compat_service.domain.matrix_loader import _StrictLoader, load_matrix_data
-    from compat_service.domain.matrix_models import MATRIX_FILES
+    from compat_service.domain.matrix.loader import _StrictLoader, load_matrix_data
+    from compat_service.domain.matrix.schema import MATRIX_FILES
     from matrix_data import DATA_DIR
 
     load_matrix_data()  # warm caches (pydantic validators, file system)
@@ -67,7 +67,7 @@ def main() -> None:
         f"best {min(loads):.1f} ms ({args.repeat} runs)"
     )
     print(f"  of which YAML parse: median {statistics.median(parses):.1f} ms")
-    print(f"cold import of matrix_loader: median {_cold_import_ms(5):.0f} ms (5 fresh interpreters)")
+    print(f"cold import of matrix.loader: median {_cold_import_ms(5):.0f} ms (5 fresh interpreters)")
 
 
 if __name__ == "__main__":

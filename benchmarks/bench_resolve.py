@@ -58,9 +58,9 @@ def _walls(commands: list[list[str]], env: dict[str, str]) -> list[list[float]]:
 def main() -> None:
     import os
 
-    from compat_service.domain.matrix_snapshot import load_matrix_cached
-    from compat_service.domain.resolver import resolve
-    from compat_service.domain.resolver_request import ResolveRequest
+    from compat_service.domain.matrix.snapshot import load_matrix_cached
+    from compat_service.domain.resolver.request import ResolveRequest
+    from compat_service.domain.resolver.stages import resolve
 
     with tempfile.TemporaryDirectory() as cache:
         env = {**os.environ, "ACCELENV_CACHE_DIR": cache}

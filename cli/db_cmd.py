@@ -171,17 +171,21 @@ def token_create(
     ],
     note: Annotated[str | None, typer.Option("--note", help="who or what the token is for")] = None,
     database_url: DatabaseUrl = None,
+    as_json: JsonFlag = False,
 ) -> None:
-    """Create a token and print it once (only its hash is stored)."""
-    with guarded():
+    """Create a token and print it once (only its hash is stored); --json prints it with its record."""
+    with guarded(as_json=as_json):
         from compat_service.db import migrate
-        from compat_service.db.models import ApiTokenCreate
-        from compat_service.db.tokens import create_token
+        from compat_service.db.tokens import create_token, token_request
 
+        request = token_request(scope, note)  # before touching the database: a bad note changes nothing
         engine = _engine(database_url)
         migrate.require_head(engine)
-        public, secret = create_token(engine, ApiTokenCreate(scope=scope, note=note))
+        public, secret = create_token(engine, request)
         engine.dispose()
+        if as_json:
+            dump_json({**public.model_dump(mode="json"), "token": secret})
+            return
         sys.stdout.write(secret + "\n")
         _say(f"token {public.id} (scope {public.scope}) created; it is shown only now, store it safely")
 
@@ -258,7 +262,6 @@ def serve(
     with guarded():
         import uvicorn
 
-        from compat_service.api.http_protocol import HTTP_PROTOCOL
         from compat_service.importer import prepare_database
 
         settings = _settings(database_url)
@@ -285,8 +288,9 @@ def serve(
         workers=workers,
         log_level="warning",
         access_log=False,
-        # malformed HTTP gets the API's JSON error shape, not uvicorn's plain text
-        http=HTTP_PROTOCOL,
+        # malformed HTTP gets the API's JSON error shape, not uvicorn's plain text (by its import string:
+        # the cli never imports the api)
+        http="compat_service.api.http_protocol:JsonErrorsHttpToolsProtocol",
     )
 
 

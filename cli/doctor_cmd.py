@@ -1,17 +1,25 @@
 """`accelenv doctor`: is the torch installed here right for this host? Each problem comes with its fix.
 
-Facts gathered here (the I/O): the host by the resolver's host detection (override variables
-ACCELENV_BACKEND / ACCELENV_DRIVER_VERSION / ACCELENV_GPU_ARCH honoured), installed versions from package
-metadata (this environment, or ``--site-packages DIR``; torch itself is not imported), the bundled matrix,
-and evidence from ``--database``. The checks are ``compat_service.domain.diagnosis``.
+Facts gathered here (the I/O): the host by accelenv's one host detection, ``probes.host_facts.detect_host``
+(its docstring lists the order and the override variables; a backend resolve does not know is refused), the
+glibc through ``probes.host_facts``, installed versions and torch's build constants (``torch/version.py``, the
+wheel's manylinux tags, cuDNN and the other packages collect_env lists) from package metadata (this
+environment, or ``--site-packages DIR``; torch itself is not imported), the bundled matrix, and evidence from
+``--database``. The checks are ``compat_service.domain.diagnosis`` and
+``compat_service.domain.install_environment``. When no build of the installed release can work here, the
+fix is what `accelenv resolve` gives for this host instead.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
+
+if TYPE_CHECKING:
+    from compat_service.domain.diagnosis import HostFacts
+    from compat_service.domain.install_environment import InstalledEnvironment
 
 PACKAGES = ("torch", "torchvision", "torchaudio")
 #: host detection backend -> what `--backend` the resolver takes for it
@@ -36,19 +44,34 @@ def doctor_command(
         help="evidence database (probe reports), e.g. the service's ACCELENV_DATABASE_URL",
     ),
     matrix_path: Optional[Path] = typer.Option(None, "--matrix", envvar="ACCELENV_MATRIX_PATH", help="a matrix_data dir"),
-    fmt: str = typer.Option("text", "--format", help="text or json"),
+    as_json: bool = typer.Option(False, "--json", help="print JSON (findings, host, environment)"),
+    fmt: Optional[str] = typer.Option(None, "--format", help="text or json (older spelling of --json)", hidden=True),
 ) -> None:
     from cli.error_render import guarded
 
-    with guarded(as_json=fmt == "json"):
-        diagnosis = run_doctor(site_packages=site_packages, database=database, matrix_path=matrix_path, fmt=fmt)
+    with guarded(as_json=as_json or fmt == "json"):
+        if fmt is not None and fmt not in ("text", "json"):
+            from compat_service.domain.errors import InvalidRequestError
+
+            raise InvalidRequestError(f"--format {fmt!r} is not an output format", hint="use --json (or --format json)")
+        diagnosis = run_doctor(site_packages=site_packages, database=database, matrix_path=matrix_path,
+                               fmt="json" if as_json or fmt == "json" else "text")
     raise typer.Exit(0 if diagnosis else 1)
 
 
-def installed_versions(site_packages: Path | None) -> dict[str, str | None]:
+def installed_versions(site_packages: Path | None) -> tuple[dict[str, str | None], InstalledEnvironment]:
+    """torch and its companions' versions, and the environment facts collect_env reports (no torch import)."""
     from importlib import metadata
 
     from compat_service.domain.errors import InvalidRequestError
+    from compat_service.domain.install_environment import (
+        InstalledEnvironment,
+        is_relevant,
+        normalise_name,
+        torch_build_constants,
+        wheel_tags,
+    )
+    from probes.host_facts import glibc_version
 
     if site_packages is not None and not site_packages.is_dir():
         raise InvalidRequestError(
@@ -57,61 +80,138 @@ def installed_versions(site_packages: Path | None) -> dict[str, str | None]:
         )
     paths = [str(site_packages)] if site_packages is not None else None
     found: dict[str, str | None] = dict.fromkeys(PACKAGES)
+    relevant: dict[str, str] = {}
+    tags: tuple[str, ...] = ()
+    build: dict[str, object] = {}
     for dist in metadata.distributions(**({"path": paths} if paths else {})):
-        name = (dist.metadata["Name"] or "").lower().replace("_", "-")
+        name = normalise_name(dist.metadata["Name"] or "")
+        if is_relevant(name):
+            relevant.setdefault(name, dist.version)
         if name in found and found[name] is None:
             found[name] = dist.version
-    return found
+            if name == "torch":
+                tags = wheel_tags(_read(dist, "WHEEL"))
+                build = torch_build_constants(_read_located(dist, "torch/version.py"))
+    return found, InstalledEnvironment(glibc=glibc_version(), wheel_tags=tags, torch_build=build, packages=relevant)
+
+
+def _read(dist, name: str) -> str | None:  # noqa: ANN001 - importlib.metadata.Distribution
+    try:
+        return dist.read_text(name)
+    except OSError:
+        return None
+
+
+def _read_located(dist, relpath: str) -> str | None:  # noqa: ANN001 - importlib.metadata.Distribution
+    try:
+        return Path(str(dist.locate_file(relpath))).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+
+
+def _checked_host(host: HostFacts) -> HostFacts:
+    """Refuse an ACCELENV_BACKEND that resolve would not take (say so, naming the variable), and read a
+    build label there (cu126) as its family, as host detection reports it."""
+    import dataclasses
+    import os
+
+    from compat_service.domain.errors import AccelenvError, Cause, InvalidRequestError
+    from compat_service.domain.backends import REQUEST_FAMILIES as FAMILIES
+    from compat_service.domain.resolver.request import parse_backend
+    from probes import host_facts
+
+    name = host_facts.BACKEND_OVERRIDE_ENV
+    forced = os.environ.get(name)
+    if not forced:
+        return host
+    try:
+        family = parse_backend(forced).family  # None for "auto": detection, which the variable replaces
+    except AccelenvError:
+        family = None
+    if family is None:
+        raise InvalidRequestError(
+            f"{name}={forced!r} is not a backend",
+            hint=f"set it to cpu, a build label (cu126, rocm6.4, xpu) or a family ({', '.join(FAMILIES)}), "
+            f"or unset {name} to detect this host",
+            causes=[Cause(constraint="a backend `accelenv resolve --backend` takes", origin=f"environment: {name}")],
+        )
+    return dataclasses.replace(host, backend=family)
+
+
+def detect_host_facts() -> HostFacts:
+    """This host, detected by probes.host_facts, as the description the domain's diagnosis takes."""
+    from compat_service.domain.diagnosis import HostFacts
+    from probes import host_facts
+
+    found = host_facts.detect_host()
+    return HostFacts(
+        os=found["os"], arch=found["arch"], python=found["python"], backend=found["backend"],
+        driver=found["driver_version"], gpu_arch=found["device_arch"], gpu_name=found["device_name"],
+    )
 
 
 def run_doctor(*, site_packages: Path | None, database: str | None, matrix_path: Path | None, fmt: str) -> bool:
-    from compat_service.domain import host_detection
     from compat_service.domain.diagnosis import Installed, diagnose
-    from compat_service.domain.errors import InvalidRequestError
-    from compat_service.domain.matrix_snapshot import load_matrix_cached
+    from compat_service.domain.install_environment import environment_findings
+    from compat_service.domain.matrix.snapshot import load_matrix_cached
 
-    if fmt not in ("text", "json"):
-        raise InvalidRequestError(f"--format {fmt!r} is not an output format", hint="use text or json")
-    host = host_detection.detect_host()
-    versions = installed_versions(site_packages)
+    host = _checked_host(detect_host_facts())
+    versions, environment = installed_versions(site_packages)
     matrix = load_matrix_cached(matrix_path)
     evidence = None
     if database:
-        from compat_service.db.evidence_lookup import open_database_evidence
+        from compat_service.db.evidence_repository import open_database_evidence
 
         evidence = open_database_evidence(database, gpu_arch=host.gpu_arch)
 
-    def fix_command(torch_version: str | None) -> str | None:
-        """What `accelenv resolve` would install on this host, as a pip command."""
-        from compat_service.domain.errors import AccelenvError
-        from compat_service.domain.install_formats import render
-        from compat_service.domain.resolver import resolve
-        from compat_service.domain.resolver_request import ResolveRequest
+    def resolved(torch_version: str) -> str:
+        """`accelenv resolve` for this host, as a pip command (raises its AccelenvError)."""
+        from compat_service.domain.resolver.install_formats import render
+        from compat_service.domain.resolver.stages import resolve
+        from compat_service.domain.resolver.request import ResolveRequest
 
+        request = ResolveRequest.from_strings(
+            torch=torch_version, python=host.python, os=host.os, arch=host.arch,
+            backend=_RESOLVER_BACKEND.get(host.backend, "cpu"), driver=host.driver,
+            gpu_arch=host.gpu_arch if host.backend in ("cuda", "rocm") else None,
+        )
+        return render(resolve(request, matrix, evidence), "pip").strip()
+
+    def fix_command(torch_version: str | None) -> str | None:
+        """What to install on this host: a build of the installed release, else (none works here) what
+        `accelenv resolve` picks for this host instead."""
+        from compat_service.domain.errors import AccelenvError
+
+        def no_install(err: AccelenvError) -> str:
+            return err.message + (f" ({err.hint})" if err.hint else "")
+
+        prefix = ""
         try:
-            request = ResolveRequest.from_strings(
-                torch=torch_version or "latest", python=host.python, os=host.os, arch=host.arch,
-                backend=_RESOLVER_BACKEND.get(host.backend, "cpu"), driver=host.driver,
-                gpu_arch=host.gpu_arch if host.backend in ("cuda", "rocm") else None,
-            )
-            command = render(resolve(request, matrix, evidence), "pip").strip()
+            command = resolved(torch_version or "latest")
         except AccelenvError as err:
-            return f"`accelenv resolve` finds no install for this host: {err.message}" + (
-                f" ({err.hint})" if err.hint else ""
-            )
+            if torch_version is None:
+                return f"`accelenv resolve` finds no install for this host: {no_install(err)}"
+            try:
+                command = resolved("latest")
+            except AccelenvError as newest:
+                return (f"no build of torch {torch_version} works here: {no_install(err)}; and "
+                        f"`accelenv resolve` finds no install for this host either: {no_install(newest)}")
+            prefix = f"no build of torch {torch_version} works here ({err.message}); install instead:\n"
         # pip counts an installed 2.13.0+cpu as satisfying torch==2.13.0: remove the wrong build first
         installed = [name for name in PACKAGES if versions[name] is not None]
-        return (f"pip uninstall -y {' '.join(installed)}\n" if installed else "") + command
+        return prefix + (f"pip uninstall -y {' '.join(installed)}\n" if installed else "") + command
 
     result = diagnose(
         Installed(torch=versions["torch"], companions={k: versions[k] for k in PACKAGES[1:]}),
         host, matrix, evidence=evidence, fix_command=fix_command,
     )
-    _render(result, host, fmt)
+    if versions["torch"] is not None:
+        result.findings.extend(environment_findings(environment, os_name=host.os, build=result.build))
+    _render(result, host, environment, fmt)
     return result.ok
 
 
-def _render(result, host, fmt: str) -> None:  # noqa: ANN001
+def _render(result, host, environment: InstalledEnvironment, fmt: str) -> None:  # noqa: ANN001
     import json
     import sys
 
@@ -122,6 +222,7 @@ def _render(result, host, fmt: str) -> None:  # noqa: ANN001
             "build": result.build,
             "host": {"os": host.os, "arch": host.arch, "python": host.python, "backend": host.backend,
                      "driver": host.driver, "gpu_arch": host.gpu_arch},
+            "environment": environment.to_json(),
             "findings": [f.__dict__ for f in result.findings],
         }
         sys.stdout.write(json.dumps(payload, indent=2) + "\n")
@@ -130,7 +231,9 @@ def _render(result, host, fmt: str) -> None:  # noqa: ANN001
     out = sys.stdout
     out.write(f"host: {host.os}-{host.arch}, Python {host.python}, {host.backend}"
               + (f", driver {host.driver}" if host.driver else "") + (f", {host.gpu_arch}" if host.gpu_arch else "")
-              + "\n")
+              + (f", glibc {environment.glibc}" if environment.glibc else "") + "\n")
+    if environment.packages:
+        out.write("packages: " + ", ".join(f"{k} {v}" for k, v in sorted(environment.packages.items())) + "\n")
     for f in result.findings:
         out.write(f"[{marks[f.severity]}] {f.check}: {f.message}\n")
         if f.fix and f.severity != "ok":

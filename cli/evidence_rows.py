@@ -1,7 +1,7 @@
 """Evidence rows for `accelenv matrix show --server URL | --database URL`: status, counts, failing checks.
 
-From a service: GET /v1/matrix (every page). From a database: the same query the service runs
-(``compat_service.db.evidence_queries``, imported lazily: only these flags pay for SQLAlchemy).
+From a service: GET /v1/matrix, every page (cli/service_client.py). From a database: the query the
+service runs (``compat_service.db.evidence_queries``, imported lazily: only these flags pay for SQLAlchemy).
 Only cells with reports are returned; the declared cells without any are what `show` already prints.
 """
 
@@ -10,8 +10,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-PAGE = 500
-
 
 def fetch_evidence_rows(torch: str, *, server: str | None, database: str | None, path: Path | None) -> list[dict[str, Any]]:
     rows = _from_server(server, torch) if server else _from_database(database, torch, path) if database else []
@@ -19,43 +17,22 @@ def fetch_evidence_rows(torch: str, *, server: str | None, database: str | None,
 
 
 def _from_server(server: str, torch: str) -> list[dict[str, Any]]:
-    import httpx
+    from cli.service_client import ServiceClient
 
-    from compat_service.domain.errors import ServerUnreachableError
-
-    rows: list[dict[str, Any]] = []
-    url = server.rstrip("/") + "/v1/matrix"
-    try:
-        with httpx.Client(timeout=10) as client:
-            while True:
-                response = client.get(url, params={"torch": torch, "limit": PAGE, "offset": len(rows)})
-                response.raise_for_status()
-                page = response.json()
-                rows.extend(page["items"])
-                if not page["items"] or len(rows) >= page["total"]:
-                    return rows
-    except (httpx.HTTPError, ValueError, KeyError) as exc:
-        raise ServerUnreachableError(
-            f"could not read the matrix evidence from {server}: {exc}",
-            hint="check --server / ACCELENV_SERVER, or drop it to show the matrix alone",
-        ) from None
+    return ServiceClient(server).matrix_rows(torch)
 
 
 def _from_database(database: str, torch: str, path: Path | None) -> list[dict[str, Any]]:
     from sqlmodel import Session
 
-    from compat_service.config import load_settings
-    from compat_service.db.engine import make_engine
     from compat_service.db.evidence_queries import MatrixFilter, matrix_cells, with_failing_checks
-    from compat_service.db.migrate import require_head
-    from compat_service.domain.evidence import DeclaredMatrix
-    from compat_service.domain.matrix_loader import load_matrix_data
+    from compat_service.db.evidence_repository import open_evidence_database
+    from compat_service.domain.evidence.cells import DeclaredMatrix
+    from compat_service.domain.matrix.loader import load_matrix_data
 
-    engine = make_engine(database)
+    engine, settings = open_evidence_database(database)
     try:
-        require_head(engine)
         declared = DeclaredMatrix(load_matrix_data(path))
-        settings = load_settings(database_url=database)
         with Session(engine) as session:
             rows = matrix_cells(
                 session, declared, MatrixFilter(torch=torch), min_hosts=settings.verified_min_hosts,

@@ -1,7 +1,8 @@
-"""`accelenv matrix validate [PATH]` and `accelenv matrix show --torch 2.3 [--json]`.
+"""`accelenv matrix validate [PATH] [--json]` and `accelenv matrix show [--torch 2.3|latest] [--json]`.
 
 validate prints every problem as ``file: key: message`` and exits 4 (MatrixDataError.exit_code) when there
-is any; show renders what the matrix says about one release. rich is imported inside `show` only.
+is any; show without ``--torch`` lists the releases, with it renders what the matrix says about one release.
+rich is imported inside `show` only.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import typer
 from cli.error_render import dump_json, guarded
 
 if TYPE_CHECKING:
-    from compat_service.domain.matrix_models import MatrixData
+    from compat_service.domain.matrix.schema import MatrixData
 
 matrix_app = typer.Typer(name="matrix", help="Check and read the compatibility matrix.", no_args_is_help=True)
 
@@ -31,35 +32,49 @@ def validate(
         Path | None,
         typer.Argument(help="a matrix_data directory; default: the bundled copy", show_default=False),
     ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print {ok, path, counts, problems} as JSON")] = False,
 ) -> None:
     """Check every file and cross-file rule; print each problem with its file and key."""
     from compat_service.domain.errors import MatrixDataError
-    from compat_service.domain.matrix_loader import default_path, load_matrix_data, matrix_data_problems
+    from compat_service.domain.matrix.loader import default_path, load_matrix_data, matrix_data_problems
 
     where = path if path is not None else default_path()
     problems = matrix_data_problems(path)
     if problems:
-        for problem in problems:
-            sys.stdout.write(f"{problem}\n")
-        sys.stderr.write(f"error: {MatrixDataError.code}: {len(problems)} problem(s) in {where}\n")
+        if as_json:
+            dump_json({"ok": False, "path": str(where), "code": MatrixDataError.code, "counts": None,
+                       "problems": [str(problem) for problem in problems]})
+        else:
+            for problem in problems:
+                sys.stdout.write(f"{problem}\n")
+            sys.stderr.write(f"error: {MatrixDataError.code}: {len(problems)} problem(s) in {where}\n")
         raise typer.Exit(MatrixDataError.exit_code)
-    data = load_matrix_data(path)
-    sys.stdout.write(f"matrix_data OK: {_summary(data)} ({where})\n")
+    counts = _counts(load_matrix_data(path))
+    if as_json:
+        dump_json({"ok": True, "path": str(where), "counts": counts, "problems": []})
+        return
+    summary = ", ".join(f"{n} {name.replace('_', ' ').replace('cuda', 'CUDA')}" for name, n in counts.items())
+    sys.stdout.write(f"matrix_data OK: {summary} ({where})\n")
 
 
-def _summary(data: MatrixData) -> str:
+def _counts(data: MatrixData) -> dict[str, int]:
     minors = data.torch_releases.minors
-    patches = sum(len(m.patches) for m in minors)
-    return (
-        f"{len(minors)} torch minors, {patches} patches, {len(data.build_variants.variants)} build variants, "
-        f"{len(data.cuda.toolkits)} CUDA toolkits, {len(data.gpu_archs.arch_lists)} arch lists, "
-        f"{len(data.sources.sources)} sources"
-    )
+    return {
+        "torch_minors": len(minors),
+        "patches": sum(len(m.patches) for m in minors),
+        "build_variants": len(data.build_variants.variants),
+        "cuda_toolkits": len(data.cuda.toolkits),
+        "arch_lists": len(data.gpu_archs.arch_lists),
+        "sources": len(data.sources.sources),
+    }
 
 
 @matrix_app.command("show")
 def show(
-    torch: Annotated[str, typer.Option("--torch", help="a torch minor (2.3) or patch (2.3.1)")],
+    torch: Annotated[
+        str | None,
+        typer.Option("--torch", help="latest, a torch minor (2.3) or patch (2.3.1); default: list every release"),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print JSON instead of tables")] = False,
     path: MatrixPath = None,
     server: Annotated[
@@ -69,12 +84,20 @@ def show(
         str | None, typer.Option("--database", help="add evidence from this database (probe reports)")
     ] = None,
 ) -> None:
-    """What the matrix says about one torch release: Python, variants, default index, companions, sources."""
+    """The releases the matrix holds, or what it says about one: Python, variants, default index, companions."""
     with guarded(as_json=as_json):
-        from compat_service.domain.matrix_loader import load_matrix_data
-        from compat_service.domain.matrix_release_view import release_view
+        from compat_service.domain.matrix.loader import load_matrix_data
+        from compat_service.domain.matrix.release_view import release_view, releases_overview
 
-        view = release_view(load_matrix_data(path), torch)
+        data = load_matrix_data(path)
+        if torch is None:
+            if server or database:
+                raise _needs_torch("--server" if server else "--database")
+            rows = releases_overview(data)
+            dump_json(rows) if as_json else _render_overview(rows)
+            return
+        view = release_view(data, torch)
+        torch = view["minor"] if torch.strip() == "latest" else torch
         evidence = None
         if server or database:
             from cli.evidence_rows import fetch_evidence_rows
@@ -88,6 +111,42 @@ def show(
                 from cli.evidence_rows import render_evidence
 
                 render_evidence(evidence)
+
+
+def _needs_torch(flag: str) -> Exception:
+    from compat_service.domain.errors import Cause, InvalidRequestError
+
+    return InvalidRequestError(f"{flag} shows the evidence for one release, and no --torch was given",
+                               hint="add --torch 2.3 (or latest)",
+                               causes=[Cause(constraint="--torch RELEASE", origin=f"request: {flag}")])
+
+
+def _python_range(versions: list[str]) -> str:
+    """'3.10–3.14 (+3.13t, 3.14t)': the plain versions as a range, free-threaded builds named."""
+    plain = [v for v in versions if not v.endswith("t")]
+    threaded = [v for v in versions if v.endswith("t")]
+    text = (f"{plain[0]}–{plain[-1]}" if len(plain) > 1 else "".join(plain)) or "unknown"
+    return text + (f" (+{', '.join(threaded)})" if threaded else "")
+
+
+def _render_overview(rows: list[dict[str, Any]]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    from probes.host_facts import arch_name as host_arch, os_name as host_os
+
+    platform = f"{host_os()}-{host_arch()}"
+    table = Table(title="torch releases in the matrix", caption="`accelenv matrix show --torch MINOR` for one release")
+    for column in ("torch", "date", "Python", "builds", f"default build ({platform})", "status"):
+        table.add_column(column)
+    for row in rows:
+        patches = row["patches"]
+        name = row["minor"] + (f" ({patches[0]}–{patches[-1]})" if len(patches) > 1 else f" ({patches[0]})")
+        table.add_row(name, row["release_date"] or "unknown", _python_range(row["python"]),
+                      ", ".join(row["builds"]) or "-",
+                      row["default_build"].get(platform) or ("unknown" if platform in row["default_build"] else "-"),
+                      row["status"])
+    Console().print(table)
 
 
 def _companion(name: str, value: dict[str, Any]) -> str:

@@ -2,8 +2,11 @@
 
 The probe runs as a subprocess: the single-file bundle is written to a temporary directory and started
 with ``PYTHON -I bundle`` (default: this interpreter), so the target needs only torch. Progress lines and
-the summary table go to stderr as they happen; the report is JSON in ``--output`` or on stdout. Exit
-code: 0 all checks passed/skipped/unsupported, 1 any failed/timeout/crashed/error, else the error's code.
+the summary table go to stderr as they happen; the report is JSON in ``--output`` or on stdout (with
+``--json``: a summary object on stdout, carrying the report when there is no ``--output``). ``--output``
+is checked before the probe runs; if it cannot be written afterwards the report goes to the spool and the
+error says where. Exit code: 0 all checks passed/skipped/unsupported, 1 any failed/timeout/crashed/error,
+else the error's code.
 
 `--submit URL --token T` posts the report; when the server cannot be reached the report goes to the
 spool (see cli/report_spool.py) and `accelenv report submit` sends it later.
@@ -46,21 +49,56 @@ def probe_command(
     timeout: float = typer.Option(120.0, "--timeout", help="seconds each check may take"),
     python: Optional[str] = typer.Option(None, "--python", help="interpreter to probe (default: this one)"),
     inject: Optional[List[str]] = typer.Option(None, "--inject", help="refdev fault KIND[:TARGET] (repeatable)"),
-    bundle: Optional[Path] = typer.Option(None, "--bundle", help="only write the single-file probe here"),
+    bundle: Optional[Path] = typer.Option(None, "--bundle", help="only write the single-file probe here (a file, "
+                                          "or a directory to hold accelenv_probe.py)"),
     quiet: bool = typer.Option(False, "--quiet", help="no progress lines"),
+    as_json: bool = typer.Option(False, "--json", help="print a JSON summary on stdout (with the report when "
+                                 "there is no --output); errors as JSON too"),
 ) -> None:
     from cli.error_render import guarded
 
-    with guarded():
+    with guarded(as_json=as_json):
         if bundle is not None:
-            from probes.bundle import write_bundle
+            target = write_bundle_file(bundle)
+            if as_json:
+                from cli.error_render import dump_json
 
-            write_bundle(str(bundle))
-            sys.stderr.write(f"wrote {bundle}: run it with `python -I {bundle.name}` where torch is installed\n")
+                dump_json({"bundle": str(target)})
+            sys.stderr.write(f"wrote {target}: run it with `python -I {target.name}` where torch is installed\n")
             return
         code = run_probe(device=device, checks=checks, output=output, submit_url=submit_url, token=token,
-                         timeout=timeout, python=python, inject=inject or [], quiet=quiet)
+                         timeout=timeout, python=python, inject=inject or [], quiet=quiet, as_json=as_json)
     raise typer.Exit(code)
+
+
+def write_bundle_file(bundle: Path) -> Path:
+    """Write the single-file probe to ``bundle`` (or into it, when it is a directory); a path that cannot
+    be written is an invalid request naming it, and nothing is left behind."""
+    from probes.bundle import BUNDLE_NAME, write_bundle
+
+    target = bundle / BUNDLE_NAME if bundle.is_dir() else bundle
+    _require_writable(target, "--bundle")
+    try:
+        write_bundle(str(target))
+    except OSError as exc:
+        raise _invalid(f"cannot write the probe bundle to {target}: {exc.strerror or exc}",
+                       "choose a writable file or directory for --bundle", "--bundle", bundle) from None
+    return target
+
+
+def _require_writable(path: Path, flag: str) -> None:
+    """Refuse, before any work, a file path that cannot be written: a directory, a missing or read-only folder."""
+    if path.is_dir():
+        raise _invalid(f"{flag} {path} is a directory", f"give a file path, e.g. {flag} {path / 'report.json'}",
+                       flag, path)
+    folder = path.parent
+    if not folder.is_dir():
+        raise _invalid(f"{flag} {path}: the folder {folder} does not exist",
+                       f"create it first (mkdir -p {folder}) or choose another {flag}", flag, path)
+    writable = os.access(path, os.W_OK) if path.exists() else os.access(folder, os.W_OK | os.X_OK)
+    if not writable:
+        raise _invalid(f"{flag} {path} is not writable", f"choose a file in a folder you can write to for {flag}",
+                       flag, path)
 
 
 def _invalid(message: str, hint: str, flag: str, value: object) -> Exception:
@@ -70,7 +108,7 @@ def _invalid(message: str, hint: str, flag: str, value: object) -> Exception:
 
 
 def _validate(device: str, checks: str, timeout: float, python: str, inject: list[str], submit_url: str | None,
-              token: str | None) -> None:
+              token: str | None, output: Path | None) -> None:
     from probes.checks import GROUPS
     from probes.device_activation import DeviceError, parse_device
 
@@ -103,15 +141,20 @@ def _validate(device: str, checks: str, timeout: float, python: str, inject: lis
                            ",".join(inject)) from None
     if submit_url and not token:
         raise _invalid("--submit needs an API token", "pass --token T or set ACCELENV_TOKEN", "--submit", submit_url)
+    if output is not None:
+        _require_writable(output, "--output")
 
 
 def run_probe(*, device: str, checks: str, output: Path | None, submit_url: str | None, token: str | None,
-              timeout: float, python: str | None, inject: list[str], quiet: bool) -> int:
-    """Run the probe in the target interpreter; returns the probe's exit code (0 ok, 1 something failed)."""
+              timeout: float, python: str | None, inject: list[str], quiet: bool, as_json: bool = False) -> int:
+    """Run the probe in the target interpreter; returns the probe's exit code (0 ok, 1 something failed).
+
+    The finished report is never lost: when ``output`` cannot be written after the run (the disk filled,
+    the folder went away), it is kept in the spool and the error says where."""
     from compat_service.domain.errors import AccelenvError
 
     python = python or sys.executable
-    _validate(device, checks, timeout, python, inject, submit_url, token)
+    _validate(device, checks, timeout, python, inject, submit_url, token, output)
     from probes.bundle import BUNDLE_NAME, write_bundle
 
     with tempfile.TemporaryDirectory(prefix="accelenv-probe-") as workdir:
@@ -139,19 +182,57 @@ def run_probe(*, device: str, checks: str, output: Path | None, submit_url: str 
             )
         text = Path(report_path).read_text(encoding="utf-8")
     report = _validated(text)
-    if output is not None:
-        output.write_text(text, encoding="utf-8")
-    else:
+    unwritten = _write_report(text, output) if output is not None else None
+    if output is None and not as_json:
         sys.stdout.write(text)
-    if submit_url:
-        _submit_or_spool(report, submit_url, token or "")
+    submitted = _submit_or_spool(report, submit_url, token or "") if submit_url else None
+    if unwritten is not None:
+        from cli import report_spool
+
+        kept = report_spool.spool(report)
+        raise _invalid(f"the probe finished but its report could not be written to {output}: {unwritten}; "
+                       f"the report is kept at {kept}",
+                       f"copy it from {kept}, or send it with `accelenv report submit --server URL`",
+                       "--output", output)
+    if as_json:
+        from cli.error_render import dump_json
+
+        dump_json(_summary(report, output, submitted, proc.returncode))
     return proc.returncode
 
 
+def _write_report(text: str, output: Path) -> str | None:
+    """Write the report to ``output``; the reason when that failed (the report is then spooled)."""
+    try:
+        output.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    return None
+
+
+def _summary(report: dict[str, Any], output: Path | None, submitted: str | None, code: int) -> dict[str, Any]:
+    """What `accelenv probe --json` prints: the outcome a script acts on, and the report when not in a file."""
+    failing = [{"id": c["id"], "status": c["status"], "detail": c.get("detail")}
+               for c in report["checks"] if c["status"] in ("failed", "timeout", "crashed", "error")]
+    payload: dict[str, Any] = {
+        "report_id": report["report_id"],
+        "exit_code": code,
+        "ok": report["summary"]["ok"],
+        "counts": report["summary"]["counts"],
+        "failing": failing,
+        "output": str(output) if output is not None else None,
+        "submitted": submitted,
+    }
+    if output is None:
+        payload["report"] = report
+    return payload
+
+
 def _validated(text: str) -> dict[str, Any]:
-    from compat_service.domain.errors import Cause, ReportInvalidError
-    from compat_service.domain.report import ProbeReport
     from pydantic import ValidationError
+
+    from compat_service.domain.errors import Cause, ReportInvalidError
+    from compat_service.domain.evidence.report import ProbeReport
 
     try:
         ProbeReport.model_validate_json(text)
@@ -163,7 +244,8 @@ def _validated(text: str) -> dict[str, Any]:
     return json.loads(text)
 
 
-def _submit_or_spool(report: dict[str, Any], server: str, token: str) -> None:
+def _submit_or_spool(report: dict[str, Any], server: str, token: str) -> str:
+    """Post the report (or spool it when the server is unreachable); says which: stored, exists, spooled."""
     from cli import report_spool
     from compat_service.domain.errors import ServerUnreachableError
 
@@ -174,12 +256,13 @@ def _submit_or_spool(report: dict[str, Any], server: str, token: str) -> None:
         path = report_spool.spool(report)
         sys.stderr.write(f"warning: {err.message}\nthe report is kept at {path}; send it later with "
                          "`accelenv report submit --server URL`\n")
-        return
+        return "spooled"
     except Exception:
         report_spool.spool(report)
         raise
     word = "stored" if status == 201 else "already stored"
     sys.stderr.write(f"submitted report {report['report_id']} to {server} ({word})\n")
+    return "stored" if status == 201 else "exists"
 
 
 def report_submit_command(

@@ -6,8 +6,9 @@ The spool goes out in batches (`POST URL/v1/reports/batch` as NDJSON, one compac
 ``BATCH_SIZE`` reports a request, one result per report); a server without the batch route (404) gets the
 reports one by one, and a batch the server refuses as a whole (too large, or NDJSON it cannot read) is sent
 one by one too.
-An unreachable server is ``ServerUnreachableError`` (exit 6); a refused token ``AuthError`` /
-``ForbiddenError`` (exit 7); a report the server rejects ``ReportInvalidError`` (exit 10).
+The HTTP calls go through the CLI's one service client (cli/service_client.py): an unreachable server is
+``ServerUnreachableError`` (exit 6); a refused token ``AuthError`` / ``ForbiddenError`` (exit 7); a report
+the server rejects ``ReportInvalidError`` (exit 10).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any
 
 import httpx
 
+from cli.service_client import ServiceClient
 from compat_service.domain.errors import (
     AccelenvError,
     AuthError,
@@ -31,10 +33,6 @@ from compat_service.domain.errors import (
 )
 
 SPOOL_ENV = "ACCELENV_SPOOL_DIR"
-_BY_STATUS: dict[int, type[AccelenvError]] = {
-    400: ReportInvalidError, 401: AuthError, 403: ForbiddenError, 409: ConflictError, 413: ReportInvalidError,
-    422: ReportInvalidError,
-}
 #: reports per batch request; the service accepts up to its ACCELENV_MAX_BATCH_REPORTS (100 by default)
 BATCH_SIZE = 50
 
@@ -67,10 +65,7 @@ def spooled(directory: Path | None = None) -> list[Path]:
 def submit(server: str, token: str, body: bytes, *, client: httpx.Client | None = None,
            timeout_s: float = 30.0) -> int:
     """POST one report; returns 201 (stored) or 200 (already stored), raises an AccelenvError otherwise."""
-    response = _post(server, "/v1/reports", token, body, client=client, timeout_s=timeout_s)
-    if response.status_code in (200, 201):
-        return response.status_code
-    raise _error_from(response, server)
+    return ServiceClient(server, token=token, client=client).post_report(body, timeout_s=timeout_s)
 
 
 def submit_batch(server: str, token: str, bodies: list[bytes], *, client: httpx.Client | None = None,
@@ -78,13 +73,12 @@ def submit_batch(server: str, token: str, bodies: list[bytes], *, client: httpx.
     """POST reports (each a JSON object on one line) as one NDJSON batch; the server's per-report results in
     order (``{"report_id", "status": created|exists|conflict|invalid, "error"?}``), or None when the server
     has no batch route (404 or 405). Raises an AccelenvError when the server refuses the batch as a whole."""
-    body = b"\n".join(bodies) + b"\n"
-    response = _post(server, "/v1/reports/batch", token, body, client=client, timeout_s=timeout_s,
-                     content_type="application/x-ndjson")
+    service = ServiceClient(server, token=token, client=client)
+    response = service.post_report_batch(b"\n".join(bodies) + b"\n", timeout_s=timeout_s)
     if response.status_code in (404, 405):  # a server from before the batch route (405: POST on GET's path)
         return None
     if response.status_code != 200:
-        raise _error_from(response, server)
+        raise service.report_refusal(response)
     try:
         results = response.json()["results"]
     except (ValueError, KeyError, TypeError):
@@ -95,39 +89,6 @@ def submit_batch(server: str, token: str, bodies: list[bytes], *, client: httpx.
             hint="the reports are kept; check that the URL names an accelenv service",
         )
     return results
-
-
-def _post(server: str, path: str, token: str, body: bytes, *, client: httpx.Client | None,
-          timeout_s: float, content_type: str = "application/json") -> httpx.Response:
-    url = server.rstrip("/") + path
-    headers = {"Authorization": f"Bearer {token}", "Content-Type": content_type}
-    try:
-        if client is not None:
-            return client.post(url, content=body, headers=headers)
-        with httpx.Client(timeout=timeout_s) as own:
-            return own.post(url, content=body, headers=headers)
-    except (httpx.TransportError, httpx.InvalidURL) as exc:
-        raise ServerUnreachableError(
-            f"cannot reach the accelenv server at {server}: {exc.__class__.__name__}",
-            hint="check the URL; the report is kept and `accelenv report submit` sends it later",
-        ) from exc
-
-
-def _error_from(response: httpx.Response, server: str) -> AccelenvError:
-    try:
-        body = ErrorBody.model_validate(response.json())
-        message, hint, causes = body.message, body.hint, body.causes
-    except ValueError:
-        message, hint, causes = f"HTTP {response.status_code}", None, []
-    cls = _BY_STATUS.get(response.status_code)
-    if cls is None:  # 5xx and anything unexpected: the server could not take it now; retry later
-        return ServerUnreachableError(
-            f"the server at {server} did not store the report (HTTP {response.status_code}: {message})",
-            hint="the report is kept; `accelenv report submit` retries",
-        )
-    default_hint = {AuthError: "pass a valid token with --token or ACCELENV_TOKEN (scope 'report')",
-                    ForbiddenError: "the token lacks the 'report' scope; create one that has it"}.get(cls)
-    return cls(f"the server refused the report: {message}", hint=hint or default_hint, causes=causes)
 
 
 @dataclass

@@ -2,8 +2,8 @@
 
 Offline by default (the bundled matrix, through its compiled snapshot); `--server URL` or ACCELENV_SERVER
 asks a service instead and prints the same output. Defaults (Python, OS, arch) are this host's;
-`--backend auto` runs host detection (see compat_service/domain/host_detection.py for the order and the
-override variables).
+`--backend auto` runs host detection (probes/host_facts.py: `detect_host`, whose docstring lists the order
+and the override variables).
 
 Start-up time is the point of this module's shape. Typer builds a pydantic adapter per option (~80 ms),
 so the flags are defined once, with argparse, in `build_parser`; the Typer command only forwards its
@@ -19,7 +19,8 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from compat_service.domain.install_formats import FORMATS
+from compat_service.domain.resolver.install_formats import FORMATS
+from compat_service.domain.resolver.request import PARAMETERS
 
 if TYPE_CHECKING:
     import typer
@@ -47,32 +48,13 @@ def register(app: typer.Typer) -> None:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="accelenv resolve", description=HELP)
     add = parser.add_argument
-    add(
-        "--torch",
-        default="latest",
-        help="latest, a minor (2.3), an exact version (2.3.1) or a PEP 440 specifier",
-    )
-    add("--python", help="3.11 or 3.13t (default: this interpreter)")
-    add("--os", dest="os_name", metavar="OS", help="linux, windows or macos (default: this host)")
-    add("--arch", help="x86_64, aarch64 or arm64 (default: this host)")
-    add(
-        "--backend",
-        default="auto",
-        help="cpu, cu121, rocm6.0, xpu, a family (cuda, rocm, npu, mlu, mps) or auto",
-    )
-    add("--driver", help="driver version of the target, e.g. 535.104.05")
-    add(
-        "--gpu-arch",
-        dest="gpu_arch",
-        metavar="ARCH",
-        help="GPU architecture of the target: sm_90 (or 9.0), gfx942",
-    )
-    add(
-        "--with",
-        dest="with_",
-        metavar="PACKAGES",
-        help="companions: torchvision,torchaudio (default) or none",
-    )
+    # the request's flags, from the domain's one parameter table (the API's query parameters are the same)
+    for p in PARAMETERS:
+        if p.switch:
+            add(p.flag, dest=p.dest, action="store_true", help=p.cli_help or p.description)
+        else:
+            help_text = p.cli_help or p.description
+            add(p.flag, dest=p.dest, metavar=p.metavar, default=p.cli_default, help=help_text)
     add("--format", dest="fmt", metavar="FORMAT", default="text", help=f"one of: {', '.join(FORMATS)}")
     add(
         "--server",
@@ -86,12 +68,6 @@ def build_parser() -> argparse.ArgumentParser:
         default=os.environ.get("ACCELENV_EVIDENCE_DATABASE") or None,
         help="read verification evidence from this database, e.g. the service's "
         "ACCELENV_DATABASE_URL [env ACCELENV_EVIDENCE_DATABASE]",
-    )
-    add(
-        "--require-verified",
-        dest="require_verified",
-        action="store_true",
-        help="accept only combinations probe reports verify (needs --server or --database)",
     )
     add(
         "--matrix",
@@ -137,17 +113,17 @@ def run_resolve(
     database: str | None = None,
     require_verified: bool = False,
 ) -> str:
-    from compat_service.domain import host_detection
-    from compat_service.domain.install_formats import render
-    from compat_service.domain.resolver_request import ResolveRequest, invalid_request
+    from compat_service.domain.backends import normalise_arch
+    from compat_service.domain.resolver.install_formats import render
+    from compat_service.domain.resolver.request import ResolveRequest, invalid_request
+    from probes import host_facts
 
     if fmt not in FORMATS:
         raise invalid_request(
             f"--format {fmt!r} is not an output format", f"use one of: {', '.join(FORMATS)}", "--format", fmt
         )
-    this_os, this_arch = host_detection.host_os(), host_detection.host_arch()
-    arm = ("aarch64", "arm64")
-    same_arch = arch is None or arch == this_arch or (arch in arm and this_arch in arm)
+    this_os, this_arch = host_facts.os_name(), host_facts.arch_name()
+    same_arch = arch is None or normalise_arch(this_os, arch) == normalise_arch(this_os, this_arch)
     foreign = (os_name is not None and os_name != this_os) or not same_arch
     if backend == "auto":
         if foreign:
@@ -157,13 +133,13 @@ def run_resolve(
                 "--backend",
                 "auto",
             )
-        facts = host_detection.detect_host()
-        backend = facts.backend
-        driver = driver or facts.driver
-        gpu_arch = gpu_arch or facts.gpu_arch
+        host = host_facts.detect_host()
+        backend = host["backend"]
+        driver = driver or host["driver_version"]
+        gpu_arch = gpu_arch or host["device_arch"]
     request = ResolveRequest.from_strings(
         torch=torch,
-        python=python or host_detection.host_python(),
+        python=python or host_facts.python_minor(),
         os=os_name or this_os,
         arch=arch or this_arch,
         backend=backend,
@@ -180,19 +156,19 @@ def run_resolve(
             "true",
         )
     if server:
-        from cli.server_client import resolve_remote
+        from cli.service_client import ServiceClient
 
-        resolution = resolve_remote(server, request.to_strings())
+        resolution = ServiceClient(server).resolve(request.to_strings())
     else:
         from pathlib import Path
 
-        from compat_service.domain.matrix_snapshot import load_matrix_cached
-        from compat_service.domain.resolver import resolve
+        from compat_service.domain.matrix.snapshot import load_matrix_cached
+        from compat_service.domain.resolver.stages import resolve
 
         evidence = None
         if database:
             # lazy: only `--database` pays for SQLAlchemy (docs/architecture.md allows it here)
-            from compat_service.db.evidence_lookup import open_database_evidence
+            from compat_service.db.evidence_repository import open_database_evidence
 
             evidence = open_database_evidence(database, gpu_arch=request.gpu_arch)
         resolution = resolve(request, load_matrix_cached(Path(matrix_path) if matrix_path else None), evidence)

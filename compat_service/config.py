@@ -7,7 +7,6 @@ own. Flag > environment variable > default.
 from __future__ import annotations
 
 from pathlib import Path
-
 from typing import Any
 
 from pydantic import Field, ValidationError

@@ -24,20 +24,9 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, SQLModel, func, select
 
 from compat_service.db.engine import session_scope
-from compat_service.db.models import (
-    MATRIX_TABLES,
-    BuildVariantRow,
-    CudaToolkitRow,
-    GpuArchListRow,
-    MatrixLoad,
-    SourceRow,
-    TorchPython,
-    TorchRelease,
-    TorchWheel,
-    VendorPluginRow,
-)
+from compat_service.db.models import MATRIX_TABLES, MatrixLoad, TorchPython, TorchRelease, TorchWheel
 from compat_service.domain.errors import ConflictError, DatabaseNotReadyError
-from compat_service.domain.matrix_models import MatrixData
+from compat_service.domain.matrix.schema import MatrixData
 
 # Any constant works: it only has to be the same in every process that loads.
 _PG_LOAD_LOCK = 0x616363656C656E76
@@ -70,31 +59,9 @@ def version_sort_key(version: str) -> str:
 
 
 def matrix_rows(data: MatrixData) -> dict[type[SQLModel], list[dict[str, Any]]]:
-    """Every normalized row of ``data``, per table, as plain dicts."""
+    """Every normalized row of ``data``, per table, as plain dicts (the rest is read from the snapshot)."""
     family = {v.label: v.family for v in data.build_variants.variants}
     rows: dict[type[SQLModel], list[dict[str, Any]]] = {table: [] for table in MATRIX_TABLES}
-    rows[SourceRow] = [
-        {
-            "key": s.key,
-            "title": s.title,
-            "url": s.url,
-            "confidence": s.confidence,
-            "retrieved": s.retrieved,
-            "note": s.note,
-        }
-        for s in data.sources.sources
-    ]
-    rows[BuildVariantRow] = [
-        {
-            "label": v.label,
-            "family": v.family,
-            "runtime": v.runtime,
-            "runtime_full": v.runtime_full,
-            "index_url": v.index_url,
-            "source": list(v.source),
-        }
-        for v in data.build_variants.variants
-    ]
     for minor in data.torch_releases.minors:
         for patch in minor.patches:
             rows[TorchRelease].append(
@@ -134,50 +101,6 @@ def matrix_rows(data: MatrixData) -> dict[type[SQLModel], list[dict[str, Any]]]:
                 {"torch_version": patch.version, "python": py, "platform": plat}
                 for py, plat in sorted(pythons)
             ]
-    rows[CudaToolkitRow] = [
-        {
-            "version": t.version,
-            "min_driver_linux": t.min_driver_linux,
-            "min_driver_windows": t.min_driver_windows,
-            "source": list(t.source),
-        }
-        for t in data.cuda.toolkits
-    ]
-    rows[GpuArchListRow] = [
-        {
-            "torch": a.torch,
-            "variant": a.variant,
-            "platforms_key": ",".join(sorted(a.platforms)),
-            "platforms": list(a.platforms),
-            "archs": list(a.archs),
-            "ptx": a.ptx,
-            "source": list(a.source),
-        }
-        for a in data.gpu_archs.arch_lists
-    ]
-    rows[VendorPluginRow] = [
-        {
-            "plugin": "torch_npu",
-            "plugin_version": r.torch_npu,
-            "torch": r.torch,
-            "toolkit": r.cann,
-            "driver": None,
-            "python": r.python,
-            "source": list(r.source),
-        }
-        for r in data.vendor_backends.ascend_npu
-    ] + [
-        {
-            "plugin": "torch_mlu",
-            "plugin_version": r.torch_mlu,
-            "torch": r.torch,
-            "toolkit": r.toolkit,
-            "driver": r.driver,
-            "python": r.python,
-            "source": list(r.source),
-        }
-        for r in data.vendor_backends.cambricon_mlu
-    ]
     return rows
 
 
@@ -258,7 +181,7 @@ def import_matrix_data(engine: Engine, data: MatrixData, *, source_path: str) ->
 
 def import_matrix(engine: Engine, path: Path | None = None) -> ImportResult:
     """Validate matrix_data at ``path`` (None = the bundled copy) and load it."""
-    from compat_service.domain.matrix_loader import load_matrix_data
+    from compat_service.domain.matrix.loader import load_matrix_data
 
     data = load_matrix_data(path)
     return import_matrix_data(engine, data, source_path=str(path) if path else "bundled matrix_data")

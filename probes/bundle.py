@@ -6,6 +6,7 @@ package: the same code, no copy to drift. Modules execute lazily, on import.
 """
 
 import os
+import tempfile
 
 BUNDLE_NAME = "accelenv_probe.py"
 
@@ -89,9 +90,18 @@ def build_bundle_source(root=None):
 
 
 def write_bundle(path, root=None):
+    """Write the bundle to ``path`` atomically: a temporary file beside it, renamed over it; on any
+    failure (a directory at ``path``, a missing folder, a full disk) the temporary file is removed and the
+    OSError propagates."""
     text = build_bundle_source(root)
-    tmp = path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as handle:
-        handle.write(text)
-    os.replace(tmp, path)
+    fd, tmp = tempfile.mkstemp(prefix=".accelenv-probe-", suffix=".tmp", dir=os.path.dirname(path) or ".")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
     return path

@@ -203,7 +203,7 @@ def collect(ctx):
     family = host_facts.driver_family(ctx.device_type, ctx.hip_build)
     driver, driver_sources = host_facts.detect_driver(family) if ctx.device_type not in (None, "cpu") else (None, [])
     host = host_facts.host_summary()
-    override_arch = _env("ACCELENV_DEVICE_ARCH")
+    override_arch = host_facts.gpu_arch_override()
     extra = {
         "arch_list": archs,
         "debug": bool(getattr(torch.version, "debug", False)),
@@ -252,12 +252,6 @@ def probe_origin():
     files = [getattr(m, "__file__", "") or "" for n, m in list(sys.modules.items())
              if m is not None and (n == "probes" or n.startswith("probes."))]
     return "bundle" if all(f.startswith(bundle) for f in files) else "mixed"
-
-
-def _env(name):
-    import os
-
-    return os.environ.get(name) or None
 
 
 def plan(ctx, facts):

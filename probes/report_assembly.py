@@ -1,4 +1,4 @@
-"""Assemble the versioned report (schema_version "1", compat_service/domain/report.py) and summarise it."""
+"""Assemble the versioned report (schema "1", compat_service/domain/evidence/report.py); summarise it."""
 
 import datetime
 import uuid

@@ -3,7 +3,7 @@
 Each parser takes the verbatim text a file or command produced and returns a value or ``None`` (never
 raises on odd input): the probe reports what it could not read instead of crashing. The I/O step that
 reads the files and runs the tools lives in ``host_facts``; tests feed these parsers captured outputs
-kept under ``tests/data/probe_tools/``.
+kept under ``tests/data/host_tools/`` (one parser per file or tool output; ``tests/probes/test_tool_parsers.py``).
 """
 
 import json
@@ -32,15 +32,32 @@ def parse_nvidia_proc_version(text):
     return None
 
 
-def parse_nvidia_smi_query(text):
-    """``nvidia-smi --query-gpu=FIELD --format=csv[,noheader]``: one value per GPU, header optional."""
-    values = []
+#: the one nvidia-smi query host detection runs: driver, compute capability and name of every GPU
+NVIDIA_SMI_QUERY_FIELDS = ("driver_version", "compute_cap", "name")
+
+
+def parse_nvidia_smi_query(text, fields=NVIDIA_SMI_QUERY_FIELDS):
+    """``nvidia-smi --query-gpu=F1,F2,... --format=csv[,noheader]``: one dict per GPU, ``{field: value}``.
+
+    The first field must be numeric (``driver_version``): lines that do not start with a digit are the
+    csv header or an error message and are skipped. Missing trailing fields and ``[N/A]`` (``compute_cap``
+    on drivers that predate it) are ``None``; a ``compute_cap`` that is not ``X.Y`` is ``None`` too.
+    """
+    gpus = []
     for line in (text or "").splitlines():
-        value = line.strip()
-        if not value or not re.match(r"^[0-9]", value):
-            continue  # the csv header ("driver_version") or a blank line
-        values.append(value)
-    return values
+        if not re.match(r"^\s*[0-9]", line):
+            continue
+        values = [v.strip() for v in line.split(",", len(fields) - 1)]
+        values += [None] * (len(fields) - len(values))
+        row = {}
+        for name, value in zip(fields, values):
+            if value in ("", "[N/A]", "N/A", "[Not Supported]"):
+                value = None
+            if name == "compute_cap" and value is not None and not re.match(r"^\d{1,2}\.\d$", value):
+                value = None
+            row[name] = value
+        gpus.append(row)
+    return gpus
 
 
 def parse_nvidia_smi_banner(text):
@@ -90,6 +107,31 @@ def parse_rocm_smi_driver(text):
     return match.group(1) if match else None
 
 
+def parse_rocminfo_gfx(text):
+    """``rocminfo``: the gfx target of every GPU agent (``Name: gfx1100``), in agent order, without repeats."""
+    seen = []
+    for target in re.findall(r"^\s*Name:\s+(gfx[0-9a-f]{3,5})\b", text or "", re.MULTILINE):
+        if target not in seen:
+            seen.append(target)
+    return seen
+
+
+def parse_rocm_version_file(text):
+    """``/opt/rocm/.info/version`` (the installed ROCm, not the kernel driver): ``6.0.2-115`` -> ``6.0.2``."""
+    match = re.match(r"^(\d+\.\d+(?:\.\d+)?)", (text or "").strip())
+    return match.group(1) if match else None
+
+
+def parse_sycl_ls_gpus(text):
+    """``sycl-ls``: the names of the Level Zero GPUs (the devices torch's XPU backend drives)."""
+    names = []
+    for line in (text or "").splitlines():
+        if line.startswith("[level_zero:gpu]"):
+            rest = line.split("]", 2)[-1].strip()
+            names.append(rest.split(", ", 1)[-1])
+    return names
+
+
 def parse_rocm_smi_gfx(text):
     """``GPU[0] : GFX Version: gfx942`` lines of ``rocm-smi --showproductname`` -> ['gfx942', ...]."""
     return re.findall(r"GFX Version:\s*(gfx[0-9a-f]+)", text or "")
@@ -104,9 +146,13 @@ def parse_npu_smi_info(text):
     version = re.search(r"npu-smi\s+\S+\s+Version:\s*(\S+)", text)
     npus = []
     lines = text.splitlines()
-    for i, line in enumerate(lines):
-        head = re.match(r"^\|\s*(\d+)\s+(\S+)\s*\|\s*(OK|Warning|Alarm|Critical|\w+)\s*\|", line)
+    i = 0
+    while i < len(lines):
+        # the NPU row names the chip (it has a letter: 910B4, 310P3); the row under it (chip, device,
+        # bus id) is its usage row, never an NPU of its own even where its columns look alike (310B4)
+        head = re.match(r"^\|\s*(\d+)\s+(\S*[A-Za-z]\S*)\s*\|\s*(OK|Warning|Alarm|Critical|\w+)\s*\|", lines[i])
         if not head:
+            i += 1
             continue
         entry = {"npu": int(head.group(1)), "name": head.group(2), "health": head.group(3), "hbm_total_mb": None}
         if i + 1 < len(lines):
@@ -114,6 +160,7 @@ def parse_npu_smi_info(text):
             if usage:
                 entry["hbm_total_mb"] = int(usage[-1][1])
         npus.append(entry)
+        i += 2
     return {"driver_version": version.group(1) if version else None, "npus": npus}
 
 
@@ -143,4 +190,10 @@ def parse_cnmon(text):
 def parse_amdgpu_sysfs_version(text):
     """``/sys/module/amdgpu/version``: the amdgpu kernel-mode driver version, e.g. ``6.7.0``."""
     match = re.match(r"\s*(\d+\.\d+(?:\.\d+)*)\s*$", text or "")
+    return match.group(1) if match else None
+
+
+def parse_gnu_libc_version(text):
+    """``os.confstr('CS_GNU_LIBC_VERSION')``, e.g. ``glibc 2.35``: the glibc version, or None (musl, other)."""
+    match = re.match(r"\s*glibc\s+(\d+\.\d+)", text or "")
     return match.group(1) if match else None

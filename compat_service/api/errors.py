@@ -1,6 +1,7 @@
 """The one error handler: every failure leaves the API as ``{code, message, hint, causes, alternatives}``.
 
-- AccelenvError → its ``http_status`` and its own body (the same codes the CLI prints).
+- AccelenvError → its ``http_status`` and its own body (the same codes the CLI prints; the classes and
+  their statuses are the registry of compat_service/domain/errors.py).
 - Request validation → 422 ``invalid-request`` with one cause per bad parameter, naming it.
 - Unknown route / wrong method → 404 / 405 in the same shape.
 - A client that disconnects mid-upload → logged at info (no traceback: it is not a bug).
@@ -19,7 +20,14 @@ from sqlalchemy.exc import OperationalError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 
-from compat_service.domain.errors import AccelenvError, Cause, ErrorBody
+from compat_service.domain.errors import (
+    AccelenvError,
+    Cause,
+    DatabaseNotReadyError,
+    ErrorBody,
+    InternalError,
+    InvalidRequestError,
+)
 
 log = logging.getLogger("accelenv.api")
 
@@ -68,13 +76,10 @@ async def _validation_error(_request: Request, exc: Exception) -> JSONResponse:
         for err in exc.errors()
     ]
     names = ", ".join(dict.fromkeys(c.origin for c in causes))
-    body = ErrorBody(
-        code="invalid-request",
-        message=f"invalid {names}",
-        hint="fix the named parameters; /docs describes every parameter",
-        causes=causes,
+    err = InvalidRequestError(
+        f"invalid {names}", hint="fix the named parameters; /docs describes every parameter", causes=causes
     )
-    return error_response(422, body)
+    return error_response(err.http_status, err.to_body())
 
 
 async def _http_error(_request: Request, exc: Exception) -> JSONResponse:
@@ -86,12 +91,11 @@ async def _http_error(_request: Request, exc: Exception) -> JSONResponse:
 async def _database_error(request: Request, exc: Exception) -> JSONResponse:
     # The database went away or lost its schema after start-up: say so, as /readyz would.
     log.warning("database error on %s %s: %s", request.method, request.url.path, exc)
-    body = ErrorBody(
-        code="database-not-ready",
-        message="the service cannot use its database right now",
+    err = DatabaseNotReadyError(
+        "the service cannot use its database right now",
         hint="see GET /readyz for which check fails; an operator may need `accelenv db upgrade`",
     )
-    return error_response(503, body)
+    return error_response(err.http_status, err.to_body())
 
 
 async def _client_gone(request: Request, exc: Exception) -> JSONResponse:
@@ -103,12 +107,11 @@ async def _client_gone(request: Request, exc: Exception) -> JSONResponse:
 
 async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
     log.exception("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
-    body = ErrorBody(
-        code="internal-error",
-        message="the service failed unexpectedly",
+    err = InternalError(
+        "the service failed unexpectedly",
         hint="this is a bug in accelenv; please report it with the request that caused it",
     )
-    return error_response(500, body)
+    return error_response(err.http_status, err.to_body())
 
 
 def install_error_handlers(app: FastAPI) -> None:

@@ -16,9 +16,8 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from compat_service.domain.errors import Cause, ReportInvalidError
-from compat_service.domain.evidence import ReportTooLargeError
-from compat_service.domain.report import NUL_ESCAPE, ProbeReport, nul_character_paths
+from compat_service.domain.errors import Cause, ReportInvalidError, ReportTooLargeError
+from compat_service.domain.evidence.report import NUL_ESCAPE, ProbeReport, nul_character_paths
 
 #: causes listed in a report-invalid error; a broken report can have thousands of problems
 MAX_CAUSES = 20

@@ -51,9 +51,9 @@ from compat_service.db.report_prep import (
     utcnow,
 )
 from compat_service.db.reports_models import StoredReport
-from compat_service.domain.errors import AccelenvError, AuthError, DatabaseNotReadyError
-from compat_service.domain.evidence import IngestResult, ReportConflictError
-from compat_service.domain.report import CHECK_STATUSES, ProbeReport
+from compat_service.domain.errors import AccelenvError, AuthError, DatabaseNotReadyError, ReportConflictError
+from compat_service.domain.evidence.cells import IngestResult
+from compat_service.domain.evidence.report import CHECK_STATUSES, ProbeReport
 
 _CELL = EvidenceCell.__table__
 _HOST = EvidenceHost.__table__

@@ -1,7 +1,7 @@
 """Evidence tables (revision 0002_reports_and_evidence): per-cell counters kept up to date by each ingest.
 
 - ``evidence_cell``: one row per evidence cell key (``key_hash`` is unique; NULL key parts compare equal
-  through the hash), with the counters ``verification`` reads.
+  through the hash), with the counters ``evidence.status`` reads.
 - ``evidence_host``: one row per (cell, host fingerprint): counts distinct hosts and passing hosts.
 - ``evidence_submitter``: the same per (cell, token that submitted): distinct and passing submitters.
 - ``evidence_check``: results by status, the aten op and the last failure, per (cell, check id, shard). A
@@ -24,9 +24,8 @@ import sqlalchemy as sa
 from sqlmodel import Field, SQLModel
 
 from compat_service.db.reports_models import StoredReport  # noqa: F401  (registers probe_report)
-from compat_service.domain.evidence import CheckCounts
-from compat_service.domain.verification import CellTally
-
+from compat_service.domain.evidence.cells import CheckCounts
+from compat_service.domain.evidence.status import CellTally
 
 #: storage options of the counter tables (migration 0002 creates them with the same)
 COUNTER_TABLE_OPTIONS = {"postgresql_with": {"fillfactor": 50}}
@@ -68,7 +67,7 @@ class EvidenceHost(SQLModel, table=True):
 
 
 class EvidenceSubmitter(SQLModel, table=True):
-    """Per (cell, token): distinct submitters and passing submitters (revision 0004). Submitter 0 stands
+    """Per (cell, token): distinct submitters and passing submitters (revision 0005). Submitter 0 stands
     for the reports stored before that revision."""
 
     __tablename__ = "evidence_submitter"

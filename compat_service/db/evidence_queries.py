@@ -17,7 +17,8 @@ from sqlmodel import Session
 
 from compat_service.db.evidence_models import EvidenceCell, EvidenceCheck
 from compat_service.db.reports_models import StoredReport
-from compat_service.domain.evidence import (
+from compat_service.domain.backends import normalise_arch
+from compat_service.domain.evidence.cells import (
     CellEvidence,
     CellKey,
     CheckCounts,
@@ -25,11 +26,10 @@ from compat_service.domain.evidence import (
     DeclaredMatrix,
     FailingCheck,
     MatrixCell,
-    normalise_arch,
 )
-from compat_service.domain.matrix_models import MatrixData
-from compat_service.domain.report import CHECK_STATUSES
-from compat_service.domain.verification import GAP_GROUPS, REQUIRED_GROUPS, cell_health, cell_status
+from compat_service.domain.evidence.report import CHECK_STATUSES
+from compat_service.domain.evidence.status import GAP_GROUPS, REQUIRED_GROUPS, cell_health, cell_status
+from compat_service.domain.matrix.schema import MatrixData
 
 RECENT_REPORTS = 20
 _KEY_FIELDS = tuple(CellKey.model_fields)
@@ -74,7 +74,7 @@ def _counts(row: sa.Row) -> CheckCounts:
 
 
 def _failing_expr() -> sa.ColumnElement[int]:
-    """How often a check was failing (verification.is_failing, summed in SQL)."""
+    """How often a check was failing (evidence.status.is_failing, summed in SQL)."""
     bad = EvidenceCheck.failed + EvidenceCheck.timeout + EvidenceCheck.crashed + EvidenceCheck.error
     gaps = sa.case((EvidenceCheck.group.in_(sorted(GAP_GROUPS)), EvidenceCheck.unsupported), else_=0)  # type: ignore[attr-defined]
     return bad + gaps

@@ -28,7 +28,7 @@ from compat_service.db.models import ApiToken, ApiTokenPublic
 from compat_service.db.report_prep import prepare_report
 from compat_service.db.reports_models import StoredReport
 from compat_service.domain.errors import NotFoundError
-from compat_service.domain.report import CHECK_STATUSES, ProbeReport
+from compat_service.domain.evidence.report import CHECK_STATUSES, ProbeReport
 
 #: reports read (with their bodies) per round trip
 _CHUNK = 500

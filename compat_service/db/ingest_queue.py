@@ -24,9 +24,8 @@ from sqlmodel import Session
 
 from compat_service.db.evidence_ingest import ingest_prepared
 from compat_service.db.report_prep import PreparedReport
-from compat_service.domain.errors import DatabaseNotReadyError
-from compat_service.domain.errors import AccelenvError
-from compat_service.domain.evidence import IngestResult
+from compat_service.domain.errors import AccelenvError, DatabaseNotReadyError
+from compat_service.domain.evidence.cells import IngestResult
 
 log = logging.getLogger("accelenv.ingest")
 

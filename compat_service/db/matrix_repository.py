@@ -18,7 +18,7 @@ from sqlmodel import Session, select
 
 from compat_service.db.models import MatrixLoad
 from compat_service.domain.errors import DatabaseNotReadyError
-from compat_service.domain.matrix_models import MatrixData
+from compat_service.domain.matrix.schema import MatrixData
 
 
 @dataclass(frozen=True)
@@ -28,7 +28,7 @@ class MatrixSnapshot:
     load_id: int
     content_hash: str
     data: MatrixData
-    matrix: Any  # compat_service.domain.matrix.Matrix
+    matrix: Any  # compat_service.domain.matrix.interface.Matrix
 
     @property
     def version(self) -> str:
@@ -38,7 +38,7 @@ class MatrixSnapshot:
 
 def build_matrix(data: MatrixData) -> Any:
     """The domain's in-memory Matrix over ``data``."""
-    from compat_service.domain.matrix import InMemoryMatrix
+    from compat_service.domain.matrix.interface import InMemoryMatrix
 
     return InMemoryMatrix(data)
 

@@ -7,6 +7,7 @@ engine is handed to ``env.py`` as an open connection.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import sqlalchemy as sa
@@ -16,7 +17,7 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy.engine import Engine
 
-from compat_service.db.engine import describe
+from compat_service.db.engine import describe, driver_reason, require_existing
 from compat_service.domain.errors import Cause, DatabaseNotReadyError
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
@@ -74,13 +75,22 @@ def current_revision(engine: Engine) -> str | None:
             return MigrationContext.configure(conn).get_current_revision()
     except sa.exc.OperationalError as exc:
         raise DatabaseNotReadyError(
-            f"the database {describe(engine)} is unreachable",
+            f"the database {describe(engine)} is unreachable: {driver_reason(exc)}",
             hint="check ACCELENV_DATABASE_URL and that the database server is running",
         ) from exc
 
 
 def upgrade(engine: Engine, revision: str = "head") -> None:
     """Apply migrations up to ``revision``; concurrent callers (workers starting together) take turns."""
+    _run(engine, command.upgrade, revision, "migrate")
+
+
+def downgrade(engine: Engine, revision: str) -> None:
+    """Revert migrations down to ``revision`` (an operator's step back to an older accelenv)."""
+    _run(engine, command.downgrade, revision, "downgrade")
+
+
+def _run(engine: Engine, step: Callable[[Config, str], None], revision: str, verb: str) -> None:
     config = _config()
     try:
         with _THREAD_LOCK, engine.connect() as conn:
@@ -94,17 +104,19 @@ def upgrade(engine: Engine, revision: str = "head") -> None:
             if current is not None and current not in known_revisions():
                 raise newer_schema_error(engine, current)
             config.attributes["connection"] = conn
-            command.upgrade(config, revision)
+            step(config, revision)
             conn.commit()
     except sa.exc.OperationalError as exc:
         raise DatabaseNotReadyError(
-            f"cannot migrate the database {describe(engine)}: {exc.orig}",
+            f"cannot {verb} the database {describe(engine)}: {exc.orig}",
             hint="check ACCELENV_DATABASE_URL and that the database server is running",
         ) from exc
 
 
 def require_head(engine: Engine) -> None:
-    """Raise DatabaseNotReadyError unless the schema is at the newest revision."""
+    """Raise DatabaseNotReadyError unless the schema is at the newest revision (a missing SQLite file stays
+    missing: it is not created just to find it empty)."""
+    require_existing(engine)
     current = current_revision(engine)
     head = head_revision()
     if current is not None and current != head and current not in known_revisions():

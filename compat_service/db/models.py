@@ -1,11 +1,15 @@
-"""SQLModel tables for the matrix, its load bookkeeping and API tokens (revision 0001_matrix_and_tokens).
+"""SQLModel tables for the matrix, its load bookkeeping and API tokens (revisions 0001, 0004).
 
-Design: the normalized tables (sources, build variants, torch releases with their wheels and Python
-support, CUDA toolkits, GPU arch lists, vendor plugin rows) serve queries such as ``GET /v1/torch``.
-``MatrixLoad.data`` keeps the validated MatrixData document of each load; the resolver reads that
-snapshot (``matrix_repository``) so the service and the offline CLI resolve from identical data, with no
-lossy reconstruction. Each normalized table names its natural key in ``natural_key``: the importer
-upserts by it, so reloading the same data keeps every id.
+Design: ``MatrixLoad.data`` keeps the validated MatrixData document of each load; the resolver, doctor
+and ``GET /v1/matrix`` read that snapshot (``matrix_repository``), so the service and the offline CLI
+resolve from identical data with no lossy reconstruction, and the matrix's schema is the domain's
+pydantic models alone. The only normalized tables are the ones a query needs: torch releases with their
+wheels and Python support, for ``GET /v1/torch`` (``torch_repository``). They are projections, not copies
+of a file's shape: one row per patch with its minor's fields, per (patch, label, platform), per (patch,
+Python, platform), so their columns are written here rather than derived from the domain models (see
+docs/architecture.md). Each names its natural key in ``natural_key``: the importer upserts by it, so
+reloading the same data keeps every id. Migration 0004 dropped the tables nothing read (sources, build
+variants, CUDA toolkits, GPU arch lists, vendor plugins).
 
 Tables are created only by the Alembic migrations, never by ``create_all`` in the app.
 """
@@ -13,15 +17,10 @@ Tables are created only by the Alembic migrations, never by ``create_all`` in th
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import sqlalchemy as sa
 from sqlmodel import Field, SQLModel
-
-
-def _json_list() -> Any:
-    return Field(default_factory=list, sa_type=sa.JSON)
-
 
 # --------------------------------------------------------------------------- bookkeeping
 
@@ -44,32 +43,6 @@ class MatrixLoadPublic(MatrixLoadBase):
 
 
 # --------------------------------------------------------------------------- matrix tables
-
-
-class SourceRow(SQLModel, table=True):
-    __tablename__ = "source"
-    natural_key: ClassVar[tuple[str, ...]] = ("key",)
-
-    id: int | None = Field(default=None, primary_key=True)
-    key: str = Field(max_length=128, unique=True)
-    title: str
-    url: str | None = None
-    confidence: str = Field(max_length=32)
-    retrieved: dt.date | None = None
-    note: str | None = None
-
-
-class BuildVariantRow(SQLModel, table=True):
-    __tablename__ = "build_variant"
-    natural_key: ClassVar[tuple[str, ...]] = ("label",)
-
-    id: int | None = Field(default=None, primary_key=True)
-    label: str = Field(max_length=32, unique=True)
-    family: str = Field(max_length=16)
-    runtime: str | None = Field(default=None, max_length=32)
-    runtime_full: str | None = Field(default=None, max_length=32)
-    index_url: str
-    source: list[str] = _json_list()
 
 
 class TorchReleaseBase(SQLModel):
@@ -119,60 +92,8 @@ class TorchPython(SQLModel, table=True):
     platform: str = Field(max_length=32)
 
 
-class CudaToolkitRow(SQLModel, table=True):
-    __tablename__ = "cuda_toolkit"
-    natural_key: ClassVar[tuple[str, ...]] = ("version",)
-
-    id: int | None = Field(default=None, primary_key=True)
-    version: str = Field(max_length=32, unique=True)
-    min_driver_linux: str | None = Field(default=None, max_length=32)
-    min_driver_windows: str | None = Field(default=None, max_length=32)
-    source: list[str] = _json_list()
-
-
-class GpuArchListRow(SQLModel, table=True):
-    __tablename__ = "gpu_arch_list"
-    __table_args__ = (sa.UniqueConstraint("torch", "variant", "platforms_key"),)
-    natural_key: ClassVar[tuple[str, ...]] = ("torch", "variant", "platforms_key")
-
-    id: int | None = Field(default=None, primary_key=True)
-    torch: str = Field(max_length=64, description="PEP 440 specifier over torch versions")
-    variant: str = Field(max_length=32)
-    platforms_key: str = Field(max_length=255, description="the sorted platforms, comma-joined")
-    platforms: list[str] = _json_list()
-    archs: list[str] = _json_list()
-    ptx: str | None = Field(default=None, max_length=16)
-    source: list[str] = _json_list()
-
-
-class VendorPluginRow(SQLModel, table=True):
-    """A PrivateUse1 plugin release (torch_npu, torch_mlu) and the torch and toolkit it pairs with."""
-
-    __tablename__ = "vendor_plugin"
-    __table_args__ = (sa.UniqueConstraint("plugin", "plugin_version", "torch"),)
-    natural_key: ClassVar[tuple[str, ...]] = ("plugin", "plugin_version", "torch")
-
-    id: int | None = Field(default=None, primary_key=True)
-    plugin: str = Field(max_length=32)
-    plugin_version: str = Field(max_length=64)
-    torch: str = Field(max_length=64)
-    toolkit: str | None = Field(default=None, max_length=64)
-    driver: str | None = Field(default=None, max_length=64)
-    python: list[str] | None = Field(default=None, sa_type=sa.JSON)
-    source: list[str] = _json_list()
-
-
 #: every matrix table, parents before children (insert order; delete in reverse)
-MATRIX_TABLES: tuple[type[SQLModel], ...] = (
-    SourceRow,
-    BuildVariantRow,
-    TorchRelease,
-    TorchWheel,
-    TorchPython,
-    CudaToolkitRow,
-    GpuArchListRow,
-    VendorPluginRow,
-)
+MATRIX_TABLES: tuple[type[SQLModel], ...] = (TorchRelease, TorchWheel, TorchPython)
 
 
 # --------------------------------------------------------------------------- API tokens

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pydantic import BaseModel
 
 from compat_service.db import migrate
+from compat_service.db.engine import require_existing
 from compat_service.db.matrix_repository import latest_load_ref
 from compat_service.domain.errors import DatabaseNotReadyError
 
@@ -24,9 +25,10 @@ class Readiness(BaseModel):
 def readiness(engine) -> Readiness:  # noqa: ANN001 - sqlalchemy Engine
     checks: list[Check] = []
     try:
+        require_existing(engine)
         current = migrate.current_revision(engine)
     except DatabaseNotReadyError as err:
-        checks.append(Check(name="database", ok=False, detail=err.message))
+        checks.append(Check(name="database", ok=False, detail=f"{err.message}: {err.hint}" if err.hint else err.message))
         return Readiness(ready=False, checks=checks)
     checks.append(Check(name="database", ok=True, detail="reachable"))
     head = migrate.head_revision()

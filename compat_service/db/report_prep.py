@@ -16,9 +16,9 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from compat_service.domain.evidence import CellKey, cell_key_of
-from compat_service.domain.report import CHECK_STATUSES, MAX_TEXT, CheckResult, ProbeReport, Summary
-from compat_service.domain.verification import BAD_STATUSES, ReportVerdict, classify_report, is_failing
+from compat_service.domain.evidence.cells import CellKey, cell_key_of
+from compat_service.domain.evidence.report import CHECK_STATUSES, MAX_TEXT, CheckResult, ProbeReport, Summary
+from compat_service.domain.evidence.status import BAD_STATUSES, ReportVerdict, classify_report, is_failing
 
 #: columns of a check counter row, in order (``evidence_check`` minus cell_id and shard)
 CHECK_COLUMNS = ("check_id", "group", *CHECK_STATUSES, "aten_op", "last_failure")

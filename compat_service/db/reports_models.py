@@ -22,7 +22,7 @@ class StoredReport(SQLModel, table=True):
     report_id: str = Field(primary_key=True, max_length=36, description="the report's UUID, lower-case")
     cell_id: int = Field(foreign_key="evidence_cell.id")
     host_fingerprint: str = Field(max_length=128)
-    #: the api_token that submitted it; null: stored before revision 0004 (submitter unknown)
+    #: the api_token that submitted it; null: stored before revision 0005 (submitter unknown)
     submitter_id: int | None = None
     created_at: dt.datetime = Field(description="when the probe ran (host clock, UTC)")
     received_at: dt.datetime = Field(description="when the service stored it (UTC)")

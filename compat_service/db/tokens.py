@@ -13,12 +13,13 @@ import secrets
 import threading
 import time
 
+from pydantic import ValidationError
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
 from compat_service.db.engine import session_scope
 from compat_service.db.models import ApiToken, ApiTokenCreate, ApiTokenPublic
-from compat_service.domain.errors import AuthError, ForbiddenError, InvalidRequestError, NotFoundError
+from compat_service.domain.errors import AuthError, Cause, ForbiddenError, InvalidRequestError, NotFoundError
 
 #: report: submit probe reports; read: read raw reports (docs/service.md, what is public); admin: everything
 SCOPES: tuple[str, ...] = ("report", "read", "admin")
@@ -31,6 +32,29 @@ def hash_token(secret: str) -> str:
 
 def _now() -> dt.datetime:
     return dt.datetime.now(dt.timezone.utc)
+
+
+def token_request(scope: str, note: str | None) -> ApiTokenCreate:
+    """The request to create a token, checked against the model's own limits (scope, note length): each
+    problem an InvalidRequestError cause naming the ``--scope`` / ``--note`` option, not a validation trace."""
+    try:
+        request = ApiTokenCreate(scope=scope, note=note)
+    except ValidationError as exc:
+        errors = exc.errors(include_url=False)
+        fields = [f"--{err['loc'][0]}" if err["loc"] else "the request" for err in errors]
+        raise InvalidRequestError(
+            f"invalid {', '.join(dict.fromkeys(fields))}",
+            hint=f"--scope is one of {', '.join(SCOPES)}; shorten --note to the length each cause names",
+            causes=[Cause(constraint=str(err["msg"]), origin=f"request: {field}",
+                          detail=f"got {len(err['input'])} characters" if isinstance(err.get("input"), str) else None)
+                    for field, err in zip(fields, errors, strict=True)],
+        ) from None
+    if request.scope not in SCOPES:
+        raise InvalidRequestError(
+            f"unknown token scope {request.scope!r}", hint=f"use one of: {', '.join(SCOPES)}",
+            causes=[Cause(constraint=f"--scope in {{{', '.join(SCOPES)}}}", origin="request: --scope")],
+        )
+    return request
 
 
 def create_token(engine: Engine, request: ApiTokenCreate) -> tuple[ApiTokenPublic, str]:

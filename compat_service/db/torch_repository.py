@@ -10,6 +10,7 @@ from pydantic import BaseModel
 from sqlmodel import Session, func, select
 
 from compat_service.db.models import TorchPython, TorchRelease, TorchReleaseBase, TorchWheel
+from compat_service.domain.backends import python_sort_key
 
 
 class WheelSet(BaseModel):
@@ -58,12 +59,6 @@ def _conditions(f: ReleaseFilter) -> list[sa.ColumnElement[bool]]:
     return conds
 
 
-def _python_order(version: str) -> tuple[int, int, bool]:
-    """3.9 before 3.10; free-threaded 3.13t right after 3.13."""
-    major, _, minor = version.rstrip("t").partition(".")
-    return int(major), int(minor), version.endswith("t")
-
-
 def _public(session: Session, releases: list[TorchRelease]) -> list[TorchReleasePublic]:
     versions = [r.version for r in releases]
     wheels: dict[str, dict[tuple[str, str], list[str]]] = defaultdict(lambda: defaultdict(list))
@@ -86,7 +81,7 @@ def _public(session: Session, releases: list[TorchRelease]) -> list[TorchRelease
             ],
             python=[
                 PythonSet(version=py, platforms=sorted(platforms))
-                for py, platforms in sorted(pythons[r.version].items(), key=lambda kv: _python_order(kv[0]))
+                for py, platforms in sorted(pythons[r.version].items(), key=lambda kv: python_sort_key(kv[0]))
             ],
         )
         for r in releases

@@ -12,25 +12,31 @@ build; the evidence does not mark the combination broken (or partial).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from compat_service.domain.evidence import label_family
-from compat_service.domain.evidence_lookup import EvidenceLookup
+from compat_service.domain.backends import FAMILIES_FOR_HOST_BACKEND, is_build_label, label_family
+from compat_service.domain.evidence.lookup import EvidenceLookup
 from compat_service.domain.hardware_rules import arch_coverage, cached_version, driver_floor
-from compat_service.domain.host_detection import HostFacts
-from compat_service.domain.matrix import Matrix
+from compat_service.domain.matrix.interface import Matrix
+from compat_service.domain.resolver.request import COMPANIONS
 
 Severity = Literal["error", "warning", "ok"]
-COMPANIONS = ("torchvision", "torchaudio")
-_LOCAL_LABEL = re.compile(r"^(cpu|cu\d{3}|rocm\d+\.\d+(\.\d+)?|xpu)$")
-#: host backend -> build families that drive it as an accelerator
-_FAMILIES_FOR_BACKEND: dict[str, tuple[str, ...]] = {
-    "cuda": ("cuda",), "rocm": ("rocm",), "xpu": ("xpu",), "mps": ("cpu",), "npu": ("cpu",), "mlu": ("cpu",),
-    "cpu": ("cpu", "cuda", "rocm", "xpu"),
-}
+
+
+@dataclass(frozen=True)
+class HostFacts:
+    """The host being checked, as the caller detected it (the CLI: ``probes.host_facts.detect_host``)."""
+
+    os: str
+    arch: str
+    python: str
+    #: cpu, cuda, rocm, xpu, mps, npu, mlu, or what ACCELENV_BACKEND says
+    backend: str
+    driver: str | None = None
+    gpu_arch: str | None = None
+    gpu_name: str | None = None
 
 
 @dataclass(frozen=True)
@@ -93,7 +99,7 @@ def _patch(matrix: Matrix, version: str) -> tuple[Any, Any] | tuple[None, None]:
 
 def installed_build(matrix: Matrix, minor: Any, local: str | None, platform: str) -> str | None:
     """The build label of an installed torch: its local tag, else what the default index serves."""
-    if local is not None and _LOCAL_LABEL.match(local):
+    if local is not None and is_build_label(local):
         return local
     default = next((d for d in minor.default_index if d.platform == platform), None)
     return default.label if default is not None else None
@@ -130,7 +136,7 @@ def diagnose(
 def _build_fits(c: _Context) -> list[Finding]:
     installed, host, matrix, patch, build, platform, evidence, fix = c.fields()
     family = label_family(build) if build else None
-    wanted = _FAMILIES_FOR_BACKEND.get(host.backend, ())
+    wanted = FAMILIES_FOR_HOST_BACKEND.get(host.backend, ())
     if family is None or host.backend == "cpu" or family in wanted:
         return [Finding("build", "ok", f"the {build or 'installed'} build can drive this host's {host.backend}")]
     gpu = f" ({host.gpu_name})" if host.gpu_name else ""

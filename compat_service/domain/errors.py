@@ -2,12 +2,30 @@
 
 Each error has a stable kebab-case ``code`` (clients match on it, never on the message), a one-line
 ``message``, a ``hint`` saying what to do, and structured ``causes``: the constraints that clashed and
-where each came from. The API maps classes to HTTP status codes in one handler; the CLI maps them to exit
-codes in one handler.
+where each came from. Every class says its HTTP status and its exit code; `ERRORS` (code -> class) is
+built from the classes, and the API handler, the CLI renderer and the CLI's HTTP client all read it, so an
+error has the same code, status and exit code locally and through `--server`.
+
+The resolver's failure kinds (all `UnsatisfiableError`: exit 5, HTTP 409):
+
+| code                   | raised when                                                                    |
+| ---------------------- | ------------------------------------------------------------------------------ |
+| torch-not-found        | no torch release in the matrix matches --torch                                 |
+| platform-unsupported   | the matching releases publish no wheels for --os/--arch                        |
+| python-unsupported     | the matching releases have no wheels for --python on that platform            |
+| backend-unavailable    | the backend family has no build at all for the platform (ROCm on Windows, ...) |
+| variant-not-published  | the asked build label / family is not published for the matching releases     |
+| driver-too-old         | every candidate build needs a newer driver than --driver                       |
+| gpu-arch-unsupported   | no candidate build ships kernels (or PTX) for --gpu-arch                       |
+| companion-unknown      | the matrix has no torchvision/torchaudio version for the matching releases    |
+| not-verified           | --require-verified, and no candidate's cell is verified by probe reports       |
+
+Malformed flags are `InvalidRequestError` (exit 2, HTTP 422).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -136,3 +154,94 @@ class ReportInvalidError(AccelenvError):
     code = "report-invalid"
     http_status = 422
     exit_code = 10
+
+
+class InternalError(AccelenvError):
+    """A bug in accelenv (the API answers 500 and logs the traceback)."""
+
+    code = "internal-error"
+    http_status = 500
+    exit_code = 1
+
+
+class ReportTooLargeError(ReportInvalidError):
+    code = "report-too-large"
+    http_status = 413
+
+
+class ReportConflictError(ConflictError):
+    """The report_id is already stored with different content."""
+
+    code = "report-id-conflict"
+
+
+class TorchNotFoundError(UnsatisfiableError):
+    code = "torch-not-found"
+
+
+class PlatformUnsupportedError(UnsatisfiableError):
+    code = "platform-unsupported"
+
+
+class PythonUnsupportedError(UnsatisfiableError):
+    code = "python-unsupported"
+
+
+class BackendUnavailableError(UnsatisfiableError):
+    code = "backend-unavailable"
+
+
+class VariantNotPublishedError(UnsatisfiableError):
+    code = "variant-not-published"
+
+
+class DriverTooOldError(UnsatisfiableError):
+    code = "driver-too-old"
+
+
+class GpuArchUnsupportedError(UnsatisfiableError):
+    code = "gpu-arch-unsupported"
+
+
+class CompanionUnknownError(UnsatisfiableError):
+    code = "companion-unknown"
+
+
+class NotVerifiedError(UnsatisfiableError):
+    """``--require-verified``: no candidate's cell is verified by probe reports."""
+
+    code = "not-verified"
+
+
+def _tree(cls: type[AccelenvError]) -> list[type[AccelenvError]]:
+    return [cls, *(sub for child in cls.__subclasses__() for sub in _tree(child))]
+
+
+#: code -> class, for every error class above (the one registry)
+ERRORS: Mapping[str, type[AccelenvError]] = {cls.code: cls for cls in _tree(AccelenvError)}
+#: the resolver's failure kinds (the table in this module's docstring)
+RESOLVER_ERROR_CODES: tuple[str, ...] = tuple(
+    cls.code for cls in _tree(UnsatisfiableError) if cls is not UnsatisfiableError
+)
+#: for a body whose code this version does not know: the direct subclass of AccelenvError with that status
+#: (client errors only: a 5xx of unknown code is the base class, exit 1)
+_BY_STATUS: Mapping[int, type[AccelenvError]] = {
+    cls.http_status: cls for cls in reversed(AccelenvError.__subclasses__()) if cls.http_status < 500
+}
+
+
+def error_class(code: str, http_status: int | None = None) -> type[AccelenvError]:
+    """The class of an error ``code`` (a body from the service); unknown codes fall back to the status."""
+    found = ERRORS.get(code)
+    if found is not None:
+        return found
+    return _BY_STATUS.get(http_status or 0, AccelenvError)
+
+
+def error_from_body(body: ErrorBody, http_status: int | None = None) -> AccelenvError:
+    """The error a body ``{code, message, hint, causes, alternatives}`` stands for; keeps the exact code."""
+    err = error_class(body.code, http_status)(
+        body.message, hint=body.hint, causes=body.causes, alternatives=body.alternatives
+    )
+    err.code = body.code
+    return err

@@ -3,11 +3,10 @@
 The numbers come from the matrix (gpu_archs.yaml, cuda.yaml, rocm.yaml); these functions only say how
 to compare them.
 
-GPU architecture rule (NVIDIA's documented compatibility, conservative):
-- a cubin for ``sm_XY`` runs on a GPU of the same major X and minor >= Y (sm_86 kernels run on sm_89);
-- an arch-specific cubin (``sm_90a``) runs only on that exact arch;
-- PTX (``ptx`` in the arch list) is JIT-compiled on any newer GPU, so it covers every arch >= it;
-- AMD gfx targets match exactly.
+GPU architecture rule: ``probes.arch_compat`` (cubin and PTX compatibility, gfx targets exact), the one
+copy, which the probe applies to torch's compiled arch list on the target host; here it is applied to the
+matrix's arch lists. probes is stdlib-only and imports nothing from accelenv, so the domain can share it
+and it cannot share the domain's.
 
 Driver floor rule (conservative, one rule everywhere): a CUDA build needs the *toolkit's own* minimum
 driver from cuda.yaml (the floor of ``runtime_full`` when known, else the highest floor of that
@@ -17,20 +16,19 @@ driver: PyTorch JIT-compiles PTX, which that mode does not support. It is mentio
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal
 
 from packaging.version import Version
 
+from probes.arch_compat import cubin_runs_on, ptx_runs_on
+
 if TYPE_CHECKING:
-    from compat_service.domain.matrix import Matrix
+    from compat_service.domain.matrix.interface import Matrix
 
 #: versions repeat across calls (toolkits, drivers); parsing them once keeps resolve() well under 1 ms
 cached_version = lru_cache(maxsize=4096)(Version)
-
-_SM_RE = re.compile(r"^(?:sm|compute)_(\d+)([af]?)$")
 
 Coverage = Literal["kernels", "ptx", "no", "unknown"]
 
@@ -42,28 +40,6 @@ class ArchVerdict:
     row: Any = None
     #: what the build ships, for messages ("sm_50 … sm_90 + PTX sm_90")
     shipped: str | None = None
-
-
-def _sm(arch: str) -> tuple[int, int, str] | None:
-    match = _SM_RE.match(arch)
-    if not match:
-        return None
-    number = int(match.group(1))
-    return number // 10, number % 10, match.group(2)
-
-
-def cubin_runs_on(built: str, gpu: str) -> bool:
-    b, g = _sm(built), _sm(gpu)
-    if b is None or g is None:
-        return built == gpu
-    if b[2] == "a":
-        return (b[0], b[1]) == (g[0], g[1])
-    return b[0] == g[0] and b[1] <= g[1]
-
-
-def ptx_runs_on(ptx: str, gpu: str) -> bool:
-    p, g = _sm(ptx), _sm(gpu)
-    return p is not None and g is not None and (g[0], g[1]) >= (p[0], p[1])
 
 
 def describe_archs(archs: list[str], ptx: str | None) -> str:

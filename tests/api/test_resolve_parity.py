@@ -13,7 +13,7 @@ from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
 from cli.main import app as cli_app
-from compat_service.domain.errors import AccelenvError
+from compat_service.domain.errors import ERRORS
 
 BASE = {"python": "3.11", "os": "linux", "arch": "x86_64", "backend": "cpu"}
 
@@ -64,10 +64,6 @@ CASES: dict[str, dict[str, str]] = {
 STATUS_AND_EXIT: dict[str, tuple[int, int]] = {}
 
 
-def _error_classes(cls: type[AccelenvError]) -> list[type[AccelenvError]]:
-    return [cls, *(sub for child in cls.__subclasses__() for sub in _error_classes(child))]
-
-
 def cli_json(params: dict[str, str]) -> tuple[int, dict]:
     args = ["resolve", "--format", "json"]
     for key, value in params.items():
@@ -78,8 +74,6 @@ def cli_json(params: dict[str, str]) -> tuple[int, dict]:
 
 @pytest.mark.parametrize("case", list(CASES), ids=list(CASES))
 def test_api_matches_cli_json(client: TestClient, case: str) -> None:
-    import compat_service.domain.resolver_errors  # noqa: F401  (registers the resolver's error classes)
-
     params = {**BASE, **CASES[case]}
     exit_code, expected = cli_json(params)
     res = client.get("/v1/resolve", params=params)
@@ -87,7 +81,7 @@ def test_api_matches_cli_json(client: TestClient, case: str) -> None:
     if exit_code == 0:
         assert res.status_code == 200
         return
-    codes = {c.code: (c.http_status, c.exit_code) for c in _error_classes(AccelenvError)}
+    codes = {c.code: (c.http_status, c.exit_code) for c in ERRORS.values()}
     assert 400 <= res.status_code < 500
     assert codes[expected["code"]] == (res.status_code, exit_code)
 

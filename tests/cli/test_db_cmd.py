@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from cli.main import app
-from compat_service.domain.matrix_loader import default_path
+from compat_service.domain.matrix.loader import default_path
 
 runner = CliRunner()
 
@@ -110,14 +110,78 @@ def test_token_errors(database_url: str, args: list[str], exit_code: int, code: 
 
 
 @pytest.mark.parametrize(
-    "url",
-    ["not a url", "mysql://u@h/db"],
-    ids=["garbage", "unsupported-backend"],
+    ("url", "says"),
+    [
+        pytest.param("not a url", "not a valid SQLAlchemy URL", id="garbage"),
+        pytest.param("mysql://u@h/db", "backend 'mysql' is not supported", id="unsupported-backend"),
+        pytest.param("postgresql+nosuch://u@h/db", "postgresql.nosuch", id="unknown-driver"),
+        pytest.param("postgresql+psycopg://u@h:abc/db", "Port could not be cast", id="port-not-a-number"),
+        pytest.param("postgresql+psycopg://u@h:99999/db", "Port out of range", id="port-out-of-range"),
+        pytest.param("postgresql+psycopg://u@127.0.0.1:1/db?connect_timeout=abc", "bad value for connect_timeout",
+                     id="bad-connect-timeout"),
+        pytest.param("postgresql+psycopg://u@127.0.0.1:1/db?nosuchopt=1", 'invalid connection option "nosuchopt"',
+                     id="unknown-option"),
+    ],
 )
-def test_bad_database_url_is_exit_2(url: str) -> None:
+def test_bad_database_url_is_exit_2_before_connecting(url: str, says: str) -> None:
     res = runner.invoke(app, ["db", "current", "--database-url", url])
-    assert res.exit_code == 2
-    assert "invalid-request" in res.stderr and "Traceback" not in res.output
+    assert res.exit_code == 2, res.output
+    assert "invalid-request" in res.stderr and says in res.stderr
+    assert res.exception is None or isinstance(res.exception, SystemExit)  # no traceback
+
+
+def test_an_unreachable_database_says_what_the_driver_said(tmp_path: Path) -> None:
+    res = runner.invoke(app, ["db", "current", "--database-url", "postgresql+psycopg://u@127.0.0.1:5432/db"
+                              "?sslmode=bogus"])
+    assert res.exit_code == 9
+    assert 'invalid sslmode value: "bogus"' in res.stdout
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        pytest.param(["token", "list"], id="token-list"),
+        pytest.param(["token", "list", "--json"], id="token-list-json"),
+        pytest.param(["token", "revoke", "1"], id="token-revoke"),
+        pytest.param(["token", "create", "--scope", "report"], id="token-create"),
+        pytest.param(["db", "load"], id="db-load"),
+        pytest.param(["db", "current"], id="db-current"),
+    ],
+)
+def test_a_missing_sqlite_file_is_named_and_not_created(tmp_path: Path, args: list[str]) -> None:
+    missing = tmp_path / "typo.sqlite3"
+    res = accelenv(f"sqlite:///{missing}", *args)
+    assert res.exit_code == 9, res.output
+    assert f"the database file {missing} does not exist" in res.output and "accelenv db init" in res.output
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_token_list_on_the_default_missing_database_creates_nothing(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    missing = tmp_path / "data" / "accelenv.sqlite3"
+    monkeypatch.setenv("ACCELENV_DATABASE_URL", f"sqlite:///{missing}")
+    res = runner.invoke(app, ["token", "list"])
+    assert res.exit_code == 9 and "does not exist" in res.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_too_long_token_note_is_named_and_stores_nothing(database_url: str) -> None:
+    assert accelenv(database_url, "db", "init").exit_code == 0
+    res = accelenv(database_url, "token", "create", "--scope", "report", "--note", "n" * 5000)
+    assert res.exit_code == 2, res.output
+    assert "invalid --note" in res.stderr and "got 5000 characters" in res.stderr
+    assert "255 characters" in res.stderr and "ValidationError" not in res.output
+    assert json.loads(accelenv(database_url, "token", "list", "--json").stdout) == []
+
+
+def test_token_create_json(database_url: str) -> None:
+    assert accelenv(database_url, "db", "init").exit_code == 0
+    res = accelenv(database_url, "token", "create", "--scope", "admin", "--note", "ci", "--json")
+    assert res.exit_code == 0, res.output
+    created = json.loads(res.stdout)
+    assert created["token"].startswith("acv_") and (created["scope"], created["note"]) == ("admin", "ci")
+    listed = json.loads(accelenv(database_url, "token", "list", "--json").stdout)
+    assert [t["id"] for t in listed] == [created["id"]] and "token" not in listed[0]
 
 
 def test_serve_refuses_an_unmigrated_postgres(postgres_database: str) -> None:
@@ -126,7 +190,18 @@ def test_serve_refuses_an_unmigrated_postgres(postgres_database: str) -> None:
     assert "database-not-ready" in res.stderr and "accelenv db upgrade" in res.stderr
 
 
-def test_serve_without_auto_migrate_refuses_an_empty_sqlite(sqlite_url: str) -> None:
+def test_serve_without_auto_migrate_refuses_a_missing_sqlite_and_creates_nothing(sqlite_url: str,
+                                                                                 tmp_path: Path) -> None:
+    res = runner.invoke(app, ["serve", "--port", "1", "--no-auto-migrate", "--database-url", sqlite_url])
+    assert res.exit_code == 9
+    assert "does not exist" in res.stderr and "accelenv db upgrade" in res.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_serve_without_auto_migrate_refuses_an_empty_sqlite(sqlite_url: str, tmp_path: Path) -> None:
+    import sqlite3
+
+    sqlite3.connect(tmp_path / "accelenv.sqlite3").close()  # the file exists, with no schema
     res = runner.invoke(app, ["serve", "--port", "1", "--no-auto-migrate", "--database-url", sqlite_url])
     assert res.exit_code == 9
     assert "not migrated" in res.stderr and "accelenv db upgrade" in res.stderr

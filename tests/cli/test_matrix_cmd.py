@@ -109,3 +109,62 @@ def test_show_on_an_invalid_matrix_exits_4(tmp_path: Path) -> None:
     result = runner.invoke(app, ["matrix", "show", "--torch", "2.3", "--path", str(path)])
     assert result.exit_code == 4
     assert "error: matrix-invalid" in result.stderr
+
+
+def test_validate_json_clean_and_broken(tmp_path: Path) -> None:
+    clean = runner.invoke(app, ["matrix", "validate", "--json"])
+    assert clean.exit_code == 0, clean.output
+    body = json.loads(clean.stdout)
+    assert body["ok"] is True and body["problems"] == [] and body["counts"]["torch_minors"] == 17
+    path, expected = break_matrix(tmp_path)
+    broken = runner.invoke(app, ["matrix", "validate", str(path), "--json"])
+    assert broken.exit_code == 4
+    body = json.loads(broken.stdout)
+    assert (body["ok"], body["code"], body["path"]) == (False, "matrix-invalid", str(path))
+    assert sorted(body["problems"]) == sorted(expected)
+
+
+def test_show_without_torch_lists_every_release_newest_first() -> None:
+    from compat_service.domain.matrix.loader import load_matrix_data
+
+    result = runner.invoke(app, ["matrix", "show", "--json"])
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.stdout)
+    minors = [m.minor for m in load_matrix_data().torch_releases.minors]
+    assert sorted(r["minor"] for r in rows) == sorted(minors) and rows[0]["minor"] == "2.15"
+    by_minor = {r["minor"]: r for r in rows}
+    assert by_minor["2.3"]["patches"] == ["2.3.0", "2.3.1"] and by_minor["2.3"]["release_date"] == "2024-06-05"
+    assert by_minor["2.3"]["python"][0] == "3.8" and by_minor["2.3"]["python"][-1] == "3.12"
+    assert by_minor["2.3"]["default_build"]["linux-x86_64"] == "cu121" and "cu118" in by_minor["2.3"]["builds"]
+    assert by_minor["2.15"]["status"] == "partial" and by_minor["2.13"]["status"] == "released"
+
+
+def test_show_without_torch_renders_a_table() -> None:
+    result = runner.invoke(app, ["matrix", "show"], env={"COLUMNS": "220"})
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    assert "torch releases in the matrix" in out
+    for header in ("torch", "date", "Python", "builds", "default build (", "status"):
+        assert header in out
+    row = next(line for line in out.splitlines() if "│ 2.3 (2.3.0–2.3.1)" in line)
+    assert "2024-06-05" in row and "3.8–3.12" in row and "cu121" in row and "released" in row
+
+
+def test_show_latest_is_the_release_resolve_picks() -> None:
+    from compat_service.domain.matrix.snapshot import load_matrix_cached
+    from compat_service.domain.resolver.stages import resolve
+    from compat_service.domain.resolver.request import ResolveRequest
+
+    picked = resolve(ResolveRequest.from_strings(torch="latest", python="3.12", os="linux", arch="x86_64",
+                                                 backend="cpu"), load_matrix_cached(None))
+    result = runner.invoke(app, ["matrix", "show", "--torch", "latest", "--json"])
+    assert result.exit_code == 0, result.output
+    view = json.loads(result.stdout)
+    assert picked.torch_version in [p["version"] for p in view["patches"]]
+    assert view["status"] == "released"
+
+
+def test_show_evidence_needs_a_release() -> None:
+    result = runner.invoke(app, ["matrix", "show", "--database", "sqlite:///x.db", "--json"])
+    assert result.exit_code == 2
+    assert json.loads(result.stdout)["code"] == "invalid-request"

@@ -16,7 +16,7 @@ import typer
 from typer.testing import CliRunner
 
 from cli import probe_cmd
-from compat_service.domain.report import ProbeReport
+from compat_service.domain.evidence.report import ProbeReport
 
 pytestmark = pytest.mark.torch
 
@@ -373,3 +373,73 @@ def test_report_submit_with_nothing_spooled(app: typer.Typer) -> None:
     result = CliRunner().invoke(app, ["report", "submit", "--server", "http://127.0.0.1:1", "--token", "t"])
     assert result.exit_code == 0
     assert "nothing spooled" in result.output
+
+
+@pytest.mark.parametrize(
+    ("where", "message"),
+    [
+        pytest.param("missing/dir/report.json", "does not exist", id="missing-folder"),
+        pytest.param(".", "is a directory", id="a-directory"),
+    ],
+)
+def test_an_unwritable_output_is_refused_before_the_probe_runs(app: typer.Typer, tmp_path: Path,
+                                                               isolated_dirs: Path, where: str, message: str) -> None:
+    target = tmp_path / where
+    result = CliRunner().invoke(app, ["probe", "--checks", "detect", "--quiet", "--output", str(target)])
+    assert result.exit_code == 2, result.output
+    assert "error: invalid-request" in result.output and message in result.output
+    assert "progress" not in result.output and not isolated_dirs.exists()  # nothing ran, nothing spooled
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full (a file whose writes fail)")
+def test_a_report_that_cannot_be_written_afterwards_is_kept_in_the_spool(app: typer.Typer,
+                                                                         isolated_dirs: Path) -> None:
+    result = CliRunner().invoke(app, ["probe", "--device", "cpu", "--checks", "detect", "--quiet",
+                                      "--output", "/dev/full"])
+    assert result.exit_code == 2, result.output
+    kept = list(isolated_dirs.iterdir())
+    assert len(kept) == 1
+    assert json.loads(kept[0].read_text())["schema_version"] == "1"
+    assert "No space left on device" in result.output and f"kept at {kept[0]}" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_bundle_into_a_directory_leaves_nothing_beside_it(app: typer.Typer, tmp_path: Path) -> None:
+    folder = tmp_path / "here"
+    folder.mkdir()
+    result = CliRunner().invoke(app, ["probe", "--bundle", str(folder)])
+    assert result.exit_code == 0, result.output
+    assert [p.name for p in folder.iterdir()] == ["accelenv_probe.py"]
+    assert [p.name for p in tmp_path.iterdir()] == ["here"]  # no stray `here.tmp` beside the directory
+
+
+def test_bundle_to_a_missing_folder_is_a_clear_error(app: typer.Typer, tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, ["probe", "--bundle", str(tmp_path / "nope" / "x.py")])
+    assert result.exit_code == 2
+    assert "error: invalid-request" in result.output and "does not exist" in result.output
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_probe_json_summary_names_the_outcome(app: typer.Typer, tmp_path: Path) -> None:
+    out = tmp_path / "report.json"
+    result = CliRunner().invoke(app, ["probe", "--device", "cpu", "--checks", "detect", "--quiet", "--json",
+                                      "--output", str(out)])
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    report = json.loads(out.read_text())
+    assert summary["report_id"] == report["report_id"] and summary["output"] == str(out)
+    assert summary["counts"] == report["summary"]["counts"] and summary["failing"] == []
+    assert "report" not in summary and summary["submitted"] is None
+
+
+def test_probe_json_without_output_carries_the_report(app: typer.Typer) -> None:
+    result = CliRunner().invoke(app, ["probe", "--device", "cpu", "--checks", "detect", "--quiet", "--json"])
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    assert summary["report"]["report_id"] == summary["report_id"] and summary["output"] is None
+
+
+def test_probe_json_errors_are_json(app: typer.Typer, tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, ["probe", "--json", "--output", str(tmp_path / "no" / "r.json")])
+    assert result.exit_code == 2
+    assert json.loads(result.stdout)["code"] == "invalid-request"

@@ -13,11 +13,11 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 
-from compat_service.domain.matrix import InMemoryMatrix
-from compat_service.domain.matrix_loader import load_matrix_data
-from compat_service.domain.resolution import resolution_to_json
-from compat_service.domain.resolver import resolve
-from compat_service.domain.resolver_request import ResolveRequest
+from compat_service.domain.matrix.interface import InMemoryMatrix
+from compat_service.domain.matrix.loader import load_matrix_data
+from compat_service.domain.resolver.request import ResolveRequest
+from compat_service.domain.resolver.resolution import resolution_to_json
+from compat_service.domain.resolver.stages import resolve
 
 ACCELENV = Path(sys.executable).parent / "accelenv"
 TARGET = ["--os", "linux", "--arch", "x86_64"]
@@ -191,3 +191,15 @@ def test_unreachable_server_exits_6(tmp_path: Path) -> None:
     done = _run(["--torch", "2.3", "--backend", "cpu", *TARGET, "--server", "http://127.0.0.1:9"], tmp_path)
     assert done.returncode == 6
     assert "error: server-unreachable" in done.stderr and "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("where", ["missing.db", "no/such/dir/missing.db"], ids=["missing-file", "missing-folder"])
+def test_a_missing_evidence_database_is_named_and_not_created(tmp_path: Path, where: str) -> None:
+    done = subprocess.run(
+        [str(ACCELENV), "resolve", "--database", f"sqlite:///{where}", "--backend", "cpu", *TARGET],
+        capture_output=True, text=True, timeout=60, check=False, cwd=tmp_path,
+        env={"PATH": "/usr/bin:/bin", "ACCELENV_CACHE_DIR": str(tmp_path / "cache"), "HOME": str(tmp_path)},
+    )
+    assert done.returncode == 9, done.stderr
+    assert f"the database file {tmp_path / where} does not exist" in done.stderr and "Traceback" not in done.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) in ([], ["cache"])

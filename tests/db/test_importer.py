@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import concurrent.futures
+import datetime as dt
 import hashlib
 import json
 import shutil
@@ -13,10 +14,10 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
 from compat_service.db.matrix_repository import MatrixRepository, read_snapshot
-from compat_service.db.models import MATRIX_TABLES, MatrixLoad, SourceRow, TorchRelease, TorchWheel
+from compat_service.db.models import MATRIX_TABLES, MatrixLoad, TorchRelease, TorchWheel
 from compat_service.domain.errors import MatrixDataError
-from compat_service.domain.matrix_loader import default_path, load_matrix_data
-from compat_service.domain.matrix_models import SourcesFile
+from compat_service.domain.matrix.loader import default_path, load_matrix_data
+from compat_service.domain.matrix.schema import SourcesFile
 from compat_service.importer import (
     content_hash,
     import_matrix,
@@ -67,22 +68,31 @@ def test_changed_data_updates_in_place_and_keeps_ids(engine: Engine) -> None:
     data = load_matrix_data()
     import_matrix_data(engine, data, source_path="a")
     with Session(engine) as session:
-        ids_before = {r.key: r.id for r in session.exec(select(SourceRow))}
-        releases_before = {r.version: r.id for r in session.exec(select(TorchRelease))}
+        ids_before = {r.version: r.id for r in session.exec(select(TorchRelease))}
+        wheels_before = {(w.torch_version, w.label, w.platform): w.id for w in session.exec(select(TorchWheel))}
+    releases = data.torch_releases
+    minor, *other_minors = releases.minors
+    patch, *other_patches = minor.patches
+    redated = patch.model_copy(update={"release_date": dt.date(2000, 1, 2)})
     first, *rest = data.sources.sources
     renamed = first.model_copy(update={"title": first.title + " (renamed)"})
     changed = data.model_copy(
-        update={"sources": SourcesFile.model_validate({"schema": "sources/v1", "sources": [renamed, *rest]})}
+        update={
+            "sources": SourcesFile.model_validate({"schema": "sources/v1", "sources": [renamed, *rest]}),
+            "torch_releases": releases.model_copy(
+                update={"minors": [minor.model_copy(update={"patches": [redated, *other_patches]}), *other_minors]}
+            ),
+        }
     )
     result = import_matrix_data(engine, changed, source_path="b")
     assert result.changed and result.content_hash != content_hash(data)
     with Session(engine) as session:
-        rows = {r.key: r for r in session.exec(select(SourceRow))}
-        assert {k: r.id for k, r in rows.items()} == ids_before
-        assert rows[first.key].title.endswith("(renamed)")
-        assert {r.version: r.id for r in session.exec(select(TorchRelease))} == releases_before
+        rows = {r.version: r for r in session.exec(select(TorchRelease))}
+        assert {v: r.id for v, r in rows.items()} == ids_before
+        assert rows[patch.version].release_date == dt.date(2000, 1, 2)
+        assert {(w.torch_version, w.label, w.platform): w.id for w in session.exec(select(TorchWheel))} == wheels_before
         assert len(session.exec(select(MatrixLoad)).all()) == 2
-    # The resolver's view follows the newest load.
+    # The resolver's view (the snapshot: sources, variants, toolkits, arch lists...) follows the newest load.
     snapshot = read_snapshot(engine)
     assert snapshot is not None and snapshot.content_hash == result.content_hash
     assert MatrixRepository(engine, refresh_s=0).current().data.sources.sources[0].title == renamed.title

@@ -5,6 +5,7 @@ from __future__ import annotations
 import concurrent.futures
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
@@ -16,6 +17,8 @@ from compat_service.db import migrate
 from compat_service.db.engine import make_engine
 from compat_service.db.models import MATRIX_TABLES, ApiToken, MatrixLoad
 from compat_service.domain.errors import DatabaseNotReadyError
+from compat_service.domain.matrix.loader import load_matrix_data
+from compat_service.importer import import_matrix
 
 OUR_TABLES = {t.__tablename__ for t in (*MATRIX_TABLES, MatrixLoad, ApiToken)}  # type: ignore[attr-defined]
 
@@ -31,13 +34,68 @@ def test_upgrade_from_empty_reaches_head_and_creates_tables(database_url: str) -
     engine.dispose()
 
 
+#: the matrix tables migration 0004 drops (nothing read them; the snapshot in matrix_load holds their data)
+DROPPED_IN_0004 = {"source", "build_variant", "cuda_toolkit", "gpu_arch_list", "vendor_plugin"}
+
+
+def _tables(engine: sa.Engine) -> set[str]:
+    return set(sa.inspect(engine).get_table_names())
+
+
+def test_0004_drops_the_write_only_matrix_tables_and_its_downgrade_refills_them(database_url: str) -> None:
+    engine = make_engine(database_url)
+    migrate.upgrade(engine)
+    assert not DROPPED_IN_0004 & _tables(engine)
+    migrate.downgrade(engine, "0003_report_body_lz4")  # nothing loaded yet: the tables come back empty
+    assert DROPPED_IN_0004 <= _tables(engine)
+    with engine.connect() as conn:
+        assert conn.execute(sa.text("SELECT count(*) FROM source")).scalar() == 0
+    migrate.upgrade(engine)
+    assert migrate.current_revision(engine) == migrate.head_revision()
+    import_matrix(engine)
+
+    migrate.downgrade(engine, "0003_report_body_lz4")
+    assert migrate.current_revision(engine) == "0003_report_body_lz4"
+    data = load_matrix_data()
+    with engine.connect() as conn:
+        count = {t: conn.execute(sa.text(f"SELECT count(*) FROM {t}")).scalar() for t in sorted(DROPPED_IN_0004)}
+        sources = dict(conn.execute(sa.text("SELECT key, confidence FROM source")).all())
+        toolkit = conn.execute(
+            sa.text("SELECT min_driver_linux FROM cuda_toolkit WHERE version = :v"), {"v": data.cuda.toolkits[-1].version}
+        ).scalar()
+        plugins = set(conn.execute(sa.text("SELECT plugin FROM vendor_plugin")).scalars())
+    assert count == {
+        "build_variant": len(data.build_variants.variants),
+        "cuda_toolkit": len(data.cuda.toolkits),
+        "gpu_arch_list": len(data.gpu_archs.arch_lists),
+        "source": len(data.sources.sources),
+        "vendor_plugin": len(data.vendor_backends.ascend_npu) + len(data.vendor_backends.cambricon_mlu),
+    }
+    assert sources == {s.key: s.confidence for s in data.sources.sources}
+    assert toolkit == data.cuda.toolkits[-1].min_driver_linux
+    assert plugins == {"torch_npu", "torch_mlu"}
+    migrate.upgrade(engine)
+    assert not DROPPED_IN_0004 & _tables(engine)
+    engine.dispose()
+
+
 def test_require_head_refuses_an_empty_database_with_the_fix(database_url: str) -> None:
     engine = make_engine(database_url)
+    engine.connect().close()  # an existing database (a SQLite file is created here) with no schema
     with pytest.raises(DatabaseNotReadyError) as info:
         migrate.require_head(engine)
     assert "accelenv db upgrade" in (info.value.hint or "")
     assert "none (empty database)" in info.value.message
     engine.dispose()
+
+
+def test_require_head_does_not_create_a_missing_sqlite_file(sqlite_url: str, tmp_path: Path) -> None:
+    engine = make_engine(sqlite_url)
+    with pytest.raises(DatabaseNotReadyError) as info:
+        migrate.require_head(engine)
+    assert info.value.message == f"the database file {tmp_path / 'accelenv.sqlite3'} does not exist"
+    assert "accelenv db init" in (info.value.hint or "")
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_tables_match_the_models(database_url: str) -> None:

@@ -11,15 +11,15 @@ import yaml
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from compat_service.domain.matrix_loader import load_matrix_data, matrix_data_problems
-from compat_service.domain.matrix_models import (
+from compat_service.domain.matrix.loader import load_matrix_data, matrix_data_problems
+from compat_service.domain.matrix.schema import (
     MATRIX_FILES,
     MatrixData,
     TorchMinor,
     TorchPatch,
     python_sort_key,
 )
-from compat_service.domain.matrix_validation import source_references
+from compat_service.domain.matrix.validation import source_references
 from matrix_data import DATA_DIR
 
 # the sourced research notes beside the checkout (CI lays a copy of shared/ next to its clone)

@@ -7,10 +7,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from compat_service.domain import matrix_loader
 from compat_service.domain.errors import MatrixDataError
-from compat_service.domain.matrix_loader import load_matrix, load_matrix_data
-from compat_service.domain.matrix_problems import Problem, format_loc
+from compat_service.domain.matrix import loader as matrix_loader
+from compat_service.domain.matrix.interface import InMemoryMatrix
+from compat_service.domain.matrix.loader import load_matrix_data
+from compat_service.domain.matrix.problems import Problem, format_loc
 
 
 @pytest.mark.skipif(not yaml.__with_libyaml__, reason="PyYAML was built without libyaml")
@@ -44,7 +45,7 @@ def test_problem_becomes_a_cause_naming_file_and_key() -> None:
 
 
 def test_bundled_matrix_loads_into_the_resolver_interface() -> None:
-    matrix = load_matrix()
+    matrix = InMemoryMatrix(load_matrix_data())
     minors = [m.minor for m in matrix.torch_minors()]
     assert minors[0] == "2.15" and minors[-1] == "1.13"
     assert matrix.build_variant("cu121").index_url == "https://download.pytorch.org/whl/cu121"

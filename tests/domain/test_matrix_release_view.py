@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 
 from compat_service.domain.errors import InvalidRequestError, NotFoundError
-from compat_service.domain.matrix_loader import load_matrix_data
-from compat_service.domain.matrix_models import MatrixData
-from compat_service.domain.matrix_release_view import release_view
+from compat_service.domain.matrix.loader import load_matrix_data
+from compat_service.domain.matrix.release_view import release_view
+from compat_service.domain.matrix.schema import MatrixData
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from compat_service.domain.errors import MatrixDataError
-from compat_service.domain.matrix_loader import load_matrix_data, matrix_data_problems
+from compat_service.domain.matrix.loader import load_matrix_data, matrix_data_problems
 from matrix_data import DATA_DIR
 
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -55,7 +55,7 @@ def unknown_key(path: Path) -> list[str]:
     _edit(path, "cuda.yaml", lambda raw: raw["toolkits"][0].update(min_driver_macos="1.0"))
     return [
         "cuda.yaml: toolkits[0].min_driver_macos: unknown key (not in the schema: check its "
-        "spelling or extend matrix_models.py)"
+        "spelling or extend matrix/schema.py)"
     ]
 
 
@@ -287,3 +287,28 @@ def test_a_path_that_is_not_a_directory(tmp_path: Path) -> None:
     assert [str(p) for p in matrix_data_problems(missing)] == [
         f"{missing}: is not a directory holding the matrix_data YAML files"
     ]
+
+
+# Single-field checks live in the schema's annotated types (VersionStr, DriverVersion, TorchSpecifier):
+# each still names its file and key.
+@pytest.mark.parametrize(
+    ("file", "change", "expected"),
+    [
+        pytest.param("cuda.yaml", lambda raw: raw["toolkits"][0].update(min_driver_linux="r535"),
+                     "cuda.yaml: toolkits[0].min_driver_linux: 'r535' is not a valid driver version",
+                     id="driver-version"),
+        pytest.param("xpu.yaml", lambda raw: raw["support"][0].update(torch="2.x"),
+                     "xpu.yaml: support[0].torch: '2.x' is not a version specifier like '>=2.5'",
+                     id="torch-specifier"),
+        pytest.param("vendor_backends.yaml", lambda raw: raw["ascend_npu"][0].update(torch_npu="two"),
+                     "vendor_backends.yaml: ascend_npu[0].torch_npu: 'two' is not a valid version string",
+                     id="plugin-version"),
+        pytest.param("rocm.yaml", lambda raw: raw["releases"][0].update(version="6.x"),
+                     "rocm.yaml: releases[0].version: '6.x' is not a valid version string",
+                     id="rocm-version"),
+    ],
+)
+def test_single_field_checks_name_file_and_key(tmp_path: Path, file: str, change: Any, expected: str) -> None:
+    path = copy_matrix(tmp_path)
+    _edit(path, file, change)
+    assert expected in [str(p) for p in matrix_data_problems(path)]

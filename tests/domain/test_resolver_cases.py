@@ -9,10 +9,10 @@ import pytest
 import yaml
 
 from compat_service.domain.errors import AccelenvError
-from compat_service.domain.matrix import InMemoryMatrix
-from compat_service.domain.matrix_loader import load_matrix_data
-from compat_service.domain.resolver import resolve
-from compat_service.domain.resolver_request import ResolveRequest
+from compat_service.domain.matrix.interface import InMemoryMatrix
+from compat_service.domain.matrix.loader import load_matrix_data
+from compat_service.domain.resolver.request import ResolveRequest
+from compat_service.domain.resolver.stages import resolve
 
 CASES_DIR = Path(__file__).resolve().parent.parent / "data" / "resolver_cases"
 

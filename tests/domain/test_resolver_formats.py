@@ -11,12 +11,12 @@ import yaml
 from packaging.requirements import Requirement
 
 from compat_service.domain.errors import InvalidRequestError
-from compat_service.domain.install_formats import render
-from compat_service.domain.matrix import InMemoryMatrix
-from compat_service.domain.matrix_loader import load_matrix_data
-from compat_service.domain.resolution import Resolution, resolution_from_json, resolution_to_json
-from compat_service.domain.resolver import resolve
-from compat_service.domain.resolver_request import ResolveRequest
+from compat_service.domain.matrix.interface import InMemoryMatrix
+from compat_service.domain.matrix.loader import load_matrix_data
+from compat_service.domain.resolver.install_formats import render
+from compat_service.domain.resolver.request import ResolveRequest
+from compat_service.domain.resolver.resolution import Resolution, resolution_from_json, resolution_to_json
+from compat_service.domain.resolver.stages import resolve
 
 REQUESTS = {
     "default-index-cu121": {"torch": "2.3", "backend": "cu121", "python": "3.10"},

@@ -6,16 +6,15 @@ from pathlib import Path
 
 import pytest
 
-from compat_service.domain.errors import InvalidRequestError
-from compat_service.domain.evidence_lookup import CellEvidence
-from compat_service.domain.hardware_rules import cubin_runs_on, ptx_runs_on
-from compat_service.domain.matrix import InMemoryMatrix
-from compat_service.domain.matrix_loader import load_matrix_data
-from compat_service.domain.matrix_snapshot import load_matrix_cached
-from compat_service.domain.resolution import resolution_to_json
-from compat_service.domain.resolver import resolve
-from compat_service.domain.resolver_errors import RESOLVER_ERROR_CODES, CompanionUnknownError
-from compat_service.domain.resolver_request import ResolveRequest, parse_torch_spec
+from compat_service.domain.errors import RESOLVER_ERROR_CODES, CompanionUnknownError, InvalidRequestError
+from compat_service.domain.evidence.lookup import CellVerdict
+from compat_service.domain.matrix.interface import InMemoryMatrix
+from compat_service.domain.matrix.loader import load_matrix_data
+from compat_service.domain.matrix.snapshot import load_matrix_cached
+from compat_service.domain.resolver.request import ResolveRequest, parse_torch_spec
+from compat_service.domain.resolver.resolution import resolution_to_json
+from compat_service.domain.resolver.stages import resolve
+from probes.arch_compat import cubin_runs_on, ptx_runs_on
 
 
 @pytest.fixture(scope="module")
@@ -136,10 +135,10 @@ class _Reports:
 
     def status_for(
         self, torch_version: str, build: str, python: str, os: str, arch: str
-    ) -> CellEvidence | None:
+    ) -> CellVerdict | None:
         self.asked.append((torch_version, build, python, os, arch))
         return (
-            CellEvidence(self.status, hosts=3, detail="segfault in matmul") if self.status != "none" else None
+            CellVerdict(self.status, hosts=3, detail="segfault in matmul") if self.status != "none" else None
         )  # type: ignore[arg-type]
 
 

@@ -1,6 +1,6 @@
 """Recount a database's evidence from its stored reports, independently of the ingest code, and compare.
 
-The rules are restated here from docs (compat_service/domain/verification.py's docstring): a report
+The rules are restated here from docs (compat_service/domain/evidence/status.py's docstring): a report
 *passes* when a smoke check passed and no detect/smoke check is bad; a host or submitter counts as
 passing when one of its reports passed.
 """

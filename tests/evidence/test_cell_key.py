@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from compat_service.domain.evidence import CellKey, cell_key_of
-from compat_service.domain.report import Environment
+from compat_service.domain.evidence.cells import CellKey, cell_key_of
+from compat_service.domain.evidence.report import Environment
 
 
 def _env(**overrides: object) -> Environment:

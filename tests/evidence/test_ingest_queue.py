@@ -17,9 +17,9 @@ from compat_service.db.engine import make_engine
 from compat_service.db.evidence_write_gate import sqlite_write_gate
 from compat_service.db.ingest_queue import IngestQueue
 from compat_service.db.report_prep import PreparedReport, prepare_report
-from compat_service.domain.errors import DatabaseNotReadyError
-from compat_service.domain.evidence import IngestResult, ReportConflictError
-from compat_service.domain.report import ProbeReport
+from compat_service.domain.errors import DatabaseNotReadyError, ReportConflictError
+from compat_service.domain.evidence.cells import IngestResult
+from compat_service.domain.evidence.report import ProbeReport
 from tests.evidence.conftest import variant
 
 

@@ -1,11 +1,11 @@
-"""The status rules of compat_service.domain.verification, one case per row of its tables."""
+"""The status rules of compat_service.domain.evidence.status, one case per row of its tables."""
 
 from __future__ import annotations
 
 import pytest
 
-from compat_service.domain.report import CheckResult
-from compat_service.domain.verification import CellTally, cell_health, cell_status, classify_report
+from compat_service.domain.evidence.report import CheckResult
+from compat_service.domain.evidence.status import CellTally, cell_health, cell_status, classify_report
 
 
 def _check(check_id: str, status: str) -> CheckResult:

@@ -55,7 +55,7 @@ def validate_report(report: dict[str, Any]) -> None:
     """Both ways the service will: the published JSON Schema and the pydantic model."""
     import jsonschema
 
-    from compat_service.domain.report import ProbeReport
+    from compat_service.domain.evidence.report import ProbeReport
 
     schema = json.loads(SCHEMA_FILE.read_text())
     jsonschema.Draft202012Validator(schema).validate(report)

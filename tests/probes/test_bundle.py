@@ -114,3 +114,11 @@ def test_bundle_runs_on_old_python_and_reports_what_is_missing(bundle_file: Path
         assert "torch cannot be imported" in report["checks"][0]["detail"]
     else:  # that interpreter has torch: then the whole suite ran there
         assert {c["group"] for c in report["checks"]} == {"detect", "smoke", "ops", "allocator", "amp", "distributed"}
+
+
+def test_a_failed_write_leaves_no_temporary_file(tmp_path: Path) -> None:
+    target = tmp_path / "taken"
+    target.mkdir()  # os.replace onto a directory fails: what `--bundle /tmp` used to hit
+    with pytest.raises(IsADirectoryError):
+        bundle.write_bundle(str(target))
+    assert [p.name for p in tmp_path.iterdir()] == ["taken"] and list(target.iterdir()) == []

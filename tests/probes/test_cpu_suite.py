@@ -151,6 +151,14 @@ def test_unavailable_device_fails_detect_and_skips_the_rest(tmp_path: Path) -> N
     assert run.report["environment"]["backend"] == "cuda"
 
 
+@pytest.mark.parametrize("variable", ["ACCELENV_GPU_ARCH", "ACCELENV_DEVICE_ARCH"], ids=["name", "deprecated-alias"])
+def test_the_probe_honours_the_gpu_arch_override(tmp_path: Path, variable: str) -> None:
+    """The probe reads the override variables of the one host detection (probes/host_facts.py)."""
+    run = run_probe(tmp_path, "--device", "cpu", "--checks", "detect", env={variable: "sm_90"})
+    validate_report(run.report)
+    assert run.report["environment"]["device_arch"] == "sm_90"
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
+from cli import report_spool
 from compat_service.api.app import create_app
 from compat_service.config import Settings
-from cli import report_spool
 from compat_service.db.models import ApiTokenCreate
 from compat_service.db.tokens import create_token
 from probes import bundle

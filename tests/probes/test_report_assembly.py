@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from compat_service.domain.report import ProbeReport, nul_character_paths
+from compat_service.domain.evidence.report import ProbeReport, nul_character_paths
 from probes import report_assembly
 
 

@@ -1,7 +1,7 @@
 """The published schema file equals the model, and probes/ stays runnable on Python 3.8.
 
-Regenerate the schema file after changing compat_service/domain/report.py:
-    .venv/bin/python -c "import json; from compat_service.domain.report import ProbeReport; \
+Regenerate the schema file after changing compat_service/domain/evidence/report.py:
+    .venv/bin/python -c "import json; from compat_service.domain.evidence.report import ProbeReport; \
 open('compat_service/schemas/probe-report.v1.json', 'w').write(json.dumps(ProbeReport.model_json_schema(), \
 indent=2, sort_keys=True) + '\\n')"
 """
@@ -14,7 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from compat_service.domain.report import ProbeReport
+from compat_service.domain.evidence.report import ProbeReport
 from tests.conftest import REPO_ROOT
 from tests.probes.conftest import SCHEMA_FILE
 

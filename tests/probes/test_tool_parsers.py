@@ -1,5 +1,6 @@
-"""Driver parsers on captured real outputs (tests/data/probe_tools, see its README), and the I/O step
-against fake driver files and fake vendor tools on PATH (the process boundary)."""
+"""The host-detection parsers on captured real outputs (tests/data/host_tools, see its README), one parser
+per driver file or tool, and the driver lookup against fake driver files and fake vendor tools on PATH
+(the process boundary). The whole detection on fake hosts: test_host_detection.py."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import pytest
 from probes import host_facts, tool_parsers
 from tests.conftest import REPO_ROOT
 
-DATA = REPO_ROOT / "tests" / "data" / "probe_tools"
+DATA = REPO_ROOT / "tests" / "data" / "host_tools"
 
 
 def captured(name: str) -> str:
@@ -44,9 +45,26 @@ def test_nvidia_smi_gpu_rows(name: str, gpus: list[tuple[int, str]]) -> None:
 
 
 def test_nvidia_smi_query_gives_one_value_per_gpu() -> None:
-    assert tool_parsers.parse_nvidia_smi_query(captured("nvidia-smi_query_driver_version_2gpus.txt")) == [
-        "572.60", "572.60"]
-    assert tool_parsers.parse_nvidia_smi_query("driver_version\n550.54.15\n") == ["550.54.15"]
+    one_field = ("driver_version",)
+    parsed = tool_parsers.parse_nvidia_smi_query(captured("nvidia-smi_query_driver_version_2gpus.txt"), one_field)
+    assert [g["driver_version"] for g in parsed] == ["572.60", "572.60"]
+    assert tool_parsers.parse_nvidia_smi_query("driver_version\n550.54.15\n", one_field) == [
+        {"driver_version": "550.54.15"}]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("535.104.05, 9.0, NVIDIA H100 80GB HBM3\n", [("535.104.05", "9.0", "NVIDIA H100 80GB HBM3")]),
+        ("470.82.01, [N/A], Tesla T4\n", [("470.82.01", None, "Tesla T4")]),
+        ("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.\n", []),
+        ("572.60\n", [("572.60", None, None)]),
+    ],
+    ids=["h100", "no-compute-cap-field", "driver-not-loaded", "fields-missing"],
+)
+def test_nvidia_smi_detection_query(text: str, expected: list[tuple[str, str | None, str | None]]) -> None:
+    parsed = tool_parsers.parse_nvidia_smi_query(text)
+    assert [(g["driver_version"], g["compute_cap"], g["name"]) for g in parsed] == expected
 
 
 @pytest.mark.parametrize(
@@ -54,6 +72,7 @@ def test_nvidia_smi_query_gives_one_value_per_gpu() -> None:
     [
         pytest.param("proc_driver_nvidia_version_open_555.58.02.txt", "555.58.02", id="open-module"),
         pytest.param("proc_driver_nvidia_version_legacy_535.216.03.txt", "535.216.03", id="proprietary-module"),
+        pytest.param("proc_driver_nvidia_version.proprietary_440.txt", "440.95.01", id="proprietary-440"),
     ],
 )
 def test_proc_driver_nvidia_version(name: str, version: str) -> None:
@@ -88,6 +107,22 @@ def test_rocm_smi_json_driver_version() -> None:
     assert tool_parsers.parse_rocm_smi_driver("{not json") is None
 
 
+def test_rocminfo_capture_gives_gfx_target() -> None:
+    assert tool_parsers.parse_rocminfo_gfx(captured("rocminfo.gfx1100_agent2.txt")) == ["gfx1100"]
+
+
+@pytest.mark.parametrize(("text", "value"), [("6.0.2-115\n", "6.0.2"), ("garbage", None)], ids=["release", "garbage"])
+def test_rocm_version_file(text: str, value: str | None) -> None:
+    assert tool_parsers.parse_rocm_version_file(text) == value
+
+
+def test_sycl_ls_capture_lists_level_zero_gpus() -> None:
+    assert tool_parsers.parse_sycl_ls_gpus(captured("sycl-ls.arc_b70.txt")) == [
+        "Intel(R) Arc(TM) Pro B70 Graphics 20.2.0 [1.15.38646]",
+        "Intel(R) Graphics 12.70.4 [1.15.38646]",
+    ]
+
+
 def test_rocm_smi_product_gfx_targets() -> None:
     assert tool_parsers.parse_rocm_smi_gfx(captured("rocm-smi_showproductname_mi300x-vf.txt")) == ["gfx942", "gfx942"]
 
@@ -104,6 +139,13 @@ def test_npu_smi_info(name: str, version: str, npus: int, hbm: int) -> None:
     assert parsed["driver_version"] == version
     assert len(parsed["npus"]) == npus
     assert {n["hbm_total_mb"] for n in parsed["npus"]} == {hbm}
+
+
+def test_npu_smi_310b4_chip_row_is_not_an_npu() -> None:
+    """The 310B4 layout's chip row ("| 0  0 | NA |") has the NPU row's shape; it is still one NPU."""
+    parsed = tool_parsers.parse_npu_smi_info(captured("npu-smi_info.310b4.txt"))
+    assert parsed["driver_version"] == "23.0.rc3"
+    assert [n["name"] for n in parsed["npus"]] == ["310B4"]
 
 
 def test_npu_smi_health_column_is_read() -> None:
@@ -144,7 +186,7 @@ def fake_host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setitem(host_facts.DRIVER_SOURCES, "cuda", (
         ("file", str(tmp_path / "sys_module_nvidia_version"), "parse_nvidia_sysfs_version"),
         ("file", str(tmp_path / "proc_driver_nvidia_version"), "parse_nvidia_proc_version"),
-        ("command", ("nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"), "first_of_query"),
+        ("command", host_facts.NVIDIA_SMI_QUERY, "nvidia_smi_driver"),
     ))
     return tmp_path
 
@@ -179,3 +221,21 @@ def test_driver_override_variable_wins(fake_host: Path, monkeypatch: pytest.Monk
     version, sources = host_facts.detect_driver("cuda")
     assert version == "535.104.05"
     assert sources == [{"source": "env:ACCELENV_DRIVER_VERSION", "outcome": "value", "value": "535.104.05"}]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        pytest.param("glibc 2.36", "2.36", id="debian-12"),
+        pytest.param("glibc 2.17", "2.17", id="centos-7"),
+        pytest.param("", None, id="empty"),
+        pytest.param(None, None, id="musl-has-none"),
+    ],
+)
+def test_gnu_libc_version(text: str | None, expected: str | None) -> None:
+    assert tool_parsers.parse_gnu_libc_version(text) == expected
+
+
+def test_glibc_version_of_this_host_is_a_version_or_none() -> None:
+    version = host_facts.glibc_version()
+    assert version is None or version.count(".") == 1 and all(p.isdigit() for p in version.split("."))

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from compat_service.domain.report import ProbeReport
+from compat_service.domain.evidence.report import ProbeReport
 from probes.refdev.faults import OOM_CAPACITY
 from tests.refdev.conftest import REPO_ROOT, result, run_probe
 

@@ -7,10 +7,11 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Query, Response
 
 from compat_service.api.deps import PRIVATE, MatrixDep, SessionDep, SettingsDep, holds_scope
-from compat_service.db.evidence_lookup import DatabaseEvidence, EvidenceVersion
 from compat_service.db.evidence_queries import cell_evidence, declared_for
+from compat_service.db.evidence_repository import DatabaseEvidence, EvidenceVersion
+from compat_service.domain.backends import normalise_arch
 from compat_service.domain.errors import ErrorBody, NotFoundError
-from compat_service.domain.evidence import CellEvidence, CellKey, CheckCounts, normalise_arch, python_minor
+from compat_service.domain.evidence.cells import CellEvidence, CellKey, CheckCounts, python_minor
 
 router = APIRouter(prefix="/v1/evidence", tags=["evidence"])
 
@@ -83,15 +84,19 @@ def public_view(found: CellEvidence) -> CellEvidence:
     })
 
 
-def evidence_for_resolve(app: Any, gpu_arch: str | None) -> tuple[DatabaseEvidence | None, str]:
-    """The resolver's evidence lookup over this app's database (None while no report is stored: the
-    answer is then exactly the offline CLI's), and the stamp the resolve cache key needs."""
+def evidence_for_resolve(
+    app: Any, gpu_arch: str | None, *, require_verified: bool = False
+) -> tuple[DatabaseEvidence | None, str]:
+    """The resolver's evidence lookup over this app's database, and the stamp the resolve cache key needs.
+    While no report is stored the lookup is None (the answer is then exactly the offline CLI's), except with
+    ``require_verified``: an empty database verifies nothing, so it answers `not-verified` as
+    `resolve --database` does on the same file."""
     version = getattr(app.state, "evidence_version", None)
     if version is None:
         settings = app.state.settings
         version = app.state.evidence_version = EvidenceVersion(app.state.engine, refresh_s=settings.matrix_refresh_s)
     stamp = version.current()
-    if not version.has_evidence:
+    if not version.has_evidence and not require_verified:
         return None, stamp
     settings = app.state.settings
     lookup = DatabaseEvidence(

@@ -10,7 +10,7 @@ from pydantic import BaseModel
 from compat_service.api.deps import MatrixDep, SessionDep, SettingsDep
 from compat_service.db.evidence_queries import MatrixFilter, declared_for, matrix_cells, with_failing_checks
 from compat_service.domain.errors import ErrorBody
-from compat_service.domain.evidence import MatrixCell
+from compat_service.domain.evidence.cells import MatrixCell
 
 router = APIRouter(prefix="/v1/matrix", tags=["matrix"])
 

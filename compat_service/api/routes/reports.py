@@ -37,9 +37,16 @@ from compat_service.db.evidence_queries import get_report_json
 from compat_service.db.ingest_queue import IngestQueue
 from compat_service.db.report_prep import PreparedReport, prepare_report, utcnow
 from compat_service.db.tokens import TokenCache, authorize
-from compat_service.domain.errors import AccelenvError, AuthError, ErrorBody, NotFoundError, ReportInvalidError
-from compat_service.domain.evidence import CellKey, IngestResult, ReportConflictError
-from compat_service.domain.report import ProbeReport
+from compat_service.domain.errors import (
+    AccelenvError,
+    AuthError,
+    ErrorBody,
+    NotFoundError,
+    ReportConflictError,
+    ReportInvalidError,
+)
+from compat_service.domain.evidence.cells import CellKey, IngestResult
+from compat_service.domain.evidence.report import ProbeReport
 
 router = APIRouter(prefix="/v1/reports", tags=["reports"])
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated
 
 from fastapi import APIRouter, Path, Query
 from packaging.specifiers import SpecifierSet
@@ -10,13 +10,13 @@ from pydantic import BaseModel
 
 from compat_service.api.deps import CurrentMatrixDep, SessionDep
 from compat_service.db.torch_repository import ReleaseFilter, TorchReleasePublic, get_release, list_releases
+from compat_service.domain.backends import Platform
 from compat_service.domain.errors import DatabaseNotReadyError, ErrorBody, NotFoundError
-from compat_service.domain.matrix_models import ArchList, Source, TorchMinor
+from compat_service.domain.matrix.schema import ArchList, Source, TorchMinor
 
 router = APIRouter(prefix="/v1/torch", tags=["torch"])
 
 MAX_PAGE = 500
-PlatformParam = Literal["linux-x86_64", "linux-aarch64", "windows-x86_64", "macos-arm64", "macos-x86_64"]
 
 
 class TorchReleasePage(BaseModel):
@@ -50,7 +50,7 @@ def list_torch(
             pattern=r"^[a-z][a-z0-9.]{1,15}$", description="a build label (cu121, rocm6.0) or family (cuda)"
         ),
     ] = None,
-    platform: PlatformParam | None = None,
+    platform: Platform | None = None,
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 50,
     offset: Annotated[int, Query(ge=0, le=1_000_000)] = 0,
 ) -> TorchReleasePage:

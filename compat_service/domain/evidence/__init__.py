@@ -1,0 +1,1 @@
+"""Evidence: the probe report schema, cell keys, status rules, steering and the lookup interface."""

@@ -1,0 +1,170 @@
+"""The read interface the resolver uses (`Matrix`) and its in-memory implementation.
+
+`Matrix` hands out the row models of ``schema`` (or objects with the same attributes: the compiled
+snapshot in ``snapshot`` gives plain namespaces so `accelenv resolve` need not build pydantic
+models). Ordering is part of the contract: torch minors and patches come newest first, CUDA toolkits
+oldest first. The database layer implements the same Protocol over its tables.
+
+Deliberately no pydantic import here: this module is on the fast path of `accelenv resolve`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import InvalidVersion, Version
+
+if TYPE_CHECKING:
+    from compat_service.domain.matrix.schema import (
+        ArchList,
+        AscendNpuRow,
+        BuildVariant,
+        CambriconMluRow,
+        CudaToolkit,
+        MatrixData,
+        MinorVersionCompat,
+        MpsSupport,
+        RocmRelease,
+        Source,
+        TorchMinor,
+        TorchPatch,
+        XpuSupport,
+    )
+
+
+class Matrix(Protocol):
+    """What the resolver reads. Implementations: `InMemoryMatrix`, the db repository."""
+
+    def torch_minors(self) -> Sequence[TorchMinor]:
+        """Every torch minor, newest first."""
+
+    def torch_patches(self, minor: TorchMinor) -> Sequence[TorchPatch]:
+        """The patches of one minor, newest first."""
+
+    def build_variant(self, label: str) -> BuildVariant | None: ...
+
+    def cuda_toolkits(self) -> Sequence[CudaToolkit]:
+        """Every CUDA toolkit row, oldest first."""
+
+    def minor_version_compat(self, cuda_major: int) -> MinorVersionCompat | None: ...
+
+    def arch_list(self, torch_version: str, variant: str, platform: str) -> ArchList | None:
+        """The GPU architectures `variant` of `torch_version` ships for `platform`; None = unknown."""
+
+    def rocm_release(self, version: str) -> RocmRelease | None: ...
+
+    def xpu_support(self, torch_version: str) -> XpuSupport | None: ...
+
+    def mps_support(self, torch_version: str) -> MpsSupport | None: ...
+
+    def ascend_npu(self) -> Sequence[AscendNpuRow]: ...
+
+    def cambricon_mlu(self) -> Sequence[CambriconMluRow]: ...
+
+    def install_note(self, vendor: str) -> str | None: ...
+
+    def source(self, key: str) -> Source | None: ...
+
+
+def parse_version(text: str | None) -> Version | None:
+    """``text`` as a PEP 440 version; None when it is None or not one."""
+    try:
+        return Version(text) if text is not None else None
+    except InvalidVersion:
+        return None
+
+
+def parse_specifier(text: str) -> SpecifierSet | None:
+    """``text`` as a PEP 440 specifier set; None when it is not one."""
+    try:
+        return SpecifierSet(text)
+    except InvalidSpecifier:
+        return None
+
+
+def _release_key(text: str | None) -> tuple[int, ...]:
+    version = parse_version(text or "")
+    return version.release if version is not None else ()
+
+
+class InMemoryMatrix:
+    """`Matrix` over a parsed `MatrixData` (or its compiled snapshot), with the orderings precomputed."""
+
+    def __init__(self, data: MatrixData | Any) -> None:
+        self.data = data
+        self._minors = sorted(data.torch_releases.minors, key=lambda m: _release_key(m.minor), reverse=True)
+        self._patches = {
+            m.minor: sorted(m.patches, key=lambda p: parse_version(p.version) or Version("0"), reverse=True)
+            for m in self._minors
+        }
+        self._variants = {v.label: v for v in data.build_variants.variants}
+        self._toolkits = sorted(data.cuda.toolkits, key=lambda t: _release_key(t.version))
+        self._mvc = {row.cuda_major: row for row in data.cuda.minor_version_compatibility}
+        # Specifiers are parsed once: the resolver asks for arch lists in its inner loop.
+        self._arch_lists = [(parse_specifier(row.torch), row) for row in data.gpu_archs.arch_lists]
+        self._arch_memo: dict[tuple[str, str, str], ArchList | None] = {}
+        self._rocm = {_release_key(r.version): r for r in data.rocm.releases}
+        self._xpu = [(parse_specifier(row.torch), row) for row in data.xpu.support]
+        self._mps = [(parse_specifier(row.torch), row) for row in data.mps.support]
+        self._sources = {s.key: s for s in data.sources.sources}
+
+    def torch_minors(self) -> Sequence[TorchMinor]:
+        return self._minors
+
+    def torch_patches(self, minor: TorchMinor) -> Sequence[TorchPatch]:
+        return self._patches[minor.minor]
+
+    def build_variant(self, label: str) -> BuildVariant | None:
+        return self._variants.get(label)
+
+    def cuda_toolkits(self) -> Sequence[CudaToolkit]:
+        return self._toolkits
+
+    def minor_version_compat(self, cuda_major: int) -> MinorVersionCompat | None:
+        return self._mvc.get(cuda_major)
+
+    def arch_list(self, torch_version: str, variant: str, platform: str) -> ArchList | None:
+        key = (torch_version, variant, platform)
+        if key not in self._arch_memo:
+            self._arch_memo[key] = next(
+                (
+                    row
+                    for spec, row in self._arch_lists
+                    if row.variant == variant
+                    and platform in row.platforms
+                    and spec is not None
+                    and spec.contains(torch_version, prereleases=True)
+                ),
+                None,
+            )
+        return self._arch_memo[key]
+
+    def rocm_release(self, version: str) -> RocmRelease | None:
+        return self._rocm.get(_release_key(version))
+
+    def xpu_support(self, torch_version: str) -> XpuSupport | None:
+        return _first_matching(self._xpu, torch_version)
+
+    def mps_support(self, torch_version: str) -> MpsSupport | None:
+        return _first_matching(self._mps, torch_version)
+
+    def ascend_npu(self) -> Sequence[AscendNpuRow]:
+        return self.data.vendor_backends.ascend_npu
+
+    def cambricon_mlu(self) -> Sequence[CambriconMluRow]:
+        return self.data.vendor_backends.cambricon_mlu
+
+    def install_note(self, vendor: str) -> str | None:
+        return self.data.vendor_backends.install_notes.get(vendor)
+
+    def source(self, key: str) -> Source | None:
+        return self._sources.get(key)
+
+
+def _first_matching(rows: list[tuple[SpecifierSet | None, Any]], torch_version: str) -> Any:
+    for spec, row in rows:
+        if spec is not None and spec.contains(torch_version, prereleases=True):
+            return row
+    return None

@@ -1,0 +1,177 @@
+"""Read matrix_data/ into a validated `MatrixData`, collecting every problem before failing.
+
+Three layers of problems, all reported together, each naming the file and the key path:
+1. the file itself: missing, unreadable, YAML syntax (with line and column), a key written twice;
+2. its shape: pydantic errors against the file's model (unknown keys, bad types, bad version strings);
+3. cross-file rules (``validation``), run on every row that passed its own shape check.
+
+Parsing uses libyaml's ``CSafeLoader`` when PyYAML was built with it: start-up time matters to the CLI.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from compat_service.domain.errors import MatrixDataError
+from compat_service.domain.matrix.problems import Problem, format_loc
+from compat_service.domain.matrix.schema import MATRIX_FILES, MatrixData
+from compat_service.domain.matrix.validation import FileRows, cross_file_problems
+
+_BaseLoader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _StrictLoader(_BaseLoader):  # type: ignore[misc, valid-type]
+    """Safe loading that refuses a key written twice in one mapping (YAML would keep the last silently)."""
+
+
+def _construct_mapping(loader: Any, node: yaml.MappingNode) -> dict[Any, Any]:
+    loader.flatten_mapping(node)
+    seen: dict[Any, int] = {}
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node)
+        if key in seen:
+            raise yaml.constructor.ConstructorError(
+                None,
+                None,
+                f"key {key!r} appears twice in one mapping (first on line {seen[key] + 1})",
+                key_node.start_mark,
+            )
+        seen[key] = key_node.start_mark.line
+    return dict(loader.construct_pairs(node))
+
+
+_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+# attribute of MatrixData for each file name ("torch_releases.yaml" -> "torch_releases")
+_ATTR = {name: name.removesuffix(".yaml") for name in MATRIX_FILES}
+
+
+def default_path() -> Path:
+    from matrix_data import DATA_DIR
+
+    return DATA_DIR
+
+
+def _read_yaml(file: Path, name: str) -> tuple[Any, list[Problem]]:
+    try:
+        text = file.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None, [Problem(name, "", "file is missing; every file in MATRIX_FILES must exist")]
+    except (OSError, UnicodeDecodeError) as exc:
+        return None, [Problem(name, "", f"cannot be read: {exc}")]
+    try:
+        raw = yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - _StrictLoader is a SafeLoader
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "unknown position"
+        what = " ".join(part for part in (exc.context, exc.problem) if part)
+        kind = "YAML error" if isinstance(exc, yaml.constructor.ConstructorError) else "YAML syntax error"
+        start = exc.context_mark
+        if start is not None and mark is not None and start.line != mark.line:
+            what += f" (the enclosing block starts on line {start.line + 1})"
+        return None, [Problem(name, where, f"{kind}: {what}")]
+    except yaml.YAMLError as exc:
+        return None, [Problem(name, "", f"YAML error: {exc}")]
+    if not isinstance(raw, dict):
+        return None, [Problem(name, "", f"must be a mapping with a 'schema' key, found {type(raw).__name__}")]
+    return raw, []
+
+
+def _message(error: dict[str, Any]) -> str:
+    kind = error["type"]
+    if kind == "extra_forbidden":
+        return "unknown key (not in the schema: check its spelling or extend matrix/schema.py)"
+    if kind == "missing":
+        if error["loc"] and error["loc"][-1] in ("torchvision", "torchaudio"):
+            return (
+                "torch release without companions: required key is missing "
+                "(write {version: null, source: [], note: why} if it is genuinely unknown)"
+            )
+        return "required key is missing (write it with null if the value is unknown)"
+    msg = str(error["msg"])
+    msg = msg.removeprefix("Value error, ")
+    if kind not in ("value_error", "assertion_error") and "input" in error:
+        msg += f" (found {error['input']!r})"
+    return msg
+
+
+def _schema_problems(name: str, exc: ValidationError) -> list[Problem]:
+    return [Problem(name, format_loc(err["loc"]), _message(dict(err))) for err in exc.errors()]
+
+
+def _rows_of(model: BaseModel) -> dict[str, list[tuple[int, BaseModel]]]:
+    rows: dict[str, list[tuple[int, BaseModel]]] = {}
+    for field in type(model).model_fields:
+        value = getattr(model, field)
+        if isinstance(value, list):
+            rows[field] = [(i, item) for i, item in enumerate(value) if isinstance(item, BaseModel)]
+    return rows
+
+
+def _lenient_rows(model_cls: type[BaseModel], raw: dict[str, Any]) -> dict[str, list[tuple[int, BaseModel]]]:
+    """Rows of a file that failed validation, each list item validated on its own; failing items left out."""
+    rows: dict[str, list[tuple[int, BaseModel]]] = {}
+    for field, info in model_cls.model_fields.items():
+        key = info.alias or field
+        items = raw.get(key)
+        args = getattr(info.annotation, "__args__", ())
+        item_cls = args[0] if args and isinstance(args[0], type) and issubclass(args[0], BaseModel) else None
+        if item_cls is None or not isinstance(items, list):
+            continue
+        kept: list[tuple[int, BaseModel]] = []
+        for i, item in enumerate(items):
+            try:
+                kept.append((i, item_cls.model_validate(item)))
+            except ValidationError:
+                continue
+        rows[field] = kept
+    return rows
+
+
+def _load(path: Path | None) -> tuple[MatrixData | None, list[Problem]]:
+    base = Path(path) if path is not None else default_path()
+    problems: list[Problem] = []
+    if not base.is_dir():
+        return None, [Problem(str(base), "", "is not a directory holding the matrix_data YAML files")]
+    models: dict[str, BaseModel] = {}
+    rows: FileRows = {}
+    for name, model_cls in MATRIX_FILES.items():
+        raw, read_problems = _read_yaml(base / name, name)
+        problems += read_problems
+        if raw is None:
+            continue
+        try:
+            model = model_cls.model_validate(raw)
+        except ValidationError as exc:
+            problems += _schema_problems(name, exc)
+            rows[name] = _lenient_rows(model_cls, raw)
+            continue
+        models[name] = model
+        rows[name] = _rows_of(model)
+    problems += cross_file_problems(rows)
+    if problems:
+        return None, problems
+    data = MatrixData.model_validate({_ATTR[name]: model for name, model in models.items()})
+    return data, []
+
+
+def matrix_data_problems(path: Path | None = None) -> list[Problem]:
+    """Every problem in the matrix at ``path`` (default: the bundled copy); empty when it is valid."""
+    return _load(path)[1]
+
+
+def load_matrix_data(path: Path | None = None) -> MatrixData:
+    """The validated matrix at ``path`` (default: the bundled ``matrix_data``); raises `MatrixDataError`."""
+    data, problems = _load(path)
+    if data is None:
+        raise MatrixDataError(
+            f"matrix_data at {Path(path) if path is not None else default_path()} has "
+            f"{len(problems)} problem(s)",
+            hint="fix each file and key listed, then run `accelenv matrix validate`",
+            causes=[p.to_cause() for p in problems],
+        )
+    return data

@@ -1,0 +1,398 @@
+"""The schema of matrix_data: one pydantic model per file and per row.
+
+Conventions every file follows:
+- ``null`` means *unknown* (no source gives it). A key that is required must be present, even if null,
+  so an omission is an error and never silently "unknown".
+- Every row carries ``source``: one or more keys defined in ``sources.yaml``.
+- Versions are strings (``"12.1"``, ``"530.30.02"``, ``"2.3.1"``); they are checked with ``packaging``.
+- Platforms are ``{os}-{arch}``: ``linux-x86_64``, ``linux-aarch64``, ``windows-x86_64``, ``macos-arm64``,
+  ``macos-x86_64``.
+- Unknown keys are errors (``extra="forbid"``): a typo must not turn into a silently ignored fact.
+
+Every check of a single field is written once, as a reusable annotated type (`VersionStr`,
+`OptionalVersion`, `DriverVersion`, `TorchSpecifier`, `PythonList`, `SourceKeys`), and the rows use them.
+Cross-file rules (dangling source keys, a CUDA variant without a driver row, duplicates, ...) live in
+``validation``; this module only describes the shape of each file.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from typing import Annotated, Literal
+
+from packaging.version import InvalidVersion, Version
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, field_validator
+
+from compat_service.domain.backends import (
+    BUILD_LABEL_PATTERN,
+    PLATFORMS,
+    BackendFamily,
+    Platform,
+    python_sort_key,
+)
+from compat_service.domain.matrix.interface import parse_specifier, parse_version
+
+__all__ = ["PLATFORMS", "BackendFamily", "Platform", "python_sort_key"]
+Confidence = Literal["primary", "secondary", "third-party"]
+
+_PYTHON_RE = re.compile(r"^3\.\d{1,2}t?$")
+_ARCH_RE = re.compile(r"^(sm_\d{2,3}[af]?|gfx[0-9a-f]{3,5}|compute_\d{2,3})$")
+
+
+def _check_version(value: str | None) -> str | None:
+    if value is None:
+        return None
+    try:
+        Version(value)
+    except InvalidVersion as exc:
+        raise ValueError(f"{value!r} is not a valid version string") from exc
+    return value
+
+
+def _check_python_list(versions: list[str]) -> list[str]:
+    for v in versions:
+        if not _PYTHON_RE.match(v):
+            raise ValueError(f"{v!r} is not a Python version like '3.11' or '3.13t'")
+    keys = [python_sort_key(v) for v in versions]
+    if len(set(keys)) != len(keys):
+        raise ValueError(f"{versions} lists a Python version twice")
+    if keys != sorted(keys):
+        wanted = sorted(versions, key=python_sort_key)
+        raise ValueError(f"{versions} is not in ascending order; write {wanted}")
+    return versions
+
+
+def _check_driver(value: str | None) -> str | None:
+    if value is not None and parse_version(value) is None:
+        raise ValueError(f"{value!r} is not a valid driver version")
+    return value
+
+
+def _check_specifier(value: str) -> str:
+    if parse_specifier(value) is None:
+        raise ValueError(f"{value!r} is not a version specifier like '>=2.5'")
+    return value
+
+
+def _one_or_many(value: object) -> object:
+    """``source: key`` is short for ``source: [key]``; null is an empty list."""
+    if value is None:
+        return []
+    return [value] if isinstance(value, str) else value
+
+
+# The reusable field types of every file: each check is written once, here.
+#: a version string ``packaging`` accepts ("12.1", "530.30.02", "2.3.1")
+VersionStr = Annotated[str, AfterValidator(_check_version)]
+#: a version string, or null = unknown
+OptionalVersion = Annotated[str | None, AfterValidator(_check_version)]
+#: a driver version ("535.104.05"), or null = unknown
+DriverVersion = Annotated[str | None, AfterValidator(_check_driver)]
+#: a PEP 440 specifier over torch versions (">=2.5,<2.7")
+TorchSpecifier = Annotated[str, AfterValidator(_check_specifier)]
+#: CPython versions ("3.11", "3.13t"), ascending, each once
+PythonList = Annotated[list[str], AfterValidator(_check_python_list)]
+#: source keys; one key may be written without the list
+SourceKeys = Annotated[list[str], BeforeValidator(_one_or_many)]
+
+
+class Row(BaseModel):
+    """Base of every data row: strict keys, and a source that is never empty."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    source: SourceKeys = Field(min_length=1, description="keys into sources.yaml")
+    note: str | None = None
+
+
+class Versioned(BaseModel):
+    """A single sourced value: ``{version: "0.18.1", source: [...]}``; version null = unknown."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    version: OptionalVersion
+    source: SourceKeys = Field(default_factory=list)
+    note: str | None = None
+
+
+# --------------------------------------------------------------------------- sources.yaml
+
+
+class Source(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    key: str = Field(pattern=r"^[a-z0-9_]+$")
+    title: str
+    url: str | None = None
+    confidence: Confidence
+    retrieved: dt.date | None = None
+    note: str | None = None
+
+
+class SourcesFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    schema_: Literal["sources/v1"] = Field(alias="schema")
+    sources: list[Source]
+
+
+# --------------------------------------------------------------------------- build_variants.yaml
+
+
+class BuildVariant(Row):
+    """A build label and the wheel index it lives on, e.g. cu121 -> .../whl/cu121."""
+
+    label: str = Field(pattern=BUILD_LABEL_PATTERN)
+    family: Literal["cpu", "cuda", "rocm", "xpu"]
+    #: toolkit/runtime version the label stands for: "12.1" for cu121, "6.0" for rocm6.0; null for cpu/xpu
+    runtime: OptionalVersion
+    #: the full toolkit the binaries were built with where sourced (e.g. "12.8.1"), else null
+    runtime_full: OptionalVersion = None
+    index_url: str
+
+
+class BuildVariantsFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    schema_: Literal["build_variants/v1"] = Field(alias="schema")
+    variants: list[BuildVariant]
+
+
+# --------------------------------------------------------------------------- torch_releases.yaml
+
+
+class VariantAvailability(Row):
+    """One build variant of a torch minor and the platforms it was published for."""
+
+    label: str
+    platforms: list[Platform] = Field(min_length=1)
+    #: patches of the minor that have this variant; null = all patches of the minor
+    patches: list[str] | None = None
+
+
+class PythonSupport(Row):
+    """The CPython versions (``3.13t`` = free-threaded) with wheels; ``platforms`` limits an entry."""
+
+    versions: PythonList = Field(min_length=1)
+    #: null = every platform the release has wheels for
+    platforms: list[Platform] | None = None
+
+
+class TorchPatch(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    version: VersionStr
+    release_date: dt.date | None
+    release_date_source: SourceKeys = Field(default_factory=list)
+    torchvision: Versioned
+    torchaudio: Versioned
+    triton: Versioned
+    #: replaces the minor's ``python`` list for this patch only (2.12.0 has 3.13t, 2.12.1 does not)
+    python_override: list[PythonSupport] | None = None
+    note: str | None = None
+
+
+class DefaultIndexEntry(Row):
+    """Which build the plain default package index serves for a platform (no index option)."""
+
+    platform: Platform
+    #: build label, e.g. "cu121" on linux-x86_64 for torch 2.3, "cpu" on windows; null = unknown
+    label: str | None
+
+
+class TorchMinor(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    minor: str = Field(pattern=r"^\d+\.\d+$")
+    status: Literal["released", "partial"] = "released"
+    #: platforms whose variant list no source gives: a label missing there is unknown, not "not published"
+    platforms_unsourced: list[Platform] = Field(default_factory=list)
+    #: the option the official install commands use: "--index-url" or "--extra-index-url"
+    index_option: Literal["--index-url", "--extra-index-url"] | None
+    index_option_source: list[str] = Field(default_factory=list)
+    python: list[PythonSupport]
+    variants: list[VariantAvailability]
+    default_index: list[DefaultIndexEntry]
+    patches: list[TorchPatch] = Field(min_length=1)
+    note: str | None = None
+
+
+class TorchReleasesFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    schema_: Literal["torch_releases/v1"] = Field(alias="schema")
+    minors: list[TorchMinor]
+
+
+# --------------------------------------------------------------------------- cuda.yaml
+
+
+class CudaToolkit(Row):
+    """A CUDA toolkit release and the driver that shipped with it (no minor-version compatibility)."""
+
+    version: VersionStr
+    min_driver_linux: DriverVersion
+    min_driver_windows: DriverVersion
+
+
+class MinorVersionCompat(Row):
+    """NVIDIA minor-version compatibility: CUDA ``major``.x runs on a driver >= floor (with caveats)."""
+
+    cuda_major: int
+    min_driver_linux: DriverVersion
+    min_driver_windows: DriverVersion
+    #: first driver branch that belongs to the next major; null = open-ended
+    below_driver: DriverVersion = None
+
+
+class CudaFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    schema_: Literal["cuda/v1"] = Field(alias="schema")
+    toolkits: list[CudaToolkit]
+    minor_version_compatibility: list[MinorVersionCompat]
+
+
+# --------------------------------------------------------------------------- gpu_archs.yaml
+
+
+class ArchList(Row):
+    """The GPU architectures a build variant ships kernels (and PTX) for, for a range of torch releases."""
+
+    #: PEP 440 specifier over torch versions, e.g. ">=2.11,<2.12"
+    torch: str
+    variant: str
+    platforms: list[Platform] = Field(min_length=1)
+    archs: list[str] = Field(min_length=1)
+    #: the newest arch shipped as PTX (runs on newer GPUs via JIT); null = none or unknown
+    ptx: str | None = None
+
+    @field_validator("archs")
+    @classmethod
+    def _archs(cls, archs: list[str]) -> list[str]:
+        for a in archs:
+            if not _ARCH_RE.match(a):
+                raise ValueError(f"{a!r} is not a GPU architecture like 'sm_90' or 'gfx942'")
+        return archs
+
+
+class GpuArchsFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    schema_: Literal["gpu_archs/v1"] = Field(alias="schema")
+    arch_lists: list[ArchList]
+
+
+# --------------------------------------------------------------------------- rocm.yaml, xpu.yaml, mps.yaml
+
+
+class RocmRelease(Row):
+    version: VersionStr
+    #: gfx targets AMD lists as supported for this ROCm release on Linux; null = unknown
+    gfx_targets: list[str] | None
+    #: minimum amdgpu kernel driver where sourced
+    min_driver: str | None = None
+    #: torch minors AMD's third-party support matrix lists as tested with this ROCm; null = not in that table
+    amd_tested_torch: list[str] | None = None
+
+
+class RocmFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    schema_: Literal["rocm/v1"] = Field(alias="schema")
+    releases: list[RocmRelease]
+
+
+class XpuSupport(Row):
+    torch: TorchSpecifier
+    driver_requirement: str | None
+    hardware: list[str] | None
+
+
+class XpuFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    schema_: Literal["xpu/v1"] = Field(alias="schema")
+    support: list[XpuSupport]
+
+
+class MpsSupport(Row):
+    torch: TorchSpecifier
+    min_macos: OptionalVersion
+
+
+class MpsFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    schema_: Literal["mps/v1"] = Field(alias="schema")
+    support: list[MpsSupport]
+
+
+# --------------------------------------------------------------------------- vendor PrivateUse1 plugins
+
+
+class AscendNpuRow(Row):
+    """torch_npu <-> torch <-> CANN <-> Python, as Ascend documents it (CPU torch plus the plugin)."""
+
+    torch_npu: VersionStr
+    torch: VersionStr
+    cann: str | None
+    python: PythonList | None
+    #: the branch/tag in Ascend's repository, e.g. v2.12.0-26.1.0
+    branch: str | None = None
+    status: Literal["active", "maintained", "eol"] | None = None
+
+
+
+class CambriconMluRow(Row):
+    """torch_mlu <-> torch <-> Cambricon toolkit (CTR) <-> driver, as Cambricon documents it."""
+
+    torch_mlu: VersionStr
+    torch: VersionStr
+    toolkit: str | None
+    driver: str | None
+    python: PythonList | None
+
+
+
+class VendorFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    schema_: Literal["vendor_backends/v1"] = Field(alias="schema")
+    ascend_npu: list[AscendNpuRow]
+    cambricon_mlu: list[CambriconMluRow]
+    #: the install recipe in words per vendor (which torch wheel, which index, which plugin)
+    install_notes: dict[str, str] = Field(default_factory=dict)
+
+
+# --------------------------------------------------------------------------- the whole matrix
+
+#: file name -> model, in load order. Each file holds one table.
+MATRIX_FILES: dict[str, type[BaseModel]] = {
+    "sources.yaml": SourcesFile,
+    "build_variants.yaml": BuildVariantsFile,
+    "torch_releases.yaml": TorchReleasesFile,
+    "cuda.yaml": CudaFile,
+    "gpu_archs.yaml": GpuArchsFile,
+    "rocm.yaml": RocmFile,
+    "xpu.yaml": XpuFile,
+    "mps.yaml": MpsFile,
+    "vendor_backends.yaml": VendorFile,
+}
+
+
+class MatrixData(BaseModel):
+    """Every matrix_data file, parsed. Built by ``loader.load_matrix_data`` after validation."""
+
+    model_config = ConfigDict(frozen=True)
+
+    sources: SourcesFile
+    build_variants: BuildVariantsFile
+    torch_releases: TorchReleasesFile
+    cuda: CudaFile
+    gpu_archs: GpuArchsFile
+    rocm: RocmFile
+    xpu: XpuFile
+    mps: MpsFile
+    vendor_backends: VendorFile

@@ -1,0 +1,394 @@
+"""Rules that span rows or files of matrix_data, all collected before anything fails.
+
+Input is every row that passed its own schema, keyed by file and list field, with its index in the file
+(so a message names the same key path a human sees). A row that failed its schema is reported by the
+loader and left out here, so one typo does not hide every other problem.
+
+Rules: duplicates (sources, variant labels, toolkits, ROCm releases, minors, patches, arch-list overlaps);
+dangling references (source keys, variant labels, patches named by a variant); every CUDA variant has a
+driver row and a minor-version-compatibility row; labels agree with their family and runtime; patches
+belong to their minor; released minors have Python and variants; a known companion or date has a source;
+version strings and specifiers parse; GPU arch lists fit their variant.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from packaging.version import Version
+from pydantic import BaseModel
+
+from compat_service.domain.backends import LABEL_PREFIXES, PLUGINS
+from compat_service.domain.matrix.interface import parse_specifier, parse_version
+from compat_service.domain.matrix.problems import Problem
+
+#: file name -> list field -> [(index in the file, row)]
+FileRows = dict[str, dict[str, list[tuple[int, Any]]]]
+
+
+class _Problems(list[Problem]):
+    def add(self, file: str, key: str, message: str) -> None:
+        self.append(Problem(file, key, message))
+
+
+_SOURCE_FIELDS = ("source", "release_date_source", "index_option_source")
+_FAMILY_PREFIX = {family: prefix for prefix, family in LABEL_PREFIXES}
+
+
+def _rows(rows: FileRows, file: str, field: str) -> list[tuple[int, Any]]:
+    return rows.get(file, {}).get(field, [])
+
+
+def source_references(obj: Any, path: str) -> Iterator[tuple[str, str]]:
+    """Every (key path, source key) inside a row, however deeply nested."""
+    if isinstance(obj, BaseModel):
+        for name in type(obj).model_fields:
+            value = getattr(obj, name)
+            if name in _SOURCE_FIELDS and isinstance(value, list):
+                for i, key in enumerate(value):
+                    yield f"{path}.{name}[{i}]", key
+            else:
+                yield from source_references(value, f"{path}.{name}")
+    elif isinstance(obj, list):
+        for i, item in enumerate(obj):
+            yield from source_references(item, f"{path}[{i}]")
+
+
+def _sources(rows: FileRows) -> list[Problem]:
+    out = _Problems()
+    known: dict[str, int] = {}
+    for i, src in _rows(rows, "sources.yaml", "sources"):
+        if src.key in known:
+            out.add(
+                "sources.yaml",
+                f"sources[{i}].key",
+                f"duplicate source key {src.key!r} (first at sources[{known[src.key]}])",
+            )
+        known.setdefault(src.key, i)
+    if "sources.yaml" not in rows:
+        return out  # the loader already reported the file; every reference would dangle
+    for file, fields in rows.items():
+        for field, items in fields.items():
+            for i, row in items:
+                for path, key in source_references(row, f"{field}[{i}]"):
+                    if key not in known:
+                        out.add(file, path, f"source key {key!r} is not defined in sources.yaml")
+    return out
+
+
+def _build_variants(rows: FileRows) -> tuple[dict[str, Any], list[Problem]]:
+    file = "build_variants.yaml"
+    out = _Problems()
+    labels: dict[str, Any] = {}
+    first: dict[str, int] = {}
+    for i, v in _rows(rows, "build_variants.yaml", "variants"):
+        path = f"variants[{i}]"
+        if v.label in labels:
+            out.add(
+                file,
+                f"{path}.label",
+                f"duplicate variant label {v.label!r} (first at variants[{first[v.label]}])",
+            )
+            continue
+        labels[v.label], first[v.label] = v, i
+        if not v.label.startswith(_FAMILY_PREFIX[v.family]):
+            out.add(
+                file,
+                f"{path}.family",
+                f"label {v.label!r} does not belong to family {v.family!r}",
+            )
+        if v.family in ("cuda", "rocm"):
+            expected = _FAMILY_PREFIX[v.family] + (
+                (v.runtime or "").replace(".", "") if v.family == "cuda" else (v.runtime or "")
+            )
+            if v.label != expected:
+                out.add(
+                    file,
+                    f"{path}.runtime",
+                    f"runtime {v.runtime!r} does not match label {v.label!r}",
+                )
+            if v.runtime_full and v.runtime and not v.runtime_full.startswith(v.runtime + "."):
+                out.add(
+                    file,
+                    f"{path}.runtime_full",
+                    f"{v.runtime_full!r} is not a release of runtime {v.runtime!r}",
+                )
+        elif v.runtime is not None:
+            out.add(
+                file,
+                f"{path}.runtime",
+                f"a {v.family} build has no runtime version; write null",
+            )
+        if not v.index_url.startswith(("https://", "http://")):
+            out.add(file, f"{path}.index_url", f"{v.index_url!r} is not an http(s) URL")
+    return labels, out
+
+
+def _cuda(rows: FileRows) -> list[Problem]:
+    file = "cuda.yaml"
+    out = _Problems()
+    toolkits: dict[Version, int] = {}
+    for i, t in _rows(rows, "cuda.yaml", "toolkits"):
+        ver = parse_version(t.version)
+        if ver in toolkits:
+            out.add(
+                file,
+                f"toolkits[{i}].version",
+                f"duplicate toolkit {t.version!r} (first at toolkits[{toolkits[ver]}])",
+            )
+        elif ver is not None:
+            toolkits[ver] = i
+    majors: dict[int, int] = {}
+    for i, m in _rows(rows, "cuda.yaml", "minor_version_compatibility"):
+        if m.cuda_major in majors:
+            out.add(
+                file,
+                f"minor_version_compatibility[{i}].cuda_major",
+                f"duplicate CUDA major {m.cuda_major}",
+            )
+        majors.setdefault(m.cuda_major, i)
+    if "cuda.yaml" not in rows:
+        return out
+    for i, v in _rows(rows, "build_variants.yaml", "variants"):
+        if v.family != "cuda" or v.runtime is None:
+            continue
+        wanted = parse_version(v.runtime_full) if v.runtime_full else None
+        runtime = parse_version(v.runtime)
+        if wanted is not None:
+            ok = wanted in toolkits
+            what = f"toolkit {v.runtime_full}"
+        else:
+            ok = runtime is not None and any(t.release[:2] == runtime.release[:2] for t in toolkits)
+            what = f"any CUDA {v.runtime} toolkit"
+        if not ok:
+            out.add(
+                "build_variants.yaml",
+                f"variants[{i}]",
+                f"CUDA variant {v.label!r} has no driver row: cuda.yaml lists no {what}",
+            )
+        if runtime is not None and runtime.major not in majors:
+            out.add(
+                "build_variants.yaml",
+                f"variants[{i}]",
+                f"CUDA variant {v.label!r}: cuda.yaml has no minor_version_compatibility "
+                f"row for CUDA {runtime.major}",
+            )
+    return out
+
+
+def _rocm(rows: FileRows) -> list[Problem]:
+    file = "rocm.yaml"
+    out = _Problems()
+    seen: dict[tuple[int, ...], int] = {}
+    for i, r in _rows(rows, "rocm.yaml", "releases"):
+        ver = parse_version(r.version)
+        if ver is None:  # the schema refused it already (VersionStr)
+            continue
+        if ver.release in seen:
+            out.add(file, f"releases[{i}].version", f"duplicate ROCm release {r.version!r}")
+        seen.setdefault(ver.release, i)
+        for j, gfx in enumerate(r.gfx_targets or []):
+            if not gfx.startswith("gfx"):
+                out.add(file, f"releases[{i}].gfx_targets[{j}]", f"{gfx!r} is not a gfx target")
+    if "rocm.yaml" not in rows:
+        return out
+    for i, v in _rows(rows, "build_variants.yaml", "variants"):
+        ver = parse_version(v.runtime) if v.family == "rocm" else None
+        if ver is not None and ver.release not in seen:
+            out.add(
+                "build_variants.yaml",
+                f"variants[{i}]",
+                f"ROCm variant {v.label!r} has no row in rocm.yaml",
+            )
+    return out
+
+
+def _torch(rows: FileRows, labels: dict[str, Any]) -> tuple[list[Version], list[Problem]]:
+    out = _Problems()
+    file = "torch_releases.yaml"
+    minors: dict[str, int] = {}
+    patch_seen: dict[str, str] = {}
+    all_patches: list[Version] = []
+    for i, m in _rows(rows, file, "minors"):
+        base = f"minors[{i}]"
+        if m.minor in minors:
+            out.add(
+                file, f"{base}.minor", f"duplicate minor {m.minor!r} (first at minors[{minors[m.minor]}])"
+            )
+        minors.setdefault(m.minor, i)
+        if m.index_option is not None and not m.index_option_source:
+            out.add(file, f"{base}.index_option_source", "index_option is given without a source")
+        released = m.status == "released"
+        if released and not m.python:
+            out.add(file, f"{base}.python", "a released minor needs at least one Python entry")
+        if released and not m.variants:
+            out.add(file, f"{base}.variants", "a released minor needs at least one build variant")
+        names = set()
+        for j, p in enumerate(m.patches):
+            path = f"{base}.patches[{j}]"
+            names.add(p.version)
+            ver = parse_version(p.version)
+            if ver is not None:
+                if f"{ver.major}.{ver.minor}" != m.minor:
+                    out.add(
+                        file,
+                        f"{path}.version",
+                        f"patch {p.version!r} does not belong to minor {m.minor!r}",
+                    )
+                all_patches.append(ver)
+            if p.version in patch_seen:
+                out.add(
+                    file,
+                    f"{path}.version",
+                    f"duplicate patch {p.version!r} (first at {patch_seen[p.version]})",
+                )
+            patch_seen.setdefault(p.version, path)
+            if p.release_date is not None and not p.release_date_source:
+                out.add(file, f"{path}.release_date_source", "release_date is given without a source")
+            for comp in ("torchvision", "torchaudio", "triton"):
+                value = getattr(p, comp)
+                if value.version is not None and not value.source:
+                    out.add(
+                        file, f"{path}.{comp}.source", f"{comp} {value.version} is given without a source"
+                    )
+                if released and comp != "triton" and value.version is None and not value.note:
+                    out.add(file, f"{path}.{comp}", f"{comp} is null without a note saying why it is unknown")
+        by_platform: dict[str, set[str]] = {}
+        variant_labels: dict[str, int] = {}
+        for j, v in enumerate(m.variants):
+            path = f"{base}.variants[{j}]"
+            if v.label in variant_labels:
+                out.add(
+                    file,
+                    f"{path}.label",
+                    f"duplicate variant {v.label!r} in minor {m.minor} (first at "
+                    f"variants[{variant_labels[v.label]}])",
+                )
+            variant_labels.setdefault(v.label, j)
+            if labels and v.label not in labels:
+                out.add(
+                    file,
+                    f"{path}.label",
+                    f"variant label {v.label!r} is not defined in build_variants.yaml",
+                )
+            for k, name in enumerate(v.patches or []):
+                if name not in {p.version for p in m.patches}:
+                    out.add(file, f"{path}.patches[{k}]", f"{name!r} is not a patch of minor {m.minor}")
+            for plat in v.platforms:
+                by_platform.setdefault(plat, set()).add(v.label)
+        platforms_seen: set[str] = set()
+        for j, d in enumerate(m.default_index):
+            path = f"{base}.default_index[{j}]"
+            if d.platform in platforms_seen:
+                out.add(file, f"{path}.platform", f"duplicate default-index entry for {d.platform}")
+            platforms_seen.add(d.platform)
+            if d.label is None:
+                continue
+            if labels and d.label not in labels:
+                out.add(
+                    file,
+                    f"{path}.label",
+                    f"variant label {d.label!r} is not defined in build_variants.yaml",
+                )
+            elif d.platform not in m.platforms_unsourced and d.label not in by_platform.get(
+                d.platform, set()
+            ):
+                out.add(
+                    file,
+                    f"{path}.label",
+                    f"{d.label!r} is not among the minor's variants for {d.platform}",
+                )
+        for plat in sorted(set(by_platform) - platforms_seen - set(m.platforms_unsourced)):
+            out.add(
+                file,
+                f"{base}.default_index",
+                f"no entry for {plat}, which has published variants (list it in "
+                "platforms_unsourced if unknown)",
+            )
+    return all_patches, out
+
+
+def _gpu_archs(rows: FileRows, labels: dict[str, Any], patches: list[Version]) -> list[Problem]:
+    out = _Problems()
+    file = "gpu_archs.yaml"
+    claimed: dict[tuple[str, str, Version], int] = {}
+    for i, a in _rows(rows, file, "arch_lists"):
+        base = f"arch_lists[{i}]"
+        spec = parse_specifier(a.torch)
+        if spec is None:
+            out.add(file, f"{base}.torch", f"{a.torch!r} is not a version specifier like '>=2.11,<2.12'")
+        variant = labels.get(a.variant)
+        if labels and variant is None:
+            out.add(
+                file,
+                f"{base}.variant",
+                f"variant label {a.variant!r} is not defined in build_variants.yaml",
+            )
+        elif variant is not None:
+            prefix = {"cuda": ("sm_", "compute_"), "rocm": ("gfx",)}.get(variant.family)
+            if prefix is None:
+                out.add(
+                    file,
+                    f"{base}.variant",
+                    f"{a.variant!r} is a {variant.family} build: no GPU arch list applies",
+                )
+            else:
+                for j, arch in enumerate(a.archs):
+                    if not arch.startswith(prefix):
+                        out.add(
+                            file,
+                            f"{base}.archs[{j}]",
+                            f"{arch!r} is not an arch of a {variant.family} build",
+                        )
+        if len(set(a.archs)) != len(a.archs):
+            out.add(file, f"{base}.archs", "lists an architecture twice")
+        if a.ptx is not None and a.ptx not in a.archs:
+            out.add(file, f"{base}.ptx", f"PTX arch {a.ptx!r} is not in archs")
+        if spec is None:
+            continue
+        # Two rows of one variant and platform must not claim one release: readers take the first.
+        for ver in patches:
+            if not spec.contains(ver, prereleases=True):
+                continue
+            for plat in a.platforms:
+                key = (a.variant, plat, ver)
+                if key in claimed:
+                    out.add(
+                        file,
+                        base,
+                        f"overlaps arch_lists[{claimed[key]}] for torch {ver} {a.variant} on {plat}",
+                    )
+                else:
+                    claimed[key] = i
+    return out
+
+
+def _vendor(rows: FileRows) -> list[Problem]:
+    out = _Problems()
+    file = "vendor_backends.yaml"
+    for field, plugin in ((p.table, p.version_field) for p in PLUGINS.values()):
+        seen: dict[tuple[str, str], int] = {}
+        for i, row in _rows(rows, file, field):
+            key = (getattr(row, plugin), row.torch)
+            if key in seen:
+                out.add(
+                    file,
+                    f"{field}[{i}]",
+                    f"duplicate {plugin} {key[0]} for torch {key[1]} (first at {field}[{seen[key]}])",
+                )
+            seen.setdefault(key, i)
+    return out
+
+
+def cross_file_problems(rows: FileRows) -> list[Problem]:
+    """Every cross-row and cross-file problem among ``rows`` (see the module docstring)."""
+    labels, problems = _build_variants(rows)
+    patches, torch_problems = _torch(rows, labels)
+    problems += _sources(rows)
+    problems += _cuda(rows)
+    problems += _rocm(rows)
+    problems += torch_problems
+    problems += _gpu_archs(rows, labels, patches)
+    problems += _vendor(rows)
+    return problems

@@ -1,0 +1,1 @@
+"""The resolver: the request, the stages over an explicit state, the explanation of failures, the answer."""

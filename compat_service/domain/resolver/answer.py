@@ -1,0 +1,281 @@
+"""Turn the winning candidate into a `Resolution`: pins, index, host requirements, reasons, warnings."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from compat_service.domain.backends import PLUGIN_FAMILIES, PLUGINS
+from compat_service.domain.hardware_rules import cached_version, newest_cuda_for_driver
+from compat_service.domain.resolver.resolution import HostRequirement, Pin, Reason, Resolution
+from compat_service.domain.resolver.state import Candidate, ResolverState
+
+
+def build_resolution(state: ResolverState, minor: Any, patch: Any, python: str, c: Candidate) -> Resolution:
+    r = state.r
+    reasons: list[Reason] = []
+    warnings = state.warnings
+    version = patch.version
+    reasons.append(
+        Reason(
+            "torch",
+            f"torch {version}: newest patch matching --torch {r.torch.text} that meets every constraint",
+            tuple(patch.release_date_source),
+        )
+    )
+    if minor.status != "released":
+        warnings.append(
+            f"the matrix holds partial data for torch {minor.minor} ({minor.note or 'status: partial'})"
+        )
+    if r.python is None:
+        warnings.append(f"no --python given: chose Python {python}, the newest torch {version} supports")
+    py_sources = tuple(
+        dict.fromkeys(
+            s
+            for e in (patch.python_override if patch.python_override is not None else minor.python)
+            for s in e.source
+        )
+    )
+    reasons.append(
+        Reason(
+            "python", f"torch {version} publishes wheels for Python {python} on {r.platform}", py_sources
+        )
+    )
+
+    build = c.build_row
+    variant_detail = f"{c.label} ({build.family}{' ' + build.runtime if build.runtime else ''}) is published for {r.platform}"
+    if r.backend.kind == "family":
+        variant_detail = (
+            f"{c.label}: the newest {state.family} build of torch {version} that fits; " + variant_detail
+        )
+    reasons.append(Reason("variant", variant_detail, tuple(c.variant_row.source) + tuple(build.source)))
+
+    requirements: list[HostRequirement] = []
+    if c.arch is not None:
+        _arch_reason(state, c, reasons, warnings)
+    if state.family == "cuda":
+        _driver_reason(state, c, reasons, warnings, requirements)
+    _family_notes(state, version, c, reasons, warnings, requirements)
+
+    default = next((d for d in minor.default_index if d.platform == r.platform), None)
+    on_default = default is not None and default.label == c.label
+    index_url = None if on_default else build.index_url
+    if default is None or default.label is None:
+        warnings.append(f"the matrix does not say which build the default index serves for {r.platform}")
+    reasons.append(
+        Reason(
+            "index",
+            f"the default index serves {default.label if default and default.label else 'an unknown build'} "
+            f"for {r.platform}: "
+            + ("no index option needed" if on_default else f"{c.label} comes from {build.index_url}"),
+            tuple(default.source) if default is not None else tuple(build.source),
+        )
+    )
+    index_option = minor.index_option or "--index-url"
+    if minor.index_option is None and index_url:
+        warnings.append(
+            f"the matrix does not record the index option torch {minor.minor} used; assuming --index-url"
+        )
+    # The official commands of --extra-index-url releases pin local versions (1.13.1+cu117): without
+    # the tag pip may take the default index's build, whose version sorts equal.
+    local = f"+{c.label}" if index_url and index_option == "--extra-index-url" else ""
+    packages = [Pin("torch", version + local, index_url)]
+    for name in r.with_:
+        row = getattr(patch, name)
+        packages.append(Pin(name, row.version + local, index_url))
+        reasons.append(
+            Reason(name, f"{name} {row.version} pairs with torch {version}", tuple(row.source))
+        )
+    if c.plugin_row is not None and state.family == "npu":
+        packages.append(Pin("torch-npu", c.plugin_row.torch_npu, None))
+    evidence = _evidence(state, version, c.label, python, reasons)
+    return Resolution(
+        torch_version=version,
+        backend=c.label,
+        family=state.family,
+        python=python,
+        os=r.os,
+        arch=r.arch,
+        packages=tuple(packages),
+        index_url=index_url,
+        index_option=index_option,
+        default_index_has_variant=on_default,
+        requirements=tuple(requirements),
+        reasons=tuple(reasons),
+        warnings=tuple(warnings),
+        evidence=evidence,
+    )
+
+
+def _arch_reason(state: ResolverState, c: Candidate, reasons: list[Reason], warnings: list[str]) -> None:
+    gpu = state.r.gpu_arch
+    verdict = c.arch
+    assert verdict is not None
+    if verdict.coverage == "unknown":
+        warnings.append(f"the matrix has no architecture list for {c.label}; could not check {gpu}")
+        return
+    how = (
+        "ships kernels that run on"
+        if verdict.coverage == "kernels"
+        else "ships PTX that JIT-compiles for"
+    )
+    reasons.append(
+        Reason("gpu-arch", f"{c.label} {how} {gpu} ({verdict.shipped})", tuple(verdict.row.source))
+    )
+    if verdict.coverage == "ptx":
+        warnings.append(
+            f"{gpu} runs {c.label} through PTX JIT: the first use of each kernel compiles it (slow start)"
+        )
+
+
+def _driver_reason(
+    state: ResolverState,
+    c: Candidate,
+    reasons: list[Reason],
+    warnings: list[str],
+    requirements: list[HostRequirement],
+) -> None:
+    floor = c.floor
+    runtime = c.build_row.runtime
+    toolkit = floor.toolkit.version if floor.toolkit is not None else runtime
+    if floor.version is None:
+        warnings.append(
+            f"the matrix has no {state.r.os} driver minimum for CUDA {runtime}; check NVIDIA's release notes"
+        )
+        return
+    requirements.append(
+        HostRequirement("nvidia-driver", floor.version, f"CUDA {toolkit} toolkit minimum on {state.r.os}")
+    )
+    if state.r.driver is None:
+        warnings.append(
+            f"no --driver given: {c.label} needs an NVIDIA driver >= {floor.version} (CUDA {toolkit})"
+        )
+    detail = f"CUDA {toolkit} needs driver >= {floor.version} on {state.r.os}"
+    if state.r.driver is not None:
+        detail += f"; driver {state.r.driver} meets it"
+    reasons.append(
+        Reason("driver", detail, tuple(floor.toolkit.source) if floor.toolkit is not None else ())
+    )
+    if state.r.driver is not None:
+        _minor_version_note(state, warnings)
+
+
+def _minor_version_note(state: ResolverState, warnings: list[str]) -> None:
+    """Say when NVIDIA's minor-version compatibility would stretch this driver further than accelenv does."""
+    runs = newest_cuda_for_driver(state.m, state.r.driver or "0", state.r.os)
+    if runs is None:
+        return
+    major = cached_version(runs).major
+    row = state.m.minor_version_compat(major)
+    newer = [t.version for t in state.m.cuda_toolkits() if cached_version(t.version).major == major]
+    if row is None or not newer or cached_version(newer[-1]) <= cached_version(runs):
+        return
+    floor = row.min_driver_windows if state.r.os == "windows" else row.min_driver_linux
+    if floor and cached_version(state.r.driver or "0") >= cached_version(floor):
+        warnings.append(
+            f"driver {state.r.driver} runs CUDA <= {runs} by the toolkit minimums; NVIDIA's minor-version "
+            f"compatibility (>= {floor}) may run newer CUDA {major}.x builds, but not PTX JIT, so accelenv "
+            f"does not count on it (source: {', '.join(row.source)})"
+        )
+
+
+def _family_notes(
+    state: ResolverState,
+    version: str,
+    c: Candidate,
+    reasons: list[Reason],
+    warnings: list[str],
+    requirements: list[HostRequirement],
+) -> None:
+    if state.family == "mps":
+        row = state.m.mps_support(version)
+        if row is None:
+            warnings.append(f"the matrix has no MPS row for torch {version}")
+        elif row.min_macos:
+            requirements.append(HostRequirement("macos", row.min_macos, "MPS needs this macOS or newer"))
+            reasons.append(
+                Reason(
+                    "mps",
+                    f"MPS ships in the macOS wheel; needs macOS >= {row.min_macos}",
+                    tuple(row.source),
+                )
+            )
+    elif state.family == "xpu":
+        row = state.m.xpu_support(version)
+        if row is not None and row.driver_requirement:
+            requirements.append(HostRequirement("intel-gpu-driver", None, row.driver_requirement))
+            reasons.append(Reason("xpu", row.driver_requirement, tuple(row.source)))
+    elif state.family == "rocm" and c.build_row.runtime:
+        release = state.m.rocm_release(c.build_row.runtime)
+        if release is not None and release.min_driver:
+            requirements.append(
+                HostRequirement("amdgpu-driver", release.min_driver, f"ROCm {release.version}")
+            )
+    elif state.family in PLUGIN_FAMILIES and c.plugin_row is not None:
+        _plugin_notes(state, c.plugin_row, reasons, warnings, requirements)
+
+
+def _plugin_notes(
+    state: ResolverState,
+    row: Any,
+    reasons: list[Reason],
+    warnings: list[str],
+    requirements: list[HostRequirement],
+) -> None:
+    if state.family == "npu":
+        reasons.append(
+            Reason(
+                "torch-npu",
+                f"torch-npu {row.torch_npu} is Ascend's plugin for torch {row.torch} on the CPU build",
+                tuple(row.source),
+            )
+        )
+        if row.cann:
+            requirements.append(
+                HostRequirement("cann", row.cann, "Ascend CANN toolkit (not a pip package)")
+            )
+            warnings.append(
+                f"torch-npu {row.torch_npu} needs Ascend CANN {row.cann} installed on the host"
+            )
+        else:
+            warnings.append(f"the matrix has no CANN version for torch-npu {row.torch_npu}")
+    else:
+        requirements.append(
+            HostRequirement(
+                "torch_mlu",
+                row.torch_mlu,
+                "Cambricon's plugin wheel, distributed with its SDK (not a pip package)",
+            )
+        )
+        if row.toolkit:
+            requirements.append(
+                HostRequirement("cambricon-toolkit", row.toolkit, "Cambricon toolkit (CTR)")
+            )
+        if row.driver:
+            requirements.append(HostRequirement("cambricon-driver", row.driver, "Cambricon driver"))
+        reasons.append(
+            Reason(
+                "torch_mlu",
+                f"torch_mlu {row.torch_mlu} is Cambricon's plugin for torch {row.torch}",
+                tuple(row.source),
+            )
+        )
+        warnings.append(f"install torch_mlu {row.torch_mlu} from the Cambricon SDK after torch")
+    note = state.m.install_note(PLUGINS[state.family].install_note)
+    if note:
+        reasons.append(Reason("install", note, ()))
+
+
+def _evidence(
+    state: ResolverState, version: str, label: str, python: str, reasons: list[Reason]
+) -> dict[str, Any] | None:
+    if state.evidence is None:
+        return None
+    from compat_service.domain.evidence.steering import answer_notes
+
+    cell = state.steering.status(version, label, python)
+    reason, warning = answer_notes(cell, version, label, state.r.platform)
+    if reason is not None:
+        reasons.append(Reason("evidence", reason, ()))
+    if warning is not None:
+        state.warnings.append(warning)
+    return {"status": cell.status, "hosts": cell.hosts, "detail": cell.detail}

@@ -1,0 +1,353 @@
+"""Explain why nothing fits, and what would: the one home of failures and their nearest alternatives.
+
+- `explain_failure` / `torch_not_found`: the `Conflict` for the furthest stage any candidate patch reached.
+  Each message names the constraints that clashed and where they came from ("torch 2.3 supports Python
+  3.8–3.12; you asked for 3.13").
+- `nearby_requests`: the failed request with one or two flags changed, resolved for real (never guessed)
+  with the resolve function the caller passes in (so this module does not import the stages): the newest
+  torch for that Python, the Python the asked torch supports, the CPU build, the driver to install, a
+  build label the release publishes, the request without companions.
+- `to_error`: the `Conflict` and its alternatives as the public `UnsatisfiableError` subclass named by its
+  code (compat_service/domain/errors.py; imported only on failure: it pulls pydantic).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from packaging.version import Version
+
+from compat_service.domain.backends import CPU_WHEEL_FAMILIES, PLUGINS
+from compat_service.domain.hardware_rules import newest_cuda_for_driver
+from compat_service.domain.resolver.conflict import Conflict
+from compat_service.domain.resolver.request import BackendSpec, TorchSpec
+from compat_service.domain.resolver.state import Dropout, ResolverState
+
+if TYPE_CHECKING:
+    from compat_service.domain.errors import UnsatisfiableError
+    from compat_service.domain.matrix.interface import Matrix
+    from compat_service.domain.resolver.request import ResolveRequest
+    from compat_service.domain.resolver.resolution import Resolution
+
+#: resolves a request without raising (None when it does not resolve): the stages' `try_resolve`
+TryResolve = Callable[["ResolveRequest", "Matrix"], "Resolution | None"]
+
+
+def torch_not_found(state: ResolverState) -> Conflict:
+    versions = [p.version for m in state.m.torch_minors() for p in state.m.torch_patches(m)]
+    known = (
+        f"the matrix knows torch {versions[-1]} to {versions[0]}" if versions else "the matrix is empty"
+    )
+    return Conflict(
+        "torch-not-found",
+        f"no torch release in the matrix matches --torch {state.r.torch.text}",
+        hint="ask for a version the matrix lists (`accelenv matrix show`), or 'latest'",
+        causes=[(f"torch {state.r.torch.text}", "request: --torch", known)],
+    )
+
+
+def explain_failure(state: ResolverState, stage: str, deaths: list[Dropout]) -> Conflict:
+    r = state.r
+    asked = f"torch {r.torch.text}"
+    torch_cause = (asked, "request: --torch", f"matches {_span(deaths)}")
+    by_minor: dict[str, Dropout] = {}
+    for d in deaths:
+        by_minor.setdefault(d.minor.minor, d)
+    if stage == "platform":
+        causes = [torch_cause] + [
+            (
+                f"torch {m} wheels",
+                f"matrix: torch_releases {m}",
+                f"published for {', '.join(d.info['platforms'])}",
+            )
+            for m, d in by_minor.items()
+        ]
+        causes.append((f"platform {r.platform}", "request: --os/--arch", None))
+        causes += _unsourced(state, by_minor)
+        return Conflict(
+            "platform-unsupported",
+            f"{asked} publishes no wheels for {r.platform}",
+            hint="pick another torch version or platform",
+            causes=causes,
+        )
+    if stage == "python":
+        parts = [
+            f"torch {m} supports Python {_py_range(d.info['pythons'])} on {r.platform}"
+            for m, d in by_minor.items()
+        ]
+        message = "; ".join(parts) + f"; you asked for {r.python}"
+        causes = [
+            (f"python in {_py_range(d.info['pythons'])}", f"matrix: torch_releases {m} python", None)
+            for m, d in by_minor.items()
+        ]
+        causes.append((f"python == {r.python}", "request: --python", None))
+        return Conflict(
+            "python-unsupported",
+            message,
+            hint="use a Python the release supports, or a release that supports your Python",
+            causes=causes,
+            facts={"python": r.python},
+        )
+    if stage == "backend":
+        return _backend_conflict(state, asked, by_minor, torch_cause)
+    if stage == "plugin":
+        plugin = PLUGINS[state.family]
+        name = plugin.package
+        rows = getattr(state.m, plugin.table)()
+        torches = sorted({row.torch for row in rows}, key=Version, reverse=True)
+        causes = [
+            torch_cause,
+            (
+                f"{name} for torch {_span(deaths)} and Python {r.python or 'any'}",
+                "request: --backend " + r.backend.text,
+                f"vendor_backends lists {name} for torch {', '.join(torches[:8]) or 'nothing'}",
+            ),
+        ]
+        return Conflict(
+            "variant-not-published",
+            f"{name} is not published for {asked} (Python {r.python or 'any'})",
+            hint=f"choose a torch version {name} supports",
+            causes=causes,
+        )
+    if stage == "gpu_arch":
+        causes = [torch_cause, (f"gpu arch {r.gpu_arch}", "request: --gpu-arch", None)]
+        for m, d in list(by_minor.items())[:2]:
+            for label, verdict in d.info["verdicts"]:
+                causes.append(
+                    (
+                        f"{label} of torch {d.patch.version} ships {verdict.shipped}",
+                        f"matrix: gpu_archs ({', '.join(verdict.row.source)})",
+                        None,
+                    )
+                )
+        return Conflict(
+            "gpu-arch-unsupported",
+            f"no {state.family} build of {asked} for {r.platform} runs on {r.gpu_arch}",
+            hint="pick a torch release whose builds still (or already) ship this architecture",
+            causes=causes,
+            facts={"gpu_arch": r.gpu_arch},
+        )
+    if stage == "driver":
+        floors = [(label, f) for d in deaths for label, f in d.info["floors"]]
+        needed = min((f.version for _, f in floors if f.version), key=Version)
+        runs = newest_cuda_for_driver(state.m, r.driver or "0", r.os)
+        lowest_cuda = min(
+            (f.toolkit.version for _, f in floors if f.toolkit is not None), key=Version, default="?"
+        )
+        runs_text = (
+            f"runs CUDA <= {runs}" if runs else "is older than every CUDA toolkit the matrix lists"
+        )
+        message = f"driver {r.driver} {runs_text}; every {asked} CUDA build for {r.platform} needs >= {lowest_cuda}"
+        causes = [torch_cause, (f"driver {r.driver}", "request: --driver", runs_text)]
+        for label, f in dict(floors).items():
+            causes.append(
+                (
+                    f"{label} needs driver >= {f.version}",
+                    f"matrix: cuda {f.toolkit.version if f.toolkit else ''} ({', '.join(f.toolkit.source) if f.toolkit else 'unknown'})",
+                    None,
+                )
+            )
+        mvc = state.m.minor_version_compat(int(Version(lowest_cuda).major)) if lowest_cuda != "?" else None
+        hint = f"install NVIDIA driver >= {needed}, or use the CPU build"
+        if (
+            mvc is not None
+            and mvc.min_driver_linux
+            and Version(r.driver or "0")
+            >= Version(mvc.min_driver_linux if r.os != "windows" else (mvc.min_driver_windows or "9999"))
+        ):
+            hint += (
+                f". NVIDIA's minor-version compatibility would run CUDA {mvc.cuda_major}.x on this driver for "
+                "some programs, but not PTX JIT, which PyTorch uses; accelenv requires the toolkit's own floor"
+            )
+        return Conflict(
+            "driver-too-old", message, hint=hint, causes=causes, facts={"driver_needed": needed}
+        )
+    missing = sorted({n for d in deaths for n in d.info["missing"]})
+    causes = [torch_cause] + [
+        (
+            f"{n} for torch {d.patch.version}",
+            f"matrix: torch_releases {d.patch.version}",
+            "unknown (null)",
+        )
+        for d in deaths[:4]
+        for n in d.info["missing"]
+    ]
+    return Conflict(
+        "companion-unknown",
+        f"the matrix has no {' or '.join(missing)} version for {asked}",
+        hint="drop the companion with --with, or pick another torch version",
+        causes=causes,
+        facts={"missing": missing},
+    )
+
+
+def _unsourced(state: ResolverState, by_minor: dict[str, Dropout]) -> list[tuple[str, str, str | None]]:
+    """Minors whose builds for this platform no source lists: 'not published' is unknown there."""
+    return [
+        (
+            f"torch {m} builds for {state.r.platform}",
+            f"matrix: torch_releases {m} platforms_unsourced",
+            "no source lists them: unknown, not established as unpublished",
+        )
+        for m, d in by_minor.items()
+        if state.r.platform in (getattr(d.minor, "platforms_unsourced", None) or [])
+    ]
+
+
+def _backend_conflict(
+    state: ResolverState, asked: str, by_minor: dict[str, Dropout], torch_cause: tuple[str, str, str | None]
+) -> Conflict:
+    r = state.r
+    wanted = r.backend.text
+    if state.family == "mps" and r.os != "macos":
+        return Conflict(
+            "backend-unavailable",
+            f"MPS exists only on macOS; the target is {r.platform}",
+            hint="use --os macos --arch arm64, or another backend",
+            causes=[
+                (f"backend {wanted}", "request: --backend", None),
+                (f"platform {r.platform}", "request: --os/--arch", None),
+            ],
+        )
+    anywhere = any(
+        r.platform in v.platforms and _family_matches(state, v.label)
+        for m in state.m.torch_minors()
+        for v in m.variants
+    )
+    causes = [torch_cause, (f"backend {wanted}", "request: --backend", None)]
+    for m, d in list(by_minor.items())[:3]:
+        causes.append(
+            (
+                f"torch {m} on {r.platform} publishes {', '.join(d.info['labels'])}",
+                f"matrix: torch_releases {m} variants",
+                None,
+            )
+        )
+    causes += _unsourced(state, by_minor)
+    if not anywhere:
+        return Conflict(
+            "backend-unavailable",
+            f"no torch release in the matrix publishes a {wanted} build for {r.platform}",
+            hint="use another backend (cpu always exists) or another platform",
+            causes=causes,
+        )
+    return Conflict(
+        "variant-not-published",
+        f"{asked} publishes no {wanted} build for {r.platform}",
+        hint="pick a build label that release publishes, or a torch release that has it",
+        causes=causes,
+    )
+
+
+def _family_matches(state: ResolverState, label: str) -> bool:
+    if state.r.backend.kind == "label":
+        return label == state.r.backend.label
+    build = state.m.build_variant(label)
+    return build is not None and build.family == (
+        "cpu" if state.family in CPU_WHEEL_FAMILIES else state.family
+    )
+
+
+def _py_range(pythons: list[str]) -> str:
+    gil = [p for p in pythons if not p.endswith("t")]
+    if not gil:
+        return ", ".join(pythons) or "no Python"
+    text = gil[0] if len(gil) == 1 else f"{gil[0]}–{gil[-1]}"
+    threaded = [p for p in pythons if p.endswith("t")]
+    return text + (f" (+{', '.join(threaded)})" if threaded else "")
+
+
+def _span(deaths: list[Dropout]) -> str:
+    versions = [d.patch.version for d in deaths]
+    if not versions:
+        return "nothing"
+    return versions[0] if len(versions) == 1 else f"{versions[-1]}–{versions[0]}"
+
+
+_LATEST = TorchSpec("latest", "latest")
+_CPU = BackendSpec("cpu", "label", "cpu")
+
+
+def nearby_requests(
+    conflict: Conflict, request: ResolveRequest, matrix: Matrix, try_resolve: TryResolve
+) -> list[tuple[str, dict[str, Any]]]:
+    tries: list[tuple[str, ResolveRequest, dict[str, Any]]] = []
+    code = conflict.code
+    latest = replace(request, torch=_LATEST)
+    if request.torch.kind != "latest":
+        tries.append(("newest torch that fits the rest of the request", latest, {}))
+    if code == "python-unsupported":
+        tries.append(("a Python the asked torch supports", replace(request, python=None), {}))
+    if code == "driver-too-old":
+        needed = conflict.facts["driver_needed"]
+        tries.append(
+            (f"install NVIDIA driver >= {needed}", replace(request, driver=needed), {"driver": needed})
+        )
+    if (
+        code == "variant-not-published"
+        and request.backend.kind == "label"
+        and request.backend.family not in (None, "cpu")
+    ):
+        family = BackendSpec(request.backend.family or "", "family", request.backend.family)
+        tries.append(
+            (
+                f"the best {request.backend.family} build of the asked torch",
+                replace(request, backend=family),
+                {},
+            )
+        )
+    if code == "gpu-arch-unsupported" and request.torch.kind == "latest":
+        # Older releases may still ship an architecture newer ones dropped (sm_50, sm_61, sm_70).
+        for minor in matrix.torch_minors():
+            older = replace(request, torch=TorchSpec(minor.minor, "minor"))
+            if try_resolve(older, matrix) is not None:
+                tries.append(("the newest torch whose builds still ship this GPU architecture", older, {}))
+                break
+    if code == "companion-unknown":
+        known = tuple(n for n in request.with_ if n not in conflict.facts.get("missing", ()))
+        tries.append(
+            (
+                "without the companions the matrix cannot pin",
+                replace(request, with_=known),
+                {"with": ",".join(known) or "none"},
+            )
+        )
+    if request.backend.family != "cpu":
+        tries.append(
+            ("the CPU build", replace(request, backend=_CPU, driver=None, gpu_arch=None), {"backend": "cpu"})
+        )
+
+    out: list[tuple[str, dict[str, Any]]] = []
+    seen: set[tuple[tuple[str, str], ...]] = set()
+    for description, candidate, fixed in tries:
+        res = try_resolve(candidate, matrix)
+        if res is None:
+            continue
+        flags = {"torch": res.torch_version, "python": res.python, **fixed}
+        if candidate.backend != request.backend:
+            flags.setdefault("backend", res.backend)
+        elif request.backend.kind == "family":
+            flags["backend"] = res.backend
+        key = tuple(sorted((k, str(v)) for k, v in flags.items()))
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append(
+            (f"{description}: torch {res.torch_version} ({res.backend}) on Python {res.python}", flags)
+        )
+    return out
+
+
+def to_error(conflict: Conflict, alternatives: list[tuple[str, dict[str, Any]]]) -> UnsatisfiableError:
+    from compat_service.domain.errors import ERRORS, Alternative, Cause, UnsatisfiableError
+
+    cls = ERRORS[conflict.code]
+    assert issubclass(cls, UnsatisfiableError)
+    return cls(
+        conflict.message,
+        hint=conflict.hint,
+        causes=[Cause(constraint=c, origin=o, detail=d) for c, o, d in conflict.causes],
+        alternatives=[Alternative(description=text, request=req) for text, req in alternatives],
+    )

@@ -1,0 +1,177 @@
+"""Every output format of `accelenv resolve`, generated from one `Resolution`.
+
+- json: `resolution_to_json` (the service returns the same object)
+- pip: the command in the form the official PyTorch commands use for that release (``--index-url`` or
+  ``--extra-index-url`` per the matrix); packages from the default index (torch-npu) get their own
+  command after torch, as Ascend documents it
+- requirements: a requirements.txt with its index line
+- uv: a ``pyproject.toml`` snippet (``[[tool.uv.index]]`` with ``explicit = true`` + ``[tool.uv.sources]``),
+  the ``uv pip install`` line as a comment at its top so the whole output stays valid TOML
+- conda: an environment.yml with a pip section
+- docker: a Dockerfile fragment (Linux targets only)
+- text: for people
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+
+from compat_service.domain.resolver.resolution import Pin, Resolution, resolution_to_json
+
+FORMATS = ("text", "json", "pip", "requirements", "uv", "conda", "docker")
+
+
+def render(res: Resolution, fmt: str) -> str:
+    """The resolution in `fmt` (one of FORMATS); the text ends with a newline."""
+    renderer = _RENDERERS.get(fmt)
+    if renderer is None:
+        from compat_service.domain.resolver.request import invalid_request
+
+        raise invalid_request(
+            f"--format {fmt!r} is not an output format", f"use one of: {', '.join(FORMATS)}", "--format", fmt
+        )
+    return renderer(res)
+
+
+def _spec(pin: Pin) -> str:
+    return f"{pin.name}=={pin.version}"
+
+
+def _torch_pins(res: Resolution) -> list[Pin]:
+    return [p for p in res.packages if p.index_url is not None and p.index_url == res.index_url]
+
+
+def _default_pins(res: Resolution) -> list[Pin]:
+    return [p for p in res.packages if p.index_url is None]
+
+
+def pip_commands(res: Resolution, tool: str = "pip install") -> list[str]:
+    """One command per index: torch packages first, then what comes from the default index."""
+    if res.index_url is None:
+        return [f"{tool} " + " ".join(_spec(p) for p in res.packages)]
+    commands = [
+        f"{tool} " + " ".join(_spec(p) for p in _torch_pins(res)) + f" {res.index_option} {res.index_url}"
+    ]
+    rest = _default_pins(res)
+    if rest:
+        commands.append(f"{tool} " + " ".join(_spec(p) for p in rest))
+    return commands
+
+
+def _pip(res: Resolution) -> str:
+    return "\n".join(pip_commands(res)) + "\n"
+
+
+def _header(res: Resolution) -> str:
+    return f"# accelenv: torch {res.torch_version} ({res.backend}) for Python {res.python} on {res.platform}"
+
+
+def _index_lines(res: Resolution) -> list[str]:
+    if res.index_url is None:
+        return []
+    # One file has one set of indexes: with packages from the default index too, the torch index can only
+    # be an extra one.
+    option = "--extra-index-url" if _default_pins(res) else res.index_option
+    return [f"{option} {res.index_url}"]
+
+
+def _requirements(res: Resolution) -> str:
+    lines = [_header(res), *_index_lines(res), *(_spec(p) for p in res.packages)]
+    return "\n".join(lines) + "\n"
+
+
+def _toml_str(value: str) -> str:
+    return json.dumps(value)  # a JSON string is a valid TOML basic string
+
+
+def _uv(res: Resolution) -> str:
+    index_name = f"pytorch-{res.backend}"
+    commands = pip_commands(res, tool="uv pip install")
+    lines = [_header(res), *(f"# {c}" for c in commands), "", "[project]", "dependencies = ["]
+    lines += [f"  {_toml_str(_spec(p))}," for p in res.packages]
+    lines.append("]")
+    torch_pins = _torch_pins(res)
+    if res.index_url is not None:
+        lines += [
+            "",
+            "[[tool.uv.index]]",
+            f"name = {_toml_str(index_name)}",
+            f"url = {_toml_str(res.index_url)}",
+            "explicit = true",
+        ]
+        lines += ["", "[tool.uv.sources]"]
+        lines += [f"{p.name} = [{{ index = {_toml_str(index_name)} }}]" for p in torch_pins]
+    return "\n".join(lines) + "\n"
+
+
+def _conda(res: Resolution) -> str:
+    name = f"torch-{res.torch_version}-{res.backend}".replace("+", "-")
+    lines = [
+        _header(res),
+        f"name: {name}",
+        "channels:",
+        "  - conda-forge",
+        "dependencies:",
+        f"  - python={res.python.rstrip('t')}",
+        "  - pip",
+        "  - pip:",
+    ]
+    lines += [f"      - {line}" for line in _index_lines(res)]
+    lines += [f"      - {_spec(p)}" for p in res.packages]
+    return "\n".join(lines) + "\n"
+
+
+def _docker(res: Resolution) -> str:
+    if res.os != "linux":
+        from compat_service.domain.resolver.request import invalid_request
+
+        raise invalid_request(
+            f"--format docker builds a Linux image; the target is {res.platform}",
+            "use --os linux for a container, or another --format",
+            "--format",
+            "docker",
+        )
+    lines = [_header(res), f"FROM python:{res.python.rstrip('t')}-slim"]
+    for command in pip_commands(res, tool="pip install --no-cache-dir"):
+        lines.append(f"RUN {command}")
+    for req in res.requirements:
+        lines.append(f"# host needs {req.name}{' >= ' + req.version if req.version else ''}: {req.detail}")
+    return "\n".join(lines) + "\n"
+
+
+def _json(res: Resolution) -> str:
+    return json.dumps(resolution_to_json(res), indent=2) + "\n"
+
+
+def _text(res: Resolution) -> str:
+    lines = [
+        f"torch {res.torch_version} · {res.backend} ({res.family}) · Python {res.python} · {res.platform}",
+        "",
+        "install:",
+        *(f"  {c}" for c in pip_commands(res)),
+    ]
+    if res.requirements:
+        lines += ["", "the host needs:"]
+        lines += [
+            f"  {r.name}{' >= ' + r.version if r.version else ''}  ({r.detail})" for r in res.requirements
+        ]
+    lines += ["", "why:"]
+    for reason in res.reasons:
+        sources = f"  [{', '.join(reason.sources)}]" if reason.sources else ""
+        lines.append(f"  {reason.decision}: {reason.detail}{sources}")
+    if res.warnings:
+        lines += ["", "warnings:"]
+        lines += [f"  ! {w}" for w in res.warnings]
+    return "\n".join(lines) + "\n"
+
+
+_RENDERERS: dict[str, Callable[[Resolution], str]] = {
+    "text": _text,
+    "json": _json,
+    "pip": _pip,
+    "requirements": _requirements,
+    "uv": _uv,
+    "conda": _conda,
+    "docker": _docker,
+}

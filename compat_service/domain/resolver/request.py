@@ -1,0 +1,348 @@
+"""What `resolve` is asked: `ResolveRequest`, built from plain strings (CLI flags, API query parameters).
+
+`PARAMETERS` is the one table of the request's parameters: the CLI builds its argparse flags from it, the
+API reads its query string and publishes its OpenAPI parameters from it, and `to_strings` writes it.
+`ResolveRequest.from_strings(...)` is the one parser: the CLI calls it with its flags, the API with its
+query parameters (``with`` arrives as ``with_``). Every malformed value raises `InvalidRequestError`
+(exit 2, HTTP 422) naming the flag and the accepted forms.
+
+No pydantic here on purpose: the request is parsed on the fast path of `accelenv resolve`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Literal
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import InvalidVersion, Version
+
+from compat_service.domain.backends import (
+    ARCH_ALIASES,
+    ARCHES,
+    OSES,
+    REQUEST_FAMILIES,
+    is_build_label,
+    label_family,
+    normalise_arch,
+)
+
+#: packages `--with` may add next to torch
+COMPANIONS = ("torchvision", "torchaudio")
+DEFAULT_COMPANIONS = COMPANIONS
+
+_PYTHON_RE = re.compile(r"^(3\.\d{1,2})(\.\d+)?(t?)$")
+_MINOR_RE = re.compile(r"^\d+\.\d+$")
+_SPEC_START = ("<", ">", "=", "!", "~")
+_GPU_ARCH_RE = re.compile(r"^(sm_\d{2,3}[af]?|gfx[0-9a-f]{3,5})$")
+
+TorchSpecKind = Literal["latest", "minor", "exact", "specifier"]
+
+
+@dataclass(frozen=True)
+class Parameter:
+    """One parameter of a resolve request, as the CLI flag and as the API query parameter."""
+
+    #: the query parameter (``gpu_arch``, ``with``)
+    name: str
+    #: the longest value the API accepts
+    max_length: int
+    #: the API's description (OpenAPI)
+    description: str
+    #: the CLI's help, where the CLI's default differs (this host, auto-detection)
+    cli_help: str | None = None
+    #: the CLI's default (None: the domain's default, or this host)
+    cli_default: str | None = None
+    #: the argparse destination, where it is not ``name``
+    cli_dest: str | None = None
+    metavar: str | None = None
+    #: a yes/no switch (``--require-verified``; ``require_verified=true`` in a query)
+    switch: bool = False
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.name.replace("_", "-")
+
+    @property
+    def dest(self) -> str:
+        return self.cli_dest or self.name
+
+
+PARAMETERS: tuple[Parameter, ...] = (
+    Parameter("torch", 64, "latest (default), a minor 2.3, an exact 2.3.1 or a specifier '>=2.2,<2.4'",
+              cli_help="latest, a minor (2.3), an exact version (2.3.1) or a PEP 440 specifier",
+              cli_default="latest"),
+    Parameter("python", 16, "3.11 or 3.13t; default: the newest the chosen torch supports",
+              cli_help="3.11 or 3.13t (default: this interpreter)"),
+    Parameter("os", 16, "linux (default), windows or macos",
+              cli_help="linux, windows or macos (default: this host)", cli_dest="os_name", metavar="OS"),
+    Parameter("arch", 16, "x86_64 (default), aarch64 or arm64",
+              cli_help="x86_64, aarch64 or arm64 (default: this host)"),
+    Parameter("backend", 32,
+              "cpu (default), a label (cu121, rocm6.0, xpu) or a family (cuda, rocm, mps, npu, mlu)",
+              cli_help="cpu, cu121, rocm6.0, xpu, a family (cuda, rocm, npu, mlu, mps) or auto",
+              cli_default="auto"),
+    Parameter("driver", 32, "the target's driver version, e.g. 535.104.05",
+              cli_help="driver version of the target, e.g. 535.104.05"),
+    Parameter("gpu_arch", 16, "the target's GPU architecture: sm_90, 9.0 or gfx942",
+              cli_help="GPU architecture of the target: sm_90 (or 9.0), gfx942", metavar="ARCH"),
+    Parameter("with", 64, "companions: torchvision,torchaudio (default), a subset, or none",
+              cli_help="companions: torchvision,torchaudio (default) or none", cli_dest="with_",
+              metavar="PACKAGES"),
+    Parameter("require_verified", 8, "true: accept only combinations probe reports verify",
+              cli_help="accept only combinations probe reports verify (needs --server or --database)",
+              switch=True),
+)
+#: the values a switch is on with, in a query string
+_SWITCH_ON = ("1", "true", "yes")
+
+
+@dataclass(frozen=True)
+class TorchSpec:
+    """`--torch`: latest, a minor (newest patch of it), an exact version, or a PEP 440 specifier."""
+
+    text: str
+    kind: TorchSpecKind
+    specifier: SpecifierSet | None = None
+
+    def matches(self, version: str, minor: str) -> bool:
+        if self.kind == "latest":
+            return True
+        if self.kind == "minor":
+            return minor == self.text
+        if self.kind == "exact":
+            return Version(version) == Version(self.text)
+        assert self.specifier is not None
+        return self.specifier.contains(version, prereleases=True)
+
+    def names_minor(self, minor: str) -> bool:
+        """True when the request names this minor outright (then a 'partial' minor may be chosen)."""
+        if self.kind == "minor":
+            return minor == self.text
+        if self.kind == "exact":
+            return ".".join(self.text.split(".")[:2]) == minor
+        return False
+
+
+@dataclass(frozen=True)
+class BackendSpec:
+    """`--backend`: cpu, a build label (cu121, rocm6.0, xpu), a family (cuda, ...), or auto."""
+
+    text: str
+    kind: Literal["label", "family", "auto"]
+    family: str | None
+
+    @property
+    def label(self) -> str | None:
+        return self.text if self.kind == "label" else None
+
+
+@dataclass(frozen=True)
+class ResolveRequest:
+    torch: TorchSpec = field(default_factory=lambda: TorchSpec("latest", "latest"))
+    #: "3.11" or "3.13t"; None = the newest the chosen torch supports (the service has no "this host")
+    python: str | None = None
+    os: str = "linux"
+    arch: str = "x86_64"
+    backend: BackendSpec = field(default_factory=lambda: BackendSpec("cpu", "label", "cpu"))
+    driver: str | None = None
+    gpu_arch: str | None = None
+    with_: tuple[str, ...] = DEFAULT_COMPANIONS
+    #: accept only combinations probe reports verify (needs evidence: --server or --database)
+    require_verified: bool = False
+
+    @property
+    def platform(self) -> str:
+        return f"{self.os}-{self.arch}"
+
+    @classmethod
+    def from_strings(
+        cls,
+        *,
+        torch: str | None = None,
+        python: str | None = None,
+        os: str | None = None,
+        arch: str | None = None,
+        backend: str | None = None,
+        driver: str | None = None,
+        gpu_arch: str | None = None,
+        with_: str | None = None,
+        require_verified: bool = False,
+    ) -> ResolveRequest:
+        os_name = _parse_os(os)
+        return cls(
+            torch=parse_torch_spec(torch),
+            python=parse_python(python),
+            os=os_name,
+            arch=_parse_arch(arch, os_name),
+            backend=parse_backend(backend),
+            driver=_parse_driver(driver),
+            gpu_arch=_parse_gpu_arch(gpu_arch),
+            with_=parse_with(with_),
+            require_verified=require_verified,
+        )
+
+    @classmethod
+    def from_query(cls, values: dict[str, str | None]) -> ResolveRequest:
+        """The request from query parameters (``PARAMETERS`` names; absent ones None)."""
+        kwargs: dict[str, object] = {}
+        for p in PARAMETERS:
+            value = values.get(p.name)
+            key = "with_" if p.name == "with" else p.name
+            kwargs[key] = (value or "").lower() in _SWITCH_ON if p.switch else value
+        return cls.from_strings(**kwargs)  # type: ignore[arg-type]
+
+    def to_strings(self) -> dict[str, str]:
+        """The query-string form (the inverse of `from_strings`), as `--server` sends it."""
+        out = {
+            "torch": self.torch.text,
+            "os": self.os,
+            "arch": self.arch,
+            "backend": self.backend.text,
+            "with": ",".join(self.with_) or "none",
+        }
+        for key, value in (("python", self.python), ("driver", self.driver), ("gpu_arch", self.gpu_arch)):
+            if value is not None:
+                out[key] = value
+        if self.require_verified:
+            out["require_verified"] = "true"
+        return out
+
+
+def invalid_request(message: str, hint: str, flag: str, value: str) -> Exception:
+    # errors.py builds pydantic models (~90 ms to import); only the failure path pays for it.
+    from compat_service.domain.errors import Cause, InvalidRequestError
+
+    return InvalidRequestError(
+        message, hint=hint, causes=[Cause(constraint=f"{flag} {value}", origin="request")]
+    )
+
+
+def parse_torch_spec(text: str | None) -> TorchSpec:
+    value = (text or "latest").strip()
+    if value == "latest":
+        return TorchSpec("latest", "latest")
+    if _MINOR_RE.match(value):
+        return TorchSpec(value, "minor")
+    if value.startswith(_SPEC_START) or "," in value:
+        try:
+            return TorchSpec(value, "specifier", SpecifierSet(value))
+        except InvalidSpecifier:
+            pass
+    else:
+        try:
+            version = Version(value)
+        except InvalidVersion:
+            version = None
+        if version is not None and not version.local and len(version.release) >= 3:
+            return TorchSpec(value, "exact")
+    raise invalid_request(
+        f"--torch {value!r} is not a torch version request",
+        "use 'latest', a minor such as 2.3, an exact version such as 2.3.1, or a PEP 440 specifier "
+        "such as '>=2.2,<2.4'",
+        "--torch",
+        value,
+    )
+
+
+def parse_python(text: str | None) -> str | None:
+    if text is None or text == "":
+        return None
+    match = _PYTHON_RE.match(text.strip())
+    if not match:
+        raise invalid_request(
+            f"--python {text!r} is not a CPython version",
+            "give major.minor such as 3.11, or 3.13t for the free-threaded build",
+            "--python",
+            text,
+        )
+    return match.group(1) + match.group(3)
+
+
+def _parse_os(text: str | None) -> str:
+    value = (text or "linux").strip().lower()
+    if value not in OSES:
+        raise invalid_request(
+            f"--os {value!r} is not supported", f"use one of: {', '.join(OSES)}", "--os", value
+        )
+    return value
+
+
+def _parse_arch(text: str | None, os_name: str) -> str:
+    value = (text or "x86_64").strip().lower()
+    value = ARCH_ALIASES.get(value, value)
+    if value not in ARCHES:
+        raise invalid_request(
+            f"--arch {value!r} is not supported", f"use one of: {', '.join(ARCHES)}", "--arch", value
+        )
+    # The same CPU is 'arm64' on macOS and Windows, 'aarch64' on Linux (compat_service/domain/backends.py).
+    return normalise_arch(os_name, value)
+
+
+def parse_backend(text: str | None) -> BackendSpec:
+    value = (text or "cpu").strip().lower()
+    if value == "auto":
+        return BackendSpec(value, "auto", None)
+    if value in REQUEST_FAMILIES and not is_build_label(value):
+        return BackendSpec(value, "family", value)
+    if is_build_label(value):
+        return BackendSpec(value, "label", label_family(value))
+    raise invalid_request(
+        f"--backend {value!r} is not a backend",
+        "use cpu, a build label (cu121, rocm6.0, xpu), a family (cuda, rocm, xpu, mps, npu, mlu) or auto",
+        "--backend",
+        value,
+    )
+
+
+def _parse_driver(text: str | None) -> str | None:
+    if text is None or text.strip() == "":
+        return None
+    value = text.strip()
+    try:
+        Version(value)
+    except InvalidVersion:
+        raise invalid_request(
+            f"--driver {value!r} is not a driver version",
+            "give the version the driver reports, e.g. 535.104.05 (nvidia-smi) or 6.0.2 (ROCm)",
+            "--driver",
+            value,
+        ) from None
+    return value
+
+
+def _parse_gpu_arch(text: str | None) -> str | None:
+    if text is None or text.strip() == "":
+        return None
+    value = text.strip().lower()
+    # nvidia-smi prints compute capability as "9.0"; accept it and say it the way the matrix does.
+    cc = re.match(r"^(\d{1,2})\.(\d)$", value)
+    if cc:
+        value = f"sm_{cc.group(1)}{cc.group(2)}"
+    if not _GPU_ARCH_RE.match(value):
+        raise invalid_request(
+            f"--gpu-arch {value!r} is not a GPU architecture",
+            "use an NVIDIA compute capability such as sm_90 (or 9.0) or an AMD target such as gfx942",
+            "--gpu-arch",
+            value,
+        )
+    return value
+
+
+def parse_with(text: str | None) -> tuple[str, ...]:
+    if text is None:
+        return DEFAULT_COMPANIONS
+    value = text.strip().lower()
+    if value in ("none", ""):
+        return ()
+    names = tuple(dict.fromkeys(part.strip() for part in value.split(",") if part.strip()))
+    unknown = [n for n in names if n not in COMPANIONS]
+    if unknown:
+        raise invalid_request(
+            f"--with {', '.join(unknown)}: not a companion package accelenv pins",
+            f"use a comma-separated subset of {', '.join(COMPANIONS)}, or 'none' for torch alone",
+            "--with",
+            text,
+        )
+    return names

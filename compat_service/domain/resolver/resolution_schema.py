@@ -1,0 +1,83 @@
+"""The published JSON Schema of a resolution: what `accelenv resolve --format json` prints and
+``GET /v1/resolve`` answers.
+
+The wire form is written by the plain codec in resolution.py (no pydantic: the fast path of
+`accelenv resolve`). This module describes the same object as pydantic models, for the service's OpenAPI
+(the route's response model) and for the committed schema file ``compat_service/schemas/resolution.v1.json``.
+tests/api/test_resolve_schema.py keeps the three in step: the file equals `ResolutionBody`'s schema,
+and every golden resolution the codec writes validates against the model. Nothing on the CLI's resolve path
+imports this module.
+
+Regenerate the file after changing a model here:
+    .venv/bin/python -m compat_service.domain.resolver.resolution_schema
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SCHEMA_FILE = Path(__file__).resolve().parents[2] / "schemas" / "resolution.v1.json"
+
+
+class _Closed(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class PackageBody(_Closed):
+    name: str = Field(description="distribution name, e.g. torch, torchvision, torch-npu")
+    version: str = Field(description="exactly what goes after ==, with a local tag (+cu118) where needed")
+    index_url: str | None = Field(description="the wheel index it comes from; null = the default index")
+
+
+class RequirementBody(_Closed):
+    name: str = Field(description="what the host needs that pip cannot install: nvidia-driver, cann, ...")
+    version: str | None
+    detail: str
+
+
+class ReasonBody(_Closed):
+    decision: str = Field(description="torch, python, variant, index, driver, evidence, ...")
+    detail: str
+    sources: list[str] = Field(description="keys into matrix_data/sources.yaml")
+
+
+class EvidenceBody(_Closed):
+    status: Literal["declared", "verified", "partial", "broken"]
+    hosts: int
+    detail: str | None
+
+
+class ResolutionBody(_Closed):
+    """A pinned install set for one target, with the reasons and the sources behind each decision."""
+
+    model_config = ConfigDict(extra="forbid", title="Resolution")
+
+    version: Literal["1"] = Field(description="the wire format's version")
+    torch: str
+    pins: dict[str, str] = Field(description="package name -> version, for every package below")
+    index_url: str | None
+    index_option: Literal["--index-url", "--extra-index-url"]
+    default_index_has_variant: bool
+    backend: str = Field(description="build label of the torch wheel: cpu, cu121, rocm6.0, xpu")
+    family: Literal["cpu", "cuda", "rocm", "xpu", "mps", "npu", "mlu"]
+    python: str
+    os: Literal["linux", "windows", "macos"]
+    arch: str
+    platform: str
+    packages: list[PackageBody]
+    requirements: list[RequirementBody]
+    reasons: list[ReasonBody]
+    warnings: list[str]
+    evidence: EvidenceBody | None = Field(description="status of the chosen cell, when evidence was read")
+
+
+def resolution_json_schema() -> dict[str, Any]:
+    return ResolutionBody.model_json_schema()
+
+
+if __name__ == "__main__":
+    SCHEMA_FILE.write_text(json.dumps(resolution_json_schema(), indent=2, sort_keys=True) + "\n")

@@ -1,0 +1,259 @@
+"""`resolve(request, matrix)`: the newest torch patch that satisfies every constraint, pinned, with reasons.
+
+Each candidate patch (newest first) goes through the stages in `STAGES`; the first patch that passes
+them all wins, and within it the newest build variant that passes. When none does, the failure is
+reported at the furthest stage any candidate reached, with the constraints that clashed there and the
+nearest requests that would work (explanation.py; the codes are listed in compat_service/domain/errors.py).
+
+Every stage is a plain function over one explicit `ResolverState` (state.py); the answer (answer.py) and
+the explanation (explanation.py) are functions over the same state. The resolver reads the matrix only
+through `Matrix`; it never imports pydantic on the success path.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from packaging.version import Version
+
+from compat_service.domain.backends import CPU_WHEEL_FAMILIES, PLUGIN_FAMILIES, PLUGINS, python_sort_key
+from compat_service.domain.hardware_rules import arch_coverage, cached_version, driver_floor
+from compat_service.domain.resolver.answer import build_resolution
+from compat_service.domain.resolver.conflict import Conflict
+from compat_service.domain.resolver.explanation import (
+    explain_failure,
+    nearby_requests,
+    to_error,
+    torch_not_found,
+)
+from compat_service.domain.resolver.state import (
+    STAGE,
+    STAGES,
+    Candidate,
+    Dropout,
+    ResolverState,
+)
+
+if TYPE_CHECKING:
+    from compat_service.domain.evidence.lookup import EvidenceLookup
+    from compat_service.domain.matrix.interface import Matrix
+    from compat_service.domain.resolver.request import ResolveRequest
+    from compat_service.domain.resolver.resolution import Resolution
+
+
+def resolve(request: ResolveRequest, matrix: Matrix, evidence: EvidenceLookup | None = None) -> Resolution:
+    """Resolve one request; raises InvalidRequestError or an UnsatisfiableError subclass."""
+    _check_request(request)
+    try:
+        return run(ResolverState(matrix, request, evidence))
+    except Conflict as conflict:
+        raise to_error(conflict, nearby_requests(conflict, request, matrix, try_resolve)) from None
+
+
+def try_resolve(request: ResolveRequest, matrix: Matrix) -> Resolution | None:
+    """Resolve without raising; for the alternatives search."""
+    try:
+        return run(ResolverState(matrix, request, None))
+    except Conflict:
+        return None
+
+
+def _check_request(request: ResolveRequest) -> None:
+    from compat_service.domain.resolver.request import invalid_request
+
+    if request.backend.kind == "auto":
+        raise invalid_request(
+            "--backend auto needs host detection, which only runs on the target host",
+            "run `accelenv resolve` on the host, or name the backend (cuda, rocm, cu121, cpu, ...)",
+            "--backend",
+            "auto",
+        )
+    family = request.backend.family
+    if request.gpu_arch:
+        vendor = "rocm" if request.gpu_arch.startswith("gfx") else "cuda"
+        if family in ("cuda", "rocm") and family != vendor:
+            raise invalid_request(
+                f"--gpu-arch {request.gpu_arch} is {'an AMD' if vendor == 'rocm' else 'an NVIDIA'} "
+                f"architecture but --backend {request.backend.text} is {family}",
+                "give the GPU architecture of the backend you ask for",
+                "--gpu-arch",
+                request.gpu_arch,
+            )
+
+
+def run(state: ResolverState) -> Resolution:
+    """The stages over every matching patch, newest first; raises a `Conflict` when none passes."""
+    spec = state.r.torch
+    matched = [
+        (minor, patch)
+        for minor in state.m.torch_minors()
+        if minor.status == "released" or spec.names_minor(minor.minor)
+        for patch in state.m.torch_patches(minor)
+        if spec.matches(patch.version, minor.minor)
+    ]
+    if not matched:
+        raise torch_not_found(state)
+    deaths: list[Dropout] = []
+    fallback: tuple[Any, Any, str, list[Candidate]] | None = None
+    # With --gpu-arch, a patch whose every build has an *unknown* arch list waits until no patch
+    # with a known, covering list remains: "unknown" must not beat "known to work".
+    unknown_arch: list[tuple[Any, Any, str, list[Candidate]]] = []
+    for minor, patch in matched:
+        outcome = _try_patch(state, minor, patch)
+        if isinstance(outcome, Dropout):
+            deaths.append(outcome)
+            continue
+        python, candidates = outcome
+        if state.r.gpu_arch and all(c.arch is not None and c.arch.coverage == "unknown" for c in candidates):
+            unknown_arch.append((minor, patch, python, candidates))
+            continue
+        chosen = _pick(state, minor, patch, python, candidates)
+        if chosen is not None:
+            return chosen
+        fallback = fallback or (minor, patch, python, candidates)
+    for minor, patch, python, candidates in unknown_arch:
+        chosen = _pick(state, minor, patch, python, candidates)
+        if chosen is not None:
+            return chosen
+        fallback = fallback or (minor, patch, python, candidates)
+    if fallback is not None and state.steering is not None:
+        if state.r.require_verified:
+            raise state.steering.not_verified(f"torch {state.r.torch.text}", state.family, state.r.python)
+        minor, patch, python, candidates = fallback
+        return build_resolution(state, minor, patch, python, _best(state, candidates))
+    furthest = max(d.stage for d in deaths)
+    raise explain_failure(state, STAGES[furthest], [d for d in deaths if d.stage == furthest])
+
+
+def _pick(
+    state: ResolverState, minor: Any, patch: Any, python: str, candidates: list[Candidate]
+) -> Resolution | None:
+    """The resolution from this patch's best build; None when the evidence passes over every build of
+    it (broken, or unverified with --require-verified) and an alternative may remain
+    (compat_service/domain/evidence/steering.py)."""
+    if state.steering is None:
+        return build_resolution(state, minor, patch, python, _best(state, candidates))
+    picked = state.steering.pick(
+        patch.version, python, candidates, lambda c: c.label, lambda cs: _best(state, cs)
+    )
+    if picked is None:
+        return None
+    state.warnings.extend(state.steering.notes(patch.version, picked.label))
+    return build_resolution(state, minor, patch, python, picked)
+
+
+def _try_patch(state: ResolverState, minor: Any, patch: Any) -> Dropout | tuple[str, list[Candidate]]:
+    platform = state.r.platform
+    version = patch.version
+    published = [v for v in minor.variants if v.patches is None or version in v.patches]
+    on_platform = [v for v in published if platform in v.platforms]
+    if not on_platform:
+        platforms = sorted({p for v in published for p in v.platforms})
+        return Dropout(STAGE["platform"], minor, patch, {"platforms": platforms})
+
+    pythons = _pythons(state, minor, patch)
+    python = state.r.python or _newest_gil_python(pythons)
+    if python is None or python not in pythons:
+        return Dropout(STAGE["python"], minor, patch, {"pythons": pythons})
+
+    candidates = _variants(state, on_platform)
+    if not candidates:
+        return Dropout(STAGE["backend"], minor, patch, {"labels": sorted({v.label for v in on_platform})})
+
+    if state.family in PLUGIN_FAMILIES:
+        plugin = _plugin_row(state, version, python)
+        if plugin is None:
+            return Dropout(STAGE["plugin"], minor, patch)
+        for c in candidates:
+            c.plugin_row = plugin
+
+    if state.r.gpu_arch and state.family in ("cuda", "rocm"):
+        verdicts = []
+        for c in candidates:
+            c.arch = arch_coverage(
+                state.m, version, c.label, c.build_row.runtime, platform, state.r.gpu_arch
+            )
+            verdicts.append((c.label, c.arch))
+        covered = [c for c in candidates if c.arch is not None and c.arch.coverage != "no"]
+        if not covered:
+            return Dropout(STAGE["gpu_arch"], minor, patch, {"verdicts": verdicts})
+        candidates = covered
+
+    if state.family == "cuda":
+        for c in candidates:
+            c.floor = driver_floor(state.m, c.build_row.runtime, c.build_row.runtime_full, state.r.os)
+        if state.r.driver is not None:
+            have = cached_version(state.r.driver)
+            fits = [
+                c
+                for c in candidates
+                if c.floor.version is None or cached_version(c.floor.version) <= have
+            ]
+            if not fits:
+                return Dropout(
+                    STAGE["driver"], minor, patch, {"floors": [(c.label, c.floor) for c in candidates]}
+                )
+            candidates = fits
+
+    missing = [name for name in state.r.with_ if getattr(patch, name).version is None]
+    if missing:
+        return Dropout(STAGE["companions"], minor, patch, {"missing": missing})
+    return python, candidates
+
+
+def _pythons(state: ResolverState, minor: Any, patch: Any) -> list[str]:
+    entries = patch.python_override if patch.python_override is not None else minor.python
+    found: list[str] = []
+    for entry in entries:
+        if entry.platforms is None or state.r.platform in entry.platforms:
+            found.extend(v for v in entry.versions if v not in found)
+    return sorted(found, key=python_sort_key)
+
+
+def _variants(state: ResolverState, on_platform: list[Any]) -> list[Candidate]:
+    out = []
+    for v in on_platform:
+        build = state.m.build_variant(v.label)
+        if build is None:
+            continue
+        if state.r.backend.kind == "label":
+            ok = v.label == state.r.backend.label
+        elif state.family in CPU_WHEEL_FAMILIES:
+            ok = build.family == "cpu"
+        else:
+            ok = build.family == state.family
+        if ok:
+            out.append(Candidate(v.label, v, build))
+    if state.family == "mps" and state.r.os != "macos":
+        return []
+    return out
+
+
+def _plugin_row(state: ResolverState, torch_version: str, python: str) -> Any:
+    plugin = PLUGINS[state.family]
+    rows = getattr(state.m, plugin.table)()
+    name = plugin.version_field
+    want = Version(torch_version)
+    fits = [
+        r
+        for r in rows
+        if Version(r.torch).release == want.release and (r.python is None or python in r.python)
+    ]
+    # Prefer rows not marked end-of-life, then the newest plugin release.
+    fits.sort(
+        key=lambda r: (getattr(r, "status", None) != "eol", Version(getattr(r, name))), reverse=True
+    )
+    return fits[0] if fits else None
+
+
+def _best(state: ResolverState, candidates: list[Candidate]) -> Candidate:
+    def key(c: Candidate) -> tuple[int, Version]:
+        known = 0 if c.arch is not None and c.arch.coverage == "unknown" else 1
+        return known, cached_version(c.build_row.runtime or "0")
+
+    return max(candidates, key=key)
+
+
+def _newest_gil_python(pythons: list[str]) -> str | None:
+    gil = [p for p in pythons if not p.endswith("t")]
+    return gil[-1] if gil else None

@@ -1,0 +1,61 @@
+"""What moves between the resolver's stages: a surviving candidate build, or where a patch dropped out.
+
+`ResolverState` is the explicit state of one resolution; the stages (stages.py), the answer (answer.py) and
+the explanation (explanation.py) are plain functions over it. `STAGES` is in order: a failure is reported
+at the furthest stage any patch reached.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from compat_service.domain.evidence.lookup import EvidenceLookup
+    from compat_service.domain.hardware_rules import ArchVerdict
+    from compat_service.domain.matrix.interface import Matrix
+    from compat_service.domain.resolver.request import ResolveRequest
+
+STAGES = ("platform", "python", "backend", "plugin", "gpu_arch", "driver", "companions")
+STAGE = {name: index for index, name in enumerate(STAGES)}
+
+
+class ResolverState:
+    """What every part of one resolution reads: the matrix, the request, the family asked for, warnings."""
+
+    def __init__(self, matrix: Matrix, request: ResolveRequest, evidence: EvidenceLookup | None) -> None:
+        self.m = matrix
+        self.r = request
+        self.evidence = evidence
+        self.family = request.backend.family or "cpu"
+        self.warnings: list[str] = []
+        self.steering: Any = None
+        if evidence is not None:
+            # imported only with evidence: it pulls the error models (pydantic), off the fast path
+            from compat_service.domain.evidence.steering import EvidenceSteering
+
+            self.steering = EvidenceSteering(
+                evidence, os=request.os, arch=request.arch, require_verified=request.require_verified
+            )
+
+
+@dataclass
+class Candidate:
+    """One variant of one patch that passed the stages so far."""
+
+    label: str
+    variant_row: Any
+    build_row: Any
+    arch: ArchVerdict | None = None
+    floor: Any = None
+    plugin_row: Any = None
+
+
+@dataclass
+class Dropout:
+    """Where one patch dropped out, and what the message needs to say about it."""
+
+    stage: int
+    minor: Any
+    patch: Any
+    info: dict[str, Any] = field(default_factory=dict)
