@@ -7,6 +7,7 @@ The matrix is loaded only when asked (ingest does not read it), so workers start
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -30,6 +31,13 @@ class LiveServer:
     token: str
     database_url: str
     log: IO[bytes] | None = None
+    process: subprocess.Popen[bytes] | None = None
+
+    def kill(self) -> None:
+        """SIGKILL the server and all its workers at once (its own process group), as a crash would."""
+        assert self.process is not None
+        os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait()
 
     def output(self) -> str:
         """What the server printed so far (warnings and errors: the access log is off)."""
@@ -87,11 +95,13 @@ def live_server(
     ]
     # A file, not a pipe: a full pipe would block the workers.
     log = tempfile.TemporaryFile()
-    proc = subprocess.Popen(cmd, cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        cmd, cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+    )
     base_url = f"http://127.0.0.1:{port}"
     try:
         _wait_ready(proc, base_url, log)
-        yield LiveServer(base_url=base_url, token=token, database_url=database_url, log=log)
+        yield LiveServer(base_url=base_url, token=token, database_url=database_url, log=log, process=proc)
     finally:
         proc.terminate()
         try:
