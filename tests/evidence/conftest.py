@@ -97,6 +97,8 @@ class Service:
     token: str
     #: a `read` token: raw reports, report ids and failure texts (docs/service.md)
     read_token: str = ""
+    #: a second `report` token: a second submitter (the trust model counts tokens too)
+    other_token: str = ""
 
     @property
     def auth(self) -> dict[str, str]:
@@ -106,8 +108,10 @@ class Service:
     def read_auth(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self.read_token}"}
 
-    def submit(self, report: dict[str, Any]):  # noqa: ANN201 - an httpx.Response
-        return self.client.post("/v1/reports", json=report, headers=self.auth)
+    def submit(self, report: dict[str, Any], *, other: bool = False):  # noqa: ANN201 - an httpx.Response
+        """POST the report with the report token (``other``: the second submitter's)."""
+        token = self.other_token if other else self.token
+        return self.client.post("/v1/reports", json=report, headers={"Authorization": f"Bearer {token}"})
 
 
 def make_token(engine: Engine, scope: str = "report") -> str:
@@ -134,4 +138,5 @@ def service(database_url: str) -> Iterator[Service]:
     app = create_app(settings)
     with TestClient(app) as client:
         engine = app.state.engine
-        yield Service(client=client, engine=engine, token=make_token(engine), read_token=make_token(engine, "read"))
+        yield Service(client=client, engine=engine, token=make_token(engine), read_token=make_token(engine, "read"),
+                      other_token=make_token(engine))
