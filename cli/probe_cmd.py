@@ -6,7 +6,7 @@ the summary table go to stderr as they happen; the report is JSON in ``--output`
 ``--json``: a summary object on stdout, carrying the report when there is no ``--output``). ``--output``
 is checked before the probe runs; if it cannot be written afterwards the report goes to the spool and the
 error says where. Exit code: 0 all checks passed/skipped/unsupported, 1 any failed/timeout/crashed/error,
-else the error's code.
+3 with ``--strict`` when some check is unsupported and none went wrong, else the error's code.
 
 `--submit URL --token T` posts the report; when the server cannot be reached the report goes to the
 spool (see cli/report_spool.py) and `accelenv report submit` sends it later.
@@ -25,7 +25,8 @@ from typing import Any, List, Optional
 
 import typer
 
-ALL_GROUPS = "detect,smoke,ops,allocator,amp,distributed"
+ALL_GROUPS = "detect,smoke,ops,opinfo,compile,runtime,allocator,amp,distributed"
+PROBE_EXIT_UNSUPPORTED = 3  # the probe's --strict answer: nothing failed, something is unsupported
 REFDEV_FAULTS_ENV = "ACCELENV_REFDEV_FAULTS"
 _INJECT = re.compile(r"^[a-z][a-z0-9_]*(?::[A-Za-z0-9_.:*\-\[\]]+)?$")
 
@@ -52,6 +53,8 @@ def probe_command(
     bundle: Optional[Path] = typer.Option(None, "--bundle", help="only write the single-file probe here (a file, "
                                           "or a directory to hold accelenv_probe.py)"),
     quiet: bool = typer.Option(False, "--quiet", help="no progress lines"),
+    deep: bool = typer.Option(False, "--deep", help="opinfo: every sample input, not only the first per op and dtype"),
+    strict: bool = typer.Option(False, "--strict", help="exit 3 when a check is unsupported (and nothing failed)"),
     as_json: bool = typer.Option(False, "--json", help="print a JSON summary on stdout (with the report when "
                                  "there is no --output); errors as JSON too"),
 ) -> None:
@@ -67,7 +70,8 @@ def probe_command(
             sys.stderr.write(f"wrote {target}: run it with `python -I {target.name}` where torch is installed\n")
             return
         code = run_probe(device=device, checks=checks, output=output, submit_url=submit_url, token=token,
-                         timeout=timeout, python=python, inject=inject or [], quiet=quiet, as_json=as_json)
+                         timeout=timeout, python=python, inject=inject or [], quiet=quiet, as_json=as_json,
+                         deep=deep, strict=strict)
     raise typer.Exit(code)
 
 
@@ -146,8 +150,10 @@ def _validate(device: str, checks: str, timeout: float, python: str, inject: lis
 
 
 def run_probe(*, device: str, checks: str, output: Path | None, submit_url: str | None, token: str | None,
-              timeout: float, python: str | None, inject: list[str], quiet: bool, as_json: bool = False) -> int:
-    """Run the probe in the target interpreter; returns the probe's exit code (0 ok, 1 something failed).
+              timeout: float, python: str | None, inject: list[str], quiet: bool, as_json: bool = False,
+              deep: bool = False, strict: bool = False) -> int:
+    """Run the probe in the target interpreter; returns the probe's exit code (0 ok, 1 something failed,
+    3 under ``strict`` when something is unsupported).
 
     The finished report is never lost: when ``output`` cannot be written after the run (the disk filled,
     the folder went away), it is kept in the spool and the error says where."""
@@ -162,7 +168,8 @@ def run_probe(*, device: str, checks: str, output: Path | None, submit_url: str 
         write_bundle(bundle_path)
         report_path = os.path.join(workdir, "report.json")
         argv = [python, "-I", bundle_path, "--device", device, "--checks", checks, "--timeout", str(timeout),
-                "--output", report_path] + (["--quiet"] if quiet else [])
+                "--output", report_path] + (["--quiet"] if quiet else []) + (["--deep"] if deep else []) + \
+            (["--strict"] if strict else [])
         env = dict(os.environ)
         if inject:
             env[REFDEV_FAULTS_ENV] = ",".join(inject)
@@ -174,7 +181,7 @@ def run_probe(*, device: str, checks: str, output: Path | None, submit_url: str 
             raise _invalid(f"the probe in {python} rejected its settings (its message above says which)",
                            "fix the --inject faults (or ACCELENV_REFDEV_* variables) it names", "--inject",
                            ",".join(inject) or os.environ.get(REFDEV_FAULTS_ENV, "(none)"))
-        if proc.returncode not in (0, 1) or not os.path.exists(report_path):
+        if proc.returncode not in (0, 1, PROBE_EXIT_UNSUPPORTED) or not os.path.exists(report_path):
             raise AccelenvError(
                 f"the probe in {python} ended with exit code {proc.returncode} and wrote no report",
                 hint="run it by hand to see why: accelenv probe --bundle accelenv_probe.py, then "

@@ -77,9 +77,17 @@ def autocast_matmul(ctx, dtype):
                          **data)
 
 
-def _grad_scaler(ctx, dtype):
+def autocast_is_noop(ctx, dtype):
+    """True when a matmul under autocast on the device still gives float32 (no autocast kernels)."""
     torch = ctx.torch
-    if dtype != torch.float16:
+    a = torch.ones(4, 4, device=ctx.device)
+    with torch.autocast(device_type=ctx.device_type, dtype=dtype):
+        return torch.mm(a, a).dtype == torch.float32
+
+
+def _grad_scaler(ctx, dtype, force=False):
+    torch = ctx.torch
+    if dtype != torch.float16 and not force:
         return None
     amp = getattr(torch, "amp", None)
     if amp is not None and hasattr(amp, "GradScaler"):
@@ -94,6 +102,10 @@ def _grad_scaler(ctx, dtype):
 
 def train_step(ctx, dtype):
     torch = ctx.torch
+    if autocast_is_noop(ctx, dtype):
+        return checks.skipped("autocast is a no-op on %s: a %s training step would run in float32 and prove "
+                              "nothing about mixed precision" % (ctx.device_type, str(dtype).replace("torch.", "")),
+                              autocast_dtype=str(dtype).replace("torch.", ""))
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4)).to(ctx.device)
     gen = torch.Generator().manual_seed(1)
@@ -121,8 +133,45 @@ def train_step(ctx, dtype):
                          **data)
 
 
+def grad_scaler_skip(ctx, dtype):
+    """A GradScaler step with an inf gradient leaves the weights alone and lowers the scale; a finite one steps."""
+    torch = ctx.torch
+    scaler = _grad_scaler(ctx, dtype, force=True)
+    if scaler is None:
+        return checks.skipped("torch %s has no GradScaler for %s" % (torch.__version__, ctx.device_type))
+    torch.manual_seed(0)
+    model = torch.nn.Linear(4, 2).to(ctx.device)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    x = torch.randn(3, 4, generator=torch.Generator().manual_seed(2)).to(ctx.device)
+    before = [p.detach().clone() for p in model.parameters()]
+    scale0 = float(scaler.get_scale())
+    opt.zero_grad()
+    scaler.scale(model(x).sum()).backward()
+    model.weight.grad[0, 0] = float("inf")
+    scaler.step(opt)
+    scaler.update()
+    held = all(bool(torch.equal(b, p.detach())) for b, p in zip(before, model.parameters()))
+    scale1 = float(scaler.get_scale())
+    opt.zero_grad()
+    scaler.scale(model(x).sum()).backward()
+    scaler.step(opt)
+    scaler.update()
+    moved = not all(bool(torch.equal(b, p.detach())) for b, p in zip(before, model.parameters()))
+    data = {"scale_before": scale0, "scale_after_inf": scale1, "skipped_inf_step": held, "finite_step_applied": moved}
+    if not held:
+        return checks.failed("GradScaler applied a step whose gradients held inf: the weights changed", **data)
+    if not scale1 < scale0:
+        return checks.failed("GradScaler did not lower its scale after an inf gradient (%g -> %g)" % (scale0, scale1),
+                             **data)
+    if not moved:
+        return checks.failed("GradScaler skipped a step with finite gradients", **data)
+    return checks.passed("GradScaler skips the inf step (scale %g -> %g) and applies the finite one on %s"
+                         % (scale0, scale1, ctx.device), **data)
+
+
 def plan(ctx):
     return [
         checks.Check("amp.autocast_matmul", "amp", _gated(autocast_matmul)),
         checks.Check("amp.train_step", "amp", _gated(device_failure(train_step))),
+        checks.Check("amp.grad_scaler_skip", "amp", _gated(device_failure(grad_scaler_skip))),
     ]

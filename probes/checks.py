@@ -5,7 +5,10 @@ exception escaping it becomes status ``error`` (a probe bug or an unexpected fai
 the suite.
 """
 
-GROUPS = ("detect", "smoke", "ops", "allocator", "amp", "distributed")
+GROUPS = ("detect", "smoke", "ops", "opinfo", "compile", "runtime", "allocator", "amp", "distributed")
+#: groups that run in a worker of their own: OpInfo's imports change global torch flags, and torch.compile
+#: leaves dynamo and inductor state behind; each also costs seconds a crash-restarted worker would repeat
+OWN_WORKER_GROUPS = ("opinfo", "compile")
 STATUSES = ("passed", "failed", "unsupported", "skipped", "timeout", "crashed", "error")
 BAD_STATUSES = ("failed", "timeout", "crashed", "error")
 MAX_DETAIL = 4000
@@ -13,12 +16,13 @@ MAX_DATA_KEYS = 64
 
 
 class Check(object):
-    __slots__ = ("id", "group", "run")
+    __slots__ = ("id", "group", "run", "timeout")
 
-    def __init__(self, check_id, group, run):
+    def __init__(self, check_id, group, run, timeout=None):
         self.id = check_id
         self.group = group
         self.run = run
+        self.timeout = timeout  # seconds; None: the suite's --timeout
 
 
 class Outcome(object):

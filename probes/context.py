@@ -23,6 +23,8 @@ class ProbeContext(object):
         self.hip_build = bool(getattr(torch.version, "hip", None))
         self.privateuse1 = device_activation.privateuse1_name(torch)
         self._dtypes = None
+        self._held = {}
+        self.options = {}  # suite options the worker was started with: {"deep": bool, "opinfo_ops": [...]}
 
     @property
     def is_cpu(self):
@@ -49,6 +51,12 @@ class ProbeContext(object):
             for name in DTYPE_NAMES:
                 self._dtypes[name] = self._dtype_problem(name)
         return self._dtypes
+
+    def dtype_problem(self, name):
+        """None if the device holds a tensor of dtype ``name``, else the reason it does not (cached)."""
+        if name not in self._held:
+            self._held[name] = self._dtype_problem(name)
+        return self._held[name]
 
     def _dtype_problem(self, name):
         torch = self.torch

@@ -14,6 +14,10 @@ _DTYPE = re.compile(r"\"(?P<kernel>\w+)\" not implemented for '(?P<dtype>\w+)'")
 _FALLBACK = re.compile(r"(?i)(?:fall(?:s|ing)? ?back|fallback) to (?:run on )?(?:the )?CPU")
 _FALLBACK_OP = re.compile(r"'(?P<op>aten::[\w.]+)'")
 _OOM = re.compile(r"(?i)out of memory")
+_BACKENDS = re.compile(r"is only available for these backends: \[(?P<list>[^\]]*)\]")
+_FAULT_HEADER = re.compile(r"^Fatal Python error: .*$", re.M)
+_FAULT_FRAME = re.compile(r'^\s+File "[^"]*", line \d+ in .*$')
+FAULT_FRAMES_KEPT = 12
 
 # How a backend says "I do not implement this device-generic API" (streams, events, torch.accelerator):
 # c10's DeviceGuardImplInterface defaults ("Backend doesn't support synchronizing events.", "... events.",
@@ -46,12 +50,17 @@ def classify_unsupported(exc):
             op = match.group("op")
             if kind == "overrideable":
                 op = "aten::" + op
-            return {
+            info = {
                 "aten_op": op,
                 "base_op": base_op_name(op),
                 "backend": match.groupdict().get("backend") or ("mps" if kind == "mps" else None),
                 "kind": kind,
             }
+            backends = _BACKENDS.search(text)
+            if backends:  # the dispatcher's own list: where this op does have kernels
+                info["available_backends"] = [b.strip() for b in backends.group("list").split(",") if b.strip()]
+                info["dispatcher_message"] = text[:backends.end()][-MAX_MESSAGE:]
+            return info
     match = _DTYPE.search(first)
     if match:
         return {
@@ -65,6 +74,36 @@ def classify_unsupported(exc):
     if isinstance(exc, NotImplementedError):
         return {"aten_op": None, "base_op": None, "backend": None, "kind": "unparsed"}
     return None
+
+
+MAX_MESSAGE = 2000
+
+
+def faulthandler_frames(text, keep=FAULT_FRAMES_KEPT):
+    """The last faulthandler dump in ``text``: its header line, then the innermost ``keep`` frames.
+
+    faulthandler prints the most recent call first, so the frames that matter (where the process died) are
+    at the top of the dump and a plain tail of stderr loses them behind the outer frames.
+    """
+    headers = list(_FAULT_HEADER.finditer(text or ""))
+    if not headers:
+        return []
+    start = headers[-1]
+    frames = []
+    for line in text[start.end():].splitlines():
+        if _FAULT_FRAME.match(line):
+            frames.append(line.strip())
+            if len(frames) >= keep:
+                break
+        elif frames and not line.strip():
+            break  # the end of the current thread's stack
+    return [start.group(0)] + frames
+
+
+def without_faulthandler(text):
+    """``text`` up to its last faulthandler dump (that part is reported as frames)."""
+    headers = list(_FAULT_HEADER.finditer(text or ""))
+    return text[:headers[-1].start()] if headers else text
 
 
 def cpu_fallback_op(messages):

@@ -3,7 +3,7 @@
 For one (case, dtype): build CPU inputs, run on the device and on CPU (in the same dtype, or upcast to
 float32 when CPU lacks that dtype's kernel), compare with the dtype's tolerance, then do the same for
 the gradients. A missing kernel (dispatcher "Could not run 'aten::X' ...", also in backward) is
-``unsupported`` naming the op; a device that ran the op on CPU instead says so in ``data.cpu_fallback``.
+``unsupported`` naming the op; so is a device that ran the op on CPU instead (``data.cpu_fallback``).
 """
 
 import warnings
@@ -152,8 +152,9 @@ def run_case(ctx, case, dtype_name):
     if fallback:
         data["cpu_fallback"] = True
         data["fallback_op"] = fallback
-        return checks.passed("%s matches CPU, but %s ran on the CPU fallback, not the device" % (case.name, fallback),
-                             **data)
+        # Not passed: the numbers are right because the CPU computed them; the device lacks the op.
+        return checks.unsupported("%s matches CPU, but %s ran on the CPU fallback, not the device"
+                                  % (case.name, fallback), **data)
     detail = "matches CPU within tolerance" + (" (forward and backward)" if want_grad else "")
     if ctx.is_cpu:
         detail += "; " + CPU_SAME_DEVICE

@@ -3,7 +3,7 @@
 import datetime
 import uuid
 
-from probes import checks, host_facts
+from probes import checks, host_facts, redaction
 
 SCHEMA_VERSION = "1"
 TOOL = {"name": "accelenv-probe", "version": "0.1.0"}
@@ -51,6 +51,8 @@ def without_nul(value):
 
 
 def assemble(environment, devices, entries, fingerprint, fingerprint_stable):
+    """The report; the checks' texts carry no host paths (``probes.redaction``) and no NUL characters."""
+    entries = [redaction.redact(entry) for entry in entries]
     report = _assemble(environment, devices, entries, fingerprint, fingerprint_stable)
     return without_nul(report)
 

@@ -4,6 +4,11 @@ One worker runs the checks in order (torch is imported once). When a check outli
 worker's process group is killed and the check is ``timeout``; when the worker dies the check it was in
 is ``crashed`` (with the signal name or exit code). Either way a fresh worker runs the checks still to
 do. The runner itself never imports torch, so nothing a check does can take it down.
+
+Localisation: the worker leaves a breadcrumb of the aten op it is in (``probes.breadcrumbs``); a timeout or
+crash inside an op names it (``data.aten_op``), keeps the innermost frames of the faulthandler dump, and
+blocks the op's family for the workers that follow: later checks that reach it are marked with the same
+status without calling it. A check may declare its own timeout (compile stages do); the plan carries it.
 """
 
 import json
@@ -16,10 +21,40 @@ import tempfile
 import threading
 import time
 
-from probes import checks
+from probes import breadcrumbs, checks, error_texts, redaction
 
 STARTUP_ALLOWANCE_S = 120  # torch import + plugin activation + detection, on a slow host
 STDERR_TAIL = 1500
+STDERR_KEEP = 256 * 1024  # how much of a dead worker's stderr is searched for the faulthandler dump
+
+
+class Blocklist(object):
+    """The op families that hung or crashed, shared by every runner of a suite and written to one file that
+    each worker re-reads before a check (so a worker running at the same time learns of them too)."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.entries = {}  # aten op family -> {"status", "op", "check"}
+        handle, self.path = tempfile.mkstemp(prefix="accelenv-blocked-", suffix=".json")
+        with os.fdopen(handle, "w") as out:
+            json.dump({}, out)
+
+    def add(self, family, info):
+        with self.lock:
+            if family in self.entries:
+                return
+            self.entries[family] = info
+            tmp = self.path + ".tmp"
+            with open(tmp, "w") as out:
+                json.dump(self.entries, out)
+            os.replace(tmp, self.path)
+
+    def close(self):
+        for path in (self.path, self.path + ".tmp"):
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
 
 
 class WorkerLaunch(object):
@@ -94,14 +129,20 @@ class _Worker(object):
         except subprocess.TimeoutExpired:
             self.kill()
             returncode = self.proc.returncode
-        self.errfile.seek(0)
-        tail = self.errfile.read()[-STDERR_TAIL:].decode("utf-8", "replace").strip()
+        self.errfile.seek(0, os.SEEK_END)
+        size = self.errfile.tell()
+        self.errfile.seek(max(0, size - STDERR_KEEP))
+        text = self.errfile.read().decode("utf-8", "replace")
         name = _signal_name(returncode)
         data = {"exit_code": returncode}
         if name:
             data["signal"] = name
+        frames = error_texts.faulthandler_frames(text)
+        if frames:
+            data["faulthandler"] = redaction.redact(frames)
+            text = error_texts.without_faulthandler(text)
         how = "was killed by %s" % name if name else "exited with code %s" % returncode
-        return data, how, tail
+        return data, how, redaction.redact_text(text[-STDERR_TAIL:].strip())
 
     def close(self):
         self.kill()
@@ -109,25 +150,54 @@ class _Worker(object):
 
 
 class Runner(object):
-    def __init__(self, launch, device, groups, timeout, progress=None):
+    def __init__(self, launch, device, groups, timeout, progress=None, extra_args=(), describe=True, blocklist=None):
         self.launch = launch
         self.device = device
         self.groups = groups
         self.timeout = timeout
         self.progress = progress or (lambda entry, done, total: None)
+        self.extra_args = list(extra_args)
+        self.describe = describe  # False: another runner's worker sends the environment
         self.hello = None
         self.plan = None  # [(id, group)]
+        self.timeouts = {}  # check id -> its own timeout, where it declared one
         self.results = {}
+        self.blocklist = blocklist  # ops that hung or crashed: not called again (None: no blocking)
         self.fatal = None
         self.usage_error = None  # the worker rejected the device's settings: nothing was probed
+        handle, self.trail_file = tempfile.mkstemp(prefix="accelenv-trail-")
+        os.close(handle)
 
     def _args(self, only_file):
-        args = ["--worker", "--device", self.device, "--checks", ",".join(self.groups)]
+        args = ["--worker", "--device", self.device, "--checks", ",".join(self.groups),
+                "--breadcrumb-file", self.trail_file] + self.extra_args
         if only_file:
             args += ["--only-file", only_file]
-        if self.hello is not None:
+        if self.blocklist is not None:
+            args += ["--blocked-file", self.blocklist.path]
+        if self.hello is not None or not self.describe:
             args.append("--no-environment")
         return args
+
+    def _timeout_of(self, check_id):
+        return self.timeouts.get(check_id) or self.timeout
+
+    def _localise(self, status, check_id, data):
+        """Name the op the worker was in (from its breadcrumb) and block its family; returns a phrase."""
+        state, op = breadcrumbs.read(self.trail_file)
+        if op is None:
+            return ""
+        data["last_aten_op"] = op
+        if state != "entered":
+            return "; the last aten op it entered, %s, had returned" % op
+        if not op.startswith("aten::"):  # e.g. the untraced backward pass of a device: nothing to block
+            data["last_step"] = op
+            return "; it was in the %s (its ops are not traced on this device)" % op
+        data["aten_op"] = op
+        family = breadcrumbs.base_name(op)
+        if self.blocklist is not None:
+            self.blocklist.add(family, {"status": status, "op": op, "check": check_id})
+        return "; it was inside %s (later checks that need %s are marked without calling it)" % (op, family)
 
     def _record(self, entry):
         self.results[entry["id"]] = entry
@@ -144,6 +214,21 @@ class Runner(object):
         return check_id.split(".")[0]
 
     def run(self):
+        try:
+            return self._run()
+        finally:
+            try:
+                os.unlink(self.trail_file)
+            except OSError:
+                pass
+
+    def _json_file(self, prefix, value):
+        handle, path = tempfile.mkstemp(prefix=prefix, suffix=".json")
+        with os.fdopen(handle, "w") as out:
+            json.dump(value, out)
+        return path
+
+    def _run(self):
         attempts_without_progress = 0
         while True:
             only_file = None
@@ -151,9 +236,7 @@ class Runner(object):
                 remaining = self._remaining()
                 if not remaining:
                     break
-                handle, only_file = tempfile.mkstemp(prefix="accelenv-only-", suffix=".json")
-                with os.fdopen(handle, "w") as out:
-                    json.dump(remaining, out)
+                only_file = self._json_file("accelenv-only-", remaining)
             before = len(self.results)
             try:
                 finished = self._one_worker(only_file)
@@ -172,12 +255,13 @@ class Runner(object):
 
     def _one_worker(self, only_file):
         """Run one worker until done (True) or until it hangs/dies (False)."""
+        breadcrumbs.create(self.trail_file)
         worker = _Worker(self.launch, self._args(only_file))
         current, started = None, None
         try:
             while True:
                 wait = STARTUP_ALLOWANCE_S + self.timeout if current is None else \
-                    self.timeout - (time.monotonic() - started)
+                    self._timeout_of(current) - (time.monotonic() - started)
                 message = worker.next_message(max(wait, 0.0))
                 if message is None:  # timed out
                     worker.kill()
@@ -185,15 +269,21 @@ class Runner(object):
                         self._startup_failure(worker, "the probe worker did not report within %ss"
                                               % (STARTUP_ALLOWANCE_S + self.timeout), "timeout")
                         return False
+                    limit = self._timeout_of(current)
+                    data = {"timeout_s": limit}
+                    where = self._localise("timeout", current, data)
                     self._record(checks.result_entry(
                         current, self._group_of(current), "timeout", time.monotonic() - started,
-                        "no result within %ss; the worker was killed and a fresh one ran the rest" % self.timeout,
-                        {"timeout_s": self.timeout}))
+                        "no result within %ss%s; the worker was killed and a fresh one ran the rest" % (limit, where),
+                        data))
                     return False
                 if message == "eof":
                     data, how, tail = worker.death()
                     if current is not None:
                         detail = "the worker %s while running this check" % how
+                        detail += self._localise("crashed", current, data)
+                        if data.get("faulthandler"):
+                            detail += "; innermost frame: " + data["faulthandler"][1 if len(data["faulthandler"]) > 1 else 0]
                         if tail:
                             detail += "; stderr tail: " + tail[-800:]
                         self._record(checks.result_entry(current, self._group_of(current), "crashed",
@@ -207,7 +297,9 @@ class Runner(object):
                     if self.hello is None:
                         self.hello = message
                     if self.plan is None:
-                        self.plan = [tuple(item) for item in message["plan"]]
+                        self.plan = [(item[0], item[1]) for item in message["plan"]]
+                        self.timeouts = dict((item[0], item[2]) for item in message["plan"]
+                                             if len(item) > 2 and item[2])
                 elif kind == "start":
                     current, started = message["id"], time.monotonic()
                 elif kind == "result":

@@ -9,6 +9,7 @@ prints goes to stderr instead, so it cannot corrupt the stream):
 The runner decides what a silence or a death means; the worker never has to survive its own crash.
 """
 
+import contextlib
 import faulthandler
 import json
 import os
@@ -16,12 +17,16 @@ import sys
 import time
 import traceback
 
-from probes import (allocator, amp, checks, detect, device_activation, distributed, error_texts, faults, ops,
-                    smoke)
+from probes import (allocator, amp, breadcrumbs, checks, compile_stages, detect, device_activation, distributed,
+                    error_texts, faults, opinfo, ops, runtime_api, smoke)
 from probes.context import ProbeContext
 
-GROUP_PLANS = {"smoke": smoke.plan, "ops": ops.plan, "allocator": allocator.plan, "amp": amp.plan,
+GROUP_PLANS = {"smoke": smoke.plan, "ops": ops.plan, "opinfo": opinfo.plan, "compile": compile_stages.plan,
+               "runtime": runtime_api.plan, "allocator": allocator.plan, "amp": amp.plan,
                "distributed": distributed.plan}
+# Groups run without the breadcrumb dispatch mode: dynamo traces Python, and a mode in its way changes what
+# it compiles. A crash there is still localised to the check.
+UNTRACED_GROUPS = ("compile",)
 
 
 def _protocol_stream():
@@ -91,12 +96,88 @@ def _device_answer(ctx, exc):
     return None
 
 
-def run_check(ctx, check, injected):
+class Tracing(object):
+    """The breadcrumb trail and the blocked op families of this worker (see ``probes.breadcrumbs``).
+
+    The blocked families live in a file the runners share; it is re-read when it changed, before each check.
+    """
+
+    def __init__(self, torch, trail_file=None, blocked_file=None):
+        self.torch = torch
+        self.trail = breadcrumbs.open_trail(trail_file)
+        self.blocked_file = blocked_file
+        self._stamp = None
+        self.blocked = {}
+        self.why = {}
+        self.refresh()
+
+    def refresh(self):
+        if not self.blocked_file:
+            return
+        try:
+            stamp = os.stat(self.blocked_file).st_mtime_ns
+            if stamp == self._stamp:
+                return
+            with open(self.blocked_file) as handle:
+                blocked = json.load(handle)
+        except (OSError, ValueError):
+            return
+        self._stamp, self.blocked = stamp, blocked
+        self.why = dict((family, "%s in %s" % ("timed out" if info.get("status") == "timeout" else
+                                              "crashed the worker", info.get("check")))
+                        for family, info in blocked.items())
+
+    def mode(self, check):
+        if self.torch is None or check.group in UNTRACED_GROUPS or (self.trail is None and not self.blocked):
+            return None
+        try:
+            return breadcrumbs.make_mode(self.torch, self.trail, self.why)
+        except Exception:  # a torch without TorchDispatchMode: checks run untraced
+            return None
+
+    def clear(self):
+        if self.trail is not None:
+            self.trail.clear()
+
+
+@contextlib.contextmanager
+def _nothing():
+    yield
+
+
+def _blocked_outcome(tracing, hit):
+    op, _ = hit
+    info = tracing.blocked.get(breadcrumbs.base_name(op), {})
+    status = info.get("status") if info.get("status") in checks.STATUSES else "crashed"
+    return status, ("not run to the end: it needs %s, which %s earlier (in %s); the op was not called again"
+                    % (op, "timed out" if status == "timeout" else "crashed the worker", info.get("check"))), {
+        "aten_op": op, "blocked_by": info.get("op"), "blocked_in": info.get("check"), "ran": False}
+
+
+def _run_outcome(ctx, check, injected, tracing):
+    faults.inject(injected, check.id)
+    if tracing is not None:
+        tracing.refresh()
+    mode = tracing.mode(check) if tracing is not None else None
+    if mode is None:
+        return check.run(ctx), None
+    backward = breadcrumbs.untraced_backward(ctx.torch, tracing.trail) if not ctx.is_cpu else _nothing()
+    try:
+        with backward, mode:
+            outcome = check.run(ctx)
+    except breadcrumbs.BlockedOp:
+        return None, mode.hit_blocked
+    return outcome, mode.hit_blocked
+
+
+def run_check(ctx, check, injected, tracing=None):
     started = time.perf_counter()
     try:
-        faults.inject(injected, check.id)
-        outcome = check.run(ctx)
-        status, detail, data = outcome.status, outcome.detail, outcome.data
+        outcome, hit = _run_outcome(ctx, check, injected, tracing)
+        if hit is not None:  # even when the check caught BlockedOp itself, it did not run to the end
+            status, detail, data = _blocked_outcome(tracing, hit)
+        else:
+            status, detail, data = outcome.status, outcome.detail, outcome.data
     except Exception as exc:
         tb = traceback.format_exception(type(exc), exc, exc.__traceback__)
         status, detail = "error", "the check raised %s: %s" % (type(exc).__name__, str(exc).splitlines()[0][:500]
@@ -106,10 +187,12 @@ def run_check(ctx, check, injected):
         if answer is not None:
             status, detail = answer[0], answer[1]
             data.update(answer[2])
+    if tracing is not None:
+        tracing.clear()
     return checks.result_entry(check.id, check.group, status, time.perf_counter() - started, detail, data)
 
 
-def main(requested, groups, only=None, send_environment=True):
+def main(requested, groups, only=None, send_environment=True, options=None, trail_file=None, blocked_file=None):
     stream = _protocol_stream()
     faulthandler.enable()  # a segfault or abort leaves a Python traceback in the stderr tail we report
     injected = faults.from_env()
@@ -121,21 +204,23 @@ def main(requested, groups, only=None, send_environment=True):
     _setup_torch(torch)
     try:
         ctx = build_context(torch, requested)
+        ctx.options.update(options or {})
     except device_activation.SettingsError as exc:
         _send(stream, {"type": "usage", "detail": str(exc)})
         return 2
     facts = detect.collect(ctx)
     planned = build_plan(ctx, facts, groups)
-    hello = {"type": "hello", "plan": [[c.id, c.group] for c in planned]}
+    hello = {"type": "hello", "plan": [[c.id, c.group, c.timeout] for c in planned]}
     if send_environment:
         hello["environment"] = facts["environment"]
         hello["devices"] = facts["devices"]
     _send(stream, hello)
+    tracing = Tracing(torch, trail_file, blocked_file)
     for check in planned:
         if only is not None and check.id not in only:
             continue
         _send(stream, {"type": "start", "id": check.id})
-        _send(stream, {"type": "result", "check": run_check(ctx, check, injected)})
+        _send(stream, {"type": "result", "check": run_check(ctx, check, injected, tracing)})
     _send(stream, {"type": "done"})
     sys.stderr.flush()
     return 0

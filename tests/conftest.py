@@ -21,6 +21,11 @@ POSTGRES_ENV = "ACCELENV_TEST_POSTGRES_URL"
 # Apps built in the test process must not freeze the test process's objects (gc.freeze would keep every
 # cycle the earlier tests left behind); tests/api/test_gc_tuning.py tests the tuning itself.
 os.environ.setdefault("ACCELENV_TUNE_GC", "false")
+# Probe runs check a bounded OpInfo list (a dozen ops, every dtype kind, a random and an uninitialised op);
+# benchmarks/bench_probe.py runs the whole op_db.
+TEST_OPINFO_OPS = ("add,mul,mm,bmm,sgn,conj,copysign,abs,sum,softmax,nn.functional.relu,empty,bernoulli,"
+                   "index_put,nn.functional.adaptive_avg_pool2d")
+os.environ.setdefault("ACCELENV_PROBE_OPINFO_OPS", TEST_OPINFO_OPS)
 
 
 def postgres_url() -> str | None:

@@ -120,11 +120,13 @@ def _install(plan: FaultPlan, capacity: int) -> Any:
     torch._register_device_module(DEVICE, device_module)
     torch._C._acc.register_python_privateuseone_hook(device_module.Hooks())
     torch._C._acc.register_python_privateuseone_device_guard(device_module.Guard())
-    device_module.attach(allocator)
+    device_module.attach(allocator, rng_fault=plan.rng)
     # Ahead of torch's PrivateUse1 entry (priority 23), which would crash loading onto refdev.
     torch.serialization.register_package(LOAD_PRIORITY, lambda obj: None, model.restore_location)
     kernels.register_all()
     _keep_alive.append(kernels)
+    if plan.collective:
+        _claim_gloo()
     try:
         # Autocast on refdev is a no-op; without this fallthrough it fails on aten::copy_.
         autocast = torch.library.Library("_", "IMPL")
@@ -133,3 +135,11 @@ def _install(plan: FaultPlan, capacity: int) -> Any:
     except RuntimeError:
         pass  # a later torch registers its own
     return device_module
+
+
+def _claim_gloo() -> None:
+    """The ``collective`` fault: torch.distributed maps refdev to gloo, which cannot move refdev tensors."""
+    import torch.distributed as dist
+
+    if dist.is_available():
+        dist.Backend.default_device_backend_map[DEVICE] = "gloo"

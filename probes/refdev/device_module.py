@@ -20,11 +20,13 @@ OutOfMemoryError = torch.OutOfMemoryError
 DEVICE_NAME = "accelenv reference device (CPU-backed PrivateUse1)"
 
 _allocator: Optional[CachingAllocator] = None
+_rng_restores = True  # False under the ``rng`` fault: set_rng_state changes nothing
 
 
-def attach(allocator: CachingAllocator) -> None:
-    global _allocator
+def attach(allocator: CachingAllocator, rng_fault: bool = False) -> None:
+    global _allocator, _rng_restores
     _allocator = allocator
+    _rng_restores = not rng_fault
 
 
 def _alloc() -> CachingAllocator:
@@ -93,6 +95,39 @@ def manual_seed(seed: int) -> None:
 
 def manual_seed_all(seed: int) -> None:
     manual_seed(seed)
+
+
+def seed() -> None:
+    torch.random.default_generator.seed()
+
+
+def seed_all() -> None:
+    seed()
+
+
+def initial_seed() -> int:
+    return torch.random.default_generator.initial_seed()
+
+
+def get_rng_state(device: Any = "refdev") -> torch.Tensor:
+    """The state of the generator refdev's random kernels draw from (the CPU one), as ``torch.cuda``'s."""
+    _check_device(device if isinstance(device, (int, torch.device)) else None)
+    return torch.random.default_generator.get_state()
+
+
+def set_rng_state(new_state: torch.Tensor, device: Any = "refdev") -> None:
+    _check_device(device if isinstance(device, (int, torch.device)) else None)
+    if _rng_restores:
+        torch.random.default_generator.set_state(new_state)
+
+
+def get_rng_state_all() -> list:
+    return [get_rng_state()]
+
+
+def set_rng_state_all(new_states: Any) -> None:
+    for state in new_states:
+        set_rng_state(state)
 
 
 def get_amp_supported_dtype() -> list:

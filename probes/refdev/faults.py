@@ -17,7 +17,20 @@ The list is comma-separated; each entry is ``KIND`` or ``KIND:TARGET``:
                               ``torch.OutOfMemoryError``.
 ``hang:aten::OP``             OP's kernel sleeps forever.
 ``crash:aten::OP``            OP's kernel kills the process with SIGABRT (``os.abort()``).
+``fallback:aten::OP``         OP warns, as MPS and vendor plugins do, that it "will fall back to run on the
+                              CPU" (refdev runs everything on CPU; this makes it say so for OP).
+``rng``                       ``torch.refdev.set_rng_state`` returns without restoring anything, the bug
+                              that breaks ``fork_rng`` and reproducible dropout.
+``collective``                torch.distributed maps refdev to gloo (``default_device_backend_map``), which
+                              cannot take refdev tensors: a process-group backend claimed but not there.
 ============================  ============================================================================
+
+What refdev cannot have from Python on torch 2.13 (``torch._C._acc`` lacks the hooks), and so reports
+honestly absent: pinned memory (``getPinnedMemoryAllocator``), a device ``Generator``
+(``getNewGenerator``), profiler activity, and by default any process-group backend.
+
+A family target (``aten::OP``) whose plain overload is composite is refused with the reason, as a composite
+op (``aten::linear``) is: only the ops the dispatcher reaches have refdev kernels to fault.
 
 Parsing needs no torch; whether an OP exists is checked at install time against the live dispatcher.
 """
@@ -28,11 +41,12 @@ import re
 from typing import Dict, List, Optional
 
 ENV_VAR = "ACCELENV_REFDEV_FAULTS"
-OP_KINDS = ("missing", "wrong", "hang", "crash")
-KINDS = ("missing", "wrong", "wrong:promotion", "leak", "oom", "hang", "crash")
+OP_KINDS = ("missing", "wrong", "hang", "crash", "fallback")
+FLAG_KINDS = ("leak", "rng", "collective")
+KINDS = ("missing", "wrong", "wrong:promotion", "leak", "oom", "hang", "crash", "fallback", "rng", "collective")
 USAGE = (
     "valid faults: missing:aten::OP, wrong:aten::OP, wrong:promotion:aten::OP, leak, oom, oom:BYTES, "
-    "hang:aten::OP, crash:aten::OP (comma-separated)"
+    "hang:aten::OP, crash:aten::OP, fallback:aten::OP, rng, collective (comma-separated)"
 )
 WRONG_RELATIVE_ERROR = 1e-2
 OOM_CAPACITY = 16 * 1024
@@ -64,7 +78,10 @@ class FaultPlan:
         self.promotion_ops: List[str] = []
         self.hang_ops: List[str] = []
         self.crash_ops: List[str] = []
+        self.fallback_ops: List[str] = []
         self.leak = False
+        self.rng = False
+        self.collective = False
         self.oom_capacity: Optional[int] = None
         self.entries: List[str] = []
 
@@ -75,6 +92,7 @@ class FaultPlan:
             "wrong:promotion": self.promotion_ops,
             "hang": self.hang_ops,
             "crash": self.crash_ops,
+            "fallback": self.fallback_ops,
         }
 
     def __bool__(self) -> bool:
@@ -102,10 +120,10 @@ def parse_faults(spec: Optional[str]) -> FaultPlan:
         if not entry:
             continue
         kind, _, target = entry.partition(":")
-        if kind in ("leak",):
+        if kind in FLAG_KINDS:
             if target:
-                raise _bad(entry, "leak takes no target")
-            plan.leak = True
+                raise _bad(entry, "%s takes no target" % kind)
+            setattr(plan, kind, True)
         elif kind == "oom":
             if not target:
                 plan.oom_capacity = OOM_CAPACITY

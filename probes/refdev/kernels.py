@@ -5,6 +5,13 @@ Composite ops are left alone on purpose: a backend kernel on a CompositeImplicit
 decomposition, and Python kernels for CompositeExplicitAutograd ops such as ``detach`` break
 ``nn.Parameter``. Four ops without a CPU kernel get hand-written ones: ``_copy_from`` and
 ``_copy_from_and_resize`` (what ``copy_`` calls across devices) and the ``convolution_*_overrideable`` pair.
+Exceptions, found by the opinfo sweep: ``copy_`` and ``conj_physical_`` get the generic kernel (the composite
+``copy_`` of a conjugate view recursed until the stack overflowed; ``conj_physical_``'s composite needs a
+DispatchStub a Python backend cannot fill), and ``_efficientzerotensor`` makes plain zeros (a CPU
+ZeroTensor has no storage to put on the device: ``sgn``'s gradient). CPU views carry the conjugate and
+negative bits of the device tensor, and a Python number where the schema wants a Tensor (a wrapped
+scalar, ``copysign.Scalar`` calling ``copysign.Tensor``) becomes a 0-dim CPU tensor of the dtype a
+wrapped number would promote to.
 
 Each overload gets its own ``torch.library.Library`` (1,000 cost about 7 ms), so a ``missing:`` fault simply
 leaves that overload unregistered and the dispatcher raises its own "Could not run" error.
@@ -30,7 +37,11 @@ HAND_WRITTEN = (
     "aten::_copy_from_and_resize",
     "aten::convolution_overrideable",
     "aten::convolution_backward_overrideable",
+    "aten::_efficientzerotensor",
 )
+#: CompositeExplicitAutograd ops that still need a refdev kernel (the generic one); see the module docstring
+EXTRA_GENERIC = ("aten::copy_", "aten::conj_physical_")
+_NUMBERS = (bool, int, float, complex)
 
 Kernel = Callable[..., Any]
 
@@ -41,7 +52,8 @@ def op_catalogue() -> Dict[str, Any]:
     for name in torch._C._dispatch_get_all_op_names():
         if not name.startswith("aten::"):
             continue
-        if name not in HAND_WRITTEN and not torch._C._dispatch_has_kernel_for_dispatch_key(name, "CPU"):
+        if name not in HAND_WRITTEN and name not in EXTRA_GENERIC and \
+                not torch._C._dispatch_has_kernel_for_dispatch_key(name, "CPU"):
             continue
         base, _, overload = name[len("aten::"):].partition(".")
         packet = getattr(torch.ops.aten, base, None)
@@ -57,14 +69,22 @@ def family(name: str) -> str:
 
 
 def select(catalogue: Dict[str, Any], target: str, kind: str) -> List[str]:
-    """The overloads a fault target names: one overload, or every overload of a family."""
+    """The overloads a fault target names: one overload, or every overload of a family.
+
+    A family whose plain overload is CompositeImplicitAutograd (``aten::adaptive_avg_pool2d`` runs
+    ``_adaptive_avg_pool2d`` or ``mean``; only its ``.out`` has a CPU kernel) is refused: faulting the ``.out`` alone would leave the
+    op the user calls untouched, a fault with no effect.
+    """
+    every = torch._C._dispatch_get_all_op_names()
     if "." in target[len("aten::"):]:
         chosen = [target] if target in catalogue else []
+    elif target in every and target not in catalogue and \
+            torch._C._dispatch_has_kernel_for_dispatch_key(target, "CompositeImplicitAutograd"):
+        chosen = []
     else:
         chosen = [name for name in catalogue if family(name) == target]
     if chosen:
         return chosen
-    every = torch._C._dispatch_get_all_op_names()
     known = target in every or any(family(n) == target for n in every)
     if known:
         why = (
@@ -111,8 +131,11 @@ class KernelSet:
             "aten::_copy_from_and_resize": self._copy_from_and_resize,
             "aten::convolution_overrideable": self._convolution,
             "aten::convolution_backward_overrideable": self._convolution_backward,
+            "aten::_efficientzerotensor": self._zeros,
         }
         kernel = hand_written.get(name) or self._generic(op)
+        if name in self.faulty["fallback"]:
+            kernel = _announced_fallback(name, kernel)
         if name in self.faulty["hang"]:
             return _hang(name)
         if name in self.faulty["crash"]:
@@ -126,10 +149,13 @@ class KernelSet:
     def _generic(self, op: Any) -> Kernel:
         model = self.model
         positions, names = _written_args(op)
+        tensor_positions, tensor_names = _tensor_args(op)
         device_type = model.device_type
 
         def kernel(*args: Any, **kwargs: Any) -> Any:
             calls = _Call(model)
+            if tensor_positions or tensor_names:
+                args, kwargs = _unwrapped_numbers(args, kwargs, tensor_positions, tensor_names)
             cpu_args = calls.to_cpu(args)
             cpu_kwargs = {k: calls.to_cpu(v) for k, v in kwargs.items()}
             device = kwargs.get("device")
@@ -144,6 +170,11 @@ class KernelSet:
             return calls.from_cpu(result, keep_on_cpu)
 
         return kernel
+
+    def _zeros(self, size: Any, dtype: Any = None, layout: Any = None, device: Any = None,
+               pin_memory: Any = None) -> torch.Tensor:
+        cpu = torch.zeros(size, dtype=dtype if dtype is not None else torch.get_default_dtype())
+        return _Call(self.model).from_cpu(cpu, False)
 
     def _copy_from(self, src: torch.Tensor, dst: torch.Tensor, non_blocking: bool = False) -> torch.Tensor:
         calls = _Call(self.model)
@@ -234,6 +265,8 @@ class _Call:
                 return original
             if keep_on_cpu or value.device.type != "cpu":
                 return value
+            if value.is_conj() or value.is_neg():  # the device tensor cannot take the bit over: materialise
+                value = value.resolve_conj().resolve_neg()
             shared = self.storages.get(value.untyped_storage()._cdata)
             if shared is not None:
                 shared = self.model.current(shared)
@@ -277,6 +310,66 @@ def _written_args(op: Any) -> Tuple[Tuple[int, ...], Tuple[str, ...]]:
         tuple(i for i, arg in written if not arg.kwarg_only),
         tuple(arg.name for _, arg in written if arg.kwarg_only),
     )
+
+
+def _tensor_args(op: Any) -> Tuple[Tuple[int, ...], Tuple[str, ...]]:
+    """Where the schema takes a plain ``Tensor`` (a Python number there is a wrapped scalar)."""
+    found = [(i, arg) for i, arg in enumerate(op._schema.arguments) if isinstance(arg.type, torch._C.TensorType)]
+    return (
+        tuple(i for i, arg in found if not arg.kwarg_only),
+        tuple(arg.name for _, arg in found if arg.kwarg_only),
+    )
+
+
+def _number_dtype(value: Any, others: List[Any]) -> Any:
+    """The dtype a wrapped number acts as: it never widens a tensor of its own kind or a higher one.
+
+    Next to a dimensioned tensor of its kind or higher, a float is made float64 (complex: complex128): a 0-dim
+    tensor of the same kind loses to dimensioned ones in type promotion, and CPU kernels read it as a scalar
+    in op math, as they read a wrapped number, so 180/pi does not round to bf16. Next to 0-dim tensors only
+    (which would compete), it takes their dtype.
+    """
+    tensors = [t for t in others if isinstance(t, torch.Tensor)]
+    like = tensors[0].dtype if tensors else None
+    dimensioned = any(t.dim() > 0 for t in tensors)
+    if isinstance(value, bool):
+        return torch.bool
+    if isinstance(value, int):
+        return like if like is not None and not like.is_floating_point and not like.is_complex and \
+            like != torch.bool and not dimensioned else torch.int64
+    if isinstance(value, float):
+        if like is not None and (like.is_floating_point or like.is_complex):
+            return torch.float64 if dimensioned else (like if like.is_floating_point else torch.float64)
+        return torch.get_default_dtype()
+    if like is not None and like.is_complex:
+        return torch.complex128 if dimensioned else like
+    return torch.complex128 if torch.get_default_dtype() == torch.float64 else torch.complex64
+
+
+def _unwrapped_numbers(args: Any, kwargs: Any, positions: Tuple[int, ...], names: Tuple[str, ...]) -> Any:
+    if not any(isinstance(args[i], _NUMBERS) for i in positions if i < len(args)) and \
+            not any(isinstance(kwargs.get(n), _NUMBERS) for n in names):
+        return args, kwargs
+    tensors = [a for a in args if isinstance(a, torch.Tensor)] + [v for v in kwargs.values() if isinstance(v, torch.Tensor)]
+    args = tuple(torch.tensor(a, dtype=_number_dtype(a, tensors)) if i in positions and isinstance(a, _NUMBERS) else a
+                 for i, a in enumerate(args))
+    kwargs = {k: torch.tensor(v, dtype=_number_dtype(v, tensors)) if k in names and isinstance(v, _NUMBERS) else v
+              for k, v in kwargs.items()}
+    return args, kwargs
+
+
+def _announced_fallback(name: str, kernel: Kernel) -> Kernel:
+    """The kernel, saying as MPS and vendor plugins do that it ran on the CPU (the ``fallback:`` fault)."""
+    import warnings
+
+    text = ("The operator '%s' is not currently supported on the refdev device and will fall back to run on the "
+            "CPU (ACCELENV_REFDEV_FAULTS fallback)" % name)
+
+    def fallback(*args: Any, **kwargs: Any) -> Any:
+        warnings.warn(text, UserWarning)
+        return kernel(*args, **kwargs)
+
+    return fallback
 
 
 def _off_by_relative_error(kernel: Kernel) -> Kernel:

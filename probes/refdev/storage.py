@@ -62,7 +62,12 @@ class StorageModel:
         """A CPU tensor aliasing ``tensor``'s bytes, with the same geometry."""
         cpu = self.cpu_storage(tensor.untyped_storage())
         view = torch.empty(0, dtype=tensor.dtype)
-        return view.set_(cpu, tensor.storage_offset(), tensor.shape, tensor.stride())
+        view = view.set_(cpu, tensor.storage_offset(), tensor.shape, tensor.stride())
+        if tensor.is_conj():  # conjugate-aware ops (copy_, mm, ...) receive the lazy bit, not the values
+            view = view.conj()
+        if tensor.is_neg():
+            view = view._neg_view()
+        return view
 
     def new_device_storage(self, cpu_storage: Any, charge: Any = None) -> Any:
         """A device StorageImpl over ``cpu_storage``'s bytes; charged to the allocator unless ``charge``."""

@@ -106,6 +106,35 @@ def test_distributed_uses_gloo_on_cpu(cpu_run: ProbeRun) -> None:
     check = cpu_run.check("distributed.all_reduce")
     assert check["status"] == "passed"
     assert check["data"]["backend"] == "gloo" and check["data"]["result"] == [3.0, 6.0, 9.0, 12.0]
+    ddp = cpu_run.check("distributed.ddp_step")
+    assert ddp["status"] == "passed" and ddp["data"]["max_abs_err"] <= 1e-6
+
+
+def test_grad_scaler_skips_an_inf_step_on_cpu(cpu_run: ProbeRun) -> None:
+    check = cpu_run.check("amp.grad_scaler_skip")
+    assert check["status"] == "passed"
+    assert check["data"]["skipped_inf_step"] and check["data"]["scale_after_inf"] < check["data"]["scale_before"]
+
+
+@pytest.mark.parametrize("stage", ["eager", "aot_eager", "inductor"])
+def test_each_compile_stage_matches_eager_on_cpu(cpu_run: ProbeRun, stage: str) -> None:
+    check = cpu_run.check(f"compile.{stage}")
+    assert check["status"] == "passed", check
+    assert check["data"]["stage"] == stage
+
+
+@pytest.mark.parametrize(("check_id", "status"), [
+    ("runtime.pin_memory", "skipped"), ("runtime.profiler", "skipped"), ("runtime.memory_functions", "skipped"),
+    ("runtime.non_blocking", "passed"), ("runtime.generator", "passed"), ("runtime.rng_state", "passed"),
+    ("runtime.fork_rng", "passed"), ("runtime.checkpoint_load", "passed"), ("runtime.activation_checkpointing", "passed"),
+])
+def test_runtime_apis_on_cpu(cpu_run: ProbeRun, check_id: str, status: str) -> None:
+    assert cpu_run.check(check_id)["status"] == status
+
+
+def test_the_default_suite_includes_the_bounded_opinfo_sweep(cpu_run: ProbeRun) -> None:
+    summary = cpu_run.check("opinfo.summary")
+    assert summary["status"] == "passed" and summary["data"]["op_dtypes_checked"] > 50
 
 
 def test_detect_skips_driver_and_kernel_verdict_on_cpu(cpu_run: ProbeRun) -> None:

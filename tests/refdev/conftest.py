@@ -52,7 +52,8 @@ def run_probe(
     args: list[str], output: Path, faults: str | None = None, timeout: float = 300
 ) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
     """Run the real probe suite (`python -m probes`) on refdev; returns (process, report)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ACCELENV_")}
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("ACCELENV_") or k == "ACCELENV_PROBE_OPINFO_OPS"}  # the bounded OpInfo list stays
     env.update(_BASE_ENV)
     env["PYTHONPATH"] = str(REPO_ROOT)
     if faults is not None:

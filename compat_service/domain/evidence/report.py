@@ -17,7 +17,7 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fie
 
 SCHEMA_VERSION = "1"
 
-CheckGroup = Literal["detect", "smoke", "ops", "allocator", "amp", "distributed"]
+CheckGroup = Literal["detect", "smoke", "ops", "opinfo", "compile", "runtime", "allocator", "amp", "distributed"]
 CheckStatus = Literal["passed", "failed", "unsupported", "skipped", "timeout", "crashed", "error"]
 CHECK_STATUSES: tuple[str, ...] = ("passed", "failed", "unsupported", "skipped", "timeout", "crashed", "error")
 

@@ -78,7 +78,14 @@ def build_resolution(state: ResolverState, minor: Any, patch: Any, python: str, 
     # The official commands of --extra-index-url releases pin local versions (1.13.1+cu117): without
     # the tag pip may take the default index's build, whose version sorts equal.
     local = f"+{c.label}" if index_url and index_option == "--extra-index-url" else ""
-    packages = [Pin("torch", version + local, index_url)]
+    torch_pin = version + local
+    plugin_pin = _plugin_torch_pin(c.plugin_row, r.platform)
+    if plugin_pin is not None and plugin_pin != torch_pin:
+        # the plugin's wheel for this architecture requires this exact torch (2.11.0+cpu on x86_64)
+        reasons.append(Reason("torch-pin", f"torch-npu {c.plugin_row.torch_npu} for {r.platform} requires "
+                              f"torch=={plugin_pin}", tuple(c.plugin_row.source)))
+        torch_pin = plugin_pin
+    packages = [Pin("torch", torch_pin, index_url)]
     for name in r.with_:
         row = getattr(patch, name)
         packages.append(Pin(name, row.version + local, index_url))
@@ -87,6 +94,8 @@ def build_resolution(state: ResolverState, minor: Any, patch: Any, python: str, 
         )
     if c.plugin_row is not None and state.family == "npu":
         packages.append(Pin("torch-npu", c.plugin_row.torch_npu, None))
+    if on_default:
+        _triton_reason(state, patch, python, reasons)  # the requirement read is the default wheel's
     evidence = _evidence(state, version, c.label, python, reasons)
     return Resolution(
         torch_version=version,
@@ -104,6 +113,34 @@ def build_resolution(state: ResolverState, minor: Any, patch: Any, python: str, 
         warnings=tuple(warnings),
         evidence=evidence,
     )
+
+
+def _triton_reason(state: ResolverState, patch: Any, python: str, reasons: list[Reason]) -> None:
+    """Whether pip pulls triton in on this target: the default wheel's requirement, its marker evaluated at
+    load for each platform and Python (``triton.applies``)."""
+    triton = patch.triton
+    requirement = getattr(triton, "requirement", None)
+    if not requirement:
+        return
+    marker = getattr(triton, "marker", None)
+    applies = getattr(triton, "applies", None)
+    platform = state.r.platform
+    if applies is None or platform not in applies:
+        text = f"torch {patch.version} requires {requirement}" + (f"; {marker}" if marker else "")
+    elif python in applies[platform]:
+        text = f"torch {patch.version} pulls in {requirement} on {platform} with Python {python}"
+    else:
+        text = f"no triton on {platform} with Python {python}: {requirement} applies only where {marker}"
+    reasons.append(Reason("triton", text, tuple(triton.source)))
+
+
+def _plugin_torch_pin(row: Any, platform: str) -> str | None:
+    """The exact torch a plugin's wheel requires on this platform (``==2.11.0+cpu`` -> ``2.11.0+cpu``)."""
+    pins = getattr(row, "torch_requirement", None) if row is not None else None
+    text = (pins or {}).get(platform)
+    if not text or not text.startswith("==") or text.endswith(".*") or "," in text:
+        return None
+    return text[2:].strip()
 
 
 def _arch_reason(state: ResolverState, c: Candidate, reasons: list[Reason], warnings: list[str]) -> None:

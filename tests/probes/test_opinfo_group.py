@@ -1,0 +1,101 @@
+"""The opinfo group on CPU over a bounded op list (ACCELENV_PROBE_OPINFO_OPS, set in tests/conftest.py).
+
+CPU against CPU proves the harness: every declared dtype is compared, the artefacts OpInfo itself skips or
+that return uninitialised memory are skipped with the reason, the summary counts op x dtype pairs, and the
+group says why it cannot run where numpy or expecttest is missing.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from probes import opinfo
+from tests.conftest import TEST_OPINFO_OPS
+from tests.probes.conftest import ProbeRun, run_probe, validate_report
+
+pytestmark = pytest.mark.torch
+
+
+@pytest.fixture(scope="module")
+def opinfo_run(tmp_path_factory: pytest.TempPathFactory) -> ProbeRun:
+    return run_probe(tmp_path_factory.mktemp("opinfo"), "--device", "cpu", "--checks", "opinfo")
+
+
+def test_every_bounded_op_is_one_check_and_the_report_is_valid(opinfo_run: ProbeRun) -> None:
+    assert opinfo_run.returncode == 0, opinfo_run.stderr[-3000:]
+    validate_report(opinfo_run.report)
+    names = {c["data"].get("opinfo") for c in opinfo_run.report["checks"] if c["id"] != "opinfo.summary"}
+    for pattern in TEST_OPINFO_OPS.split(","):
+        assert pattern in names, pattern
+
+
+@pytest.mark.parametrize(("op", "dtypes"), [
+    pytest.param("add", {"float32", "float64", "float16", "bfloat16", "complex64", "int64", "int32", "uint8", "bool"},
+                 id="add-every-dtype"),
+    pytest.param("mm", {"float32", "float64", "float16", "bfloat16", "complex64", "int64", "int32", "uint8"}, id="mm"),
+    pytest.param("sgn", {"float32", "complex64", "bool"}, id="sgn-real-gradient-is-a-zero-tensor"),
+])
+def test_ops_match_cpu_in_every_declared_dtype(opinfo_run: ProbeRun, op: str, dtypes: set[str]) -> None:
+    check = opinfo_run.check(f"opinfo.{op}")
+    assert check["status"] == "passed", check
+    assert dtypes <= set(check["data"]["dtypes"]), check["data"]["dtypes"]
+    assert set(check["data"]["dtypes"].values()) == {"passed"}
+    assert "proves the harness" in check["detail"]
+
+
+def test_out_and_inplace_variants_run_where_opinfo_lists_them(opinfo_run: ProbeRun) -> None:
+    variants = opinfo_run.check("opinfo.add")["data"]["variants"]
+    assert variants["out"]["float32"] == "passed" and variants["inplace"]["float32"] == "passed"
+
+
+@pytest.mark.parametrize(("op", "reason"), [
+    pytest.param("empty", "uninitialised memory", id="uninitialised"),
+    pytest.param("bernoulli", "OpInfo skips test_compare_cpu for this op", id="random"),
+])
+def test_harness_artefacts_are_skipped_with_the_reason(opinfo_run: ProbeRun, op: str, reason: str) -> None:
+    check = opinfo_run.check(f"opinfo.{op}")
+    assert check["status"] == "skipped"
+    assert reason in check["detail"]
+
+
+def test_summary_counts_op_dtype_pairs(opinfo_run: ProbeRun) -> None:
+    summary = opinfo_run.check("opinfo.summary")
+    ops = [c for c in opinfo_run.report["checks"] if c["group"] == "opinfo" and c["id"] != "opinfo.summary"]
+    assert summary["status"] == "passed"
+    assert summary["data"]["ops"] == len(ops)
+    assert summary["data"]["op_dtypes_checked"] == sum(
+        sum(1 for s in c["data"].get("dtypes", {}).values() if s != "skipped") for c in ops)
+    assert summary["data"]["missing_aten_ops"] == []
+
+
+def test_summary_deduplicates_missing_ops_across_ops() -> None:
+    entries = [
+        {"id": "opinfo.a", "group": "opinfo", "status": "unsupported",
+         "data": {"opinfo": "a", "dtypes": {"float32": "unsupported"}, "missing_aten_ops": ["aten::mm.out"]}},
+        {"id": "opinfo.b", "group": "opinfo", "status": "unsupported",
+         "data": {"opinfo": "b", "dtypes": {"float32": "unsupported", "int64": "passed"},
+                  "missing_aten_ops": ["aten::mm.out"]}},
+        {"id": "opinfo.c", "group": "opinfo", "status": "timeout", "data": {"aten_op": "aten::sort.default"}},
+        {"id": "amp.x", "group": "amp", "status": "passed", "data": {}},
+    ]
+    summary = opinfo.with_summary(entries)[3]
+    assert summary["id"] == "opinfo.summary" and summary["status"] == "failed"
+    assert summary["data"]["missing_aten_ops"] == ["aten::mm.out"]  # a hang is not a missing op
+    assert summary["data"]["missing_by_op"] == {"aten::mm.out": ["a", "b"]}
+    assert summary["data"]["op_dtypes_checked"] == 3 and summary["data"]["not_ok"] == ["opinfo.c"]
+
+
+def test_without_numpy_the_group_is_skipped_and_the_curated_ops_still_run(tmp_path: Path) -> None:
+    blocker = tmp_path / "block"
+    blocker.mkdir()
+    # None in sys.modules: `import numpy` raises ImportError and find_spec says absent, as without numpy
+    (blocker / "sitecustomize.py").write_text("import sys\nsys.modules['numpy'] = None\n")
+    run = run_probe(tmp_path, "--device", "cpu", "--checks", "ops,opinfo",
+                    env={"PYTHONPATH": str(blocker)})
+    assert run.returncode == 0, run.stderr[-3000:]
+    skipped = run.check("opinfo.unavailable")
+    assert skipped["status"] == "skipped"
+    assert "numpy" in skipped["detail"] and "curated ops group still ran" in skipped["detail"]
+    assert run.check("ops.mm.float32")["status"] == "passed"
