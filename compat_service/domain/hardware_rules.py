@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from packaging.version import Version
@@ -98,3 +99,27 @@ def newest_cuda_for_driver(matrix: Matrix, driver: str, os: str) -> str | None:
         if getattr(t, attr) and cached_version(getattr(t, attr)) <= have
     ]
     return fits[-1] if fits else None
+
+
+def arch_is_known(gpu_arch: str, known: Sequence[str]) -> bool:
+    """A gfx target the matrix names, or an NVIDIA arch of a major some build ships (sm_89 runs sm_86 cubins;
+    sm_999 is no GPU the matrix knows)."""
+    if gpu_arch in known or gpu_arch.rstrip("af") in known:
+        return True
+    if gpu_arch.startswith("gfx"):
+        return False
+    return _sm_major(gpu_arch) in {_sm_major(a) for a in known if a.startswith("sm_")}
+
+
+def _sm_major(arch: str) -> int:
+    number = int("".join(ch for ch in arch[3:] if ch.isdigit()) or 0)
+    return number // 10
+
+
+def too_new_for(gpu_arch: str, row: Any) -> bool:
+    """True when an NVIDIA GPU is newer than every cubin and PTX a known arch list ships."""
+    if not gpu_arch.startswith("sm_"):
+        return False
+    have = [a for a in (*row.archs, row.ptx) if a and a.startswith("sm_")]
+    number = int("".join(ch for ch in gpu_arch[3:] if ch.isdigit()))
+    return bool(have) and all(int("".join(ch for ch in a[3:] if ch.isdigit())) < number for a in have)

@@ -103,6 +103,7 @@ def build_resolution(state: ResolverState, minor: Any, patch: Any, python: str, 
         reasons=tuple(reasons),
         warnings=tuple(warnings),
         evidence=evidence,
+        unknowns=tuple(state.unknowns),
     )
 
 
@@ -112,6 +113,7 @@ def _arch_reason(state: ResolverState, c: Candidate, reasons: list[Reason], warn
     assert verdict is not None
     if verdict.coverage == "unknown":
         warnings.append(f"the matrix has no architecture list for {c.label}; could not check {gpu}")
+        state.unknowns.append(f"whether {c.label} ships kernels for {gpu} (no sourced arch list)")
         return
     how = (
         "ships kernels that run on"
@@ -141,6 +143,8 @@ def _driver_reason(
         warnings.append(
             f"the matrix has no {state.r.os} driver minimum for CUDA {runtime}; check NVIDIA's release notes"
         )
+        if state.r.driver is not None:
+            state.unknowns.append(f"whether driver {state.r.driver} runs CUDA {runtime} on {state.r.os}")
         return
     requirements.append(
         HostRequirement("nvidia-driver", floor.version, f"CUDA {toolkit} toolkit minimum on {state.r.os}")

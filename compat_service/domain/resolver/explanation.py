@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from packaging.version import Version
 
-from compat_service.domain.backends import CPU_WHEEL_FAMILIES, PLUGINS
+from compat_service.domain.backends import CPU_WHEEL_FAMILIES, PLUGINS, python_sort_key
 from compat_service.domain.hardware_rules import newest_cuda_for_driver
 from compat_service.domain.resolver.conflict import Conflict
 from compat_service.domain.resolver.request import BackendSpec, TorchSpec
@@ -82,6 +82,14 @@ def explain_failure(state: ResolverState, stage: str, deaths: list[Dropout]) -> 
             (f"python in {_py_range(d.info['pythons'])}", f"matrix: torch_releases {m} python", None)
             for m, d in by_minor.items()
         ]
+        everywhere = sorted({p for d in deaths for p in d.info["pythons"]}, key=python_sort_key)
+        if len(by_minor) > 3 and everywhere and r.python:
+            # Every release refused it: one line, the span of all of them (e.g. Python 2.7, 3.99).
+            message = (
+                f"no torch release in the matrix supports Python {r.python} on {r.platform}; "
+                f"{_span(deaths)} span Python {_py_range(everywhere)}"
+            )
+            causes = causes[:1] + causes[-1:]
         causes.append((f"python == {r.python}", "request: --python", None))
         return Conflict(
             "python-unsupported",

@@ -17,7 +17,14 @@ from typing import TYPE_CHECKING, Any
 from packaging.version import Version
 
 from compat_service.domain.backends import CPU_WHEEL_FAMILIES, PLUGIN_FAMILIES, PLUGINS, python_sort_key
-from compat_service.domain.hardware_rules import arch_coverage, cached_version, driver_floor
+from compat_service.domain.hardware_rules import (
+    ArchVerdict,
+    arch_coverage,
+    arch_is_known,
+    cached_version,
+    driver_floor,
+    too_new_for,
+)
 from compat_service.domain.resolver.answer import build_resolution
 from compat_service.domain.resolver.conflict import Conflict
 from compat_service.domain.resolver.explanation import (
@@ -43,7 +50,7 @@ if TYPE_CHECKING:
 
 def resolve(request: ResolveRequest, matrix: Matrix, evidence: EvidenceLookup | None = None) -> Resolution:
     """Resolve one request; raises InvalidRequestError or an UnsatisfiableError subclass."""
-    _check_request(request)
+    _check_request(request, matrix)
     try:
         return run(ResolverState(matrix, request, evidence))
     except Conflict as conflict:
@@ -58,7 +65,7 @@ def try_resolve(request: ResolveRequest, matrix: Matrix) -> Resolution | None:
         return None
 
 
-def _check_request(request: ResolveRequest) -> None:
+def _check_request(request: ResolveRequest, matrix: Matrix) -> None:
     from compat_service.domain.resolver.request import invalid_request
 
     if request.backend.kind == "auto":
@@ -76,6 +83,15 @@ def _check_request(request: ResolveRequest) -> None:
                 f"--gpu-arch {request.gpu_arch} is {'an AMD' if vendor == 'rocm' else 'an NVIDIA'} "
                 f"architecture but --backend {request.backend.text} is {family}",
                 "give the GPU architecture of the backend you ask for",
+                "--gpu-arch",
+                request.gpu_arch,
+            )
+        known = matrix.gpu_archs()
+        if not arch_is_known(request.gpu_arch, known):
+            raise invalid_request(
+                f"--gpu-arch {request.gpu_arch} is not an architecture the matrix knows",
+                "use one of the architectures the matrix lists (gpu_archs.yaml, rocm.yaml): "
+                + ", ".join(known),
                 "--gpu-arch",
                 request.gpu_arch,
             )
@@ -109,20 +125,35 @@ def run(state: ResolverState) -> Resolution:
             continue
         chosen = _pick(state, minor, patch, python, candidates)
         if chosen is not None:
-            return chosen
+            return _checked(state, chosen)
         fallback = fallback or (minor, patch, python, candidates)
     for minor, patch, python, candidates in unknown_arch:
         chosen = _pick(state, minor, patch, python, candidates)
         if chosen is not None:
-            return chosen
+            return _checked(state, chosen)
         fallback = fallback or (minor, patch, python, candidates)
     if fallback is not None and state.steering is not None:
         if state.r.require_verified:
             raise state.steering.not_verified(f"torch {state.r.torch.text}", state.family, state.r.python)
         minor, patch, python, candidates = fallback
-        return build_resolution(state, minor, patch, python, _best(state, candidates))
+        return _checked(state, build_resolution(state, minor, patch, python, _best(state, candidates)))
     furthest = max(d.stage for d in deaths)
     raise explain_failure(state, STAGES[furthest], [d for d in deaths if d.stage == furthest])
+
+
+def _checked(state: ResolverState, res: Resolution) -> Resolution:
+    """The answer, or with --strict a `rests-on-unknown` failure when it rests on facts the matrix lacks."""
+    if state.r.strict and res.unknowns:
+        raise Conflict(
+            "rests-on-unknown",
+            f"torch {res.torch_version} {res.backend} is the only answer, and it rests on data the matrix "
+            "does not have",
+            hint="drop --strict to take the answer with its warnings, or check the facts by hand "
+            "(`accelenv probe` on the target records them)",
+            causes=[(u, "matrix: unknown (null)", None) for u in res.unknowns]
+            + [("--strict", "request: --strict", "accept only answers whose deciding facts are sourced")],
+        )
+    return res
 
 
 def _pick(
@@ -170,9 +201,7 @@ def _try_patch(state: ResolverState, minor: Any, patch: Any) -> Dropout | tuple[
     if state.r.gpu_arch and state.family in ("cuda", "rocm"):
         verdicts = []
         for c in candidates:
-            c.arch = arch_coverage(
-                state.m, version, c.label, c.build_row.runtime, platform, state.r.gpu_arch
-            )
+            c.arch = _arch_verdict(state, version, c, platform)
             verdicts.append((c.label, c.arch))
         covered = [c for c in candidates if c.arch is not None and c.arch.coverage != "no"]
         if not covered:
@@ -199,6 +228,19 @@ def _try_patch(state: ResolverState, minor: Any, patch: Any) -> Dropout | tuple[
     if missing:
         return Dropout(STAGE["companions"], minor, patch, {"missing": missing})
     return python, candidates
+
+
+def _arch_verdict(state: ResolverState, version: str, c: Candidate, platform: str) -> ArchVerdict:
+    """The build's coverage of --gpu-arch. An unknown list never beats a known "no": when a newer patch's
+    list for this label is known and the GPU is newer than everything it ships, an older patch of the same
+    label (whose list is unknown) cannot ship it either, so it inherits that "no"."""
+    gpu = state.r.gpu_arch or ""
+    verdict = arch_coverage(state.m, version, c.label, c.build_row.runtime, platform, gpu)
+    if verdict.coverage == "no" and verdict.row is not None and too_new_for(gpu, verdict.row):
+        state.arch_refused.setdefault(c.label, verdict)
+    elif verdict.coverage == "unknown" and c.label in state.arch_refused:
+        return state.arch_refused[c.label]
+    return verdict
 
 
 def _pythons(state: ResolverState, minor: Any, patch: Any) -> list[str]:

@@ -29,6 +29,10 @@ class ResolverState:
         self.evidence = evidence
         self.family = request.backend.family or "cpu"
         self.warnings: list[str] = []
+        #: the deciding facts the answer rests on that the matrix does not have (Resolution.unknowns)
+        self.unknowns: list[str] = []
+        #: build label -> the newest patch's known "no" for --gpu-arch, which an older unknown list inherits
+        self.arch_refused: dict[str, Any] = {}
         self.steering: Any = None
         if evidence is not None:
             # imported only with evidence: it pulls the error models (pydantic), off the fast path
