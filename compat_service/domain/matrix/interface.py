@@ -30,6 +30,7 @@ if TYPE_CHECKING:
         Source,
         TorchMinor,
         TorchPatch,
+        VendorInstall,
         XpuSupport,
     )
 
@@ -67,6 +68,9 @@ class Matrix(Protocol):
     def cambricon_mlu(self) -> Sequence[CambriconMluRow]: ...
 
     def install_note(self, vendor: str) -> str | None: ...
+
+    def vendor_install(self, vendor: str) -> VendorInstall | None:
+        """Where a vendor plugin runs and how its companions install; None = the matrix does not say."""
 
     def source(self, key: str) -> Source | None: ...
 
@@ -167,6 +171,9 @@ class InMemoryMatrix:
 
     def install_note(self, vendor: str) -> str | None:
         return self.data.vendor_backends.install_notes.get(vendor)
+
+    def vendor_install(self, vendor: str) -> VendorInstall | None:
+        return self.data.vendor_backends.installs.get(vendor)
 
     def source(self, key: str) -> Source | None:
         return self._sources.get(key)

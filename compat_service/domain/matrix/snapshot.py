@@ -22,8 +22,10 @@ from compat_service.domain.matrix.interface import InMemoryMatrix
 
 #: bump when the snapshot layout changes
 SNAPSHOT_FORMAT = "1"
-#: mappings in the schema that stay dicts (every other JSON object is a row)
+#: mappings in the schema that stay dicts (every other JSON object is a row); their values stay plain
 _DICT_FIELDS = frozenset({"install_notes"})
+#: mappings in the schema that stay dicts of rows (name -> row)
+_ROW_DICT_FIELDS = frozenset({"installs"})
 _SCHEMA_FILE = Path(__file__).with_name("schema.py")
 
 
@@ -72,6 +74,8 @@ def _namespaces(value: Any, key: str | None = None) -> Any:
     if isinstance(value, dict):
         if key in _DICT_FIELDS:
             return dict(value)
+        if key in _ROW_DICT_FIELDS:
+            return {k: _namespaces(v) for k, v in value.items()}
         return SimpleNamespace(**{k: _namespaces(v, k) for k, v in value.items()})
     if isinstance(value, list):
         return [_namespaces(v) for v in value]

@@ -75,6 +75,20 @@ def build_resolution(state: ResolverState, minor: Any, patch: Any, python: str, 
         warnings.append(
             f"the matrix does not record the index option torch {minor.minor} used; assuming --index-url"
         )
+    # The one index rule (every format prints `index_option` as is): the release's own option, except
+    # that an install which also takes packages from the default index (torch-npu) can only add the torch
+    # index as an extra one, and then pins local versions so pip cannot take the default index's build.
+    from_default_index = c.plugin_row is not None and state.family == "npu"
+    if index_url and from_default_index and index_option != "--extra-index-url":
+        index_option = "--extra-index-url"
+        reasons.append(
+            Reason(
+                "index-option",
+                f"torch-npu comes from the default index, so {build.index_url} is an extra index and the "
+                f"torch packages pin +{c.label} local versions",
+                (),
+            )
+        )
     # The official commands of --extra-index-url releases pin local versions (1.13.1+cu117): without
     # the tag pip may take the default index's build, whose version sorts equal.
     local = f"+{c.label}" if index_url and index_option == "--extra-index-url" else ""
@@ -87,6 +101,11 @@ def build_resolution(state: ResolverState, minor: Any, patch: Any, python: str, 
         )
     if c.plugin_row is not None and state.family == "npu":
         packages.append(Pin("torch-npu", c.plugin_row.torch_npu, None))
+    no_deps: tuple[str, ...] = ()
+    if state.family in PLUGIN_FAMILIES:
+        install = state.m.vendor_install(PLUGINS[state.family].install_note)
+        if install is not None and install.companions_no_deps:
+            no_deps = tuple(r.with_)
     evidence = _evidence(state, version, c.label, python, reasons)
     return Resolution(
         torch_version=version,
@@ -104,6 +123,7 @@ def build_resolution(state: ResolverState, minor: Any, patch: Any, python: str, 
         warnings=tuple(warnings),
         evidence=evidence,
         unknowns=tuple(state.unknowns),
+        no_deps=no_deps,
     )
 
 

@@ -67,6 +67,8 @@ class Resolution:
     evidence: dict[str, Any] | None = field(default=None)
     #: what the answer rests on that the matrix does not know (empty: every deciding fact is sourced)
     unknowns: tuple[str, ...] = ()
+    #: packages installed with --no-deps in their own command (the mlu companions; vendor_backends installs)
+    no_deps: tuple[str, ...] = ()
 
     @property
     def status(self) -> str:
@@ -88,6 +90,7 @@ def resolution_to_json(res: Resolution) -> dict[str, Any]:
         "version": JSON_VERSION,
         "status": res.status,
         "unknowns": list(res.unknowns),
+        "no_deps": list(res.no_deps),
         "torch": res.torch_version,
         "pins": res.pins,
         "index_url": res.index_url,
@@ -131,4 +134,5 @@ def resolution_from_json(body: dict[str, Any]) -> Resolution:
         warnings=tuple(body["warnings"]),
         evidence=body.get("evidence"),
         unknowns=tuple(body.get("unknowns", ())),
+        no_deps=tuple(body.get("no_deps", ())),
     )

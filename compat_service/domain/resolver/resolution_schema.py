@@ -61,6 +61,7 @@ class ResolutionBody(_Closed):
         description="known: every deciding fact is sourced; rests-on-unknown: see unknowns (--strict fails)"
     )
     unknowns: list[str] = Field(description="the deciding facts the matrix does not have")
+    no_deps: list[str] = Field(description="packages installed with --no-deps, in their own command")
     torch: str
     pins: dict[str, str] = Field(description="package name -> version, for every package below")
     index_url: str | None

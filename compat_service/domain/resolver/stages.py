@@ -268,6 +268,10 @@ def _variants(state: ResolverState, on_platform: list[Any]) -> list[Candidate]:
             out.append(Candidate(v.label, v, build))
     if state.family == "mps" and state.r.os != "macos":
         return []
+    if state.family in PLUGIN_FAMILIES:
+        install = state.m.vendor_install(PLUGINS[state.family].install_note)
+        if install is not None and state.r.platform not in install.platforms:
+            return []
     return out
 
 
