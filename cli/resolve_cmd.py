@@ -79,9 +79,36 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def print_help(parser: argparse.ArgumentParser) -> None:
+    """The help in the Typer/rich style of the other commands: usage, description, an Options panel."""
+    from rich import box
+    from rich.console import Console
+    from rich.panel import Panel
+    from rich.table import Table
+
+    console = Console()
+    console.print(f"\n [yellow]Usage:[/] [bold]{parser.prog}[/] [OPTIONS]\n")
+    console.print(f" {parser.description}\n")
+    table = Table(box=None, show_header=False, pad_edge=False, padding=(0, 1))
+    table.add_column(style="bold cyan", no_wrap=True)
+    table.add_column(style="bold yellow", no_wrap=True)
+    table.add_column()
+    for action in parser._actions:  # argparse has no public accessor for its actions
+        flags = ", ".join(action.option_strings)
+        metavar = "" if action.nargs == 0 else (action.metavar or action.dest.upper())
+        default = action.default if action.default not in (None, False, argparse.SUPPRESS) else None
+        help_text = (action.help or "") + (f" [dim]\\[default: {default}][/]" if default else "")
+        table.add_row(flags, metavar, help_text)
+    console.print(Panel(table, title="Options", title_align="left", border_style="dim", box=box.ROUNDED))
+
+
 def main(argv: Sequence[str]) -> int:
     """Run `accelenv resolve` with `argv`; return the exit code."""
-    args = build_parser().parse_args(list(argv))
+    parser = build_parser()
+    if any(a in ("-h", "--help") for a in argv):
+        print_help(parser)  # rich, like every Typer command; imported only when help is asked for
+        return 0
+    args = parser.parse_args(list(argv))
     try:
         text = run_resolve(**vars(args))
     except Exception as exc:

@@ -102,12 +102,13 @@ def newest_cuda_for_driver(matrix: Matrix, driver: str, os: str) -> str | None:
 
 
 def arch_is_known(gpu_arch: str, known: Sequence[str]) -> bool:
-    """A gfx target the matrix names, or an NVIDIA arch of a major some build ships (sm_89 runs sm_86 cubins;
-    sm_999 is no GPU the matrix knows)."""
+    """A gfx target the matrix names (any, while it names none), or an NVIDIA arch of a major some build
+    ships (sm_89 runs sm_86 cubins; sm_999 is no GPU the matrix knows)."""
     if gpu_arch in known or gpu_arch.rstrip("af") in known:
         return True
     if gpu_arch.startswith("gfx"):
-        return False
+        # with no gfx list in the matrix at all (rocm.yaml's are null today) nothing can be ruled out
+        return not any(a.startswith("gfx") for a in known)
     return _sm_major(gpu_arch) in {_sm_major(a) for a in known if a.startswith("sm_")}
 
 

@@ -236,11 +236,34 @@ def _arch_verdict(state: ResolverState, version: str, c: Candidate, platform: st
     label (whose list is unknown) cannot ship it either, so it inherits that "no"."""
     gpu = state.r.gpu_arch or ""
     verdict = arch_coverage(state.m, version, c.label, c.build_row.runtime, platform, gpu)
-    if verdict.coverage == "no" and verdict.row is not None and too_new_for(gpu, verdict.row):
-        state.arch_refused.setdefault(c.label, verdict)
-    elif verdict.coverage == "unknown" and c.label in state.arch_refused:
-        return state.arch_refused[c.label]
-    return verdict
+    if verdict.coverage != "unknown":
+        return verdict
+    key = (c.label, version)
+    if key not in state.arch_refused:
+        state.arch_refused[key] = _newer_known_no(state, version, c, platform, gpu)
+    return state.arch_refused[key] or verdict
+
+
+def _newer_known_no(
+    state: ResolverState, version: str, c: Candidate, platform: str, gpu: str
+) -> ArchVerdict | None:
+    """The nearest newer patch's known verdict for this label, when it is a "no" for a GPU newer than
+    everything that list ships (the request's --torch may not even match that patch)."""
+    here = cached_version(version)
+    newer = [
+        p.version
+        for m in state.m.torch_minors()
+        for p in state.m.torch_patches(m)
+        if cached_version(p.version) > here
+    ]
+    for other in sorted(newer, key=cached_version):
+        known = arch_coverage(state.m, other, c.label, c.build_row.runtime, platform, gpu)
+        if known.coverage == "unknown":
+            continue
+        if known.coverage == "no" and known.row is not None and too_new_for(gpu, known.row):
+            return known
+        return None
+    return None
 
 
 def _pythons(state: ResolverState, minor: Any, patch: Any) -> list[str]:

@@ -31,8 +31,9 @@ class ResolverState:
         self.warnings: list[str] = []
         #: the deciding facts the answer rests on that the matrix does not have (Resolution.unknowns)
         self.unknowns: list[str] = []
-        #: build label -> the newest patch's known "no" for --gpu-arch, which an older unknown list inherits
-        self.arch_refused: dict[str, Any] = {}
+        #: (build label, patch) -> a newer patch's known "no" for --gpu-arch that an older unknown list inherits (None:
+        #: nothing to inherit); filled on the first unknown list of that label
+        self.arch_refused: dict[tuple[str, str], Any] = {}
         self.steering: Any = None
         if evidence is not None:
             # imported only with evidence: it pulls the error models (pydantic), off the fast path
