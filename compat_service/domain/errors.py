@@ -125,6 +125,12 @@ class ServerUnreachableError(AccelenvError):
     exit_code = 6
 
 
+class ServerFailedError(ServerUnreachableError):
+    """The server answered, but with a failure of its own (5xx): this request may work later, others now."""
+
+    code = "server-failed"
+
+
 class AuthError(AccelenvError):
     code = "unauthorized"
     http_status = 401

@@ -295,8 +295,16 @@ def test_report_submit_keeps_a_rejected_report_and_sends_the_rest(app: typer.Typ
     service = service_factory(answer)
     result = CliRunner().invoke(app, ["report", "submit", "--server", service.url, "--token", "t"])
     assert result.exit_code == 10
-    assert [p.stem for p in isolated_dirs.iterdir()] == [bad["report_id"]]
+    # refused (4xx): moved aside with its reason, never retried; the spool itself is empty
+    assert [p.name for p in isolated_dirs.iterdir()] == ["rejected"]
+    rejected = isolated_dirs / "rejected"
+    assert sorted(p.name for p in rejected.iterdir()) == sorted(
+        [f"{bad['report_id']}.json", f"{bad['report_id']}.reason.json"]
+    )
+    assert json.loads((rejected / f"{bad['report_id']}.reason.json").read_text())["code"] == "report-invalid"
     assert len(service.requests) == 2
+    again = CliRunner().invoke(app, ["report", "submit", "--server", service.url, "--token", "t"])
+    assert again.exit_code == 0 and len(service.requests) == 2  # not sent again
 
 
 def test_report_submit_to_an_unreachable_server_keeps_everything(app: typer.Typer, isolated_dirs: Path,
@@ -340,15 +348,18 @@ def test_a_batch_keeps_the_reports_it_refuses_with_their_reasons(app: typer.Type
 
     service = service_factory(answer, batch=True)
     result = CliRunner().invoke(app, ["report", "submit", "--server", service.url, "--token", "t"])
-    assert result.exit_code == 10  # the first kept: broken.json, invalid
-    kept = sorted([bad["report_id"], clash["report_id"], "broken"])
-    assert sorted(p.stem for p in isolated_dirs.iterdir()) == kept
+    assert result.exit_code == 10  # the first moved aside: broken.json, invalid
+    moved = sorted([bad["report_id"], clash["report_id"], "broken"])
+    assert [p.name for p in isolated_dirs.iterdir()] == ["rejected"]
+    rejected = isolated_dirs / "rejected"
+    assert sorted(p.stem for p in rejected.glob("*.json") if not p.name.endswith(".reason.json")) == moved
     assert service.batch_posts == 1 and len(service.requests) == 4  # the broken file never left
-    assert "sent 2 report(s), kept 3" in result.output
+    assert "sent 2 report(s), kept 0" in result.output and "moved 3 aside" in result.output
     refused = "the server refused the report"
-    assert f"kept {clash['report_id']}.json: conflict: {refused}: stored with" in result.output
-    assert f"kept {bad['report_id']}.json: report-invalid: the server refused the report" in result.output
-    assert "kept broken.json: report-invalid: the spooled file is not valid JSON" in result.output
+    assert f"moved {clash['report_id']}.json to {rejected}" in result.output
+    assert f"conflict: {refused}: stored with" in result.output
+    assert f"report-invalid: {refused}: the report does not match" in result.output
+    assert "moved broken.json" in result.output and "the file is not valid JSON" in result.output
 
 
 def test_a_server_without_the_batch_route_gets_the_reports_one_by_one(app: typer.Typer, isolated_dirs: Path,
