@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
+import weakref
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -73,7 +74,28 @@ class DriverFloor:
     toolkit: Any  # the CudaToolkit row, None when the runtime has no row
 
 
+#: per matrix (weakly held), answers that depend only on the matrix and their arguments: built once per
+#: matrix, so a resolve does not re-scan and re-parse the toolkit table
+_PER_MATRIX: weakref.WeakKeyDictionary[Any, dict[tuple[Any, ...], Any]] = weakref.WeakKeyDictionary()
+
+
+def _memo(matrix: Matrix) -> dict[tuple[Any, ...], Any]:
+    try:
+        return _PER_MATRIX.setdefault(matrix, {})
+    except TypeError:  # a matrix that cannot be weakly referenced: no memo
+        return {}
+
+
 def driver_floor(matrix: Matrix, runtime: str | None, runtime_full: str | None, os: str) -> DriverFloor:
+    memo = _memo(matrix)
+    key = ("floor", runtime, runtime_full, os)
+    found = memo.get(key)
+    if found is None:
+        found = memo[key] = _driver_floor(matrix, runtime, runtime_full, os)
+    return found
+
+
+def _driver_floor(matrix: Matrix, runtime: str | None, runtime_full: str | None, os: str) -> DriverFloor:
     if runtime is None:
         return DriverFloor(None, None)
     attr = "min_driver_windows" if os == "windows" else "min_driver_linux"
@@ -91,6 +113,14 @@ def driver_floor(matrix: Matrix, runtime: str | None, runtime_full: str | None, 
 
 def newest_cuda_for_driver(matrix: Matrix, driver: str, os: str) -> str | None:
     """The newest toolkit whose own floor the driver meets ("driver 470.82 runs CUDA ≤ 11.4")."""
+    memo = _memo(matrix)
+    key = ("newest", driver, os)
+    if key not in memo:
+        memo[key] = _newest_cuda_for_driver(matrix, driver, os)
+    return memo[key]  # type: ignore[no-any-return]
+
+
+def _newest_cuda_for_driver(matrix: Matrix, driver: str, os: str) -> str | None:
     attr = "min_driver_windows" if os == "windows" else "min_driver_linux"
     have = cached_version(driver)
     fits = [

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Literal
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
@@ -36,6 +37,9 @@ _PYTHON_RE = re.compile(r"^(\d\.\d{1,2})(\.\d+)?(t?)$")
 _MINOR_RE = re.compile(r"^\d+\.\d+$")
 _SPEC_START = ("<", ">", "=", "!", "~")
 _GPU_ARCH_RE = re.compile(r"^(sm_\d{2,3}[af]?|gfx[0-9a-f]{3,5})$")
+
+#: versions repeat across requests (the matrix's patches); parsing each once keeps resolve() cheap
+_version = lru_cache(maxsize=4096)(Version)
 
 TorchSpecKind = Literal["latest", "minor", "exact", "specifier"]
 
@@ -115,9 +119,17 @@ class TorchSpec:
         if self.kind == "minor":
             return minor == self.text
         if self.kind == "exact":
-            return Version(version) == Version(self.text)
+            return _version(version) == _version(self.text)
         assert self.specifier is not None
         return self.specifier.contains(version, prereleases=True)
+
+    def minor_named(self) -> str | None:
+        """The one minor a minor or exact request can match (None: any), so the others are skipped unread."""
+        if self.kind == "minor":
+            return self.text
+        if self.kind == "exact":
+            return ".".join(self.text.split(".")[:2])
+        return None
 
     def names_minor(self, minor: str) -> bool:
         """True when the request names this minor outright (then a 'partial' minor may be chosen)."""
@@ -254,7 +266,7 @@ def parse_torch_spec(text: str | None) -> TorchSpec:
             pass
     else:
         try:
-            version = Version(value)
+            version = _version(value)
         except InvalidVersion:
             version = None
         if version is not None and not version.local and len(version.release) >= 3:

@@ -12,6 +12,7 @@ through `Matrix`; it never imports pydantic on the success path.
 
 from __future__ import annotations
 
+import weakref
 from typing import TYPE_CHECKING, Any
 
 from packaging.version import Version
@@ -100,10 +101,12 @@ def _check_request(request: ResolveRequest, matrix: Matrix) -> None:
 def run(state: ResolverState) -> Resolution:
     """The stages over every matching patch, newest first; raises a `Conflict` when none passes."""
     spec = state.r.torch
+    named = spec.minor_named()
     matched = [
         (minor, patch)
         for minor in state.m.torch_minors()
-        if minor.status == "released" or spec.names_minor(minor.minor)
+        if (named is None or minor.minor == named)
+        and (minor.status == "released" or spec.names_minor(minor.minor))
         for patch in state.m.torch_patches(minor)
         if spec.matches(patch.version, minor.minor)
     ]
@@ -266,7 +269,23 @@ def _newer_known_no(
     return None
 
 
+#: per matrix (weakly held): (patch, platform) -> its Python list, computed once per matrix
+_PYTHONS: weakref.WeakKeyDictionary[Any, dict[tuple[str, str], list[str]]] = weakref.WeakKeyDictionary()
+
+
 def _pythons(state: ResolverState, minor: Any, patch: Any) -> list[str]:
+    try:
+        memo = _PYTHONS.setdefault(state.m, {})
+    except TypeError:
+        return _python_list(state, minor, patch)
+    key = (patch.version, state.r.platform)
+    found = memo.get(key)
+    if found is None:
+        found = memo[key] = _python_list(state, minor, patch)
+    return found
+
+
+def _python_list(state: ResolverState, minor: Any, patch: Any) -> list[str]:
     entries = patch.python_override if patch.python_override is not None else minor.python
     found: list[str] = []
     for entry in entries:
