@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from cli import matrix_refresh_cmd
 from cli.error_render import dump_json, guarded
 
 if TYPE_CHECKING:
@@ -190,4 +191,5 @@ def _render(view: dict[str, Any]) -> None:
 
 def register(app: typer.Typer) -> None:
     """Attach this module's commands to the root app."""
+    matrix_refresh_cmd.register(matrix_app)
     app.add_typer(matrix_app, name="matrix")

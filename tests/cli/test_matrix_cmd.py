@@ -136,7 +136,8 @@ def test_show_without_torch_lists_every_release_newest_first() -> None:
     assert by_minor["2.3"]["patches"] == ["2.3.0", "2.3.1"] and by_minor["2.3"]["release_date"] == "2024-06-05"
     assert by_minor["2.3"]["python"][0] == "3.8" and by_minor["2.3"]["python"][-1] == "3.12"
     assert by_minor["2.3"]["default_build"]["linux-x86_64"] == "cu121" and "cu118" in by_minor["2.3"]["builds"]
-    assert by_minor["2.15"]["status"] == "partial" and by_minor["2.13"]["status"] == "released"
+    # 2.15 is curated as partial; the generated layer (package index) gives its wheels, so it is released
+    assert by_minor["2.15"]["status"] == "released" and by_minor["2.13"]["status"] == "released"
 
 
 def test_show_without_torch_renders_a_table() -> None:
@@ -155,8 +156,9 @@ def test_show_latest_is_the_release_resolve_picks() -> None:
     from compat_service.domain.resolver.stages import resolve
     from compat_service.domain.resolver.request import ResolveRequest
 
+    # the default-index build (2.15's CPU build for linux-x86_64 is in no source read: unknown)
     picked = resolve(ResolveRequest.from_strings(torch="latest", python="3.12", os="linux", arch="x86_64",
-                                                 backend="cpu"), load_matrix_cached(None))
+                                                 backend="cuda"), load_matrix_cached(None))
     result = runner.invoke(app, ["matrix", "show", "--torch", "latest", "--json"])
     assert result.exit_code == 0, result.output
     view = json.loads(result.stdout)

@@ -17,6 +17,13 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from compat_service.domain.errors import MatrixDataError
+from compat_service.domain.matrix.index_layer import (
+    TORCH_FILE,
+    VENDOR_FILE,
+    apply_index_layer,
+    load_refresh_config,
+    merge_layer,
+)
 from compat_service.domain.matrix.problems import Problem, format_loc
 from compat_service.domain.matrix.schema import MATRIX_FILES, MatrixData
 from compat_service.domain.matrix.validation import FileRows, cross_file_problems
@@ -132,16 +139,22 @@ def _lenient_rows(model_cls: type[BaseModel], raw: dict[str, Any]) -> dict[str, 
     return rows
 
 
-def _load(path: Path | None) -> tuple[MatrixData | None, list[Problem]]:
+def _load(path: Path | None, index_layer: bool = True) -> tuple[MatrixData | None, list[Problem]]:
     base = Path(path) if path is not None else default_path()
     problems: list[Problem] = []
     if not base.is_dir():
         return None, [Problem(str(base), "", "is not a directory holding the matrix_data YAML files")]
     models: dict[str, BaseModel] = {}
     rows: FileRows = {}
-    for name, model_cls in MATRIX_FILES.items():
-        raw, read_problems = _read_yaml(base / name, name)
+    raws: dict[str, Any] = {}
+    for name in MATRIX_FILES:
+        raws[name], read_problems = _read_yaml(base / name, name)
         problems += read_problems
+    # the generated layer (matrix_data/index/) merged into the curated tables; conflicts are problems
+    if index_layer:
+        problems += apply_index_layer(raws, base)
+    for name, model_cls in MATRIX_FILES.items():
+        raw = raws[name]
         if raw is None:
             continue
         try:
@@ -159,14 +172,25 @@ def _load(path: Path | None) -> tuple[MatrixData | None, list[Problem]]:
     return data, []
 
 
+def layer_conflicts(path: Path | None, layer: dict[str, Any]) -> list[Problem]:
+    """The conflicts the curated files at ``path`` would have with ``layer`` (project -> PackageFacts), e.g. the
+    facts a `matrix refresh --check` just read; unreadable curated files are left to `matrix validate`."""
+    base = Path(path) if path is not None else default_path()
+    raws = {name: _read_yaml(base / name, name)[0] for name in (TORCH_FILE, VENDOR_FILE)}
+    return merge_layer(raws, layer, load_refresh_config(base)[0])
+
+
 def matrix_data_problems(path: Path | None = None) -> list[Problem]:
     """Every problem in the matrix at ``path`` (default: the bundled copy); empty when it is valid."""
     return _load(path)[1]
 
 
-def load_matrix_data(path: Path | None = None) -> MatrixData:
-    """The validated matrix at ``path`` (default: the bundled ``matrix_data``); raises `MatrixDataError`."""
-    data, problems = _load(path)
+def load_matrix_data(path: Path | None = None, *, index_layer: bool = True) -> MatrixData:
+    """The validated matrix at ``path`` (default: the bundled ``matrix_data``); raises `MatrixDataError`.
+
+    ``index_layer=False`` reads the curated files alone (what `matrix refresh` needs: it rewrites the layer).
+    """
+    data, problems = _load(path, index_layer)
     if data is None:
         raise MatrixDataError(
             f"matrix_data at {Path(path) if path is not None else default_path()} has "

@@ -97,6 +97,16 @@ PythonList = Annotated[list[str], AfterValidator(_check_python_list)]
 SourceKeys = Annotated[list[str], BeforeValidator(_one_or_many)]
 
 
+class IndexOverride(BaseModel):
+    """A curated value kept over what the package index states (matrix_data/index/): why, and who says so."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    field: str
+    reason: str = Field(min_length=1)
+    source: SourceKeys = Field(min_length=1)
+
+
 class Row(BaseModel):
     """Base of every data row: strict keys, and a source that is never empty."""
 
@@ -114,6 +124,11 @@ class Versioned(BaseModel):
     version: OptionalVersion
     source: SourceKeys = Field(default_factory=list)
     note: str | None = None
+    #: the requirement as the wheel declares it (``triton~=3.9.0``) and its PEP 508 marker, where read
+    requirement: str | None = None
+    marker: str | None = None
+    #: platform -> the Pythons of the release's wheels for which the marker holds (evaluated at load)
+    applies: dict[Platform, list[str]] | None = None
 
 
 # --------------------------------------------------------------------------- sources.yaml
@@ -191,6 +206,7 @@ class TorchPatch(BaseModel):
     #: replaces the minor's ``python`` list for this patch only (2.12.0 has 3.13t, 2.12.1 does not)
     python_override: list[PythonSupport] | None = None
     note: str | None = None
+    index_overrides: list[IndexOverride] = Field(default_factory=list)
 
 
 class DefaultIndexEntry(Row):
@@ -199,6 +215,9 @@ class DefaultIndexEntry(Row):
     platform: Platform
     #: build label, e.g. "cu121" on linux-x86_64 for torch 2.3, "cpu" on windows; null = unknown
     label: str | None
+    #: the toolkit release the default wheels pin (cuda-toolkit==13.2.2), where they pin one
+    runtime_full: str | None = None
+    index_overrides: list[IndexOverride] = Field(default_factory=list)
 
 
 class TorchMinor(BaseModel):
@@ -342,6 +361,11 @@ class AscendNpuRow(Row):
     #: the branch/tag in Ascend's repository, e.g. v2.12.0-26.1.0
     branch: str | None = None
     status: Literal["active", "maintained", "eol"] | None = None
+    #: Pythons with a wheel per architecture, and the torch requirement of that architecture's wheel
+    #: (``==2.11.0+cpu`` on x86_64, ``==2.11.0`` on aarch64), from the package index
+    python_by_platform: dict[Platform, list[str]] | None = None
+    torch_requirement: dict[Platform, str] | None = None
+    index_overrides: list[IndexOverride] = Field(default_factory=list)
 
 
 

@@ -23,10 +23,12 @@ from compat_service.domain.matrix.interface import InMemoryMatrix
 #: bump when the snapshot layout changes
 SNAPSHOT_FORMAT = "1"
 #: mappings in the schema that stay dicts (every other JSON object is a row); their values stay plain
-_DICT_FIELDS = frozenset({"install_notes"})
+_DICT_FIELDS = frozenset({"install_notes", "python_by_platform", "torch_requirement", "applies"})
 #: mappings in the schema that stay dicts of rows (name -> row)
 _ROW_DICT_FIELDS = frozenset({"installs"})
 _SCHEMA_FILE = Path(__file__).with_name("schema.py")
+#: the merge of the generated layer shapes the data too: an edit to it must miss the cache
+_LAYER_FILES = tuple(Path(__file__).with_name(name) for name in ("index_layer.py", "index_facts.py", "markers.py"))
 
 
 def bundled_data_dir() -> Path:
@@ -47,7 +49,9 @@ def cache_dir() -> Path:
 def data_digest(data_dir: Path) -> str:
     digest = hashlib.sha256(SNAPSHOT_FORMAT.encode())
     digest.update(_SCHEMA_FILE.read_bytes())
-    for path in sorted(data_dir.glob("*.yaml")):
+    for layer_file in _LAYER_FILES:
+        digest.update(layer_file.read_bytes())
+    for path in sorted([*data_dir.glob("*.yaml"), *data_dir.glob("index/*.yaml")]):
         digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()
 

@@ -75,24 +75,31 @@ def build_resolution(state: ResolverState, minor: Any, patch: Any, python: str, 
         warnings.append(
             f"the matrix does not record the index option torch {minor.minor} used; assuming --index-url"
         )
+    # The official commands of --extra-index-url releases pin local versions (1.13.1+cu117): without
+    # the tag pip may take the default index's build, whose version sorts equal.
+    local = f"+{c.label}" if index_url and index_option == "--extra-index-url" else ""
     # The one index rule (every format prints `index_option` as is): the release's own option, except
     # that an install which also takes packages from the default index (torch-npu) can only add the torch
-    # index as an extra one, and then pins local versions so pip cannot take the default index's build.
+    # index as an extra one (one file, one set of indexes); torch's pin is then the plugin's requirement.
     from_default_index = c.plugin_row is not None and state.family == "npu"
     if index_url and from_default_index and index_option != "--extra-index-url":
         index_option = "--extra-index-url"
         reasons.append(
             Reason(
                 "index-option",
-                f"torch-npu comes from the default index, so {build.index_url} is an extra index and the "
-                f"torch packages pin +{c.label} local versions",
+                f"torch-npu comes from the default index, so {build.index_url} is an extra index in every "
+                "output format",
                 (),
             )
         )
-    # The official commands of --extra-index-url releases pin local versions (1.13.1+cu117): without
-    # the tag pip may take the default index's build, whose version sorts equal.
-    local = f"+{c.label}" if index_url and index_option == "--extra-index-url" else ""
-    packages = [Pin("torch", version + local, index_url)]
+    torch_pin = version + local
+    plugin_pin = _plugin_torch_pin(c.plugin_row, r.platform)
+    if plugin_pin is not None and plugin_pin != torch_pin:
+        # the plugin's wheel for this architecture requires this exact torch (2.11.0+cpu on x86_64)
+        reasons.append(Reason("torch-pin", f"torch-npu {c.plugin_row.torch_npu} for {r.platform} requires "
+                              f"torch=={plugin_pin}", tuple(c.plugin_row.source)))
+        torch_pin = plugin_pin
+    packages = [Pin("torch", torch_pin, index_url)]
     for name in r.with_:
         row = getattr(patch, name)
         packages.append(Pin(name, row.version + local, index_url))
@@ -101,6 +108,8 @@ def build_resolution(state: ResolverState, minor: Any, patch: Any, python: str, 
         )
     if c.plugin_row is not None and state.family == "npu":
         packages.append(Pin("torch-npu", c.plugin_row.torch_npu, None))
+    if on_default:
+        _triton_reason(state, patch, python, reasons)  # the requirement read is the default wheel's
     no_deps: tuple[str, ...] = ()
     if state.family in PLUGIN_FAMILIES:
         install = state.m.vendor_install(PLUGINS[state.family].install_note)
@@ -125,6 +134,34 @@ def build_resolution(state: ResolverState, minor: Any, patch: Any, python: str, 
         unknowns=tuple(state.unknowns),
         no_deps=no_deps,
     )
+
+
+def _triton_reason(state: ResolverState, patch: Any, python: str, reasons: list[Reason]) -> None:
+    """Whether pip pulls triton in on this target: the default wheel's requirement, its marker evaluated at
+    load for each platform and Python (``triton.applies``)."""
+    triton = patch.triton
+    requirement = getattr(triton, "requirement", None)
+    if not requirement:
+        return
+    marker = getattr(triton, "marker", None)
+    applies = getattr(triton, "applies", None)
+    platform = state.r.platform
+    if applies is None or platform not in applies:
+        text = f"torch {patch.version} requires {requirement}" + (f"; {marker}" if marker else "")
+    elif python in applies[platform]:
+        text = f"torch {patch.version} pulls in {requirement} on {platform} with Python {python}"
+    else:
+        text = f"no triton on {platform} with Python {python}: {requirement} applies only where {marker}"
+    reasons.append(Reason("triton", text, tuple(triton.source)))
+
+
+def _plugin_torch_pin(row: Any, platform: str) -> str | None:
+    """The exact torch a plugin's wheel requires on this platform (``==2.11.0+cpu`` -> ``2.11.0+cpu``)."""
+    pins = getattr(row, "torch_requirement", None) if row is not None else None
+    text = (pins or {}).get(platform)
+    if not text or not text.startswith("==") or text.endswith(".*") or "," in text:
+        return None
+    return text[2:].strip()
 
 
 def _arch_reason(state: ResolverState, c: Candidate, reasons: list[Reason], warnings: list[str]) -> None:

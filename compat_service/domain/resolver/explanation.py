@@ -65,7 +65,17 @@ def explain_failure(state: ResolverState, stage: str, deaths: list[Dropout]) -> 
             for m, d in by_minor.items()
         ]
         causes.append((f"platform {r.platform}", "request: --os/--arch", None))
-        causes += _unsourced(state, by_minor)
+        unknown = _unsourced(state, by_minor)
+        causes += unknown
+        if unknown and len(unknown) == len(by_minor):
+            return Conflict(
+                "platform-unsupported",
+                f"the matrix does not know whether {asked} publishes wheels for {r.platform}: "
+                "no source lists its builds there",
+                hint="run `accelenv matrix refresh` to read the package index, or pick a release the matrix "
+                "knows for this platform",
+                causes=causes,
+            )
         return Conflict(
             "platform-unsupported",
             f"{asked} publishes no wheels for {r.platform}",
@@ -265,7 +275,18 @@ def _backend_conflict(
                 None,
             )
         )
-    causes += _unsourced(state, by_minor)
+    unknown = _unsourced(state, by_minor)
+    causes += unknown
+    if unknown and len(unknown) == len(by_minor):
+        known = ", ".join(sorted({label for d in by_minor.values() for label in d.info["labels"]}))
+        return Conflict(
+            "variant-not-published",
+            f"the matrix does not know whether {asked} publishes a {wanted} build for {r.platform}: no source "
+            f"lists its /whl/<label> builds there (known: {known})",
+            hint="run `accelenv matrix refresh` where PyTorch's variant indexes can be reached, or pick a "
+            "release whose builds the matrix lists",
+            causes=causes,
+        )
     if not anywhere:
         return Conflict(
             "backend-unavailable",

@@ -195,7 +195,7 @@ def _try_patch(state: ResolverState, minor: Any, patch: Any) -> Dropout | tuple[
         return Dropout(STAGE["backend"], minor, patch, {"labels": sorted({v.label for v in on_platform})})
 
     if state.family in PLUGIN_FAMILIES:
-        plugin = _plugin_row(state, version, python)
+        plugin = _plugin_row(state, version, python, platform)
         if plugin is None:
             return Dropout(STAGE["plugin"], minor, patch)
         for c in candidates:
@@ -212,8 +212,10 @@ def _try_patch(state: ResolverState, minor: Any, patch: Any) -> Dropout | tuple[
         candidates = covered
 
     if state.family == "cuda":
+        pinned = _default_toolkits(minor, platform)
         for c in candidates:
-            c.floor = driver_floor(state.m, c.build_row.runtime, c.build_row.runtime_full, state.r.os)
+            toolkit = pinned.get(c.label) or c.build_row.runtime_full
+            c.floor = driver_floor(state.m, c.build_row.runtime, toolkit, state.r.os)
         if state.r.driver is not None:
             have = cached_version(state.r.driver)
             fits = [
@@ -317,7 +319,7 @@ def _variants(state: ResolverState, on_platform: list[Any]) -> list[Candidate]:
     return out
 
 
-def _plugin_row(state: ResolverState, torch_version: str, python: str) -> Any:
+def _plugin_row(state: ResolverState, torch_version: str, python: str, platform: str) -> Any:
     plugin = PLUGINS[state.family]
     rows = getattr(state.m, plugin.table)()
     name = plugin.version_field
@@ -325,13 +327,33 @@ def _plugin_row(state: ResolverState, torch_version: str, python: str) -> Any:
     fits = [
         r
         for r in rows
-        if Version(r.torch).release == want.release and (r.python is None or python in r.python)
+        if Version(r.torch).release == want.release
+        and not Version(getattr(r, name)).is_prerelease
+        and python in _plugin_pythons(r, platform, python)
     ]
     # Prefer rows not marked end-of-life, then the newest plugin release.
     fits.sort(
         key=lambda r: (getattr(r, "status", None) != "eol", Version(getattr(r, name))), reverse=True
     )
     return fits[0] if fits else None
+
+
+def _default_toolkits(minor: Any, platform: str) -> dict[str, str]:
+    """label -> the toolkit release the default-index wheels pin on this platform (where they pin one)."""
+    return {
+        d.label: d.runtime_full
+        for d in minor.default_index
+        if d.platform == platform and d.label and getattr(d, "runtime_full", None)
+    }
+
+
+def _plugin_pythons(row: Any, platform: str, python: str) -> list[str]:
+    """The Pythons a plugin row has wheels for on this platform: per architecture where the index gives
+    them, else the row's list; a row without a list (unknown) admits the asked Python."""
+    by_platform = getattr(row, "python_by_platform", None)
+    if by_platform:
+        return list(by_platform.get(platform) or [])
+    return list(row.python) if row.python is not None else [python]
 
 
 def _best(state: ResolverState, candidates: list[Candidate]) -> Candidate:

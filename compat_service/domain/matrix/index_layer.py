@@ -1,0 +1,496 @@
+"""Merge the generated layer (``matrix_data/index/<project>.yaml``) into the curated tables before validation.
+
+The package index is the source of what it states, and the merged values cite the source key
+``package_index``:
+
+- which torch releases exist (final, not yanked: pre-releases and yanked releases are never added) and
+  their first upload (the release date, UTC);
+- which wheels exist per platform and Python, free-threaded included (each patch's ``python_override``);
+- the build the default index serves per platform, from the default wheel's runtime requirement
+  (``default_index`` with the pinned toolkit as ``runtime_full`` where the pin is a toolkit version), and
+  that build as a variant of the platform; what a reachable ``/whl/<label>`` index serves;
+- the triton requirement of the default Linux wheel with its full marker;
+- torch-npu releases, their Pythons and torch pins per architecture (``python_by_platform``,
+  ``torch_requirement``).
+
+A curated value that disagrees with the index is a *conflict*, which `matrix validate` reports, unless the
+row lists the field in ``index_overrides`` with a reason and a source: then the curated value stays. A
+curated companion pin (torchvision, torchaudio) is kept and checked against the companion's own torch
+requirement; a null one is filled with the newest companion release whose requirement admits the patch.
+Curated keeps everything no index states (index options, other variants, driver floors, CANN, notes).
+
+Works on the raw YAML mappings, so the schema models and the cross-file rules see one merged matrix.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import InvalidVersion, Version
+from pydantic import ValidationError
+
+from compat_service.domain.matrix.index_facts import PackageFacts, RefreshConfig, ReleaseFact
+from compat_service.domain.backends import PLATFORMS, python_sort_key
+from compat_service.domain.matrix.problems import Problem, format_loc
+from compat_service.domain.matrix.markers import evaluate, marker_environment
+
+SOURCE = "package_index"
+INDEX_DIR = "index"
+TORCH_FILE = "torch_releases.yaml"
+VENDOR_FILE = "vendor_backends.yaml"
+PROJECTS = ("torch", "torchvision", "torchaudio", "triton", "torch-npu")
+_Loader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+M = TypeVar("M", PackageFacts, RefreshConfig)
+
+
+def read_index_file(base: Path, name: str, model: type[M]) -> tuple[M | None, list[Problem]]:
+    """One file under ``base/index`` (``refresh.yaml`` or ``<project>.yaml``) as ``model``: None when absent,
+    else the model or the problems that stop it (the one reader of these files: load and refresh share it)."""
+    rel = f"{INDEX_DIR}/{name}"
+    file = base / rel
+    if not file.is_file():
+        return None, []
+    generated = name != "refresh.yaml"
+    tail = " (a generated file: run `accelenv matrix refresh`)" if generated else ""
+    try:
+        return model.model_validate(yaml.load(file.read_text(encoding="utf-8"), Loader=_Loader)), []  # noqa: S506
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        return None, [Problem(rel, "", f"cannot be read: {exc}{tail}")]
+    except ValidationError as exc:
+        return None, [Problem(rel, format_loc(e["loc"]), f"{e['msg']}{tail}") for e in exc.errors()]
+
+
+def load_layer(base: Path) -> tuple[dict[str, PackageFacts], list[Problem]]:
+    """The generated facts under ``base/index`` (none when the folder or a file is absent)."""
+    layer: dict[str, PackageFacts] = {}
+    problems: list[Problem] = []
+    for project in PROJECTS:
+        facts, found = read_index_file(base, f"{project}.yaml", PackageFacts)
+        problems += found
+        if facts is not None:
+            layer[project] = facts
+    return layer, problems
+
+
+def load_refresh_config(base: Path) -> tuple[RefreshConfig | None, list[Problem]]:
+    return read_index_file(base, "refresh.yaml", RefreshConfig)
+
+
+def final_releases(facts: PackageFacts | None) -> list[ReleaseFact]:
+    """Releases a resolver may pick: not pre/dev, not yanked, with at least one wheel."""
+    if facts is None:
+        return []
+    return [r for r in facts.releases if not r.prerelease and not r.yanked and r.wheels]
+
+
+def _v(text: str | None) -> Version | None:
+    try:
+        return Version(text) if text else None
+    except InvalidVersion:
+        return None
+
+
+def _spec(text: str | None) -> SpecifierSet | None:
+    try:
+        return SpecifierSet(text or "")
+    except InvalidSpecifier:
+        return None
+
+
+def _sorted_pythons(values: Iterable[str]) -> list[str]:
+    return sorted(set(values), key=python_sort_key)
+
+
+def _concrete(python: str) -> bool:
+    return python != "any" and not python.endswith("+")
+
+
+def _overridden(row: dict[str, Any], field: str) -> bool:
+    return any(o.get("field") == field for o in row.get("index_overrides") or [])
+
+
+def _add_source(row: dict[str, Any], key: str = "source") -> None:
+    sources = list(row.get(key) or [])
+    if SOURCE not in sources:
+        row[key] = [*sources, SOURCE]
+
+
+class _Merge:
+    def __init__(self, raw: dict[str, Any], layer: dict[str, PackageFacts], config: RefreshConfig | None) -> None:
+        self.raw = raw
+        self.layer = layer
+        #: refresh.yaml: the marker environment of each platform
+        self.config = config
+        self.problems: list[Problem] = []
+
+    def conflict(self, file: str, loc: list[str | int], message: str) -> None:
+        self.problems.append(
+            Problem(
+                file,
+                format_loc(loc),
+                f"conflicts with the package index: {message}. Write the index's value, or keep this one with "
+                "index_overrides: [{field, reason, source}]",
+            )
+        )
+
+    # -- torch --------------------------------------------------------------------------------------------
+
+    def torch(self) -> None:
+        doc = self.raw.get(TORCH_FILE)
+        facts = self.layer.get("torch")
+        if not isinstance(doc, dict) or facts is None or not isinstance(doc.get("minors"), list):
+            return
+        minors: list[dict[str, Any]] = doc["minors"]
+        by_minor: dict[str, list[ReleaseFact]] = defaultdict(list)
+        for release in final_releases(facts):
+            version = Version(release.version)
+            by_minor[f"{version.major}.{version.minor}"].append(release)
+        on_index = {Version(r.version) for r in facts.releases}
+        for mi, minor in enumerate(minors):
+            for pi, patch in enumerate(minor.get("patches") or []):
+                version = _v(str(patch.get("version")))
+                if version is not None and _missing(version, on_index) and not _overridden(patch, "exists"):
+                    self.conflict(TORCH_FILE, ["minors", mi, "patches", pi, "version"],
+                                  f"torch {version} is not on the index")
+        for key, releases in sorted(by_minor.items(), key=lambda kv: Version(kv[0])):
+            minor = next((m for m in minors if str(m.get("minor")) == key), None)
+            if minor is None:
+                minor = _new_minor(key)
+                minors.append(minor)
+            mi = minors.index(minor)
+            for release in releases:
+                self._patch(minor, mi, release)
+            self._builds(minor, mi, releases)
+            if not minor.get("python"):
+                # a minor the curated files know nothing about: its newest patch's wheels
+                newest = max(minor["patches"], key=lambda p: _v(str(p.get("version"))) or Version("0"))
+                minor["python"] = [dict(entry) for entry in newest.get("python_override") or []]
+            if minor.get("status") == "partial":
+                minor["status"] = "released"
+                minor["note"] = ((minor.get("note") or "") + " Wheels, Pythons and the default build are read from "
+                                 "the package index (matrix_data/index/torch.yaml).").strip()
+        minors.sort(key=lambda m: _v(f"{m.get('minor')}") or Version("0"))
+
+    def _patch(self, minor: dict[str, Any], mi: int, release: ReleaseFact) -> None:
+        patches: list[dict[str, Any]] = minor.setdefault("patches", [])
+        patch = next((p for p in patches if _v(str(p.get("version"))) == Version(release.version)), None)
+        if patch is None:
+            patch = _new_patch(release.version)
+            patches.append(patch)
+            patches.sort(key=lambda p: _v(str(p.get("version"))) or Version("0"))
+        pi = patches.index(patch)
+        loc: list[str | int] = ["minors", mi, "patches", pi]
+        # release date = first upload (UTC)
+        if release.first_upload is not None:
+            uploaded = release.first_upload.date()
+            curated = patch.get("release_date")
+            if curated is not None and str(curated) != uploaded.isoformat() and not _overridden(patch, "release_date"):
+                self.conflict(TORCH_FILE, [*loc, "release_date"], f"{curated}, first upload {uploaded}")
+            if not _overridden(patch, "release_date"):
+                patch["release_date"] = uploaded
+                _add_source(patch, "release_date_source")
+        # Pythons per platform
+        by_platform: dict[str, set[str]] = defaultdict(set)
+        for wheel in release.wheels:
+            if _concrete(wheel.python):
+                by_platform[wheel.platform].add(wheel.python)
+        if not _overridden(patch, "python"):
+            known = _curated_platforms(minor, release.version)
+            curated = _curated_pythons(minor, patch)
+            for platform in known:
+                have, index = curated.get(platform, set()), by_platform.get(platform, set())
+                if have != index:
+                    extra = ", ".join(_sorted_pythons(have - index)) or "-"
+                    missing = ", ".join(_sorted_pythons(index - have)) or "-"
+                    self.conflict(TORCH_FILE, [*loc, "python"],
+                                  f"torch {release.version} on {platform}: listed without a wheel {extra}; "
+                                  f"wheels not listed {missing}")
+            groups: dict[tuple[str, ...], list[str]] = defaultdict(list)
+            for platform in PLATFORMS:
+                if by_platform.get(platform):
+                    groups[tuple(_sorted_pythons(by_platform[platform]))].append(platform)
+            patch["python_override"] = [
+                {"versions": list(versions), "platforms": platforms, "source": [SOURCE]}
+                for versions, platforms in groups.items()
+            ]
+        # triton: the Requires-Dist of the default Linux wheel, with its marker
+        triton = next(
+            (r for p in ("linux-x86_64", "linux-aarch64") for r in release.requirements
+             if r.platform == p and r.name in ("triton", "pytorch-triton")),
+            None,
+        )
+        if not _overridden(patch, "triton"):
+            curated = (patch.get("triton") or {}).get("version")
+            if triton is None:
+                value = {"version": None, "requirement": None, "marker": None, "source": [SOURCE],
+                         "note": "the default-index Linux wheels declare no triton requirement"}
+            else:
+                spec = _spec(triton.specifier)
+                pins = [s.version for s in spec or [] if s.operator == "=="]
+                version = pins[0] if len(pins) == 1 and spec is not None and len(spec) == 1 else None
+                value = {
+                    "version": version,
+                    "requirement": f"{triton.name}{triton.specifier}",
+                    "marker": triton.marker,
+                    "applies": self._applies(triton.marker, release),
+                    "source": [SOURCE],
+                    "note": f"Requires-Dist of {triton.file}",
+                }
+            if curated is not None and curated != value["version"]:
+                self.conflict(TORCH_FILE, [*loc, "triton", "version"],
+                              f"{curated}, the wheel requires {value['requirement'] or 'no triton'}")
+            elif curated is not None and (patch.get("triton") or {}).get("note"):
+                value["note"] = f"{patch['triton']['note']} ({value['note']})"  # the curated reading, kept
+            patch["triton"] = value
+        for companion in ("torchvision", "torchaudio"):
+            self._companion(patch, loc, companion, release.version)
+
+    def _applies(self, marker: str | None, release: ReleaseFact) -> dict[str, list[str]]:
+        """platform -> the Pythons of this release's wheels for which the requirement's marker holds."""
+        environments = {rule.platform: rule.markers for rule in self.config.platforms} if self.config else {}
+        out: dict[str, list[str]] = {}
+        for platform in PLATFORMS:
+            pythons = {w.python for w in release.wheels if w.platform == platform and _concrete(w.python)}
+            if platform not in environments or not pythons:
+                continue
+            hits = [p for p in pythons if evaluate(marker, marker_environment(environments[platform], p)) is True]
+            out[platform] = _sorted_pythons(hits)
+        return out
+
+    def _companion(self, patch: dict[str, Any], loc: list[str | int], name: str, torch_version: str) -> None:
+        facts = self.layer.get(name)
+        if facts is None:
+            return
+        want = Version(torch_version)
+        admits: list[tuple[bool, Version, str]] = []
+        pins: dict[Version, str] = {}
+        for release in final_releases(facts):
+            specs = {r.specifier for r in release.requirements if r.name == "torch"}
+            if len(specs) != 1:
+                continue
+            text = next(iter(specs))
+            pins[Version(release.version)] = text
+            spec = _spec(text)
+            if spec is not None and spec.contains(want, prereleases=True):
+                exact = any(s.operator == "==" for s in spec)
+                admits.append((exact, Version(release.version), text))
+        value = patch.get(name)
+        if not isinstance(value, dict):
+            return  # a missing or malformed key is the schema's to report, not the layer's to fill
+        if value.get("version") is not None:
+            curated = _v(str(value["version"]))
+            if curated is None:
+                return  # not a version: the schema reports it
+            text = pins.get(curated)
+            spec = _spec(text) if text else None
+            if spec is not None and not spec.contains(want, prereleases=True) and not _overridden(patch, name):
+                self.conflict(TORCH_FILE, [*loc, name, "version"],
+                              f"{name} {curated} requires torch{text}, not {torch_version}")
+            return
+        if admits:
+            _exact, version, text = max(admits)
+            patch[name] = {"version": str(version), "source": [SOURCE],
+                           "note": f"{name} {version} declares torch{text} (the newest release that admits "
+                                   f"torch {torch_version})"}
+
+    def _builds(self, minor: dict[str, Any], mi: int, releases: list[ReleaseFact]) -> None:
+        """default_index and variants from the default wheels' runtimes (and read variant indexes)."""
+        facts = self.layer["torch"]
+        versions = [r.version for r in releases]
+        runtime_by_platform: dict[str, dict[str, Any]] = defaultdict(dict)
+        for release in releases:
+            for runtime in release.runtimes:
+                runtime_by_platform[runtime.platform][release.version] = runtime
+        entries: list[dict[str, Any]] = minor.setdefault("default_index", [])
+        availability: dict[tuple[str, str], set[str]] = defaultdict(set)
+        for platform in PLATFORMS:
+            runtimes = runtime_by_platform.get(platform)
+            if not runtimes:
+                continue
+            labels = {r.label for r in runtimes.values()}
+            toolkits = {r.toolkit for r in runtimes.values()}
+            newest = runtimes[max(runtimes, key=Version)]
+            entry = next((e for e in entries if e.get("platform") == platform), None)
+            if entry is not None and _overridden(entry, "label"):
+                continue
+            label = newest.label
+            ei = entries.index(entry) if entry is not None else len(entries)
+            if entry is not None and entry.get("label") is not None and entry["label"] != label:
+                self.conflict(TORCH_FILE, ["minors", mi, "default_index", ei, "label"],
+                              f"{entry['label']}, the default wheel {newest.file} is {label or 'an unknown build'}"
+                              + (f" ({newest.requirement})" if newest.requirement else ""))
+            if entry is None:
+                entry = {"platform": platform, "label": None, "source": []}
+                entries.append(entry)
+            entry["label"] = label
+            entry["runtime_full"] = next(iter(toolkits)) if len(toolkits) == 1 else None
+            _add_source(entry)
+            if len(labels) > 1:
+                entry["note"] = (f"the default wheels differ between patches ({', '.join(sorted(map(str, labels)))}); "
+                                 f"the newest ({max(runtimes, key=Version)}) is shown")
+            elif not entry.get("note"):
+                entry["note"] = "the default-index wheels pin " + (newest.requirement or "no accelerator runtime")
+            for version, runtime in runtimes.items():
+                if runtime.label is not None:
+                    availability[(runtime.label, platform)].add(version)
+        for variant in facts.variant_indexes:
+            if variant.status != "read":
+                continue
+            for version, wheels in variant.releases.items():
+                if version in versions:
+                    for wheel in wheels:
+                        availability[(variant.label, wheel.platform)].add(version)
+        variants: list[dict[str, Any]] = minor.setdefault("variants", [])
+        for (label, platform), patches in sorted(availability.items()):
+            row = next((v for v in variants if v.get("label") == label), None)
+            restrict = None if patches == set(versions) else sorted(patches, key=Version)
+            if row is None:
+                variants.append({"label": label, "platforms": [platform], "source": [SOURCE], "patches": restrict,
+                                 "note": "on the package index (the default wheel) or its /whl/<label> index"})
+                continue
+            if platform not in row.get("platforms", []):
+                row["platforms"] = [p for p in PLATFORMS if p in {*row.get("platforms", []), platform}]
+                _add_source(row)
+
+    # -- torch-npu ----------------------------------------------------------------------------------------
+
+    def npu(self) -> None:
+        doc = self.raw.get(VENDOR_FILE)
+        facts = self.layer.get("torch-npu")
+        if not isinstance(doc, dict) or facts is None or not isinstance(doc.get("ascend_npu"), list):
+            return
+        rows: list[dict[str, Any]] = doc["ascend_npu"]
+        every = {Version(r.version) for r in facts.releases}
+        kept = []
+        for i, row in enumerate(rows):
+            version = _v(str(row.get("torch_npu")))
+            if version is not None and _missing(version, every) and not _overridden(row, "exists"):
+                self.conflict(VENDOR_FILE, ["ascend_npu", i, "torch_npu"],
+                              f"torch-npu {row.get('torch_npu')} is not on the index")
+                continue
+            kept.append(row)
+        rows[:] = kept
+        for release in final_releases(facts):
+            version = Version(release.version)
+            row = next((r for r in rows if _v(str(r.get("torch_npu"))) == version), None)
+            by_platform = {
+                p: _sorted_pythons(w.python for w in release.wheels if w.platform == p and _concrete(w.python))
+                for p in PLATFORMS
+            }
+            by_platform = {p: v for p, v in by_platform.items() if v}
+            pins = {r.platform: r.specifier for r in release.requirements if r.name == "torch"}
+            torch_versions = {str(_pinned(s)) for s in pins.values() if _pinned(s) is not None}
+            union = _sorted_pythons(p for v in by_platform.values() for p in v)
+            if row is None:
+                if len(torch_versions) != 1:
+                    continue  # no torch pin on the index and no curated row: the torch release is not known
+                row = {"torch_npu": release.version, "torch": torch_versions.pop(), "cann": None, "python": None,
+                       "branch": None, "status": None, "source": [SOURCE],
+                       "note": "on the package index; no CANN mapping sourced"}
+                rows.append(row)
+            i = rows.index(row)
+            if not _overridden(row, "python"):
+                if row.get("python") is not None and _sorted_pythons(row["python"]) != union:
+                    self.conflict(VENDOR_FILE, ["ascend_npu", i, "python"],
+                                  f"{', '.join(row['python'])}, the wheels are {', '.join(union)}")
+                row["python"] = union
+                row["python_by_platform"] = by_platform
+            if pins and not _overridden(row, "torch"):
+                if torch_versions and str(row.get("torch")) not in torch_versions:
+                    self.conflict(VENDOR_FILE, ["ascend_npu", i, "torch"],
+                                  f"{row.get('torch')}, the wheels require torch {', '.join(sorted(pins.values()))}")
+                row["torch_requirement"] = dict(sorted(pins.items()))
+            _add_source(row)
+
+
+def _missing(version: Version, on_index: set[Version]) -> bool:
+    """Absent from the index within the span the generated file covers (older or newer rows are outside it)."""
+    return bool(on_index) and min(on_index) <= version <= max(on_index) and version not in on_index
+
+
+def _pinned(specifier: str) -> Version | None:
+    """``==2.11.0+cpu`` -> 2.11.0, ``==2.13.0.*`` -> 2.13.0; None for a range."""
+    spec = _spec(specifier)
+    if spec is None or len(spec) != 1:
+        return None
+    only = next(iter(spec))
+    if only.operator != "==":
+        return None
+    version = _v(only.version.removesuffix(".*"))
+    return Version(version.public) if version is not None else None
+
+
+def _curated_platforms(minor: dict[str, Any], version: str) -> list[str]:
+    """Platforms whose builds the curated minor lists for this patch (not in platforms_unsourced)."""
+    unsourced = set(minor.get("platforms_unsourced") or [])
+    found = set()
+    for variant in minor.get("variants") or []:
+        patches = variant.get("patches")
+        if patches is None or version in patches:
+            found.update(variant.get("platforms") or [])
+    return [p for p in PLATFORMS if p in found and p not in unsourced]
+
+
+def _curated_pythons(minor: dict[str, Any], patch: dict[str, Any]) -> dict[str, set[str]]:
+    entries = patch.get("python_override")
+    if entries is None:
+        entries = minor.get("python") or []
+    out: dict[str, set[str]] = defaultdict(set)
+    for entry in entries:
+        for platform in entry.get("platforms") or PLATFORMS:
+            out[platform].update(entry.get("versions") or [])
+    return out
+
+
+def _new_minor(key: str) -> dict[str, Any]:
+    return {
+        "minor": key,
+        "status": "released",
+        "index_option": None,
+        "index_option_source": [],
+        "platforms_unsourced": list(PLATFORMS),
+        "note": "known from the package index only (matrix_data/index/torch.yaml): the /whl/<label> variant "
+                "lists are not sourced",
+        "python": [],
+        "variants": [],
+        "default_index": [],
+        "patches": [],
+    }
+
+
+def _new_patch(version: str) -> dict[str, Any]:
+    unknown = {"version": None, "source": [], "note": "no companion release on the index admits this torch"}
+    return {
+        "version": version,
+        "release_date": None,
+        "release_date_source": [],
+        "torchvision": dict(unknown),
+        "torchaudio": dict(unknown),
+        "triton": {"version": None, "source": [], "note": "not read"},
+        "note": "known from the package index only",
+    }
+
+
+def merge_layer(raw: dict[str, Any], layer: dict[str, PackageFacts], config: RefreshConfig | None) -> list[Problem]:
+    """Merge ``layer`` into the raw mappings in place; the conflicts between the layers."""
+    merge = _Merge(raw, layer, config)
+    merge.torch()
+    merge.npu()
+    return merge.problems
+
+
+def apply_index_layer(raw: dict[str, Any], base: Path) -> list[Problem]:
+    """Merge ``base/index/*.yaml`` into the raw mappings of ``raw`` (file name -> parsed YAML), in place.
+
+    Returns the problems: unreadable generated files and every conflict between the layers.
+    """
+    layer, problems = load_layer(base)
+    if not layer:
+        return problems
+    config, config_problems = load_refresh_config(base)
+    return problems + config_problems + merge_layer(raw, layer, config)

@@ -1,0 +1,221 @@
+"""`accelenv matrix refresh`: read the index, derive the facts, diff them with the generated layer, write.
+
+Nothing is written until every page and metadata file has been read: a refresh that fails midway leaves
+``matrix_data/index/`` as it was. A variant index that cannot be reached keeps its previous facts (unknown
+is not "absent") and is reported as a notice.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from pypi_simple import DistributionPackage, ProjectPage
+
+from compat_service.domain.matrix.index_facts import (
+    PackageConfig,
+    PackageFacts,
+    RefreshConfig,
+    VariantIndexFacts,
+)
+from compat_service.index.client import IndexClient, RetryPolicy
+from compat_service.index.errors import IndexUnreachableError
+from compat_service.index.facts import (
+    BuildLabel,
+    IndexFile,
+    derive_package,
+    metadata_wanted,
+    parse_file,
+    since_filter,
+    variant_wheels,
+)
+from compat_service.index.generated import FactsDiff, diff_facts, load_config, load_facts, write_facts
+from compat_service.index.location import IndexLocation
+from compat_service.index.wheel_metadata import WheelRef, read_metadata
+
+
+class Progress(Protocol):
+    def stage(self, description: str, total: int) -> None: ...
+
+    def advance(self) -> None: ...
+
+
+class _NoProgress:
+    def stage(self, description: str, total: int) -> None:
+        pass
+
+    def advance(self) -> None:
+        pass
+
+
+@dataclass
+class RefreshResult:
+    facts: dict[str, PackageFacts] = field(default_factory=dict)
+    diffs: dict[str, FactsDiff] = field(default_factory=dict)
+    notices: list[str] = field(default_factory=list)
+    written: list[Path] = field(default_factory=list)
+    stats: dict[str, int] = field(default_factory=dict)
+    metadata_reads: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def changed(self) -> bool:
+        return any(not d.empty for d in self.diffs.values())
+
+    def counts(self) -> dict[str, int]:
+        total = {"added": 0, "changed": 0, "removed": 0}
+        for diff in self.diffs.values():
+            for key, value in diff.counts().items():
+                total[key] += value
+        return total
+
+
+def index_files(page: ProjectPage) -> list[IndexFile]:
+    return [_index_file(p) for p in page.packages]
+
+
+def _index_file(package: DistributionPackage) -> IndexFile:
+    upload = package.upload_time
+    if upload is not None and upload.tzinfo is None:
+        upload = upload.replace(tzinfo=dt.timezone.utc)
+    return IndexFile(
+        filename=package.filename,
+        url=package.url,
+        upload_time=upload.astimezone(dt.timezone.utc).replace(microsecond=0) if upload else None,
+        yanked=package.is_yanked,
+        yanked_reason=package.yanked_reason or None,
+        requires_python=package.requires_python or None,
+        sha256=(package.digests or {}).get("sha256"),
+        has_metadata=package.has_metadata,
+        size=package.size,
+    )
+
+
+def build_labels(matrix_path: Path) -> tuple[list[BuildLabel], dict[str, str]]:
+    """The build variants (label, family, runtime) and each label's index URL, from build_variants.yaml."""
+    from compat_service.domain.matrix.loader import load_matrix_data
+
+    variants = load_matrix_data(matrix_path, index_layer=False).build_variants.variants
+    labels = [BuildLabel(v.label, v.family, v.runtime) for v in variants]
+    return labels, {v.label: v.index_url for v in variants if v.index_url}
+
+
+def _map(pool: ThreadPoolExecutor, fn: Callable, items: Iterable, progress: Progress) -> list:  # type: ignore[type-arg]
+    def run(item):  # type: ignore[no-untyped-def]
+        try:
+            return fn(item)
+        finally:
+            progress.advance()
+
+    return list(pool.map(run, items))
+
+
+def run_refresh(
+    client: IndexClient,
+    index: IndexLocation,
+    matrix_path: Path,
+    *,
+    packages: list[str] | None = None,
+    write: bool = True,
+    variants: bool = True,
+    variant_urls: dict[str, str] | None = None,
+    concurrency: int = 8,
+    progress: Progress | None = None,
+    today: dt.date | None = None,
+) -> RefreshResult:
+    progress = progress or _NoProgress()
+    config: RefreshConfig = load_config(matrix_path)
+    selected = [p for p in config.packages if packages is None or p.name in packages]
+    labels, label_urls = build_labels(matrix_path)
+    if variant_urls is not None:
+        label_urls = dict(variant_urls)  # given: read only these labels, there
+    retrieved = today or dt.datetime.now(dt.timezone.utc).date()
+    result = RefreshResult()
+    loaded: dict[str, PackageFacts | None] = {}
+
+    def previous_facts(name: str) -> PackageFacts | None:
+        if name not in loaded:
+            loaded[name] = load_facts(matrix_path, name)
+        return loaded[name]
+
+    with ThreadPoolExecutor(max_workers=concurrency) as pool:
+        progress.stage("project pages", len(selected))
+        pages = _map(pool, lambda p: client.project_page(index.url, p.name), selected, progress)
+        found: list[tuple[PackageConfig, list[IndexFile]]] = []
+        for package, page in zip(selected, pages, strict=True):
+            if page is None:
+                result.notices.append(f"{package.name}: the index has no such project (404); its facts are kept")
+                continue
+            found.append((package, index_files(page)))
+
+        wanted: list[WheelRef] = []
+        for package, files in found:
+            parsed = since_filter([p for p in (parse_file(f, package.name) for f in files) if p], package)
+            if package.requirements:
+                for item in metadata_wanted(parsed, config).values():
+                    f = item.file
+                    wanted.append(WheelRef(f.filename, f.url, f.sha256, f.has_metadata, f.size))
+        unique = list({ref.filename: ref for ref in wanted}.values())
+        progress.stage("wheel metadata", len(unique))
+        raws = _map(pool, lambda ref: read_metadata(client, ref), unique, progress)
+        metadata = {ref.filename: raw for ref, (raw, _how) in zip(unique, raws, strict=True)}
+        for _raw, how in raws:
+            result.metadata_reads[how] = result.metadata_reads.get(how, 0) + 1
+
+        variant_facts: dict[str, list[VariantIndexFacts]] = {}
+        if variants:
+            variant_client = IndexClient(
+                cache=client.cache, http=client.http, retry=RetryPolicy(attempts=2, wait_initial=0.1, timeout=30)
+            )
+            jobs = [(package, label, url) for package, _ in found if package.variant_indexes
+                    for label, url in sorted(label_urls.items())]
+            progress.stage("variant indexes", len(jobs))
+            answers = _map(pool, lambda job: _read_variant(variant_client, config, *job), jobs, progress)
+            client.stats.add(**variant_client.stats.as_dict())
+            unreachable: dict[str, list[str]] = {}
+            for (package, label, _url), answer in zip(jobs, answers, strict=True):
+                old = previous_facts(package.name)
+                previous = next((v for v in (old.variant_indexes if old else []) if v.label == label), None)
+                if answer.status == "unreachable":
+                    unreachable.setdefault(package.name, []).append(label)
+                    if previous is not None:
+                        answer = previous
+                variant_facts.setdefault(package.name, []).append(answer)
+            for name, missed in unreachable.items():
+                result.notices.append(
+                    f"{name}: {len(missed)} variant index(es) could not be reached ({', '.join(missed)}); what they "
+                    "serve stays as it was (unknown, not absent)"
+                )
+
+    for package, files in found:
+        facts = derive_package(
+            package, config, files, metadata, labels,
+            index=index.label, retrieved=retrieved, variant_indexes=variant_facts.get(package.name),
+        )
+        old = previous_facts(package.name)
+        diff = diff_facts(package.name, old, facts)
+        result.diffs[package.name] = diff
+        if old is not None and diff.empty:
+            facts = old  # nothing new: keep the earlier retrieval date, do not touch the file
+        result.facts[package.name] = facts
+        if write and (old is None or not diff.empty):
+            result.written.append(write_facts(matrix_path, facts))
+    result.stats = client.stats.as_dict()
+    return result
+
+
+def _read_variant(client: IndexClient, config: RefreshConfig, package: PackageConfig, label: str,
+                  url: str) -> VariantIndexFacts:
+    try:
+        page = client.project_page(url, package.name)
+    except IndexUnreachableError:
+        return VariantIndexFacts(label=label, index=url, status="unreachable")
+    if page is None:
+        return VariantIndexFacts(label=label, index=url, status="absent")
+    return VariantIndexFacts(
+        label=label, index=url, status="read",
+        releases=variant_wheels(index_files(page), package, config, label),
+    )
