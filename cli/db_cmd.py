@@ -26,7 +26,9 @@ if TYPE_CHECKING:
     from compat_service.config import Settings
 
 db_app = typer.Typer(name="db", help="Create, migrate and load the service database.", no_args_is_help=True)
-token_app = typer.Typer(name="token", help="API tokens for writes (reports, admin).", no_args_is_help=True)
+token_app = typer.Typer(
+    name="token", help="API tokens: report (submit), read (raw reports), admin.", no_args_is_help=True
+)
 
 DatabaseUrl = Annotated[
     str | None,
@@ -165,7 +167,7 @@ def db_load(
 @token_app.command("create")
 def token_create(
     scope: Annotated[
-        str, typer.Option("--scope", help="report (submit probe reports) or admin (everything)")
+        str, typer.Option("--scope", help="report (submit probe reports), read (raw reports) or admin (everything)")
     ],
     note: Annotated[str | None, typer.Option("--note", help="who or what the token is for")] = None,
     database_url: DatabaseUrl = None,
@@ -204,6 +206,24 @@ def token_revoke(
         engine.dispose()
         _say(f"token {public.id} (scope {public.scope}) revoked at {public.revoked_at:%Y-%m-%d %H:%M:%S} UTC; "
              "running services refuse it within their ACCELENV_TOKEN_CACHE_S (5 s by default)")
+
+
+@token_app.command("withdraw")
+def token_withdraw(
+    token_id: Annotated[int, typer.Argument(help="the id `accelenv token list` shows")],
+    database_url: DatabaseUrl = None,
+) -> None:
+    """Revoke a token and withdraw every report it submitted from the evidence (docs/service.md, trust model)."""
+    with guarded():
+        from compat_service.db import migrate
+        from compat_service.db.evidence_withdraw import withdraw_submitter
+
+        engine = _engine(database_url)
+        migrate.require_head(engine)
+        result = withdraw_submitter(engine, token_id)
+        engine.dispose()
+        _say(f"token {token_id} revoked; {result.reports_withdrawn} report(s) withdrawn from "
+             f"{result.cells} evidence cell(s)")
 
 
 @token_app.command("list")

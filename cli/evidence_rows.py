@@ -30,11 +30,15 @@ def _from_database(database: str, torch: str, path: Path | None) -> list[dict[st
     from compat_service.domain.evidence.cells import DeclaredMatrix
     from compat_service.domain.matrix.loader import load_matrix_data
 
-    engine, min_hosts = open_evidence_database(database)
+    engine, settings = open_evidence_database(database)
     try:
         declared = DeclaredMatrix(load_matrix_data(path))
         with Session(engine) as session:
-            cells = [c for c in matrix_cells(session, declared, MatrixFilter(torch=torch), min_hosts=min_hosts) if c[1]]
+            rows = matrix_cells(
+                session, declared, MatrixFilter(torch=torch), min_hosts=settings.verified_min_hosts,
+                min_submitters=settings.verified_min_submitters,
+            )
+            cells = [c for c in rows if c[1]]
             return [row.model_dump(mode="json") for row in with_failing_checks(session, cells)]
     finally:
         engine.dispose()

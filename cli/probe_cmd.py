@@ -37,7 +37,7 @@ def register(app: typer.Typer) -> None:
         probe_command
     )
     report_app = typer.Typer(help="Probe reports kept locally.", no_args_is_help=True)
-    report_app.command("submit", help="Send spooled reports to the service; keep what fails.")(report_submit_command)
+    report_app.command("submit", help="Send saved reports (or the spool) to the service; move refused ones aside.")(report_submit_command)
     app.add_typer(report_app, name="report")
 
 
@@ -273,24 +273,54 @@ def _submit_or_spool(report: dict[str, Any], server: str, token: str) -> str:
 
 
 def report_submit_command(
+    files: Optional[List[Path]] = typer.Argument(None, help="saved reports to send (default: the spool)",
+                                                 show_default=False),
     server: Optional[str] = typer.Option(None, "--server", envvar="ACCELENV_SERVER", help="the service URL"),
     token: Optional[str] = typer.Option(None, "--token", envvar="ACCELENV_TOKEN", help="API token (scope 'report')"),
+    as_json: bool = typer.Option(False, "--json", help="print the outcome as JSON (sent, kept, moved)"),
 ) -> None:
     from cli import report_spool
-    from cli.error_render import guarded
+    from cli.error_render import dump_json, guarded
 
-    with guarded():
+    with guarded(as_json=as_json):
         if not server:
             raise _invalid("no server to send to", "pass --server URL or set ACCELENV_SERVER", "--server", "(unset)")
         if not token:
             raise _invalid("no API token", "pass --token T or set ACCELENV_TOKEN", "--token", "(unset)")
-        directory = report_spool.spool_dir()
-        if not report_spool.spooled(directory):
-            sys.stderr.write(f"nothing spooled in {directory}\n")
+        if files:
+            missing = [f for f in files if not f.is_file()]
+            if missing:
+                raise _invalid(f"{missing[0]} is not a report file", "name files `accelenv probe --output` wrote",
+                               "FILE", str(missing[0]))
+            result = report_spool.submit_paths(server, token, list(files))
+            where = "the named files (left in place)"
+        else:
+            directory = report_spool.spool_dir()
+            if not report_spool.spooled(directory):
+                if as_json:
+                    dump_json({"sent": [], "kept": [], "moved": [], "spool": str(directory)})
+                else:
+                    sys.stderr.write(f"nothing spooled in {directory}\n")
+                return
+            result = report_spool.submit_spooled(server, token, directory)
+            where = str(directory)
+        headline = result.headline()
+        if as_json:
+            def entry(path: Path, err: Any) -> dict[str, Any]:
+                return {"file": str(path), "code": err.code, "message": err.message}
+
+            dump_json({"sent": [str(p) for p in result.sent], "kept": [entry(p, e) for p, e in result.kept],
+                       "moved": [entry(p, e) for p, e in result.moved],
+                       "error": headline.code if headline else None})
+            if headline is not None:
+                raise typer.Exit(headline.exit_code)
             return
-        result = report_spool.submit_spooled(server, token, directory)
-        sys.stderr.write(f"sent {len(result.sent)} report(s), kept {len(result.kept)} in {directory}\n")
+        sys.stderr.write(f"sent {len(result.sent)} report(s), kept {len(result.kept)} in {where}"
+                         + (f", moved {len(result.moved)} aside" if result.moved else "") + "\n")
         for path, err in result.kept:
             sys.stderr.write(f"  kept {path.name}: {err.code}: {err.message}\n")
-        if result.kept:
-            raise result.kept[0][1]
+        for path, err in result.moved:
+            sys.stderr.write(f"  moved {path.name} to {path.parent} (reason in {path.stem}.reason.json): "
+                             f"{err.code}: {err.message}\n")
+        if headline is not None:
+            raise headline

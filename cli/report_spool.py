@@ -5,7 +5,11 @@ user data directory. Resending is safe: the service stores a report_id once (201
 The spool goes out in batches (`POST URL/v1/reports/batch` as NDJSON, one compact report per line,
 ``BATCH_SIZE`` reports a request, one result per report); a server without the batch route (404) gets the
 reports one by one, and a batch the server refuses as a whole (too large, or NDJSON it cannot read) is sent
-one by one too.
+one by one too, and so is a batch the server fails on (5xx: one poisoned report must not block the others).
+A report the server refuses (4xx, or invalid JSON) is moved to ``rejected/`` in the spool with
+``<name>.reason.json`` beside it, never retried; one the server keeps failing on (5xx) is moved there after
+``MAX_ATTEMPTS`` runs (counted in ``<name>.json.attempts``). Saved reports named on the command line are
+only read: sent, or listed with the reason.
 The HTTP calls go through the CLI's one service client (cli/service_client.py): an unreachable server is
 ``ServerUnreachableError`` (exit 6); a refused token ``AuthError`` / ``ForbiddenError`` (exit 7); a report
 the server rejects ``ReportInvalidError`` (exit 10).
@@ -29,6 +33,7 @@ from compat_service.domain.errors import (
     ErrorBody,
     ForbiddenError,
     ReportInvalidError,
+    ServerFailedError,
     ServerUnreachableError,
 )
 
@@ -94,24 +99,54 @@ def submit_batch(server: str, token: str, bodies: list[bytes], *, client: httpx.
 @dataclass
 class SpoolResult:
     sent: list[Path] = field(default_factory=list)
+    #: left where they are, to be sent again (the server unreachable, failing, or the token refused)
     kept: list[tuple[Path, AccelenvError]] = field(default_factory=list)
+    #: refused by the server (4xx), or failing MAX_ATTEMPTS times: moved to `rejected/` with the reason
+    moved: list[tuple[Path, AccelenvError]] = field(default_factory=list)
+
+    def headline(self) -> AccelenvError | None:
+        """The error the command exits with: a refused token first (it fails every report), then the first
+        report kept, then the first moved aside."""
+        errors = [err for _, err in self.kept + self.moved]
+        auth = next((e for e in errors if isinstance(e, (AuthError, ForbiddenError))), None)
+        return auth or (errors[0] if errors else None)
+
+
+#: the folder inside the spool where refused reports go, each beside ``<name>.reason.json``
+REJECTED_DIR = "rejected"
+#: times a report may meet a server failure (5xx) of its own before it is moved aside
+MAX_ATTEMPTS = 3
 
 
 def submit_spooled(server: str, token: str, directory: Path | None = None, *,
                    client: httpx.Client | None = None) -> SpoolResult:
-    """Send every spooled report; remove each one stored, keep each one that failed."""
+    """Send every spooled report; remove each one stored, move aside each one refused, keep the rest."""
+    directory = directory or spool_dir()
+    return submit_paths(server, token, spooled(directory), spool=directory, client=client)
+
+
+def submit_paths(server: str, token: str, paths: list[Path], *, spool: Path | None = None,
+                 client: httpx.Client | None = None) -> SpoolResult:
+    """Send the reports in ``paths``. With ``spool`` (the files are the spool's) a stored report is removed,
+    a refused one moved to ``spool/rejected/`` with its reason, and one the server fails on (5xx) kept until
+    MAX_ATTEMPTS; without it (saved reports the user named) the files are only read."""
     result = SpoolResult()
     pending: list[tuple[Path, bytes]] = []
-    for path in spooled(directory):
-        body = path.read_bytes()
+    for path in paths:
         try:
+            body = path.read_bytes()
             # one broken file must not break its whole batch; a batch line is the report, compact
             line = json.dumps(json.loads(body), separators=(",", ":"), ensure_ascii=False).encode()
-        except ValueError as exc:
+        except OSError as exc:
             result.kept.append((path, ReportInvalidError(
-                f"the spooled file is not valid JSON: {exc}",
-                hint="delete it, or replace it with the report written by `accelenv probe --output FILE`",
+                f"cannot read {path}: {exc.strerror or exc}", hint="name a report file `accelenv probe` wrote",
             )))
+            continue
+        except ValueError as exc:
+            _refused(path, ReportInvalidError(
+                f"the file is not valid JSON: {exc}",
+                hint="delete it, or replace it with the report written by `accelenv probe --output FILE`",
+            ), result, spool)
             continue
         pending.append((path, line))
     use_batches = True
@@ -121,46 +156,94 @@ def submit_spooled(server: str, token: str, directory: Path | None = None, *,
         if use_batches:
             try:
                 results = submit_batch(server, token, [body for _, body in chunk], client=client)
+            except (ServerFailedError, ReportInvalidError):
+                # the batch as a whole failed (one poisoned report, too large): one by one, so the
+                # others still go and only the failing one stays
+                pass
             except (ServerUnreachableError, AuthError, ForbiddenError) as err:
                 # The same failure awaits every other report: keep them all, stop asking.
                 result.kept.extend((path, err) for path, _ in pending[start:])
                 break
-            except ReportInvalidError:
-                pass  # the batch as a whole was refused (too large for this server): send it one by one
             else:
                 use_batches = results is not None  # None: a server without the batch route (404)
         if results is None:
-            if not _submit_one_by_one(server, token, chunk, pending[start + len(chunk):], result, client):
+            if not _submit_one_by_one(server, token, chunk, pending[start + len(chunk):], result, client, spool):
                 break
             continue
         for (path, _), item in zip(chunk, results):
-            _settle(path, item, result)
+            _settle(path, item, result, spool)
     return result
 
 
 def _submit_one_by_one(server: str, token: str, chunk: list[tuple[Path, bytes]], after: list[tuple[Path, bytes]],
-                       result: SpoolResult, client: httpx.Client | None) -> bool:
+                       result: SpoolResult, client: httpx.Client | None, spool: Path | None) -> bool:
     """POST each report of ``chunk``; False (everything left kept) when the server cannot take any more."""
     for i, (path, body) in enumerate(chunk):
         try:
             submit(server, token, body, client=client)
+        except ServerFailedError as err:
+            _failed_attempt(path, err, result, spool)  # this report only: the next may go through
+            continue
         except (ServerUnreachableError, AuthError, ForbiddenError) as err:
             result.kept.extend((rest, err) for rest, _ in chunk[i:] + after)
             return False
         except AccelenvError as err:
-            result.kept.append((path, err))
+            _refused(path, err, result, spool)
             continue
-        path.unlink()
-        result.sent.append(path)
+        _stored(path, result, spool)
     return True
 
 
-def _settle(path: Path, item: dict[str, Any], result: SpoolResult) -> None:
-    """Remove a report the batch stored (or found stored); keep one it refused, with the server's reason."""
+def _stored(path: Path, result: SpoolResult, spool: Path | None) -> None:
+    if spool is not None:
+        path.unlink()
+        _attempts_file(path).unlink(missing_ok=True)
+    result.sent.append(path)
+
+
+def _attempts_file(path: Path) -> Path:
+    return path.with_name(path.name + ".attempts")
+
+
+def _failed_attempt(path: Path, err: AccelenvError, result: SpoolResult, spool: Path | None) -> None:
+    """Count a server failure against this report; at MAX_ATTEMPTS it is moved aside, not retried forever."""
+    if spool is None:
+        result.kept.append((path, err))
+        return
+    counter = _attempts_file(path)
+    try:
+        attempts = int(counter.read_text().strip() or 0) + 1
+    except (OSError, ValueError):
+        attempts = 1
+    if attempts >= MAX_ATTEMPTS:
+        counter.unlink(missing_ok=True)
+        _refused(path, type(err)(f"{err.message} ({attempts} attempts)", hint=err.hint, causes=err.causes),
+                 result, spool)
+        return
+    counter.write_text(f"{attempts}\n")
+    result.kept.append((path, err))
+
+
+def _refused(path: Path, err: AccelenvError, result: SpoolResult, spool: Path | None) -> None:
+    """A report the server will not take: out of the spool into ``rejected/``, its reason beside it."""
+    if spool is None:
+        result.kept.append((path, err))
+        return
+    target_dir = spool / REJECTED_DIR
+    target_dir.mkdir(parents=True, exist_ok=True)
+    target = target_dir / path.name
+    reason = {"code": err.code, "message": err.message, "hint": err.hint,
+              "causes": [c.model_dump() for c in err.causes]}
+    (target_dir / f"{path.stem}.reason.json").write_text(json.dumps(reason, indent=2) + "\n", encoding="utf-8")
+    path.replace(target)
+    result.moved.append((target, err))
+
+
+def _settle(path: Path, item: dict[str, Any], result: SpoolResult, spool: Path | None) -> None:
+    """Remove a report the batch stored (or found stored); move aside one it refused, with the server's reason."""
     status = item.get("status") if isinstance(item, dict) else None
     if status in ("created", "exists"):
-        path.unlink()
-        result.sent.append(path)
+        _stored(path, result, spool)
         return
     cls = ConflictError if status == "conflict" else ReportInvalidError
     try:
@@ -168,4 +251,4 @@ def _settle(path: Path, item: dict[str, Any], result: SpoolResult) -> None:
         message, hint, causes = error.message, error.hint, error.causes
     except (KeyError, TypeError, ValueError):
         message, hint, causes = f"status {status!r}", None, []
-    result.kept.append((path, cls(f"the server refused the report: {message}", hint=hint, causes=causes)))
+    _refused(path, cls(f"the server refused the report: {message}", hint=hint, causes=causes), result, spool)

@@ -79,9 +79,36 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def print_help(parser: argparse.ArgumentParser) -> None:
+    """The help in the Typer/rich style of the other commands: usage, description, an Options panel."""
+    from rich import box
+    from rich.console import Console
+    from rich.panel import Panel
+    from rich.table import Table
+
+    console = Console()
+    console.print(f"\n [yellow]Usage:[/] [bold]{parser.prog}[/] [OPTIONS]\n")
+    console.print(f" {parser.description}\n")
+    table = Table(box=None, show_header=False, pad_edge=False, padding=(0, 1))
+    table.add_column(style="bold cyan", no_wrap=True)
+    table.add_column(style="bold yellow", no_wrap=True)
+    table.add_column()
+    for action in parser._actions:  # argparse has no public accessor for its actions
+        flags = ", ".join(action.option_strings)
+        metavar = "" if action.nargs == 0 else (action.metavar or action.dest.upper())
+        default = action.default if action.default not in (None, False, argparse.SUPPRESS) else None
+        help_text = (action.help or "") + (f" [dim]\\[default: {default}][/]" if default else "")
+        table.add_row(flags, metavar, help_text)
+    console.print(Panel(table, title="Options", title_align="left", border_style="dim", box=box.ROUNDED))
+
+
 def main(argv: Sequence[str]) -> int:
     """Run `accelenv resolve` with `argv`; return the exit code."""
-    args = build_parser().parse_args(list(argv))
+    parser = build_parser()
+    if any(a in ("-h", "--help") for a in argv):
+        print_help(parser)  # rich, like every Typer command; imported only when help is asked for
+        return 0
+    args = parser.parse_args(list(argv))
     try:
         text = run_resolve(**vars(args))
     except Exception as exc:
@@ -103,7 +130,7 @@ def run_resolve(
     python: str | None,
     os_name: str | None,
     arch: str | None,
-    backend: str,
+    backend: str | None,
     driver: str | None,
     gpu_arch: str | None,
     with_: str | None,
@@ -112,6 +139,7 @@ def run_resolve(
     matrix_path: str | None,
     database: str | None = None,
     require_verified: bool = False,
+    strict: bool = False,
 ) -> str:
     from compat_service.domain.backends import normalise_arch
     from compat_service.domain.resolver.install_formats import render
@@ -125,28 +153,37 @@ def run_resolve(
     this_os, this_arch = host_facts.os_name(), host_facts.arch_name()
     same_arch = arch is None or normalise_arch(this_os, arch) == normalise_arch(this_os, this_arch)
     foreign = (os_name is not None and os_name != this_os) or not same_arch
+    note = None
     if backend == "auto":
-        if foreign:
-            raise invalid_request(
-                "--backend auto describes this host, but --os/--arch name another target",
-                "name the target's backend (cpu, cuda, cu121, rocm, ...) with --driver/--gpu-arch as needed",
-                "--backend",
-                "auto",
+        target_os = os_name or this_os
+        if driver or gpu_arch:
+            backend = None  # the family --gpu-arch/--driver imply (ResolveRequest), never this host's
+        elif foreign:
+            # A foreign target's default: the build its default index serves (MPS is the macOS wheel).
+            backend = "mps" if target_os == "macos" else "cpu"
+            note = (
+                f"no --backend given for another target ({target_os}): chose its default-index build "
+                f"({backend}); name --backend for another"
             )
-        host = host_facts.detect_host()
-        backend = host["backend"]
-        driver = driver or host["driver_version"]
-        gpu_arch = gpu_arch or host["device_arch"]
+        else:
+            _check_backend_override(host_facts)
+            host = host_facts.detect_host()
+            backend = host["backend"]
+            driver = host["driver_version"] if backend not in ("cpu", "mps") else None
+            gpu_arch = (
+                host["device_arch"] if backend not in ("cpu", "mps", "npu", "mlu", "xpu") else None
+            )
     request = ResolveRequest.from_strings(
         torch=torch,
-        python=python or host_facts.python_minor(),
-        os=os_name or this_os,
-        arch=arch or this_arch,
+        python=python if python is not None else host_facts.python_minor(),
+        os=os_name if os_name is not None else this_os,
+        arch=arch if arch is not None else this_arch,
         backend=backend,
-        driver=driver if backend not in ("cpu", "mps") else None,
-        gpu_arch=gpu_arch if backend not in ("cpu", "mps", "npu", "mlu", "xpu") else None,
+        driver=driver,
+        gpu_arch=gpu_arch,
         with_=with_,
         require_verified=require_verified,
+        strict=strict,
     )
     if require_verified and not (server or database):
         raise invalid_request(
@@ -172,4 +209,30 @@ def run_resolve(
 
             evidence = open_database_evidence(database, gpu_arch=request.gpu_arch)
         resolution = resolve(request, load_matrix_cached(Path(matrix_path) if matrix_path else None), evidence)
+    if note is not None:
+        import dataclasses
+
+        resolution = dataclasses.replace(resolution, warnings=(note, *resolution.warnings))
     return render(resolution, fmt)
+
+
+def _check_backend_override(host_facts) -> None:  # type: ignore[no-untyped-def]  # the probes module
+    """A bad ACCELENV_BACKEND is refused naming the variable (as `doctor` does), before detection."""
+    from compat_service.domain.resolver.request import invalid_request, parse_backend
+
+    name = host_facts.BACKEND_OVERRIDE_ENV
+    forced = os.environ.get(name)
+    if forced:
+        try:
+            spec = parse_backend(forced)
+        except Exception:
+            spec = None
+        if spec is None or spec.kind == "auto":
+            raise invalid_request(
+                f"{name}={forced!r} is not a backend",
+                f"set {name} to cpu, a build label (cu126, rocm6.4, xpu) or a family (cuda, rocm, npu, "
+                f"mlu, mps), or unset it to detect this host",
+                name,
+                forced,
+            )
+

@@ -25,6 +25,7 @@ from compat_service.domain.errors import (
     ErrorBody,
     ForbiddenError,
     ReportInvalidError,
+    ServerFailedError,
     ServerUnreachableError,
     error_class,
     error_from_body,
@@ -163,7 +164,7 @@ class ServiceClient:
         if isinstance(err, ServerUnreachableError):  # no error body: only the status says what happened
             err = error_class("", status)(f"HTTP {status}")
         if status not in _REPORT_REFUSALS:
-            return ServerUnreachableError(
+            return (ServerFailedError if status >= 500 else ServerUnreachableError)(
                 f"the server at {self.base_url} did not store the report (HTTP {status}: {err.message})",
                 hint="the report is kept; `accelenv report submit` retries",
             )

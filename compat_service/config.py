@@ -32,6 +32,9 @@ class Settings(BaseSettings):
     matrix_path: Path | None = None
     #: largest request body the API accepts, in bytes
     max_body_bytes: int = Field(default=1_000_000, ge=1)
+    #: seconds a client may take to send a request body (408 after); a slow or stalled upload must not hold
+    #: a connection and a worker's memory for ever
+    body_read_timeout_s: float = Field(default=30.0, gt=0, le=3600)
     #: most reports one `POST /v1/reports/batch` may carry
     max_batch_reports: int = Field(default=100, ge=1, le=10_000)
     #: largest body `POST /v1/reports/batch` accepts, in bytes (a full batch of ~65 KB reports fits)
@@ -43,6 +46,9 @@ class Settings(BaseSettings):
     token_cache_s: float = Field(default=5.0, ge=0, le=300)
     #: distinct hosts whose passing reports make a matrix cell "verified"
     verified_min_hosts: int = Field(default=2, ge=1)
+    #: ... and distinct submitters (report tokens) among them: a host fingerprint is the client's word, a
+    #: token is issued by an admin (docs/service.md, trust model)
+    verified_min_submitters: int = Field(default=2, ge=1)
     #: Cache-Control max-age for GET responses
     cache_max_age_s: int = Field(default=60, ge=0)
     #: load the bundled matrix into an empty database when the service starts

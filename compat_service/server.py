@@ -22,7 +22,10 @@ def run(host: str, port: int, workers: int) -> None:
     from uvicorn.supervisors import Multiprocess
 
     config = uvicorn.Config(
-        APP, factory=True, host=host, port=port, workers=workers, log_level="warning", access_log=False
+        APP, factory=True, host=host, port=port, workers=workers, log_level="warning", access_log=False,
+        # malformed HTTP gets the API's JSON error shape, not uvicorn's plain text (by its import string:
+        # the cli never imports the api)
+        http="compat_service.api.http_protocol:JsonErrorsHttpToolsProtocol",
     )
     sock = config.bind_socket()
     bound_host, bound_port = sock.getsockname()[:2]

@@ -23,6 +23,7 @@ from compat_service.api.lifecycle import announce_start, announce_stop
 from compat_service.api.metrics import ServiceMetrics
 from compat_service.api.nul_guard import NulGuardMiddleware
 from compat_service.api.observability import AccessLog, ObservabilityMiddleware, configure_logging
+from compat_service.api.openapi_doc import install_openapi
 from compat_service.api.resolve_cache import ResolveCache
 from compat_service.api.routes.pages import static_files as pages_static
 from compat_service.config import Settings, load_settings
@@ -34,7 +35,7 @@ from compat_service.importer import prepare_database
 
 #: routers in include order (routes match in this order: the hot /v1/resolve first); reports, evidence,
 #: matrix and probe are owned by other parts of the project; pages are the HTML site (api/pages/)
-ROUTERS = ("resolve", "health", "torch", "matrix", "reports", "evidence", "probe", "metrics", "pages")
+ROUTERS = ("resolve", "health", "torch", "matrix", "reports", "evidence", "probe", "tokens", "metrics", "pages")
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -85,6 +86,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     for name in ROUTERS:
         module = importlib.import_module(f"compat_service.api.routes.{name}")
         app.include_router(module.router)
+    install_openapi(app)
     app.mount("/static/site", pages_static, name="site-static")
     # Routes match in list order: ours (the hot /v1/resolve first) ahead of the OpenAPI, docs and docs-asset
     # routes the app class registers when it is built (each route tried first costs every resolve a match).
@@ -96,6 +98,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         BodyLimitMiddleware,
         max_body_bytes=settings.max_body_bytes,
         limits_by_path={"/v1/reports/batch": settings.max_batch_body_bytes},
+        read_timeout_s=settings.body_read_timeout_s,
     )
     app.add_middleware(NulGuardMiddleware)
     # Outermost of ours: request id, access log, metrics, and the one log line of an unhandled error.

@@ -1,10 +1,16 @@
-"""Request body size limit (Settings.max_body_bytes → 413), enforced on the bytes actually received.
+"""Request body size limit (Settings.max_body_bytes → 413), enforced on the bytes actually received, and
+a time limit on receiving it (Settings.body_read_timeout_s → 408).
 
 A declared Content-Length over the limit is refused before the app runs; a chunked body or one whose
-Content-Length lies is counted as it arrives and cut off at the limit, so nothing past it is buffered.
+Content-Length lies is counted as it arrives and cut off at the limit, so nothing past it is buffered. A
+body that has not fully arrived within the time limit (a stalled or deliberately slow client) gets 408 and
+the connection is closed.
 """
 
 from __future__ import annotations
+
+import asyncio
+import time
 
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -25,11 +31,25 @@ def _too_large(limit: int, batch: bool = False) -> ErrorBody:
     )
 
 
+class _BodyTimeout(Exception):
+    pass
+
+
+def _too_slow(timeout_s: float) -> ErrorBody:
+    return ErrorBody(
+        code="request-timeout",
+        message=f"the request body did not arrive within {timeout_s:g} s",
+        hint="send the whole body at once; the limit is the service setting ACCELENV_BODY_READ_TIMEOUT_S",
+    )
+
+
 class BodyLimitMiddleware:
     def __init__(
-        self, app: ASGIApp, max_body_bytes: int, limits_by_path: dict[str, int] | None = None
+        self, app: ASGIApp, max_body_bytes: int, limits_by_path: dict[str, int] | None = None,
+        read_timeout_s: float = 30.0,
     ) -> None:
         self.app = app
+        self.read_timeout_s = read_timeout_s
         self.default_limit = max_body_bytes
         #: exact paths with a limit of their own (the report batch route)
         self.limits_by_path = limits_by_path or {}
@@ -56,10 +76,14 @@ class BodyLimitMiddleware:
                 return
         received = 0
         started = False
+        deadline = time.monotonic() + self.read_timeout_s
 
         async def counting_receive() -> Message:
             nonlocal received
-            message = await receive()
+            try:
+                message = await asyncio.wait_for(receive(), max(deadline - time.monotonic(), 0.001))
+            except TimeoutError:
+                raise _BodyTimeout from None
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
                 if received > limit:
@@ -74,6 +98,11 @@ class BodyLimitMiddleware:
 
         try:
             await self.app(scope, counting_receive, tracking_send)
+        except _BodyTimeout:
+            if started:
+                raise
+            # the rest of the body may still come: close the connection rather than read it
+            await error_response(408, _too_slow(self.read_timeout_s), {"Connection": "close"})(scope, receive, send)
         except HTTPException as exc:
             if exc.status_code != 413 or started:
                 raise

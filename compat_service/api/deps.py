@@ -48,6 +48,9 @@ async def get_resolve_cache(request: Request) -> ResolveCache:
     return request.app.state.resolve_cache
 
 
+#: Cache-Control of answers that depend on the caller's token
+PRIVATE = {"Cache-Control": "private, no-store", "Vary": "Authorization"}
+
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 EngineDep = Annotated[Engine, Depends(get_engine)]
 SessionDep = Annotated[Session, Depends(get_session)]
@@ -61,6 +64,30 @@ _bearer = HTTPBearer(auto_error=False, description="a token from `accelenv token
 #: the bearer credentials alone (HTTPBearer is async: no thread hop), for a route that authorizes in the same
 #: worker thread as its own database work (report ingest)
 BearerDep = Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
+
+
+#: the same bearer scheme, for routes where the token is optional (published as such: openapi_doc.py)
+OPTIONAL_BEARER_SCHEME = "HTTPBearerOptional"
+_optional_bearer = HTTPBearer(auto_error=False, scheme_name=OPTIONAL_BEARER_SCHEME, description="optional")
+
+
+def holds_scope(scope: str) -> Callable[..., bool]:
+    """A dependency telling whether the request carries a valid token with ``scope`` (or ``admin``), for
+    routes that answer everyone but tell token holders more. No token, or one of another scope: False;
+    an unknown or revoked token: 401 (a typo must not look like "nothing to see")."""
+
+    def check(
+        request: Request,
+        credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_optional_bearer)],
+    ) -> bool:
+        if credentials is None:
+            return False
+        with Session(request.app.state.engine) as session:  # connects only when the token is not cached
+            token = authorize(session, credentials.credentials, "report", request.app.state.token_cache,
+                              any_scope=True)
+        return token.scope in (scope, "admin")
+
+    return check
 
 
 def require_scope(scope: str) -> Callable[..., ApiTokenPublic]:

@@ -4,6 +4,7 @@
   their statuses are the registry of compat_service/domain/errors.py).
 - Request validation → 422 ``invalid-request`` with one cause per bad parameter, naming it.
 - Unknown route / wrong method → 404 / 405 in the same shape.
+- A client that disconnects mid-upload → logged at info (no traceback: it is not a bug).
 - The database failing after start-up (connection lost, table gone) → 503 ``database-not-ready``.
 - Anything else is a bug → 500 ``internal-error`` (logged once, with its traceback and request id, by
   ``api/observability.py``; the client gets no details).
@@ -20,6 +21,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from sqlalchemy.exc import OperationalError
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
 
 from compat_service.api.observability import current_request_id
 from compat_service.domain.errors import (
@@ -102,6 +104,13 @@ async def _database_error(request: Request, exc: Exception) -> JSONResponse:
     return error_response(err.http_status, err.to_body())
 
 
+async def _client_gone(request: Request, exc: Exception) -> JSONResponse:
+    # The client hung up while sending its body: nobody will read an answer, and it is not a bug.
+    log.info("client disconnected during %s %s", request.method, request.url.path)
+    body = ErrorBody(code="client-disconnected", message="the client closed the connection mid-request")
+    return error_response(400, body)
+
+
 async def unhandled_error_response(_scope: object, _exc: BaseException) -> JSONResponse:
     """The 500 answer to a bug (the observability middleware has logged it, once)."""
     err = InternalError(
@@ -116,5 +125,6 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_exception_handler(OperationalError, _database_error)
+    app.add_exception_handler(ClientDisconnect, _client_gone)
     # Exception itself is not registered: Starlette would answer and then re-raise it to the ASGI server,
     # which logs it a second time; ObservabilityMiddleware answers and logs it once.

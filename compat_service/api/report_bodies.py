@@ -55,13 +55,14 @@ def _validate(body: bytes, *, skip_loc: int = 0, item: str = "the report") -> Pr
         report = ProbeReport.model_validate_json(body)
     except ValidationError as exc:
         errors = exc.errors(include_url=False)
-        report_id = _report_id_of(body)
         if errors and errors[0]["type"] == "json_invalid":
-            return InvalidItem(report_id, ReportInvalidError(
+            # not parsed again for its report_id: JSON pydantic refuses (nested too deep, say) could
+            # exhaust Python's own parser
+            return InvalidItem(None, ReportInvalidError(
                 f"{item} is not valid JSON: {errors[0]['msg'].removeprefix('Invalid JSON: ')}",
                 hint="send the JSON file written by `accelenv probe --output FILE` unchanged",
             ))
-        return InvalidItem(report_id, _schema_error(errors, skip_loc=skip_loc))
+        return InvalidItem(_report_id_of(body), _schema_error(errors, skip_loc=skip_loc))
     if paths := nul_character_paths(report, body):
         return InvalidItem(str(report.report_id), _nul_error(paths))
     return report
@@ -72,7 +73,7 @@ def _report_id_of(body: bytes | Any) -> str | None:
     if isinstance(body, bytes):
         try:
             body = json.loads(body)
-        except ValueError:
+        except (ValueError, RecursionError):
             return None
     report_id = body.get("report_id") if isinstance(body, dict) else None
     return report_id[:64] if isinstance(report_id, str) else None

@@ -10,7 +10,7 @@
 
 from __future__ import annotations
 
-import json
+import orjson
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from typing import Any, Generic, TypeVar
@@ -67,4 +67,5 @@ class ResolveCache:
 
     def body(self, key: Hashable, resolve: Callable[[], Any]) -> bytes:
         """The JSON body for ``key``, computing ``resolve()`` (a JSON-able object) on a miss."""
-        return self.bodies.get_or_compute(key, lambda: json.dumps(resolve(), separators=(",", ":")).encode())
+        # orjson: the same compact JSON (UTF-8 rather than \u escapes) in a tenth of the stdlib's time
+        return self.bodies.get_or_compute(key, lambda: orjson.dumps(resolve()))

@@ -39,7 +39,8 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
-from compat_service.db.evidence_models import CHECK_SHARDS, EvidenceCell, EvidenceHost
+from compat_service.db.evidence_models import CHECK_SHARDS, EvidenceCell, EvidenceHost, EvidenceSubmitter
+from compat_service.db.models import ApiToken
 from compat_service.db.evidence_write_gate import sqlite_write_gate
 from compat_service.db.report_prep import (
     CHECK_COLUMNS,
@@ -50,12 +51,14 @@ from compat_service.db.report_prep import (
     utcnow,
 )
 from compat_service.db.reports_models import StoredReport
-from compat_service.domain.errors import DatabaseNotReadyError, ReportConflictError
+from compat_service.domain.errors import AccelenvError, AuthError, DatabaseNotReadyError, ReportConflictError
 from compat_service.domain.evidence.cells import IngestResult
 from compat_service.domain.evidence.report import CHECK_STATUSES, ProbeReport
 
 _CELL = EvidenceCell.__table__
 _HOST = EvidenceHost.__table__
+_SUBMITTER = EvidenceSubmitter.__table__
+_TOKEN = ApiToken.__table__
 _REPORT = StoredReport.__table__
 
 
@@ -115,6 +118,23 @@ class _Statements:
                 "last_seen": _later(_HOST.c.last_seen, host.excluded.last_seen),
             },
         ).returning(_HOST.c.cell_id, _HOST.c.host_fingerprint, _HOST.c.reports, _HOST.c.passing_reports)
+        submitter = insert(_SUBMITTER)
+        self.submitter_upsert = submitter.on_conflict_do_update(
+            index_elements=["cell_id", "submitter_id"],
+            set_={
+                "reports": _SUBMITTER.c.reports + submitter.excluded.reports,
+                "passing_reports": _SUBMITTER.c.passing_reports + submitter.excluded.passing_reports,
+                "last_seen": _later(_SUBMITTER.c.last_seen, submitter.excluded.last_seen),
+            },
+        ).returning(
+            _SUBMITTER.c.cell_id, _SUBMITTER.c.submitter_id, _SUBMITTER.c.reports, _SUBMITTER.c.passing_reports
+        )
+        # the submitting tokens, share-locked: a withdrawal (evidence_withdraw) revokes a token by updating
+        # its row, so it waits for this transaction, or this one sees the token revoked
+        live = sa.select(_TOKEN.c.id).where(
+            _TOKEN.c.id.in_(sa.bindparam("tids", expanding=True)), _TOKEN.c.revoked_at.is_(None)
+        )
+        self.live_tokens = live.with_for_update(read=True) if dialect == "postgresql" else live
         # All of a report's checks at once (a report carries hundreds): on PostgreSQL ONE statement over a
         # jsonb list (one round trip); on SQLite an executemany of a driver statement (see _CHECK_UPSERT).
         # Rows arrive sorted by check id, so writers lock them in one order.
@@ -129,8 +149,8 @@ class _Statements:
                 **{
                     name: _CELL.c[name] + sa.bindparam(f"add_{name}")
                     for name in (
-                        "reports", "hosts", "passing_hosts", "required_bad_reports", "other_bad_reports",
-                        "smoke_passed_reports",
+                        "reports", "hosts", "passing_hosts", "submitters", "passing_submitters",
+                        "required_bad_reports", "other_bad_reports", "smoke_passed_reports",
                     )
                 },
                 last_seen=_later(_CELL.c.last_seen, sa.bindparam("now", type_=_CELL.c.last_seen.type)),
@@ -148,6 +168,13 @@ def _begin(session: Session) -> None:
         session.connection().exec_driver_sql("BEGIN IMMEDIATE")
 
 
+def _revoked() -> AuthError:
+    return AuthError(
+        "the token was revoked (or its evidence withdrawn) while the report was being stored",
+        hint="ask an admin for a new token (`accelenv token create --scope report`)",
+    )
+
+
 def _conflict(report_id: str) -> ReportConflictError:
     return ReportConflictError(
         f"report {report_id} is already stored with different content",
@@ -162,18 +189,19 @@ def ingest_report(session: Session, report: ProbeReport, *, now: dt.datetime | N
     """
     now = as_utc(now) if now is not None else utcnow()
     (result,) = ingest_prepared(session, [prepare_report(report, now)], now=now)
-    if isinstance(result, ReportConflictError):
+    if isinstance(result, AccelenvError):
         raise result
     return result
 
 
 def ingest_prepared(
     session: Session, prepared: list[PreparedReport], *, now: dt.datetime | None = None
-) -> list[IngestResult | ReportConflictError]:
+) -> list[IngestResult | AccelenvError]:
     """Store the reports and update their cells' evidence in ONE transaction; commit. One result per report,
-    in order: created, already stored (``created=False``), or a ReportConflictError (the report_id is stored,
-    or comes earlier in the batch, with different content). A repeated report_id in the batch is stored once
-    (its first occurrence); later ones compare against it, as if sent one after the other."""
+    in order: created, already stored (``created=False``), a ReportConflictError (the report_id is stored,
+    or comes earlier in the batch, with different content), or an AuthError (its token was revoked since it
+    was authorized: nothing of it is stored). A repeated report_id in the batch is stored once (its first
+    occurrence); later ones compare against it, as if sent one after the other."""
     now = as_utc(now) if now is not None else utcnow()
     first: dict[str, PreparedReport] = {}
     for p in prepared:
@@ -184,12 +212,15 @@ def ingest_prepared(
     for p in batch:
         by_cell.setdefault(p.digest, []).append(p)
     rows = {digest: _CellRows(len(cell), check_rows(cell)) for digest, cell in by_cell.items()}
+    refused: set[str] = set()
     with sqlite_write_gate(session.get_bind()):
-        stored = _store(session, batch, now, rows)
-    results: list[IngestResult | ReportConflictError] = []
+        stored = _store(session, batch, now, rows, refused)
+    results: list[IngestResult | AccelenvError] = []
     for p in prepared:
         report_id = p.report_id
-        if report_id not in stored and first[report_id] is p:
+        if report_id in refused:
+            results.append(_revoked())
+        elif report_id not in stored and first[report_id] is p:
             results.append(IngestResult(report_id=report_id, created=True, key=p.key))
         elif stored.get(report_id, first[report_id].report_row["body_sha256"]) != p.report_row["body_sha256"]:
             results.append(_conflict(report_id))
@@ -223,20 +254,23 @@ class _CellRows:
 
 
 def _store(
-    session: Session, batch: list[PreparedReport], now: dt.datetime, check_rows: dict[str, _CellRows]
+    session: Session, batch: list[PreparedReport], now: dt.datetime, check_rows: dict[str, _CellRows],
+    refused: set[str],
 ) -> dict[str, str]:
     """Store the reports of ``batch`` (distinct report_ids); returns report_id -> stored body_sha256 for
-    every report_id that was already stored before (the others were created by this call)."""
+    every report_id that was already stored before (the others were created by this call, except those
+    added to ``refused``: their token is revoked)."""
     known = _known_cell_ids(session.get_bind())
     cached = {p.digest: known[p.digest] for p in batch if p.digest in known}
     if not cached:
-        return _store_once(session, batch, now, {}, known, check_rows)
+        return _store_once(session, batch, now, {}, known, check_rows, refused)
     try:
-        return _store_once(session, batch, now, cached, known, check_rows)
+        return _store_once(session, batch, now, cached, known, check_rows, refused)
     except (_StaleCellId, sa.exc.IntegrityError):  # an id naming another cell, or no cell (foreign key)
         for digest in cached:
             known.pop(digest, None)
-        return _store_once(session, batch, now, {}, known, check_rows)
+        refused.clear()
+        return _store_once(session, batch, now, {}, known, check_rows, refused)
 
 
 def _store_once(
@@ -246,15 +280,26 @@ def _store_once(
     cell_ids: dict[str, int],
     known: dict[str, int],
     check_rows: dict[str, _CellRows],
+    refused: set[str],
 ) -> dict[str, str]:
-    """One transaction. Locks are taken class by class (cells, reports, hosts, checks, cell counters), each
-    class in sorted key order, so concurrent batches cannot deadlock. Returns what ``_store`` does."""
+    """One transaction. Locks are taken class by class (tokens, cells, reports, hosts, submitters, checks,
+    cell counters), each class in sorted key order, so concurrent batches cannot deadlock. Returns what
+    ``_store`` does."""
     ids = ", ".join(p.report_id for p in batch[:3])
     try:
         _begin(session)
         # Core statements on the session's connection: plain INSERT/UPDATE semantics, no ORM bookkeeping.
         conn = session.connection()
         sql = _statements(conn.dialect.name)
+        submitters = sorted({p.submitter for p in batch} - {0})
+        if submitters:
+            live = set(conn.execute(sql.live_tokens, {"tids": submitters}).scalars())
+            if len(live) < len(submitters):
+                refused.update(p.report_id for p in batch if p.submitter and p.submitter not in live)
+                batch = [p for p in batch if p.report_id not in refused]
+                if not batch:
+                    session.rollback()
+                    return {}
         new_cells: set[int] = set()
         for p in sorted({p.digest: p for p in batch}.values(), key=lambda p: p.digest):
             if p.digest in cell_ids:
@@ -317,6 +362,7 @@ def _add_evidence(
         counts[0] += 1
         counts[1] += int(p.verdict.passed)
     new_hosts: dict[int, list[int]] = {cell_id: [0, 0] for cell_id in by_cell}  # cell -> [hosts, passing]
+    new_submitters = _add_submitters(conn, sql, cell_ids, created, now)
     # one multi-row upsert, rows in key order (the order their locks are taken)
     host_rows = [
         {
@@ -350,6 +396,8 @@ def _add_evidence(
                 "add_reports": len(reports),
                 "add_hosts": new_hosts[cell_id][0],
                 "add_passing_hosts": new_hosts[cell_id][1],
+                "add_submitters": new_submitters.get(cell_id, (0, 0))[0],
+                "add_passing_submitters": new_submitters.get(cell_id, (0, 0))[1],
                 "add_required_bad_reports": sum(int(p.verdict.required_bad) for p in reports),
                 "add_other_bad_reports": sum(int(p.verdict.other_bad) for p in reports),
                 "add_smoke_passed_reports": sum(int(p.verdict.smoke_passed) for p in reports),
@@ -358,3 +406,27 @@ def _add_evidence(
         )
         if updated.rowcount != 1:
             raise _StaleCellId
+
+
+def _add_submitters(
+    conn: sa.Connection, sql: _Statements, cell_ids: dict[str, int], created: list[PreparedReport],
+    now: dt.datetime,
+) -> dict[int, tuple[int, int]]:
+    """Add the created reports to their (cell, submitter) rows; returns cell -> (new submitters, new passing
+    submitters), told apart as for hosts: a count equal to what this batch added is new."""
+    counts: dict[tuple[int, int], list[int]] = {}
+    for p in created:
+        row = counts.setdefault((cell_ids[p.digest], p.submitter), [0, 0])
+        row[0] += 1
+        row[1] += int(p.verdict.passed)
+    rows = [
+        {"cell_id": cell_id, "submitter_id": submitter, "reports": reports, "passing_reports": passing,
+         "first_seen": now, "last_seen": now}
+        for (cell_id, submitter), (reports, passing) in sorted(counts.items())
+    ]
+    new: dict[int, tuple[int, int]] = {}
+    for cell_id, submitter, total, total_passing in conn.execute(sql.submitter_upsert, rows):
+        reports, passing = counts[(cell_id, submitter)]
+        added = new.get(cell_id, (0, 0))
+        new[cell_id] = (added[0] + int(total == reports), added[1] + int(passing > 0 and total_passing == passing))
+    return new

@@ -3,6 +3,7 @@
 - ``evidence_cell``: one row per evidence cell key (``key_hash`` is unique; NULL key parts compare equal
   through the hash), with the counters ``evidence.status`` reads.
 - ``evidence_host``: one row per (cell, host fingerprint): counts distinct hosts and passing hosts.
+- ``evidence_submitter``: the same per (cell, token that submitted): distinct and passing submitters.
 - ``evidence_check``: results by status, the aten op and the last failure, per (cell, check id, shard). A
   report adds to the rows of one shard (its report_id modulo ``CHECK_SHARDS``), so concurrent submitters
   for the same cell mostly lock different rows; reads add the shards up (``GROUP BY check_id``).
@@ -59,6 +60,21 @@ class EvidenceHost(SQLModel, table=True):
 
     cell_id: int = Field(foreign_key="evidence_cell.id", primary_key=True)
     host_fingerprint: str = Field(max_length=128, primary_key=True)
+    reports: int = 0
+    passing_reports: int = 0
+    first_seen: dt.datetime
+    last_seen: dt.datetime
+
+
+class EvidenceSubmitter(SQLModel, table=True):
+    """Per (cell, token): distinct submitters and passing submitters (revision 0005). Submitter 0 stands
+    for the reports stored before that revision."""
+
+    __tablename__ = "evidence_submitter"
+    __table_args__ = (COUNTER_TABLE_OPTIONS,)
+
+    cell_id: int = Field(foreign_key="evidence_cell.id", primary_key=True)
+    submitter_id: int = Field(primary_key=True, sa_column_kwargs={"autoincrement": False})
     reports: int = 0
     passing_reports: int = 0
     first_seen: dt.datetime

@@ -97,7 +97,8 @@ def find_cell(session: Session, key: CellKey) -> EvidenceCell | None:
 
 
 def cell_evidence(
-    session: Session, key: CellKey, *, declared: DeclaredMatrix | None, min_hosts: int
+    session: Session, key: CellKey, *, declared: DeclaredMatrix | None, min_hosts: int,
+    min_submitters: int = 1,
 ) -> CellEvidence | None:
     """The detail of one cell, or None when no report was ever stored for it."""
     cell = find_cell(session, key)
@@ -136,7 +137,7 @@ def cell_evidence(
     is_declared = declared is not None and declared.declared_cell_of(key) is not None
     return CellEvidence(
         key=key,
-        **_cell_summary(cell, declared=is_declared, min_hosts=min_hosts),
+        **_cell_summary(cell, declared=is_declared, min_hosts=min_hosts, min_submitters=min_submitters),
         counts=total,
         failing_checks=[
             FailingCheck(
@@ -191,7 +192,8 @@ def _evidence_cells(session: Session, flt: MatrixFilter) -> list[EvidenceCell]:
 
 
 def matrix_cells(
-    session: Session, declared: DeclaredMatrix, flt: MatrixFilter, *, min_hosts: int
+    session: Session, declared: DeclaredMatrix, flt: MatrixFilter, *, min_hosts: int,
+    min_submitters: int = 1,
 ) -> list[tuple[MatrixCell, int | None]]:
     """Every matrix row matching ``flt``: declared cells joined with their evidence cells, then the
     observed ones, each with the evidence cell id (None for a declared cell with no report)."""
@@ -218,15 +220,17 @@ def matrix_cells(
                 rows.append((row, None))
             continue
         for cell in sorted(cells, key=lambda c: c.key_hash):
-            rows.append((_row(cell, declared=True, min_hosts=min_hosts), cell.id))
+            rows.append((_row(cell, declared=True, min_hosts=min_hosts, min_submitters=min_submitters), cell.id))
     for cell in sorted(observed, key=lambda c: (c.torch_version, c.backend, c.key_hash)):
-        rows.append((_row(cell, declared=False, min_hosts=min_hosts), cell.id))
+        rows.append((_row(cell, declared=False, min_hosts=min_hosts, min_submitters=min_submitters), cell.id))
     return [(row, cid) for row, cid in rows if flt.keeps(row)]
 
 
-def _cell_summary(cell: EvidenceCell, *, declared: bool, min_hosts: int) -> dict[str, Any]:
+def _cell_summary(
+    cell: EvidenceCell, *, declared: bool, min_hosts: int, min_submitters: int
+) -> dict[str, Any]:
     """The status and counters a cell row contributes to both CellEvidence and MatrixCell."""
-    health = cell_health(cell, min_hosts=min_hosts)
+    health = cell_health(cell, min_hosts=min_hosts, min_submitters=min_submitters)
     return {
         "declared": declared,
         "status": cell_status(health, declared=declared),
@@ -234,12 +238,14 @@ def _cell_summary(cell: EvidenceCell, *, declared: bool, min_hosts: int) -> dict
         "reports": cell.reports,
         "hosts": cell.hosts,
         "passing_hosts": cell.passing_hosts,
+        "submitters": cell.submitters,
+        "passing_submitters": cell.passing_submitters,
         "first_seen": _aware(cell.first_seen),
         "last_seen": _aware(cell.last_seen),
     }
 
 
-def _row(cell: EvidenceCell, *, declared: bool, min_hosts: int) -> MatrixCell:
+def _row(cell: EvidenceCell, *, declared: bool, min_hosts: int, min_submitters: int) -> MatrixCell:
     return MatrixCell(
         **_key(cell).model_dump(exclude={"python", "torch_version", "torch_build", "os", "arch"}),
         torch_version=cell.torch_version,
@@ -247,7 +253,7 @@ def _row(cell: EvidenceCell, *, declared: bool, min_hosts: int) -> MatrixCell:
         python=cell.python,
         os=cell.os,
         arch=cell.arch,
-        **_cell_summary(cell, declared=declared, min_hosts=min_hosts),
+        **_cell_summary(cell, declared=declared, min_hosts=min_hosts, min_submitters=min_submitters),
     )
 
 

@@ -12,6 +12,7 @@ import time
 from collections import defaultdict
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
@@ -24,6 +25,9 @@ from compat_service.domain.evidence.cells import accelerator_backends
 from compat_service.domain.evidence.lookup import CellVerdict
 from compat_service.domain.evidence.status import Health, cell_health, combine_health
 
+if TYPE_CHECKING:
+    from compat_service.config import Settings
+
 #: failing checks named in a resolver message; the rest are counted
 NAMED_FAILURES = 6
 _STATUS_OF: dict[Health, str] = {
@@ -34,9 +38,12 @@ _STATUS_OF: dict[Health, str] = {
 class DatabaseEvidence:
     """Implements ``compat_service.domain.evidence.lookup.EvidenceLookup``."""
 
-    def __init__(self, engine: Engine, *, min_hosts: int, gpu_arch: str | None = None) -> None:
+    def __init__(
+        self, engine: Engine, *, min_hosts: int, min_submitters: int = 1, gpu_arch: str | None = None
+    ) -> None:
         self._engine = engine
         self._min_hosts = min_hosts
+        self._min_submitters = min_submitters
         self._gpu_arch = gpu_arch
 
     @contextmanager
@@ -72,7 +79,7 @@ class DatabaseEvidence:
             ]
             if not cells:
                 return None
-            healths = {c.id: cell_health(c, min_hosts=self._min_hosts) for c in cells}
+            healths = {c.id: cell_health(c, min_hosts=self._min_hosts, min_submitters=self._min_submitters) for c in cells}
             combined = combine_health(healths.values())
             worst = [cid for cid, h in healths.items() if h == combined]
             failing = list(dict.fromkeys(f for ids in failing_check_ids(session, worst).values() for f in ids))
@@ -86,7 +93,7 @@ class DatabaseEvidence:
             for c in self._cells(session, os=os, arch=arch):
                 if c.torch_build is not None and c.backend in accelerator_backends(c.torch_build):
                     groups[(c.torch_version, c.torch_build, c.python)].append(
-                        cell_health(c, min_hosts=self._min_hosts)
+                        cell_health(c, min_hosts=self._min_hosts, min_submitters=self._min_submitters)
                     )
         return sorted(key for key, healths in groups.items() if combine_health(healths) == "verified")
 
@@ -101,9 +108,9 @@ def _describe(health: Health, failing: list[str], hosts: int) -> str:
     return f"failing checks: {named}{more}" if failing else "failing checks"
 
 
-def open_evidence_database(database_url: str) -> tuple[Engine, int]:
+def open_evidence_database(database_url: str) -> tuple[Engine, Settings]:
     """A local evidence database (``resolve``/``doctor``/``matrix show --database``), checked to be migrated,
-    and its ``verified_min_hosts`` setting: the one opener the CLI's ``--database`` flags use."""
+    and its settings (the verified thresholds): the one opener the CLI's ``--database`` flags use."""
     from compat_service.config import load_settings
     from compat_service.db.engine import make_engine
     from compat_service.db.migrate import require_head
@@ -114,13 +121,16 @@ def open_evidence_database(database_url: str) -> tuple[Engine, int]:
     except BaseException:
         engine.dispose()
         raise
-    return engine, load_settings(database_url=database_url).verified_min_hosts
+    return engine, load_settings(database_url=database_url)
 
 
 def open_database_evidence(database_url: str, *, gpu_arch: str | None = None) -> DatabaseEvidence:
     """The resolver's evidence lookup over a local database (``accelenv resolve --database``)."""
-    engine, min_hosts = open_evidence_database(database_url)
-    return DatabaseEvidence(engine, min_hosts=min_hosts, gpu_arch=gpu_arch)
+    engine, settings = open_evidence_database(database_url)
+    return DatabaseEvidence(
+        engine, min_hosts=settings.verified_min_hosts, min_submitters=settings.verified_min_submitters,
+        gpu_arch=gpu_arch,
+    )
 
 
 class EvidenceVersion:

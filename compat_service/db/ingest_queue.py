@@ -24,12 +24,13 @@ from sqlmodel import Session
 
 from compat_service.db.evidence_ingest import ingest_prepared
 from compat_service.db.report_prep import PreparedReport
-from compat_service.domain.errors import DatabaseNotReadyError, ReportConflictError
+from compat_service.domain.errors import AccelenvError, DatabaseNotReadyError
 from compat_service.domain.evidence.cells import IngestResult
 
 log = logging.getLogger("accelenv.ingest")
 
-Outcome = IngestResult | ReportConflictError
+#: an IngestResult, or why the report was refused (ReportConflictError, AuthError)
+Outcome = IngestResult | AccelenvError
 _Item = tuple[PreparedReport, "Future[Outcome]"]
 _STOP = object()
 
@@ -54,7 +55,7 @@ class IngestQueue:
         return self._queue.qsize()
 
     def submit(self, report: PreparedReport) -> Future[Outcome]:
-        """Queue ``report``; the future gets its IngestResult or ReportConflictError, or the store's error."""
+        """Queue ``report``; the future gets its IngestResult or refusal (see ``Outcome``), or the store's error."""
         future: Future[Outcome] = Future()
         with self._lock:
             if self._closed:

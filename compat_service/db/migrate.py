@@ -39,6 +39,35 @@ def head_revision() -> str:
     return heads[0]
 
 
+def known_revisions() -> frozenset[str]:
+    """Every revision this accelenv ships."""
+    return frozenset(rev.revision for rev in ScriptDirectory.from_config(_config()).walk_revisions())
+
+
+def newer_schema_error(engine: Engine, current: str) -> DatabaseNotReadyError:
+    """The database was migrated by a newer accelenv than this one (a rollback of the code): nothing this
+    accelenv can do helps, and `accelenv db upgrade` least of all."""
+    head = head_revision()
+    return DatabaseNotReadyError(
+        f"the database {describe(engine)} is at schema revision {current}, which this accelenv does not know "
+        f"(it knows up to {head}): a newer accelenv migrated it",
+        hint="upgrade accelenv to the version that migrated this database (or point ACCELENV_DATABASE_URL at "
+        "another database); downgrading the schema loses what the newer version stores",
+        causes=[
+            Cause(constraint=f"schema revision <= {head}", origin="this accelenv's migrations"),
+            Cause(constraint=f"schema revision == {current}", origin=f"database {describe(engine)}"),
+        ],
+    )
+
+
+def describe_revision(current: str | None) -> str:
+    """A readiness line for a database not at head (older, empty or newer)."""
+    head = head_revision()
+    if current is not None and current not in known_revisions():
+        return f"revision {current} is newer than this accelenv knows ({head}): upgrade accelenv"
+    return f"revision {current or 'none'}, need {head}: run `accelenv db upgrade`"
+
+
 def current_revision(engine: Engine) -> str | None:
     """The revision stamped in the database; None for an empty database."""
     try:
@@ -71,6 +100,9 @@ def _run(engine: Engine, step: Callable[[Config, str], None], revision: str, ver
                 conn.exec_driver_sql("BEGIN IMMEDIATE")
             else:
                 conn.execute(sa.select(sa.func.pg_advisory_xact_lock(_PG_MIGRATE_LOCK)))
+            current = MigrationContext.configure(conn).get_current_revision()
+            if current is not None and current not in known_revisions():
+                raise newer_schema_error(engine, current)
             config.attributes["connection"] = conn
             step(config, revision)
             conn.commit()
@@ -87,6 +119,8 @@ def require_head(engine: Engine) -> None:
     require_existing(engine)
     current = current_revision(engine)
     head = head_revision()
+    if current is not None and current != head and current not in known_revisions():
+        raise newer_schema_error(engine, current)
     if current != head:
         raise DatabaseNotReadyError(
             f"the database {describe(engine)} is not migrated: "

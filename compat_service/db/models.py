@@ -100,7 +100,7 @@ MATRIX_TABLES: tuple[type[SQLModel], ...] = (TorchRelease, TorchWheel, TorchPyth
 
 
 class ApiTokenBase(SQLModel):
-    scope: str = Field(max_length=16, description="report | admin")
+    scope: str = Field(max_length=16, description="report | read | admin")
     note: str | None = Field(default=None, max_length=255)
 
 

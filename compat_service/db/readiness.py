@@ -37,7 +37,7 @@ def readiness(engine) -> Readiness:  # noqa: ANN001 - sqlalchemy Engine
             Check(
                 name="schema",
                 ok=False,
-                detail=f"revision {current or 'none'}, need {head}: run `accelenv db upgrade`",
+                detail=migrate.describe_revision(current),
             )
         )
         return Readiness(ready=False, checks=checks)

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from compat_service.domain.evidence.cells import CellKey, cell_key_of
-from compat_service.domain.evidence.report import CHECK_STATUSES, MAX_TEXT, CheckResult, ProbeReport
-from compat_service.domain.evidence.status import ReportVerdict, classify_report, is_failing
+from compat_service.domain.evidence.report import CHECK_STATUSES, MAX_TEXT, CheckResult, ProbeReport, Summary
+from compat_service.domain.evidence.status import BAD_STATUSES, ReportVerdict, classify_report, is_failing
 
 #: columns of a check counter row, in order (``evidence_check`` minus cell_id and shard)
 CHECK_COLUMNS = ("check_id", "group", *CHECK_STATUSES, "aten_op", "last_failure")
@@ -59,12 +59,31 @@ class PreparedReport:
     def report_id(self) -> str:
         return self.report_row["report_id"]
 
+    @property
+    def submitter(self) -> int:
+        """The submitter counted for this report: its token id, 0 when unknown."""
+        return self.report_row["submitter_id"] or 0
 
-def prepare_report(report: ProbeReport, now: dt.datetime | None = None) -> PreparedReport:
-    """``report`` reduced to what ingest stores and counts; ``now`` is when it was received."""
+
+def summary_of(checks: list[CheckResult]) -> Summary:
+    """The summary ``checks`` add up to; stored in place of the one the report was sent with."""
+    counts = collections.Counter(map(_STATUS, checks))
+    return Summary(total=len(checks), counts=dict(counts), ok=BAD_STATUSES.isdisjoint(counts))
+
+
+def prepare_report(
+    report: ProbeReport, now: dt.datetime | None = None, *, submitter_id: int | None = None
+) -> PreparedReport:
+    """``report`` reduced to what ingest stores and counts; ``now`` is when it was received,
+    ``submitter_id`` the token that sent it (None only for reports stored outside the API). The stored
+    body carries the summary derived from its checks. Raises ReportInvalidError when the cell key is not
+    storable (see ``cell_key_of``)."""
     key = cell_key_of(report.environment)
-    body = report.model_dump_json()
     checks = report.checks
+    summary = summary_of(checks)
+    if summary != report.summary:
+        report = report.model_copy(update={"summary": summary})
+    body = report.model_dump_json()
     ids = tuple(map(_ID, checks))
     return PreparedReport(
         key=key,
@@ -72,9 +91,10 @@ def prepare_report(report: ProbeReport, now: dt.datetime | None = None) -> Prepa
         report_row={
             "report_id": str(report.report_id),
             "host_fingerprint": report.environment.host_fingerprint,
+            "submitter_id": submitter_id,
             "created_at": as_utc(report.created_at),
             "received_at": as_utc(now) if now is not None else utcnow(),
-            "ok": report.summary.ok,
+            "ok": summary.ok,
             "body_sha256": hashlib.sha256(body.encode()).hexdigest(),
             "body": body,
         },

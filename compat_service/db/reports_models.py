@@ -14,11 +14,16 @@ from sqlmodel import Field, SQLModel
 
 class StoredReport(SQLModel, table=True):
     __tablename__ = "probe_report"
-    __table_args__ = (sa.Index("ix_probe_report_cell_received", "cell_id", "received_at"),)
+    __table_args__ = (
+        sa.Index("ix_probe_report_cell_received", "cell_id", "received_at"),
+        sa.Index("ix_probe_report_submitter", "submitter_id"),
+    )
 
     report_id: str = Field(primary_key=True, max_length=36, description="the report's UUID, lower-case")
     cell_id: int = Field(foreign_key="evidence_cell.id")
     host_fingerprint: str = Field(max_length=128)
+    #: the api_token that submitted it; null: stored before revision 0005 (submitter unknown)
+    submitter_id: int | None = None
     created_at: dt.datetime = Field(description="when the probe ran (host clock, UTC)")
     received_at: dt.datetime = Field(description="when the service stored it (UTC)")
     ok: bool

@@ -21,7 +21,8 @@ from compat_service.db.engine import session_scope
 from compat_service.db.models import ApiToken, ApiTokenCreate, ApiTokenPublic
 from compat_service.domain.errors import AuthError, Cause, ForbiddenError, InvalidRequestError, NotFoundError
 
-SCOPES: tuple[str, ...] = ("report", "admin")
+#: report: submit probe reports; read: read raw reports (docs/service.md, what is public); admin: everything
+SCOPES: tuple[str, ...] = ("report", "read", "admin")
 TOKEN_PREFIX = "acv_"
 
 
@@ -124,13 +125,15 @@ class TokenCache:
 
 
 def authorize(
-    session: Session, secret: str | None, scope: str, cache: TokenCache | None = None
+    session: Session, secret: str | None, scope: str, cache: TokenCache | None = None, *, any_scope: bool = False
 ) -> ApiTokenPublic:
-    """The token behind ``secret`` if it is valid and carries ``scope`` (``admin`` may do everything)."""
+    """The token behind ``secret`` if it is valid and carries ``scope`` (``admin`` may do everything; with
+    ``any_scope`` any valid token is returned, whatever its scope)."""
     if not secret:
         raise AuthError(
-            "this endpoint needs a token",
-            hint="send `Authorization: Bearer <token>`; an admin creates one with `accelenv token create`",
+            f"this endpoint needs a token with scope {scope!r}",
+            hint="send `Authorization: Bearer <token>`; an admin creates one with "
+            f"`accelenv token create --scope {scope}`",
         )
     token_hash = hash_token(secret)
     token = cache.get(token_hash) if cache is not None else None
@@ -144,7 +147,7 @@ def authorize(
         token = ApiTokenPublic.model_validate(row, from_attributes=True)
         if cache is not None:
             cache.put(token_hash, token)
-    if token.scope != scope and token.scope != "admin":
+    if not any_scope and token.scope != scope and token.scope != "admin":
         raise ForbiddenError(
             f"the token has scope {token.scope!r}; this endpoint needs {scope!r}",
             hint=f"use a token created with `accelenv token create --scope {scope}`",

@@ -19,6 +19,7 @@ The resolver's failure kinds (all `UnsatisfiableError`: exit 5, HTTP 409):
 | gpu-arch-unsupported   | no candidate build ships kernels (or PTX) for --gpu-arch                       |
 | companion-unknown      | the matrix has no torchvision/torchaudio version for the matching releases    |
 | not-verified           | --require-verified, and no candidate's cell is verified by probe reports       |
+| rests-on-unknown       | --strict, and the answer rests on data the matrix lacks (arch list, floor)     |
 
 Malformed flags are `InvalidRequestError` (exit 2, HTTP 422).
 """
@@ -124,6 +125,12 @@ class ServerUnreachableError(AccelenvError):
     exit_code = 6
 
 
+class ServerFailedError(ServerUnreachableError):
+    """The server answered, but with a failure of its own (5xx): this request may work later, others now."""
+
+    code = "server-failed"
+
+
 class AuthError(AccelenvError):
     code = "unauthorized"
     http_status = 401
@@ -205,6 +212,12 @@ class GpuArchUnsupportedError(UnsatisfiableError):
 
 class CompanionUnknownError(UnsatisfiableError):
     code = "companion-unknown"
+
+
+class RestsOnUnknownError(UnsatisfiableError):
+    """``--strict``: the only answer rests on data the matrix does not have (an arch list, a driver floor)."""
+
+    code = "rests-on-unknown"
 
 
 class NotVerifiedError(UnsatisfiableError):

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
+import weakref
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from packaging.version import Version
@@ -72,7 +74,28 @@ class DriverFloor:
     toolkit: Any  # the CudaToolkit row, None when the runtime has no row
 
 
+#: per matrix (weakly held), answers that depend only on the matrix and their arguments: built once per
+#: matrix, so a resolve does not re-scan and re-parse the toolkit table
+_PER_MATRIX: weakref.WeakKeyDictionary[Any, dict[tuple[Any, ...], Any]] = weakref.WeakKeyDictionary()
+
+
+def _memo(matrix: Matrix) -> dict[tuple[Any, ...], Any]:
+    try:
+        return _PER_MATRIX.setdefault(matrix, {})
+    except TypeError:  # a matrix that cannot be weakly referenced: no memo
+        return {}
+
+
 def driver_floor(matrix: Matrix, runtime: str | None, runtime_full: str | None, os: str) -> DriverFloor:
+    memo = _memo(matrix)
+    key = ("floor", runtime, runtime_full, os)
+    found = memo.get(key)
+    if found is None:
+        found = memo[key] = _driver_floor(matrix, runtime, runtime_full, os)
+    return found
+
+
+def _driver_floor(matrix: Matrix, runtime: str | None, runtime_full: str | None, os: str) -> DriverFloor:
     if runtime is None:
         return DriverFloor(None, None)
     attr = "min_driver_windows" if os == "windows" else "min_driver_linux"
@@ -90,6 +113,14 @@ def driver_floor(matrix: Matrix, runtime: str | None, runtime_full: str | None, 
 
 def newest_cuda_for_driver(matrix: Matrix, driver: str, os: str) -> str | None:
     """The newest toolkit whose own floor the driver meets ("driver 470.82 runs CUDA ≤ 11.4")."""
+    memo = _memo(matrix)
+    key = ("newest", driver, os)
+    if key not in memo:
+        memo[key] = _newest_cuda_for_driver(matrix, driver, os)
+    return memo[key]  # type: ignore[no-any-return]
+
+
+def _newest_cuda_for_driver(matrix: Matrix, driver: str, os: str) -> str | None:
     attr = "min_driver_windows" if os == "windows" else "min_driver_linux"
     have = cached_version(driver)
     fits = [
@@ -98,3 +129,28 @@ def newest_cuda_for_driver(matrix: Matrix, driver: str, os: str) -> str | None:
         if getattr(t, attr) and cached_version(getattr(t, attr)) <= have
     ]
     return fits[-1] if fits else None
+
+
+def arch_is_known(gpu_arch: str, known: Sequence[str]) -> bool:
+    """A gfx target the matrix names (any, while it names none), or an NVIDIA arch of a major some build
+    ships (sm_89 runs sm_86 cubins; sm_999 is no GPU the matrix knows)."""
+    if gpu_arch in known or gpu_arch.rstrip("af") in known:
+        return True
+    if gpu_arch.startswith("gfx"):
+        # with no gfx list in the matrix at all (rocm.yaml's are null today) nothing can be ruled out
+        return not any(a.startswith("gfx") for a in known)
+    return _sm_major(gpu_arch) in {_sm_major(a) for a in known if a.startswith("sm_")}
+
+
+def _sm_major(arch: str) -> int:
+    number = int("".join(ch for ch in arch[3:] if ch.isdigit()) or 0)
+    return number // 10
+
+
+def too_new_for(gpu_arch: str, row: Any) -> bool:
+    """True when an NVIDIA GPU is newer than every cubin and PTX a known arch list ships."""
+    if not gpu_arch.startswith("sm_"):
+        return False
+    have = [a for a in (*row.archs, row.ptx) if a and a.startswith("sm_")]
+    number = int("".join(ch for ch in gpu_arch[3:] if ch.isdigit()))
+    return bool(have) and all(int("".join(ch for ch in a[3:] if ch.isdigit())) < number for a in have)

@@ -57,7 +57,7 @@ def test_readyz_notices_a_schema_behind(database_url: str) -> None:
         assert client.get("/readyz").status_code == 200
         engine = make_engine(database_url)
         with engine.begin() as conn:
-            conn.execute(sa.text("UPDATE alembic_version SET version_num = '0000_old'"))
+            conn.execute(sa.text("UPDATE alembic_version SET version_num = '0003_report_body_lz4'"))
         engine.dispose()
         res = client.get("/readyz")
         assert res.status_code == 503

@@ -73,6 +73,10 @@ class Service:
                         service.requests.append({"path": self.path, "auth": self.headers.get("Authorization"),
                                                  "report": report})
                         status, payload = answer(report["report_id"])
+                        if status >= 500 or status in (401, 403):
+                            # a server that fails on one report (or refuses the token) fails the whole batch
+                            self._send(status, payload)
+                            return
                         item = {"report_id": report["report_id"], "status": _BATCH_STATUS[status]}
                         results.append(item if status in (200, 201) else item | {"error": payload})
                     self._send(200, {"results": results})
@@ -295,8 +299,16 @@ def test_report_submit_keeps_a_rejected_report_and_sends_the_rest(app: typer.Typ
     service = service_factory(answer)
     result = CliRunner().invoke(app, ["report", "submit", "--server", service.url, "--token", "t"])
     assert result.exit_code == 10
-    assert [p.stem for p in isolated_dirs.iterdir()] == [bad["report_id"]]
+    # refused (4xx): moved aside with its reason, never retried; the spool itself is empty
+    assert [p.name for p in isolated_dirs.iterdir()] == ["rejected"]
+    rejected = isolated_dirs / "rejected"
+    assert sorted(p.name for p in rejected.iterdir()) == sorted(
+        [f"{bad['report_id']}.json", f"{bad['report_id']}.reason.json"]
+    )
+    assert json.loads((rejected / f"{bad['report_id']}.reason.json").read_text())["code"] == "report-invalid"
     assert len(service.requests) == 2
+    again = CliRunner().invoke(app, ["report", "submit", "--server", service.url, "--token", "t"])
+    assert again.exit_code == 0 and len(service.requests) == 2  # not sent again
 
 
 def test_report_submit_to_an_unreachable_server_keeps_everything(app: typer.Typer, isolated_dirs: Path,
@@ -340,15 +352,18 @@ def test_a_batch_keeps_the_reports_it_refuses_with_their_reasons(app: typer.Type
 
     service = service_factory(answer, batch=True)
     result = CliRunner().invoke(app, ["report", "submit", "--server", service.url, "--token", "t"])
-    assert result.exit_code == 10  # the first kept: broken.json, invalid
-    kept = sorted([bad["report_id"], clash["report_id"], "broken"])
-    assert sorted(p.stem for p in isolated_dirs.iterdir()) == kept
+    assert result.exit_code == 10  # the first moved aside: broken.json, invalid
+    moved = sorted([bad["report_id"], clash["report_id"], "broken"])
+    assert [p.name for p in isolated_dirs.iterdir()] == ["rejected"]
+    rejected = isolated_dirs / "rejected"
+    assert sorted(p.stem for p in rejected.glob("*.json") if not p.name.endswith(".reason.json")) == moved
     assert service.batch_posts == 1 and len(service.requests) == 4  # the broken file never left
-    assert "sent 2 report(s), kept 3" in result.output
+    assert "sent 2 report(s), kept 0" in result.output and "moved 3 aside" in result.output
     refused = "the server refused the report"
-    assert f"kept {clash['report_id']}.json: conflict: {refused}: stored with" in result.output
-    assert f"kept {bad['report_id']}.json: report-invalid: the server refused the report" in result.output
-    assert "kept broken.json: report-invalid: the spooled file is not valid JSON" in result.output
+    assert f"moved {clash['report_id']}.json to {rejected}" in result.output
+    assert f"conflict: {refused}: stored with" in result.output
+    assert f"report-invalid: {refused}: the report does not match" in result.output
+    assert "moved broken.json" in result.output and "the file is not valid JSON" in result.output
 
 
 def test_a_server_without_the_batch_route_gets_the_reports_one_by_one(app: typer.Typer, isolated_dirs: Path,
@@ -443,3 +458,64 @@ def test_probe_json_errors_are_json(app: typer.Typer, tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["probe", "--json", "--output", str(tmp_path / "no" / "r.json")])
     assert result.exit_code == 2
     assert json.loads(result.stdout)["code"] == "invalid-request"
+
+
+def test_one_poisoned_report_does_not_block_the_spool(app: typer.Typer, isolated_dirs: Path,
+                                                      real_report: dict[str, Any],
+                                                      service_factory: Callable[..., Service]) -> None:
+    """Issue 14 item 4: a report the server fails on (500) failed every batch: "sent 0, kept 120"."""
+    from cli.report_spool import BATCH_SIZE, MAX_ATTEMPTS
+
+    reports = [fresh(real_report) for _ in range(BATCH_SIZE + 5)]
+    poisoned = reports[7]["report_id"]
+    _spool(isolated_dirs, *reports)
+
+    def answer(report_id: str) -> tuple[int, dict[str, Any]]:
+        if report_id == poisoned:
+            return 500, {"code": "internal-error", "message": "the server failed", "causes": []}
+        return stored(report_id)
+
+    service = service_factory(answer, batch=True)
+    result = CliRunner().invoke(app, ["report", "submit", "--server", service.url, "--token", "t"])
+    assert result.exit_code == 6, result.output
+    assert f"sent {BATCH_SIZE + 4} report(s), kept 1" in result.output
+    assert [p.stem for p in isolated_dirs.glob("*.json")] == [poisoned]
+    for _ in range(MAX_ATTEMPTS - 1):  # a bounded number of attempts, then it is moved aside
+        result = CliRunner().invoke(app, ["report", "submit", "--server", service.url, "--token", "t"])
+    assert list(isolated_dirs.glob("*.json")) == []
+    reason = json.loads((isolated_dirs / "rejected" / f"{poisoned}.reason.json").read_text())
+    assert reason["code"] == "server-failed" and f"{MAX_ATTEMPTS} attempts" in reason["message"]
+    assert "moved 1 aside" in result.output
+
+
+def test_a_refused_token_is_the_headline_error(app: typer.Typer, isolated_dirs: Path,
+                                               real_report: dict[str, Any],
+                                               service_factory: Callable[..., Service]) -> None:
+    _spool(isolated_dirs, fresh(real_report))
+    (isolated_dirs / "broken.json").write_text("{not json")  # listed first, but not the headline
+
+    def refuse(report_id: str) -> tuple[int, dict[str, Any]]:
+        return 401, {"code": "unauthorized", "message": "the token is not valid", "causes": []}
+
+    service = service_factory(refuse, batch=True)
+    result = CliRunner().invoke(app, ["report", "submit", "--server", service.url, "--token", "bad"])
+    assert result.exit_code == 7, result.output
+    assert "error: unauthorized" in result.output
+    assert len(list(isolated_dirs.glob("*.json"))) == 1  # the good report is kept for a valid token
+
+
+def test_report_submit_sends_saved_files_and_leaves_them(app: typer.Typer, tmp_path: Path, isolated_dirs: Path,
+                                                         real_report: dict[str, Any],
+                                                         service_factory: Callable[..., Service]) -> None:
+    saved = [tmp_path / "a.json", tmp_path / "b.json"]
+    reports = [fresh(real_report), fresh(real_report)]
+    for path, report in zip(saved, reports):
+        path.write_text(json.dumps(report))
+    service = service_factory(stored, batch=True)
+    result = CliRunner().invoke(app, ["report", "submit", *map(str, saved), "--server", service.url,
+                                      "--token", "t", "--json"])
+    assert result.exit_code == 0, result.output
+    body = json.loads(result.stdout)
+    assert body["sent"] == [str(p) for p in saved] and body["kept"] == [] and body["error"] is None
+    assert sorted(r["report"]["report_id"] for r in service.requests) == sorted(r["report_id"] for r in reports)
+    assert all(p.exists() for p in saved)  # the user's files are only read

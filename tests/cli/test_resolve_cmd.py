@@ -203,3 +203,83 @@ def test_a_missing_evidence_database_is_named_and_not_created(tmp_path: Path, wh
     assert done.returncode == 9, done.stderr
     assert f"the database file {tmp_path / where} does not exist" in done.stderr and "Traceback" not in done.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) in ([], ["cache"])
+
+
+# ---- issue 12: answers a user can act on, through the real command
+
+
+def test_answer_resting_on_unknown_says_so_and_strict_fails(tmp_path: Path) -> None:
+    args = ["--torch", "2.7.1", "--backend", "cuda", "--gpu-arch", "sm_120", "--python", "3.12", *TARGET]
+    done = _run([*args, "--format", "json"], tmp_path)
+    assert done.returncode == 0, done.stderr
+    body = json.loads(done.stdout)
+    assert body["status"] == "rests-on-unknown" and any("sm_120" in u for u in body["unknowns"])
+    pip = _run([*args, "--format", "pip"], tmp_path)
+    assert "# status: rests-on-unknown" in pip.stdout
+    strict = _run([*args, "--strict", "--format", "json"], tmp_path)
+    assert strict.returncode == 5, strict.stdout + strict.stderr
+    assert json.loads(strict.stderr or strict.stdout)["code"] == "rests-on-unknown"
+
+
+def test_sm_120_on_2_5_is_refused_not_stepped_back(tmp_path: Path) -> None:
+    done = _run(["--torch", "2.5", "--backend", "cuda", "--gpu-arch", "sm_120", "--python", "3.12", *TARGET], tmp_path)
+    assert done.returncode == 5 and "gpu-arch-unsupported" in done.stderr
+
+
+def test_gpu_flags_without_backend_pick_the_cuda_family(tmp_path: Path) -> None:
+    done = _run(
+        ["--gpu-arch", "sm_86", "--driver", "535.104.05", "--torch", "2.3", "--python", "3.11", *TARGET,
+         "--format", "json"],
+        tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["family"] == "cuda"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["--torch", ""], ["--python", ""], ["--backend", ""], ["--backend", "cpu", "--gpu-arch", "sm_86"],
+     ["--backend", "cuda", "--gpu-arch", "sm_999"]],
+    ids=["empty-torch", "empty-python", "empty-backend", "cpu-with-gpu-arch", "unknown-arch"],
+)
+def test_invalid_requests_exit_2(args: list[str], tmp_path: Path) -> None:
+    done = _run([*args, *TARGET], tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "invalid-request" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_bogus_backend_variable_is_named(tmp_path: Path) -> None:
+    env = {"PATH": "/usr/bin:/bin", "ACCELENV_CACHE_DIR": str(tmp_path / "cache"), "HOME": str(tmp_path),
+           "ACCELENV_BACKEND": "bogus"}
+    done = subprocess.run([str(ACCELENV), "resolve"], capture_output=True, text=True, env=env, timeout=60,
+                          check=False)
+    assert done.returncode == 2 and "ACCELENV_BACKEND='bogus'" in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("target", "family"),
+    [(["--os", "windows", "--arch", "x86_64"], "cpu"), (["--os", "macos", "--arch", "arm64"], "mps")],
+    ids=["windows", "macos-arm64"],
+)
+def test_foreign_target_without_backend_gets_its_default_build(
+    target: list[str], family: str, tmp_path: Path
+) -> None:
+    done = _run([*target, "--python", "3.12", "--format", "json"], tmp_path)
+    assert done.returncode == 0, done.stderr
+    body = json.loads(done.stdout)
+    assert body["family"] == family and body["default_index_has_variant"]
+    assert any("default-index build" in w for w in body["warnings"])
+
+
+def test_pip_output_keeps_the_warnings_and_mlu_no_deps(tmp_path: Path) -> None:
+    done = _run(["--torch", "2.4", "--backend", "mlu", "--python", "3.10", *TARGET, "--format", "pip"], tmp_path)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert any(ln.startswith("# warning: ") for ln in lines)
+    assert any(ln.startswith("pip install --no-deps torchvision==0.19.0 torchaudio==2.4.0") for ln in lines)
+
+
+def test_help_is_rich_like_the_other_commands(tmp_path: Path) -> None:
+    done = _run(["--help"], tmp_path)
+    assert done.returncode == 0
+    assert "Usage:" in done.stdout and "╭─ Options" in done.stdout and "--strict" in done.stdout

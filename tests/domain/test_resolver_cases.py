@@ -43,6 +43,15 @@ def test_golden_case(case: dict[str, Any], matrix: InMemoryMatrix) -> None:
         err = caught.value
         assert err.code == case["error"], err.message
         assert err.message and err.causes, "an error names what clashed"
+        if "message_include" in case:
+            assert case["message_include"] in err.message + " " + (err.hint or ""), (err.message, err.hint)
+        for text in case.get("hint_include", []):
+            assert text in (err.hint or ""), err.hint
+        if "alternatives_first" in case:
+            first = {k: str(v) for k, v in case["alternatives_first"].items()}
+            assert err.alternatives and first.items() <= {
+                k: str(v) for k, v in err.alternatives[0].request.items()
+            }.items(), [a.request for a in err.alternatives]
         for origin in case.get("causes_include", []):
             assert any(origin in c.origin for c in err.causes), [c.origin for c in err.causes]
         for wanted in case.get("alternatives_include", []):
@@ -71,6 +80,11 @@ def test_golden_case(case: dict[str, Any], matrix: InMemoryMatrix) -> None:
         assert res.default_index_has_variant == (label is None)
     if "index_option" in expect:
         assert res.index_option == expect["index_option"]
+    assert res.status == expect.get("status", res.status)
+    for text in expect.get("unknowns_include", []):
+        assert any(text in u for u in res.unknowns), res.unknowns
+    for name in expect.get("no_deps", []):
+        assert name in res.no_deps, res.no_deps
     for text in expect.get("warnings_include", []):
         assert any(text in w for w in res.warnings), res.warnings
     assert res.reasons and all(r.detail for r in res.reasons)

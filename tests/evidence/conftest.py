@@ -95,13 +95,23 @@ class Service:
     client: TestClient
     engine: Engine
     token: str
+    #: a `read` token: raw reports, report ids and failure texts (docs/service.md)
+    read_token: str = ""
+    #: a second `report` token: a second submitter (the trust model counts tokens too)
+    other_token: str = ""
 
     @property
     def auth(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self.token}"}
 
-    def submit(self, report: dict[str, Any]):  # noqa: ANN201 - an httpx.Response
-        return self.client.post("/v1/reports", json=report, headers=self.auth)
+    @property
+    def read_auth(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.read_token}"}
+
+    def submit(self, report: dict[str, Any], *, other: bool = False):  # noqa: ANN201 - an httpx.Response
+        """POST the report with the report token (``other``: the second submitter's)."""
+        token = self.other_token if other else self.token
+        return self.client.post("/v1/reports", json=report, headers={"Authorization": f"Bearer {token}"})
 
 
 def make_token(engine: Engine, scope: str = "report") -> str:
@@ -119,7 +129,14 @@ def service(database_url: str) -> Iterator[Service]:
     from compat_service.config import Settings
 
     # matrix_refresh_s=0: the resolve cache sees new evidence at once
-    settings = Settings(database_url=database_url, auto_migrate=True, verified_min_hosts=2, matrix_refresh_s=0)
+    # one token submits everything here: these tests count hosts; the submitter rule (how many tokens make
+    # a cell verified) has its own tests in test_trust_model.py
+    settings = Settings(
+        database_url=database_url, auto_migrate=True, verified_min_hosts=2, verified_min_submitters=1,
+        matrix_refresh_s=0,
+    )
     app = create_app(settings)
     with TestClient(app) as client:
-        yield Service(client=client, engine=app.state.engine, token=make_token(app.state.engine))
+        engine = app.state.engine
+        yield Service(client=client, engine=engine, token=make_token(engine), read_token=make_token(engine, "read"),
+                      other_token=make_token(engine))

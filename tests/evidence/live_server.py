@@ -7,6 +7,7 @@ The matrix is loaded only when asked (ingest does not read it), so workers start
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -29,6 +30,22 @@ class LiveServer:
     base_url: str
     token: str
     database_url: str
+    log: IO[bytes] | None = None
+    process: subprocess.Popen[bytes] | None = None
+
+    def kill(self) -> None:
+        """SIGKILL the server and all its workers at once (its own process group), as a crash would."""
+        assert self.process is not None
+        os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait()
+
+    def output(self) -> str:
+        """What the server printed so far (warnings and errors: the access log is off)."""
+        if self.log is None:
+            return ""
+        self.log.flush()
+        self.log.seek(0)
+        return self.log.read().decode(errors="replace")
 
     @property
     def auth(self) -> dict[str, str]:
@@ -58,10 +75,14 @@ def prepare_database(database_url: str) -> str:
 
 
 @contextmanager
-def live_server(database_url: str, *, workers: int = 3, load_matrix: bool = False) -> Iterator[LiveServer]:
+def live_server(
+    database_url: str, *, workers: int = 3, load_matrix: bool = False, env: dict[str, str] | None = None
+) -> Iterator[LiveServer]:
+    from compat_service.api.http_protocol import HTTP_PROTOCOL
+
     token = prepare_database(database_url)
     port = _free_port()
-    env = os.environ | {
+    env = os.environ | (env or {}) | {
         "ACCELENV_DATABASE_URL": database_url,
         "ACCELENV_LOAD_MATRIX_ON_START": str(load_matrix).lower(),
         "ACCELENV_AUTO_MIGRATE": "false",
@@ -70,15 +91,17 @@ def live_server(database_url: str, *, workers: int = 3, load_matrix: bool = Fals
     cmd = [
         sys.executable, "-m", "uvicorn", "--factory", "compat_service.api.app:app_from_env",
         "--host", "127.0.0.1", "--port", str(port), "--workers", str(workers),
-        "--log-level", "warning", "--no-access-log",
+        "--log-level", "warning", "--no-access-log", "--http", HTTP_PROTOCOL,
     ]
     # A file, not a pipe: a full pipe would block the workers.
     log = tempfile.TemporaryFile()
-    proc = subprocess.Popen(cmd, cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        cmd, cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+    )
     base_url = f"http://127.0.0.1:{port}"
     try:
         _wait_ready(proc, base_url, log)
-        yield LiveServer(base_url=base_url, token=token, database_url=database_url)
+        yield LiveServer(base_url=base_url, token=token, database_url=database_url, log=log, process=proc)
     finally:
         proc.terminate()
         try:

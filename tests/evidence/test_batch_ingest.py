@@ -62,7 +62,8 @@ def test_each_item_gets_its_result_in_order_and_only_valid_new_reports_are_store
     assert any(c["origin"] == "report environment" for c in results[4]["error"]["causes"]), results[4]
     assert _stored_ids(service) == {first["report_id"], second["report_id"], stored_before["report_id"]}
     # the first occurrence was stored, not the conflicting one
-    assert service.client.get(f"/v1/reports/{first['report_id']}").json()["checks"] == first["checks"]
+    stored = service.client.get(f"/v1/reports/{first['report_id']}", headers=service.read_auth)
+    assert stored.json()["checks"] == first["checks"]
 
     # the same batch again changes nothing: idempotent item by item
     again = _batch(service, items, form).json()["results"]
@@ -165,7 +166,11 @@ def test_the_spool_goes_to_the_real_service_in_batches(service: Service, report_
     # the TestClient is an httpx.Client that talks to the app in-process
     result = report_spool.submit_spooled("http://testserver", service.token, tmp_path, client=service.client)
     assert sorted(p.stem for p in result.sent) == sorted(r["report_id"] for r in good)
-    assert [(p.stem, err.code) for p, err in result.kept] == [(invalid["report_id"], "report-invalid")]
-    assert any("summary" in c.origin for c in result.kept[0][1].causes)
+    assert result.kept == []
+    assert [(p.stem, err.code) for p, err in result.moved] == [(invalid["report_id"], "report-invalid")]
+    assert any("summary" in c.origin for c in result.moved[0][1].causes)
     assert _stored_ids(service) == {r["report_id"] for r in good}
-    assert [p.stem for p in tmp_path.glob("*.json")] == [invalid["report_id"]]
+    # refused: moved aside with its reason, out of the spool, so it is not retried
+    assert list(tmp_path.glob("*.json")) == []
+    reason = json.loads((tmp_path / "rejected" / f"{invalid['report_id']}.reason.json").read_text())
+    assert reason["code"] == "report-invalid"

@@ -55,7 +55,7 @@ def test_cpu_reports_turn_a_declared_cell_verified(service: Service, report_of) 
 
     second = variant(first, host="second")
     assert service.submit(second).status_code == 201
-    detail = service.client.get("/v1/evidence", params=query).json()
+    detail = service.client.get("/v1/evidence", params=query, headers=service.read_auth).json()
     assert (detail["status"], detail["reports"], detail["hosts"], detail["passing_hosts"]) == ("verified", 2, 2, 2)
     expected = Counter(c["status"] for c in first["checks"] + second["checks"])
     assert {k: v for k, v in detail["counts"].items() if v} == dict(expected)
@@ -72,7 +72,7 @@ def test_cpu_reports_turn_a_declared_cell_verified(service: Service, report_of) 
     rows = [r for r in page["items"] if r["backend"] == "cpu"]
     assert [(r["status"], r["reports"], r["hosts"]) for r in rows] == [("verified", 2, 2)]
 
-    stored = service.client.get(f"/v1/reports/{first['report_id']}")
+    stored = service.client.get(f"/v1/reports/{first['report_id']}", headers=service.read_auth)
     assert stored.status_code == 200
     assert stored.json()["report_id"] == first["report_id"]
     assert stored.json()["checks"] == first["checks"]
@@ -95,7 +95,7 @@ def test_refdev_reports_are_observed_with_their_health(
     for host in ("a", "b"):
         assert service.submit(variant(report, host=host)).status_code == 201
 
-    detail = service.client.get("/v1/evidence", params=_cell_query(report)).json()
+    detail = service.client.get("/v1/evidence", params=_cell_query(report), headers=service.read_auth).json()
     # refdev is not in the declared matrix: observed, whatever its health
     assert (detail["declared"], detail["status"], detail["health"], detail["hosts"]) == (False, "observed", health, 2)
     failing = {f["id"]: f for f in detail["failing_checks"]}
@@ -185,15 +185,16 @@ def test_a_reused_report_id_with_other_content_is_a_conflict(service: Service, r
     tampered["summary"]["total"] = 1
     response = service.submit(tampered)
     assert (response.status_code, response.json()["code"]) == (409, "report-id-conflict")
-    assert service.client.get(f"/v1/reports/{report['report_id']}").json()["checks"] == report["checks"]
+    stored = service.client.get(f"/v1/reports/{report['report_id']}", headers=service.read_auth)
+    assert stored.json()["checks"] == report["checks"]
     assert _stored_reports(service) == 1
 
 
 def test_lookups_that_find_nothing_answer_with_error_bodies(service: Service, report_of) -> None:
-    missing = service.client.get("/v1/reports/00000000-0000-4000-8000-000000000000")
+    missing = service.client.get("/v1/reports/00000000-0000-4000-8000-000000000000", headers=service.read_auth)
     assert (missing.status_code, missing.json()["code"]) == (404, "not-found")
-    not_uuid = service.client.get("/v1/reports/not-a-uuid")
-    assert (not_uuid.status_code, not_uuid.json()["code"]) == (422, "invalid-request")
+    not_uuid = service.client.get("/v1/reports/not-a-uuid")  # names no report: the path takes only UUIDs
+    assert (not_uuid.status_code, not_uuid.json()["code"]) == (404, "not-found")
     unknown = service.client.get(
         "/v1/evidence", params={"torch": "2.13.0", "python": "3.11", "os": "linux", "arch": "x86_64",
                                 "backend": "nosuchdevice"},

@@ -31,7 +31,7 @@ def test_a_cached_cell_id_that_went_stale_is_not_trusted(
     # The database is emptied under the running engine. SQLite hands the next cell the old id (the cached
     # id now names another cell); PostgreSQL's sequence moves on (the cached id names no cell at all).
     with engine.begin() as conn:
-        for table in ("probe_report", "evidence_check", "evidence_host", "evidence_cell"):
+        for table in ("probe_report", "evidence_check", "evidence_host", "evidence_submitter", "evidence_cell"):
             conn.execute(sa.text(f"DELETE FROM {table}"))
     other = _ingest(engine, variant(refdev))
     again = _ingest(engine, variant(cpu))

@@ -20,8 +20,8 @@ def test_show_with_a_database_adds_status_counts_and_failing_checks(
     service: Service, report_of, database_url: str
 ) -> None:
     cpu, partial = report_of("cpu"), report_of("refdev_missing_op")
-    for host in ("one", "two"):
-        assert service.submit(variant(cpu, host=host)).status_code == 201
+    for host, other in (("one", False), ("two", True)):  # two hosts, two submitters: verified
+        assert service.submit(variant(cpu, host=host), other=other).status_code == 201
     assert service.submit(variant(partial, host="one")).status_code == 201
 
     result = CliRunner().invoke(app, ["matrix", "show", "--torch", _torch(cpu), "--json", "--database", database_url])

@@ -20,8 +20,9 @@ TARGET = ["--backend", "cpu", "--python", "3.11", "--os", "linux", "--arch", "x8
 
 
 def _submit_from_two_hosts(service: Service, report: dict[str, Any]) -> None:
-    for host in ("one", "two"):
-        assert service.submit(variant(report, host=host)).status_code == 201
+    # two hosts and two submitters: what `verified` takes by default (the CLI reads the default settings)
+    for host, other in (("one", False), ("two", True)):
+        assert service.submit(variant(report, host=host), other=other).status_code == 201
 
 
 def _resolve(capsys: pytest.CaptureFixture[str], database_url: str, *args: str) -> tuple[int, Any]:

@@ -46,20 +46,24 @@ def test_classify_report(checks, passed, required_bad, other_bad, failing) -> No
                      "partial", id="op-failure-partial"),
         pytest.param(CellTally(reports=1, hosts=1, other_bad_reports=1), "unconfirmed",
                      id="op-failure-without-smoke-pass"),
-        pytest.param(CellTally(reports=2, hosts=2, passing_hosts=2, smoke_passed_reports=2), "verified",
-                     id="two-passing-hosts"),
+        pytest.param(CellTally(reports=2, hosts=2, passing_hosts=2, submitters=2, passing_submitters=2,
+                               smoke_passed_reports=2), "verified", id="two-passing-hosts"),
+        pytest.param(CellTally(reports=2, hosts=2, passing_hosts=2, submitters=1, passing_submitters=1,
+                               smoke_passed_reports=2), "unconfirmed", id="two-hosts-one-submitter"),
         pytest.param(CellTally(reports=9, hosts=1, passing_hosts=1, smoke_passed_reports=9), "unconfirmed",
                      id="many-reports-one-host"),
     ],
 )
 def test_cell_health(tally: CellTally | None, expected: str) -> None:
-    assert cell_health(tally, min_hosts=2) == expected
+    assert cell_health(tally, min_hosts=2, min_submitters=2) == expected
 
 
-def test_min_hosts_is_a_setting() -> None:
-    tally = CellTally(reports=1, hosts=1, passing_hosts=1, smoke_passed_reports=1)
-    assert cell_health(tally, min_hosts=1) == "verified"
-    assert cell_health(tally, min_hosts=3) == "unconfirmed"
+def test_min_hosts_and_submitters_are_settings() -> None:
+    tally = CellTally(reports=1, hosts=1, passing_hosts=1, submitters=1, passing_submitters=1,
+                      smoke_passed_reports=1)
+    assert cell_health(tally, min_hosts=1, min_submitters=1) == "verified"
+    assert cell_health(tally, min_hosts=3, min_submitters=1) == "unconfirmed"
+    assert cell_health(tally, min_hosts=1, min_submitters=2) == "unconfirmed"
 
 
 @pytest.mark.parametrize(

@@ -70,7 +70,8 @@ def test_the_service_stores_a_real_probe_report_once(client: TestClient, report_
     body = json.dumps(run.report).encode()
     assert report_spool.submit("http://testserver", report_token, body, client=client) == 201
     assert report_spool.submit("http://testserver", report_token, body, client=client) == 200
-    stored = client.get(f"/v1/reports/{run.report['report_id']}")
+    _, reader = create_token(client.app.state.engine, ApiTokenCreate(scope="read", note="probe tests"))
+    stored = client.get(f"/v1/reports/{run.report['report_id']}", headers={"Authorization": f"Bearer {reader}"})
     assert stored.status_code == 200 and stored.json()["report_id"] == run.report["report_id"]
 
 

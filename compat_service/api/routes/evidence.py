@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Depends, Query, Response
 
-from compat_service.api.deps import MatrixDep, SessionDep, SettingsDep
+from compat_service.api.deps import PRIVATE, MatrixDep, SessionDep, SettingsDep, holds_scope
 from compat_service.db.evidence_queries import cell_evidence, declared_for
 from compat_service.db.evidence_repository import DatabaseEvidence, EvidenceVersion
 from compat_service.domain.backends import normalise_arch
@@ -22,9 +22,11 @@ _Text = Query(min_length=1, max_length=64)
     "",
     summary="Evidence of one cell; an omitted optional part means 'unknown' in the report",
     response_model=CellEvidence,
-    responses={404: {"model": ErrorBody}, 422: {"model": ErrorBody}},
+    responses={401: {"model": ErrorBody}, 404: {"model": ErrorBody}, 422: {"model": ErrorBody}},
 )
 def get_evidence(
+    response: Response,
+    reader: Annotated[bool, Depends(holds_scope("read"))],
     session: SessionDep,
     settings: SettingsDep,
     matrix: MatrixDep,
@@ -50,9 +52,16 @@ def get_evidence(
         device_arch=device_arch,
     )
     declared = declared_for(matrix.content_hash, matrix.data)
-    found = cell_evidence(session, key, declared=declared, min_hosts=settings.verified_min_hosts)
+    found = cell_evidence(
+        session, key, declared=declared, min_hosts=settings.verified_min_hosts,
+        min_submitters=settings.verified_min_submitters,
+    )
     if found is not None:
-        return found
+        if reader:
+            response.headers.update(PRIVATE)
+            return found
+        response.headers["Vary"] = "Authorization"
+        return public_view(found)
     if declared.declared_cell_of(key) is not None:
         return CellEvidence(
             key=key, declared=True, status="declared", health="none", reports=0, hosts=0, passing_hosts=0,
@@ -63,6 +72,16 @@ def get_evidence(
         hint="list known cells with GET /v1/matrix; omitted parameters (build, runtime, driver, device_arch) "
         "mean 'unknown', so pass every part the probe reported",
     )
+
+
+def public_view(found: CellEvidence) -> CellEvidence:
+    """A cell's evidence without what only `read` tokens see: the report ids (they open raw reports) and the
+    failure texts (a report's own words, which may name paths or devices)."""
+    return found.model_copy(update={
+        "recent_report_ids": [],
+        "checks": [c.model_copy(update={"last_failure": None}) for c in found.checks],
+        "failing_checks": [c.model_copy(update={"last_failure": None}) for c in found.failing_checks],
+    })
 
 
 def evidence_for_resolve(
@@ -79,5 +98,9 @@ def evidence_for_resolve(
     stamp = version.current()
     if not version.has_evidence and not require_verified:
         return None, stamp
-    lookup = DatabaseEvidence(app.state.engine, min_hosts=app.state.settings.verified_min_hosts, gpu_arch=gpu_arch)
+    settings = app.state.settings
+    lookup = DatabaseEvidence(
+        app.state.engine, min_hosts=settings.verified_min_hosts, min_submitters=settings.verified_min_submitters,
+        gpu_arch=gpu_arch,
+    )
     return lookup, stamp

@@ -6,7 +6,7 @@ from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 
 from compat_service.api.deps import EngineDep
-from compat_service.db.readiness import readiness
+from compat_service.db.readiness import Readiness, readiness
 
 router = APIRouter(tags=["health"])
 
@@ -18,7 +18,14 @@ async def healthz() -> JSONResponse:
     return JSONResponse({"status": "ok"}, headers=_NO_STORE)
 
 
-@router.get("/readyz", summary="Database reachable, schema at head, matrix loaded (503 otherwise)")
+@router.get(
+    "/readyz",
+    summary="Database reachable, schema at head, matrix loaded (503 otherwise)",
+    responses={
+        200: {"model": Readiness, "description": "ready"},
+        503: {"model": Readiness, "description": "not ready: the failing check says why"},
+    },
+)
 def readyz(engine: EngineDep) -> JSONResponse:
     report = readiness(engine)
     return JSONResponse(

@@ -51,6 +51,9 @@ def list_matrix(
         arch=arch, status=status,
     )
     declared = declared_for(matrix.content_hash, matrix.data)
-    rows = matrix_cells(session, declared, flt, min_hosts=settings.verified_min_hosts)
+    rows = matrix_cells(
+        session, declared, flt, min_hosts=settings.verified_min_hosts,
+        min_submitters=settings.verified_min_submitters,
+    )
     page = with_failing_checks(session, rows[offset : offset + limit])
     return MatrixPage(matrix_version=matrix.version, total=len(rows), limit=limit, offset=offset, items=page)

@@ -44,6 +44,15 @@ def get_probe_bundle() -> Response:
     )
 
 
-@router.get("/v1/schemas/probe-report", summary="JSON Schema of the probe report (schema_version 1)")
-def get_probe_report_schema() -> JSONResponse:
-    return JSONResponse(_schema(), media_type="application/schema+json")
+class SchemaResponse(JSONResponse):
+    media_type = "application/schema+json"
+
+
+@router.get(
+    "/v1/schemas/probe-report",
+    summary="JSON Schema of the probe report (schema_version 1)",
+    response_class=SchemaResponse,
+    responses={200: {"content": {"application/schema+json": {"schema": {"type": "object"}}}}},
+)
+def get_probe_report_schema() -> SchemaResponse:
+    return SchemaResponse(_schema())

@@ -18,24 +18,33 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from datetime import datetime
 from concurrent.futures import Future
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Path, Request, Response
+from fastapi import APIRouter, Depends, Path, Request, Response
 from fastapi.security import HTTPAuthorizationCredentials
 from pydantic import BaseModel
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 from starlette.concurrency import run_in_threadpool
 
-from compat_service.api.deps import BearerDep, SessionDep
+from compat_service.api.deps import PRIVATE, BearerDep, SessionDep, require_scope
+from compat_service.db.models import ApiTokenPublic
 from compat_service.api.report_bodies import InvalidItem, is_ndjson, parse_batch, parse_report
 from compat_service.db.evidence_ingest import ingest_prepared
 from compat_service.db.evidence_queries import get_report_json
 from compat_service.db.ingest_queue import IngestQueue
-from compat_service.db.report_prep import prepare_report, utcnow
+from compat_service.db.report_prep import PreparedReport, prepare_report, utcnow
 from compat_service.db.tokens import TokenCache, authorize
-from compat_service.domain.errors import ErrorBody, NotFoundError, ReportConflictError
+from compat_service.domain.errors import (
+    AccelenvError,
+    AuthError,
+    ErrorBody,
+    NotFoundError,
+    ReportConflictError,
+    ReportInvalidError,
+)
 from compat_service.domain.evidence.cells import CellKey, IngestResult
 from compat_service.domain.evidence.report import ProbeReport
 
@@ -77,7 +86,7 @@ async def submit_report(request: Request, response: Response, credentials: Beare
         _authorize_and_queue, state.engine, state.token_cache, state.ingest_queue, credentials, body
     )
     result = await asyncio.wrap_future(queued)
-    if isinstance(result, ReportConflictError):
+    if isinstance(result, AccelenvError):
         raise result
     if not result.created:
         response.status_code = 200
@@ -92,16 +101,16 @@ def _authorize_and_queue(
     ingest_queue: IngestQueue,
     credentials: HTTPAuthorizationCredentials | None,
     body: bytes,
-) -> Future[IngestResult | ReportConflictError]:
+) -> Future[IngestResult | AccelenvError]:
     with Session(engine) as session:  # connects only when the token is not cached
         # the token first: an unauthorized caller learns nothing about its body
-        authorize(session, credentials.credentials if credentials else None, "report", tokens)
-    return ingest_queue.submit(prepare_report(parse_report(body)))
+        token = authorize(session, credentials.credentials if credentials else None, "report", tokens)
+    return ingest_queue.submit(prepare_report(parse_report(body), submitter_id=token.id))
 
 
 class BatchItemResult(BaseModel):
-    #: null when an invalid item has no readable report_id
-    report_id: str | None
+    #: absent when an invalid item has no readable report_id
+    report_id: str | None = None
     status: Literal["created", "exists", "conflict", "invalid"]
     #: where a created or existing report is stored
     url: str | None = None
@@ -136,7 +145,7 @@ _REPORT_SCHEMA = ProbeReport.model_json_schema()
                     }
                 },
                 # one report (the same schema) per line; what `accelenv report submit` sends
-                "application/x-ndjson": {"schema": {"type": "string", "format": "binary"}},
+                "application/x-ndjson": {"schema": {"type": "string"}},
             },
         }
     },
@@ -161,12 +170,12 @@ def _authorize_and_ingest_batch(
     ndjson: bool,
 ) -> list[BatchItemResult]:
     with Session(engine) as session:  # connects only when the token is not cached
-        authorize(session, credentials.credentials if credentials else None, "report", tokens)
+        token = authorize(session, credentials.credentials if credentials else None, "report", tokens)
     now = utcnow()
     # each parsed report is reduced at once, so the batch holds compact records, not object trees; no
     # database connection is held meanwhile
     items = [
-        prepare_report(item, now) if isinstance(item, ProbeReport) else item
+        _prepare_item(item, now, token.id) if isinstance(item, ProbeReport) else item
         for item in parse_batch(body, max_reports, ndjson=ndjson)
     ]
     valid = [item for item in items if not isinstance(item, InvalidItem)]
@@ -179,6 +188,8 @@ def _authorize_and_ingest_batch(
             results.append(invalid)
             continue
         outcome = next(ingested)
+        if isinstance(outcome, AuthError):  # the token was revoked meanwhile: nothing of the batch is stored
+            raise outcome
         if isinstance(outcome, ReportConflictError):
             conflict = BatchItemResult(report_id=item.report_id, status="conflict", error=outcome.to_body())
             results.append(conflict)
@@ -189,16 +200,33 @@ def _authorize_and_ingest_batch(
     return results
 
 
+def _prepare_item(report: ProbeReport, now: datetime, submitter_id: int) -> PreparedReport | InvalidItem:
+    """A batch item reduced for ingest, or why it cannot be stored: the other items go on."""
+    try:
+        return prepare_report(report, now, submitter_id=submitter_id)
+    except ReportInvalidError as exc:
+        return InvalidItem(str(report.report_id), exc)
+
+
 @router.get(
-    "/{report_id}",
-    summary="A stored probe report, as submitted (validated)",
-    responses={200: {"description": "the probe report (schema v1)"}, 404: {"model": ErrorBody}},
+    # the uuid convertor: GET /v1/reports/batch is a 405 (POST only there), not an invalid id
+    "/{report_id:uuid}",
+    summary="A stored probe report, as stored (validated, summary derived); needs a `read` token",
+    responses={
+        200: {"description": "the probe report (schema v1)"},
+        **{status: {"model": ErrorBody} for status in (401, 403, 404)},
+    },
 )
-def get_report(session: SessionDep, report_id: Annotated[uuid.UUID, Path(description="the report's UUID")]) -> Response:
+def get_report(
+    session: SessionDep,
+    _reader: Annotated[ApiTokenPublic, Depends(require_scope("read"))],
+    report_id: Annotated[uuid.UUID, Path(description="the report's UUID")],
+) -> Response:
     body = get_report_json(session, str(report_id))
     if body is None:
         raise NotFoundError(
             f"no report with id {report_id} is stored",
             hint="submit it with `accelenv report submit`, or check the id returned when it was submitted",
         )
-    return Response(content=body, media_type="application/json")
+    # raw reports are for token holders: no shared cache may keep one
+    return Response(content=body, media_type="application/json", headers=PRIVATE)

@@ -15,7 +15,7 @@ from fastapi import APIRouter, Request, Response
 
 from compat_service.api.deps import get_matrix
 from compat_service.api.routes.evidence import evidence_for_resolve
-from compat_service.domain.errors import Cause, InvalidRequestError
+from compat_service.domain.errors import Cause, ErrorBody, InvalidRequestError
 from compat_service.domain.resolver.request import PARAMETERS, ResolveRequest
 from compat_service.domain.resolver.resolution import resolution_to_json
 from compat_service.domain.resolver.resolution_schema import ResolutionBody
@@ -69,7 +69,10 @@ def query_strings(request: Request) -> dict[str, str | None]:
         200: {
             "model": ResolutionBody,
             "description": "the resolution, as `accelenv resolve --format json` prints it",
-        }
+        },
+        404: {"model": ErrorBody, "description": "no torch release matches (torch-not-found)"},
+        409: {"model": ErrorBody, "description": "no install satisfies the request; causes and alternatives say why"},
+        422: {"model": ErrorBody, "description": "a parameter is malformed or unknown (invalid-request)"},
     },
 )
 async def resolve(request: Request) -> Response:

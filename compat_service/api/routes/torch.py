@@ -11,7 +11,7 @@ from pydantic import BaseModel
 from compat_service.api.deps import CurrentMatrixDep, SessionDep
 from compat_service.db.torch_repository import ReleaseFilter, TorchReleasePublic, get_release, list_releases
 from compat_service.domain.backends import Platform
-from compat_service.domain.errors import DatabaseNotReadyError, NotFoundError
+from compat_service.domain.errors import DatabaseNotReadyError, ErrorBody, NotFoundError
 from compat_service.domain.matrix.schema import ArchList, Source, TorchMinor
 
 router = APIRouter(prefix="/v1/torch", tags=["torch"])
@@ -66,7 +66,10 @@ def list_torch(
 
 
 @router.get(
-    "/{version}", summary="What the matrix knows about one torch release", response_model=TorchReleaseDetail
+    "/{version}",
+    summary="What the matrix knows about one torch release",
+    response_model=TorchReleaseDetail,
+    responses={404: {"model": ErrorBody, "description": "the matrix does not list this release"}},
 )
 def get_torch(
     session: SessionDep,

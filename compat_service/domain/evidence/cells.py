@@ -18,8 +18,9 @@ import json
 import re
 from collections.abc import Iterator
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from compat_service.domain.errors import Cause, ReportInvalidError
 from compat_service.domain.backends import (
     DEVICE_TYPES_BY_FAMILY,
     PLATFORMS,
@@ -42,15 +43,17 @@ class CellKey(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    torch_version: str
-    torch_build: str | None = None
-    python: str
-    os: str
-    arch: str
-    backend: str
-    runtime_version: str | None = None
-    driver_version: str | None = None
-    device_arch: str | None = None
+    # the lengths of the evidence_cell columns: checked after normalising (lower-casing can lengthen a
+    # string: "İ" becomes two characters), the same on every database
+    torch_version: str = Field(min_length=1, max_length=64)
+    torch_build: str | None = Field(default=None, max_length=32)
+    python: str = Field(min_length=1, max_length=32)
+    os: str = Field(max_length=16)
+    arch: str = Field(min_length=1, max_length=32)
+    backend: str = Field(min_length=1, max_length=32)
+    runtime_version: str | None = Field(default=None, max_length=64)
+    driver_version: str | None = Field(default=None, max_length=64)
+    device_arch: str | None = Field(default=None, max_length=64)
 
     @property
     def platform(self) -> str:
@@ -81,12 +84,36 @@ def _blank_to_none(value: str | None) -> str | None:
     return (value.strip() or None) if value is not None else None
 
 
+#: the report field each cell-key part comes from
+KEY_SOURCE_FIELDS = {"python": "python_version"}
+
+
 def cell_key_of(env: Environment) -> CellKey:
-    """The evidence cell a report belongs to."""
+    """The evidence cell a report belongs to; ReportInvalidError when a part, once normalised, is empty or
+    longer than the store keeps."""
     public, _, local = env.torch_version.strip().partition("+")
     build = _blank_to_none(env.torch_build)
     if build is None and is_build_label(local):
         build = local
+    try:
+        return _key_of(env, public, build)
+    except ValidationError as exc:
+        raise ReportInvalidError(
+            "the report's environment does not make a valid evidence cell key",
+            hint="send the environment `accelenv probe` detects; parts are compared after normalising "
+            "(lower-case backend and arch, torch version without its local tag)",
+            causes=[
+                Cause(
+                    constraint=f"{err['msg']} (after normalising)",
+                    origin="report environment." + KEY_SOURCE_FIELDS.get(str(err["loc"][0]), str(err["loc"][0])),
+                    detail=f"{err['input']!r}"[:120],
+                )
+                for err in exc.errors(include_url=False)
+            ],
+        ) from None
+
+
+def _key_of(env: Environment, public: str, build: str | None) -> CellKey:
     return CellKey(
         torch_version=public,
         torch_build=build,
@@ -229,6 +256,9 @@ class CellEvidence(BaseModel):
     reports: int
     hosts: int
     passing_hosts: int
+    #: distinct tokens that submitted reports / a passing report (see the trust model, docs/service.md)
+    submitters: int = 0
+    passing_submitters: int = 0
     first_seen: dt.datetime | None
     last_seen: dt.datetime | None
     counts: CheckCounts = Field(description="check results by status, over all reports")
@@ -256,6 +286,8 @@ class MatrixCell(BaseModel):
     reports: int = 0
     hosts: int = 0
     passing_hosts: int = 0
+    submitters: int = 0
+    passing_submitters: int = 0
     first_seen: dt.datetime | None = None
     last_seen: dt.datetime | None = None
     failing_checks: list[str] = Field(default_factory=list)

@@ -9,10 +9,11 @@ equal).
 from __future__ import annotations
 
 import datetime as dt
+import math
 import uuid
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, Strict, StrictBool, StrictFloat
 
 SCHEMA_VERSION = "1"
 
@@ -27,7 +28,53 @@ MAX_TEXT = 4000
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # numbers must be finite (JSON has no inf/NaN: 1e309 would be stored as null); ints, floats and bools
+    # are Strict* below: "5", 5.0 or true are not coerced
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+
+def _finite(value: Any) -> Any:
+    """Refuse inf and NaN anywhere in free-form data (``1e309`` parses as inf, which JSON cannot hold)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, float) and not math.isfinite(item):
+            raise ValueError("numbers must be finite (no NaN, Infinity or values beyond 1.8e308)")
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return value
+
+
+def _in_utc_range(value: dt.datetime) -> dt.datetime:
+    """A timestamp must have a UTC equivalent (``0001-01-01T00:00:00+05:00`` has none); kept as sent."""
+    try:
+        value.astimezone(dt.timezone.utc) if value.tzinfo else value
+    except OverflowError:
+        raise ValueError("the timestamp is outside the range of UTC dates (0001-01-01 to 9999-12-31)") from None
+    return value
+
+
+def _integral(value: Any) -> Any:
+    """5.0 is the integer 5 (JSON Schema says so too); "5", true and 5.5 stay refused."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+def _timestamp_text(value: Any) -> Any:
+    if isinstance(value, (int, float)):
+        raise ValueError("timestamps are ISO 8601 strings (2026-01-31T12:00:00Z), not numbers")
+    return value
+
+
+#: an integer: no strings or booleans
+StrictInt = Annotated[int, Strict(), BeforeValidator(_integral)]
+#: ... and not negative (the bound inside: outside a union it would be published as an unknown keyword)
+Count = Annotated[int, Strict(), Field(ge=0), BeforeValidator(_integral)]
+#: free-form facts: any JSON, numbers finite
+FreeData = Annotated[dict[str, Any], AfterValidator(_finite)]
+#: a cell-key part: not empty, not only blanks
+KeyText = Annotated[str, Field(min_length=1, pattern=r"\S")]
 
 
 class ToolInfo(_Strict):
@@ -38,14 +85,14 @@ class ToolInfo(_Strict):
 class Environment(_Strict):
     """What decides compatibility on the probed host. No hostname, user name or secrets."""
 
-    torch_version: str = Field(max_length=64, description="torch.__version__, e.g. '2.3.1+cu121'")
+    torch_version: KeyText = Field(max_length=64, description="torch.__version__, e.g. '2.3.1+cu121'")
     #: build label: 'cpu', 'cu121', 'rocm6.0', 'xpu', ... derived from torch.version.cuda/hip or the local tag
     torch_build: str | None = Field(default=None, max_length=32)
-    python_version: str = Field(max_length=32, description="e.g. '3.11.7'; '3.13.1t' for free-threaded")
+    python_version: KeyText = Field(max_length=32, description="e.g. '3.11.7'; '3.13.1t' for free-threaded")
     os: Literal["linux", "windows", "macos", "other"]
-    arch: str = Field(max_length=32, description="x86_64, aarch64, arm64")
+    arch: KeyText = Field(max_length=32, description="x86_64, aarch64, arm64")
     #: the device type probed: 'cpu', 'cuda', 'mps', 'xpu', or a PrivateUse1 name such as 'npu', 'mlu', 'refdev'
-    backend: str = Field(max_length=32)
+    backend: KeyText = Field(max_length=32)
     #: CUDA / HIP / CANN / ... version torch was built with or the backend reports; null = none/unknown
     runtime_version: str | None = Field(default=None, max_length=64)
     driver_version: str | None = Field(default=None, max_length=64)
@@ -55,19 +102,19 @@ class Environment(_Strict):
     #: salted sha256 of stable host facts; counts distinct hosts without identifying them
     host_fingerprint: str = Field(min_length=16, max_length=128)
     companions: dict[str, str | None] = Field(default_factory=dict, max_length=32)
-    extra: dict[str, Any] = Field(default_factory=dict, max_length=64)
+    extra: FreeData = Field(default_factory=dict, max_length=64)
 
 
 class Device(_Strict):
-    index: int = Field(ge=0)
+    index: StrictInt = Field(ge=0)
     type: str = Field(max_length=32)
     name: str | None = Field(default=None, max_length=256)
     arch: str | None = Field(default=None, max_length=64)
     capability: str | None = Field(default=None, max_length=16)
-    total_memory_bytes: int | None = Field(default=None, ge=0)
+    total_memory_bytes: Count | None = None
     #: verdict "this build ships kernels (or PTX) for this device"; null = cannot tell
-    kernels_for_device: bool | None = None
-    extra: dict[str, Any] = Field(default_factory=dict, max_length=64)
+    kernels_for_device: StrictBool | None = None
+    extra: FreeData = Field(default_factory=dict, max_length=64)
 
 
 class CheckResult(_Strict):
@@ -75,23 +122,26 @@ class CheckResult(_Strict):
     id: str = Field(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9_.:\-\[\]]+$")
     group: CheckGroup
     status: CheckStatus
-    duration_s: float = Field(ge=0)
+    duration_s: StrictFloat = Field(ge=0)
     detail: str | None = Field(default=None, max_length=MAX_TEXT)
     #: structured facts: {'aten_op': 'aten::mm', 'dtype': 'float16', 'max_abs_err': 0.1, 'signal': 'SIGSEGV', ...}
-    data: dict[str, Any] = Field(default_factory=dict, max_length=64)
+    data: FreeData = Field(default_factory=dict, max_length=64)
 
 
 class Summary(_Strict):
-    total: int = Field(ge=0)
-    counts: dict[CheckStatus, int]
+    """What the checks add up to. The service stores the summary derived from the checks, not the one
+    sent, so a summary contradicting its checks cannot mislead a reader."""
+
+    total: StrictInt = Field(ge=0)
+    counts: dict[CheckStatus, StrictInt]
     #: true when no check is failed, timeout, crashed or error
-    ok: bool
+    ok: StrictBool
 
 
 class ProbeReport(_Strict):
     schema_version: Literal["1"]
     report_id: uuid.UUID
-    created_at: dt.datetime
+    created_at: Annotated[dt.datetime, BeforeValidator(_timestamp_text), AfterValidator(_in_utc_range)]
     tool: ToolInfo
     environment: Environment
     devices: list[Device] = Field(max_length=MAX_DEVICES)

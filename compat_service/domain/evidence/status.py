@@ -14,7 +14,7 @@ groups are ``detect`` and ``smoke``: they say whether torch sees the device and 
 A report **passes** when no required check is bad and at least one smoke check passed. A host counts towards
 verification when at least one of its reports passed.
 
-Rules, first match wins (N = ``Settings.verified_min_hosts``):
+Rules, first match wins (N = ``Settings.verified_min_hosts``, S = ``Settings.verified_min_submitters``):
 
 =============  ===================================================================================
 health         when
@@ -23,8 +23,10 @@ health         when
                out-of-memory in the train step, the device not detected)
 ``partial``    no required check ever failed, smoke passed somewhere, and some ops / allocator / amp /
                distributed check is failing (bad or a gap; the failing checks are listed)
-``verified``   no check ever failing and at least N distinct hosts sent a passing report
-``unconfirmed``  reports exist but none of the above: fewer than N passing hosts, or nothing ran
+``verified``   no check ever failing, and passing reports came from at least N distinct hosts and
+               from at least S distinct submitters (tokens): a host fingerprint is the client's word,
+               a token is issued by an admin, so one token inventing fingerprints verifies nothing
+``unconfirmed``  reports exist but none of the above: too few passing hosts or submitters, or nothing ran
 ``none``       no report at all
 =============  ===================================================================================
 
@@ -84,6 +86,9 @@ class CellTally(BaseModel):
     reports: int = 0
     hosts: int = 0
     passing_hosts: int = 0
+    #: distinct tokens that submitted reports, and those that submitted a passing one
+    submitters: int = 0
+    passing_submitters: int = 0
     required_bad_reports: int = 0
     other_bad_reports: int = 0
     smoke_passed_reports: int = 0
@@ -117,7 +122,7 @@ def classify_report(checks: Iterable[CheckResult]) -> ReportVerdict:
     )
 
 
-def cell_health(tally: CellTally | None, *, min_hosts: int) -> Health:
+def cell_health(tally: CellTally | None, *, min_hosts: int, min_submitters: int = 1) -> Health:
     """Apply the health rules of the module docstring to one cell's counters."""
     if tally is None or tally.reports == 0:
         return "none"
@@ -125,7 +130,7 @@ def cell_health(tally: CellTally | None, *, min_hosts: int) -> Health:
         return "broken"
     if tally.other_bad_reports > 0:
         return "partial" if tally.smoke_passed_reports > 0 else "unconfirmed"
-    if tally.passing_hosts >= max(min_hosts, 1):
+    if tally.passing_hosts >= max(min_hosts, 1) and tally.passing_submitters >= max(min_submitters, 1):
         return "verified"
     return "unconfirmed"
 

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
         Source,
         TorchMinor,
         TorchPatch,
+        VendorInstall,
         XpuSupport,
     )
 
@@ -53,6 +54,9 @@ class Matrix(Protocol):
     def arch_list(self, torch_version: str, variant: str, platform: str) -> ArchList | None:
         """The GPU architectures `variant` of `torch_version` ships for `platform`; None = unknown."""
 
+    def gpu_archs(self) -> Sequence[str]:
+        """Every GPU architecture the matrix names (arch lists' cubins and PTX, ROCm gfx targets), sorted."""
+
     def rocm_release(self, version: str) -> RocmRelease | None: ...
 
     def xpu_support(self, torch_version: str) -> XpuSupport | None: ...
@@ -64,6 +68,9 @@ class Matrix(Protocol):
     def cambricon_mlu(self) -> Sequence[CambriconMluRow]: ...
 
     def install_note(self, vendor: str) -> str | None: ...
+
+    def vendor_install(self, vendor: str) -> VendorInstall | None:
+        """Where a vendor plugin runs and how its companions install; None = the matrix does not say."""
 
     def source(self, key: str) -> Source | None: ...
 
@@ -106,6 +113,9 @@ class InMemoryMatrix:
         self._arch_lists = [(parse_specifier(row.torch), row) for row in data.gpu_archs.arch_lists]
         self._arch_memo: dict[tuple[str, str, str], ArchList | None] = {}
         self._rocm = {_release_key(r.version): r for r in data.rocm.releases}
+        named = {a for row in data.gpu_archs.arch_lists for a in (*row.archs, row.ptx) if a}
+        named.update(t for r in data.rocm.releases for t in (r.gfx_targets or ()))
+        self._gpu_archs = tuple(sorted(named, key=_arch_key))
         self._xpu = [(parse_specifier(row.torch), row) for row in data.xpu.support]
         self._mps = [(parse_specifier(row.torch), row) for row in data.mps.support]
         self._sources = {s.key: s for s in data.sources.sources}
@@ -141,6 +151,9 @@ class InMemoryMatrix:
             )
         return self._arch_memo[key]
 
+    def gpu_archs(self) -> Sequence[str]:
+        return self._gpu_archs
+
     def rocm_release(self, version: str) -> RocmRelease | None:
         return self._rocm.get(_release_key(version))
 
@@ -159,8 +172,17 @@ class InMemoryMatrix:
     def install_note(self, vendor: str) -> str | None:
         return self.data.vendor_backends.install_notes.get(vendor)
 
+    def vendor_install(self, vendor: str) -> VendorInstall | None:
+        return self.data.vendor_backends.installs.get(vendor)
+
     def source(self, key: str) -> Source | None:
         return self._sources.get(key)
+
+
+def _arch_key(arch: str) -> tuple[str, int, str]:
+    """sm_ before gfx, then by number (sm_50 < sm_120), then the suffix (sm_90 < sm_90a)."""
+    digits = "".join(ch for ch in arch if ch.isdigit())
+    return (arch[:2] != "sm", int(digits or 0) if arch.startswith("sm") else 0, arch)
 
 
 def _first_matching(rows: list[tuple[SpecifierSet | None, Any]], torch_version: str) -> Any:

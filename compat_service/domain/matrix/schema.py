@@ -380,6 +380,14 @@ class CambriconMluRow(Row):
 
 
 
+class VendorInstall(Row):
+    """Where a vendor's plugin runs and how its companions install (one per vendor, keyed like install_notes)."""
+
+    platforms: list[Platform] = Field(min_length=1)
+    #: torchvision/torchaudio go in with --no-deps (their torch requirement names a build the plugin replaces)
+    companions_no_deps: bool = False
+
+
 class VendorFile(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -388,6 +396,8 @@ class VendorFile(BaseModel):
     cambricon_mlu: list[CambriconMluRow]
     #: the install recipe in words per vendor (which torch wheel, which index, which plugin)
     install_notes: dict[str, str] = Field(default_factory=dict)
+    #: per vendor (the install_notes keys): the platforms its plugin is published for, --no-deps companions
+    installs: dict[str, VendorInstall] = Field(default_factory=dict)
 
 
 # --------------------------------------------------------------------------- the whole matrix

@@ -22,8 +22,10 @@ from compat_service.domain.matrix.interface import InMemoryMatrix
 
 #: bump when the snapshot layout changes
 SNAPSHOT_FORMAT = "1"
-#: mappings in the schema that stay dicts (every other JSON object is a row)
+#: mappings in the schema that stay dicts (every other JSON object is a row); their values stay plain
 _DICT_FIELDS = frozenset({"install_notes", "python_by_platform", "torch_requirement", "applies"})
+#: mappings in the schema that stay dicts of rows (name -> row)
+_ROW_DICT_FIELDS = frozenset({"installs"})
 _SCHEMA_FILE = Path(__file__).with_name("schema.py")
 #: the merge of the generated layer shapes the data too: an edit to it must miss the cache
 _LAYER_FILES = tuple(Path(__file__).with_name(name) for name in ("index_layer.py", "index_facts.py", "markers.py"))
@@ -76,6 +78,8 @@ def _namespaces(value: Any, key: str | None = None) -> Any:
     if isinstance(value, dict):
         if key in _DICT_FIELDS:
             return dict(value)
+        if key in _ROW_DICT_FIELDS:
+            return {k: _namespaces(v) for k, v in value.items()}
         return SimpleNamespace(**{k: _namespaces(v, k) for k, v in value.items()})
     if isinstance(value, list):
         return [_namespaces(v) for v in value]

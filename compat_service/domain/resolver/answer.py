@@ -78,6 +78,20 @@ def build_resolution(state: ResolverState, minor: Any, patch: Any, python: str, 
     # The official commands of --extra-index-url releases pin local versions (1.13.1+cu117): without
     # the tag pip may take the default index's build, whose version sorts equal.
     local = f"+{c.label}" if index_url and index_option == "--extra-index-url" else ""
+    # The one index rule (every format prints `index_option` as is): the release's own option, except
+    # that an install which also takes packages from the default index (torch-npu) can only add the torch
+    # index as an extra one (one file, one set of indexes); torch's pin is then the plugin's requirement.
+    from_default_index = c.plugin_row is not None and state.family == "npu"
+    if index_url and from_default_index and index_option != "--extra-index-url":
+        index_option = "--extra-index-url"
+        reasons.append(
+            Reason(
+                "index-option",
+                f"torch-npu comes from the default index, so {build.index_url} is an extra index in every "
+                "output format",
+                (),
+            )
+        )
     torch_pin = version + local
     plugin_pin = _plugin_torch_pin(c.plugin_row, r.platform)
     if plugin_pin is not None and plugin_pin != torch_pin:
@@ -96,6 +110,11 @@ def build_resolution(state: ResolverState, minor: Any, patch: Any, python: str, 
         packages.append(Pin("torch-npu", c.plugin_row.torch_npu, None))
     if on_default:
         _triton_reason(state, patch, python, reasons)  # the requirement read is the default wheel's
+    no_deps: tuple[str, ...] = ()
+    if state.family in PLUGIN_FAMILIES:
+        install = state.m.vendor_install(PLUGINS[state.family].install_note)
+        if install is not None and install.companions_no_deps:
+            no_deps = tuple(r.with_)
     evidence = _evidence(state, version, c.label, python, reasons)
     return Resolution(
         torch_version=version,
@@ -112,6 +131,8 @@ def build_resolution(state: ResolverState, minor: Any, patch: Any, python: str, 
         reasons=tuple(reasons),
         warnings=tuple(warnings),
         evidence=evidence,
+        unknowns=tuple(state.unknowns),
+        no_deps=no_deps,
     )
 
 
@@ -149,6 +170,7 @@ def _arch_reason(state: ResolverState, c: Candidate, reasons: list[Reason], warn
     assert verdict is not None
     if verdict.coverage == "unknown":
         warnings.append(f"the matrix has no architecture list for {c.label}; could not check {gpu}")
+        state.unknowns.append(f"whether {c.label} ships kernels for {gpu} (no sourced arch list)")
         return
     how = (
         "ships kernels that run on"
@@ -178,6 +200,8 @@ def _driver_reason(
         warnings.append(
             f"the matrix has no {state.r.os} driver minimum for CUDA {runtime}; check NVIDIA's release notes"
         )
+        if state.r.driver is not None:
+            state.unknowns.append(f"whether driver {state.r.driver} runs CUDA {runtime} on {state.r.os}")
         return
     requirements.append(
         HostRequirement("nvidia-driver", floor.version, f"CUDA {toolkit} toolkit minimum on {state.r.os}")

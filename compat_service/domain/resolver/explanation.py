@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from packaging.version import Version
 
-from compat_service.domain.backends import CPU_WHEEL_FAMILIES, PLUGINS
+from compat_service.domain.backends import CPU_WHEEL_FAMILIES, PLUGINS, python_sort_key
 from compat_service.domain.hardware_rules import newest_cuda_for_driver
 from compat_service.domain.resolver.conflict import Conflict
 from compat_service.domain.resolver.request import BackendSpec, TorchSpec
@@ -92,6 +92,14 @@ def explain_failure(state: ResolverState, stage: str, deaths: list[Dropout]) -> 
             (f"python in {_py_range(d.info['pythons'])}", f"matrix: torch_releases {m} python", None)
             for m, d in by_minor.items()
         ]
+        everywhere = sorted({p for d in deaths for p in d.info["pythons"]}, key=python_sort_key)
+        if len(by_minor) > 3 and everywhere and r.python:
+            # Every release refused it: one line, the span of all of them (e.g. Python 2.7, 3.99).
+            message = (
+                f"no torch release in the matrix supports Python {r.python} on {r.platform}; "
+                f"{_span(deaths)} span Python {_py_range(everywhere)}"
+            )
+            causes = causes[:1] + causes[-1:]
         causes.append((f"python == {r.python}", "request: --python", None))
         return Conflict(
             "python-unsupported",
@@ -161,15 +169,28 @@ def explain_failure(state: ResolverState, stage: str, deaths: list[Dropout]) -> 
             )
         mvc = state.m.minor_version_compat(int(Version(lowest_cuda).major)) if lowest_cuda != "?" else None
         hint = f"install NVIDIA driver >= {needed}, or use the CPU build"
-        if (
-            mvc is not None
-            and mvc.min_driver_linux
-            and Version(r.driver or "0")
-            >= Version(mvc.min_driver_linux if r.os != "windows" else (mvc.min_driver_windows or "9999"))
-        ):
+        mvc_floor = None
+        if mvc is not None:
+            mvc_floor = mvc.min_driver_windows if r.os == "windows" else mvc.min_driver_linux
+        if mvc is not None and mvc_floor:
+            # The rule decides this answer, so it is stated whether or not the driver reaches that floor.
+            meets = Version(r.driver or "0") >= Version(mvc_floor)
             hint += (
-                f". NVIDIA's minor-version compatibility would run CUDA {mvc.cuda_major}.x on this driver for "
-                "some programs, but not PTX JIT, which PyTorch uses; accelenv requires the toolkit's own floor"
+                f". The rule: a build needs its CUDA toolkit's own driver minimum. NVIDIA's minor-version "
+                f"compatibility (CUDA {mvc.cuda_major}.x from driver {mvc_floor} on {r.os}) "
+                + (
+                    "would run some programs on this driver"
+                    if meets
+                    else f"would not help either: driver {r.driver} is below {mvc_floor}"
+                )
+                + ", and it does not cover PTX JIT, which PyTorch uses"
+            )
+            causes.append(
+                (
+                    f"CUDA {mvc.cuda_major}.x minor-version compatibility from driver {mvc_floor}",
+                    f"matrix: cuda minor_version_compatibility ({', '.join(mvc.source)})",
+                    "not counted on: no PTX JIT" if meets else f"driver {r.driver} is below it too",
+                )
             )
         return Conflict(
             "driver-too-old", message, hint=hint, causes=causes, facts={"driver_needed": needed}
@@ -221,6 +242,25 @@ def _backend_conflict(
                 (f"platform {r.platform}", "request: --os/--arch", None),
             ],
         )
+    if state.family in PLUGINS:
+        plugin = PLUGINS[state.family]
+        install = state.m.vendor_install(plugin.install_note)
+        if install is not None and r.platform not in install.platforms:
+            return Conflict(
+                "backend-unavailable",
+                f"{plugin.package} is published only for {', '.join(install.platforms)}; the target is "
+                f"{r.platform}",
+                hint="use a Linux target for --backend " + wanted + ", or another backend",
+                causes=[
+                    (f"backend {wanted}", "request: --backend", None),
+                    (
+                        f"{plugin.package} platforms",
+                        f"matrix: vendor_backends installs {plugin.install_note} ({', '.join(install.source)})",
+                        ", ".join(install.platforms),
+                    ),
+                    (f"platform {r.platform}", "request: --os/--arch", None),
+                ],
+            )
     anywhere = any(
         r.platform in v.platforms and _family_matches(state, v.label)
         for m in state.m.torch_minors()
@@ -287,7 +327,6 @@ def _span(deaths: list[Dropout]) -> str:
     return versions[0] if len(versions) == 1 else f"{versions[-1]}–{versions[0]}"
 
 
-_LATEST = TorchSpec("latest", "latest")
 _CPU = BackendSpec("cpu", "label", "cpu")
 
 
@@ -296,9 +335,12 @@ def nearby_requests(
 ) -> list[tuple[str, dict[str, Any]]]:
     tries: list[tuple[str, ResolveRequest, dict[str, Any]]] = []
     code = conflict.code
-    latest = replace(request, torch=_LATEST)
+    minors = [m.minor for m in matrix.torch_minors()]  # newest first
+    asked = _asked_minor(request, minors)
     if request.torch.kind != "latest":
-        tries.append(("newest torch that fits the rest of the request", latest, {}))
+        nearest = _nearest_fitting_torch(request, matrix, minors, asked, try_resolve)
+        if nearest is not None:
+            tries.append(("the nearest torch release that fits the rest of the request", nearest, {}))
     if code == "python-unsupported":
         tries.append(("a Python the asked torch supports", replace(request, python=None), {}))
     if code == "driver-too-old":
@@ -341,6 +383,7 @@ def nearby_requests(
         )
 
     out: list[tuple[str, dict[str, Any]]] = []
+    distance: list[int] = []
     seen: set[tuple[tuple[str, str], ...]] = set()
     for description, candidate, fixed in tries:
         res = try_resolve(candidate, matrix)
@@ -358,7 +401,37 @@ def nearby_requests(
         out.append(
             (f"{description}: torch {res.torch_version} ({res.backend}) on Python {res.python}", flags)
         )
-    return out
+        distance.append(_distance(res.torch_version, minors, asked))
+    # Nearest to the request first (fewest minors away); equal distances keep the order they were tried in.
+    order = sorted(range(len(out)), key=lambda i: distance[i])
+    return [out[i] for i in order]
+
+
+def _asked_minor(request: ResolveRequest, minors: list[str]) -> int:
+    """Where the asked torch sits in the newest-first list of minors (0, the newest, for latest/specifiers)."""
+    if request.torch.kind in ("minor", "exact"):
+        text = ".".join(request.torch.text.split(".")[:2])
+        if text in minors:
+            return minors.index(text)
+    return 0
+
+
+def _distance(version: str, minors: list[str], asked: int) -> int:
+    minor = ".".join(version.split(".")[:2])
+    return abs(minors.index(minor) - asked) if minor in minors else len(minors)
+
+
+def _nearest_fitting_torch(
+    request: ResolveRequest, matrix: Matrix, minors: list[str], asked: int, try_resolve: TryResolve
+) -> ResolveRequest | None:
+    """The request with the nearest torch minor (either side of the asked one, newer first on a tie) that
+    resolves; the minors are tried in order of distance, so a close one is found in a few resolves."""
+    by_distance = sorted(range(len(minors)), key=lambda i: (abs(i - asked), i))
+    for index in by_distance:
+        candidate = replace(request, torch=TorchSpec(minors[index], "minor"))
+        if try_resolve(candidate, matrix) is not None:
+            return candidate
+    return None
 
 
 def to_error(conflict: Conflict, alternatives: list[tuple[str, dict[str, Any]]]) -> UnsatisfiableError:

@@ -1,10 +1,16 @@
 """Every output format of `accelenv resolve`, generated from one `Resolution`.
 
 - json: `resolution_to_json` (the service returns the same object)
-- pip: the command in the form the official PyTorch commands use for that release (``--index-url`` or
-  ``--extra-index-url`` per the matrix); packages from the default index (torch-npu) get their own
-  command after torch, as Ascend documents it
-- requirements: a requirements.txt with its index line
+- pip: the command in the form the official PyTorch commands use for that release; packages from the
+  default index (torch-npu) get their own command after torch, as Ascend documents it, and --no-deps
+  companions (mlu) theirs; the warnings first, as comments
+- requirements: a requirements.txt with its index line, the warnings as comments
+
+One index rule for every format: the index line/option is the resolution's ``index_option`` as is. The
+resolver decides it (answer.py): the release's own option from the matrix (``--index-url``, or
+``--extra-index-url`` with local version pins for 1.13-era releases), and ``--extra-index-url`` with local
+pins when the install also takes packages from the default index (torch-npu), since one file has one set
+of indexes.
 - uv: a ``pyproject.toml`` snippet (``[[tool.uv.index]]`` with ``explicit = true`` + ``[tool.uv.sources]``),
   the ``uv pip install`` line as a comment at its top so the whole output stays valid TOML
 - conda: an environment.yml with a pip section
@@ -48,19 +54,24 @@ def _default_pins(res: Resolution) -> list[Pin]:
 
 def pip_commands(res: Resolution, tool: str = "pip install") -> list[str]:
     """One command per index: torch packages first, then what comes from the default index."""
+    index = "".join(f" {line}" for line in _index_lines(res))
     if res.index_url is None:
-        return [f"{tool} " + " ".join(_spec(p) for p in res.packages)]
-    commands = [
-        f"{tool} " + " ".join(_spec(p) for p in _torch_pins(res)) + f" {res.index_option} {res.index_url}"
-    ]
-    rest = _default_pins(res)
+        pins = [p for p in res.packages if p.name not in res.no_deps]
+        commands = [f"{tool} " + " ".join(_spec(p) for p in pins)]
+    else:
+        pins = [p for p in _torch_pins(res) if p.name not in res.no_deps]
+        commands = [f"{tool} " + " ".join(_spec(p) for p in pins) + index]
+    no_deps = [p for p in res.packages if p.name in res.no_deps]
+    if no_deps:
+        commands.append(f"{tool} --no-deps " + " ".join(_spec(p) for p in no_deps) + index)
+    rest = [p for p in _default_pins(res) if p.name not in res.no_deps] if res.index_url else []
     if rest:
         commands.append(f"{tool} " + " ".join(_spec(p) for p in rest))
     return commands
 
 
 def _pip(res: Resolution) -> str:
-    return "\n".join(pip_commands(res)) + "\n"
+    return "\n".join([*_warning_comments(res), *pip_commands(res)]) + "\n"
 
 
 def _header(res: Resolution) -> str:
@@ -68,16 +79,23 @@ def _header(res: Resolution) -> str:
 
 
 def _index_lines(res: Resolution) -> list[str]:
-    if res.index_url is None:
-        return []
-    # One file has one set of indexes: with packages from the default index too, the torch index can only
-    # be an extra one.
-    option = "--extra-index-url" if _default_pins(res) else res.index_option
-    return [f"{option} {res.index_url}"]
+    # The one index rule: every format prints the resolution's `index_option` as is (the resolver decides
+    # it: the release's own option, --extra-index-url when packages also come from the default index).
+    return [] if res.index_url is None else [f"{res.index_option} {res.index_url}"]
+
+
+def _warning_comments(res: Resolution) -> list[str]:
+    """The warnings (and an answer's unknowns) as comments, so a script's output keeps them."""
+    lines = [f"# warning: {w}" for w in res.warnings]
+    if res.unknowns:
+        lines.append(f"# status: {res.status}: " + "; ".join(res.unknowns))
+    return lines
 
 
 def _requirements(res: Resolution) -> str:
-    lines = [_header(res), *_index_lines(res), *(_spec(p) for p in res.packages)]
+    lines = [_header(res), *_warning_comments(res), *_index_lines(res)]
+    # requirements.txt has no per-package --no-deps: say so where it applies
+    lines += [_spec(p) + ("  # install with --no-deps" if p.name in res.no_deps else "") for p in res.packages]
     return "\n".join(lines) + "\n"
 
 

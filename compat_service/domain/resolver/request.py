@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Literal
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
@@ -32,10 +33,13 @@ from compat_service.domain.backends import (
 COMPANIONS = ("torchvision", "torchaudio")
 DEFAULT_COMPANIONS = COMPANIONS
 
-_PYTHON_RE = re.compile(r"^(3\.\d{1,2})(\.\d+)?(t?)$")
+_PYTHON_RE = re.compile(r"^(\d\.\d{1,2})(\.\d+)?(t?)$")
 _MINOR_RE = re.compile(r"^\d+\.\d+$")
 _SPEC_START = ("<", ">", "=", "!", "~")
 _GPU_ARCH_RE = re.compile(r"^(sm_\d{2,3}[af]?|gfx[0-9a-f]{3,5})$")
+
+#: versions repeat across requests (the matrix's patches); parsing each once keeps resolve() cheap
+_version = lru_cache(maxsize=4096)(Version)
 
 TorchSpecKind = Literal["latest", "minor", "exact", "specifier"]
 
@@ -93,6 +97,9 @@ PARAMETERS: tuple[Parameter, ...] = (
     Parameter("require_verified", 8, "true: accept only combinations probe reports verify",
               cli_help="accept only combinations probe reports verify (needs --server or --database)",
               switch=True),
+    Parameter("strict", 8, "true: fail when the answer rests on data the matrix does not have (unknown)",
+              cli_help="fail (exit 5, rests-on-unknown) when the answer rests on data the matrix lacks",
+              switch=True),
 )
 #: the values a switch is on with, in a query string
 _SWITCH_ON = ("1", "true", "yes")
@@ -112,9 +119,17 @@ class TorchSpec:
         if self.kind == "minor":
             return minor == self.text
         if self.kind == "exact":
-            return Version(version) == Version(self.text)
+            return _version(version) == _version(self.text)
         assert self.specifier is not None
         return self.specifier.contains(version, prereleases=True)
+
+    def minor_named(self) -> str | None:
+        """The one minor a minor or exact request can match (None: any), so the others are skipped unread."""
+        if self.kind == "minor":
+            return self.text
+        if self.kind == "exact":
+            return ".".join(self.text.split(".")[:2])
+        return None
 
     def names_minor(self, minor: str) -> bool:
         """True when the request names this minor outright (then a 'partial' minor may be chosen)."""
@@ -151,6 +166,8 @@ class ResolveRequest:
     with_: tuple[str, ...] = DEFAULT_COMPANIONS
     #: accept only combinations probe reports verify (needs evidence: --server or --database)
     require_verified: bool = False
+    #: fail (rests-on-unknown) instead of answering when the answer rests on data the matrix does not have
+    strict: bool = False
 
     @property
     def platform(self) -> str:
@@ -169,18 +186,22 @@ class ResolveRequest:
         gpu_arch: str | None = None,
         with_: str | None = None,
         require_verified: bool = False,
+        strict: bool = False,
     ) -> ResolveRequest:
         os_name = _parse_os(os)
+        driver_value = _parse_driver(driver)
+        arch_value = _parse_gpu_arch(gpu_arch)
         return cls(
             torch=parse_torch_spec(torch),
             python=parse_python(python),
             os=os_name,
             arch=_parse_arch(arch, os_name),
-            backend=parse_backend(backend),
-            driver=_parse_driver(driver),
-            gpu_arch=_parse_gpu_arch(gpu_arch),
+            backend=_target_backend(backend, driver_value, arch_value),
+            driver=driver_value,
+            gpu_arch=arch_value,
             with_=parse_with(with_),
             require_verified=require_verified,
+            strict=strict,
         )
 
     @classmethod
@@ -207,6 +228,8 @@ class ResolveRequest:
                 out[key] = value
         if self.require_verified:
             out["require_verified"] = "true"
+        if self.strict:
+            out["strict"] = "true"
         return out
 
 
@@ -219,8 +242,19 @@ def invalid_request(message: str, hint: str, flag: str, value: str) -> Exception
     )
 
 
+def _given(text: str | None, flag: str, example: str) -> str | None:
+    """None when the parameter is absent; an empty value given on purpose is an invalid request."""
+    if text is None:
+        return None
+    if text.strip() == "":
+        raise invalid_request(
+            f"{flag} is empty", f"give a value such as {example}, or leave {flag} out for the default", flag, "''"
+        )
+    return text
+
+
 def parse_torch_spec(text: str | None) -> TorchSpec:
-    value = (text or "latest").strip()
+    value = (_given(text, "--torch", "2.3 or latest") or "latest").strip()
     if value == "latest":
         return TorchSpec("latest", "latest")
     if _MINOR_RE.match(value):
@@ -232,7 +266,7 @@ def parse_torch_spec(text: str | None) -> TorchSpec:
             pass
     else:
         try:
-            version = Version(value)
+            version = _version(value)
         except InvalidVersion:
             version = None
         if version is not None and not version.local and len(version.release) >= 3:
@@ -247,8 +281,9 @@ def parse_torch_spec(text: str | None) -> TorchSpec:
 
 
 def parse_python(text: str | None) -> str | None:
-    if text is None or text == "":
+    if _given(text, "--python", "3.11") is None:
         return None
+    assert text is not None
     match = _PYTHON_RE.match(text.strip())
     if not match:
         raise invalid_request(
@@ -281,7 +316,7 @@ def _parse_arch(text: str | None, os_name: str) -> str:
 
 
 def parse_backend(text: str | None) -> BackendSpec:
-    value = (text or "cpu").strip().lower()
+    value = (_given(text, "--backend", "cpu or cuda") or "cpu").strip().lower()
     if value == "auto":
         return BackendSpec(value, "auto", None)
     if value in REQUEST_FAMILIES and not is_build_label(value):
@@ -294,6 +329,30 @@ def parse_backend(text: str | None) -> BackendSpec:
         "--backend",
         value,
     )
+
+
+def implied_family(driver: str | None, gpu_arch: str | None) -> str | None:
+    """The GPU family the target's flags name: gfxNNN is AMD (rocm), sm_XX or a driver alone NVIDIA (cuda)."""
+    if gpu_arch is not None:
+        return "rocm" if gpu_arch.startswith("gfx") else "cuda"
+    return "cuda" if driver is not None else None
+
+
+def _target_backend(text: str | None, driver: str | None, gpu_arch: str | None) -> BackendSpec:
+    """`--backend`, or with none given the family that --gpu-arch/--driver imply; a contradiction is an error."""
+    implied = implied_family(driver, gpu_arch)
+    if text is None and implied is not None:
+        return BackendSpec(implied, "family", implied)
+    spec = parse_backend(text)
+    if implied is not None and spec.family not in (None, "cuda", "rocm"):
+        flag, value = ("--gpu-arch", gpu_arch) if gpu_arch is not None else ("--driver", driver or "")
+        raise invalid_request(
+            f"{flag} {value} names a {implied} GPU target, but --backend {spec.text} is not a GPU build",
+            f"drop {flag} for a {spec.text} install, or ask for --backend {implied}",
+            flag,
+            value,
+        )
+    return spec
 
 
 def _parse_driver(text: str | None) -> str | None:

@@ -65,6 +65,15 @@ class Resolution:
     warnings: tuple[str, ...] = ()
     #: evidence status of the chosen cell, when an EvidenceLookup was given
     evidence: dict[str, Any] | None = field(default=None)
+    #: what the answer rests on that the matrix does not know (empty: every deciding fact is sourced)
+    unknowns: tuple[str, ...] = ()
+    #: packages installed with --no-deps in their own command (the mlu companions; vendor_backends installs)
+    no_deps: tuple[str, ...] = ()
+
+    @property
+    def status(self) -> str:
+        """"known" when every deciding fact is sourced, "rests-on-unknown" otherwise (see `unknowns`)."""
+        return "rests-on-unknown" if self.unknowns else "known"
 
     @property
     def platform(self) -> str:
@@ -79,6 +88,9 @@ def resolution_to_json(res: Resolution) -> dict[str, Any]:
     """The wire form, shared by the CLI (--format json) and the service (GET /v1/resolve)."""
     return {
         "version": JSON_VERSION,
+        "status": res.status,
+        "unknowns": list(res.unknowns),
+        "no_deps": list(res.no_deps),
         "torch": res.torch_version,
         "pins": res.pins,
         "index_url": res.index_url,
@@ -121,4 +133,6 @@ def resolution_from_json(body: dict[str, Any]) -> Resolution:
         reasons=tuple(Reason(r["decision"], r["detail"], tuple(r["sources"])) for r in body["reasons"]),
         warnings=tuple(body["warnings"]),
         evidence=body.get("evidence"),
+        unknowns=tuple(body.get("unknowns", ())),
+        no_deps=tuple(body.get("no_deps", ())),
     )

@@ -57,6 +57,11 @@ class ResolutionBody(_Closed):
     model_config = ConfigDict(extra="forbid", title="Resolution")
 
     version: Literal["1"] = Field(description="the wire format's version")
+    status: Literal["known", "rests-on-unknown"] = Field(
+        description="known: every deciding fact is sourced; rests-on-unknown: see unknowns (--strict fails)"
+    )
+    unknowns: list[str] = Field(description="the deciding facts the matrix does not have")
+    no_deps: list[str] = Field(description="packages installed with --no-deps, in their own command")
     torch: str
     pins: dict[str, str] = Field(description="package name -> version, for every package below")
     index_url: str | None

@@ -12,12 +12,20 @@ through `Matrix`; it never imports pydantic on the success path.
 
 from __future__ import annotations
 
+import weakref
 from typing import TYPE_CHECKING, Any
 
 from packaging.version import Version
 
 from compat_service.domain.backends import CPU_WHEEL_FAMILIES, PLUGIN_FAMILIES, PLUGINS, python_sort_key
-from compat_service.domain.hardware_rules import arch_coverage, cached_version, driver_floor
+from compat_service.domain.hardware_rules import (
+    ArchVerdict,
+    arch_coverage,
+    arch_is_known,
+    cached_version,
+    driver_floor,
+    too_new_for,
+)
 from compat_service.domain.resolver.answer import build_resolution
 from compat_service.domain.resolver.conflict import Conflict
 from compat_service.domain.resolver.explanation import (
@@ -43,7 +51,7 @@ if TYPE_CHECKING:
 
 def resolve(request: ResolveRequest, matrix: Matrix, evidence: EvidenceLookup | None = None) -> Resolution:
     """Resolve one request; raises InvalidRequestError or an UnsatisfiableError subclass."""
-    _check_request(request)
+    _check_request(request, matrix)
     try:
         return run(ResolverState(matrix, request, evidence))
     except Conflict as conflict:
@@ -58,7 +66,7 @@ def try_resolve(request: ResolveRequest, matrix: Matrix) -> Resolution | None:
         return None
 
 
-def _check_request(request: ResolveRequest) -> None:
+def _check_request(request: ResolveRequest, matrix: Matrix) -> None:
     from compat_service.domain.resolver.request import invalid_request
 
     if request.backend.kind == "auto":
@@ -79,15 +87,26 @@ def _check_request(request: ResolveRequest) -> None:
                 "--gpu-arch",
                 request.gpu_arch,
             )
+        known = matrix.gpu_archs()
+        if not arch_is_known(request.gpu_arch, known):
+            raise invalid_request(
+                f"--gpu-arch {request.gpu_arch} is not an architecture the matrix knows",
+                "use one of the architectures the matrix lists (gpu_archs.yaml, rocm.yaml): "
+                + ", ".join(known),
+                "--gpu-arch",
+                request.gpu_arch,
+            )
 
 
 def run(state: ResolverState) -> Resolution:
     """The stages over every matching patch, newest first; raises a `Conflict` when none passes."""
     spec = state.r.torch
+    named = spec.minor_named()
     matched = [
         (minor, patch)
         for minor in state.m.torch_minors()
-        if minor.status == "released" or spec.names_minor(minor.minor)
+        if (named is None or minor.minor == named)
+        and (minor.status == "released" or spec.names_minor(minor.minor))
         for patch in state.m.torch_patches(minor)
         if spec.matches(patch.version, minor.minor)
     ]
@@ -109,20 +128,35 @@ def run(state: ResolverState) -> Resolution:
             continue
         chosen = _pick(state, minor, patch, python, candidates)
         if chosen is not None:
-            return chosen
+            return _checked(state, chosen)
         fallback = fallback or (minor, patch, python, candidates)
     for minor, patch, python, candidates in unknown_arch:
         chosen = _pick(state, minor, patch, python, candidates)
         if chosen is not None:
-            return chosen
+            return _checked(state, chosen)
         fallback = fallback or (minor, patch, python, candidates)
     if fallback is not None and state.steering is not None:
         if state.r.require_verified:
             raise state.steering.not_verified(f"torch {state.r.torch.text}", state.family, state.r.python)
         minor, patch, python, candidates = fallback
-        return build_resolution(state, minor, patch, python, _best(state, candidates))
+        return _checked(state, build_resolution(state, minor, patch, python, _best(state, candidates)))
     furthest = max(d.stage for d in deaths)
     raise explain_failure(state, STAGES[furthest], [d for d in deaths if d.stage == furthest])
+
+
+def _checked(state: ResolverState, res: Resolution) -> Resolution:
+    """The answer, or with --strict a `rests-on-unknown` failure when it rests on facts the matrix lacks."""
+    if state.r.strict and res.unknowns:
+        raise Conflict(
+            "rests-on-unknown",
+            f"torch {res.torch_version} {res.backend} is the only answer, and it rests on data the matrix "
+            "does not have",
+            hint="drop --strict to take the answer with its warnings, or check the facts by hand "
+            "(`accelenv probe` on the target records them)",
+            causes=[(u, "matrix: unknown (null)", None) for u in res.unknowns]
+            + [("--strict", "request: --strict", "accept only answers whose deciding facts are sourced")],
+        )
+    return res
 
 
 def _pick(
@@ -170,9 +204,7 @@ def _try_patch(state: ResolverState, minor: Any, patch: Any) -> Dropout | tuple[
     if state.r.gpu_arch and state.family in ("cuda", "rocm"):
         verdicts = []
         for c in candidates:
-            c.arch = arch_coverage(
-                state.m, version, c.label, c.build_row.runtime, platform, state.r.gpu_arch
-            )
+            c.arch = _arch_verdict(state, version, c, platform)
             verdicts.append((c.label, c.arch))
         covered = [c for c in candidates if c.arch is not None and c.arch.coverage != "no"]
         if not covered:
@@ -203,7 +235,59 @@ def _try_patch(state: ResolverState, minor: Any, patch: Any) -> Dropout | tuple[
     return python, candidates
 
 
+def _arch_verdict(state: ResolverState, version: str, c: Candidate, platform: str) -> ArchVerdict:
+    """The build's coverage of --gpu-arch. An unknown list never beats a known "no": when a newer patch's
+    list for this label is known and the GPU is newer than everything it ships, an older patch of the same
+    label (whose list is unknown) cannot ship it either, so it inherits that "no"."""
+    gpu = state.r.gpu_arch or ""
+    verdict = arch_coverage(state.m, version, c.label, c.build_row.runtime, platform, gpu)
+    if verdict.coverage != "unknown":
+        return verdict
+    key = (c.label, version)
+    if key not in state.arch_refused:
+        state.arch_refused[key] = _newer_known_no(state, version, c, platform, gpu)
+    return state.arch_refused[key] or verdict
+
+
+def _newer_known_no(
+    state: ResolverState, version: str, c: Candidate, platform: str, gpu: str
+) -> ArchVerdict | None:
+    """The nearest newer patch's known verdict for this label, when it is a "no" for a GPU newer than
+    everything that list ships (the request's --torch may not even match that patch)."""
+    here = cached_version(version)
+    newer = [
+        p.version
+        for m in state.m.torch_minors()
+        for p in state.m.torch_patches(m)
+        if cached_version(p.version) > here
+    ]
+    for other in sorted(newer, key=cached_version):
+        known = arch_coverage(state.m, other, c.label, c.build_row.runtime, platform, gpu)
+        if known.coverage == "unknown":
+            continue
+        if known.coverage == "no" and known.row is not None and too_new_for(gpu, known.row):
+            return known
+        return None
+    return None
+
+
+#: per matrix (weakly held): (patch, platform) -> its Python list, computed once per matrix
+_PYTHONS: weakref.WeakKeyDictionary[Any, dict[tuple[str, str], list[str]]] = weakref.WeakKeyDictionary()
+
+
 def _pythons(state: ResolverState, minor: Any, patch: Any) -> list[str]:
+    try:
+        memo = _PYTHONS.setdefault(state.m, {})
+    except TypeError:
+        return _python_list(state, minor, patch)
+    key = (patch.version, state.r.platform)
+    found = memo.get(key)
+    if found is None:
+        found = memo[key] = _python_list(state, minor, patch)
+    return found
+
+
+def _python_list(state: ResolverState, minor: Any, patch: Any) -> list[str]:
     entries = patch.python_override if patch.python_override is not None else minor.python
     found: list[str] = []
     for entry in entries:
@@ -228,6 +312,10 @@ def _variants(state: ResolverState, on_platform: list[Any]) -> list[Candidate]:
             out.append(Candidate(v.label, v, build))
     if state.family == "mps" and state.r.os != "macos":
         return []
+    if state.family in PLUGIN_FAMILIES:
+        install = state.m.vendor_install(PLUGINS[state.family].install_note)
+        if install is not None and state.r.platform not in install.platforms:
+            return []
     return out
 
 

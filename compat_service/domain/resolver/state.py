@@ -29,6 +29,11 @@ class ResolverState:
         self.evidence = evidence
         self.family = request.backend.family or "cpu"
         self.warnings: list[str] = []
+        #: the deciding facts the answer rests on that the matrix does not have (Resolution.unknowns)
+        self.unknowns: list[str] = []
+        #: (build label, patch) -> a newer patch's known "no" for --gpu-arch that an older unknown list inherits (None:
+        #: nothing to inherit); filled on the first unknown list of that label
+        self.arch_refused: dict[tuple[str, str], Any] = {}
         self.steering: Any = None
         if evidence is not None:
             # imported only with evidence: it pulls the error models (pydantic), off the fast path

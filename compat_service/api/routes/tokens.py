@@ -1,0 +1,30 @@
+"""`POST /v1/tokens/{id}/withdraw` (scope `admin`): revoke a token and withdraw the evidence it submitted
+(``compat_service.db.evidence_withdraw``; the trust model is in docs/service.md)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Path, Request
+from starlette.concurrency import run_in_threadpool
+
+from compat_service.api.deps import require_scope
+from compat_service.db.evidence_withdraw import WithdrawResult, withdraw_submitter
+from compat_service.db.models import ApiTokenPublic
+from compat_service.domain.errors import ErrorBody
+
+router = APIRouter(prefix="/v1/tokens", tags=["tokens"])
+
+
+@router.post(
+    "/{token_id}/withdraw",
+    summary="Revoke a token and withdraw every report it submitted from the evidence (admin)",
+    response_model=WithdrawResult,
+    responses={status: {"model": ErrorBody} for status in (401, 403, 404)},
+)
+async def withdraw_token(
+    request: Request,
+    _admin: Annotated[ApiTokenPublic, Depends(require_scope("admin"))],
+    token_id: Annotated[int, Path(ge=1, le=2**31 - 1, description="the id `accelenv token list` shows")],
+) -> WithdrawResult:
+    return await run_in_threadpool(withdraw_submitter, request.app.state.engine, token_id)

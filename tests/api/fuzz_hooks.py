@@ -1,0 +1,19 @@
+"""Schemathesis hooks for fuzzing the service (loaded through SCHEMATHESIS_HOOKS by test_fuzz_openapi.py):
+how to put an ``application/x-ndjson`` body on the wire, one JSON value per line."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import schemathesis
+
+
+@schemathesis.serializer("application/x-ndjson")
+def ndjson(_ctx: Any, value: Any) -> dict[str, Any]:
+    if isinstance(value, bytes):
+        return {"data": value}
+    if isinstance(value, str):
+        return {"data": value.encode("utf-8", "surrogatepass")}
+    items = value if isinstance(value, list) else [value]
+    return {"data": "\n".join(json.dumps(item) for item in items).encode()}
