@@ -38,6 +38,32 @@ from compat_service.importer import prepare_database
 ROUTERS = ("resolve", "health", "torch", "matrix", "reports", "evidence", "probe", "tokens", "metrics", "pages")
 
 
+#: the docs pages load only this server's assets: ReDoc's bundle would otherwise fetch its vendor's logo from
+#: the internet (its side menu has no option to drop it); Swagger UI and ReDoc start from an inline script
+DOCS_CSP = (
+    "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; "
+    "script-src 'self' 'unsafe-inline'; worker-src 'self' blob:; connect-src 'self'"
+)
+
+
+def _same_origin_only(app: FastAPI, paths: tuple[str, ...]) -> None:
+    """Send ``DOCS_CSP`` with the pages at ``paths`` (wrapping just those routes keeps it off the hot path)."""
+    header = (b"content-security-policy", DOCS_CSP.encode())
+    for route in app.router.routes:
+        if getattr(route, "path", None) in paths:
+            inner = route.app
+
+            async def with_csp(scope, receive, send, inner=inner):  # noqa: ANN001 - ASGI callables
+                async def send_with_header(message):  # noqa: ANN001
+                    if message["type"] == "http.response.start":
+                        message["headers"] = [*message.get("headers", []), header]
+                    await send(message)
+
+                await inner(scope, receive, send_with_header)
+
+            route.app = with_csp
+
+
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings if settings is not None else load_settings()
     configure_logging(settings.log_format)
@@ -92,6 +118,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # routes the app class registers when it is built (each route tried first costs every resolve a match).
     built_in = {"/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc", "/static/api-docs"}
     app.router.routes.sort(key=lambda route: getattr(route, "path", None) in built_in)
+    _same_origin_only(app, ("/docs", "/redoc"))
     # Added last = outermost: the size limit applies before anything reads the body.
     app.add_middleware(HttpCacheMiddleware, max_age_s=settings.cache_max_age_s)
     app.add_middleware(

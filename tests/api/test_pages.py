@@ -28,7 +28,9 @@ def golden_requests() -> list[tuple[str, dict[str, str]]]:
     for path in sorted(CASES_DIR.glob("*.yaml")):
         for case in yaml.safe_load(path.read_text())["cases"]:
             request = {str(k): str(v) for k, v in case["request"].items()}
-            if set(request) <= {p.name for p in PARAMETERS}:
+            # an empty form field means "not set" on the page (it redirects to the URL without it), while the
+            # API refuses an empty parameter: those cases are the API's alone
+            if set(request) <= {p.name for p in PARAMETERS} and all(request.values()):
                 out.append((f"{path.stem}-{case['id']}", request))
     return out
 

@@ -31,6 +31,8 @@ VIEWPORTS = {"desktop": (1280, 900), "phone": (390, 844)}
 class Site:
     base_url: str
     token: str
+    #: a `read` token: raw reports and failure texts need one (the pages pass the visitor's Authorization on)
+    read_token: str
     #: name -> the submitted probe report (as stored)
     reports: dict[str, dict[str, Any]]
 
@@ -41,6 +43,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
     tmp = tmp_path_factory.mktemp("site")
     database_url = f"sqlite:///{tmp / 'site.sqlite3'}"
     token = prepare_database(database_url)
+    read_token = _read_token(database_url)
     reports: dict[str, dict[str, Any]] = {}
     for name, args in {"cpu": ["--device", "cpu"], "oom": ["--device", "refdev", "--inject", "oom"]}.items():
         found = _run_probe(name, args, tmp)
@@ -52,7 +55,19 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
         for report in reports.values():
             res = httpx.post(f"{base}/v1/reports", json=report, headers={"Authorization": f"Bearer {token}"})
             assert res.status_code == 201, res.text
-        yield Site(base_url=base, token=token, reports=reports)
+        yield Site(base_url=base, token=token, read_token=read_token, reports=reports)
+
+
+def _read_token(database_url: str) -> str:
+    from compat_service.db.engine import make_engine
+    from compat_service.db.models import ApiTokenCreate
+    from compat_service.db.tokens import create_token
+
+    engine = make_engine(database_url)
+    try:
+        return create_token(engine, ApiTokenCreate(scope="read", note="pages' browser"))[1]
+    finally:
+        engine.dispose()
 
 
 @dataclass
@@ -118,7 +133,10 @@ class Visit:
 
 @pytest.fixture
 def visit(browser: Any, site: Site) -> Iterator[Visit]:
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    context = browser.new_context(
+        viewport={"width": 1280, "height": 900},
+        extra_http_headers={"Authorization": f"Bearer {site.read_token}"},
+    )
     context.grant_permissions(["clipboard-read", "clipboard-write"], origin=site.base_url)
     guard = LoopbackGuard(origin=site.base_url)
     context.route("**/*", guard)
