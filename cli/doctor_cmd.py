@@ -175,7 +175,9 @@ def run_doctor(*, site_packages: Path | None, database: str | None, matrix_path:
             backend=_RESOLVER_BACKEND.get(host.backend, "cpu"), driver=host.driver,
             gpu_arch=host.gpu_arch if host.backend in ("cuda", "rocm") else None,
         )
-        return render(resolve(request, matrix, evidence), "pip").strip()
+        # the commands alone: the finding says why, and resolve's `# warning:` lines would split the fix
+        text = render(resolve(request, matrix, evidence), "pip")
+        return "\n".join(line for line in text.splitlines() if not line.startswith("#")).strip()
 
     def fix_command(torch_version: str | None) -> str | None:
         """What to install on this host: a build of the installed release, else (none works here) what
