@@ -75,6 +75,7 @@ def parser():
     p.add_argument("--breadcrumb-file", help=argparse.SUPPRESS)
     p.add_argument("--blocked-file", help=argparse.SUPPRESS)
     p.add_argument("--no-environment", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--threads", type=int, default=None, help=argparse.SUPPRESS)
     return p
 
 
@@ -112,7 +113,8 @@ def _run_worker(args):
             only = set(json.load(handle))
     options = {"deep": args.deep, "opinfo_ops": args.opinfo_ops}
     return worker.main(args.device, args.checks, only=only, send_environment=not args.no_environment,
-                       options=options, trail_file=args.breadcrumb_file, blocked_file=args.blocked_file)
+                       options=options, trail_file=args.breadcrumb_file, blocked_file=args.blocked_file,
+                       threads=args.threads)
 
 
 def _phases(groups):
@@ -122,10 +124,24 @@ def _phases(groups):
     return phases + [[g] for g in groups if g in checks.OWN_WORKER_GROUPS]
 
 
-def _worker_flags(args):
+def worker_threads(workers, cpus=None, environ=None):
+    """Intra-op threads for each of ``workers`` workers running at once: the cores shared out, at least one;
+    None (torch's default) where the user chose with OMP_NUM_THREADS. With torch's default every worker
+    takes every core, and on a small host they spin against each other: on 2 cores the OpInfo group took
+    twice as long beside the compile group. The probe's tensors are small; no check needs more threads."""
+    environ = os.environ if environ is None else environ
+    if environ.get("OMP_NUM_THREADS", "").strip():
+        return None
+    cpus = cpus if cpus is not None else (os.cpu_count() or 1)
+    return max(1, cpus // max(1, workers))
+
+
+def _worker_flags(args, threads=None):
     flags = ["--deep"] if args.deep else []
     if args.opinfo_ops:
         flags += ["--opinfo-ops", ",".join(args.opinfo_ops)]
+    if threads:
+        flags += ["--threads", str(threads)]
     return flags
 
 
@@ -133,9 +149,11 @@ def run_phases(args, groups, progress):
     """Run each phase's Runner in its own thread; returns (hello, entries in group order, fatal, usage)."""
     launch = runner.default_launch()
     blocklist = runner.Blocklist()
-    runners = [runner.Runner(launch, args.device, phase, args.timeout, progress, _worker_flags(args), describe=i == 0,
+    phases = _phases(groups)
+    flags = _worker_flags(args, worker_threads(len(phases)))
+    runners = [runner.Runner(launch, args.device, phase, args.timeout, progress, flags, describe=i == 0,
                              blocklist=blocklist)
-               for i, phase in enumerate(_phases(groups))]
+               for i, phase in enumerate(phases)]
     progress.runners = runners
     outcomes = [None] * len(runners)
 

@@ -40,7 +40,12 @@ def _send(stream, message):
     stream.flush()
 
 
-def _setup_torch(torch):
+def _setup_torch(torch, threads=None):
+    if threads:  # the runner shares the cores out among the workers it runs at once
+        try:
+            torch.set_num_threads(threads)
+        except Exception:
+            pass
     # Exact float32 on both sides of every comparison: TF32 would make CUDA disagree with CPU by design.
     for owner, attr in ((getattr(torch.backends, "cuda", None), "matmul"), (torch.backends, "cudnn")):
         target = getattr(owner, attr, None) if owner is not None else None
@@ -192,7 +197,8 @@ def run_check(ctx, check, injected, tracing=None):
     return checks.result_entry(check.id, check.group, status, time.perf_counter() - started, detail, data)
 
 
-def main(requested, groups, only=None, send_environment=True, options=None, trail_file=None, blocked_file=None):
+def main(requested, groups, only=None, send_environment=True, options=None, trail_file=None, blocked_file=None,
+         threads=None):
     stream = _protocol_stream()
     faulthandler.enable()  # a segfault or abort leaves a Python traceback in the stderr tail we report
     injected = faults.from_env()
@@ -201,7 +207,7 @@ def main(requested, groups, only=None, send_environment=True, options=None, trai
     except Exception as exc:
         _send(stream, {"type": "fatal", "detail": "torch cannot be imported: %s: %s" % (type(exc).__name__, exc)})
         return 3
-    _setup_torch(torch)
+    _setup_torch(torch, threads)
     try:
         ctx = build_context(torch, requested)
         ctx.options.update(options or {})
