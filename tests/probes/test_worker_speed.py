@@ -8,12 +8,16 @@ measured in ``benchmarks/bench_probe.py``. Here: the share, and that the frame w
 
 from __future__ import annotations
 
-import unittest
+import os
+import subprocess
+import sys
+import textwrap
 
 import pytest
 
 from probes import opinfo
 from probes.entry import worker_threads
+from tests.conftest import REPO_ROOT
 
 
 @pytest.mark.parametrize(("workers", "cpus", "threads"), [(3, 2, 1), (3, 16, 5), (1, 8, 8), (4, 1, 1)])
@@ -27,18 +31,32 @@ def test_omp_num_threads_set_by_the_user_wins() -> None:
 
 @pytest.mark.torch
 def test_the_frame_walk_finds_what_torch_finds() -> None:
-    common_utils = pytest.importorskip("torch.testing._internal.common_utils")
-    torch_lookup = common_utils.extract_test_fn
-    if torch_lookup is opinfo._running_test_fn:  # another test already loaded op_db in this process
-        pytest.skip("torch's extract_test_fn was already replaced in this process")
-    assert opinfo._running_test_fn() is None and torch_lookup() is None
-    seen = {}
+    # In a fresh interpreter: importing torch's test utilities inside pytest's process trips setuptools'
+    # distutils shim when another test imported the stdlib distutils first; and no test may have replaced
+    # torch's extract_test_fn yet.
+    script = textwrap.dedent(
+        """
+        import unittest
+        import torch.testing._internal.common_utils as common_utils
+        from probes import opinfo
 
-    class Case(unittest.TestCase):
-        def test_inside(self) -> None:
-            seen["ours"], seen["torch"] = opinfo._running_test_fn(), torch_lookup()
+        torch_lookup = common_utils.extract_test_fn
+        assert opinfo._running_test_fn() is None and torch_lookup() is None
+        seen = {}
 
-    result = unittest.TestResult()
-    Case("test_inside").run(result)
-    assert result.wasSuccessful(), result.errors
-    assert seen["ours"] is Case.test_inside and seen["torch"] is Case.test_inside
+        class Case(unittest.TestCase):
+            def test_inside(self):
+                seen["ours"], seen["torch"] = opinfo._running_test_fn(), torch_lookup()
+
+        result = unittest.TestResult()
+        Case("test_inside").run(result)
+        assert result.wasSuccessful(), result.errors
+        assert seen["ours"] is Case.test_inside and seen["torch"] is Case.test_inside, seen
+        print("same answer")
+        """
+    )
+    env = {**os.environ, "SETUPTOOLS_USE_DISTUTILS": "stdlib"}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=240,
+                          cwd=REPO_ROOT, env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip().endswith("same answer")
