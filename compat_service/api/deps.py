@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
@@ -33,7 +33,12 @@ def get_session(request: Request) -> Iterator[Session]:
 
 
 async def get_matrix(request: Request) -> MatrixSnapshot:
-    repository = request.app.state.matrix_repository
+    return await current_matrix(request.app)
+
+
+async def current_matrix(app: Any) -> MatrixSnapshot:
+    """The app's loaded matrix (for a raw ASGI endpoint, which has no Request)."""
+    repository = app.state.matrix_repository
     # Steady state: a clock check, not worth a thread hop. A refresh queries the database: off the loop.
     if repository.is_fresh():
         return repository.current()

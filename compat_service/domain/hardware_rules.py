@@ -18,12 +18,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
-import weakref
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from packaging.version import Version
 
+from compat_service.domain.matrix.interface import per_matrix_memo
 from probes.arch_compat import cubin_runs_on, ptx_runs_on
 
 if TYPE_CHECKING:
@@ -74,20 +74,8 @@ class DriverFloor:
     toolkit: Any  # the CudaToolkit row, None when the runtime has no row
 
 
-#: per matrix (weakly held), answers that depend only on the matrix and their arguments: built once per
-#: matrix, so a resolve does not re-scan and re-parse the toolkit table
-_PER_MATRIX: weakref.WeakKeyDictionary[Any, dict[tuple[Any, ...], Any]] = weakref.WeakKeyDictionary()
-
-
-def _memo(matrix: Matrix) -> dict[tuple[Any, ...], Any]:
-    try:
-        return _PER_MATRIX.setdefault(matrix, {})
-    except TypeError:  # a matrix that cannot be weakly referenced: no memo
-        return {}
-
-
 def driver_floor(matrix: Matrix, runtime: str | None, runtime_full: str | None, os: str) -> DriverFloor:
-    memo = _memo(matrix)
+    memo = per_matrix_memo(matrix)
     key = ("floor", runtime, runtime_full, os)
     found = memo.get(key)
     if found is None:
@@ -113,7 +101,7 @@ def _driver_floor(matrix: Matrix, runtime: str | None, runtime_full: str | None,
 
 def newest_cuda_for_driver(matrix: Matrix, driver: str, os: str) -> str | None:
     """The newest toolkit whose own floor the driver meets ("driver 470.82 runs CUDA ≤ 11.4")."""
-    memo = _memo(matrix)
+    memo = per_matrix_memo(matrix)
     key = ("newest", driver, os)
     if key not in memo:
         memo[key] = _newest_cuda_for_driver(matrix, driver, os)

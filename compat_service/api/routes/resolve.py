@@ -3,17 +3,26 @@
 The request is parsed by the domain's one parser (`ResolveRequest.from_strings`) and resolved by the
 domain's resolver against the loaded matrix; the route adds only length limits and the per-worker cache.
 
-This is the hot endpoint, so it reads its query string itself instead of declaring eight FastAPI query
-parameters: FastAPI's per-parameter validation cost more than the cached resolution (see
-benchmarks/bench_service.py). The parameters are still published in OpenAPI from the domain's one table
-(``compat_service.domain.resolver.request.PARAMETERS``), which the CLI's flags come from too.
+This is the hot endpoint, so it is a raw ASGI endpoint (``route``, matched ahead of every other route):
+FastAPI's request machinery (a Request, dependency solving, query-parameter validation, two exit stacks)
+cost more than the resolution itself (benchmarks/bench_service.py --uncached). Its errors still leave
+through the app's one error handler (an AccelenvError raised here reaches Starlette's ExceptionMiddleware
+like a route's). ``router`` declares the same path, its parameters (from the domain's one table,
+``compat_service.domain.resolver.request.PARAMETERS``, which the CLI's flags come from too) and its
+responses for OpenAPI; its handler answers through the same function, for an app built without ``route``.
 """
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Request, Response
+from typing import Any
 
-from compat_service.api.deps import get_matrix
+from urllib.parse import unquote
+
+from fastapi import APIRouter, Request, Response
+from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
+
+from compat_service.api.deps import current_matrix
 from compat_service.api.routes.evidence import evidence_for_resolve
 from compat_service.domain.errors import Cause, ErrorBody, InvalidRequestError
 from compat_service.domain.resolver.request import PARAMETERS, ResolveRequest
@@ -40,17 +49,25 @@ _OPENAPI = {
 }
 
 
-def parse_request(request: Request) -> ResolveRequest:
-    """The query string as the domain's ResolveRequest (the one parser the CLI uses too)."""
-    return ResolveRequest.from_query(query_strings(request))
+def query_strings(raw: bytes) -> dict[str, str | None]:
+    """The resolve parameters of a raw query string; an over-long value is an InvalidRequestError.
 
-
-def query_strings(request: Request) -> dict[str, str | None]:
-    """The resolve parameters from the query string; an over-long value is an InvalidRequestError."""
+    Parsed as Starlette's ``QueryParams`` parses it (latin-1 bytes, ``+`` and %-escapes as UTF-8 with
+    replacement, blank values kept, the last of a repeated name wins), without building the multidict."""
+    given: dict[str, str] = {}
+    for part in raw.decode("latin-1").split("&"):
+        if not part:
+            continue
+        name, _, value = part.partition("=")
+        if "%" in name or "+" in name:
+            name = unquote(name.replace("+", " "), errors="replace")
+        if "%" in value or "+" in value:
+            value = unquote(value.replace("+", " "), errors="replace")
+        given[name] = value
     values: dict[str, str | None] = {}
     for p in PARAMETERS:
         name, limit = p.name, p.max_length
-        value = request.query_params.get(name)
+        value = given.get(name)
         if value is not None and len(value) > limit:
             raise InvalidRequestError(
                 f"invalid query parameter {name}: longer than {limit} characters",
@@ -59,6 +76,48 @@ def query_strings(request: Request) -> dict[str, str | None]:
             )
         values[name] = value
     return values
+
+
+def parse_request(raw: bytes) -> ResolveRequest:
+    """The query string as the domain's ResolveRequest (the one parser the CLI uses too)."""
+    return ResolveRequest.from_query(query_strings(raw))
+
+
+async def resolution_body(app: Any, raw: bytes) -> bytes:
+    """The JSON body answering the query string ``raw``; raises the AccelenvError that refuses it."""
+    cache = app.state.resolve_cache
+    # Only plausible query strings are memoized: a flood of huge ones must not fill memory.
+    if len(raw) <= MAX_MEMO_QUERY:
+        parsed = cache.requests.get_or_compute(raw, lambda: parse_request(raw))
+    else:
+        parsed = parse_request(raw)
+    matrix = await current_matrix(app)
+    # Evidence from the stored probe reports (routes/evidence.py); its stamp keeps the cache current.
+    evidence, stamp = evidence_for_resolve(app, parsed.gpu_arch, require_verified=parsed.require_verified)
+    return cache.body(
+        (matrix.content_hash, stamp, parsed),
+        lambda: resolution_to_json(resolve_request(parsed, matrix.matrix, evidence)),
+    )
+
+
+_HEADERS = [(b"content-type", b"application/json")]
+
+
+class _Answer:
+    """``GET /v1/resolve`` as a raw ASGI endpoint (see the module's docstring). A class, not a function:
+    Starlette wraps a function endpoint in its request/response machinery, which is what this avoids."""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        scope["route"] = route  # the metrics' route label, as a FastAPI route sets it
+        body = await resolution_body(scope["app"], scope["query_string"])
+        headers = [*_HEADERS, (b"content-length", str(len(body)).encode())]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+
+
+#: the route that answers GET /v1/resolve (the app puts it ahead of every other route)
+route = Route("/v1/resolve", _Answer(), methods=["GET"], include_in_schema=False)
+route.methods = {"GET"}  # Starlette adds HEAD to a GET route; the API declares GET only
 
 
 @router.get(
@@ -76,20 +135,6 @@ def query_strings(request: Request) -> dict[str, str | None]:
     },
 )
 async def resolve(request: Request) -> Response:
-    cache = request.app.state.resolve_cache
-    raw = request.scope["query_string"]
-    # Only plausible query strings are memoized: a flood of huge ones must not fill memory.
-    if len(raw) <= MAX_MEMO_QUERY:
-        parsed = cache.requests.get_or_compute(raw, lambda: parse_request(request))
-    else:
-        parsed = parse_request(request)
-    matrix = await get_matrix(request)
-    # Evidence from the stored probe reports (routes/evidence.py); its stamp keeps the cache current.
-    evidence, stamp = evidence_for_resolve(
-        request.app, parsed.gpu_arch, require_verified=parsed.require_verified
-    )
-    body = cache.body(
-        (matrix.content_hash, stamp, parsed),
-        lambda: resolution_to_json(resolve_request(parsed, matrix.matrix, evidence)),
-    )
+    # Declares the operation for OpenAPI; `route` answers it. Same body through the same function.
+    body = await resolution_body(request.app, request.scope["query_string"])
     return Response(content=body, media_type="application/json")

@@ -10,6 +10,7 @@ Deliberately no pydantic import here: this module is on the fast path of `accele
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -33,6 +34,20 @@ if TYPE_CHECKING:
         VendorInstall,
         XpuSupport,
     )
+
+
+#: per matrix (weakly held), answers that depend only on the matrix and arguments drawn from it (versions,
+#: labels, platforms; never free text from a request, which would grow it without bound): built once per
+#: matrix, so a resolve does not re-scan tables and re-format the same sentences
+_PER_MATRIX: weakref.WeakKeyDictionary[Any, dict[tuple[Any, ...], Any]] = weakref.WeakKeyDictionary()
+
+
+def per_matrix_memo(matrix: Any) -> dict[tuple[Any, ...], Any]:
+    """The memo dict of ``matrix`` (a fresh, unkept one for a matrix that cannot be weakly referenced)."""
+    try:
+        return _PER_MATRIX.setdefault(matrix, {})
+    except TypeError:
+        return {}
 
 
 class Matrix(Protocol):

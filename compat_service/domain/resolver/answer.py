@@ -2,26 +2,79 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from compat_service.domain.backends import PLUGIN_FAMILIES, PLUGINS
 from compat_service.domain.hardware_rules import cached_version, newest_cuda_for_driver
+from compat_service.domain.matrix.interface import per_matrix_memo
 from compat_service.domain.resolver.resolution import HostRequirement, Pin, Reason, Resolution
 from compat_service.domain.resolver.state import Candidate, ResolverState
 
 
 def build_resolution(state: ResolverState, minor: Any, patch: Any, python: str, c: Candidate) -> Resolution:
     r = state.r
-    reasons: list[Reason] = []
-    warnings = state.warnings
     version = patch.version
-    reasons.append(
+    reasons: list[Reason] = [
         Reason(
             "torch",
             f"torch {version}: newest patch matching --torch {r.torch.text} that meets every constraint",
             tuple(patch.release_date_source),
         )
+    ]
+    warnings = state.warnings
+    # What depends only on matrix rows and bounded request fields is built once per matrix: the same
+    # sentences for every request that lands on this (patch, Python, build, platform).
+    memo = per_matrix_memo(state.m)
+    key = ("answer-head", version, python, r.platform, c.label, state.family, r.backend.kind, r.python is None)
+    head = memo.get(key)
+    if head is None:
+        head = memo[key] = _head(state, minor, patch, python, c)
+    reasons.extend(head[0])
+    warnings.extend(head[1])
+
+    requirements: list[HostRequirement] = []
+    if c.arch is not None:
+        _arch_reason(state, c, reasons, warnings)
+    if state.family == "cuda":
+        _driver_reason(state, c, reasons, warnings, requirements)
+    _family_notes(state, version, c, reasons, warnings, requirements)
+
+    # the plugin row's id is stable while its matrix (the memo's owner) lives
+    key = ("answer-tail", version, python, r.platform, c.label, state.family, r.with_, id(c.plugin_row))
+    tail = memo.get(key)
+    if tail is None:
+        tail = memo[key] = _tail(state, minor, patch, python, c)
+    reasons.extend(tail.reasons)
+    warnings.extend(tail.warnings)
+    evidence = _evidence(state, version, c.label, python, reasons)
+    return Resolution(
+        torch_version=version,
+        backend=c.label,
+        family=state.family,
+        python=python,
+        os=r.os,
+        arch=r.arch,
+        packages=tail.packages,
+        index_url=tail.index_url,
+        index_option=tail.index_option,
+        default_index_has_variant=tail.on_default,
+        requirements=tuple(requirements),
+        reasons=tuple(reasons),
+        warnings=tuple(warnings),
+        evidence=evidence,
+        unknowns=tuple(state.unknowns),
+        no_deps=tail.no_deps,
     )
+
+
+def _head(
+    state: ResolverState, minor: Any, patch: Any, python: str, c: Candidate
+) -> tuple[tuple[Reason, ...], tuple[str, ...]]:
+    """The Python and build reasons, and the warnings about the release's data and the chosen Python."""
+    r = state.r
+    version = patch.version
+    warnings: list[str] = []
     if minor.status != "released":
         warnings.append(
             f"the matrix holds partial data for torch {minor.minor} ({minor.note or 'status: partial'})"
@@ -35,27 +88,38 @@ def build_resolution(state: ResolverState, minor: Any, patch: Any, python: str, 
             for s in e.source
         )
     )
-    reasons.append(
-        Reason(
-            "python", f"torch {version} publishes wheels for Python {python} on {r.platform}", py_sources
-        )
-    )
-
     build = c.build_row
     variant_detail = f"{c.label} ({build.family}{' ' + build.runtime if build.runtime else ''}) is published for {r.platform}"
     if r.backend.kind == "family":
         variant_detail = (
             f"{c.label}: the newest {state.family} build of torch {version} that fits; " + variant_detail
         )
-    reasons.append(Reason("variant", variant_detail, tuple(c.variant_row.source) + tuple(build.source)))
+    reasons = (
+        Reason("python", f"torch {version} publishes wheels for Python {python} on {r.platform}", py_sources),
+        Reason("variant", variant_detail, tuple(c.variant_row.source) + tuple(build.source)),
+    )
+    return reasons, tuple(warnings)
 
-    requirements: list[HostRequirement] = []
-    if c.arch is not None:
-        _arch_reason(state, c, reasons, warnings)
-    if state.family == "cuda":
-        _driver_reason(state, c, reasons, warnings, requirements)
-    _family_notes(state, version, c, reasons, warnings, requirements)
 
+@dataclass(frozen=True)
+class _Tail:
+    """The index decision, the pins and what follows from them (the answer's second half)."""
+
+    reasons: tuple[Reason, ...]
+    warnings: tuple[str, ...]
+    packages: tuple[Pin, ...]
+    index_url: str | None
+    index_option: str
+    on_default: bool
+    no_deps: tuple[str, ...]
+
+
+def _tail(state: ResolverState, minor: Any, patch: Any, python: str, c: Candidate) -> _Tail:
+    r = state.r
+    version = patch.version
+    build = c.build_row
+    reasons: list[Reason] = []
+    warnings: list[str] = []
     default = next((d for d in minor.default_index if d.platform == r.platform), None)
     on_default = default is not None and default.label == c.label
     index_url = None if on_default else build.index_url
@@ -115,25 +179,7 @@ def build_resolution(state: ResolverState, minor: Any, patch: Any, python: str, 
         install = state.m.vendor_install(PLUGINS[state.family].install_note)
         if install is not None and install.companions_no_deps:
             no_deps = tuple(r.with_)
-    evidence = _evidence(state, version, c.label, python, reasons)
-    return Resolution(
-        torch_version=version,
-        backend=c.label,
-        family=state.family,
-        python=python,
-        os=r.os,
-        arch=r.arch,
-        packages=tuple(packages),
-        index_url=index_url,
-        index_option=index_option,
-        default_index_has_variant=on_default,
-        requirements=tuple(requirements),
-        reasons=tuple(reasons),
-        warnings=tuple(warnings),
-        evidence=evidence,
-        unknowns=tuple(state.unknowns),
-        no_deps=no_deps,
-    )
+    return _Tail(tuple(reasons), tuple(warnings), tuple(packages), index_url, index_option, on_default, no_deps)
 
 
 def _triton_reason(state: ResolverState, patch: Any, python: str, reasons: list[Reason]) -> None:
