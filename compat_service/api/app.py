@@ -100,6 +100,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         static_url="/static/api-docs",
         openapi_url="/openapi.json",
         lifespan=lifespan,
+        telemetry=None if settings.opentelemetry else {"tracing": False, "metrics": False, "logs": False},
     )
     app.state.settings = settings
     app.state.engine = engine
