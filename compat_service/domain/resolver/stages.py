@@ -12,12 +12,12 @@ through `Matrix`; it never imports pydantic on the success path.
 
 from __future__ import annotations
 
-import weakref
 from typing import TYPE_CHECKING, Any
 
 from packaging.version import Version
 
 from compat_service.domain.backends import CPU_WHEEL_FAMILIES, PLUGIN_FAMILIES, PLUGINS, python_sort_key
+from compat_service.domain.matrix.interface import per_matrix_memo
 from compat_service.domain.hardware_rules import (
     ArchVerdict,
     arch_coverage,
@@ -179,9 +179,15 @@ def _pick(
 def _try_patch(state: ResolverState, minor: Any, patch: Any) -> Dropout | tuple[str, list[Candidate]]:
     platform = state.r.platform
     version = patch.version
-    published = [v for v in minor.variants if v.patches is None or version in v.patches]
-    on_platform = [v for v in published if platform in v.platforms]
+    memo = per_matrix_memo(state.m)
+    key = ("on-platform", version, platform)
+    on_platform = memo.get(key)
+    if on_platform is None:
+        on_platform = memo[key] = tuple(
+            v for v in minor.variants if (v.patches is None or version in v.patches) and platform in v.platforms
+        )
     if not on_platform:
+        published = [v for v in minor.variants if v.patches is None or version in v.patches]
         platforms = sorted({p for v in published for p in v.platforms})
         return Dropout(STAGE["platform"], minor, patch, {"platforms": platforms})
 
@@ -190,7 +196,7 @@ def _try_patch(state: ResolverState, minor: Any, patch: Any) -> Dropout | tuple[
     if python is None or python not in pythons:
         return Dropout(STAGE["python"], minor, patch, {"pythons": pythons})
 
-    candidates = _variants(state, on_platform)
+    candidates = _variants(state, version, on_platform)
     if not candidates:
         return Dropout(STAGE["backend"], minor, patch, {"labels": sorted({v.label for v in on_platform})})
 
@@ -212,7 +218,10 @@ def _try_patch(state: ResolverState, minor: Any, patch: Any) -> Dropout | tuple[
         candidates = covered
 
     if state.family == "cuda":
-        pinned = _default_toolkits(minor, platform)
+        key = ("default-toolkits", minor.minor, platform)
+        pinned = memo.get(key)
+        if pinned is None:
+            pinned = memo[key] = _default_toolkits(minor, platform)
         for c in candidates:
             toolkit = pinned.get(c.label) or c.build_row.runtime_full
             c.floor = driver_floor(state.m, c.build_row.runtime, toolkit, state.r.os)
@@ -271,16 +280,9 @@ def _newer_known_no(
     return None
 
 
-#: per matrix (weakly held): (patch, platform) -> its Python list, computed once per matrix
-_PYTHONS: weakref.WeakKeyDictionary[Any, dict[tuple[str, str], list[str]]] = weakref.WeakKeyDictionary()
-
-
 def _pythons(state: ResolverState, minor: Any, patch: Any) -> list[str]:
-    try:
-        memo = _PYTHONS.setdefault(state.m, {})
-    except TypeError:
-        return _python_list(state, minor, patch)
-    key = (patch.version, state.r.platform)
+    memo = per_matrix_memo(state.m)
+    key = ("pythons", patch.version, state.r.platform)
     found = memo.get(key)
     if found is None:
         found = memo[key] = _python_list(state, minor, patch)
@@ -296,7 +298,28 @@ def _python_list(state: ResolverState, minor: Any, patch: Any) -> list[str]:
     return sorted(found, key=python_sort_key)
 
 
-def _variants(state: ResolverState, on_platform: list[Any]) -> list[Candidate]:
+def _variants(state: ResolverState, version: str, on_platform: tuple[Any, ...]) -> list[Candidate]:
+    """Fresh candidates (the later stages annotate them) for the builds the backend request admits."""
+    r = state.r
+    if r.backend.kind == "label":
+        # keyed by nothing a request can vary without bound: an exact label filters directly
+        rows = _variant_rows(state, on_platform)
+    else:
+        key = ("variants", version, r.platform, r.backend.kind, state.family)
+        memo = per_matrix_memo(state.m)
+        rows = memo.get(key)
+        if rows is None:
+            rows = memo[key] = _variant_rows(state, on_platform)
+    return [Candidate(v.label, v, build) for v, build in rows]
+
+
+def _variant_rows(state: ResolverState, on_platform: tuple[Any, ...]) -> tuple[tuple[Any, Any], ...]:
+    if state.family == "mps" and state.r.os != "macos":
+        return ()
+    if state.family in PLUGIN_FAMILIES:
+        install = state.m.vendor_install(PLUGINS[state.family].install_note)
+        if install is not None and state.r.platform not in install.platforms:
+            return ()
     out = []
     for v in on_platform:
         build = state.m.build_variant(v.label)
@@ -309,14 +332,8 @@ def _variants(state: ResolverState, on_platform: list[Any]) -> list[Candidate]:
         else:
             ok = build.family == state.family
         if ok:
-            out.append(Candidate(v.label, v, build))
-    if state.family == "mps" and state.r.os != "macos":
-        return []
-    if state.family in PLUGIN_FAMILIES:
-        install = state.m.vendor_install(PLUGINS[state.family].install_note)
-        if install is not None and state.r.platform not in install.platforms:
-            return []
-    return out
+            out.append((v, build))
+    return tuple(out)
 
 
 def _plugin_row(state: ResolverState, torch_version: str, python: str, platform: str) -> Any:
