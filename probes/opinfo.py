@@ -197,11 +197,18 @@ def _describe(torch, sample):
     return text[:MAX_TEXT]
 
 
-def _moved(torch, sample, device):
+def _moved(torch, sample, device, copy=True):
+    """``sample`` on ``device``: each tensor a copy (``copy=False``: an alias where it already lies there),
+    and each one that requires grad a leaf of its own.
+
+    Both runs take their inputs from here, so both differentiate with respect to the same leaves: a sample
+    tensor OpInfo made under ``no_grad`` as a view of another (istft's ``window[:8]``) inherits
+    ``requires_grad`` from its base but has no grad accumulator, so a gradient asked of the sample as
+    made is None where the copy's is a tensor."""
     def move(t):
         if not isinstance(t, torch.Tensor):
             return t
-        out = t.detach().to(device)
+        out = t.detach().to(device, copy=copy)
         return out.requires_grad_(t.requires_grad) if (t.requires_grad and (out.is_floating_point() or out.is_complex())) else out
 
     moved = sample.transform(move)
@@ -306,10 +313,15 @@ def _cpu(fn):
 
 
 def run_sample(torch, op, sample, device, tol, want_grad):
-    """Forward (and backward) of one sample on ``device`` against CPU."""
-    cpu_raw = _cpu(lambda: _call(op, sample))
-    cpu_out = sample.output_process_fn_grad(cpu_raw)
+    """Forward (and backward) of one sample on ``device`` against CPU.
+
+    The device's inputs are copied before the CPU run (on CPU ``.to`` would alias them, and an op that
+    writes an input would hand the device what CPU left there); the CPU run gets fresh leaves over the
+    sample's own storage, as ``_moved`` says why."""
     dev = _moved(torch, sample, device)
+    ref = _moved(torch, sample, "cpu", copy=False)
+    cpu_raw = _cpu(lambda: _call(op, ref))
+    cpu_out = sample.output_process_fn_grad(cpu_raw)
     try:
         dev_out = sample.output_process_fn_grad(_call(op, dev))
     except Exception as exc:
@@ -323,7 +335,7 @@ def run_sample(torch, op, sample, device, tol, want_grad):
         return _Verdict("failed", "forward", diff)
     if want_grad:
         try:
-            cpu_grads = _grads(torch, sample, cpu_out)
+            cpu_grads = _grads(torch, ref, cpu_out)
         except Exception:
             cpu_grads = None  # no usable CPU gradient: nothing to compare with
         if cpu_grads is not None:

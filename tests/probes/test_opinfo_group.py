@@ -8,12 +8,13 @@ group says why it cannot run where numpy or expecttest is missing.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from probes import opinfo
 from tests.conftest import TEST_OPINFO_OPS
-from tests.probes.conftest import ProbeRun, run_probe, validate_report
+from tests.probes.conftest import ProbeRun, quiet_torch, run_probe, validate_report
 
 pytestmark = pytest.mark.torch
 
@@ -58,6 +59,48 @@ def test_harness_artefacts_are_skipped_with_the_reason(opinfo_run: ProbeRun, op:
     check = opinfo_run.check(f"opinfo.{op}")
     assert check["status"] == "skipped"
     assert reason in check["detail"]
+
+
+@pytest.fixture(scope="module")
+def deep_run(tmp_path_factory: pytest.TempPathFactory) -> ProbeRun:
+    return run_probe(tmp_path_factory.mktemp("opinfo-deep"), "--device", "cpu", "--checks", "opinfo", "--deep",
+                     "--opinfo-ops", "istft")
+
+
+def test_deep_gradients_are_taken_with_respect_to_the_same_leaves_on_both_sides(deep_run: ProbeRun) -> None:
+    # istft's window[:8] is made under no_grad as a view of another sample's window: as made it has no grad
+    # accumulator (its gradient is None), while the device's copy is a leaf with a gradient. Both runs now
+    # take fresh leaves, so the backward comparison compares two window gradients.
+    assert deep_run.returncode == 0, deep_run.stderr[-3000:]
+    check = deep_run.check("opinfo.istft")
+    assert check["status"] == "passed", check
+    assert check["data"]["dtypes"] == {"complex64": "passed"}
+    assert check["data"]["samples_run"] == 10  # every sample, the two windowed ones included
+
+
+class _Sample:
+    """The part of OpInfo's SampleInput the harness uses (the real one needs torch's test-suite imports)."""
+
+    def __init__(self, input: Any, *args: Any) -> None:
+        self.input, self.args, self.kwargs = input, args, {}
+
+    def transform(self, fn: Any) -> _Sample:
+        return _Sample(fn(self.input), *[fn(a) for a in self.args])
+
+    @staticmethod
+    def output_process_fn_grad(out: Any) -> Any:
+        return out
+
+
+def test_the_device_inputs_are_copied_before_the_cpu_run() -> None:
+    torch = quiet_torch()
+
+    def writes_its_input(x: Any) -> Any:
+        return x.add_(1.0).clone()
+
+    sample = _Sample(torch.zeros(4))
+    verdict = opinfo.run_sample(torch, writes_its_input, sample, "cpu", opinfo.DEFAULT_TOLERANCE, False)
+    assert verdict.status == "passed", verdict.why  # the device got zeros as CPU did, not CPU's ones
 
 
 def test_summary_counts_op_dtype_pairs(opinfo_run: ProbeRun) -> None:
