@@ -101,22 +101,17 @@ def _driver_floor(matrix: Matrix, runtime: str | None, runtime_full: str | None,
 
 def newest_cuda_for_driver(matrix: Matrix, driver: str, os: str) -> str | None:
     """The newest toolkit whose own floor the driver meets ("driver 470.82 runs CUDA ≤ 11.4")."""
+    # memoized per OS, not per driver: a request's driver string is free text
     memo = per_matrix_memo(matrix)
-    key = ("newest", driver, os)
-    if key not in memo:
-        memo[key] = _newest_cuda_for_driver(matrix, driver, os)
-    return memo[key]  # type: ignore[no-any-return]
-
-
-def _newest_cuda_for_driver(matrix: Matrix, driver: str, os: str) -> str | None:
-    attr = "min_driver_windows" if os == "windows" else "min_driver_linux"
+    key = ("toolkit-floors", os)
+    floors = memo.get(key)
+    if floors is None:
+        attr = "min_driver_windows" if os == "windows" else "min_driver_linux"
+        floors = memo[key] = tuple(
+            (cached_version(getattr(t, attr)), t.version) for t in reversed(matrix.cuda_toolkits()) if getattr(t, attr)
+        )
     have = cached_version(driver)
-    fits = [
-        t.version
-        for t in matrix.cuda_toolkits()
-        if getattr(t, attr) and cached_version(getattr(t, attr)) <= have
-    ]
-    return fits[-1] if fits else None
+    return next((version for floor, version in floors if floor <= have), None)
 
 
 def arch_is_known(gpu_arch: str, known: Sequence[str]) -> bool:

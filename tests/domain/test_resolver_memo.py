@@ -1,0 +1,49 @@
+"""The resolver's per-matrix memo (matrix/interface.per_matrix_memo) is keyed by facts drawn from the
+matrix, never by free text from a request: a flood of distinct requests must not grow it."""
+
+from __future__ import annotations
+
+from compat_service.domain.errors import AccelenvError
+from compat_service.domain.matrix.interface import InMemoryMatrix, per_matrix_memo
+from compat_service.domain.matrix.loader import load_matrix_data
+from compat_service.domain.resolver.request import ResolveRequest
+from compat_service.domain.resolver.resolution import resolution_to_json
+from compat_service.domain.resolver.stages import resolve
+
+
+def _resolve(matrix: InMemoryMatrix, **flags: str) -> dict | str:
+    try:
+        return resolution_to_json(resolve(ResolveRequest.from_strings(**flags), matrix))
+    except AccelenvError as err:
+        return err.code
+
+
+def test_distinct_free_text_requests_do_not_grow_the_memo() -> None:
+    matrix = InMemoryMatrix(load_matrix_data())
+
+    def flood(start: int) -> None:
+        for i in range(start, start + 150):
+            _resolve(matrix, torch=f">=2.{i % 10},<3.{i}", python="3.11", backend="cuda", driver=f"5{i:02d}.1.{i}")
+            _resolve(matrix, torch="2.3", python="3.10", backend=f"cu{100 + i}")  # unknown labels, one each
+            _resolve(matrix, torch=f"2.{i % 14}", python="3.12", backend=f"rocm{i}.{i % 10}")
+
+    flood(0)
+    size = len(per_matrix_memo(matrix))
+    flood(1000)
+    assert len(per_matrix_memo(matrix)) == size
+
+
+def test_memoized_answers_equal_fresh_ones() -> None:
+    """The same request on a matrix with a warm memo and on a fresh matrix answers the same."""
+    warm = InMemoryMatrix(load_matrix_data())
+    requests = [
+        {"torch": "2.3", "python": "3.10", "backend": "cu121"},
+        {"torch": "2.4.0", "python": "3.10", "backend": "npu", "with_": "none"},
+        {"torch": "2.4.0", "python": "3.10", "backend": "mlu", "with_": "none"},
+        {"torch": "latest", "backend": "cuda", "gpu_arch": "sm_90", "driver": "550.54.14"},
+        {"torch": "2.7", "os": "macos", "arch": "arm64", "backend": "mps"},
+    ]
+    for flags in requests * 2:  # the second round answers from the memo
+        _resolve(warm, **flags)
+    for flags in requests:
+        assert _resolve(warm, **flags) == _resolve(InMemoryMatrix(load_matrix_data()), **flags), flags
