@@ -135,7 +135,12 @@ def open_database_evidence(database_url: str, *, gpu_arch: str | None = None) ->
 
 class EvidenceVersion:
     """A stamp that changes when evidence changes, re-read at most every ``refresh_s`` seconds per process:
-    part of the service's resolve-cache key, so cached resolutions follow new reports within that delay."""
+    part of the service's resolve-cache key, so cached resolutions follow new reports within that delay
+    (``current(check_now=True)`` reads it now: the matrix rows follow at once).
+
+    The stamp is (evidence cells, reports, newest last_seen) over ``evidence_cell``: an ingest adds a report
+    and moves a last_seen to its time, a withdrawal removes reports; each changes it. Every worker reads it
+    from the database, so it sees what the others stored."""
 
     def __init__(self, engine: Engine, *, refresh_s: float) -> None:
         self._engine = engine
@@ -150,12 +155,12 @@ class EvidenceVersion:
         """Whether any report was stored (as of the last read of :meth:`current`)."""
         return self._cells > 0
 
-    def current(self) -> str:
+    def current(self, *, check_now: bool = False) -> str:
         now = time.monotonic()
-        if now - self._read_at < self._refresh_s:
+        if not check_now and now - self._read_at < self._refresh_s:
             return self._stamp
         with self._lock:
-            if now - self._read_at >= self._refresh_s:
+            if check_now or now - self._read_at >= self._refresh_s:
                 with self._engine.connect() as conn:
                     cells, reports, last = conn.execute(
                         sa.select(sa.func.count(), sa.func.coalesce(sa.func.sum(EvidenceCell.reports), 0),

@@ -23,7 +23,8 @@ from compat_service.api.pages import heatmap, selector
 from compat_service.api.pages.internal_api import ApiAnswer, api_get
 from compat_service.api.resolve_cache import LruCache
 from compat_service.api.routes.evidence import evidence_for_resolve
-from compat_service.db.evidence_queries import MatrixFilter, declared_for, matrix_cells
+from compat_service.db.evidence_queries import MatrixFilter, declared_for
+from compat_service.db.matrix_rows import matrix_cells
 from compat_service.domain.backends import PLATFORMS
 from compat_service.domain.hardware_rules import driver_floor
 
