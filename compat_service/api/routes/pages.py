@@ -128,7 +128,10 @@ async def matrix_page(request: Request) -> Response:
     def read() -> list[Any]:
         declared = declared_for(matrix.content_hash, data)
         with Session(request.app.state.engine) as session:
-            rows = matrix_cells(session, declared, flt, min_hosts=settings.verified_min_hosts)
+            rows = matrix_cells(
+                session, declared, flt, min_hosts=settings.verified_min_hosts,
+                min_submitters=settings.verified_min_submitters,
+            )
         return [row for row, _ in rows]
 
     labels = [v.label for v in data.build_variants.variants]
