@@ -95,26 +95,45 @@ def _assembled_afresh(session: Session, declared: DeclaredMatrix, flt: MatrixFil
     return [(r, cid) for r, cid in rows if flt.keeps(r)]
 
 
-def test_pages_are_what_assembling_every_row_afresh_gives(service: Service) -> None:
-    _submit_all(service)
+def _expected(service: Service, query: dict[str, Any], page: dict[str, int]) -> dict[str, Any]:
     app: Any = service.client.app
     matrix = app.state.matrix_repository.current()
     declared = declared_for(matrix.content_hash, matrix.data)
-    seen_statuses = set()
     with Session(service.engine) as session:
-        for query, page in itertools.product(FILTERS, PAGES):
-            query = {k: v for k, v in query.items() if v is not None}
-            rows = _assembled_afresh(session, declared, MatrixFilter(**query))
-            window = rows[page["offset"] : page["offset"] + page["limit"]]
-            expected = {
-                "matrix_version": matrix.version, "total": len(rows), **page,
-                "items": [r.model_dump(mode="json") for r in with_failing_checks(session, window)],
-            }
-            res = service.client.get("/v1/matrix", params=query | page)
-            assert res.status_code == 200, res.text
-            assert res.json() == expected, query | page
-            seen_statuses |= {r["status"] for r in res.json()["items"]}
+        rows = _assembled_afresh(session, declared, MatrixFilter(**query))
+        window = rows[page["offset"] : page["offset"] + page["limit"]]
+        return {
+            "matrix_version": matrix.version, "total": len(rows), **page,
+            "items": [r.model_dump(mode="json") for r in with_failing_checks(session, window)],
+        }
+
+
+def _answer(service: Service, query: dict[str, Any], page: dict[str, int]) -> dict[str, Any]:
+    res = service.client.get("/v1/matrix", params=query | page)
+    assert res.status_code == 200, res.text
+    return res.json()
+
+
+def test_pages_are_what_assembling_every_row_afresh_gives(service: Service) -> None:
+    _submit_all(service)
+    seen_statuses = set()
+    for query, page in itertools.product(FILTERS, PAGES):
+        query = {k: v for k, v in query.items() if v is not None}
+        answer = _answer(service, query, page)
+        assert answer == _expected(service, query, page), query | page
+        seen_statuses |= {r["status"] for r in answer["items"]}
     assert seen_statuses == {"declared", "verified", "partial", "broken", "observed"}
+
+
+def test_each_answer_follows_the_report_before_it(service: Service) -> None:
+    """Read between reports: each answer comes from the rows kept for the last one, updated (a new cell, or
+    new counters of known cells) rather than assembled afresh."""
+    page = dict(limit=500, offset=0)
+    for i, (params, hosts) in enumerate(REPORTS * 2):
+        for host in range(hosts):
+            assert service.submit(synthetic_report(host=f"{i}-{host}", **params)).status_code == 201
+            for query in ({"torch": "2.13"}, {"torch": "2.13", "backend": "cuda"}, {"status": "observed"}):
+                assert _answer(service, query, page) == _expected(service, query, page), (i, host, query)
 
 
 @pytest.fixture

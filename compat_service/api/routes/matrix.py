@@ -15,7 +15,7 @@ from pydantic import BaseModel
 
 from compat_service.api.deps import MatrixDep, SessionDep, SettingsDep
 from compat_service.db.evidence_queries import MatrixFilter, declared_for
-from compat_service.db.matrix_rows import build_matrix_rows
+from compat_service.db.matrix_rows import MatrixRowsBuilder
 from compat_service.domain.errors import ErrorBody
 from compat_service.domain.evidence.cells import MatrixCell
 
@@ -58,17 +58,17 @@ def list_matrix(
         torch=torch, build=build, python=python, backend=backend.lower() if backend else None, os=os,
         arch=arch, status=status,
     )
-    # the stamp first: rows read after it are at least as new, so they are never cached under a newer one
-    stamp = request.app.state.evidence_version.current(check_now=True)
+    # the stamp first: rows read after it are at least as new, so they are never cached under an older one
+    stamp = request.app.state.evidence_version.current(check_now=True, connection=session.connection())
     cache = request.app.state.matrix_rows_cache
     min_hosts, min_submitters = settings.verified_min_hosts, settings.verified_min_submitters
-    rows = cache.get(
-        (matrix.content_hash, stamp),
-        lambda: build_matrix_rows(
-            session, declared_for(matrix.content_hash, matrix.data), min_hosts=min_hosts,
-            min_submitters=min_submitters, owners=cache.owners_of(matrix.content_hash),
+    builder = cache.builder(
+        matrix.content_hash,
+        lambda: MatrixRowsBuilder(
+            declared_for(matrix.content_hash, matrix.data), min_hosts=min_hosts, min_submitters=min_submitters
         ),
     )
+    rows = cache.get((matrix.content_hash, stamp), lambda: builder.build(session))
     selected = rows.select(flt)
     page = rows.page(session, selected[offset : offset + limit])
     return MatrixPage(matrix_version=matrix.version, total=len(selected), limit=limit, offset=offset, items=page)
