@@ -24,9 +24,12 @@ What it does:
    with COPY; the counter rows (cells, hosts, submitters, checks) are summed in Python and COPYed too;
 3. a real uvicorn (2 workers) over it: ``--requests`` sequential requests per endpoint, each a different
    query (no answer comes from the per-worker resolve cache), p50/p99 of the wall time per request;
-4. ingest at that size: 4 threads post NDJSON batches of 50 new reports for ``--ingest-s`` seconds;
+4. ingest at that size: 4 threads post NDJSON batches of 50 new reports for ``--ingest-s`` seconds; then
+   again with a fifth thread reading ``GET /v1/matrix`` meanwhile (every answer after new evidence), its
+   p50/p99;
 5. EXPLAIN (ANALYZE) of the queries behind the three endpoints, printed (benchmarks/bench_scale.md
-   explains the indexes they use).
+   explains the indexes they use), before the server starts (so after a new migration ran on a reused
+   database).
 """
 
 from __future__ import annotations
@@ -247,14 +250,17 @@ def measure(base_url: str, cells: list[dict], args: argparse.Namespace) -> dict[
     return out
 
 
-def ingest(base_url: str, tokens: list[str], cells: list[dict], seconds: float) -> float:
+def ingest(base_url: str, tokens: list[str], cells: list[dict], seconds: float, *, read_matrix: bool = False) -> float:
+    """Reports/s stored by 4 clients posting batches; with ``read_matrix`` a fifth client reads GET /v1/matrix
+    meanwhile (each answer after new evidence: the rows a worker keeps are rebuilt), its p50/p99 printed."""
     created = 0
     lock = threading.Lock()
     stop = time.monotonic() + seconds
+    matrix_times: list[float] = []
 
     def worker(i: int) -> None:
         nonlocal created
-        rng = random.Random(i)
+        rng = random.Random(i + (100 if read_matrix else 0))
         with httpx.Client(base_url=base_url, timeout=60,
                           headers={"Authorization": f"Bearer {tokens[i]}", "Content-Type": "application/x-ndjson"}) as c:
             while time.monotonic() < stop:
@@ -271,14 +277,30 @@ def ingest(base_url: str, tokens: list[str], cells: list[dict], seconds: float) 
                 with lock:
                     created += n
 
+    def reader() -> None:
+        rng = random.Random(8)
+        with httpx.Client(base_url=base_url, timeout=60) as c:
+            while time.monotonic() < stop:
+                params = {"torch": rng.choice(["2.13", "2.12", "2.11", "2.10"]), "limit": 100,
+                          "offset": rng.randrange(0, 300)}
+                t = time.perf_counter()
+                assert c.get("/v1/matrix", params=params).status_code == 200
+                matrix_times.append(time.perf_counter() - t)
+
     started = time.monotonic()
     threads = [threading.Thread(target=worker, args=(i,)) for i in range(4)]
+    if read_matrix:
+        threads.append(threading.Thread(target=reader))
     for t in threads:
         t.start()
     for t in threads:
         t.join()
     rate = created / (time.monotonic() - started)
-    print(f"ingest at that size: {rate:.0f} reports/s (NDJSON batches of 50, 4 clients, {seconds:g} s)", flush=True)
+    with_reader = ", and one client reading GET /v1/matrix" if read_matrix else ""
+    print(f"ingest at that size: {rate:.0f} reports/s (NDJSON batches of 50, 4 clients{with_reader}, {seconds:g} s)",
+          flush=True)
+    if read_matrix:
+        print(f"GET /v1/matrix during ingest: {_percentiles(matrix_times)} ({len(matrix_times)} requests)", flush=True)
     return rate
 
 
@@ -302,6 +324,10 @@ def explain(database_url: str, cells: list[dict]) -> None:
             "EXPLAIN (ANALYZE, COSTS OFF) SELECT * FROM evidence_cell WHERE torch_version = %s AND "
             "torch_build = %s AND python = %s AND os = 'linux' AND arch = 'x86_64'", c["key"][:3]).fetchall()
         print("-- resolve: cells of a declared cell\n" + "\n".join("   " + r[0] for r in plan))
+        # what GET /v1/matrix reads on every request (EvidenceVersion); the rows it keeps are rebuilt on a change
+        plan = conn.execute("EXPLAIN (ANALYZE, COSTS OFF) SELECT count(*), coalesce(sum(reports), 0), "
+                            "max(last_seen) FROM evidence_cell").fetchall()
+        print("-- matrix: the evidence stamp\n" + "\n".join("   " + r[0] for r in plan))
 
 
 REUSE_DATABASE = "accelenv_scale_reuse"
@@ -390,6 +416,7 @@ def run_all(database_url: str, cells: list[dict], tokens: list[str], args: argpa
     with live_server(database_url, workers=2) as server:
         measure(server.base_url, cells, args)
         ingest(server.base_url, tokens, cells, args.ingest_s)
+        ingest(server.base_url, tokens, cells, args.ingest_s, read_matrix=True)
 
 
 if __name__ == "__main__":
