@@ -219,7 +219,10 @@ class MatrixRowsBuilder:
         if len(stale) * 2 > len(versions):  # most of them: one scan
             chunks = [query]
         else:
-            chunks = [query.where(EvidenceCell.id.in_(stale[i : i + 1000])) for i in range(0, len(stale), 1000)]  # type: ignore[union-attr]
+            chunks = [
+                query.where(EvidenceCell.id.in_(stale[i : i + 1000]))  # type: ignore[union-attr]
+                for i in range(0, len(stale), 1000)
+            ]
         for chunk in chunks if stale else ():
             for version, *values in conn.execute(chunk).all():
                 raw = tuple(values)

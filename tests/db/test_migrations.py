@@ -21,7 +21,9 @@ from compat_service.domain.errors import DatabaseNotReadyError
 from compat_service.domain.matrix.loader import load_matrix_data
 from compat_service.importer import import_matrix
 
-OUR_TABLES = {t.__tablename__ for t in (*MATRIX_TABLES, MatrixLoad, ApiToken, StoredReport)}  # type: ignore[attr-defined]
+OUR_TABLES = {
+    t.__tablename__ for t in (*MATRIX_TABLES, MatrixLoad, ApiToken, StoredReport)  # type: ignore[attr-defined]
+}
 
 
 def test_upgrade_from_empty_reaches_head_and_creates_tables(database_url: str) -> None:

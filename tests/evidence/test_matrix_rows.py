@@ -165,7 +165,8 @@ def test_a_report_stored_through_another_worker_shows_at_once(two_workers: tuple
 
     assert cpu_row() == ("declared", 0)
     for host in ("a", "b"):
-        res = writer.post("/v1/reports", json=synthetic_report(host=host), headers={"Authorization": f"Bearer {secret}"})
+        auth = {"Authorization": f"Bearer {secret}"}
+        res = writer.post("/v1/reports", json=synthetic_report(host=host), headers=auth)
         assert res.status_code == 201, res.text
         assert cpu_row() == ("declared" if host == "a" else "verified", 1 if host == "a" else 2)
     withdraw_submitter(engine, public.id, now=dt.datetime.now(dt.timezone.utc))
