@@ -8,6 +8,13 @@ Reproduce (a PostgreSQL server where databases may be created; the database is d
     ACCELENV_TEST_POSTGRES_URL=postgresql+psycopg://postgres@127.0.0.1:5432/test \\
         .venv/bin/python benchmarks/bench_scale.py --reports 1000000
 
+With ``--reuse`` the database is ``accelenv_scale_reuse``, kept afterwards: the first run loads it, later
+runs with the same ``--reports``/``--cells``/``--hosts-per-cell``/``--submitters`` skip the load (the
+parameters are its database comment; other ones are refused) and only migrate it (a new migration is
+applied to the loaded data), so a code change is measured in minutes. Each run's ingest steps add their
+reports to it (~45 000 on the 2-core dev machine, 4-5 % of a million): drop it with
+``DROP DATABASE accelenv_scale_reuse`` to measure at the size asked again.
+
 What it does:
 
 1. a fresh database, migrated, the bundled matrix loaded, ``--submitters`` report tokens;
@@ -18,9 +25,12 @@ What it does:
    with COPY; the counter rows (cells, hosts, submitters, checks) are summed in Python and COPYed too;
 3. a real uvicorn (2 workers) over it: ``--requests`` sequential requests per endpoint, each a different
    query (no answer comes from the per-worker resolve cache), p50/p99 of the wall time per request;
-4. ingest at that size: 4 threads post NDJSON batches of 50 new reports for ``--ingest-s`` seconds;
+4. ingest at that size: 4 threads post NDJSON batches of 50 new reports for ``--ingest-s`` seconds; then
+   again with a fifth thread reading ``GET /v1/matrix`` meanwhile (every answer after new evidence), its
+   p50/p99;
 5. EXPLAIN (ANALYZE) of the queries behind the three endpoints, printed (benchmarks/bench_scale.md
-   explains the indexes they use).
+   explains the indexes they use), before the server starts (so after a new migration ran on a reused
+   database).
 """
 
 from __future__ import annotations
@@ -89,20 +99,28 @@ def _copy(conn, table: str, columns: list[str], rows) -> None:  # noqa: ANN001 -
             copy.write_row(row)
 
 
-def load(database_url: str, args: argparse.Namespace) -> tuple[list[dict], list[str]]:
-    import psycopg
-
+def _prepare(database_url: str, submitters: int) -> list[tuple]:
+    """Migrate, load the bundled matrix, and create ``submitters`` report tokens: (public, secret) each."""
     from compat_service.db.engine import make_engine
     from compat_service.db.models import ApiTokenCreate
-    from compat_service.db.report_prep import prepare_report
     from compat_service.db.tokens import create_token
-    from compat_service.domain.evidence.report import ProbeReport
     from compat_service.importer import prepare_database
 
     engine = make_engine(database_url)
-    prepare_database(engine, migrate_schema=True, load_matrix=True, matrix_path=None)
-    tokens = [create_token(engine, ApiTokenCreate(scope="report", note=f"bench {i}")) for i in range(args.submitters)]
-    engine.dispose()
+    try:
+        prepare_database(engine, migrate_schema=True, load_matrix=True, matrix_path=None)
+        return [create_token(engine, ApiTokenCreate(scope="report", note=f"bench {i}")) for i in range(submitters)]
+    finally:
+        engine.dispose()
+
+
+def load(database_url: str, args: argparse.Namespace) -> tuple[list[dict], list[str]]:
+    import psycopg
+
+    from compat_service.db.report_prep import prepare_report
+    from compat_service.domain.evidence.report import ProbeReport
+
+    tokens = _prepare(database_url, args.submitters)
     rng = random.Random(14)
     cells = _cells(args.cells, rng)
     # one template per (cell, outcome): the stored body differs per report only in ids and host
@@ -222,22 +240,28 @@ def measure(base_url: str, cells: list[dict], args: argparse.Namespace) -> dict[
             "torch": c["key"][0], "build": c["key"][1], "python": c["key"][2], "os": "linux", "arch": "x86_64",
             "backend": c["key"][5], **{k: v for k, v in (("runtime", c["key"][6]), ("driver", c["key"][7]),
                                                           ("device_arch", c["key"][8])) if v}}) for c in picks])
-        # distinct drivers make every resolve a cache miss
+        # CUDA cells, with distinct drivers: every resolve a cache miss (a driver with a CPU or ROCm build is
+        # an invalid request)
+        cuda = [c for c in cells if c["build"].startswith("cu")]
         run("GET /v1/resolve (evidence)", [("/v1/resolve", {
             "torch": c["key"][0], "python": c["key"][2], "backend": c["key"][1],
             "driver": f"{rng.randrange(535, 580)}.{rng.randrange(10, 99)}.{i % 100:02d}",
-            **({"gpu_arch": c["key"][8]} if c["key"][8] else {})}) for i, c in enumerate(picks)])
+            **({"gpu_arch": c["key"][8]} if c["key"][8] else {})})
+            for i, c in enumerate(rng.choice(cuda) for _ in range(n))])
     return out
 
 
-def ingest(base_url: str, tokens: list[str], cells: list[dict], seconds: float) -> float:
+def ingest(base_url: str, tokens: list[str], cells: list[dict], seconds: float, *, read_matrix: bool = False) -> float:
+    """Reports/s stored by 4 clients posting batches; with ``read_matrix`` a fifth client reads GET /v1/matrix
+    meanwhile (each answer after new evidence: the rows a worker keeps are rebuilt), its p50/p99 printed."""
     created = 0
     lock = threading.Lock()
     stop = time.monotonic() + seconds
+    matrix_times: list[float] = []
 
     def worker(i: int) -> None:
         nonlocal created
-        rng = random.Random(i)
+        rng = random.Random(i + (100 if read_matrix else 0))
         with httpx.Client(base_url=base_url, timeout=60,
                           headers={"Authorization": f"Bearer {tokens[i]}", "Content-Type": "application/x-ndjson"}) as c:
             while time.monotonic() < stop:
@@ -254,14 +278,30 @@ def ingest(base_url: str, tokens: list[str], cells: list[dict], seconds: float) 
                 with lock:
                     created += n
 
+    def reader() -> None:
+        rng = random.Random(8)
+        with httpx.Client(base_url=base_url, timeout=60) as c:
+            while time.monotonic() < stop:
+                params = {"torch": rng.choice(["2.13", "2.12", "2.11", "2.10"]), "limit": 100,
+                          "offset": rng.randrange(0, 300)}
+                t = time.perf_counter()
+                assert c.get("/v1/matrix", params=params).status_code == 200
+                matrix_times.append(time.perf_counter() - t)
+
     started = time.monotonic()
     threads = [threading.Thread(target=worker, args=(i,)) for i in range(4)]
+    if read_matrix:
+        threads.append(threading.Thread(target=reader))
     for t in threads:
         t.start()
     for t in threads:
         t.join()
     rate = created / (time.monotonic() - started)
-    print(f"ingest at that size: {rate:.0f} reports/s (NDJSON batches of 50, 4 clients, {seconds:g} s)", flush=True)
+    with_reader = ", and one client reading GET /v1/matrix" if read_matrix else ""
+    print(f"ingest at that size: {rate:.0f} reports/s (NDJSON batches of 50, 4 clients{with_reader}, {seconds:g} s)",
+          flush=True)
+    if read_matrix:
+        print(f"GET /v1/matrix during ingest: {_percentiles(matrix_times)} ({len(matrix_times)} requests)", flush=True)
     return rate
 
 
@@ -285,6 +325,53 @@ def explain(database_url: str, cells: list[dict]) -> None:
             "EXPLAIN (ANALYZE, COSTS OFF) SELECT * FROM evidence_cell WHERE torch_version = %s AND "
             "torch_build = %s AND python = %s AND os = 'linux' AND arch = 'x86_64'", c["key"][:3]).fetchall()
         print("-- resolve: cells of a declared cell\n" + "\n".join("   " + r[0] for r in plan))
+        # what GET /v1/matrix reads on every request (EvidenceVersion); the rows it keeps are rebuilt on a change
+        plan = conn.execute("EXPLAIN (ANALYZE, COSTS OFF) SELECT count(*), coalesce(sum(reports), 0), "
+                            "max(last_seen) FROM evidence_cell").fetchall()
+        print("-- matrix: the evidence stamp\n" + "\n".join("   " + r[0] for r in plan))
+
+
+REUSE_DATABASE = "accelenv_scale_reuse"
+
+
+def _comment(args: argparse.Namespace) -> str:
+    return (f"bench_scale reports={args.reports} cells={args.cells} hosts-per-cell={args.hosts_per_cell} "
+            f"submitters={args.submitters}")
+
+
+def _set_comment(base: str, args: argparse.Namespace) -> None:
+    import sqlalchemy as sa
+
+    admin = sa.create_engine(base, isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as conn:
+            conn.execute(sa.text(f"COMMENT ON DATABASE \"{REUSE_DATABASE}\" IS '{_comment(args)}'"))
+    finally:
+        admin.dispose()
+
+
+def reused_database(base: str, args: argparse.Namespace) -> tuple[str, bool]:
+    """The URL of :data:`REUSE_DATABASE` (created when absent) and whether a load with these parameters
+    completed in it (the comment is set only after one did; a load interrupted earlier starts over)."""
+    import sqlalchemy as sa
+
+    admin = sa.create_engine(base, isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as conn:
+            found = conn.execute(
+                sa.text("SELECT shobj_description(oid, 'pg_database') FROM pg_database WHERE datname = :n"),
+                {"n": REUSE_DATABASE},
+            ).first()
+            if found is not None and found[0] not in (None, _comment(args)):
+                sys.exit(f"{REUSE_DATABASE} holds another load ({found[0]}); drop it or pass those parameters")
+            if found is not None and found[0] is None:
+                conn.execute(sa.text(f'DROP DATABASE "{REUSE_DATABASE}"'))
+            if found is None or found[0] is None:
+                conn.execute(sa.text(f'CREATE DATABASE "{REUSE_DATABASE}"'))
+    finally:
+        admin.dispose()
+    url = sa.engine.make_url(base).set(database=REUSE_DATABASE).render_as_string(hide_password=False)
+    return url, found is not None and found[0] is not None
 
 
 def main() -> None:
@@ -296,23 +383,41 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=400)
     parser.add_argument("--ingest-s", type=float, default=15)
     parser.add_argument("--keep", action="store_true", help="keep the database")
+    parser.add_argument("--reuse", action="store_true",
+                        help=f"load {REUSE_DATABASE} once and keep it; later runs reuse it (see the docstring)")
     args = parser.parse_args()
     base = os.environ.get("ACCELENV_TEST_POSTGRES_URL")
     if not base:
         sys.exit("set ACCELENV_TEST_POSTGRES_URL (see the docstring)")
+    if args.reuse:
+        database_url, loaded = reused_database(base, args)
+        if loaded:
+            cells = _cells(args.cells, random.Random(14))  # the load's first draws: the same cells
+            tokens = [secret for _p, secret in _prepare(database_url, 4)]
+            print(f"reusing {REUSE_DATABASE} ({_comment(args)})", flush=True)
+        else:
+            cells, tokens = load(database_url, args)
+            _set_comment(base, args)
+        run_all(database_url, cells, tokens, args)
+        return
     from tests.conftest import fresh_postgres_database
 
     databases = fresh_postgres_database("accelenv_scale_")
     database_url = next(databases)
     try:
         cells, tokens = load(database_url, args)
-        explain(database_url, cells)
-        with live_server(database_url, workers=2) as server:
-            measure(server.base_url, cells, args)
-            ingest(server.base_url, tokens, cells, args.ingest_s)
+        run_all(database_url, cells, tokens, args)
     finally:
         if not args.keep:
             databases.close()
+
+
+def run_all(database_url: str, cells: list[dict], tokens: list[str], args: argparse.Namespace) -> None:
+    explain(database_url, cells)
+    with live_server(database_url, workers=2) as server:
+        measure(server.base_url, cells, args)
+        ingest(server.base_url, tokens, cells, args.ingest_s)
+        ingest(server.base_url, tokens, cells, args.ingest_s, read_matrix=True)
 
 
 if __name__ == "__main__":

@@ -25,7 +25,8 @@ def _from_server(server: str, torch: str) -> list[dict[str, Any]]:
 def _from_database(database: str, torch: str, path: Path | None) -> list[dict[str, Any]]:
     from sqlmodel import Session
 
-    from compat_service.db.evidence_queries import MatrixFilter, matrix_cells, with_failing_checks
+    from compat_service.db.evidence_queries import MatrixFilter, with_failing_checks
+    from compat_service.db.matrix_rows import matrix_cells
     from compat_service.db.evidence_repository import open_evidence_database
     from compat_service.domain.evidence.cells import DeclaredMatrix
     from compat_service.domain.matrix.loader import load_matrix_data

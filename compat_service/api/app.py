@@ -28,8 +28,10 @@ from compat_service.api.resolve_cache import ResolveCache
 from compat_service.api.routes.pages import static_files as pages_static
 from compat_service.config import Settings, load_settings
 from compat_service.db.engine import make_engine
+from compat_service.db.evidence_repository import EvidenceVersion
 from compat_service.db.ingest_queue import IngestQueue
 from compat_service.db.matrix_repository import MatrixRepository
+from compat_service.db.matrix_rows import MatrixRowsCache
 from compat_service.db.tokens import TokenCache
 from compat_service.importer import prepare_database
 
@@ -106,6 +108,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.engine = engine
     app.state.matrix_repository = MatrixRepository(engine, refresh_s=settings.matrix_refresh_s)
     app.state.resolve_cache = ResolveCache(settings.resolve_cache_size)
+    app.state.evidence_version = EvidenceVersion(engine, refresh_s=settings.matrix_refresh_s)
+    app.state.matrix_rows_cache = MatrixRowsCache()
     app.state.ingest_queue = IngestQueue(engine, max_batch=settings.ingest_group_max)
     app.state.token_cache = TokenCache(settings.token_cache_s)
     app.state.metrics = ServiceMetrics()

@@ -1,4 +1,4 @@
-"""Reading evidence: one cell's detail, the matrix joined with evidence, a stored report.
+"""Reading evidence: one cell's detail, the matrix filter, a stored report (matrix_rows.py: the matrix rows).
 
 Reads only the counters the ingest maintains; nothing here scans the stored reports except the short
 "recent report ids" list of one cell (an index range scan).
@@ -32,7 +32,6 @@ from compat_service.domain.evidence.status import GAP_GROUPS, REQUIRED_GROUPS, c
 from compat_service.domain.matrix.schema import MatrixData
 
 RECENT_REPORTS = 20
-_KEY_FIELDS = tuple(CellKey.model_fields)
 
 
 class MatrixFilter(BaseModel):
@@ -49,24 +48,45 @@ class MatrixFilter(BaseModel):
     def torch_matches(self, version: str) -> bool:
         return self.torch is None or version == self.torch or version.startswith(self.torch + ".")
 
-    def keeps(self, cell: MatrixCell) -> bool:
+    def cache_key(self) -> tuple[str | None, ...]:
+        return (self.torch, self.build, self.python, self.backend, self.os, self.arch, self.status)
+
+    def considers(self, torch_version: str, torch_build: str | None, python: str, os: str, backend: str) -> bool:
+        """Whether an evidence cell takes part in the answer: a declared cell none of whose evidence cells
+        takes part is listed as declared without evidence (which ``keeps`` may then drop). Arch and status
+        do not take part here: an evidence cell's arch is its declared cell's, and a declared cell whose
+        evidence has another status is not one without evidence."""
         return (
-            self.torch_matches(cell.torch_version)
-            and self.build in (None, cell.torch_build)
-            and self.python in (None, cell.python)
-            and self.os in (None, cell.os)
-            and (self.arch is None or normalise_arch(cell.os, self.arch) == cell.arch)
-            and (self.backend is None or cell.backend in (None, self.backend))
-            and self.status in (None, cell.status)
+            self.torch_matches(torch_version)
+            and self.build in (None, torch_build)
+            and self.python in (None, python)
+            and self.os in (None, os)
+            and self.backend in (None, backend)
+        )
+
+    def keeps_values(
+        self, torch_version: str, torch_build: str | None, python: str, os: str, arch: str, backend: str | None,
+        status: str,
+    ) -> bool:
+        """Whether a matrix row with these values is in the answer (``keeps`` on plain values)."""
+        return (
+            self.torch_matches(torch_version)
+            and self.build in (None, torch_build)
+            and self.python in (None, python)
+            and self.os in (None, os)
+            and (self.arch is None or normalise_arch(os, self.arch) == arch)
+            and (self.backend is None or backend in (None, self.backend))
+            and self.status in (None, status)
+        )
+
+    def keeps(self, cell: MatrixCell) -> bool:
+        return self.keeps_values(
+            cell.torch_version, cell.torch_build, cell.python, cell.os, cell.arch, cell.backend, cell.status
         )
 
 
 def _aware(value: dt.datetime | None) -> dt.datetime | None:
     return value.replace(tzinfo=dt.timezone.utc) if value is not None and value.tzinfo is None else value
-
-
-def _key(cell: EvidenceCell) -> CellKey:
-    return CellKey(**{f: getattr(cell, f) for f in _KEY_FIELDS})
 
 
 def _counts(row: sa.Row) -> CheckCounts:
@@ -137,7 +157,7 @@ def cell_evidence(
     is_declared = declared is not None and declared.declared_cell_of(key) is not None
     return CellEvidence(
         key=key,
-        **_cell_summary(cell, declared=is_declared, min_hosts=min_hosts, min_submitters=min_submitters),
+        **cell_summary(cell, declared=is_declared, min_hosts=min_hosts, min_submitters=min_submitters),
         counts=total,
         failing_checks=[
             FailingCheck(
@@ -174,62 +194,11 @@ def failing_check_ids(session: Session, cell_ids: Sequence[int]) -> dict[int, li
     return out
 
 
-def _evidence_cells(session: Session, flt: MatrixFilter) -> list[EvidenceCell]:
-    query = sa.select(EvidenceCell)
-    for column, value in (
-        (EvidenceCell.torch_build, flt.build),
-        (EvidenceCell.python, flt.python),
-        (EvidenceCell.os, flt.os),
-        (EvidenceCell.backend, flt.backend),
-    ):
-        if value is not None:
-            query = query.where(column == value)
-    if flt.torch is not None:
-        query = query.where(
-            sa.or_(EvidenceCell.torch_version == flt.torch, EvidenceCell.torch_version.startswith(flt.torch + "."))
-        )
-    return list(session.execute(query).scalars().all())
-
-
-def matrix_cells(
-    session: Session, declared: DeclaredMatrix, flt: MatrixFilter, *, min_hosts: int,
-    min_submitters: int = 1,
-) -> list[tuple[MatrixCell, int | None]]:
-    """Every matrix row matching ``flt``: declared cells joined with their evidence cells, then the
-    observed ones, each with the evidence cell id (None for a declared cell with no report)."""
-    by_declared: dict[object, list[EvidenceCell]] = {}
-    observed: list[EvidenceCell] = []
-    for cell in _evidence_cells(session, flt):
-        owner = declared.declared_cell_of(_key(cell))
-        if owner is None:
-            observed.append(cell)
-        else:
-            by_declared.setdefault(owner, []).append(cell)
-
-    rows: list[tuple[MatrixCell, int | None]] = []
-    for dcell in declared.cells:
-        if not flt.torch_matches(dcell.torch_version):
-            continue
-        cells = by_declared.get(dcell)
-        if not cells:
-            row = MatrixCell(
-                torch_version=dcell.torch_version, torch_build=dcell.torch_build, python=dcell.python,
-                os=dcell.os, arch=dcell.arch, declared=True, status="declared", health="none",
-            )
-            if flt.keeps(row):
-                rows.append((row, None))
-            continue
-        for cell in sorted(cells, key=lambda c: c.key_hash):
-            rows.append((_row(cell, declared=True, min_hosts=min_hosts, min_submitters=min_submitters), cell.id))
-    for cell in sorted(observed, key=lambda c: (c.torch_version, c.backend, c.key_hash)):
-        rows.append((_row(cell, declared=False, min_hosts=min_hosts, min_submitters=min_submitters), cell.id))
-    return [(row, cid) for row, cid in rows if flt.keeps(row)]
-
-
-def _cell_summary(
+def cell_summary(
     cell: EvidenceCell, *, declared: bool, min_hosts: int, min_submitters: int
 ) -> dict[str, Any]:
-    """The status and counters a cell row contributes to both CellEvidence and MatrixCell."""
+    """The status and counters a cell row contributes to both CellEvidence and MatrixCell (``cell``: an
+    `EvidenceCell`, or a row of its table with the same attributes)."""
     health = cell_health(cell, min_hosts=min_hosts, min_submitters=min_submitters)
     return {
         "declared": declared,
@@ -243,18 +212,6 @@ def _cell_summary(
         "first_seen": _aware(cell.first_seen),
         "last_seen": _aware(cell.last_seen),
     }
-
-
-def _row(cell: EvidenceCell, *, declared: bool, min_hosts: int, min_submitters: int) -> MatrixCell:
-    return MatrixCell(
-        **_key(cell).model_dump(exclude={"python", "torch_version", "torch_build", "os", "arch"}),
-        torch_version=cell.torch_version,
-        torch_build=cell.torch_build,
-        python=cell.python,
-        os=cell.os,
-        arch=cell.arch,
-        **_cell_summary(cell, declared=declared, min_hosts=min_hosts, min_submitters=min_submitters),
-    )
 
 
 def with_failing_checks(session: Session, page: list[tuple[MatrixCell, int | None]]) -> list[MatrixCell]:

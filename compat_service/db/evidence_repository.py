@@ -135,7 +135,12 @@ def open_database_evidence(database_url: str, *, gpu_arch: str | None = None) ->
 
 class EvidenceVersion:
     """A stamp that changes when evidence changes, re-read at most every ``refresh_s`` seconds per process:
-    part of the service's resolve-cache key, so cached resolutions follow new reports within that delay."""
+    part of the service's resolve-cache key, so cached resolutions follow new reports within that delay
+    (``current(check_now=True)`` reads it now: the matrix rows follow at once).
+
+    The stamp is (evidence cells, reports, newest last_seen) over ``evidence_cell``: an ingest adds a report
+    and moves a last_seen to its time, a withdrawal removes reports; each changes it. Every worker reads it
+    from the database, so it sees what the others stored."""
 
     def __init__(self, engine: Engine, *, refresh_s: float) -> None:
         self._engine = engine
@@ -150,18 +155,30 @@ class EvidenceVersion:
         """Whether any report was stored (as of the last read of :meth:`current`)."""
         return self._cells > 0
 
-    def current(self) -> str:
+    def current(self, *, check_now: bool = False, connection: sa.Connection | None = None) -> str:
+        """The stamp; ``check_now``: read now (on ``connection`` when given), not at most every ``refresh_s``."""
         now = time.monotonic()
+        if check_now:
+            stamp = self._read(connection)
+            with self._lock:
+                self._read_at = now
+            return stamp
         if now - self._read_at < self._refresh_s:
             return self._stamp
         with self._lock:
             if now - self._read_at >= self._refresh_s:
-                with self._engine.connect() as conn:
-                    cells, reports, last = conn.execute(
-                        sa.select(sa.func.count(), sa.func.coalesce(sa.func.sum(EvidenceCell.reports), 0),
-                                  sa.func.max(EvidenceCell.last_seen))
-                    ).one()
-                self._stamp = f"{cells}:{reports}:{last}"
-                self._cells = cells
+                self._read(None)
                 self._read_at = now
         return self._stamp
+
+    def _read(self, connection: sa.Connection | None) -> str:
+        query = sa.select(sa.func.count(), sa.func.coalesce(sa.func.sum(EvidenceCell.reports), 0),
+                          sa.func.max(EvidenceCell.last_seen))
+        if connection is not None:
+            cells, reports, last = connection.execute(query).one()
+        else:
+            with self._engine.connect() as conn:
+                cells, reports, last = conn.execute(query).one()
+        stamp = f"{cells}:{reports}:{last}"
+        self._stamp, self._cells = stamp, cells
+        return stamp

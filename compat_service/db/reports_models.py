@@ -15,7 +15,6 @@ from sqlmodel import Field, SQLModel
 class StoredReport(SQLModel, table=True):
     __tablename__ = "probe_report"
     __table_args__ = (
-        sa.Index("ix_probe_report_cell_received", "cell_id", "received_at"),
         sa.Index("ix_probe_report_submitter", "submitter_id"),
     )
 
@@ -29,3 +28,12 @@ class StoredReport(SQLModel, table=True):
     ok: bool
     body_sha256: str = Field(max_length=64)
     body: str = Field(sa_type=sa.Text, description="the validated report as canonical JSON")
+
+
+# a cell's newest reports in the order GET /v1/evidence lists them (revision 0006)
+sa.Index(
+    "ix_probe_report_cell_recent",
+    StoredReport.cell_id,  # type: ignore[arg-type]
+    StoredReport.received_at.desc(),  # type: ignore[attr-defined]
+    StoredReport.report_id,  # type: ignore[arg-type]
+)

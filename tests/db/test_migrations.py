@@ -16,11 +16,14 @@ from sqlmodel import SQLModel
 from compat_service.db import migrate
 from compat_service.db.engine import make_engine
 from compat_service.db.models import MATRIX_TABLES, ApiToken, MatrixLoad
+from compat_service.db.reports_models import StoredReport
 from compat_service.domain.errors import DatabaseNotReadyError
 from compat_service.domain.matrix.loader import load_matrix_data
 from compat_service.importer import import_matrix
 
-OUR_TABLES = {t.__tablename__ for t in (*MATRIX_TABLES, MatrixLoad, ApiToken)}  # type: ignore[attr-defined]
+OUR_TABLES = {
+    t.__tablename__ for t in (*MATRIX_TABLES, MatrixLoad, ApiToken, StoredReport)  # type: ignore[attr-defined]
+}
 
 
 def test_upgrade_from_empty_reaches_head_and_creates_tables(database_url: str) -> None:
@@ -76,6 +79,33 @@ def test_0004_drops_the_write_only_matrix_tables_and_its_downgrade_refills_them(
     assert plugins == {"torch_npu", "torch_mlu"}
     migrate.upgrade(engine)
     assert not DROPPED_IN_0004 & _tables(engine)
+    engine.dispose()
+
+
+def _indexes(engine: sa.Engine, table: str) -> dict[str, list[str | None]]:
+    return {i["name"]: i["column_names"] for i in sa.inspect(engine).get_indexes(table)}  # type: ignore[misc]
+
+
+def test_0006_orders_the_recent_reports_index_and_its_downgrade_restores_the_old_one(database_url: str) -> None:
+    engine = make_engine(database_url)
+    migrate.upgrade(engine)
+    indexes = _indexes(engine, "probe_report")
+    assert indexes["ix_probe_report_cell_recent"] == ["cell_id", "received_at", "report_id"]
+    assert "ix_probe_report_cell_received" not in indexes
+    with engine.connect() as conn:  # received_at descending: the order GET /v1/evidence lists a cell's reports
+        if engine.dialect.name == "sqlite":
+            order = [r[3] for r in conn.execute(sa.text("PRAGMA index_xinfo(ix_probe_report_cell_recent)")) if r[5]]
+        else:
+            order = list(conn.execute(sa.text(
+                "SELECT pg_index_column_has_property('ix_probe_report_cell_recent'::regclass, n, 'desc') "
+                "FROM generate_series(1, 3) n")).scalars())
+    assert order == [0, 1, 0] if engine.dialect.name == "sqlite" else order == [False, True, False]
+    migrate.downgrade(engine, "0005_evidence_submitters")
+    indexes = _indexes(engine, "probe_report")
+    assert indexes["ix_probe_report_cell_received"] == ["cell_id", "received_at"]
+    assert "ix_probe_report_cell_recent" not in indexes
+    migrate.upgrade(engine)
+    assert migrate.current_revision(engine) == migrate.head_revision()
     engine.dispose()
 
 

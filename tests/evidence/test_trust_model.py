@@ -8,6 +8,7 @@ added to the counters go, the token is revoked, and every counter equals a recou
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -37,6 +38,14 @@ class Trust:
         res = self.client.get("/v1/evidence", params=CELL)
         assert res.status_code == 200, res.text
         return res.json()
+
+    def heatmap_status(self) -> str:
+        """The status of the 2.13.0 x cpu square of the matrix page for CELL's platform and Python."""
+        page = self.client.get("/matrix", params={"platform": "linux-x86_64", "python": CELL["python"]})
+        assert page.status_code == 200, page.text
+        found = re.search(r'data-torch="2\.13\.0" data-build="cpu" data-status="(\w+)"', page.text)
+        assert found, page.text[:300]
+        return found[1]
 
     def matrix_status(self) -> str:
         rows = self.client.get("/v1/matrix", params={k: CELL[k] for k in ("torch", "build", "python", "os")}).json()
@@ -69,6 +78,7 @@ def test_one_token_with_made_up_fingerprints_does_not_verify(trust: Trust) -> No
     assert (cell["hosts"], cell["passing_hosts"], cell["submitters"], cell["passing_submitters"]) == (3, 3, 1, 1)
     assert cell["status"] == "declared" and cell["health"] == "unconfirmed"
     assert trust.matrix_status() == "declared"
+    assert trust.heatmap_status() == "declared"  # the matrix page applies the same thresholds
     resolved = trust.client.get("/v1/resolve", params={"torch": "2.13.0", "python": "3.11",
                                                          "require_verified": "true"})
     assert resolved.status_code == 409, resolved.text

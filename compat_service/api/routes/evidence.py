@@ -8,7 +8,7 @@ from fastapi import APIRouter, Depends, Query, Response
 
 from compat_service.api.deps import PRIVATE, MatrixDep, SessionDep, SettingsDep, holds_scope
 from compat_service.db.evidence_queries import cell_evidence, declared_for
-from compat_service.db.evidence_repository import DatabaseEvidence, EvidenceVersion
+from compat_service.db.evidence_repository import DatabaseEvidence
 from compat_service.domain.backends import normalise_arch
 from compat_service.domain.errors import ErrorBody, NotFoundError
 from compat_service.domain.evidence.cells import CellEvidence, CellKey, CheckCounts, python_minor
@@ -91,10 +91,7 @@ def evidence_for_resolve(
     While no report is stored the lookup is None (the answer is then exactly the offline CLI's), except with
     ``require_verified``: an empty database verifies nothing, so it answers `not-verified` as
     `resolve --database` does on the same file."""
-    version = getattr(app.state, "evidence_version", None)
-    if version is None:
-        settings = app.state.settings
-        version = app.state.evidence_version = EvidenceVersion(app.state.engine, refresh_s=settings.matrix_refresh_s)
+    version = app.state.evidence_version
     stamp = version.current()
     if not version.has_evidence and not require_verified:
         return None, stamp

@@ -1,14 +1,21 @@
-"""`GET /v1/matrix`: declared matrix cells joined with their evidence status, plus observed cells."""
+"""`GET /v1/matrix`: declared matrix cells joined with their evidence status, plus observed cells.
+
+Every row is assembled once per worker per (matrix load, evidence stamp) (``db.matrix_rows``); a request
+reads the stamp (one aggregate query over the evidence cells, every request: a report stored through any
+worker shows in the next answer of every worker), filters the assembled rows (memoized per filter) and
+turns only its page into models.
+"""
 
 from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel
 
 from compat_service.api.deps import MatrixDep, SessionDep, SettingsDep
-from compat_service.db.evidence_queries import MatrixFilter, declared_for, matrix_cells, with_failing_checks
+from compat_service.db.evidence_queries import MatrixFilter, declared_for
+from compat_service.db.matrix_rows import MatrixRowsBuilder
 from compat_service.domain.errors import ErrorBody
 from compat_service.domain.evidence.cells import MatrixCell
 
@@ -33,6 +40,7 @@ class MatrixPage(BaseModel):
     responses={422: {"model": ErrorBody}},
 )
 def list_matrix(
+    request: Request,
     session: SessionDep,
     settings: SettingsDep,
     matrix: MatrixDep,
@@ -50,10 +58,17 @@ def list_matrix(
         torch=torch, build=build, python=python, backend=backend.lower() if backend else None, os=os,
         arch=arch, status=status,
     )
-    declared = declared_for(matrix.content_hash, matrix.data)
-    rows = matrix_cells(
-        session, declared, flt, min_hosts=settings.verified_min_hosts,
-        min_submitters=settings.verified_min_submitters,
+    # the stamp first: rows read after it are at least as new, so they are never cached under an older one
+    stamp = request.app.state.evidence_version.current(check_now=True, connection=session.connection())
+    cache = request.app.state.matrix_rows_cache
+    min_hosts, min_submitters = settings.verified_min_hosts, settings.verified_min_submitters
+    builder = cache.builder(
+        matrix.content_hash,
+        lambda: MatrixRowsBuilder(
+            declared_for(matrix.content_hash, matrix.data), min_hosts=min_hosts, min_submitters=min_submitters
+        ),
     )
-    page = with_failing_checks(session, rows[offset : offset + limit])
-    return MatrixPage(matrix_version=matrix.version, total=len(rows), limit=limit, offset=offset, items=page)
+    rows = cache.get((matrix.content_hash, stamp), lambda: builder.build(session))
+    selected = rows.select(flt)
+    page = rows.page(session, selected[offset : offset + limit])
+    return MatrixPage(matrix_version=matrix.version, total=len(selected), limit=limit, offset=offset, items=page)

@@ -23,7 +23,8 @@ from compat_service.api.pages import heatmap, selector
 from compat_service.api.pages.internal_api import ApiAnswer, api_get
 from compat_service.api.resolve_cache import LruCache
 from compat_service.api.routes.evidence import evidence_for_resolve
-from compat_service.db.evidence_queries import MatrixFilter, declared_for, matrix_cells
+from compat_service.db.evidence_queries import MatrixFilter, declared_for
+from compat_service.db.matrix_rows import matrix_cells
 from compat_service.domain.backends import PLATFORMS
 from compat_service.domain.hardware_rules import driver_floor
 
@@ -127,7 +128,10 @@ async def matrix_page(request: Request) -> Response:
     def read() -> list[Any]:
         declared = declared_for(matrix.content_hash, data)
         with Session(request.app.state.engine) as session:
-            rows = matrix_cells(session, declared, flt, min_hosts=settings.verified_min_hosts)
+            rows = matrix_cells(
+                session, declared, flt, min_hosts=settings.verified_min_hosts,
+                min_submitters=settings.verified_min_submitters,
+            )
         return [row for row, _ in rows]
 
     labels = [v.label for v in data.build_variants.variants]
