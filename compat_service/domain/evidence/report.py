@@ -73,8 +73,14 @@ StrictInt = Annotated[int, Strict(), BeforeValidator(_integral)]
 Count = Annotated[int, Strict(), Field(ge=0), BeforeValidator(_integral)]
 #: free-form facts: any JSON, numbers finite
 FreeData = Annotated[dict[str, Any], AfterValidator(_finite)]
-#: a cell-key part: not empty, not only blanks
-KeyText = Annotated[str, Field(min_length=1, pattern=r"\S")]
+#: what the server strips from a cell-key part (Python's str.strip(): Unicode White_Space plus the
+#: separators U+001C-U+001F, which the \s of JSON Schema's and pydantic's regex engines leaves out), written
+#: out so that the published pattern means the same in every engine
+_STRIPPED = r"\s\x1c-\x1f"
+#: a cell-key part: at least one character the normalising strip keeps
+KeyText = Annotated[str, Field(min_length=1, pattern=rf"[^{_STRIPPED}]")]
+#: torch.__version__: as KeyText, and its public part (before any '+local' tag) not empty once stripped
+TorchVersionText = Annotated[str, Field(min_length=1, pattern=rf"^[{_STRIPPED}]*[^{_STRIPPED}+]")]
 
 
 class ToolInfo(_Strict):
@@ -85,7 +91,7 @@ class ToolInfo(_Strict):
 class Environment(_Strict):
     """What decides compatibility on the probed host. No hostname, user name or secrets."""
 
-    torch_version: KeyText = Field(max_length=64, description="torch.__version__, e.g. '2.3.1+cu121'")
+    torch_version: TorchVersionText = Field(max_length=64, description="torch.__version__, e.g. '2.3.1+cu121'")
     #: build label: 'cpu', 'cu121', 'rocm6.0', 'xpu', ... derived from torch.version.cuda/hip or the local tag
     torch_build: str | None = Field(default=None, max_length=32)
     python_version: KeyText = Field(max_length=32, description="e.g. '3.11.7'; '3.13.1t' for free-threaded")
