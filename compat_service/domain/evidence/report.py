@@ -73,10 +73,10 @@ StrictInt = Annotated[int, Strict(), BeforeValidator(_integral)]
 Count = Annotated[int, Strict(), Field(ge=0), BeforeValidator(_integral)]
 #: free-form facts: any JSON, numbers finite
 FreeData = Annotated[dict[str, Any], AfterValidator(_finite)]
-#: what the server strips from a cell-key part (Python's str.strip(): Unicode White_Space plus the
-#: separators U+001C-U+001F, which the \s of JSON Schema's and pydantic's regex engines leaves out), written
-#: out so that the published pattern means the same in every engine
-_STRIPPED = r"\s\x1c-\x1f"
+#: what the server strips from a cell-key part: every character Python's str.strip() removes, written out
+#: (the \s of JSON Schema's ECMA regexes, of pydantic's Rust regexes and of Python's re each differ on
+#: U+001C-U+001F and U+0085), so that the published pattern means the same in every engine
+_STRIPPED = r"\u0009-\u000d\u001c-\u0020\u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
 #: a cell-key part: at least one character the normalising strip keeps
 KeyText = Annotated[str, Field(min_length=1, pattern=rf"[^{_STRIPPED}]")]
 #: torch.__version__: as KeyText, and its public part (before any '+local' tag) not empty once stripped
