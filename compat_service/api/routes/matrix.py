@@ -8,14 +8,16 @@ turns only its page into models.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel
+from sqlmodel import Session
 
-from compat_service.api.deps import MatrixDep, SessionDep, SettingsDep
+from compat_service.api.deps import MatrixDep, SessionDep
 from compat_service.db.evidence_queries import MatrixFilter, declared_for
-from compat_service.db.matrix_rows import MatrixRowsBuilder
+from compat_service.db.matrix_repository import MatrixSnapshot
+from compat_service.db.matrix_rows import MatrixRows, MatrixRowsBuilder
 from compat_service.domain.errors import ErrorBody
 from compat_service.domain.evidence.cells import MatrixCell
 
@@ -42,7 +44,6 @@ class MatrixPage(BaseModel):
 def list_matrix(
     request: Request,
     session: SessionDep,
-    settings: SettingsDep,
     matrix: MatrixDep,
     torch: Annotated[str | None, Query(pattern=r"^\d{1,3}\.\d{1,3}(\.\d{1,3})?$", description="2.3 or 2.3.1")] = None,
     build: Annotated[str | None, Query(min_length=1, max_length=32, description="cpu, cu121, rocm6.0")] = None,
@@ -58,17 +59,25 @@ def list_matrix(
         torch=torch, build=build, python=python, backend=backend.lower() if backend else None, os=os,
         arch=arch, status=status,
     )
-    # the stamp first: rows read after it are at least as new, so they are never cached under an older one
-    stamp = request.app.state.evidence_version.current(check_now=True, connection=session.connection())
-    cache = request.app.state.matrix_rows_cache
-    min_hosts, min_submitters = settings.verified_min_hosts, settings.verified_min_submitters
-    builder = cache.builder(
-        matrix.content_hash,
-        lambda: MatrixRowsBuilder(
-            declared_for(matrix.content_hash, matrix.data), min_hosts=min_hosts, min_submitters=min_submitters
-        ),
-    )
-    rows = cache.get((matrix.content_hash, stamp), lambda: builder.build(session))
+    rows = current_rows(request.app, session, matrix)
     selected = rows.select(flt)
     page = rows.page(session, selected[offset : offset + limit])
     return MatrixPage(matrix_version=matrix.version, total=len(selected), limit=limit, offset=offset, items=page)
+
+
+def current_rows(app: Any, session: Session, matrix: MatrixSnapshot) -> MatrixRows:
+    """This worker's assembled rows of ``matrix`` and the newest stored evidence (for this route and the
+    heatmap page, which read the same rows)."""
+    # the stamp first: rows read after it are at least as new, so they are never cached under an older one
+    stamp = app.state.evidence_version.current(check_now=True, connection=session.connection())
+    cache = app.state.matrix_rows_cache
+    settings = app.state.settings
+    builder = cache.builder(
+        matrix.content_hash,
+        lambda: MatrixRowsBuilder(
+            declared_for(matrix.content_hash, matrix.data),
+            min_hosts=settings.verified_min_hosts,
+            min_submitters=settings.verified_min_submitters,
+        ),
+    )
+    return cache.get((matrix.content_hash, stamp), lambda: builder.build(session))

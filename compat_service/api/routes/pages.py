@@ -23,8 +23,9 @@ from compat_service.api.pages import heatmap, selector
 from compat_service.api.pages.internal_api import ApiAnswer, api_get
 from compat_service.api.resolve_cache import LruCache
 from compat_service.api.routes.evidence import evidence_for_resolve
-from compat_service.db.evidence_queries import MatrixFilter, declared_for
-from compat_service.db.matrix_rows import matrix_cells
+from compat_service.api.routes.matrix import current_rows
+from compat_service.db.evidence_queries import MatrixFilter
+from compat_service.db.matrix_rows import cell_of
 from compat_service.domain.backends import PLATFORMS
 from compat_service.domain.hardware_rules import driver_floor
 
@@ -123,16 +124,12 @@ async def matrix_page(request: Request) -> Response:
         arch=platform.split("-", 1)[1] if platform else None,
         status=status,
     )
-    settings = request.app.state.settings
 
     def read() -> list[Any]:
-        declared = declared_for(matrix.content_hash, data)
+        # the rows GET /v1/matrix keeps for this load and evidence (assembled once per worker)
         with Session(request.app.state.engine) as session:
-            rows = matrix_cells(
-                session, declared, flt, min_hosts=settings.verified_min_hosts,
-                min_submitters=settings.verified_min_submitters,
-            )
-        return [row for row, _ in rows]
+            rows = current_rows(request.app, session, matrix)
+            return [cell_of(r) for r in rows.select(flt)]
 
     labels = [v.label for v in data.build_variants.variants]
     # a heatmap is a pure function of the load, the stored evidence and the URL: cached per worker
