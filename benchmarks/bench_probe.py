@@ -79,7 +79,7 @@ def main() -> None:
     parser.add_argument("--deep", action="store_true", help="also time --deep on each device")
     args = parser.parse_args()
 
-    from probes.bundle import BUNDLE_NAME, write_bundle
+    from probes.harness.bundle import BUNDLE_NAME, write_bundle
 
     with tempfile.TemporaryDirectory(prefix="bench-probe-") as tmp:
         workdir = Path(tmp)

@@ -102,9 +102,9 @@ def _copy(conn, table: str, columns: list[str], rows) -> None:  # noqa: ANN001 -
 def _prepare(database_url: str, submitters: int) -> list[tuple]:
     """Migrate, load the bundled matrix, and create ``submitters`` report tokens: (public, secret) each."""
     from compat_service.db.engine import make_engine
-    from compat_service.db.models import ApiTokenCreate
+    from compat_service.db.matrix.loader import prepare_database
+    from compat_service.db.matrix.tables import ApiTokenCreate
     from compat_service.db.tokens import create_token
-    from compat_service.importer import prepare_database
 
     engine = make_engine(database_url)
     try:
@@ -117,7 +117,7 @@ def _prepare(database_url: str, submitters: int) -> list[tuple]:
 def load(database_url: str, args: argparse.Namespace) -> tuple[list[dict], list[str]]:
     import psycopg
 
-    from compat_service.db.report_prep import prepare_report
+    from compat_service.db.evidence.prepare import prepare_report
     from compat_service.domain.evidence.report import ProbeReport
 
     tokens = _prepare(database_url, args.submitters)

@@ -143,7 +143,7 @@ def db_load(
     """Validate matrix_data and load it (idempotent; a bad file set is rejected whole, exit 4)."""
     with guarded(as_json=as_json):
         from compat_service.db import migrate
-        from compat_service.importer import import_matrix
+        from compat_service.db.matrix.loader import import_matrix
 
         engine = _engine(database_url)
         migrate.require_head(engine)
@@ -216,7 +216,7 @@ def token_withdraw(
     """Revoke a token and withdraw every report it submitted from the evidence (docs/service.md, trust model)."""
     with guarded():
         from compat_service.db import migrate
-        from compat_service.db.evidence_withdraw import withdraw_submitter
+        from compat_service.db.evidence.withdraw import withdraw_submitter
 
         engine = _engine(database_url)
         migrate.require_head(engine)
@@ -260,7 +260,7 @@ def serve(
 ) -> None:
     """Run the service (SQLite: migrates and loads on first start; PostgreSQL: `db upgrade` first)."""
     with guarded():
-        from compat_service.importer import prepare_database
+        from compat_service.db.matrix.loader import prepare_database
 
         settings = _settings(database_url)
         if auto_migrate is not None:

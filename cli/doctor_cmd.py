@@ -1,8 +1,8 @@
 """`accelenv doctor`: is the torch installed here right for this host? Each problem comes with its fix.
 
-Facts gathered here (the I/O): the host by accelenv's one host detection, ``probes.host_facts.detect_host``
+Facts gathered here (the I/O): the host by accelenv's one host detection, ``probes.host.facts.detect_host``
 (its docstring lists the order and the override variables; a backend resolve does not know is refused), the
-glibc through ``probes.host_facts``, installed versions and torch's build constants (``torch/version.py``, the
+glibc through ``probes.host.facts``, installed versions and torch's build constants (``torch/version.py``, the
 wheel's manylinux tags, cuDNN and the other packages collect_env lists) from package metadata (this
 environment, or ``--site-packages DIR``; torch itself is not imported), the bundled matrix, and evidence from
 ``--database``. The checks are ``compat_service.domain.diagnosis`` and
@@ -71,7 +71,7 @@ def installed_versions(site_packages: Path | None) -> tuple[dict[str, str | None
         torch_build_constants,
         wheel_tags,
     )
-    from probes.host_facts import glibc_version
+    from probes.host.facts import glibc_version
 
     if site_packages is not None and not site_packages.is_dir():
         raise InvalidRequestError(
@@ -115,10 +115,10 @@ def _checked_host(host: HostFacts) -> HostFacts:
     import dataclasses
     import os
 
-    from compat_service.domain.errors import AccelenvError, Cause, InvalidRequestError
     from compat_service.domain.backends import REQUEST_FAMILIES as FAMILIES
+    from compat_service.domain.errors import AccelenvError, Cause, InvalidRequestError
     from compat_service.domain.resolver.request import parse_backend
-    from probes import host_facts
+    from probes.host import facts as host_facts
 
     name = host_facts.BACKEND_OVERRIDE_ENV
     forced = os.environ.get(name)
@@ -139,9 +139,9 @@ def _checked_host(host: HostFacts) -> HostFacts:
 
 
 def detect_host_facts() -> HostFacts:
-    """This host, detected by probes.host_facts, as the description the domain's diagnosis takes."""
+    """This host, detected by probes.host.facts, as the description the domain's diagnosis takes."""
     from compat_service.domain.diagnosis import HostFacts
-    from probes import host_facts
+    from probes.host import facts as host_facts
 
     found = host_facts.detect_host()
     return HostFacts(
@@ -160,15 +160,15 @@ def run_doctor(*, site_packages: Path | None, database: str | None, matrix_path:
     matrix = load_matrix_cached(matrix_path)
     evidence = None
     if database:
-        from compat_service.db.evidence_repository import open_database_evidence
+        from compat_service.db.evidence.lookup import open_database_evidence
 
         evidence = open_database_evidence(database, gpu_arch=host.gpu_arch)
 
     def resolved(torch_version: str) -> str:
         """`accelenv resolve` for this host, as a pip command (raises its AccelenvError)."""
         from compat_service.domain.resolver.install_formats import render
-        from compat_service.domain.resolver.stages import resolve
         from compat_service.domain.resolver.request import ResolveRequest
+        from compat_service.domain.resolver.stages import resolve
 
         request = ResolveRequest.from_strings(
             torch=torch_version, python=host.python, os=host.os, arch=host.arch,

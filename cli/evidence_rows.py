@@ -1,7 +1,7 @@
 """Evidence rows for `accelenv matrix show --server URL | --database URL`: status, counts, failing checks.
 
 From a service: GET /v1/matrix, every page (cli/service_client.py). From a database: the query the
-service runs (``compat_service.db.evidence_queries``, imported lazily: only these flags pay for SQLAlchemy).
+service runs (``compat_service.db.evidence.queries``, imported lazily: only these flags pay for SQLAlchemy).
 Only cells with reports are returned; the declared cells without any are what `show` already prints.
 """
 
@@ -25,9 +25,9 @@ def _from_server(server: str, torch: str) -> list[dict[str, Any]]:
 def _from_database(database: str, torch: str, path: Path | None) -> list[dict[str, Any]]:
     from sqlmodel import Session
 
-    from compat_service.db.evidence_queries import MatrixFilter, with_failing_checks
-    from compat_service.db.matrix_rows import matrix_cells
-    from compat_service.db.evidence_repository import open_evidence_database
+    from compat_service.db.evidence.lookup import open_evidence_database
+    from compat_service.db.evidence.matrix_cells import matrix_cells
+    from compat_service.db.evidence.queries import MatrixFilter, with_failing_checks
     from compat_service.domain.evidence.cells import DeclaredMatrix
     from compat_service.domain.matrix.loader import load_matrix_data
 

@@ -134,7 +134,8 @@ def _render_overview(rows: list[dict[str, Any]]) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from probes.host_facts import arch_name as host_arch, os_name as host_os
+    from probes.host.facts import arch_name as host_arch
+    from probes.host.facts import os_name as host_os
 
     platform = f"{host_os()}-{host_arch()}"
     table = Table(title="torch releases in the matrix", caption="`accelenv matrix show --torch MINOR` for one release")

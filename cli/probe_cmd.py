@@ -78,7 +78,7 @@ def probe_command(
 def write_bundle_file(bundle: Path) -> Path:
     """Write the single-file probe to ``bundle`` (or into it, when it is a directory); a path that cannot
     be written is an invalid request naming it, and nothing is left behind."""
-    from probes.bundle import BUNDLE_NAME, write_bundle
+    from probes.harness.bundle import BUNDLE_NAME, write_bundle
 
     target = bundle / BUNDLE_NAME if bundle.is_dir() else bundle
     _require_writable(target, "--bundle")
@@ -113,8 +113,8 @@ def _invalid(message: str, hint: str, flag: str, value: object) -> Exception:
 
 def _validate(device: str, checks: str, timeout: float, python: str, inject: list[str], submit_url: str | None,
               token: str | None, output: Path | None) -> None:
-    from probes.checks import GROUPS
-    from probes.device_activation import DeviceError, parse_device
+    from probes.checks.outcome import GROUPS
+    from probes.harness.device_activation import DeviceError, parse_device
 
     try:
         parse_device(device)
@@ -161,7 +161,7 @@ def run_probe(*, device: str, checks: str, output: Path | None, submit_url: str 
 
     python = python or sys.executable
     _validate(device, checks, timeout, python, inject, submit_url, token, output)
-    from probes.bundle import BUNDLE_NAME, write_bundle
+    from probes.harness.bundle import BUNDLE_NAME, write_bundle
 
     with tempfile.TemporaryDirectory(prefix="accelenv-probe-") as workdir:
         bundle_path = os.path.join(workdir, BUNDLE_NAME)

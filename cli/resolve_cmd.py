@@ -2,7 +2,7 @@
 
 Offline by default (the bundled matrix, through its compiled snapshot); `--server URL` or ACCELENV_SERVER
 asks a service instead and prints the same output. Defaults (Python, OS, arch) are this host's;
-`--backend auto` runs host detection (probes/host_facts.py: `detect_host`, whose docstring lists the order
+`--backend auto` runs host detection (probes/host/facts.py: `detect_host`, whose docstring lists the order
 and the override variables).
 
 Start-up time is the point of this module's shape. Typer builds a pydantic adapter per option (~80 ms),
@@ -144,7 +144,7 @@ def run_resolve(
     from compat_service.domain.backends import normalise_arch
     from compat_service.domain.resolver.install_formats import render
     from compat_service.domain.resolver.request import ResolveRequest, invalid_request
-    from probes import host_facts
+    from probes.host import facts as host_facts
 
     if fmt not in FORMATS:
         raise invalid_request(
@@ -205,7 +205,7 @@ def run_resolve(
         evidence = None
         if database:
             # lazy: only `--database` pays for SQLAlchemy (docs/architecture.md allows it here)
-            from compat_service.db.evidence_repository import open_database_evidence
+            from compat_service.db.evidence.lookup import open_database_evidence
 
             evidence = open_database_evidence(database, gpu_arch=request.gpu_arch)
         resolution = resolve(request, load_matrix_cached(Path(matrix_path) if matrix_path else None), evidence)

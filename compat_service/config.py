@@ -39,7 +39,7 @@ class Settings(BaseSettings):
     max_batch_reports: int = Field(default=100, ge=1, le=10_000)
     #: largest body `POST /v1/reports/batch` accepts, in bytes (a full batch of ~65 KB reports fits)
     max_batch_body_bytes: int = Field(default=16_000_000, ge=1)
-    #: most single-report submissions a worker stores in one transaction (compat_service/db/ingest_queue.py)
+    #: most single-report submissions a worker stores in one transaction (compat_service/db/evidence/queue.py)
     ingest_group_max: int = Field(default=64, ge=1, le=1000)
     #: seconds a worker remembers a token it found valid; a revoked token stops working within this time
     #: (0 = look every token up on every request); see compat_service/db/tokens.py
@@ -59,7 +59,7 @@ class Settings(BaseSettings):
     #: how often (seconds) a worker checks whether a newer matrix was loaded into the database
     matrix_refresh_s: float = Field(default=5.0, ge=0)
     #: freeze start-up objects and raise the garbage collector's thresholds when a worker starts (see
-    #: compat_service/api/gc_tuning.py); off for an app embedded in a process that tunes its own GC
+    #: compat_service/api/server/gc_tuning.py); off for an app embedded in a process that tunes its own GC
     tune_gc: bool = True
     #: resolutions kept per worker (keyed by the normalized request and the matrix version)
     resolve_cache_size: int = Field(default=4096, ge=0)

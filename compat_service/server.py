@@ -25,7 +25,7 @@ def run(host: str, port: int, workers: int) -> None:
         APP, factory=True, host=host, port=port, workers=workers, log_level="warning", access_log=False,
         # malformed HTTP gets the API's JSON error shape, not uvicorn's plain text (by its import string:
         # the cli never imports the api)
-        http="compat_service.api.http_protocol:JsonErrorsHttpToolsProtocol",
+        http="compat_service.api.server.http_protocol:JsonErrorsHttpToolsProtocol",
     )
     sock = config.bind_socket()
     bound_host, bound_port = sock.getsockname()[:2]

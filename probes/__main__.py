@@ -1,8 +1,8 @@
-"""``python -m probes``: run the probe suite (see probes.entry)."""
+"""``python -m probes``: run the probe suite (see probes.harness.entry)."""
 
 import sys
 
-from probes.entry import main
+from probes.harness.entry import main
 
 if __name__ == "__main__":
     sys.exit(main())

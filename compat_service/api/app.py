@@ -15,29 +15,31 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 from fastapi_offline import FastAPIOffline
 
-from compat_service.api.body_limit import BodyLimitMiddleware
 from compat_service.api.errors import install_error_handlers, unhandled_error_response
-from compat_service.api.gc_tuning import tune_for_service
-from compat_service.api.http_cache import HttpCacheMiddleware
-from compat_service.api.lifecycle import announce_start, announce_stop
 from compat_service.api.metrics import ServiceMetrics
-from compat_service.api.nul_guard import NulGuardMiddleware
-from compat_service.api.observability import AccessLog, ObservabilityMiddleware, configure_logging
+from compat_service.api.middleware.body_limit import BodyLimitMiddleware
+from compat_service.api.middleware.http_cache import HttpCacheMiddleware
+from compat_service.api.middleware.nul_guard import NulGuardMiddleware
+from compat_service.api.middleware.observability import AccessLog, ObservabilityMiddleware, configure_logging
 from compat_service.api.openapi_doc import install_openapi
+from compat_service.api.pages.routes import static_files as pages_static
 from compat_service.api.resolve_cache import ResolveCache
-from compat_service.api.routes.pages import static_files as pages_static
+from compat_service.api.server.gc_tuning import tune_for_service
+from compat_service.api.server.lifecycle import announce_start, announce_stop
 from compat_service.config import Settings, load_settings
 from compat_service.db.engine import make_engine
-from compat_service.db.evidence_repository import EvidenceVersion
-from compat_service.db.ingest_queue import IngestQueue
-from compat_service.db.matrix_repository import MatrixRepository
-from compat_service.db.matrix_rows import MatrixRowsCache
+from compat_service.db.evidence.lookup import EvidenceVersion
+from compat_service.db.evidence.matrix_cells import MatrixRowsCache
+from compat_service.db.evidence.queue import IngestQueue
+from compat_service.db.matrix.loader import prepare_database
+from compat_service.db.matrix.snapshot_follower import MatrixRepository
 from compat_service.db.tokens import TokenCache
-from compat_service.importer import prepare_database
 
 #: routers in include order (routes match in this order: the hot /v1/resolve first); reports, evidence,
 #: matrix and probe are owned by other parts of the project; pages are the HTML site (api/pages/)
 ROUTERS = ("resolve", "health", "torch", "matrix", "reports", "evidence", "probe", "tokens", "metrics", "pages")
+#: where a router's module lives when not under api/routes/ (the pages are a self-contained package)
+ROUTER_MODULES = {"pages": "compat_service.api.pages.routes"}
 
 
 #: the docs pages load only this server's assets: ReDoc's bundle would otherwise fetch its vendor's logo from
@@ -115,7 +117,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.metrics = ServiceMetrics()
     install_error_handlers(app)
     for name in ROUTERS:
-        module = importlib.import_module(f"compat_service.api.routes.{name}")
+        module = importlib.import_module(ROUTER_MODULES.get(name, f"compat_service.api.routes.{name}"))
         app.include_router(module.router)
     install_openapi(app)
     app.mount("/static/site", pages_static, name="site-static")

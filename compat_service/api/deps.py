@@ -13,8 +13,8 @@ from starlette.concurrency import run_in_threadpool
 
 from compat_service.api.resolve_cache import ResolveCache
 from compat_service.config import Settings
-from compat_service.db.matrix_repository import MatrixSnapshot
-from compat_service.db.models import ApiTokenPublic
+from compat_service.db.matrix.snapshot_follower import MatrixSnapshot
+from compat_service.db.matrix.tables import ApiTokenPublic
 from compat_service.db.tokens import authorize
 
 

@@ -7,7 +7,7 @@
 - A client that disconnects mid-upload → logged at info (no traceback: it is not a bug).
 - The database failing after start-up (connection lost, table gone) → 503 ``database-not-ready``.
 - Anything else is a bug → 500 ``internal-error`` (logged once, with its traceback and request id, by
-  ``api/observability.py``; the client gets no details).
+  ``api/middleware/observability.py``; the client gets no details).
 
 Every error body also carries ``request_id``, the id of the request in the access log and ``X-Request-ID``.
 """
@@ -23,7 +23,7 @@ from sqlalchemy.exc import OperationalError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 
-from compat_service.api.observability import current_request_id
+from compat_service.api.middleware.observability import current_request_id
 from compat_service.domain.errors import (
     AccelenvError,
     Cause,

@@ -6,7 +6,7 @@ from pydantic import BaseModel
 
 from compat_service.db import migrate
 from compat_service.db.engine import require_existing
-from compat_service.db.matrix_repository import latest_load_ref
+from compat_service.db.matrix.snapshot_follower import latest_load_ref
 from compat_service.domain.errors import DatabaseNotReadyError
 
 

@@ -18,7 +18,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
 from compat_service.db.engine import session_scope
-from compat_service.db.models import ApiToken, ApiTokenCreate, ApiTokenPublic
+from compat_service.db.matrix.tables import ApiToken, ApiTokenCreate, ApiTokenPublic
 from compat_service.domain.errors import AuthError, Cause, ForbiddenError, InvalidRequestError, NotFoundError
 
 #: report: submit probe reports; read: read raw reports (docs/service.md, what is public); admin: everything

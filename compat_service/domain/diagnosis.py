@@ -27,7 +27,7 @@ Severity = Literal["error", "warning", "ok"]
 
 @dataclass(frozen=True)
 class HostFacts:
-    """The host being checked, as the caller detected it (the CLI: ``probes.host_facts.detect_host``)."""
+    """The host being checked, as the caller detected it (the CLI: ``probes.host.facts.detect_host``)."""
 
     os: str
     arch: str

@@ -3,7 +3,7 @@
 The numbers come from the matrix (gpu_archs.yaml, cuda.yaml, rocm.yaml); these functions only say how
 to compare them.
 
-GPU architecture rule: ``probes.arch_compat`` (cubin and PTX compatibility, gfx targets exact), the one
+GPU architecture rule: ``probes.host.arch_compat`` (cubin and PTX compatibility, gfx targets exact), the one
 copy, which the probe applies to torch's compiled arch list on the target host; here it is applied to the
 matrix's arch lists. probes is stdlib-only and imports nothing from accelenv, so the domain can share it
 and it cannot share the domain's.
@@ -16,15 +16,15 @@ driver: PyTorch JIT-compiles PTX, which that mode does not support. It is mentio
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from packaging.version import Version
 
 from compat_service.domain.matrix.interface import per_matrix_memo
-from probes.arch_compat import cubin_runs_on, ptx_runs_on
+from probes.host.arch_compat import cubin_runs_on, ptx_runs_on
 
 if TYPE_CHECKING:
     from compat_service.domain.matrix.interface import Matrix

@@ -2,7 +2,7 @@
 that bear on whether it can work here.
 
 Pure: the caller reads the files (the torch wheel's ``WHEEL`` tags, ``torch/version.py``, package metadata,
-the host's glibc through ``probes.host_facts``) and passes the text in. The findings: the wheel's manylinux
+the host's glibc through ``probes.host.facts``) and passes the text in. The findings: the wheel's manylinux
 floor against the host's glibc (a wheel for a newer glibc fails at ``import torch``), the CUDA / ROCm
 runtime torch was built with against its build label, and the cuDNN the CUDA wheels load.
 """

@@ -12,11 +12,11 @@ import sqlalchemy as sa
 from alembic import context
 from sqlmodel import SQLModel
 
-import compat_service.db.models  # noqa: F401  (registers the tables on SQLModel.metadata)
+import compat_service.db.matrix.tables  # noqa: F401  (registers the tables on SQLModel.metadata)
 
 # The evidence tables live in their own module; register them when it exists.
-if importlib.util.find_spec("compat_service.db.evidence_models") is not None:
-    importlib.import_module("compat_service.db.evidence_models")
+if importlib.util.find_spec("compat_service.db.evidence.tables") is not None:
+    importlib.import_module("compat_service.db.evidence.tables")
 
 config = context.config
 target_metadata = SQLModel.metadata

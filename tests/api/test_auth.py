@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 
 from compat_service.api.app import create_app
 from compat_service.api.deps import require_scope
-from compat_service.db.models import ApiTokenCreate, ApiTokenPublic
+from compat_service.db.matrix.tables import ApiTokenCreate, ApiTokenPublic
 from compat_service.db.tokens import create_token, revoke_token
 from tests.api.conftest import settings_for
 

@@ -70,7 +70,7 @@ def admin_token(server: LiveServer) -> Iterator[tuple[int, str]]:
     """An admin token (every route, raw reports and withdrawals included) whose id is well above the ids the
     fuzzer tries on POST /v1/tokens/{id}/withdraw first (1, 2, ...): the tokens before it are decoys."""
     from compat_service.db.engine import make_engine
-    from compat_service.db.models import ApiTokenCreate
+    from compat_service.db.matrix.tables import ApiTokenCreate
     from compat_service.db.tokens import create_token
 
     engine = make_engine(server.database_url)

@@ -1,4 +1,4 @@
-"""The service worker's garbage-collector tuning (compat_service/api/gc_tuning.py)."""
+"""The service worker's garbage-collector tuning (compat_service/api/server/gc_tuning.py)."""
 
 from __future__ import annotations
 
@@ -7,14 +7,14 @@ import os
 import subprocess
 import sys
 
-from compat_service.api import gc_tuning
+from compat_service.api.server import gc_tuning
 from tests.conftest import REPO_ROOT
 
 
 def test_tuning_freezes_start_up_objects_and_raises_thresholds() -> None:
     # in a child process: gc.freeze cannot be fully undone for objects of the test process
     script = (
-        "import gc; from compat_service.api.gc_tuning import tune_for_service; "
+        "import gc; from compat_service.api.server.gc_tuning import tune_for_service; "
         "before = gc.get_freeze_count(); tune_for_service(); "
         "print(before, gc.get_freeze_count(), *gc.get_threshold())"
     )

@@ -12,11 +12,11 @@ import pytest
 from typer.testing import CliRunner
 
 from cli.main import app
-from compat_service.domain.resolver.install_formats import render
 from compat_service.domain.matrix.snapshot import load_matrix_cached
-from compat_service.domain.resolver.stages import resolve
+from compat_service.domain.resolver.install_formats import render
 from compat_service.domain.resolver.request import ResolveRequest
-from probes.host_facts import glibc_version
+from compat_service.domain.resolver.stages import resolve
+from probes.host.facts import glibc_version
 
 HOST_VARS = ("ACCELENV_BACKEND", "ACCELENV_DRIVER_VERSION", "ACCELENV_GPU_ARCH")
 

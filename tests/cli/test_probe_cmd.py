@@ -194,7 +194,7 @@ def test_bundle_option_writes_the_single_file_probe(app: typer.Typer, tmp_path: 
     assert result.exit_code == 0, result.output
     text = path.read_text()
     compile(text, str(path), "exec")
-    assert "from probes.entry import main" in text
+    assert "from probes.harness.entry import main" in text
 
 
 def test_inject_reaches_the_refdev_worker(app: typer.Typer, tmp_path: Path) -> None:

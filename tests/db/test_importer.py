@@ -13,18 +13,18 @@ import pytest
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
-from compat_service.db.matrix_repository import MatrixRepository, read_snapshot
-from compat_service.db.models import MATRIX_TABLES, MatrixLoad, TorchRelease, TorchWheel
-from compat_service.domain.errors import MatrixDataError
-from compat_service.domain.matrix.loader import default_path, load_matrix_data
-from compat_service.domain.matrix.schema import SourcesFile
-from compat_service.importer import (
+from compat_service.db.matrix.loader import (
     content_hash,
     import_matrix,
     import_matrix_data,
     row_counts,
     version_sort_key,
 )
+from compat_service.db.matrix.snapshot_follower import MatrixRepository, read_snapshot
+from compat_service.db.matrix.tables import MATRIX_TABLES, MatrixLoad, TorchRelease, TorchWheel
+from compat_service.domain.errors import MatrixDataError
+from compat_service.domain.matrix.loader import default_path, load_matrix_data
+from compat_service.domain.matrix.schema import SourcesFile
 
 
 def database_digest(engine: Engine) -> str:

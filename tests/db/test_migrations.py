@@ -15,11 +15,11 @@ from sqlmodel import SQLModel
 
 from compat_service.db import migrate
 from compat_service.db.engine import make_engine
-from compat_service.db.models import MATRIX_TABLES, ApiToken, MatrixLoad
-from compat_service.db.reports_models import StoredReport
+from compat_service.db.evidence.report_tables import StoredReport
+from compat_service.db.matrix.loader import import_matrix
+from compat_service.db.matrix.tables import MATRIX_TABLES, ApiToken, MatrixLoad
 from compat_service.domain.errors import DatabaseNotReadyError
 from compat_service.domain.matrix.loader import load_matrix_data
-from compat_service.importer import import_matrix
 
 OUR_TABLES = {
     t.__tablename__ for t in (*MATRIX_TABLES, MatrixLoad, ApiToken, StoredReport)  # type: ignore[attr-defined]

@@ -6,7 +6,7 @@ import pytest
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
-from compat_service.db.models import ApiToken, ApiTokenCreate
+from compat_service.db.matrix.tables import ApiToken, ApiTokenCreate
 from compat_service.db.tokens import authorize, create_token, hash_token, list_tokens, revoke_token
 from compat_service.domain.errors import AuthError, ForbiddenError, InvalidRequestError, NotFoundError
 

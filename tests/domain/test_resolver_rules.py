@@ -14,7 +14,7 @@ from compat_service.domain.matrix.snapshot import load_matrix_cached
 from compat_service.domain.resolver.request import ResolveRequest, parse_torch_spec
 from compat_service.domain.resolver.resolution import resolution_to_json
 from compat_service.domain.resolver.stages import resolve
-from probes.arch_compat import cubin_runs_on, ptx_runs_on
+from probes.host.arch_compat import cubin_runs_on, ptx_runs_on
 
 
 @pytest.fixture(scope="module")

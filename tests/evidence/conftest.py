@@ -115,7 +115,7 @@ class Service:
 
 
 def make_token(engine: Engine, scope: str = "report") -> str:
-    from compat_service.db.models import ApiTokenCreate
+    from compat_service.db.matrix.tables import ApiTokenCreate
     from compat_service.db.tokens import create_token
 
     _public, secret = create_token(engine, ApiTokenCreate(scope=scope, note="evidence tests"))

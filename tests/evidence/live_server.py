@@ -62,7 +62,7 @@ def prepare_database(database_url: str) -> str:
     """Migrate ``database_url`` and return a new `report` token."""
     from compat_service.db import migrate
     from compat_service.db.engine import make_engine
-    from compat_service.db.models import ApiTokenCreate
+    from compat_service.db.matrix.tables import ApiTokenCreate
     from compat_service.db.tokens import create_token
 
     engine = make_engine(database_url)
@@ -78,7 +78,7 @@ def prepare_database(database_url: str) -> str:
 def live_server(
     database_url: str, *, workers: int = 3, load_matrix: bool = False, env: dict[str, str] | None = None
 ) -> Iterator[LiveServer]:
-    from compat_service.api.http_protocol import HTTP_PROTOCOL
+    from compat_service.api.server.http_protocol import HTTP_PROTOCOL
 
     token = prepare_database(database_url)
     port = _free_port()

@@ -9,8 +9,8 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
-from compat_service.db.evidence_ingest import ingest_report
-from compat_service.db.evidence_queries import find_cell
+from compat_service.db.evidence.ingest import ingest_report
+from compat_service.db.evidence.queries import find_cell
 from compat_service.domain.evidence.cells import cell_key_of
 from compat_service.domain.evidence.report import ProbeReport
 from tests.evidence.conftest import variant

@@ -1,4 +1,4 @@
-"""The worker's ingest queue (compat_service/db/ingest_queue.py) on SQLite and PostgreSQL: reports queued
+"""The worker's ingest queue (compat_service/db/evidence/queue.py) on SQLite and PostgreSQL: reports queued
 while the writer is busy are stored together, each submitter gets its own result, and failures reach the
 right submitters."""
 
@@ -14,9 +14,9 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from compat_service.db.engine import make_engine
-from compat_service.db.evidence_write_gate import sqlite_write_gate
-from compat_service.db.ingest_queue import IngestQueue
-from compat_service.db.report_prep import PreparedReport, prepare_report
+from compat_service.db.evidence.prepare import PreparedReport, prepare_report
+from compat_service.db.evidence.queue import IngestQueue
+from compat_service.db.evidence.write_gate import sqlite_write_gate
 from compat_service.domain.errors import DatabaseNotReadyError, ReportConflictError
 from compat_service.domain.evidence.cells import IngestResult
 from compat_service.domain.evidence.report import ProbeReport

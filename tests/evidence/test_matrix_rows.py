@@ -13,8 +13,8 @@ import sqlalchemy as sa
 from fastapi.testclient import TestClient
 from sqlmodel import Session
 
-from compat_service.db.evidence_models import EvidenceCell
-from compat_service.db.evidence_queries import MatrixFilter, cell_summary, declared_for, with_failing_checks
+from compat_service.db.evidence.queries import MatrixFilter, cell_summary, declared_for, with_failing_checks
+from compat_service.db.evidence.tables import EvidenceCell
 from compat_service.domain.evidence.cells import CellKey, DeclaredMatrix, MatrixCell
 from tests.evidence.conftest import Service
 from tests.synthetic_reports import synthetic_report
@@ -150,8 +150,8 @@ def two_workers(database_url: str) -> Iterator[tuple[TestClient, TestClient]]:
 
 
 def test_a_report_stored_through_another_worker_shows_at_once(two_workers: tuple[TestClient, TestClient]) -> None:
-    from compat_service.db.evidence_withdraw import withdraw_submitter
-    from compat_service.db.models import ApiTokenCreate
+    from compat_service.db.evidence.withdraw import withdraw_submitter
+    from compat_service.db.matrix.tables import ApiTokenCreate
     from compat_service.db.tokens import create_token
 
     reader, writer = two_workers

@@ -60,7 +60,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
 
 def _read_token(database_url: str) -> str:
     from compat_service.db.engine import make_engine
-    from compat_service.db.models import ApiTokenCreate
+    from compat_service.db.matrix.tables import ApiTokenCreate
     from compat_service.db.tokens import create_token
 
     engine = make_engine(database_url)

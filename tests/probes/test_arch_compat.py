@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from probes import arch_compat
+from probes.host import arch_compat
 
 CU121 = ["sm_50", "sm_60", "sm_70", "sm_75", "sm_80", "sm_86", "sm_90"]
 CU128 = ["sm_75", "sm_80", "sm_86", "sm_90", "sm_100", "sm_120", "compute_120"]

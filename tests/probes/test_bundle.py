@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from probes import bundle
+from probes.harness import bundle
 from tests.probes.conftest import needs_refdev, old_python, validate_report
 
 pytestmark = pytest.mark.torch
@@ -50,7 +50,7 @@ def test_bundle_imports_nothing_but_the_stdlib_and_torch() -> None:
 
 def test_bundle_embeds_every_probe_module(bundle_file: Path) -> None:
     embedded = set(bundle.collect_sources())
-    expected = {"probes", "probes.entry", "probes.worker", "probes.runner", "probes.ops", "probes.op_table",
+    expected = {"probes", "probes.harness.entry", "probes.harness.worker", "probes.harness.runner", "probes.checks.ops", "probes.checks.op_table",
                 "probes.refdev"}
     assert expected <= embedded
     text = bundle_file.read_text()
@@ -113,7 +113,7 @@ def test_bundle_runs_on_old_python_and_reports_what_is_missing(bundle_file: Path
         assert report["checks"][0]["id"] == "detect.torch_build" and report["checks"][0]["status"] == "error"
         assert "torch cannot be imported" in report["checks"][0]["detail"]
     else:  # that interpreter has torch: then the whole suite ran there
-        from probes.checks import GROUPS
+        from probes.checks.outcome import GROUPS
 
         assert {c["group"] for c in report["checks"]} == set(GROUPS)
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from probes import checks as probe_checks
-from probes import op_table
+from probes.checks import op_table
+from probes.checks import outcome as probe_checks
 from tests.probes.conftest import ProbeRun, quiet_torch, run_probe, validate_report
 
 pytestmark = pytest.mark.torch
@@ -182,7 +182,7 @@ def test_unavailable_device_fails_detect_and_skips_the_rest(tmp_path: Path) -> N
 
 @pytest.mark.parametrize("variable", ["ACCELENV_GPU_ARCH", "ACCELENV_DEVICE_ARCH"], ids=["name", "deprecated-alias"])
 def test_the_probe_honours_the_gpu_arch_override(tmp_path: Path, variable: str) -> None:
-    """The probe reads the override variables of the one host detection (probes/host_facts.py)."""
+    """The probe reads the override variables of the one host detection (probes/host/facts.py)."""
     run = run_probe(tmp_path, "--device", "cpu", "--checks", "detect", env={variable: "sm_90"})
     validate_report(run.report)
     assert run.report["environment"]["device_arch"] == "sm_90"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from probes import fingerprint
+from probes.host import fingerprint
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""Host detection without torch (`resolve --backend auto`, `doctor`): the I/O step of probes/host_facts with
+"""Host detection without torch (`resolve --backend auto`, `doctor`): the I/O step of probes/host/facts with
 driver files under tmp_path and fake executables on PATH (the only faked boundaries). The parsers on
 captured outputs: test_tool_parsers.py."""
 
@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from probes import host_facts
+from probes.host import facts as host_facts
 from tests.conftest import REPO_ROOT
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="fake tools are shell scripts")

@@ -1,6 +1,6 @@
 """A hanging, crashing or aborting check is contained: it is marked, and the suite goes on.
 
-Faults are injected into named checks with ACCELENV_PROBE_TEST_FAULTS (probes/faults.py), inside the
+Faults are injected into named checks with ACCELENV_PROBE_TEST_FAULTS (probes/harness/faults.py), inside the
 real worker process; the runner must notice, kill or bury the worker, and start a fresh one.
 """
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from probes import opinfo
+from probes.checks import opinfo
 from tests.conftest import TEST_OPINFO_OPS
 from tests.probes.conftest import ProbeRun, quiet_torch, run_probe, validate_report
 

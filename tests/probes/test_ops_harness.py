@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
-from probes import checks, op_table, ops
-from probes.context import ProbeContext
+from probes.checks import op_table, ops
+from probes.checks import outcome as checks
+from probes.checks.context import ProbeContext
 from tests.probes.conftest import quiet_torch
 
 pytestmark = pytest.mark.torch

@@ -17,9 +17,9 @@ from fastapi.testclient import TestClient
 from cli import report_spool
 from compat_service.api.app import create_app
 from compat_service.config import Settings
-from compat_service.db.models import ApiTokenCreate
+from compat_service.db.matrix.tables import ApiTokenCreate
 from compat_service.db.tokens import create_token
-from probes import bundle
+from probes.harness import bundle
 from tests.probes.conftest import SCHEMA_FILE, run_probe, validate_report
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from compat_service.domain.evidence.report import ProbeReport, nul_character_paths
-from probes import report_assembly
+from probes.harness import report as report_assembly
 
 
 def test_nul_characters_from_host_text_are_replaced_visibly() -> None:

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from probes import host_facts, tool_parsers
+from probes.host import facts as host_facts
+from probes.host import parsers as tool_parsers
 from tests.conftest import REPO_ROOT
 
 DATA = REPO_ROOT / "tests" / "data" / "host_tools"

@@ -15,8 +15,8 @@ import textwrap
 
 import pytest
 
-from probes import opinfo
-from probes.entry import worker_threads
+from probes.checks import opinfo
+from probes.harness.entry import worker_threads
 from tests.conftest import REPO_ROOT
 
 
@@ -38,7 +38,7 @@ def test_the_frame_walk_finds_what_torch_finds() -> None:
         """
         import unittest
         import torch.testing._internal.common_utils as common_utils
-        from probes import opinfo
+        from probes.checks import opinfo
 
         torch_lookup = common_utils.extract_test_fn
         assert opinfo._running_test_fn() is None and torch_lookup() is None

@@ -129,7 +129,7 @@ def test_a_hang_in_an_op_costs_one_timeout_and_names_the_op(refdev_available: No
     """topk hangs: the first check that calls it times out naming it; every later one (ops and opinfo
     checks alike) is marked without calling it, so the suite pays one timeout, not one per check.
 
-    (Forward ops: a device's backward pass runs untraced, see probes/breadcrumbs.py.)"""
+    (Forward ops: a device's backward pass runs untraced, see probes/harness/breadcrumbs.py.)"""
     proc, report = run_probe(["--checks", "ops,opinfo", "--timeout", "5", "--opinfo-ops", "topk,add"],
                              tmp_path / "r.json", faults="hang:aten::topk")
     checks = by_id(report)
@@ -155,7 +155,7 @@ def test_a_crash_in_an_op_keeps_the_innermost_frames_and_no_host_paths(refdev_av
     workdir = home / "accelenv-probe-private"
     workdir.mkdir(parents=True)
     bundle = workdir / "accelenv_probe.py"
-    from probes.bundle import write_bundle
+    from probes.harness.bundle import write_bundle
 
     write_bundle(str(bundle))
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ACCELENV_", "PYTHON"))}

@@ -80,7 +80,8 @@ def test_capabilities_refdev_lacks_are_skipped_with_the_backends_reason(refdev_a
 GENUINE_FAILURE = """
 import json
 import torch
-from probes import capabilities, worker
+from probes.checks import capabilities
+from probes.harness import worker
 ctx = worker.build_context(torch, "refdev")
 
 def broken(*args):
@@ -243,7 +244,7 @@ def test_bad_fault_exits_2_naming_it(refdev_available: None, tmp_path: Path, fau
 
 
 def test_bundle_rejects_a_bad_fault_the_same_way(refdev_available: None, tmp_path: Path) -> None:
-    from probes.bundle import BUNDLE_NAME, write_bundle
+    from probes.harness.bundle import BUNDLE_NAME, write_bundle
 
     bundle = tmp_path / BUNDLE_NAME
     write_bundle(str(bundle))

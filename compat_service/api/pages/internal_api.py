@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 from fastapi import Request
 
-from compat_service.api.observability import current_request_id
+from compat_service.api.middleware.observability import current_request_id
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from compat_service.domain.matrix.schema import MatrixData
 from compat_service.domain.resolver.install_formats import render
 from compat_service.domain.resolver.request import COMPANIONS, PARAMETERS
 from compat_service.domain.resolver.resolution import Resolution, resolution_from_json
-from probes import tool_parsers
+from probes.host import parsers as tool_parsers
 
 #: the install formats the page shows, in tab order, with their labels
 FORMATS: tuple[tuple[str, str], ...] = (

@@ -7,8 +7,8 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Query, Response
 
 from compat_service.api.deps import PRIVATE, MatrixDep, SessionDep, SettingsDep, holds_scope
-from compat_service.db.evidence_queries import cell_evidence, declared_for
-from compat_service.db.evidence_repository import DatabaseEvidence
+from compat_service.db.evidence.lookup import DatabaseEvidence
+from compat_service.db.evidence.queries import cell_evidence, declared_for
 from compat_service.domain.backends import normalise_arch
 from compat_service.domain.errors import ErrorBody, NotFoundError
 from compat_service.domain.evidence.cells import CellEvidence, CellKey, CheckCounts, python_minor

@@ -15,9 +15,9 @@ from pydantic import BaseModel
 from sqlmodel import Session
 
 from compat_service.api.deps import MatrixDep, SessionDep
-from compat_service.db.evidence_queries import MatrixFilter, declared_for
-from compat_service.db.matrix_repository import MatrixSnapshot
-from compat_service.db.matrix_rows import MatrixRows, MatrixRowsBuilder
+from compat_service.db.evidence.matrix_cells import MatrixRows, MatrixRowsBuilder
+from compat_service.db.evidence.queries import MatrixFilter, declared_for
+from compat_service.db.matrix.snapshot_follower import MatrixSnapshot
 from compat_service.domain.errors import ErrorBody
 from compat_service.domain.evidence.cells import MatrixCell
 

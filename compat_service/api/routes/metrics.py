@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request, Response
 
-from compat_service.api.lifecycle import matrix_summary
+from compat_service.api.server.lifecycle import matrix_summary
 
 router = APIRouter(tags=["service"])
 

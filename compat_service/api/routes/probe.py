@@ -14,7 +14,7 @@ from typing import Any
 from fastapi import APIRouter
 from fastapi.responses import JSONResponse, Response
 
-from probes import bundle
+from probes.harness import bundle
 
 router = APIRouter(tags=["probe"])
 

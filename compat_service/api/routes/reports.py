@@ -10,7 +10,7 @@ its error and nothing of it is stored, while the valid items of the same batch a
 resending a batch after fixing one report loses nothing and duplicates nothing (ingest is idempotent).
 Only problems with the batch as a whole (not a JSON array, empty, too many items, bad token) refuse it all.
 
-A single report joins its worker's ingest queue (``compat_service.db.ingest_queue``): reports submitted at
+A single report joins its worker's ingest queue (``compat_service.db.evidence.queue``): reports submitted at
 the same time are stored in one transaction, each answered as if stored alone.
 """
 
@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from datetime import datetime
 from concurrent.futures import Future
+from datetime import datetime
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Path, Request, Response
@@ -30,12 +30,12 @@ from sqlmodel import Session
 from starlette.concurrency import run_in_threadpool
 
 from compat_service.api.deps import PRIVATE, BearerDep, SessionDep, require_scope
-from compat_service.db.models import ApiTokenPublic
 from compat_service.api.report_bodies import InvalidItem, is_ndjson, parse_batch, parse_report
-from compat_service.db.evidence_ingest import ingest_prepared
-from compat_service.db.evidence_queries import get_report_json
-from compat_service.db.ingest_queue import IngestQueue
-from compat_service.db.report_prep import PreparedReport, prepare_report, utcnow
+from compat_service.db.evidence.ingest import ingest_prepared
+from compat_service.db.evidence.prepare import PreparedReport, prepare_report, utcnow
+from compat_service.db.evidence.queries import get_report_json
+from compat_service.db.evidence.queue import IngestQueue
+from compat_service.db.matrix.tables import ApiTokenPublic
 from compat_service.db.tokens import TokenCache, authorize
 from compat_service.domain.errors import (
     AccelenvError,

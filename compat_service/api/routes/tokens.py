@@ -1,5 +1,5 @@
 """`POST /v1/tokens/{id}/withdraw` (scope `admin`): revoke a token and withdraw the evidence it submitted
-(``compat_service.db.evidence_withdraw``; the trust model is in docs/service.md)."""
+(``compat_service.db.evidence.withdraw``; the trust model is in docs/service.md)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from fastapi import APIRouter, Depends, Path, Request
 from starlette.concurrency import run_in_threadpool
 
 from compat_service.api.deps import require_scope
-from compat_service.db.evidence_withdraw import WithdrawResult, withdraw_submitter
-from compat_service.db.models import ApiTokenPublic
+from compat_service.db.evidence.withdraw import WithdrawResult, withdraw_submitter
+from compat_service.db.matrix.tables import ApiTokenPublic
 from compat_service.domain.errors import ErrorBody
 
 router = APIRouter(prefix="/v1/tokens", tags=["tokens"])

@@ -9,7 +9,7 @@ from packaging.specifiers import SpecifierSet
 from pydantic import BaseModel
 
 from compat_service.api.deps import CurrentMatrixDep, SessionDep
-from compat_service.db.torch_repository import ReleaseFilter, TorchReleasePublic, get_release, list_releases
+from compat_service.db.matrix.releases import ReleaseFilter, TorchReleasePublic, get_release, list_releases
 from compat_service.domain.backends import Platform
 from compat_service.domain.errors import DatabaseNotReadyError, ErrorBody, NotFoundError
 from compat_service.domain.matrix.schema import ArchList, Source, TorchMinor

@@ -1,7 +1,7 @@
 """The evidence status rules: how probe reports turn a matrix cell from *declared* into something known.
 
 This module is the one place these rules live. The database keeps per-cell counters incrementally (see
-``compat_service.db.evidence_ingest``); the counters a rule needs are exactly the fields of
+``compat_service.db.evidence.ingest``); the counters a rule needs are exactly the fields of
 :class:`ReportVerdict`, added up per cell into :class:`CellTally`.
 
 A check is **bad** when its status is ``failed``, ``timeout``, ``crashed`` or ``error``. In the ``ops`` and

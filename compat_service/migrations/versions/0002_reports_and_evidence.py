@@ -16,7 +16,7 @@ depends_on = None
 
 
 #: counter rows are updated in place by every report: free room per page keeps updates HOT on PostgreSQL
-#: (same as compat_service.db.evidence_models.COUNTER_TABLE_OPTIONS; a migration does not import models)
+#: (same as compat_service.db.evidence.tables.COUNTER_TABLE_OPTIONS; a migration does not import models)
 _COUNTER_TABLE = {"postgresql_with": {"fillfactor": 50}}
 
 

@@ -1,0 +1,1 @@
+"""The ASGI middlewares of the service."""

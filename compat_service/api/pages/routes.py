@@ -1,0 +1,243 @@
+"""The HTML pages: `/` (selector), `/matrix` (heatmap and a cell's evidence), `/torch/{version}`, `/reports/{id}`.
+
+Each route gathers what the API already answers (see `compat_service/api/pages/`) and renders a Jinja2
+template; static files live under ``/static``. Pages are not part of the OpenAPI document.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs
+
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from fastapi.staticfiles import StaticFiles
+from fastapi.templating import Jinja2Templates
+from sqlmodel import Session
+from starlette.concurrency import run_in_threadpool
+
+from compat_service.api.deps import get_matrix
+from compat_service.api.pages import heatmap, selector
+from compat_service.api.pages.internal_api import ApiAnswer, api_get
+from compat_service.api.resolve_cache import LruCache
+from compat_service.api.routes.evidence import evidence_for_resolve
+from compat_service.api.routes.matrix import current_rows
+from compat_service.db.evidence.matrix_cells import cell_of
+from compat_service.db.evidence.queries import MatrixFilter
+from compat_service.domain.backends import PLATFORMS
+from compat_service.domain.hardware_rules import driver_floor
+
+PAGES = Path(__file__).resolve().parents[1] / "pages"
+templates = Jinja2Templates(directory=str(PAGES / "templates"))
+static_files = StaticFiles(directory=str(PAGES / "static"))
+
+router = APIRouter(include_in_schema=False)
+#: pages are rendered per request; a proxy may keep them only after asking again (the ETag answers that)
+_HEADERS = {"Cache-Control": "no-cache"}
+#: most evidence cells of one square read in full on the matrix page
+MAX_EVIDENCE_CELLS = 12
+_PASTE_LIMIT = 200_000
+PAGE_CACHE_SIZE = 64
+
+
+def _page(request: Request, name: str, context: dict[str, Any], status: int = 200) -> HTMLResponse:
+    return templates.TemplateResponse(request, name, context, status_code=status, headers=_HEADERS)
+
+
+def _page_cache(request: Request) -> LruCache[Any]:
+    """This worker's cache of page models (heatmaps): a few dozen filter combinations cover the traffic."""
+    state = request.app.state
+    cache = getattr(state, "page_cache", None)
+    if cache is None:
+        cache = state.page_cache = LruCache(PAGE_CACHE_SIZE)
+    return cache
+
+
+def _error_page(request: Request, title: str, found: ApiAnswer) -> HTMLResponse:
+    """The API's refusal, as a page with the same status (404 stays 404, a 401 says a token is needed)."""
+    heading = {404: "Not found", 401: "A token is needed", 403: "Not allowed"}.get(found.status, "Error")
+    context = {"title": title, "error": found.error, "heading": heading, "matrix_version": None}
+    return _page(request, "error.html", context, found.status)
+
+
+@router.get("/", response_class=HTMLResponse)
+async def selector_page(request: Request) -> Response:
+    state = selector.state_of(request)
+    if not selector.is_canonical(request, state):
+        # a plain form submit sends every field, empty ones too: the canonical URL is the shareable one
+        return RedirectResponse(selector.url_for_state(state), status_code=303)
+    matrix = await get_matrix(request)
+    answer = await selector.answer(request, state)
+    return _page(
+        request,
+        "selector.html",
+        {
+            "matrix_version": matrix.version,
+            "state": state,
+            "choices": selector.choices(matrix.data),
+            "answer": answer,
+            "formats": selector.FORMATS,
+            "chosen_format": state.get("format", "pip"),
+            "notice": selector.NOTICES.get(state.get("notice", "")),
+            "nvidia_smi_query": selector.NVIDIA_SMI_QUERY,
+            "url_for_state": selector.url_for_state,
+            "api_url": "/v1/resolve" + _resolve_query(state),
+        },
+    )
+
+
+def _resolve_query(state: dict[str, str]) -> str:
+    url = selector.url_for_state({k: v for k, v in state.items() if k not in selector.PAGE_PARAMS})
+    return url[1:]
+
+
+@router.post("/nvidia-smi")
+async def paste_nvidia_smi(request: Request) -> Response:
+    """Read the driver and GPU from pasted `nvidia-smi` output and go to the selector with them filled in."""
+    raw = await request.body()
+    form = parse_qs(raw[:_PASTE_LIMIT].decode("utf-8", errors="replace"), keep_blank_values=True)
+    text = (form.get("output") or [""])[0]
+    state = {k: v[0] for k, v in form.items() if k in selector.STATE_PARAMS and v and v[0].strip()}
+    return RedirectResponse(selector.from_nvidia_smi(text, state), status_code=303)
+
+
+@router.get("/matrix", response_class=HTMLResponse)
+async def matrix_page(request: Request) -> Response:
+    q = request.query_params
+    state = {k: q[k] for k in (*heatmap.FILTERS, "torch", "build") if q.get(k, "").strip()}
+    matrix = await get_matrix(request)
+    data = matrix.data
+    platform = state.get("platform")
+    problems = []
+    if platform and platform not in PLATFORMS:
+        problems.append(f"unknown platform {platform!r}: choose one of {', '.join(PLATFORMS)}")
+        platform = None
+    status = state.get("status")
+    if status and status not in heatmap.STATUSES:
+        problems.append(f"unknown status {status!r}")
+        status = None
+    flt = MatrixFilter(
+        python=state.get("python"),
+        os=platform.split("-", 1)[0] if platform else None,
+        arch=platform.split("-", 1)[1] if platform else None,
+        status=status,
+    )
+
+    def read() -> list[Any]:
+        # the rows GET /v1/matrix keeps for this load and evidence (assembled once per worker)
+        with Session(request.app.state.engine) as session:
+            rows = current_rows(request.app, session, matrix)
+            return [cell_of(r) for r in rows.select(flt)]
+
+    labels = [v.label for v in data.build_variants.variants]
+    # a heatmap is a pure function of the load, the stored evidence and the URL: cached per worker
+    _evidence, stamp = evidence_for_resolve(request.app, None)
+    key = ("matrix-page", matrix.content_hash, stamp, tuple(sorted(state.items())))
+    cache = _page_cache(request)
+    heat = cache.get(key)
+    if heat is None:
+        cells = await run_in_threadpool(read)
+        heat = heatmap.build_heatmap(cells, labels, state)
+        cache.put(key, heat)
+    evidence = []
+    for cell in [c for c in heat.selected if c.reports][:MAX_EVIDENCE_CELLS]:
+        found = await api_get(request, "/v1/evidence", heatmap.evidence_params(cell))
+        evidence.append((cell, found))
+    pythons = selector.choices(data)["pythons"]
+    return _page(
+        request,
+        "matrix.html",
+        {
+            "matrix_version": matrix.version,
+            "state": state,
+            "heat": heat,
+            "evidence": evidence,
+            "declared_only": [c for c in heat.selected if not c.reports],
+            "legend": heatmap.LEGEND,
+            "families": sorted({v.family for v in data.build_variants.variants}),
+            "platforms": PLATFORMS,
+            "pythons": pythons,
+            "statuses": heatmap.STATUSES,
+            "problems": problems,
+            "matrix_url": heatmap.matrix_url,
+        },
+    )
+
+
+@router.get("/torch/{version}", response_class=HTMLResponse)
+async def release_page(request: Request, version: str) -> Response:
+    found = await api_get(request, f"/v1/torch/{version}")
+    if not found.ok:
+        return _error_page(request, f"torch {version}", found)
+    body = found.body
+    matrix = await get_matrix(request)
+    by_platform: dict[str, list[str]] = {}
+    for entry in body["release"]["python"]:
+        for platform in entry["platforms"]:
+            by_platform.setdefault(platform, []).append(entry["version"])
+    variants = {v.label: v for v in matrix.data.build_variants.variants}
+    floors = []
+    for wheel in body["release"]["variants"]:
+        row = variants.get(wheel["label"])
+        if row is None or row.family != "cuda":
+            continue
+        oses = sorted({p.split("-", 1)[0] for p in wheel["platforms"]})
+        for os_name in oses:
+            floor = driver_floor(matrix.matrix, row.runtime, row.runtime_full, os_name)
+            floors.append((wheel["label"], row.runtime, os_name, floor.version,
+                           list(floor.toolkit.source) if floor.toolkit is not None else []))
+    patch = next((p for p in body["minor"]["patches"] if p["version"] == version), None)
+    sources = {s["key"]: s for s in body["sources"]}
+    return _page(
+        request,
+        "release.html",
+        {
+            "matrix_version": body["matrix_version"],
+            "version": version,
+            "body": body,
+            "patch": patch,
+            "python_by_platform": sorted(by_platform.items()),
+            "floors": floors,
+            "sources": sources,
+            "api_url": f"/v1/torch/{version}",
+        },
+    )
+
+
+@router.get("/reports/{report_id}", response_class=HTMLResponse)
+async def report_page(request: Request, report_id: str) -> Response:
+    found = await api_get(request, f"/v1/reports/{report_id}")
+    if not found.ok:
+        return _error_page(request, f"Probe report {report_id}", found)
+    report = found.body
+    checks = report.get("checks", [])
+    bad = {"failed", "timeout", "crashed", "error"}
+    order = {"failed": 0, "crashed": 0, "timeout": 0, "error": 0, "unsupported": 1, "skipped": 2, "passed": 3}
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for check in checks:
+        groups.setdefault(check["group"], []).append(check)
+    grouped = []
+    for group, items in groups.items():
+        items.sort(key=lambda c: (order.get(c["status"], 4), c["id"]))
+        counts: dict[str, int] = {}
+        for c in items:
+            counts[c["status"]] = counts.get(c["status"], 0) + 1
+        grouped.append((group, counts, items))
+    grouped.sort(key=lambda g: (-sum(n for s, n in g[1].items() if s in bad), g[0]))
+    failing = [c for c in checks if c["status"] in bad]
+    return _page(
+        request,
+        "report.html",
+        {
+            "matrix_version": None,
+            "report": report,
+            "env": report.get("environment", {}),
+            "failing": failing,
+            "grouped": grouped,
+            "bad": bad,
+            "raw_json": json.dumps(report.get("summary", {}), indent=1),
+            "api_url": f"/v1/reports/{report_id}",
+        },
+    )

@@ -1,0 +1,1 @@
+"""Process-level tuning of a worker: HTTP protocol, GC, lifecycle lines."""

@@ -1,0 +1,1 @@
+"""Probe reports and evidence in the database: tables, ingest, queries, withdrawal."""

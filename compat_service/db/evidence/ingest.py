@@ -1,0 +1,432 @@
+"""Store probe reports and add them to their cells' evidence, one transaction per batch (a single report is
+a batch of one). A batch's counts are summed in Python first, so each counter row (host, check, cell) is
+written once per batch, not once per report; the steps below run per batch, each in sorted key order.
+
+Concurrency: several workers (processes and threads) ingest at once and no report may be lost or counted
+twice. Every write is an insert-if-absent keyed by something unique, or an increment done by the database
+(``SET n = n + k``), never read-modify-write in Python:
+
+1. create the cell row if absent (``ON CONFLICT (key_hash) DO NOTHING``) and read its id, unless this
+   process already knows it (``_known_cell_ids``: cells are never deleted);
+2. insert the report (``ON CONFLICT (report_id) DO NOTHING``); no row inserted means it is already stored,
+   and nothing else changes (idempotent);
+3. upsert the host row adding the batch's reports to its counters, ``RETURNING`` them: a count equal to
+   what this batch added is a new host (or a new passing host) for the cell. Under concurrency the row lock
+   makes exactly one writer see that;
+4. upsert the per-check counters of one shard per cell (its first report's id modulo CHECK_SHARDS) at
+   once: one statement (PostgreSQL) or one executemany (SQLite), sorted by check id so writers of a shard
+   lock rows in one order;
+5. increment the cell counters (``WHERE id = :id AND key_hash = :digest``, so a stale cached id is caught).
+
+On PostgreSQL the default READ COMMITTED isolation and the row locks these statements take are enough. On
+SQLite writers first queue on ``evidence_write_gate`` (no busy-handler sleeps), then the transaction starts
+with ``BEGIN IMMEDIATE``: it takes the write lock up front, so a writer from elsewhere waits (busy_timeout)
+instead of failing on a read-to-write lock upgrade.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+import json
+import threading
+import weakref
+from dataclasses import dataclass
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import Engine
+from sqlmodel import Session
+
+from compat_service.db.evidence.prepare import (
+    CHECK_COLUMNS,
+    PreparedReport,
+    as_utc,
+    check_rows,
+    prepare_report,
+    utcnow,
+)
+from compat_service.db.evidence.report_tables import StoredReport
+from compat_service.db.evidence.tables import CHECK_SHARDS, EvidenceCell, EvidenceHost, EvidenceSubmitter
+from compat_service.db.evidence.write_gate import sqlite_write_gate
+from compat_service.db.matrix.tables import ApiToken
+from compat_service.domain.errors import AccelenvError, AuthError, DatabaseNotReadyError, ReportConflictError
+from compat_service.domain.evidence.cells import IngestResult
+from compat_service.domain.evidence.report import CHECK_STATUSES, ProbeReport
+
+_CELL = EvidenceCell.__table__
+_HOST = EvidenceHost.__table__
+_SUBMITTER = EvidenceSubmitter.__table__
+_TOKEN = ApiToken.__table__
+_REPORT = StoredReport.__table__
+
+
+def _later(column: sa.ColumnElement, other: sa.ColumnElement) -> sa.ColumnElement:
+    """``max(column, other)`` in SQL both databases understand."""
+    return sa.case((column < other, other), else_=column)
+
+
+_ADD_COUNTS = ", ".join(f"{s} = evidence_check.{s} + excluded.{s}" for s in CHECK_STATUSES)
+_CHECK_CONFLICT = (
+    f"ON CONFLICT (cell_id, check_id, shard) DO UPDATE SET {_ADD_COUNTS}, "
+    "aten_op = coalesce(excluded.aten_op, evidence_check.aten_op), "
+    "last_failure = coalesce(excluded.last_failure, evidence_check.last_failure)"
+)
+_INSERT_CHECKS = 'INSERT INTO evidence_check (cell_id, shard, check_id, "group", {counts}, aten_op, last_failure) '.format(
+    counts=", ".join(CHECK_STATUSES)
+)
+_CHECK_UPSERT = {
+    # The rows travel as ONE jsonb parameter (a list of lists, encoded in C by json.dumps): adapting them
+    # as eleven PostgreSQL arrays runs psycopg's array dumper in Python over every element of every row.
+    "postgresql": _INSERT_CHECKS
+    + "SELECT :cell_id, :shard, "
+    + ", ".join(
+        f"CAST(e->>{i} AS integer)" if column in CHECK_STATUSES else f"e->>{i}"
+        for i, column in enumerate(CHECK_COLUMNS)
+    )
+    + " FROM jsonb_array_elements(CAST(:rows AS jsonb)) AS e "
+    + _CHECK_CONFLICT,
+    # SQLite runs in-process: one prepared statement run per row (executemany, in C) costs less than
+    # encoding the rows as JSON and taking them apart again with json_each / json_extract
+    "sqlite": _INSERT_CHECKS + f"VALUES ({', '.join('?' * (2 + len(CHECK_COLUMNS)))}) " + _CHECK_CONFLICT,
+}
+
+
+class _Statements:
+    """The ingest statements of one dialect, built once, so SQLAlchemy compiles and caches each once."""
+
+    def __init__(self, dialect: str) -> None:
+        insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
+        # RETURNING the id when this call created the cell (nothing when it existed)
+        self.cell_insert = (
+            insert(_CELL).on_conflict_do_nothing(index_elements=["key_hash"]).returning(_CELL.c.id)
+        )
+        self.cell_id = sa.select(_CELL.c.id).where(_CELL.c.key_hash == sa.bindparam("digest"))
+        self.report_insert = (
+            insert(_REPORT).on_conflict_do_nothing(index_elements=["report_id"]).returning(_REPORT.c.report_id)
+        )
+        self.stored_sha = sa.select(_REPORT.c.report_id, _REPORT.c.body_sha256).where(
+            _REPORT.c.report_id.in_(sa.bindparam("rids", expanding=True))
+        )
+        host = insert(_HOST)
+        self.host_upsert = host.on_conflict_do_update(
+            index_elements=["cell_id", "host_fingerprint"],
+            set_={
+                "reports": _HOST.c.reports + host.excluded.reports,
+                "passing_reports": _HOST.c.passing_reports + host.excluded.passing_reports,
+                "last_seen": _later(_HOST.c.last_seen, host.excluded.last_seen),
+            },
+        ).returning(_HOST.c.cell_id, _HOST.c.host_fingerprint, _HOST.c.reports, _HOST.c.passing_reports)
+        submitter = insert(_SUBMITTER)
+        self.submitter_upsert = submitter.on_conflict_do_update(
+            index_elements=["cell_id", "submitter_id"],
+            set_={
+                "reports": _SUBMITTER.c.reports + submitter.excluded.reports,
+                "passing_reports": _SUBMITTER.c.passing_reports + submitter.excluded.passing_reports,
+                "last_seen": _later(_SUBMITTER.c.last_seen, submitter.excluded.last_seen),
+            },
+        ).returning(
+            _SUBMITTER.c.cell_id, _SUBMITTER.c.submitter_id, _SUBMITTER.c.reports, _SUBMITTER.c.passing_reports
+        )
+        # the submitting tokens, share-locked: a withdrawal (evidence_withdraw) revokes a token by updating
+        # its row, so it waits for this transaction, or this one sees the token revoked
+        live = sa.select(_TOKEN.c.id).where(
+            _TOKEN.c.id.in_(sa.bindparam("tids", expanding=True)), _TOKEN.c.revoked_at.is_(None)
+        )
+        self.live_tokens = live.with_for_update(read=True) if dialect == "postgresql" else live
+        # All of a report's checks at once (a report carries hundreds): on PostgreSQL ONE statement over a
+        # jsonb list (one round trip); on SQLite an executemany of a driver statement (see _CHECK_UPSERT).
+        # Rows arrive sorted by check id, so writers lock them in one order.
+        self.check_upsert_many = dialect == "sqlite"
+        upsert = _CHECK_UPSERT[dialect]
+        self.check_upsert: Any = upsert if self.check_upsert_many else sa.text(upsert)
+        self.cell_update = (
+            sa.update(_CELL)
+            # the key_hash too: a cached cell id that no longer names this cell updates nothing (see _store)
+            .where(_CELL.c.id == sa.bindparam("cid"), _CELL.c.key_hash == sa.bindparam("digest"))
+            .values(
+                **{
+                    name: _CELL.c[name] + sa.bindparam(f"add_{name}")
+                    for name in (
+                        "reports", "hosts", "passing_hosts", "submitters", "passing_submitters",
+                        "required_bad_reports", "other_bad_reports", "smoke_passed_reports",
+                    )
+                },
+                last_seen=_later(_CELL.c.last_seen, sa.bindparam("now", type_=_CELL.c.last_seen.type)),
+            )
+        )
+
+
+@functools.cache
+def _statements(dialect: str) -> _Statements:
+    return _Statements(dialect)
+
+
+def _begin(session: Session) -> None:
+    if session.get_bind().dialect.name == "sqlite":
+        session.connection().exec_driver_sql("BEGIN IMMEDIATE")
+
+
+def _revoked() -> AuthError:
+    return AuthError(
+        "the token was revoked (or its evidence withdrawn) while the report was being stored",
+        hint="ask an admin for a new token (`accelenv token create --scope report`)",
+    )
+
+
+def _conflict(report_id: str) -> ReportConflictError:
+    return ReportConflictError(
+        f"report {report_id} is already stored with different content",
+        hint="a report_id names one probe run; generate a new report_id (uuid4) for a new run",
+    )
+
+
+def ingest_report(session: Session, report: ProbeReport, *, now: dt.datetime | None = None) -> IngestResult:
+    """Store ``report`` and update its cell's evidence; commit. Resubmitting the same report is a no-op.
+
+    Raises ReportConflictError when the report_id is stored with different content.
+    """
+    now = as_utc(now) if now is not None else utcnow()
+    (result,) = ingest_prepared(session, [prepare_report(report, now)], now=now)
+    if isinstance(result, AccelenvError):
+        raise result
+    return result
+
+
+def ingest_prepared(
+    session: Session, prepared: list[PreparedReport], *, now: dt.datetime | None = None
+) -> list[IngestResult | AccelenvError]:
+    """Store the reports and update their cells' evidence in ONE transaction; commit. One result per report,
+    in order: created, already stored (``created=False``), a ReportConflictError (the report_id is stored,
+    or comes earlier in the batch, with different content), or an AuthError (its token was revoked since it
+    was authorized: nothing of it is stored). A repeated report_id in the batch is stored once (its first
+    occurrence); later ones compare against it, as if sent one after the other."""
+    now = as_utc(now) if now is not None else utcnow()
+    first: dict[str, PreparedReport] = {}
+    for p in prepared:
+        first.setdefault(p.report_id, p)
+    batch = list(first.values())
+    # the check rows, computed before the write lock is taken for the common case (every report is new)
+    by_cell: dict[str, list[PreparedReport]] = {}
+    for p in batch:
+        by_cell.setdefault(p.digest, []).append(p)
+    rows = {digest: _CellRows(len(cell), check_rows(cell)) for digest, cell in by_cell.items()}
+    refused: set[str] = set()
+    with sqlite_write_gate(session.get_bind()):
+        stored = _store(session, batch, now, rows, refused)
+    results: list[IngestResult | AccelenvError] = []
+    for p in prepared:
+        report_id = p.report_id
+        if report_id in refused:
+            results.append(_revoked())
+        elif report_id not in stored and first[report_id] is p:
+            results.append(IngestResult(report_id=report_id, created=True, key=p.key))
+        elif stored.get(report_id, first[report_id].report_row["body_sha256"]) != p.report_row["body_sha256"]:
+            results.append(_conflict(report_id))
+        else:
+            results.append(IngestResult(report_id=report_id, created=False, key=p.key))
+    return results
+
+
+_cell_ids: weakref.WeakKeyDictionary[Engine, dict[str, int]] = weakref.WeakKeyDictionary()
+_cell_ids_lock = threading.Lock()
+
+
+def _known_cell_ids(engine: Engine) -> dict[str, int]:
+    """Cell ids by key digest, per engine: cells are never deleted, so after a cell's first report its id
+    saves two statements per report. An id gone stale (the database replaced under a running service) is
+    caught by the cell update matching no row: that transaction is rolled back and redone uncached."""
+    with _cell_ids_lock:
+        return _cell_ids.setdefault(engine, {})
+
+
+class _StaleCellId(Exception):
+    pass
+
+
+@dataclass
+class _CellRows:
+    """The check rows of a cell's reports in a batch, computed before they are known to be new."""
+
+    reports: int
+    rows: list[list[Any]]
+
+
+def _store(
+    session: Session, batch: list[PreparedReport], now: dt.datetime, check_rows: dict[str, _CellRows],
+    refused: set[str],
+) -> dict[str, str]:
+    """Store the reports of ``batch`` (distinct report_ids); returns report_id -> stored body_sha256 for
+    every report_id that was already stored before (the others were created by this call, except those
+    added to ``refused``: their token is revoked)."""
+    known = _known_cell_ids(session.get_bind())
+    cached = {p.digest: known[p.digest] for p in batch if p.digest in known}
+    if not cached:
+        return _store_once(session, batch, now, {}, known, check_rows, refused)
+    try:
+        return _store_once(session, batch, now, cached, known, check_rows, refused)
+    except (_StaleCellId, sa.exc.IntegrityError):  # an id naming another cell, or no cell (foreign key)
+        for digest in cached:
+            known.pop(digest, None)
+        refused.clear()
+        return _store_once(session, batch, now, {}, known, check_rows, refused)
+
+
+def _store_once(
+    session: Session,
+    batch: list[PreparedReport],
+    now: dt.datetime,
+    cell_ids: dict[str, int],
+    known: dict[str, int],
+    check_rows: dict[str, _CellRows],
+    refused: set[str],
+) -> dict[str, str]:
+    """One transaction. Locks are taken class by class (tokens, cells, reports, hosts, submitters, checks,
+    cell counters), each class in sorted key order, so concurrent batches cannot deadlock. Returns what
+    ``_store`` does."""
+    ids = ", ".join(p.report_id for p in batch[:3])
+    try:
+        _begin(session)
+        # Core statements on the session's connection: plain INSERT/UPDATE semantics, no ORM bookkeeping.
+        conn = session.connection()
+        sql = _statements(conn.dialect.name)
+        submitters = sorted({p.submitter for p in batch} - {0})
+        if submitters:
+            live = set(conn.execute(sql.live_tokens, {"tids": submitters}).scalars())
+            if len(live) < len(submitters):
+                refused.update(p.report_id for p in batch if p.submitter and p.submitter not in live)
+                batch = [p for p in batch if p.report_id not in refused]
+                if not batch:
+                    session.rollback()
+                    return {}
+        new_cells: set[int] = set()
+        for p in sorted({p.digest: p for p in batch}.values(), key=lambda p: p.digest):
+            if p.digest in cell_ids:
+                continue
+            key = p.key.model_dump()
+            cell_id = conn.execute(
+                sql.cell_insert, {"key_hash": p.digest, "first_seen": now, "last_seen": now, **key}
+            ).scalar()
+            if cell_id is None:
+                cell_id = conn.execute(sql.cell_id, {"digest": p.digest}).scalar_one()
+            else:
+                new_cells.add(cell_id)
+            cell_ids[p.digest] = cell_id
+        # all reports in one multi-row INSERT (SQLAlchemy's insertmanyvalues), RETURNING those it inserted
+        in_order = sorted(batch, key=lambda p: p.report_id)
+        report_rows = [{**p.report_row, "cell_id": cell_ids[p.digest]} for p in in_order]
+        inserted = set(conn.execute(sql.report_insert, report_rows).scalars())
+        created = [p for p in in_order if p.report_id in inserted]
+        already = [p.report_id for p in in_order if p.report_id not in inserted]
+        stored: dict[str, str] = dict(conn.execute(sql.stored_sha, {"rids": already}).all()) if already else {}
+        if not created:
+            session.rollback()  # nothing new: leave no cell row behind either
+            return stored
+        _add_evidence(conn, sql, cell_ids, created, now, check_rows)
+        # a cell this batch created for reports that were all stored already: drop it, as a rollback would
+        for cell_id in new_cells - {cell_ids[p.digest] for p in created}:
+            conn.execute(sa.delete(_CELL).where(_CELL.c.id == cell_id))
+        session.commit()
+        for p in created:
+            known[p.digest] = cell_ids[p.digest]
+    except sa.exc.OperationalError as exc:
+        session.rollback()
+        raise DatabaseNotReadyError(
+            f"could not store report(s) {ids}: {exc.orig}",
+            hint="the database is unavailable or overloaded; retry the submission (it is idempotent)",
+        ) from exc
+    except BaseException:
+        session.rollback()
+        raise
+    return stored
+
+
+def _add_evidence(
+    conn: sa.Connection,
+    sql: _Statements,
+    cell_ids: dict[str, int],
+    created: list[PreparedReport],
+    now: dt.datetime,
+    precomputed: dict[str, _CellRows],
+) -> None:
+    """Add the created reports to their host, check and cell counters, each counter row written once per
+    batch; raises _StaleCellId if a cell id is not its cell's. ``precomputed`` holds each cell's check rows
+    for all its reports in the batch: right unless some of them turned out to be stored already."""
+    by_cell: dict[int, list[PreparedReport]] = {}
+    for p in created:
+        by_cell.setdefault(cell_ids[p.digest], []).append(p)
+    hosts: dict[tuple[int, str], list[int]] = {}  # (cell, fingerprint) -> [reports, passing reports]
+    for p in created:
+        counts = hosts.setdefault((cell_ids[p.digest], p.report_row["host_fingerprint"]), [0, 0])
+        counts[0] += 1
+        counts[1] += int(p.verdict.passed)
+    new_hosts: dict[int, list[int]] = {cell_id: [0, 0] for cell_id in by_cell}  # cell -> [hosts, passing]
+    new_submitters = _add_submitters(conn, sql, cell_ids, created, now)
+    # one multi-row upsert, rows in key order (the order their locks are taken)
+    host_rows = [
+        {
+            "cell_id": cell_id, "host_fingerprint": fingerprint, "reports": reports,
+            "passing_reports": passing, "first_seen": now, "last_seen": now,
+        }
+        for (cell_id, fingerprint), (reports, passing) in sorted(hosts.items())
+    ]
+    for cell_id, fingerprint, host_reports, host_passing in conn.execute(sql.host_upsert, host_rows):
+        reports, passing = hosts[(cell_id, fingerprint)]
+        # the row lock makes exactly one writer see its own additions as the whole count
+        new_hosts[cell_id][0] += int(host_reports == reports)
+        new_hosts[cell_id][1] += int(passing > 0 and host_passing == passing)
+    for cell_id, reports in sorted(by_cell.items()):
+        cell_rows = precomputed[reports[0].digest]
+        rows = cell_rows.rows if cell_rows.reports == len(reports) else check_rows(reports)
+        if not rows:
+            continue
+        # one shard per cell and batch (the first report's): each (cell, check) row is written once
+        shard = int(reports[0].report_id.replace("-", ""), 16) % CHECK_SHARDS
+        if sql.check_upsert_many:
+            conn.exec_driver_sql(sql.check_upsert, [(cell_id, shard, *row) for row in rows])
+        else:
+            conn.execute(sql.check_upsert, {"cell_id": cell_id, "shard": shard, "rows": json.dumps(rows)})
+    for cell_id, reports in sorted(by_cell.items()):
+        updated = conn.execute(
+            sql.cell_update,
+            {
+                "cid": cell_id,
+                "digest": reports[0].digest,
+                "add_reports": len(reports),
+                "add_hosts": new_hosts[cell_id][0],
+                "add_passing_hosts": new_hosts[cell_id][1],
+                "add_submitters": new_submitters.get(cell_id, (0, 0))[0],
+                "add_passing_submitters": new_submitters.get(cell_id, (0, 0))[1],
+                "add_required_bad_reports": sum(int(p.verdict.required_bad) for p in reports),
+                "add_other_bad_reports": sum(int(p.verdict.other_bad) for p in reports),
+                "add_smoke_passed_reports": sum(int(p.verdict.smoke_passed) for p in reports),
+                "now": now,
+            },
+        )
+        if updated.rowcount != 1:
+            raise _StaleCellId
+
+
+def _add_submitters(
+    conn: sa.Connection, sql: _Statements, cell_ids: dict[str, int], created: list[PreparedReport],
+    now: dt.datetime,
+) -> dict[int, tuple[int, int]]:
+    """Add the created reports to their (cell, submitter) rows; returns cell -> (new submitters, new passing
+    submitters), told apart as for hosts: a count equal to what this batch added is new."""
+    counts: dict[tuple[int, int], list[int]] = {}
+    for p in created:
+        row = counts.setdefault((cell_ids[p.digest], p.submitter), [0, 0])
+        row[0] += 1
+        row[1] += int(p.verdict.passed)
+    rows = [
+        {"cell_id": cell_id, "submitter_id": submitter, "reports": reports, "passing_reports": passing,
+         "first_seen": now, "last_seen": now}
+        for (cell_id, submitter), (reports, passing) in sorted(counts.items())
+    ]
+    new: dict[int, tuple[int, int]] = {}
+    for cell_id, submitter, total, total_passing in conn.execute(sql.submitter_upsert, rows):
+        reports, passing = counts[(cell_id, submitter)]
+        added = new.get(cell_id, (0, 0))
+        new[cell_id] = (added[0] + int(total == reports), added[1] + int(passing > 0 and total_passing == passing))
+    return new

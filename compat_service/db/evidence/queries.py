@@ -1,0 +1,237 @@
+"""Reading evidence: one cell's detail, the matrix filter, a stored report (matrix_rows.py: the matrix rows).
+
+Reads only the counters the ingest maintains; nothing here scans the stored reports except the short
+"recent report ids" list of one cell (an index range scan).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import sqlalchemy as sa
+from pydantic import BaseModel
+from sqlmodel import Session
+
+from compat_service.db.evidence.report_tables import StoredReport
+from compat_service.db.evidence.tables import EvidenceCell, EvidenceCheck
+from compat_service.domain.backends import normalise_arch
+from compat_service.domain.evidence.cells import (
+    CellEvidence,
+    CellKey,
+    CheckCounts,
+    CheckEvidence,
+    DeclaredMatrix,
+    FailingCheck,
+    MatrixCell,
+)
+from compat_service.domain.evidence.report import CHECK_STATUSES
+from compat_service.domain.evidence.status import GAP_GROUPS, REQUIRED_GROUPS, cell_health, cell_status
+from compat_service.domain.matrix.schema import MatrixData
+
+RECENT_REPORTS = 20
+
+
+class MatrixFilter(BaseModel):
+    """Query of GET /v1/matrix; None = any. ``torch`` matches a patch ('2.3.1') or a minor ('2.3')."""
+
+    torch: str | None = None
+    build: str | None = None
+    python: str | None = None
+    backend: str | None = None
+    os: str | None = None
+    arch: str | None = None
+    status: str | None = None
+
+    def torch_matches(self, version: str) -> bool:
+        return self.torch is None or version == self.torch or version.startswith(self.torch + ".")
+
+    def cache_key(self) -> tuple[str | None, ...]:
+        return (self.torch, self.build, self.python, self.backend, self.os, self.arch, self.status)
+
+    def considers(self, torch_version: str, torch_build: str | None, python: str, os: str, backend: str) -> bool:
+        """Whether an evidence cell takes part in the answer: a declared cell none of whose evidence cells
+        takes part is listed as declared without evidence (which ``keeps`` may then drop). Arch and status
+        do not take part here: an evidence cell's arch is its declared cell's, and a declared cell whose
+        evidence has another status is not one without evidence."""
+        return (
+            self.torch_matches(torch_version)
+            and self.build in (None, torch_build)
+            and self.python in (None, python)
+            and self.os in (None, os)
+            and self.backend in (None, backend)
+        )
+
+    def keeps_values(
+        self, torch_version: str, torch_build: str | None, python: str, os: str, arch: str, backend: str | None,
+        status: str,
+    ) -> bool:
+        """Whether a matrix row with these values is in the answer (``keeps`` on plain values)."""
+        return (
+            self.torch_matches(torch_version)
+            and self.build in (None, torch_build)
+            and self.python in (None, python)
+            and self.os in (None, os)
+            and (self.arch is None or normalise_arch(os, self.arch) == arch)
+            and (self.backend is None or backend in (None, self.backend))
+            and self.status in (None, status)
+        )
+
+    def keeps(self, cell: MatrixCell) -> bool:
+        return self.keeps_values(
+            cell.torch_version, cell.torch_build, cell.python, cell.os, cell.arch, cell.backend, cell.status
+        )
+
+
+def _aware(value: dt.datetime | None) -> dt.datetime | None:
+    return value.replace(tzinfo=dt.timezone.utc) if value is not None and value.tzinfo is None else value
+
+
+def _counts(row: sa.Row) -> CheckCounts:
+    return CheckCounts(**{s: int(getattr(row, s)) for s in CHECK_STATUSES})
+
+
+def _failing_expr() -> sa.ColumnElement[int]:
+    """How often a check was failing (evidence.status.is_failing, summed in SQL)."""
+    bad = EvidenceCheck.failed + EvidenceCheck.timeout + EvidenceCheck.crashed + EvidenceCheck.error
+    gaps = sa.case((EvidenceCheck.group.in_(sorted(GAP_GROUPS)), EvidenceCheck.unsupported), else_=0)  # type: ignore[attr-defined]
+    return bad + gaps
+
+
+def _failing_count(group: str, counts: CheckCounts) -> int:
+    return counts.bad + (counts.unsupported if group in GAP_GROUPS else 0)
+
+
+def get_report_json(session: Session, report_id: str) -> str | None:
+    return session.execute(
+        sa.select(StoredReport.body).where(StoredReport.report_id == report_id)
+    ).scalar_one_or_none()
+
+
+def find_cell(session: Session, key: CellKey) -> EvidenceCell | None:
+    return session.execute(
+        sa.select(EvidenceCell).where(EvidenceCell.key_hash == key.digest())
+    ).scalar_one_or_none()
+
+
+def cell_evidence(
+    session: Session, key: CellKey, *, declared: DeclaredMatrix | None, min_hosts: int,
+    min_submitters: int = 1,
+) -> CellEvidence | None:
+    """The detail of one cell, or None when no report was ever stored for it."""
+    cell = find_cell(session, key)
+    if cell is None:
+        return None
+    # the shards of each check, added up
+    checks = session.execute(
+        sa.select(
+            EvidenceCheck.check_id,
+            sa.func.min(EvidenceCheck.group).label("group"),
+            *(sa.func.sum(getattr(EvidenceCheck, s)).label(s) for s in CHECK_STATUSES),
+            sa.func.max(EvidenceCheck.aten_op).label("aten_op"),
+            sa.func.max(EvidenceCheck.last_failure).label("last_failure"),
+        )
+        .where(EvidenceCheck.cell_id == cell.id)
+        .group_by(EvidenceCheck.check_id)
+        .order_by(EvidenceCheck.check_id)
+    ).all()
+    recent = session.execute(
+        sa.select(StoredReport.report_id)
+        .where(StoredReport.cell_id == cell.id)
+        .order_by(StoredReport.received_at.desc(), StoredReport.report_id)
+        .limit(RECENT_REPORTS)
+    ).scalars().all()
+    total = CheckCounts()
+    evidence: list[CheckEvidence] = []
+    for row in checks:
+        counts = _counts(row)
+        total = total.add(counts)
+        evidence.append(
+            CheckEvidence(
+                id=row.check_id, group=row.group, counts=counts, aten_op=row.aten_op,
+                last_failure=row.last_failure,
+            )
+        )
+    is_declared = declared is not None and declared.declared_cell_of(key) is not None
+    return CellEvidence(
+        key=key,
+        **cell_summary(cell, declared=is_declared, min_hosts=min_hosts, min_submitters=min_submitters),
+        counts=total,
+        failing_checks=[
+            FailingCheck(
+                id=c.id, group=c.group, aten_op=c.aten_op, bad=_failing_count(c.group, c.counts),
+                last_failure=c.last_failure,
+            )
+            for c in evidence
+            if _failing_count(c.group, c.counts) > 0
+        ],
+        checks=evidence,
+        recent_report_ids=list(recent),
+    )
+
+
+def failing_check_ids(session: Session, cell_ids: Sequence[int]) -> dict[int, list[str]]:
+    """Failing check ids per cell (required groups first), for a page of cells, in one query."""
+    out: dict[int, list[str]] = {}
+    if not cell_ids:
+        return out
+    rows = session.execute(
+        sa.select(EvidenceCheck.cell_id, EvidenceCheck.check_id)
+        .where(EvidenceCheck.cell_id.in_(list(cell_ids)), _failing_expr() > 0)  # type: ignore[attr-defined]
+        # detect/smoke failures first: they are what makes a cell broken
+        .order_by(
+            EvidenceCheck.cell_id,
+            sa.case((EvidenceCheck.group.in_(sorted(REQUIRED_GROUPS)), 0), else_=1),  # type: ignore[attr-defined]
+            EvidenceCheck.check_id,
+        )
+    ).all()
+    for cell_id, check_id in rows:
+        ids = out.setdefault(cell_id, [])
+        if not ids or ids[-1] != check_id:  # one row per shard: the same id comes in a run
+            ids.append(check_id)
+    return out
+
+
+def cell_summary(
+    cell: EvidenceCell, *, declared: bool, min_hosts: int, min_submitters: int
+) -> dict[str, Any]:
+    """The status and counters a cell row contributes to both CellEvidence and MatrixCell (``cell``: an
+    `EvidenceCell`, or a row of its table with the same attributes)."""
+    health = cell_health(cell, min_hosts=min_hosts, min_submitters=min_submitters)
+    return {
+        "declared": declared,
+        "status": cell_status(health, declared=declared),
+        "health": health,
+        "reports": cell.reports,
+        "hosts": cell.hosts,
+        "passing_hosts": cell.passing_hosts,
+        "submitters": cell.submitters,
+        "passing_submitters": cell.passing_submitters,
+        "first_seen": _aware(cell.first_seen),
+        "last_seen": _aware(cell.last_seen),
+    }
+
+
+def with_failing_checks(session: Session, page: list[tuple[MatrixCell, int | None]]) -> list[MatrixCell]:
+    failing = failing_check_ids(session, [cid for _, cid in page if cid is not None])
+    return [
+        row.model_copy(update={"failing_checks": failing.get(cid, [])}) if cid is not None else row
+        for row, cid in page
+    ]
+
+
+_declared_lock = threading.Lock()
+_declared: dict[str, DeclaredMatrix] = {}
+
+
+def declared_for(content_hash: str, data: MatrixData) -> DeclaredMatrix:
+    """The declared cells of one matrix load, built once per process per load."""
+    with _declared_lock:
+        found = _declared.get(content_hash)
+        if found is None:
+            if len(_declared) >= 4:
+                _declared.clear()
+            found = _declared[content_hash] = DeclaredMatrix(data)
+        return found

@@ -1,0 +1,101 @@
+"""The resolver's matrix, read from what is loaded in the database.
+
+Each ``matrix_load`` row keeps the validated MatrixData document; the repository rebuilds the domain's
+in-memory matrix from the latest one, so the service resolves from exactly the data the CLI would resolve
+from with the same files. The built matrix is cached per process and rebuilt only when a newer load
+appears (checked at most every ``refresh_s`` seconds), so a request costs no query in the steady state.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, select
+
+from compat_service.db.matrix.tables import MatrixLoad
+from compat_service.domain.errors import DatabaseNotReadyError
+from compat_service.domain.matrix.schema import MatrixData
+
+
+@dataclass(frozen=True)
+class MatrixSnapshot:
+    """One loaded matrix: its load id, content hash, the parsed data and the resolver's view of it."""
+
+    load_id: int
+    content_hash: str
+    data: MatrixData
+    matrix: Any  # compat_service.domain.matrix.interface.Matrix
+
+    @property
+    def version(self) -> str:
+        """Short matrix version used in responses and cache keys."""
+        return self.content_hash[:16]
+
+
+def build_matrix(data: MatrixData) -> Any:
+    """The domain's in-memory Matrix over ``data``."""
+    from compat_service.domain.matrix.interface import InMemoryMatrix
+
+    return InMemoryMatrix(data)
+
+
+def latest_load_ref(engine: Engine) -> tuple[int, str] | None:
+    with Session(engine) as session:
+        row = session.exec(
+            select(MatrixLoad.id, MatrixLoad.content_hash).order_by(MatrixLoad.id.desc()).limit(1)  # type: ignore[union-attr]
+        ).first()
+    return (row[0], row[1]) if row else None
+
+
+def read_snapshot(engine: Engine, load_id: int | None = None) -> MatrixSnapshot | None:
+    with Session(engine) as session:
+        query = select(MatrixLoad)
+        query = query.where(MatrixLoad.id == load_id) if load_id is not None else query
+        row = session.exec(query.order_by(MatrixLoad.id.desc()).limit(1)).first()  # type: ignore[union-attr]
+    if row is None:
+        return None
+    data = MatrixData.model_validate_json(row.data)
+    return MatrixSnapshot(row.id or 0, row.content_hash, data, build_matrix(data))
+
+
+class MatrixRepository:
+    """Hands out the current MatrixSnapshot, following new loads in the database."""
+
+    def __init__(self, engine: Engine, *, refresh_s: float = 5.0) -> None:
+        self._engine = engine
+        self._refresh_s = refresh_s
+        self._lock = threading.Lock()
+        self._snapshot: MatrixSnapshot | None = None
+        self._checked_at = float("-inf")
+
+    def is_fresh(self) -> bool:
+        """True when `current()` will answer from memory without touching the database."""
+        return self._snapshot is not None and time.monotonic() - self._checked_at < self._refresh_s
+
+    def current(self, *, check_now: bool = False) -> MatrixSnapshot:
+        """The snapshot of the newest load; ``check_now`` asks the database even within ``refresh_s``
+        (for answers that also read the matrix tables, which always show the newest load)."""
+        now = time.monotonic()
+        if not check_now and self._snapshot is not None and now - self._checked_at < self._refresh_s:
+            return self._snapshot
+        with self._lock:
+            if check_now or self._snapshot is None or now - self._checked_at >= self._refresh_s:
+                self._refresh()
+                self._checked_at = now
+        if self._snapshot is None:
+            raise DatabaseNotReadyError(
+                "no matrix is loaded in the database",
+                hint="run `accelenv db load` (or start with ACCELENV_LOAD_MATRIX_ON_START=true)",
+            )
+        return self._snapshot
+
+    def _refresh(self) -> None:
+        ref = latest_load_ref(self._engine)
+        if ref is None:
+            self._snapshot = None
+        elif self._snapshot is None or self._snapshot.load_id != ref[0]:
+            self._snapshot = read_snapshot(self._engine, ref[0])

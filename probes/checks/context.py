@@ -1,0 +1,83 @@
+"""What every check receives: torch, the device under test, and facts decided once per worker."""
+
+from probes.harness import device_activation
+
+# The dtypes the ops group tries, by name; a device claims a dtype when it can hold a tensor of it.
+DTYPE_NAMES = ("float32", "float16", "bfloat16", "int64", "bool")
+FLOAT_DTYPES = ("float32", "float16", "bfloat16")
+CPU_SAME_DEVICE = (
+    "device is CPU: the device result and the CPU reference ran on the same device, so this proves the "
+    "probe harness, not an accelerator"
+)
+
+
+class ProbeContext(object):
+    def __init__(self, torch, device, device_error=None, plugin=None, requested_type=None):
+        self.torch = torch
+        self.requested_type = requested_type
+        self.device = device  # torch.device, or None when device_error says why not
+        self.device_error = device_error
+        self.device_type = device.type if device is not None else None
+        self.index = (device.index or 0) if device is not None else 0
+        self.plugin = plugin or {}
+        self.hip_build = bool(getattr(torch.version, "hip", None))
+        self.privateuse1 = device_activation.privateuse1_name(torch)
+        self._dtypes = None
+        self._held = {}
+        self.options = {}  # suite options the worker was started with: {"deep": bool, "opinfo_ops": [...]}
+
+    @property
+    def is_cpu(self):
+        return self.device_type == "cpu"
+
+    @property
+    def backend(self):
+        """The report's ``environment.backend``: the device type probed."""
+        return self.device_type or self.requested_type or "cpu"
+
+    @property
+    def device_module(self):
+        if self.device_type in (None, "cpu"):
+            return None
+        return device_activation.device_module(self.torch, self.device_type)
+
+    def dtype(self, name):
+        return getattr(self.torch, name)
+
+    def claimed_dtypes(self):
+        """{name: None if the device holds it, else the reason it does not}."""
+        if self._dtypes is None:
+            self._dtypes = {}
+            for name in DTYPE_NAMES:
+                self._dtypes[name] = self._dtype_problem(name)
+        return self._dtypes
+
+    def dtype_problem(self, name):
+        """None if the device holds a tensor of dtype ``name``, else the reason it does not (cached)."""
+        if name not in self._held:
+            self._held[name] = self._dtype_problem(name)
+        return self._held[name]
+
+    def _dtype_problem(self, name):
+        torch = self.torch
+        if name == "bfloat16" and self.device_type == "cuda" and not self.hip_build:
+            check = getattr(torch.cuda, "is_bf16_supported", None)
+            try:
+                if check is not None and not check():
+                    return "torch.cuda.is_bf16_supported() is False for this GPU"
+            except Exception:
+                pass
+        try:
+            torch.ones(2, dtype=self.dtype(name), device=self.device)
+        except Exception as exc:
+            return "cannot create a %s tensor on %s: %s" % (name, self.device, str(exc).splitlines()[0][:200])
+        return None
+
+    def synchronize(self):
+        module = self.device_module
+        sync = getattr(module, "synchronize", None) if module is not None else None
+        if sync is not None:
+            try:
+                sync()
+            except Exception:
+                pass

@@ -1,0 +1,1 @@
+"""The process harness: the probe's command line, workers, isolation, faults and the report."""

@@ -1,0 +1,229 @@
+"""Command line of the probe itself: ``python -m probes`` or ``python -I accelenv_probe.py``.
+
+Exit codes: 0 every check passed, skipped or unsupported; 1 any check failed, timed out, crashed or
+errored; 2 bad arguments or device settings (a bad ``ACCELENV_REFDEV_FAULTS``), with no report written;
+3 under ``--strict`` when nothing went wrong but some check is ``unsupported`` (a missing op, no
+collective backend, no device generator, ...).
+Progress goes to stderr, one line per check; the report is JSON on stdout or in ``--output``.
+
+The groups in ``checks.OWN_WORKER_GROUPS`` (opinfo, compile) run in workers of their own, at the same time
+as the others; the report lists every check in group order either way.
+"""
+
+import argparse
+import json
+import os
+import sys
+import threading
+
+from probes.checks import opinfo
+from probes.checks import outcome as checks
+from probes.harness import device_activation, runner
+from probes.harness import report as report_assembly
+from probes.host import fingerprint
+
+DEFAULT_TIMEOUT_S = 120.0
+EXIT_UNSUPPORTED = 3
+OPINFO_OPS_ENV = "ACCELENV_PROBE_OPINFO_OPS"  # the default of --opinfo-ops (the test suite bounds the list)
+
+
+def _groups(text):
+    groups = [g.strip() for g in text.split(",") if g.strip()]
+    unknown = [g for g in groups if g not in checks.GROUPS]
+    if unknown or not groups:
+        raise argparse.ArgumentTypeError("unknown check group(s) %s; choose from %s"
+                                         % (", ".join(unknown) or "(none)", ",".join(checks.GROUPS)))
+    return groups
+
+
+def _device(text):
+    try:
+        device_activation.parse_device(text)
+    except device_activation.DeviceError as exc:
+        raise argparse.ArgumentTypeError(str(exc))
+    return text
+
+
+def _patterns(text):
+    patterns = [p.strip() for p in text.split(",") if p.strip()]
+    if not patterns:
+        raise argparse.ArgumentTypeError("give at least one OpInfo name pattern, e.g. add,mm,nn.functional.*")
+    return patterns
+
+
+def _timeout(text):
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value > 0:
+        raise argparse.ArgumentTypeError("timeout must be a positive number of seconds, got %r" % text)
+    return value
+
+
+def parser():
+    p = argparse.ArgumentParser(prog="accelenv-probe", description="Probe which PyTorch works on this host.")
+    p.add_argument("--device", type=_device, default="auto", help="auto|cpu|cuda[:N]|mps|xpu|<PrivateUse1 name>")
+    p.add_argument("--checks", type=_groups, default=list(checks.GROUPS), help=",".join(checks.GROUPS))
+    p.add_argument("--output", help="write the report here instead of stdout")
+    p.add_argument("--timeout", type=_timeout, default=DEFAULT_TIMEOUT_S, help="seconds per check")
+    p.add_argument("--quiet", action="store_true", help="no progress lines")
+    p.add_argument("--deep", action="store_true", help="opinfo: every sample input, not only the first per op and dtype")
+    p.add_argument("--strict", action="store_true",
+                   help="exit %d when a check is unsupported (and nothing failed)" % EXIT_UNSUPPORTED)
+    p.add_argument("--opinfo-ops", type=_patterns, default=None,
+                   help="opinfo: only the OpInfos whose name matches one of these comma-separated patterns "
+                        "(default: $%s, else every OpInfo)" % OPINFO_OPS_ENV)
+    p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--only-file", help=argparse.SUPPRESS)
+    p.add_argument("--breadcrumb-file", help=argparse.SUPPRESS)
+    p.add_argument("--blocked-file", help=argparse.SUPPRESS)
+    p.add_argument("--no-environment", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--threads", type=int, default=None, help=argparse.SUPPRESS)
+    return p
+
+
+class _Progress(object):
+    """One progress line per check, numbered across the workers that run at the same time."""
+
+    def __init__(self, quiet):
+        self.quiet = quiet
+        self.lock = threading.Lock()
+        self.done = 0
+        self.runners = []
+
+    def total(self):
+        planned = sum(len(r.plan) for r in self.runners if r.plan)
+        return max(planned, self.done)
+
+    def __call__(self, entry, _done=None, _total=None):
+        if self.quiet:
+            return
+        with self.lock:
+            self.done += 1
+            total = self.total()
+            width = len(str(total))
+            sys.stderr.write("[%*d/%d] %-11s %s (%.2fs)\n" % (width, self.done, total, entry["status"], entry["id"],
+                                                               entry["duration_s"]))
+            sys.stderr.flush()
+
+
+def _run_worker(args):
+    from probes.harness import worker
+
+    only = None
+    if args.only_file:
+        with open(args.only_file) as handle:
+            only = set(json.load(handle))
+    options = {"deep": args.deep, "opinfo_ops": args.opinfo_ops}
+    return worker.main(args.device, args.checks, only=only, send_environment=not args.no_environment,
+                       options=options, trail_file=args.breadcrumb_file, blocked_file=args.blocked_file,
+                       threads=args.threads)
+
+
+def _phases(groups):
+    """Group lists, one per worker: the shared one first (it describes the environment), then one per own group."""
+    shared = [g for g in groups if g not in checks.OWN_WORKER_GROUPS]
+    phases = [shared] if shared else []
+    return phases + [[g] for g in groups if g in checks.OWN_WORKER_GROUPS]
+
+
+def worker_threads(workers, cpus=None, environ=None):
+    """Intra-op threads for each of ``workers`` workers running at once: the cores shared out, at least one;
+    None (torch's default) where the user chose with OMP_NUM_THREADS. With torch's default every worker
+    takes every core, and on a small host they spin against each other: on 2 cores the OpInfo group took
+    twice as long beside the compile group. The probe's tensors are small; no check needs more threads."""
+    environ = os.environ if environ is None else environ
+    if environ.get("OMP_NUM_THREADS", "").strip():
+        return None
+    cpus = cpus if cpus is not None else (os.cpu_count() or 1)
+    return max(1, cpus // max(1, workers))
+
+
+def _worker_flags(args, threads=None):
+    flags = ["--deep"] if args.deep else []
+    if args.opinfo_ops:
+        flags += ["--opinfo-ops", ",".join(args.opinfo_ops)]
+    if threads:
+        flags += ["--threads", str(threads)]
+    return flags
+
+
+def run_phases(args, groups, progress):
+    """Run each phase's Runner in its own thread; returns (hello, entries in group order, fatal, usage)."""
+    launch = runner.default_launch()
+    blocklist = runner.Blocklist()
+    phases = _phases(groups)
+    flags = _worker_flags(args, worker_threads(len(phases)))
+    runners = [runner.Runner(launch, args.device, phase, args.timeout, progress, flags, describe=i == 0,
+                             blocklist=blocklist)
+               for i, phase in enumerate(phases)]
+    progress.runners = runners
+    outcomes = [None] * len(runners)
+
+    def work(i):
+        outcomes[i] = runners[i].run()
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(len(runners))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    blocklist.close()
+    hello = outcomes[0][0] if outcomes else None
+    entries = [entry for _, phase_entries in outcomes for entry in phase_entries]
+    order = dict((group, i) for i, group in enumerate(checks.GROUPS))
+    entries.sort(key=lambda e: order.get(e["group"], len(order)))  # stable: each group keeps its own order
+    usage = next((r.usage_error for r in runners if r.usage_error), None)
+    fatal = next((r.fatal for r in runners if r.fatal), None)
+    return hello, entries, fatal, usage
+
+
+def main(argv=None):
+    args = parser().parse_args(argv)
+    if args.opinfo_ops is None and os.environ.get(OPINFO_OPS_ENV, "").strip():
+        try:
+            args.opinfo_ops = _patterns(os.environ[OPINFO_OPS_ENV])
+        except argparse.ArgumentTypeError as exc:
+            sys.stderr.write("accelenv-probe: error: %s: %s\n" % (OPINFO_OPS_ENV, exc))
+            return 2
+    if args.worker:
+        return _run_worker(args)
+    groups = [g for g in checks.GROUPS if g in args.checks]
+    progress = _Progress(args.quiet)
+    hello, entries, fatal, usage = run_phases(args, groups, progress)
+    if usage:
+        sys.stderr.write("accelenv-probe: error: %s\n" % usage)
+        return 2
+    if fatal:
+        entries = [checks.result_entry("detect.torch_build", "detect", "error", 0.0, fatal)]
+    elif "opinfo" in groups:
+        entries = opinfo.with_summary(entries)
+        progress.runners = []  # the summary is one more line, past the workers' plans
+        for entry in entries:
+            if entry["id"] == "opinfo.summary":
+                progress(entry)
+    if hello and hello.get("environment"):
+        environment, devices = hello["environment"], hello.get("devices", [])
+    else:
+        requested = args.device.split(":")[0]
+        environment = report_assembly.fallback_environment(requested if requested != "auto" else "cpu",
+                                                           fatal or "the probe worker never described torch")
+        devices = []
+    digest, stable = fingerprint.host_fingerprint()
+    report = report_assembly.assemble(environment, devices, entries, digest, stable)
+    text = json.dumps(report, indent=2, default=str)
+    if args.output:
+        tmp = args.output + ".tmp"
+        with open(tmp, "w") as handle:
+            handle.write(text + "\n")
+        os.replace(tmp, args.output)
+    else:
+        sys.stdout.write(text + "\n")
+    if not args.quiet:
+        sys.stderr.write("\n" + report_assembly.render_summary(report) + "\n")
+    if not report["summary"]["ok"]:
+        return 1
+    if args.strict and report["summary"]["counts"].get("unsupported"):
+        return EXIT_UNSUPPORTED
+    return 0

@@ -1,0 +1,233 @@
+"""The worker: imports torch once, activates the device, runs checks in order, streams JSON lines.
+
+Protocol (one JSON object per line on the worker's original stdout; anything torch or a vendor library
+prints goes to stderr instead, so it cannot corrupt the stream):
+  {"type": "hello", "plan": [[id, group], ...], "environment": {...}, "devices": [...]}
+  {"type": "start", "id": ...}   then   {"type": "result", "check": {...}}   per check
+  {"type": "done"}               or     {"type": "fatal", "detail": ...} when torch cannot be imported
+  {"type": "usage", "detail": ...} instead of hello when the device's settings are invalid (exit 2)
+The runner decides what a silence or a death means; the worker never has to survive its own crash.
+"""
+
+import contextlib
+import faulthandler
+import json
+import os
+import sys
+import time
+import traceback
+
+from probes.checks import allocator, amp, compile_stages, detect, distributed, opinfo, ops, runtime_api, smoke
+from probes.checks import outcome as checks
+from probes.checks.context import ProbeContext
+from probes.harness import breadcrumbs, device_activation, error_texts, faults
+
+GROUP_PLANS = {"smoke": smoke.plan, "ops": ops.plan, "opinfo": opinfo.plan, "compile": compile_stages.plan,
+               "runtime": runtime_api.plan, "allocator": allocator.plan, "amp": amp.plan,
+               "distributed": distributed.plan}
+# Groups run without the breadcrumb dispatch mode: dynamo traces Python, and a mode in its way changes what
+# it compiles. A crash there is still localised to the check.
+UNTRACED_GROUPS = ("compile",)
+
+
+def _protocol_stream():
+    fd = os.dup(1)
+    os.dup2(2, 1)  # stray prints from C++ or vendor code now land on stderr
+    return os.fdopen(fd, "w", buffering=1)
+
+
+def _send(stream, message):
+    stream.write(json.dumps(message, default=str) + "\n")
+    stream.flush()
+
+
+def _setup_torch(torch, threads=None):
+    if threads:  # the runner shares the cores out among the workers it runs at once
+        try:
+            torch.set_num_threads(threads)
+        except Exception:
+            pass
+    # Exact float32 on both sides of every comparison: TF32 would make CUDA disagree with CPU by design.
+    for owner, attr in ((getattr(torch.backends, "cuda", None), "matmul"), (torch.backends, "cudnn")):
+        target = getattr(owner, attr, None) if owner is not None else None
+        if target is not None and hasattr(target, "allow_tf32"):
+            try:
+                target.allow_tf32 = False
+            except Exception:
+                pass
+
+
+def build_context(torch, requested):
+    device_type, index = device_activation.parse_device(requested)
+    plugin = {}
+    try:
+        if device_type == "auto":
+            device_activation.activate_installed_plugins()
+            device_type = device_activation.pick_auto(torch)
+            if device_type == device_activation.REFDEV:
+                plugin = {"plugin": "probes.refdev", "version": None}
+        else:
+            plugin = device_activation.activate(device_type)
+        device = device_activation.resolve(torch, device_type, index)
+    except device_activation.DeviceError as exc:
+        return ProbeContext(torch, None, device_error=str(exc), plugin=plugin, requested_type=device_type)
+    return ProbeContext(torch, device, plugin=plugin)
+
+
+def build_plan(ctx, facts, groups):
+    planned = []
+    for group in checks.GROUPS:
+        if group not in groups:
+            continue
+        if group == "detect":
+            planned.extend(detect.plan(ctx, facts))
+        elif ctx.device is None:
+            reason = "not run: %s" % ctx.device_error
+            planned.append(checks.Check("%s.device_unavailable" % group, group,
+                                        lambda _ctx, reason=reason: checks.skipped(reason)))
+        else:
+            planned.extend(GROUP_PLANS[group](ctx))
+    return planned
+
+
+def _device_answer(ctx, exc):
+    """A missing kernel or a device OOM escaping a check is the device's answer, not a probe bug."""
+    info = error_texts.classify_unsupported(exc)
+    if info is not None and info.get("aten_op"):
+        return ("unsupported", "%s is not implemented for backend %s" % (info["aten_op"], info.get("backend")
+                                                                          or ctx.backend), info)
+    if ctx.torch is not None and error_texts.is_oom(exc, ctx.torch):
+        return ("failed", "the device ran out of memory: %s" % error_texts.first_line(exc, 500),
+                {"out_of_memory": True, "error": error_texts.first_line(exc, 500)})
+    return None
+
+
+class Tracing(object):
+    """The breadcrumb trail and the blocked op families of this worker (see ``probes.harness.breadcrumbs``).
+
+    The blocked families live in a file the runners share; it is re-read when it changed, before each check.
+    """
+
+    def __init__(self, torch, trail_file=None, blocked_file=None):
+        self.torch = torch
+        self.trail = breadcrumbs.open_trail(trail_file)
+        self.blocked_file = blocked_file
+        self._stamp = None
+        self.blocked = {}
+        self.why = {}
+        self.refresh()
+
+    def refresh(self):
+        if not self.blocked_file:
+            return
+        try:
+            stamp = os.stat(self.blocked_file).st_mtime_ns
+            if stamp == self._stamp:
+                return
+            with open(self.blocked_file) as handle:
+                blocked = json.load(handle)
+        except (OSError, ValueError):
+            return
+        self._stamp, self.blocked = stamp, blocked
+        self.why = dict((family, "%s in %s" % ("timed out" if info.get("status") == "timeout" else
+                                              "crashed the worker", info.get("check")))
+                        for family, info in blocked.items())
+
+    def mode(self, check):
+        if self.torch is None or check.group in UNTRACED_GROUPS or (self.trail is None and not self.blocked):
+            return None
+        try:
+            return breadcrumbs.make_mode(self.torch, self.trail, self.why)
+        except Exception:  # a torch without TorchDispatchMode: checks run untraced
+            return None
+
+    def clear(self):
+        if self.trail is not None:
+            self.trail.clear()
+
+
+@contextlib.contextmanager
+def _nothing():
+    yield
+
+
+def _blocked_outcome(tracing, hit):
+    op, _ = hit
+    info = tracing.blocked.get(breadcrumbs.base_name(op), {})
+    status = info.get("status") if info.get("status") in checks.STATUSES else "crashed"
+    return status, ("not run to the end: it needs %s, which %s earlier (in %s); the op was not called again"
+                    % (op, "timed out" if status == "timeout" else "crashed the worker", info.get("check"))), {
+        "aten_op": op, "blocked_by": info.get("op"), "blocked_in": info.get("check"), "ran": False}
+
+
+def _run_outcome(ctx, check, injected, tracing):
+    faults.inject(injected, check.id)
+    if tracing is not None:
+        tracing.refresh()
+    mode = tracing.mode(check) if tracing is not None else None
+    if mode is None:
+        return check.run(ctx), None
+    backward = breadcrumbs.untraced_backward(ctx.torch, tracing.trail) if not ctx.is_cpu else _nothing()
+    try:
+        with backward, mode:
+            outcome = check.run(ctx)
+    except breadcrumbs.BlockedOp:
+        return None, mode.hit_blocked
+    return outcome, mode.hit_blocked
+
+
+def run_check(ctx, check, injected, tracing=None):
+    started = time.perf_counter()
+    try:
+        outcome, hit = _run_outcome(ctx, check, injected, tracing)
+        if hit is not None:  # even when the check caught BlockedOp itself, it did not run to the end
+            status, detail, data = _blocked_outcome(tracing, hit)
+        else:
+            status, detail, data = outcome.status, outcome.detail, outcome.data
+    except Exception as exc:
+        tb = traceback.format_exception(type(exc), exc, exc.__traceback__)
+        status, detail = "error", "the check raised %s: %s" % (type(exc).__name__, str(exc).splitlines()[0][:500]
+                                                               if str(exc) else "")
+        data = {"exception": type(exc).__name__, "traceback_tail": "".join(tb)[-1500:]}
+        answer = _device_answer(ctx, exc)
+        if answer is not None:
+            status, detail = answer[0], answer[1]
+            data.update(answer[2])
+    if tracing is not None:
+        tracing.clear()
+    return checks.result_entry(check.id, check.group, status, time.perf_counter() - started, detail, data)
+
+
+def main(requested, groups, only=None, send_environment=True, options=None, trail_file=None, blocked_file=None,
+         threads=None):
+    stream = _protocol_stream()
+    faulthandler.enable()  # a segfault or abort leaves a Python traceback in the stderr tail we report
+    injected = faults.from_env()
+    try:
+        import torch
+    except Exception as exc:
+        _send(stream, {"type": "fatal", "detail": "torch cannot be imported: %s: %s" % (type(exc).__name__, exc)})
+        return 3
+    _setup_torch(torch, threads)
+    try:
+        ctx = build_context(torch, requested)
+        ctx.options.update(options or {})
+    except device_activation.SettingsError as exc:
+        _send(stream, {"type": "usage", "detail": str(exc)})
+        return 2
+    facts = detect.collect(ctx)
+    planned = build_plan(ctx, facts, groups)
+    hello = {"type": "hello", "plan": [[c.id, c.group, c.timeout] for c in planned]}
+    if send_environment:
+        hello["environment"] = facts["environment"]
+        hello["devices"] = facts["devices"]
+    _send(stream, hello)
+    tracing = Tracing(torch, trail_file, blocked_file)
+    for check in planned:
+        if only is not None and check.id not in only:
+            continue
+        _send(stream, {"type": "start", "id": check.id})
+        _send(stream, {"type": "result", "check": run_check(ctx, check, injected, tracing)})
+    _send(stream, {"type": "done"})
+    sys.stderr.flush()
+    return 0
