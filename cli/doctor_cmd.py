@@ -13,7 +13,7 @@ fix is what `accelenv resolve` gives for this host instead.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -34,18 +34,18 @@ def register(app: typer.Typer) -> None:
 
 
 def doctor_command(
-    site_packages: Optional[Path] = typer.Option(
+    site_packages: Path | None = typer.Option(
         None, "--site-packages", help="read installed packages from this directory (default: this environment)"
     ),
-    database: Optional[str] = typer.Option(
+    database: str | None = typer.Option(
         None,
         "--database",
         envvar="ACCELENV_EVIDENCE_DATABASE",
         help="evidence database (probe reports), e.g. the service's ACCELENV_DATABASE_URL",
     ),
-    matrix_path: Optional[Path] = typer.Option(None, "--matrix", envvar="ACCELENV_MATRIX_PATH", help="a matrix_data dir"),
+    matrix_path: Path | None = typer.Option(None, "--matrix", envvar="ACCELENV_MATRIX_PATH", help="a matrix_data dir"),
     as_json: bool = typer.Option(False, "--json", help="print JSON (findings, host, environment)"),
-    fmt: Optional[str] = typer.Option(None, "--format", help="text or json (older spelling of --json)", hidden=True),
+    fmt: str | None = typer.Option(None, "--format", help="text or json (older spelling of --json)", hidden=True),
 ) -> None:
     from cli.error_render import guarded
 
@@ -83,7 +83,7 @@ def installed_versions(site_packages: Path | None) -> tuple[dict[str, str | None
     relevant: dict[str, str] = {}
     tags: tuple[str, ...] = ()
     build: dict[str, object] = {}
-    for dist in metadata.distributions(**({"path": paths} if paths else {})):
+    for dist in metadata.distributions(path=paths) if paths else metadata.distributions():
         name = normalise_name(dist.metadata["Name"] or "")
         if is_relevant(name):
             relevant.setdefault(name, dist.version)
@@ -95,14 +95,14 @@ def installed_versions(site_packages: Path | None) -> tuple[dict[str, str | None
     return found, InstalledEnvironment(glibc=glibc_version(), wheel_tags=tags, torch_build=build, packages=relevant)
 
 
-def _read(dist, name: str) -> str | None:  # noqa: ANN001 - importlib.metadata.Distribution
+def _read(dist, name: str) -> str | None:
     try:
         return dist.read_text(name)
     except OSError:
         return None
 
 
-def _read_located(dist, relpath: str) -> str | None:  # noqa: ANN001 - importlib.metadata.Distribution
+def _read_located(dist, relpath: str) -> str | None:
     try:
         return Path(str(dist.locate_file(relpath))).read_text(encoding="utf-8", errors="replace")
     except OSError:
@@ -213,7 +213,7 @@ def run_doctor(*, site_packages: Path | None, database: str | None, matrix_path:
     return result.ok
 
 
-def _render(result, host, environment: InstalledEnvironment, fmt: str) -> None:  # noqa: ANN001
+def _render(result, host, environment: InstalledEnvironment, fmt: str) -> None:
     import json
     import sys
 

@@ -32,7 +32,7 @@ def register(app: typer.Typer) -> None:
     """Attach this module's commands to the root app."""
     import typer
 
-    def resolve_command(ctx) -> None:  # type: ignore[no-untyped-def]
+    def resolve_command(ctx) -> None:
         raise typer.Exit(main(list(ctx.args)))
 
     # Typer reads annotations from this module's globals, where typer is not imported (start-up time).
@@ -95,7 +95,8 @@ def print_help(parser: argparse.ArgumentParser) -> None:
     table.add_column()
     for action in parser._actions:  # argparse has no public accessor for its actions
         flags = ", ".join(action.option_strings)
-        metavar = "" if action.nargs == 0 else (action.metavar or action.dest.upper())
+        named = action.metavar or action.dest.upper()
+        metavar = "" if action.nargs == 0 else " ".join(named) if isinstance(named, tuple) else named
         default = action.default if action.default not in (None, False, argparse.SUPPRESS) else None
         help_text = (action.help or "") + (f" [dim]\\[default: {default}][/]" if default else "")
         table.add_row(flags, metavar, help_text)
@@ -216,7 +217,7 @@ def run_resolve(
     return render(resolution, fmt)
 
 
-def _check_backend_override(host_facts) -> None:  # type: ignore[no-untyped-def]  # the probes module
+def _check_backend_override(host_facts) -> None:  # host_facts: the probes module
     """A bad ACCELENV_BACKEND is refused naming the variable (as `doctor` does), before detection."""
     from compat_service.domain.resolver.request import invalid_request, parse_backend
 

@@ -96,7 +96,7 @@ class RangeFile(io.RawIOBase):
 def metadata_from_zip(fileobj: io.RawIOBase | io.BytesIO, filename: str) -> bytes:
     """The ``METADATA`` member of a wheel (the one in the top-level ``*.dist-info`` directory)."""
     try:
-        with zipfile.ZipFile(fileobj) as wheel:  # type: ignore[arg-type]
+        with zipfile.ZipFile(fileobj) as wheel:
             names = [n for n in wheel.namelist() if n.count("/") == 1 and n.endswith(".dist-info/METADATA")]
             if len(names) != 1:
                 raise IndexResponseError(

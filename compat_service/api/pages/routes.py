@@ -18,7 +18,7 @@ from fastapi.templating import Jinja2Templates
 from sqlmodel import Session
 from starlette.concurrency import run_in_threadpool
 
-from compat_service.api.deps import get_matrix
+from compat_service.api.deps import get_matrix, state_of
 from compat_service.api.pages import heatmap, selector
 from compat_service.api.pages.internal_api import ApiAnswer, api_get
 from compat_service.api.resolve_cache import LruCache
@@ -48,11 +48,7 @@ def _page(request: Request, name: str, context: dict[str, Any], status: int = 20
 
 def _page_cache(request: Request) -> LruCache[Any]:
     """This worker's cache of page models (heatmaps): a few dozen filter combinations cover the traffic."""
-    state = request.app.state
-    cache = getattr(state, "page_cache", None)
-    if cache is None:
-        cache = state.page_cache = LruCache(PAGE_CACHE_SIZE)
-    return cache
+    return state_of(request.app).page_cache
 
 
 def _error_page(request: Request, title: str, found: ApiAnswer) -> HTMLResponse:
@@ -127,7 +123,7 @@ async def matrix_page(request: Request) -> Response:
 
     def read() -> list[Any]:
         # the rows GET /v1/matrix keeps for this load and evidence (assembled once per worker)
-        with Session(request.app.state.engine) as session:
+        with Session(state_of(request.app).engine) as session:
             rows = current_rows(request.app, session, matrix)
             return [cell_of(r) for r in rows.select(flt)]
 

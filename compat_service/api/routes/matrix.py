@@ -14,7 +14,7 @@ from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel
 from sqlmodel import Session
 
-from compat_service.api.deps import MatrixDep, SessionDep
+from compat_service.api.deps import MatrixDep, SessionDep, state_of
 from compat_service.db.evidence.matrix_cells import MatrixRows, MatrixRowsBuilder
 from compat_service.db.evidence.queries import MatrixFilter, declared_for
 from compat_service.db.matrix.snapshot_follower import MatrixSnapshot
@@ -69,9 +69,9 @@ def current_rows(app: Any, session: Session, matrix: MatrixSnapshot) -> MatrixRo
     """This worker's assembled rows of ``matrix`` and the newest stored evidence (for this route and the
     heatmap page, which read the same rows)."""
     # the stamp first: rows read after it are at least as new, so they are never cached under an older one
-    stamp = app.state.evidence_version.current(check_now=True, connection=session.connection())
-    cache = app.state.matrix_rows_cache
-    settings = app.state.settings
+    stamp = state_of(app).evidence_version.current(check_now=True, connection=session.connection())
+    cache = state_of(app).matrix_rows_cache
+    settings = state_of(app).settings
     builder = cache.builder(
         matrix.content_hash,
         lambda: MatrixRowsBuilder(

@@ -151,7 +151,7 @@ def check_rows(reports: list[PreparedReport]) -> list[list[Any]]:
             seen_aten.add(id(p.aten_ops))
             aten_ops.update((i, op) for i, op in zip(p.check_ids, p.aten_ops) if op is not None)
         last_failure.update(p.failures)
-    rows = {
+    rows: dict[str, list[Any]] = {
         check_id: [check_id, group, *_NO_COUNTS, aten_ops.get(check_id), last_failure.get(check_id)]
         for check_id, group in groups.items()
     }

@@ -140,7 +140,7 @@ def cell_status(health: Health, *, declared: bool) -> CellStatus:
     if not declared:
         return "observed"
     if health in ("verified", "partial", "broken"):
-        return health  # type: ignore[return-value]
+        return health
     return "declared"
 
 

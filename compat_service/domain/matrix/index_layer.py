@@ -34,10 +34,10 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 from pydantic import ValidationError
 
-from compat_service.domain.matrix.index_facts import PackageFacts, RefreshConfig, ReleaseFact
 from compat_service.domain.backends import PLATFORMS, python_sort_key
-from compat_service.domain.matrix.problems import Problem, format_loc
+from compat_service.domain.matrix.index_facts import PackageFacts, RefreshConfig, ReleaseFact
 from compat_service.domain.matrix.markers import evaluate, marker_environment
+from compat_service.domain.matrix.problems import Problem, format_loc
 
 SOURCE = "package_index"
 INDEX_DIR = "index"
@@ -58,7 +58,7 @@ def read_index_file(base: Path, name: str, model: type[M]) -> tuple[M | None, li
     generated = name != "refresh.yaml"
     tail = " (a generated file: run `accelenv matrix refresh`)" if generated else ""
     try:
-        return model.model_validate(yaml.load(file.read_text(encoding="utf-8"), Loader=_Loader)), []  # noqa: S506
+        return model.model_validate(yaml.load(file.read_text(encoding="utf-8"), Loader=_Loader)), []
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
         return None, [Problem(rel, "", f"cannot be read: {exc}{tail}")]
     except ValidationError as exc:
@@ -151,12 +151,12 @@ class _Merge:
             version = Version(release.version)
             by_minor[f"{version.major}.{version.minor}"].append(release)
         on_index = {Version(r.version) for r in facts.releases}
-        for mi, minor in enumerate(minors):
-            for pi, patch in enumerate(minor.get("patches") or []):
-                version = _v(str(patch.get("version")))
-                if version is not None and _missing(version, on_index) and not _overridden(patch, "exists"):
+        for mi, listed_minor in enumerate(minors):
+            for pi, patch in enumerate(listed_minor.get("patches") or []):
+                listed = _v(str(patch.get("version")))
+                if listed is not None and _missing(listed, on_index) and not _overridden(patch, "exists"):
                     self.conflict(TORCH_FILE, ["minors", mi, "patches", pi, "version"],
-                                  f"torch {version} is not on the index")
+                                  f"torch {listed} is not on the index")
         for key, releases in sorted(by_minor.items(), key=lambda kv: Version(kv[0])):
             minor = next((m for m in minors if str(m.get("minor")) == key), None)
             if minor is None:
@@ -227,7 +227,7 @@ class _Merge:
         if not _overridden(patch, "triton"):
             curated = (patch.get("triton") or {}).get("version")
             if triton is None:
-                value = {"version": None, "requirement": None, "marker": None, "source": [SOURCE],
+                value: dict[str, Any] = {"version": None, "requirement": None, "marker": None, "source": [SOURCE],
                          "note": "the default-index Linux wheels declare no triton requirement"}
             else:
                 spec = _spec(triton.specifier)
@@ -286,11 +286,11 @@ class _Merge:
             curated = _v(str(value["version"]))
             if curated is None:
                 return  # not a version: the schema reports it
-            text = pins.get(curated)
-            spec = _spec(text) if text else None
+            pinned = pins.get(curated)
+            spec = _spec(pinned) if pinned else None
             if spec is not None and not spec.contains(want, prereleases=True) and not _overridden(patch, name):
                 self.conflict(TORCH_FILE, [*loc, name, "version"],
-                              f"{name} {curated} requires torch{text}, not {torch_version}")
+                              f"{name} {curated} requires torch{pinned}, not {torch_version}")
             return
         if admits:
             _exact, version, text = max(admits)
@@ -367,13 +367,13 @@ class _Merge:
         rows: list[dict[str, Any]] = doc["ascend_npu"]
         every = {Version(r.version) for r in facts.releases}
         kept = []
-        for i, row in enumerate(rows):
-            version = _v(str(row.get("torch_npu")))
-            if version is not None and _missing(version, every) and not _overridden(row, "exists"):
+        for i, listed_row in enumerate(rows):
+            listed = _v(str(listed_row.get("torch_npu")))
+            if listed is not None and _missing(listed, every) and not _overridden(listed_row, "exists"):
                 self.conflict(VENDOR_FILE, ["ascend_npu", i, "torch_npu"],
-                              f"torch-npu {row.get('torch_npu')} is not on the index")
+                              f"torch-npu {listed_row.get('torch_npu')} is not on the index")
                 continue
-            kept.append(row)
+            kept.append(listed_row)
         rows[:] = kept
         for release in final_releases(facts):
             version = Version(release.version)
@@ -428,7 +428,7 @@ def _pinned(specifier: str) -> Version | None:
 def _curated_platforms(minor: dict[str, Any], version: str) -> list[str]:
     """Platforms whose builds the curated minor lists for this patch (not in platforms_unsourced)."""
     unsourced = set(minor.get("platforms_unsourced") or [])
-    found = set()
+    found: set[str] = set()
     for variant in minor.get("variants") or []:
         patches = variant.get("patches")
         if patches is None or version in patches:
@@ -464,7 +464,7 @@ def _new_minor(key: str) -> dict[str, Any]:
 
 
 def _new_patch(version: str) -> dict[str, Any]:
-    unknown = {"version": None, "source": [], "note": "no companion release on the index admits this torch"}
+    unknown: dict[str, Any] = {"version": None, "source": [], "note": "no companion release on the index admits this torch"}
     return {
         "version": version,
         "release_date": None,

@@ -194,7 +194,7 @@ class InMemoryMatrix:
         return self._sources.get(key)
 
 
-def _arch_key(arch: str) -> tuple[str, int, str]:
+def _arch_key(arch: str) -> tuple[bool, int, str]:
     """sm_ before gfx, then by number (sm_50 < sm_120), then the suffix (sm_90 < sm_90a)."""
     digits = "".join(ch for ch in arch if ch.isdigit())
     return (arch[:2] != "sm", int(digits or 0) if arch.startswith("sm") else 0, arch)

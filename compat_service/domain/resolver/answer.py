@@ -26,7 +26,7 @@ def build_resolution(state: ResolverState, minor: Any, patch: Any, python: str, 
     # What depends only on matrix rows and bounded request fields is built once per matrix: the same
     # sentences for every request that lands on this (patch, Python, build, platform).
     memo = per_matrix_memo(state.m)
-    key = ("answer-head", version, python, r.platform, c.label, state.family, r.backend.kind, r.python is None)
+    key: tuple[Any, ...] = ("answer-head", version, python, r.platform, c.label, state.family, r.backend.kind, r.python is None)
     head = memo.get(key)
     if head is None:
         head = memo[key] = _head(state, minor, patch, python, c)
@@ -307,10 +307,10 @@ def _family_notes(
                 )
             )
     elif state.family == "xpu":
-        row = state.m.xpu_support(version)
-        if row is not None and row.driver_requirement:
-            requirements.append(HostRequirement("intel-gpu-driver", None, row.driver_requirement))
-            reasons.append(Reason("xpu", row.driver_requirement, tuple(row.source)))
+        xpu = state.m.xpu_support(version)
+        if xpu is not None and xpu.driver_requirement:
+            requirements.append(HostRequirement("intel-gpu-driver", None, xpu.driver_requirement))
+            reasons.append(Reason("xpu", xpu.driver_requirement, tuple(xpu.source)))
     elif state.family == "rocm" and c.build_row.runtime:
         release = state.m.rocm_release(c.build_row.runtime)
         if release is not None and release.min_driver:

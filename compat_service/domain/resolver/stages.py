@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any
 from packaging.version import Version
 
 from compat_service.domain.backends import CPU_WHEEL_FAMILIES, PLUGIN_FAMILIES, PLUGINS, python_sort_key
-from compat_service.domain.matrix.interface import per_matrix_memo
 from compat_service.domain.hardware_rules import (
     ArchVerdict,
     arch_coverage,
@@ -26,6 +25,7 @@ from compat_service.domain.hardware_rules import (
     driver_floor,
     too_new_for,
 )
+from compat_service.domain.matrix.interface import per_matrix_memo
 from compat_service.domain.resolver.answer import build_resolution
 from compat_service.domain.resolver.conflict import Conflict
 from compat_service.domain.resolver.explanation import (
@@ -301,6 +301,7 @@ def _python_list(state: ResolverState, minor: Any, patch: Any) -> list[str]:
 def _variants(state: ResolverState, version: str, on_platform: tuple[Any, ...]) -> list[Candidate]:
     """Fresh candidates (the later stages annotate them) for the builds the backend request admits."""
     r = state.r
+    rows: tuple[tuple[Any, Any], ...] | None
     if r.backend.kind == "label":
         # keyed by nothing a request can vary without bound: an exact label filters directly
         rows = _variant_rows(state, on_platform)
