@@ -18,9 +18,10 @@ from typing import Any, Literal
 
 from compat_service.domain.backends import FAMILIES_FOR_HOST_BACKEND, is_build_label, label_family
 from compat_service.domain.evidence.lookup import EvidenceLookup
-from compat_service.domain.hardware_rules import arch_coverage, cached_version, driver_floor
+from compat_service.domain.hardware_rules import arch_coverage, driver_floor
 from compat_service.domain.matrix.interface import Matrix
 from compat_service.domain.resolver.request import COMPANIONS
+from compat_service.domain.versions import cached_version
 
 Severity = Literal["error", "warning", "ok"]
 

@@ -18,19 +18,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal
 
-from packaging.version import Version
-
 from compat_service.domain.matrix.interface import per_matrix_memo
+from compat_service.domain.versions import cached_version
 from probes.host.arch_compat import cubin_runs_on, ptx_runs_on
 
 if TYPE_CHECKING:
     from compat_service.domain.matrix.interface import Matrix
-
-#: versions repeat across calls (toolkits, drivers); parsing them once keeps resolve() well under 1 ms
-cached_version = lru_cache(maxsize=4096)(Version)
 
 Coverage = Literal["kernels", "ptx", "no", "unknown"]
 

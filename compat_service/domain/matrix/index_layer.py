@@ -31,13 +31,14 @@ from typing import Any, TypeVar
 
 import yaml
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 from pydantic import ValidationError
 
 from compat_service.domain.backends import PLATFORMS, python_sort_key
 from compat_service.domain.matrix.index_facts import PackageFacts, RefreshConfig, ReleaseFact
 from compat_service.domain.matrix.markers import evaluate, marker_environment
 from compat_service.domain.matrix.problems import Problem, format_loc
+from compat_service.domain.versions import parse_version
 
 SOURCE = "package_index"
 INDEX_DIR = "index"
@@ -86,13 +87,6 @@ def final_releases(facts: PackageFacts | None) -> list[ReleaseFact]:
     if facts is None:
         return []
     return [r for r in facts.releases if not r.prerelease and not r.yanked and r.wheels]
-
-
-def _v(text: str | None) -> Version | None:
-    try:
-        return Version(text) if text else None
-    except InvalidVersion:
-        return None
 
 
 def _spec(text: str | None) -> SpecifierSet | None:
@@ -153,7 +147,7 @@ class _Merge:
         on_index = {Version(r.version) for r in facts.releases}
         for mi, listed_minor in enumerate(minors):
             for pi, patch in enumerate(listed_minor.get("patches") or []):
-                listed = _v(str(patch.get("version")))
+                listed = parse_version(str(patch.get("version")))
                 if listed is not None and _missing(listed, on_index) and not _overridden(patch, "exists"):
                     self.conflict(TORCH_FILE, ["minors", mi, "patches", pi, "version"],
                                   f"torch {listed} is not on the index")
@@ -168,21 +162,21 @@ class _Merge:
             self._builds(minor, mi, releases)
             if not minor.get("python"):
                 # a minor the curated files know nothing about: its newest patch's wheels
-                newest = max(minor["patches"], key=lambda p: _v(str(p.get("version"))) or Version("0"))
+                newest = max(minor["patches"], key=lambda p: parse_version(str(p.get("version"))) or Version("0"))
                 minor["python"] = [dict(entry) for entry in newest.get("python_override") or []]
             if minor.get("status") == "partial":
                 minor["status"] = "released"
                 minor["note"] = ((minor.get("note") or "") + " Wheels, Pythons and the default build are read from "
                                  "the package index (matrix_data/index/torch.yaml).").strip()
-        minors.sort(key=lambda m: _v(f"{m.get('minor')}") or Version("0"))
+        minors.sort(key=lambda m: parse_version(f"{m.get('minor')}") or Version("0"))
 
     def _patch(self, minor: dict[str, Any], mi: int, release: ReleaseFact) -> None:
         patches: list[dict[str, Any]] = minor.setdefault("patches", [])
-        patch = next((p for p in patches if _v(str(p.get("version"))) == Version(release.version)), None)
+        patch = next((p for p in patches if parse_version(str(p.get("version"))) == Version(release.version)), None)
         if patch is None:
             patch = _new_patch(release.version)
             patches.append(patch)
-            patches.sort(key=lambda p: _v(str(p.get("version"))) or Version("0"))
+            patches.sort(key=lambda p: parse_version(str(p.get("version"))) or Version("0"))
         pi = patches.index(patch)
         loc: list[str | int] = ["minors", mi, "patches", pi]
         # release date = first upload (UTC)
@@ -283,7 +277,7 @@ class _Merge:
         if not isinstance(value, dict):
             return  # a missing or malformed key is the schema's to report, not the layer's to fill
         if value.get("version") is not None:
-            curated = _v(str(value["version"]))
+            curated = parse_version(str(value["version"]))
             if curated is None:
                 return  # not a version: the schema reports it
             pinned = pins.get(curated)
@@ -368,7 +362,7 @@ class _Merge:
         every = {Version(r.version) for r in facts.releases}
         kept = []
         for i, listed_row in enumerate(rows):
-            listed = _v(str(listed_row.get("torch_npu")))
+            listed = parse_version(str(listed_row.get("torch_npu")))
             if listed is not None and _missing(listed, every) and not _overridden(listed_row, "exists"):
                 self.conflict(VENDOR_FILE, ["ascend_npu", i, "torch_npu"],
                               f"torch-npu {listed_row.get('torch_npu')} is not on the index")
@@ -377,7 +371,7 @@ class _Merge:
         rows[:] = kept
         for release in final_releases(facts):
             version = Version(release.version)
-            row = next((r for r in rows if _v(str(r.get("torch_npu"))) == version), None)
+            row = next((r for r in rows if parse_version(str(r.get("torch_npu"))) == version), None)
             by_platform = {
                 p: _sorted_pythons(w.python for w in release.wheels if w.platform == p and _concrete(w.python))
                 for p in PLATFORMS
@@ -421,7 +415,7 @@ def _pinned(specifier: str) -> Version | None:
     only = next(iter(spec))
     if only.operator != "==":
         return None
-    version = _v(only.version.removesuffix(".*"))
+    version = parse_version(only.version.removesuffix(".*"))
     return Version(version.public) if version is not None else None
 
 

@@ -14,8 +14,10 @@ import weakref
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.version import InvalidVersion, Version
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
+
+from compat_service.domain.versions import parse_specifier, parse_version
 
 if TYPE_CHECKING:
     from compat_service.domain.matrix.schema import (
@@ -88,22 +90,6 @@ class Matrix(Protocol):
         """Where a vendor plugin runs and how its companions install; None = the matrix does not say."""
 
     def source(self, key: str) -> Source | None: ...
-
-
-def parse_version(text: str | None) -> Version | None:
-    """``text`` as a PEP 440 version; None when it is None or not one."""
-    try:
-        return Version(text) if text is not None else None
-    except InvalidVersion:
-        return None
-
-
-def parse_specifier(text: str) -> SpecifierSet | None:
-    """``text`` as a PEP 440 specifier set; None when it is not one."""
-    try:
-        return SpecifierSet(text)
-    except InvalidSpecifier:
-        return None
 
 
 def _release_key(text: str | None) -> tuple[int, ...]:

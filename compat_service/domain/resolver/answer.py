@@ -6,10 +6,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from compat_service.domain.backends import PLUGIN_FAMILIES, PLUGINS
-from compat_service.domain.hardware_rules import cached_version, newest_cuda_for_driver
+from compat_service.domain.hardware_rules import newest_cuda_for_driver
 from compat_service.domain.matrix.interface import per_matrix_memo
 from compat_service.domain.resolver.resolution import HostRequirement, Pin, Reason, Resolution
 from compat_service.domain.resolver.state import Candidate, ResolverState
+from compat_service.domain.versions import cached_version
 
 
 def build_resolution(state: ResolverState, minor: Any, patch: Any, python: str, c: Candidate) -> Resolution:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Literal
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
@@ -28,6 +27,7 @@ from compat_service.domain.backends import (
     label_family,
     normalise_arch,
 )
+from compat_service.domain.versions import cached_version
 
 #: packages `--with` may add next to torch
 COMPANIONS = ("torchvision", "torchaudio")
@@ -38,8 +38,6 @@ _MINOR_RE = re.compile(r"^\d+\.\d+$")
 _SPEC_START = ("<", ">", "=", "!", "~")
 _GPU_ARCH_RE = re.compile(r"^(sm_\d{2,3}[af]?|gfx[0-9a-f]{3,5})$")
 
-#: versions repeat across requests (the matrix's patches); parsing each once keeps resolve() cheap
-_version = lru_cache(maxsize=4096)(Version)
 
 TorchSpecKind = Literal["latest", "minor", "exact", "specifier"]
 
@@ -119,7 +117,7 @@ class TorchSpec:
         if self.kind == "minor":
             return minor == self.text
         if self.kind == "exact":
-            return _version(version) == _version(self.text)
+            return cached_version(version) == cached_version(self.text)
         assert self.specifier is not None
         return self.specifier.contains(version, prereleases=True)
 
@@ -266,7 +264,7 @@ def parse_torch_spec(text: str | None) -> TorchSpec:
             pass
     else:
         try:
-            version = _version(value)
+            version = cached_version(value)
         except InvalidVersion:
             version = None
         if version is not None and not version.local and len(version.release) >= 3:

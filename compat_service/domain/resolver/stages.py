@@ -21,7 +21,6 @@ from compat_service.domain.hardware_rules import (
     ArchVerdict,
     arch_coverage,
     arch_is_known,
-    cached_version,
     driver_floor,
     too_new_for,
 )
@@ -41,6 +40,7 @@ from compat_service.domain.resolver.state import (
     Dropout,
     ResolverState,
 )
+from compat_service.domain.versions import cached_version
 
 if TYPE_CHECKING:
     from compat_service.domain.evidence.lookup import EvidenceLookup
