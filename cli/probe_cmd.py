@@ -219,8 +219,10 @@ def _write_report(text: str, output: Path) -> str | None:
 
 def _summary(report: dict[str, Any], output: Path | None, submitted: str | None, code: int) -> dict[str, Any]:
     """What `accelenv probe --json` prints: the outcome a script acts on, and the report when not in a file."""
+    from compat_service.domain.evidence.status import BAD_STATUSES
+
     failing = [{"id": c["id"], "status": c["status"], "detail": c.get("detail")}
-               for c in report["checks"] if c["status"] in ("failed", "timeout", "crashed", "error")]
+               for c in report["checks"] if c["status"] in BAD_STATUSES]
     payload: dict[str, Any] = {
         "report_id": report["report_id"],
         "exit_code": code,

@@ -27,6 +27,7 @@ from compat_service.api.routes.matrix import current_rows
 from compat_service.db.evidence.matrix_cells import cell_of
 from compat_service.db.evidence.queries import MatrixFilter
 from compat_service.domain.backends import PLATFORMS
+from compat_service.domain.evidence.status import BAD_STATUSES
 from compat_service.domain.hardware_rules import driver_floor
 
 PAGES = Path(__file__).resolve().parents[1] / "pages"
@@ -209,8 +210,8 @@ async def report_page(request: Request, report_id: str) -> Response:
         return _error_page(request, f"Probe report {report_id}", found)
     report = found.body
     checks = report.get("checks", [])
-    bad = {"failed", "timeout", "crashed", "error"}
-    order = {"failed": 0, "crashed": 0, "timeout": 0, "error": 0, "unsupported": 1, "skipped": 2, "passed": 3}
+    bad = BAD_STATUSES
+    order = {**dict.fromkeys(BAD_STATUSES, 0), "unsupported": 1, "skipped": 2, "passed": 3}
     groups: dict[str, list[dict[str, Any]]] = {}
     for check in checks:
         groups.setdefault(check["group"], []).append(check)

@@ -20,11 +20,11 @@ from compat_service.db.evidence.queries import MatrixFilter, declared_for
 from compat_service.db.matrix.snapshot_follower import MatrixSnapshot
 from compat_service.domain.errors import ErrorBody
 from compat_service.domain.evidence.cells import MatrixCell
+from compat_service.domain.evidence.status import CellStatus
 
 router = APIRouter(prefix="/v1/matrix", tags=["matrix"])
 
 MAX_PAGE = 500
-StatusParam = Literal["declared", "verified", "partial", "broken", "observed"]
 
 
 class MatrixPage(BaseModel):
@@ -51,7 +51,7 @@ def list_matrix(
     backend: Annotated[str | None, Query(min_length=1, max_length=32, description="cpu, cuda, refdev")] = None,
     os: Annotated[Literal["linux", "windows", "macos", "other"] | None, Query()] = None,
     arch: Annotated[str | None, Query(min_length=1, max_length=32, description="x86_64, aarch64, arm64")] = None,
-    status: StatusParam | None = None,
+    status: CellStatus | None = None,
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 100,
     offset: Annotated[int, Query(ge=0, le=10_000_000)] = 0,
 ) -> MatrixPage:
