@@ -18,12 +18,10 @@ from typing import TYPE_CHECKING
 import typer
 
 if TYPE_CHECKING:
-    from compat_service.domain.diagnosis import HostFacts
+    from compat_service.domain.host import HostFacts
     from compat_service.domain.install_environment import InstalledEnvironment
 
 PACKAGES = ("torch", "torchvision", "torchaudio")
-#: host detection backend -> what `--backend` the resolver takes for it
-_RESOLVER_BACKEND = {"cuda": "cuda", "rocm": "rocm", "xpu": "xpu", "mps": "mps", "npu": "npu", "mlu": "mlu"}
 
 
 def register(app: typer.Typer) -> None:
@@ -140,14 +138,10 @@ def _checked_host(host: HostFacts) -> HostFacts:
 
 def detect_host_facts() -> HostFacts:
     """This host, detected by probes.host.facts, as the description the domain's diagnosis takes."""
-    from compat_service.domain.diagnosis import HostFacts
+    from compat_service.domain.host import HostFacts
     from probes.host import facts as host_facts
 
-    found = host_facts.detect_host()
-    return HostFacts(
-        os=found["os"], arch=found["arch"], python=found["python"], backend=found["backend"],
-        driver=found["driver_version"], gpu_arch=found["device_arch"], gpu_name=found["device_name"],
-    )
+    return HostFacts.from_detected(host_facts.detect_host())
 
 
 def run_doctor(*, site_packages: Path | None, database: str | None, matrix_path: Path | None, fmt: str) -> bool:
@@ -170,11 +164,7 @@ def run_doctor(*, site_packages: Path | None, database: str | None, matrix_path:
         from compat_service.domain.resolver.request import ResolveRequest
         from compat_service.domain.resolver.stages import resolve
 
-        request = ResolveRequest.from_strings(
-            torch=torch_version, python=host.python, os=host.os, arch=host.arch,
-            backend=_RESOLVER_BACKEND.get(host.backend, "cpu"), driver=host.driver,
-            gpu_arch=host.gpu_arch if host.backend in ("cuda", "rocm") else None,
-        )
+        request = ResolveRequest.for_host(host, torch=torch_version)
         # the commands alone: the finding says why, and resolve's `# warning:` lines would split the fix
         text = render(resolve(request, matrix, evidence), "pip")
         return "\n".join(line for line in text.splitlines() if not line.startswith("#")).strip()

@@ -143,6 +143,7 @@ def run_resolve(
     strict: bool = False,
 ) -> str:
     from compat_service.domain.backends import normalise_arch
+    from compat_service.domain.host import HostFacts
     from compat_service.domain.resolver.install_formats import render
     from compat_service.domain.resolver.request import ResolveRequest, invalid_request
     from probes.host import facts as host_facts
@@ -155,6 +156,7 @@ def run_resolve(
     same_arch = arch is None or normalise_arch(this_os, arch) == normalise_arch(this_os, this_arch)
     foreign = (os_name is not None and os_name != this_os) or not same_arch
     note = None
+    host = None
     if backend == "auto":
         target_os = os_name or this_os
         if driver or gpu_arch:
@@ -168,24 +170,25 @@ def run_resolve(
             )
         else:
             _check_backend_override(host_facts)
-            host = host_facts.detect_host()
-            backend = host["backend"]
-            driver = host["driver_version"] if backend not in ("cpu", "mps") else None
-            gpu_arch = (
-                host["device_arch"] if backend not in ("cpu", "mps", "npu", "mlu", "xpu") else None
-            )
-    request = ResolveRequest.from_strings(
-        torch=torch,
-        python=python if python is not None else host_facts.python_minor(),
-        os=os_name if os_name is not None else this_os,
-        arch=arch if arch is not None else this_arch,
-        backend=backend,
-        driver=driver,
-        gpu_arch=gpu_arch,
-        with_=with_,
-        require_verified=require_verified,
-        strict=strict,
-    )
+            host = HostFacts.from_detected(host_facts.detect_host())
+    if host is not None:
+        request = ResolveRequest.for_host(
+            host, torch=torch, python=python, os=os_name, arch=arch, with_=with_,
+            require_verified=require_verified, strict=strict,
+        )
+    else:
+        request = ResolveRequest.from_strings(
+            torch=torch,
+            python=python if python is not None else host_facts.python_minor(),
+            os=os_name if os_name is not None else this_os,
+            arch=arch if arch is not None else this_arch,
+            backend=backend,
+            driver=driver,
+            gpu_arch=gpu_arch,
+            with_=with_,
+            require_verified=require_verified,
+            strict=strict,
+        )
     if require_verified and not (server or database):
         raise invalid_request(
             "--require-verified needs verification evidence, and none was given",

@@ -27,6 +27,7 @@ from compat_service.domain.backends import (
     label_family,
     normalise_arch,
 )
+from compat_service.domain.host import HostFacts
 from compat_service.domain.versions import cached_version
 
 #: packages `--with` may add next to torch
@@ -198,6 +199,37 @@ class ResolveRequest:
             driver=driver_value,
             gpu_arch=arch_value,
             with_=parse_with(with_),
+            require_verified=require_verified,
+            strict=strict,
+        )
+
+    @classmethod
+    def for_host(
+        cls,
+        host: HostFacts,
+        *,
+        torch: str | None = None,
+        python: str | None = None,
+        os: str | None = None,
+        arch: str | None = None,
+        with_: str | None = None,
+        require_verified: bool = False,
+        strict: bool = False,
+    ) -> ResolveRequest:
+        """The request for a detected host (`accelenv resolve` with no --backend, `doctor`'s fix): its
+        backend as detected (or as ACCELENV_BACKEND names it); its driver and GPU architecture where builds
+        are chosen by them (CUDA, ROCm: elsewhere --driver and --gpu-arch name a GPU target the backend is
+        not, an invalid request); a flag given wins."""
+        gpu = parse_backend(host.backend).family in ("cuda", "rocm")
+        return cls.from_strings(
+            torch=torch,
+            python=python if python is not None else host.python,
+            os=os if os is not None else host.os,
+            arch=arch if arch is not None else host.arch,
+            backend=host.backend,
+            driver=host.driver if gpu else None,
+            gpu_arch=host.gpu_arch if gpu else None,
+            with_=with_,
             require_verified=require_verified,
             strict=strict,
         )

@@ -67,7 +67,7 @@ def try_resolve(request: ResolveRequest, matrix: Matrix) -> Resolution | None:
 
 
 def _check_request(request: ResolveRequest, matrix: Matrix) -> None:
-    from compat_service.domain.resolver.request import invalid_request
+    from compat_service.domain.resolver.request import implied_family, invalid_request
 
     if request.backend.kind == "auto":
         raise invalid_request(
@@ -78,7 +78,7 @@ def _check_request(request: ResolveRequest, matrix: Matrix) -> None:
         )
     family = request.backend.family
     if request.gpu_arch:
-        vendor = "rocm" if request.gpu_arch.startswith("gfx") else "cuda"
+        vendor = implied_family(None, request.gpu_arch)
         if family in ("cuda", "rocm") and family != vendor:
             raise invalid_request(
                 f"--gpu-arch {request.gpu_arch} is {'an AMD' if vendor == 'rocm' else 'an NVIDIA'} "
