@@ -13,8 +13,6 @@ import io
 import zipfile
 from dataclasses import dataclass
 
-from packaging.metadata import Metadata
-
 from compat_service.index.client import IndexClient
 from compat_service.index.errors import IndexResponseError
 
@@ -122,10 +120,3 @@ def read_metadata(client: IndexClient, wheel: WheelRef) -> tuple[bytes, str]:
     client.cache.store_metadata(wheel.sha256, raw)
     return raw, how
 
-
-def parse_metadata(raw: bytes, filename: str) -> Metadata:
-    """packaging's core-metadata parser, lenient about fields we do not read (old wheels break some rules)."""
-    try:
-        return Metadata.from_email(raw, validate=False)
-    except Exception as exc:
-        raise IndexResponseError(f"{filename}: METADATA cannot be parsed: {exc}") from exc

@@ -264,7 +264,7 @@ class ResolveRequest:
 
 
 def invalid_request(message: str, hint: str, flag: str, value: str) -> Exception:
-    # errors.py builds pydantic models (~90 ms to import); only the failure path pays for it.
+    # errors.py builds pydantic models: only the failure path pays (the start-up benchmarks/bench_resolve.py times).
     from compat_service.domain.errors import Cause, InvalidRequestError
 
     return InvalidRequestError(
