@@ -32,6 +32,44 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+__all__ = [
+    "AccelenvError",
+    "Alternative",
+    "AuthError",
+    "BackendUnavailableError",
+    "Cause",
+    "CompanionUnknownError",
+    "ConflictError",
+    "DatabaseNotReadyError",
+    "DriverTooOldError",
+    "ERRORS",
+    "ErrorBody",
+    "ForbiddenError",
+    "GpuArchUnsupportedError",
+    "IndexResponseError",
+    "IndexUnreachableError",
+    "InternalError",
+    "InvalidRequestError",
+    "MatrixDataError",
+    "MatrixOutOfDateError",
+    "NotFoundError",
+    "NotVerifiedError",
+    "PlatformUnsupportedError",
+    "PythonUnsupportedError",
+    "RESOLVER_ERROR_CODES",
+    "ReportConflictError",
+    "ReportInvalidError",
+    "ReportTooLargeError",
+    "RestsOnUnknownError",
+    "ServerFailedError",
+    "ServerUnreachableError",
+    "TorchNotFoundError",
+    "UnsatisfiableError",
+    "VariantNotPublishedError",
+    "error_class",
+    "error_from_body",
+]
+
 
 class Cause(BaseModel):
     """One constraint that took part in a failure, and where it came from."""
