@@ -25,6 +25,11 @@ class HostFacts:
     def from_detected(cls, found: Mapping[str, Any]) -> HostFacts:
         """From ``probes.host.facts.detect_host()``'s dict."""
         return cls(
-            os=found["os"], arch=found["arch"], python=found["python"], backend=found["backend"],
-            driver=found["driver_version"], gpu_arch=found["device_arch"], gpu_name=found["device_name"],
+            os=found["os"],
+            arch=found["arch"],
+            python=found["python"],
+            backend=found["backend"],
+            driver=found["driver_version"],
+            gpu_arch=found["device_arch"],
+            gpu_name=found["device_name"],
         )

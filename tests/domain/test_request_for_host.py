@@ -25,7 +25,9 @@ def _host(backend: str, driver: str | None = "575.57.08", gpu_arch: str | None =
     ],
     ids=["cuda", "label-override", "rocm", "cpu-with-a-driver", "xpu-with-a-driver"],
 )
-def test_a_hosts_facts_become_its_request(host: HostFacts, driver: str | None, gpu_arch: str | None, family: str) -> None:
+def test_a_hosts_facts_become_its_request(
+    host: HostFacts, driver: str | None, gpu_arch: str | None, family: str
+) -> None:
     request = ResolveRequest.for_host(host, torch="2.13")
     assert (request.driver, request.gpu_arch, request.backend.family) == (driver, gpu_arch, family)
     assert (request.os, request.arch, request.python) == ("linux", "x86_64", "3.12")
@@ -37,6 +39,15 @@ def test_a_flag_given_wins_over_the_detected_fact() -> None:
 
 
 def test_detect_hosts_dict_is_read_once() -> None:
-    found: dict[str, Any] = {"os": "linux", "arch": "aarch64", "python": "3.11", "backend": "cuda", "driver_version": "580.1",
-             "device_arch": "sm_90", "device_name": "GH200", "runtime_version": None, "sources": {}}
+    found: dict[str, Any] = {
+        "os": "linux",
+        "arch": "aarch64",
+        "python": "3.11",
+        "backend": "cuda",
+        "driver_version": "580.1",
+        "device_arch": "sm_90",
+        "device_name": "GH200",
+        "runtime_version": None,
+        "sources": {},
+    }
     assert HostFacts.from_detected(found) == HostFacts("linux", "aarch64", "3.11", "cuda", "580.1", "sm_90", "GH200")
