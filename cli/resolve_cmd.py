@@ -54,7 +54,8 @@ def build_parser() -> argparse.ArgumentParser:
             add(p.flag, dest=p.dest, action="store_true", help=p.cli_help or p.description)
         else:
             help_text = p.cli_help or p.description
-            add(p.flag, dest=p.dest, metavar=p.metavar, default=p.cli_default, help=help_text)
+            action = "append" if p.repeatable else "store"
+            add(p.flag, dest=p.dest, metavar=p.metavar, default=p.cli_default, help=help_text, action=action)
     add("--format", dest="fmt", metavar="FORMAT", default="text", help=f"one of: {', '.join(FORMATS)}")
     add(
         "--server",
@@ -133,7 +134,7 @@ def run_resolve(
     backend: str | None,
     driver: str | None,
     gpu_arch: str | None,
-    with_: str | None,
+    with_: str | list[str] | None,
     fmt: str,
     server: str | None,
     matrix_path: str | None,
@@ -202,13 +203,21 @@ def run_resolve(
         from compat_service.domain.matrix.snapshot import load_matrix_cached
         from compat_service.domain.resolver.stages import resolve
 
+
         evidence = None
         if database:
             # lazy: only `--database` pays for SQLAlchemy (docs/architecture.md allows it here)
             from compat_service.db.evidence.lookup import open_database_evidence
 
             evidence = open_database_evidence(database, gpu_arch=request.gpu_arch)
-        resolution = resolve(request, load_matrix_cached(Path(matrix_path) if matrix_path else None), evidence)
+        data_dir = Path(matrix_path) if matrix_path else None
+        if request.stack:  # --with vllm: the stack's releases, then torch for them (compat_service/domain/stacks)
+            from compat_service.domain.stacks.catalog import load_catalog
+            from compat_service.domain.stacks.resolve import resolve_stack
+
+            resolution = resolve_stack(request, load_matrix_cached(data_dir), evidence, load_catalog(data_dir))
+        else:
+            resolution = resolve(request, load_matrix_cached(data_dir), evidence)
     if note is not None:
         import dataclasses
 

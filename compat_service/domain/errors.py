@@ -20,6 +20,9 @@ The resolver's failure kinds (all `UnsatisfiableError`: exit 5, HTTP 409):
 | companion-unknown      | the matrix has no torchvision/torchaudio version for the matching releases    |
 | not-verified           | --require-verified, and no candidate's cell is verified by probe reports       |
 | rests-on-unknown       | --strict, and the answer rests on data the matrix lacks (arch list, floor)     |
+| stack-conflict         | no release of a --with package fits torch and the host together (its pins, its |
+|                        | wheels, the torch build its binaries need); a host-only failure of every       |
+|                        | candidate keeps the torch resolver's code (driver-too-old, ...)                |
 
 Malformed flags are `InvalidRequestError` (exit 2, HTTP 422).
 """
@@ -218,6 +221,12 @@ class RestsOnUnknownError(UnsatisfiableError):
     """``--strict``: the only answer rests on data the matrix does not have (an arch list, a driver floor)."""
 
     code = "rests-on-unknown"
+
+
+class StackConflictError(UnsatisfiableError):
+    """No release of an ecosystem package (`--with vllm`) fits torch and the target together."""
+
+    code = "stack-conflict"
 
 
 class NotVerifiedError(UnsatisfiableError):

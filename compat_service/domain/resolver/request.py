@@ -12,11 +12,13 @@ No pydantic here on purpose: the request is parsed on the fast path of `accelenv
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Literal
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from compat_service.domain.backends import (
@@ -37,6 +39,61 @@ _PYTHON_RE = re.compile(r"^(\d\.\d{1,2})(\.\d+)?(t?)$")
 _MINOR_RE = re.compile(r"^\d+\.\d+$")
 _SPEC_START = ("<", ">", "=", "!", "~")
 _GPU_ARCH_RE = re.compile(r"^(sm_\d{2,3}[af]?|gfx[0-9a-f]{3,5})$")
+
+# -- `--with`: ecosystem packages of a stack (resolved by compat_service.domain.stacks) -----------------
+# `split_with` turns the raw values (the CLI's repeatable --with, the API's repeated with=, each also
+# comma-separated) into items, keeping a specifier's own commas (``xformers>=0.0.30,<0.0.33`` is one item).
+_NAME_RE = re.compile(r"^([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)\s*(.*)$")
+
+
+@dataclass(frozen=True)
+class PackageRequest:
+    """An ecosystem package and the releases the request allows ('' = any)."""
+
+    name: str
+    specifier: str = ""
+
+    @property
+    def text(self) -> str:
+        return f"{self.name}{self.specifier}"
+
+    def allows(self, version: str, prerelease: bool) -> bool:
+        if not self.specifier:
+            return not prerelease
+        spec = SpecifierSet(self.specifier)
+        # a pre-release only where the specifier names one (PEP 440's default)
+        return spec.contains(version)
+
+
+def split_with(values: Iterable[str]) -> list[str]:
+    items: list[str] = []
+    for value in values:
+        for part in value.split(","):
+            part = part.strip()
+            if not part:
+                continue
+            if items and part[0] in "<>=!~":
+                items[-1] += "," + part
+            else:
+                items.append(part)
+    return items
+
+
+def parse_package(text: str) -> PackageRequest | None:
+    """``vllm``, ``vllm==0.15.1``, ``xformers>=0.0.30,<0.0.33``; None when it is not that shape."""
+    match = _NAME_RE.match(text.strip())
+    if match is None:
+        return None
+    name, spec = match.group(1), match.group(2).strip()
+    if spec:
+        if spec[0] not in "<>=!~":
+            return None
+        try:
+            spec = str(SpecifierSet(spec))
+        except InvalidSpecifier:
+            return None
+    return PackageRequest(canonicalize_name(name), spec)
+
 
 #: versions repeat across requests (the matrix's patches); parsing each once keeps resolve() cheap
 _version = lru_cache(maxsize=4096)(Version)
@@ -63,6 +120,8 @@ class Parameter:
     metavar: str | None = None
     #: a yes/no switch (``--require-verified``; ``require_verified=true`` in a query)
     switch: bool = False
+    #: may be given more than once (``--with vllm --with flash-attn``; ``with=vllm&with=flash-attn``)
+    repeatable: bool = False
 
     @property
     def flag(self) -> str:
@@ -91,9 +150,13 @@ PARAMETERS: tuple[Parameter, ...] = (
               cli_help="driver version of the target, e.g. 535.104.05"),
     Parameter("gpu_arch", 16, "the target's GPU architecture: sm_90, 9.0 or gfx942",
               cli_help="GPU architecture of the target: sm_90 (or 9.0), gfx942", metavar="ARCH"),
-    Parameter("with", 64, "companions: torchvision,torchaudio (default), a subset, or none",
-              cli_help="companions: torchvision,torchaudio (default) or none", cli_dest="with_",
-              metavar="PACKAGES"),
+    Parameter("with", 64,
+              "companions torchvision,torchaudio (default), a subset or none; and ecosystem packages resolved "
+              "with torch: vllm, vllm==0.15.1, flash-attn, xformers, torchao, bitsandbytes, vllm-ascend "
+              "(repeatable)",
+              cli_help="torchvision,torchaudio (default) or none; ecosystem packages resolved with torch: "
+              "vllm, vllm==0.15.1, flash-attn, ... (repeatable)", cli_dest="with_",
+              metavar="PACKAGES", repeatable=True),
     Parameter("require_verified", 8, "true: accept only combinations probe reports verify",
               cli_help="accept only combinations probe reports verify (needs --server or --database)",
               switch=True),
@@ -164,6 +227,8 @@ class ResolveRequest:
     driver: str | None = None
     gpu_arch: str | None = None
     with_: tuple[str, ...] = DEFAULT_COMPANIONS
+    #: ecosystem packages resolved together with torch (`compat_service.domain.stacks`), in request order
+    stack: tuple[PackageRequest, ...] = ()
     #: accept only combinations probe reports verify (needs evidence: --server or --database)
     require_verified: bool = False
     #: fail (rests-on-unknown) instead of answering when the answer rests on data the matrix does not have
@@ -184,10 +249,11 @@ class ResolveRequest:
         backend: str | None = None,
         driver: str | None = None,
         gpu_arch: str | None = None,
-        with_: str | None = None,
+        with_: str | Sequence[str] | None = None,
         require_verified: bool = False,
         strict: bool = False,
     ) -> ResolveRequest:
+        companions, stack = parse_with_stack(with_)
         os_name = _parse_os(os)
         driver_value = _parse_driver(driver)
         arch_value = _parse_gpu_arch(gpu_arch)
@@ -199,13 +265,14 @@ class ResolveRequest:
             backend=_target_backend(backend, driver_value, arch_value),
             driver=driver_value,
             gpu_arch=arch_value,
-            with_=parse_with(with_),
+            with_=companions,
+            stack=stack,
             require_verified=require_verified,
             strict=strict,
         )
 
     @classmethod
-    def from_query(cls, values: dict[str, str | None]) -> ResolveRequest:
+    def from_query(cls, values: dict[str, str | list[str] | None]) -> ResolveRequest:
         """The request from query parameters (``PARAMETERS`` names; absent ones None)."""
         kwargs: dict[str, object] = {}
         for p in PARAMETERS:
@@ -221,7 +288,7 @@ class ResolveRequest:
             "os": self.os,
             "arch": self.arch,
             "backend": self.backend.text,
-            "with": ",".join(self.with_) or "none",
+            "with": ",".join([*self.with_, *(p.text for p in self.stack)]) or "none",
         }
         for key, value in (("python", self.python), ("driver", self.driver), ("gpu_arch", self.gpu_arch)):
             if value is not None:
@@ -387,6 +454,36 @@ def _parse_gpu_arch(text: str | None) -> str | None:
             value,
         )
     return value
+
+
+def parse_with_stack(values: str | Sequence[str] | None) -> tuple[tuple[str, ...], tuple[PackageRequest, ...]]:
+    """``--with`` (each value comma-separated, repeatable): the companions and the ecosystem packages.
+
+    Naming only ecosystem packages keeps the default companions (a package's own pins of them win)."""
+    if values is None:
+        return DEFAULT_COMPANIONS, ()
+    texts = [values] if isinstance(values, str) else list(values)
+    items = split_with(texts)
+    if not items or all(i.strip().lower() == "none" for i in items):
+        return parse_with("none" if texts else None), ()
+    companions = [i for i in items if i.strip().lower() in (*COMPANIONS, "none")]
+    stack: list[PackageRequest] = []
+    for item in items:
+        if item in companions:
+            continue
+        package = parse_package(item)
+        if package is None or package.name in COMPANIONS or package.name == "torch":
+            raise invalid_request(
+                f"--with {item!r} is not a package request",
+                "name a package, optionally with a PEP 440 specifier: vllm, vllm==0.15.1, 'xformers>=0.0.30'; "
+                "torch itself is --torch; torchvision and torchaudio take no version here",
+                "--with",
+                item,
+            )
+        if all(p.name != package.name for p in stack):
+            stack.append(package)
+    chosen = parse_with(",".join(companions)) if companions else DEFAULT_COMPANIONS
+    return chosen, tuple(stack)
 
 
 def parse_with(text: str | None) -> tuple[str, ...]:
