@@ -49,12 +49,18 @@ _OPENAPI = {
 }
 
 
-def query_strings(raw: bytes) -> dict[str, str | None]:
+#: how many times a repeatable parameter (``with``) may be given
+MAX_REPEATS = 8
+
+
+def query_strings(raw: bytes) -> dict[str, str | list[str] | None]:
     """The resolve parameters of a raw query string; an over-long value is an InvalidRequestError.
 
     Parsed as Starlette's ``QueryParams`` parses it (latin-1 bytes, ``+`` and %-escapes as UTF-8 with
-    replacement, blank values kept, the last of a repeated name wins), without building the multidict."""
+    replacement, blank values kept, the last of a repeated name wins), without building the multidict;
+    a repeatable parameter (``with=vllm&with=flash-attn``) keeps every value, in order."""
     given: dict[str, str] = {}
+    repeated: dict[str, list[str]] = {}
     for part in raw.decode("latin-1").split("&"):
         if not part:
             continue
@@ -64,10 +70,24 @@ def query_strings(raw: bytes) -> dict[str, str | None]:
         if "%" in value or "+" in value:
             value = unquote(value.replace("+", " "), errors="replace")
         given[name] = value
-    values: dict[str, str | None] = {}
+        repeated.setdefault(name, []).append(value)
+    values: dict[str, str | list[str] | None] = {}
     for p in PARAMETERS:
         name, limit = p.name, p.max_length
         value = given.get(name)
+        if p.repeatable and len(repeated.get(name, ())) > 1:
+            if len(repeated[name]) > MAX_REPEATS:
+                raise InvalidRequestError(
+                    f"invalid query parameter {name}: given more than {MAX_REPEATS} times",
+                    hint=f"name at most {MAX_REPEATS} packages",
+                    causes=[Cause(constraint=f"at most {MAX_REPEATS} values", origin=f"query parameter {name}")],
+                )
+            longest = max(repeated[name], key=len)
+            if len(longest) > limit:
+                value = longest  # refused below, like a single over-long value
+            else:
+                values[name] = list(repeated[name])
+                continue
         if value is not None and len(value) > limit:
             raise InvalidRequestError(
                 f"invalid query parameter {name}: longer than {limit} characters",
@@ -94,6 +114,15 @@ async def resolution_body(app: Any, raw: bytes) -> bytes:
     matrix = await current_matrix(app)
     # Evidence from the stored probe reports (routes/evidence.py); its stamp keeps the cache current.
     evidence, stamp = evidence_for_resolve(app, parsed.gpu_arch, require_verified=parsed.require_verified)
+    if parsed.stack:  # with=vllm: the stack's releases, then torch for them (compat_service/domain/stacks)
+        from compat_service.domain.stacks.catalog import load_catalog
+        from compat_service.domain.stacks.resolve import resolve_stack
+
+        catalog = load_catalog()
+        return cache.body(
+            (matrix.content_hash, stamp, parsed),
+            lambda: resolution_to_json(resolve_stack(parsed, matrix.matrix, evidence, catalog)),
+        )
     return cache.body(
         (matrix.content_hash, stamp, parsed),
         lambda: resolution_to_json(resolve_request(parsed, matrix.matrix, evidence)),
