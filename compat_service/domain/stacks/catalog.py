@@ -26,7 +26,7 @@ from packaging.version import InvalidVersion, Version
 
 ECOSYSTEM_FILE = "ecosystem.yaml"
 #: bump when the compiled layout changes
-CATALOG_FORMAT = "1"
+CATALOG_FORMAT = "2"
 _OWN_FILES = tuple(Path(__file__).with_name(name) for name in ("catalog.py", "schema.py"))
 
 
@@ -63,6 +63,8 @@ class Release:
     curated_torch: dict[str, Any] | None
     #: curated policy row (vllm-ascend): {"vllm": ..., "cann": ..., "source": [...]}
     policy: dict[str, Any] | None
+    #: the UTC date of the release's first upload (ISO), where the index gives it
+    first_upload: str | None = None
 
     @cached_property
     def parsed(self) -> Version:
@@ -241,6 +243,7 @@ def _from_raw(raw: dict[str, Any]) -> Catalog:
                 requires={k: tuple(Requirement(*item) for item in v) for k, v in r["requires"].items()},
                 curated_torch=r.get("curated_torch"),
                 policy=r.get("policy"),
+                first_upload=r.get("first_upload"),
             )
             for r in p["releases"]
         )
@@ -336,6 +339,7 @@ def compile_catalog(data_dir: Path) -> dict[str, Any]:
                 "wheels": wheels, "requires": requires,
                 "curated_torch": torch_row.model_dump() if torch_row else None,
                 "policy": policy_row.model_dump() if policy_row else None,
+                "first_upload": release.first_upload.date().isoformat() if release.first_upload else None,
             })
         packages.append({
             "name": name,

@@ -180,6 +180,9 @@ class Plan:
     pins: dict[str, tuple[str, str]]
     unknowns: list[str]
     reasons: list[Reason]
+    #: a default-index package that gives torch a range: its binaries were built against a torch released
+    #: no later than the package (ISO date of its first upload, and who says so)
+    not_after: tuple[str, str] | None = None
 
 
 def _plan(search: Search, combo: list[tuple[tuple[PackageRequest, Package], Release]]) -> Plan | None:
@@ -189,6 +192,7 @@ def _plan(search: Search, combo: list[tuple[tuple[PackageRequest, Package], Rele
     pins: dict[str, tuple[str, str]] = {}
     specs: list[SpecifierSet] = []
     any_of: list[list[str]] = []
+    not_after: tuple[str, str] | None = None
     unknowns: list[str] = []
     reasons: list[Reason] = []
     what = ", ".join(f"{p.name} {r.version}" for p, r in chosen)
@@ -211,6 +215,10 @@ def _plan(search: Search, combo: list[tuple[tuple[PackageRequest, Package], Rele
         stated = release.torch_specifier(platform, python)
         if stated is not None:
             specs.append(SpecifierSet(stated))
+            if package.torch_build == "default-index" and "torch" not in release.pins(platform, python) \
+                    and release.first_upload:
+                earliest = min(filter(None, [release.first_upload, not_after[0] if not_after else None]))
+                not_after = (earliest, f"{package.name} {release.version}")
             continue
         row = release.curated_torch
         if row is not None and row.get("binaries"):
@@ -221,7 +229,7 @@ def _plan(search: Search, combo: list[tuple[tuple[PackageRequest, Package], Rele
         elif package.torch_build != "prebuilt":  # prebuilt: its wheel matrix is the requirement
             unknowns.append(f"{package.name} {release.version} states no torch requirement and the matrix has no "
                             "compatibility row for it: any torch was allowed")
-    return Plan(chosen, specs, any_of, pins, unknowns, reasons)
+    return Plan(chosen, specs, any_of, pins, unknowns, reasons, not_after)
 
 
 def _admits(plan: Plan, version: str) -> bool:
@@ -240,6 +248,9 @@ def _patches(search: Search, plan: Plan) -> Iterator[tuple[Any, Any]]:
         if minor.status != "released" and not spec.names_minor(minor.minor):
             continue
         for patch in search.matrix.torch_patches(minor):
+            released = getattr(patch, "release_date", None)
+            if plan.not_after and released is not None and str(released) > plan.not_after[0]:
+                continue  # released after the package: its binaries cannot have been built against it
             if spec.matches(patch.version, minor.minor) and _admits(plan, patch.version):
                 yield minor, patch
                 count += 1
@@ -332,9 +343,11 @@ def _try_combination(search: Search, combo: list[tuple[tuple[PackageRequest, Pac
     if not tried_any:
         torch_text = " and ".join(str(s) or "any" for s in plan.torch_specs) or "any torch"
         asked = search.request.torch.text
+        platform, python = search.request.platform, search.request.python
         pinned = "; ".join(
-            f"{p.name} {r.version} requires torch{r.torch_specifier(search.request.platform, search.request.python) or ''}"
-            for p, r in plan.chosen if r.torch_specifier(search.request.platform, search.request.python) is not None)
+            f"{p.name} {r.version} {'pins' if 'torch' in r.pins(platform, python) else 'requires'} "
+            f"torch{r.torch_specifier(platform, python) or ''}"
+            for p, r in plan.chosen if r.torch_specifier(platform, python) is not None)
         search.attempts.append(Attempt(what, "stack-conflict",
                                        (pinned or f"{what} needs torch {torch_text}")
                                        + (f"; you asked for torch {asked}" if asked != "latest" else
@@ -441,7 +454,8 @@ def _finish(search: Search, plan: Plan, res: Resolution) -> Resolution | None:
             no_deps = stated is not None and not SpecifierSet(stated).contains(res.torch_version, prereleases=True)
             if package.torch_build == "default-index" and stated and not release.pins(platform, res.python).get("torch"):
                 unknowns.append(f"{package.name} {release.version} requires torch{stated} (a range): which torch its "
-                                "binaries were built against is not in the matrix")
+                                "binaries were built against is not in the matrix; only torch released before it "
+                                f"({release.first_upload}) was considered")
             if package.torch_build is None:
                 unknowns.append(f"which torch build {package.name}'s binaries go with is not in the matrix "
                                 "(no row in ecosystem.yaml)")
