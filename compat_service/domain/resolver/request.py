@@ -18,7 +18,6 @@ from functools import lru_cache
 from typing import Literal
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from compat_service.domain.backends import (
@@ -92,7 +91,8 @@ def parse_package(text: str) -> PackageRequest | None:
             spec = str(SpecifierSet(spec))
         except InvalidSpecifier:
             return None
-    return PackageRequest(canonicalize_name(name), spec)
+    # PEP 503's normalised name (packaging.utils would pull packaging.tags onto the fast path)
+    return PackageRequest(re.sub(r"[-_.]+", "-", name).lower(), spec)
 
 
 #: versions repeat across requests (the matrix's patches); parsing each once keeps resolve() cheap

@@ -121,15 +121,27 @@ class Package:
         return sorted(found)
 
 
-@dataclass(frozen=True)
 class Catalog:
-    packages: dict[str, Package]
+    """The ecosystem packages by name; each is built from the compiled JSON the first time it is asked for."""
+
+    def __init__(self, raw: dict[str, dict[str, Any]]) -> None:
+        self._raw = raw
+        self._built: dict[str, Package] = {}
+
+    @property
+    def packages(self) -> dict[str, Package]:
+        return {name: self.get(name) for name in self._raw}  # type: ignore[misc]
 
     def names(self) -> list[str]:
-        return sorted(self.packages)
+        return sorted(self._raw)
 
     def get(self, name: str) -> Package | None:
-        return self.packages.get(name)
+        if name not in self._built:
+            raw = self._raw.get(name)
+            if raw is None:
+                return None
+            self._built[name] = _package(raw)
+        return self._built[name]
 
     def fact_count(self) -> int:
         """Release facts, wheel (platform x Python) facts and requirement facts: what the catalog rests on."""
@@ -188,12 +200,18 @@ def _marker_holds(marker: str, platform: str, python: str) -> bool:
 
 
 def _digest(data_dir: Path) -> str:
+    """The key of the compiled catalog: this module and the schema by content, the data files by path, size
+    and modification time (reading ~700 KB of generated YAML on every `resolve --with` costs more than the
+    answer; any edit, checkout or refresh changes a file's size or mtime)."""
     digest = hashlib.sha256(CATALOG_FORMAT.encode())
     for own in _OWN_FILES:
         digest.update(own.read_bytes())
     for path in sorted([data_dir / ECOSYSTEM_FILE, data_dir / "sources.yaml", *(data_dir / "index").glob("*.yaml")]):
-        if path.is_file():
-            digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+        try:
+            stat = path.stat()
+        except OSError:
+            continue
+        digest.update(f"{path.resolve()}\0{stat.st_size}\0{stat.st_mtime_ns}\0".encode())
     return digest.hexdigest()
 
 
@@ -229,35 +247,36 @@ def load_catalog(data_dir: Path | None = None) -> Catalog:
 
 def _from_raw(raw: dict[str, Any]) -> Catalog:
     _MARKER_ENV.update(raw.get("marker_env", {}))
-    packages = {}
-    for p in raw["packages"]:
-        releases = tuple(
-            Release(
-                package=p["name"],
-                version=r["version"],
-                yanked=r["yanked"],
-                prerelease=r["prerelease"],
-                requires_python=r["requires_python"],
-                sdist=r["sdist"],
-                wheels={k: tuple(v) for k, v in r["wheels"].items()},
-                requires={k: tuple(Requirement(*item) for item in v) for k, v in r["requires"].items()},
-                curated_torch=r.get("curated_torch"),
-                policy=r.get("policy"),
-                first_upload=r.get("first_upload"),
-            )
-            for r in p["releases"]
+    return Catalog({p["name"]: p for p in raw["packages"]})
+
+
+def _package(p: dict[str, Any]) -> Package:
+    releases = tuple(
+        Release(
+            package=p["name"],
+            version=r["version"],
+            yanked=r["yanked"],
+            prerelease=r["prerelease"],
+            requires_python=r["requires_python"],
+            sdist=r["sdist"],
+            wheels={k: tuple(v) for k, v in r["wheels"].items()},
+            requires={k: tuple(Requirement(*item) for item in v) for k, v in r["requires"].items()},
+            curated_torch=r.get("curated_torch"),
+            policy=r.get("policy"),
+            first_upload=r.get("first_upload"),
         )
-        packages[p["name"]] = Package(
-            name=p["name"],
-            torch_build=p["torch_build"],
-            sources=tuple(p["sources"]),
-            index=p["index"],
-            retrieved=p["retrieved"],
-            releases=releases,
-            wheel_rows=tuple(p["wheel_rows"]),
-            final_release_matches=p.get("final_release_matches"),
-        )
-    return Catalog(packages)
+        for r in p["releases"]
+    )
+    return Package(
+        name=p["name"],
+        torch_build=p["torch_build"],
+        sources=tuple(p["sources"]),
+        index=p["index"],
+        retrieved=p["retrieved"],
+        releases=releases,
+        wheel_rows=tuple(p["wheel_rows"]),
+        final_release_matches=p.get("final_release_matches"),
+    )
 
 
 def ecosystem_problems(data_dir: Path) -> list[Any]:

@@ -356,9 +356,9 @@ def _try_combination(search: Search, combo: list[tuple[tuple[PackageRequest, Pac
 
 
 def _resolve_torch(search: Search, plan: Plan, version: str, label: str | None) -> Resolution | AccelenvError | None:
-    """The torch resolver for one patch and build, at the Python every package of the plan has a wheel for."""
-    from compat_service.domain.errors import AccelenvError
+    """The torch resolver for one patch and build, at the Python every package of the plan has a wheel for.
 
+    The error classes are not imported here: they pull pydantic, which the success path never needs."""
     request = search.request
     base = dataclasses.replace(request, stack=(), torch=TorchSpec(version, "exact"))
     if label is not None:
@@ -375,7 +375,9 @@ def _resolve_torch(search: Search, plan: Plan, version: str, label: str | None) 
         if key not in search.cache:
             try:
                 search.cache[key] = resolve(dataclasses.replace(base, python=python), search.matrix, search.evidence)
-            except AccelenvError as exc:
+            except Exception as exc:
+                if not hasattr(exc, "code") or not hasattr(exc, "exit_code"):
+                    raise  # not an AccelenvError: a bug, not an answer
                 search.cache[key] = exc
         answer = search.cache[key]
         if not isinstance(answer, Resolution):
