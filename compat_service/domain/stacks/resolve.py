@@ -282,10 +282,10 @@ def _labels(search: Search, plan: Plan, minor: Any) -> tuple[list[str | None], s
             plan.unknowns.append(f"the default-index build of torch {minor.minor} on {platform} is not in the "
                                  f"matrix: the build {names} go with is unknown")
         elif asked is not None and asked != label:
-            return [], (f"{names} on the default index go with torch {minor.minor}'s default-index build "
+            return [], (f"{names}'s wheels on the default index go with torch {minor.minor}'s default-index build "
                         f"{label}; --backend {asked} asks for another build")
         elif family not in (None, "auto") and family != _family(search, label) and family != "mps":
-            return [], (f"{names} on the default index go with torch {minor.minor}'s default-index build "
+            return [], (f"{names}'s wheels on the default index go with torch {minor.minor}'s default-index build "
                         f"{label}, not a {family} build")
         else:
             labels = [label]
