@@ -64,3 +64,18 @@ def test_resolve_with_a_conflict_is_409_with_alternatives(client: TestClient) ->
     assert body["code"] == "stack-conflict"
     assert any("without vllm" in a["description"] for a in body["alternatives"])
     assert any("with torch" in a["description"] for a in body["alternatives"])
+
+
+def test_the_selector_page_has_a_with_field_and_shows_the_stack(client: TestClient) -> None:
+    # the form sends both `with` fields (the companions select, empty for the default, and the packages)
+    submitted = client.get("/?with=&with=vllm%3D%3D0.15.1&backend=cuda&python=3.12", follow_redirects=False)
+    assert submitted.status_code == 303
+    assert submitted.headers["location"] == "/?python=3.12&backend=cuda&with=vllm%3D%3D0.15.1"
+    page = client.get(submitted.headers["location"])
+    assert page.status_code == 200
+    assert 'id="f-with-packages" name="with" value="vllm==0.15.1"' in page.text
+    api = client.get("/v1/resolve", params={"with": "vllm==0.15.1", "backend": "cuda", "python": "3.12"}).json()
+    assert "vllm==0.15.1" in page.text and f"torch=={api['pins']['torch']}" in page.text
+    assert "<strong>vllm 0.15.1</strong>" in page.text
+    both = client.get("/?with=torchvision&with=vllm&backend=cuda&python=3.12", follow_redirects=False)
+    assert both.status_code == 303 and "with=torchvision%2Cvllm" in both.headers["location"]

@@ -83,6 +83,7 @@ async def selector_page(request: Request) -> Response:
             "notice": selector.NOTICES.get(state.get("notice", "")),
             "nvidia_smi_query": selector.NVIDIA_SMI_QUERY,
             "url_for_state": selector.url_for_state,
+            "with_parts": selector.with_parts(state.get("with")),
             "api_url": "/v1/resolve" + _resolve_query(state),
         },
     )
