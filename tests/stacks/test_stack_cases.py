@@ -12,6 +12,8 @@ from compat_service.domain.errors import AccelenvError
 from compat_service.domain.matrix.snapshot import load_matrix_cached
 from compat_service.domain.resolver.install_formats import pip_commands
 from compat_service.domain.resolver.request import ResolveRequest
+from compat_service.domain.resolver.resolution import resolution_from_json, resolution_to_json
+from compat_service.domain.resolver.resolution_schema import ResolutionBody
 from compat_service.domain.stacks.catalog import load_catalog
 from compat_service.domain.stacks.resolve import resolve_stack
 
@@ -67,5 +69,8 @@ def test_stack_case(case: dict[str, Any]) -> None:
         commands = pip_commands(res)
         positions = [commands.index(c) for c in expect["commands_include"]]
         assert positions == sorted(positions), commands
-    # every package of the stack names where it comes from and why
+    # every package of the stack names where it comes from and why; the JSON answer fits the published schema
     assert all(p.reason and p.sources for p in res.stack)
+    body = resolution_to_json(res)
+    assert ResolutionBody.model_validate(body).stack[0].name == res.stack[0].name
+    assert resolution_from_json(body) == res
