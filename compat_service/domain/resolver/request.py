@@ -288,7 +288,7 @@ class ResolveRequest:
             "os": self.os,
             "arch": self.arch,
             "backend": self.backend.text,
-            "with": ",".join([*self.with_, *(p.text for p in self.stack)]) or "none",
+            "with": ",".join([*(self.with_ or ("none",)), *(p.text for p in self.stack)]),
         }
         for key, value in (("python", self.python), ("driver", self.driver), ("gpu_arch", self.gpu_arch)):
             if value is not None:
