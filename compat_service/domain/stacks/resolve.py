@@ -595,7 +595,9 @@ def _failure(search: Search, alternatives: bool) -> AccelenvError:
     request = search.request
     attempts = list(dict.fromkeys((a.what, a.code, a.message, a.host_only) for a in search.attempts))
     attempts = [Attempt(*a) for a in attempts]
-    causes = [Cause(constraint=a.message, origin=f"stack: {a.what}") for a in attempts[:8]]
+    # one cause per distinct clash (the first candidate that met it), nearest candidates first
+    distinct = list({a.message: a for a in reversed(attempts)}.values())[::-1]
+    causes = [Cause(constraint=a.message, origin=f"stack: {a.what}") for a in distinct[:6]]
     host = [a for a in attempts if a.host_only]
     names = " + ".join(i.text for i in request.stack)
     if host and len(host) == len(attempts) and len({a.code for a in host}) == 1:
@@ -625,6 +627,9 @@ def _nearest(search: Search) -> list[tuple[str, dict[str, str]]]:
             tries.append(dataclasses.replace(request, stack=loose))
     if request.python is not None:
         tries.append(dataclasses.replace(request, python=None))
+    if request.backend.family in ("cpu", None) and request.os != "macos":
+        # a CPU target: the same stack on a CUDA host (the ecosystem's wheels are mostly CUDA builds)
+        tries.append(dataclasses.replace(request, backend=BackendSpec("cuda", "family", "cuda")))
     if request.backend.kind == "label":
         tries.append(dataclasses.replace(request, backend=BackendSpec(request.backend.family or "cpu", "family",
                                                                        request.backend.family)))
@@ -634,7 +639,8 @@ def _nearest(search: Search) -> list[tuple[str, dict[str, str]]]:
         except Exception:
             continue
         text = " + ".join(f"{p.name} {p.version}" for p in found.stack)
-        out.append((f"{text} with torch {found.torch_version} ({found.backend}, Python {found.python})",
+        target = f" on a {found.family} target" if found.family != (request.backend.family or "cpu") else ""
+        out.append((f"{text} with torch {found.torch_version} ({found.backend}, Python {found.python}){target}",
                     found_request(attempt, found)))
     try:
         alone = resolve(dataclasses.replace(request, stack=()), search.matrix, None)
