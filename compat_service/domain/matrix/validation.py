@@ -313,6 +313,7 @@ def _gpu_archs(rows: FileRows, labels: dict[str, Any], patches: list[Version]) -
     out = _Problems()
     file = "gpu_archs.yaml"
     claimed: dict[tuple[str, str, Version], int] = {}
+    patches = sorted(set(patches))  # a duplicated patch is reported by the torch_releases rules, once
     for i, a in _rows(rows, file, "arch_lists"):
         base = f"arch_lists[{i}]"
         spec = parse_specifier(a.torch)
