@@ -110,18 +110,22 @@ def show(
         view = release_view(data, torch)
         torch = view["minor"] if torch.strip() == "latest" else torch
         evidence = None
+        observed: list[dict] = []
         if server or database:
-            from cli.evidence_rows import fetch_evidence_rows
+            from cli.evidence_rows import fetch_evidence_rows, fetch_observed_arch_lists
 
             evidence = fetch_evidence_rows(torch, server=server, database=database, path=path)
+            observed = fetch_observed_arch_lists([p["version"] for p in view["patches"]], server=server,
+                                                 database=database, path=path)
         if as_json:
-            dump_json(view if evidence is None else {**view, "evidence": evidence})
+            dump_json(view if evidence is None else {**view, "evidence": evidence, "observed_arch_lists": observed})
         else:
             _render(view)
             if evidence is not None:
-                from cli.evidence_rows import render_evidence
+                from cli.evidence_rows import render_evidence, render_observed_arch_lists
 
                 render_evidence(evidence)
+                render_observed_arch_lists(observed)
 
 
 def _needs_torch(flag: str) -> Exception:

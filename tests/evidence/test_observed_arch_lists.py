@@ -18,7 +18,9 @@ from typing import Any
 
 import httpx
 import pytest
+from typer.testing import CliRunner
 
+from cli.main import app
 from cli.resolve_cmd import main as resolve_main
 from compat_service.domain.evidence.observed_builds import agreeing_builds, observation_of
 from compat_service.domain.evidence.report import ProbeReport
@@ -116,6 +118,8 @@ def test_the_service_resolves_with_an_observed_cuda_arch_list(service: Service) 
     assert [(a["variant"], a["archs"][-1], a["source"]) for a in detail["observed_arch_lists"]] == [
         ("cu128", "sm_120", [f"report:{report['report_id']}"])
     ]
+    page = service.client.get("/torch/2.7.1").text
+    assert 'id="gpu-archs-observed"' in page and f'href="/reports/{report["report_id"]}"' in page
     # a curated row wins over an observation: 2.7.0 cu128 is curated, so no observed row is shown for it
     assert service.client.get("/v1/torch/2.7.0").json()["observed_arch_lists"] == []
 
@@ -123,6 +127,32 @@ def test_the_service_resolves_with_an_observed_cuda_arch_list(service: Service) 
     assert service.submit(_report("torch-2.7.1-cu128", arch_list=["sm_80", "sm_90"])).status_code == 201
     disputed = service.client.get("/v1/resolve", params=CUDA_QUERY).json()
     assert disputed["pins"]["torch"] == "2.7.0"
+
+
+def test_a_withdrawn_report_takes_its_fact_with_it(service: Service) -> None:
+    import datetime as dt
+
+    from compat_service.db.evidence.withdraw import withdraw_submitter
+    from compat_service.db.matrix.tables import ApiTokenCreate
+    from compat_service.db.tokens import create_token
+
+    public, secret = create_token(service.engine, ApiTokenCreate(scope="report", note="observed archs"))
+    posted = service.client.post("/v1/reports", json=_report("torch-2.7.1-cu128"),
+                                 headers={"Authorization": f"Bearer {secret}"})
+    assert posted.status_code == 201
+    assert service.client.get("/v1/resolve", params=CUDA_QUERY).json()["pins"]["torch"] == "2.7.1"
+    withdraw_submitter(service.engine, public.id, now=dt.datetime.now(dt.timezone.utc))
+    assert service.client.get("/v1/resolve", params=CUDA_QUERY).json()["pins"]["torch"] == "2.7.0"
+    assert service.client.get("/v1/torch/2.7.1").json()["observed_arch_lists"] == []
+
+
+def test_matrix_show_with_a_database_lists_observed_arch_lists(service: Service, database_url: str) -> None:
+    report = _report("torch-2.6.0-rocm6.2.4")
+    assert service.submit(report).status_code == 201
+    shown = CliRunner().invoke(app, ["matrix", "show", "--torch", "2.6", "--database", database_url])
+    assert shown.exit_code == 0, shown.output
+    assert "observed arch list: torch 2.6.0 rocm6.2.4 linux-x86_64: gfx900" in shown.stdout
+    assert f"report:{report['report_id']}" in shown.stdout
 
 
 def test_the_service_resolves_with_an_observed_rocm_gfx_list(service: Service) -> None:
@@ -154,6 +184,11 @@ def test_resolve_with_a_server_uses_the_observed_arch_list(
             if answer["pins"]["torch"] == "2.7.1" or time.monotonic() > deadline:
                 break
             time.sleep(0.5)
+        shown = CliRunner().invoke(app, ["matrix", "show", "--torch", "2.7.1", "--json", "--server", server.base_url])
     assert code == 0
     assert (answer["pins"]["torch"], answer["status"]) == ("2.7.1", "known")
+    assert shown.exit_code == 0, shown.output
+    assert [(a["variant"], a["source"]) for a in json.loads(shown.stdout)["observed_arch_lists"]] == [
+        ("cu128", [f"report:{report['report_id']}"])
+    ]
     assert f"report:{report['report_id']}" in next(r for r in answer["reasons"] if r["decision"] == "gpu-arch")["sources"]
