@@ -29,7 +29,7 @@ def test_validate_clean_prints_a_summary_line_then_the_unknown_arch_lists_and_ex
     assert lines[1].startswith("unknown arch lists (") and len(lines) > 2
     # every unknown CUDA/ROCm build says what was searched (gpu_archs.yaml `searched`)
     assert all(line.startswith("  torch ") and ": searched: " in line for line in lines[2:])
-    assert any(line.startswith("  torch 2.7.1 cu128 linux-x86_64: searched: ") for line in lines[2:])
+    assert any(line.startswith("  torch 2.7.1 cu126 linux-x86_64: searched: ") for line in lines[2:])
 
 
 def test_validate_json_lists_the_unknown_arch_lists() -> None:

@@ -304,8 +304,9 @@ def test_gpu_arch_lists(data: MatrixData, torch: str, variant: str, arch: str, s
 
 
 def test_arch_lists_are_unknown_where_unsourced(data: MatrixData) -> None:
-    assert _archs(data, "2.7.1", "cu128", "linux-x86_64") is None
+    assert _archs(data, "2.7.1", "cu126", "linux-x86_64") is None
     assert _archs(data, "2.6.0", "rocm6.2.4", "linux-x86_64") is None
+    assert _archs(data, "2.11.0", "cu129", "linux-x86_64") is None
 
 
 def test_rocm_gfx_lists(data: MatrixData) -> None:
@@ -321,9 +322,11 @@ def test_every_unknown_build_is_counted_and_searched_builds_say_what_was_searche
 
     builds = {(b.torch, b.variant, b.platform): b for b in arch_list_coverage(data)}
     assert builds[("2.3.1", "cu121", "linux-x86_64")].known
-    unknown = builds[("2.7.1", "cu128", "linux-x86_64")]
+    unknown = builds[("2.7.1", "cu126", "linux-x86_64")]
     assert not unknown.known and unknown.searched and "v2.7.1" in unknown.searched
     assert not builds[("2.6.0", "rocm6.2.4", "linux-x86_64")].known
+    # measured on the published wheels (third_party_arch_list_outputs)
+    assert builds[("2.7.1", "cu128", "linux-x86_64")].known and builds[("2.14.0", "rocm7.2", "linux-x86_64")].known
 
 
 def test_vendor_backends(data: MatrixData) -> None:

@@ -83,9 +83,16 @@ def _arch_number(name: str) -> int:
     return int("".join(ch for ch in name if ch.isdigit()) or 0)
 
 
+def _arch_key(name: str) -> tuple[int, int, str]:
+    """sm_/compute_ by number, then gfx targets by their hex number (gfx900 < gfx90a < gfx942 < gfx1030)."""
+    if name.startswith("gfx"):
+        return 1, int(name[3:], 16), name
+    return 0, _arch_number(name), name
+
+
 def _canonical(flags: tuple[str, ...]) -> tuple[str, ...]:
     """An arch list as a set in one order, so two reports listing it differently still agree."""
-    return tuple(sorted(set(flags), key=lambda a: (_arch_number(a), a)))
+    return tuple(sorted(set(flags), key=_arch_key))
 
 
 @dataclass(frozen=True)
@@ -147,7 +154,7 @@ def agreeing_builds(observations: Iterable[BuildObservation]) -> ObservedFacts:
             continue
         first = group[0]
         builds[key] = ObservedBuild(
-            torch=key[0], variant=key[1], platform=key[2], arch_flags=first.arch_flags,
+            torch=key[0], variant=key[1], platform=key[2], arch_flags=lists[0],
             report_ids=tuple(o.report_id for o in group[:MAX_SOURCES]), reports=len(group),
             runtime=first.runtime, cudnn=first.cudnn, nccl=first.nccl,
         )
