@@ -65,6 +65,12 @@ def test_stack_case(case: dict[str, Any]) -> None:
         assert res.status == "rests-on-unknown"
     for text in expect.get("reasons_include", []):
         assert any(text in r.detail for r in res.reasons), [r.detail for r in res.reasons]
+    if expect.get("stack_after_torch_index"):
+        first, *rest = pip_commands(res)
+        assert res.index_url and first.endswith(f"{res.index_option} {res.index_url}")
+        last = rest[-1].split()
+        assert all(f"{p.name}=={p.version}" in last for p in res.packages)
+        assert all(f"{p.name}=={p.version}" in last for p in res.stack)
     if "commands_include" in expect:
         commands = pip_commands(res)
         positions = [commands.index(c) for c in expect["commands_include"]]
