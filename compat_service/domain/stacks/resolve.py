@@ -438,6 +438,8 @@ def _finish(search: Search, plan: Plan, res: Resolution) -> Resolution | None:
             local = current.version.split("+", 1)[1] if "+" in current.version and "+" not in version else None
             pinned = f"{version}+{local}" if local else version
             if Version(current.version.split("+")[0]) != Version(version.split("+")[0]):
+                # what the torch resolver said about the release it paired no longer applies
+                warnings = [w for w in warnings if f"{name} {current.version}" not in w]
                 reasons.append(Reason("stack", f"{by} pins {name}=={version} (the matrix pairs torch "
                                       f"{res.torch_version} with {name} {current.version})", (INDEX_SOURCE,)))
             packages = [dataclasses.replace(p, version=pinned) if p.name == name else p for p in packages]
