@@ -13,7 +13,7 @@ fix is what `accelenv resolve` gives for this host instead.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 
@@ -214,8 +214,8 @@ def run_doctor(*, site_packages: Path | None, database: str | None, matrix_path:
     return result.ok
 
 
-def _stack_findings(site_packages: Path | None, versions: dict[str, str | None], host: HostFacts, matrix,  # noqa: ANN001
-                    matrix_path: Path | None) -> list:  # type: ignore[type-arg]
+def _stack_findings(site_packages: Path | None, versions: dict[str, str | None], host: HostFacts, matrix: Any,
+                    matrix_path: Path | None) -> list[Any]:
     """An installed ecosystem package (vllm, xformers, ...) whose torch requirement the installed torch breaks,
     with the command that repairs it: the package release that fits the installed torch, else the stack of the
     installed release (`accelenv resolve --with NAME==X`)."""

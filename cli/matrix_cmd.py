@@ -38,7 +38,6 @@ def validate(
     """Check every file and cross-file rule; print each problem with its file and key."""
     from compat_service.domain.errors import MatrixDataError
     from compat_service.domain.matrix.loader import default_path, load_matrix_data, matrix_data_problems
-
     from compat_service.domain.stacks.catalog import ecosystem_problems
 
     where = path if path is not None else default_path()

@@ -41,8 +41,9 @@ def test_with_a_pinned_vllm_prints_its_torch_pins_in_one_command(tmp_path: Path)
     pip = _resolve(["--with", "vllm==0.15.1", "--backend", "cuda", "--python", "3.12", *TARGET, "--format", "pip"],
                    tmp_path)
     commands = [line for line in pip.stdout.splitlines() if not line.startswith("#")]
-    assert commands == [f"pip install torch=={pins['torch']} torchvision=={pins['torchvision']} "
-                        f"torchaudio=={pins['torchaudio']} vllm==0.15.1"]
+    expected = (f"pip install torch=={pins['torch']} torchvision=={pins['torchvision']} "
+                f"torchaudio=={pins['torchaudio']} vllm==0.15.1")
+    assert commands == [expected]
 
 
 def test_with_is_repeatable_and_a_conflict_exits_5_with_alternatives(tmp_path: Path) -> None:

@@ -20,7 +20,7 @@ def _vllm_release(torch_minor_prefix: str) -> tuple[str, str]:
     raise AssertionError(f"no vLLM release pins torch {torch_minor_prefix}")
 
 
-def test_an_installed_vllm_the_installed_torch_breaks_is_an_error_with_its_repair(tmp_path: Path, host) -> None:  # noqa: ANN001, F811
+def test_an_installed_vllm_the_installed_torch_breaks_is_an_error_with_its_repair(tmp_path: Path, host) -> None:  # noqa: F811
     host("cpu")
     version, pin = _vllm_release("2.14.")
     install(tmp_path, "torch", "2.9.1+cpu")
@@ -32,7 +32,7 @@ def test_an_installed_vllm_the_installed_torch_breaks_is_an_error_with_its_repai
     assert finding["fix"] and "vllm==" in finding["fix"]
 
 
-def test_an_installed_vllm_that_fits_its_torch_is_not_flagged(tmp_path: Path, host) -> None:  # noqa: ANN001, F811
+def test_an_installed_vllm_that_fits_its_torch_is_not_flagged(tmp_path: Path, host) -> None:  # noqa: F811
     host("cpu")
     version, pin = _vllm_release("2.14.")
     install(tmp_path, "torch", pin)

@@ -13,11 +13,11 @@ from packaging.specifiers import SpecifierSet
 
 from compat_service.domain.errors import PlatformUnsupportedError
 from compat_service.domain.matrix.snapshot import load_matrix_cached
-from compat_service.index.generated import load_facts
-from matrix_data import DATA_DIR
 from compat_service.domain.resolver.request import ResolveRequest
 from compat_service.domain.stacks.catalog import load_catalog
 from compat_service.domain.stacks.resolve import resolve_stack
+from compat_service.index.generated import load_facts
+from matrix_data import DATA_DIR
 
 MATRIX = load_matrix_cached()
 CATALOG = load_catalog()

@@ -12,7 +12,7 @@ No pydantic here on purpose: the request is parsed on the fast path of `accelenv
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Literal

@@ -184,16 +184,17 @@ _MARKER_ENV: dict[str, dict[str, str]] = {}
 
 
 def _marker_holds(marker: str, platform: str, python: str) -> bool:
+    from packaging.markers import InvalidMarker, Marker
+
     from compat_service.domain.matrix.markers import evaluate, marker_environment
-    from packaging.markers import Marker
 
     base = _MARKER_ENV.get(platform)
     if base is None:
         return True  # a platform without a marker environment: keep the requirement (cannot tell)
     try:
         return evaluate(Marker(marker), marker_environment(base, python.rstrip("t"))) is not False
-    except Exception:
-        return True
+    except InvalidMarker:
+        return True  # pip skips what it cannot read too: keep the requirement
 
 
 # -- loading ------------------------------------------------------------------------------------------------
@@ -281,13 +282,12 @@ def _package(p: dict[str, Any]) -> Package:
 
 def ecosystem_problems(data_dir: Path) -> list[Any]:
     """Every problem of ecosystem.yaml and the ecosystem's generated files (`matrix validate` reports them)."""
+    from compat_service.domain.errors import MatrixDataError
+
     try:
         compile_catalog(data_dir)
-    except Exception as exc:  # MatrixDataError carries the problems as causes
-        causes = getattr(exc, "causes", None)
-        if causes is None:
-            raise
-        return list(causes)
+    except MatrixDataError as exc:  # its causes are the problems
+        return list(exc.causes)
     return []
 
 

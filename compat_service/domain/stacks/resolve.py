@@ -595,8 +595,8 @@ def _failure(search: Search, alternatives: bool) -> AccelenvError:
     from compat_service.domain.errors import ERRORS, Alternative, Cause, StackConflictError
 
     request = search.request
-    attempts = list(dict.fromkeys((a.what, a.code, a.message, a.host_only) for a in search.attempts))
-    attempts = [Attempt(*a) for a in attempts]
+    keys = dict.fromkeys((a.what, a.code, a.message, a.host_only) for a in search.attempts)
+    attempts = [Attempt(*key) for key in keys]
     # one cause per distinct clash (the first candidate that met it), nearest candidates first
     distinct = list({a.message: a for a in reversed(attempts)}.values())[::-1]
     causes = [Cause(constraint=a.message, origin=f"stack: {a.what}") for a in distinct[:6]]
@@ -635,11 +635,13 @@ def _nearest(search: Search) -> list[tuple[str, dict[str, str]]]:
     if request.backend.kind == "label":
         tries.append(dataclasses.replace(request, backend=BackendSpec(request.backend.family or "cpu", "family",
                                                                        request.backend.family)))
+    from compat_service.domain.errors import AccelenvError
+
     for attempt in tries:
         try:
             found = resolve_stack(attempt, search.matrix, None, search.catalog, alternatives=False)
-        except Exception:
-            continue
+        except AccelenvError:
+            continue  # that one does not work either
         text = " + ".join(f"{p.name} {p.version}" for p in found.stack)
         target = f" on a {found.family} target" if found.family != (request.backend.family or "cpu") else ""
         out.append((f"{text} with torch {found.torch_version} ({found.backend}, Python {found.python}){target}",
@@ -649,8 +651,8 @@ def _nearest(search: Search) -> list[tuple[str, dict[str, str]]]:
         names = ", ".join(i.name for i in request.stack)
         out.append((f"torch {alone.torch_version} ({alone.backend}) without {names}",
                     dataclasses.replace(request, stack=()).to_strings()))
-    except Exception:
-        pass
+    except AccelenvError:
+        pass  # torch alone does not fit either: no such alternative
     return _unique(out)[:4]
 
 
