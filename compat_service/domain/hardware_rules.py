@@ -8,10 +8,23 @@ copy, which the probe applies to torch's compiled arch list on the target host; 
 matrix's arch lists. probes is stdlib-only and imports nothing from accelenv, so the domain can share it
 and it cannot share the domain's.
 
-Driver floor rule (conservative, one rule everywhere): a CUDA build needs the *toolkit's own* minimum
-driver from cuda.yaml (the floor of ``runtime_full`` when known, else the highest floor of that
-major.minor's updates). NVIDIA's minor-version compatibility (12.x on >= 525) is not used to accept a
-driver: PyTorch JIT-compiles PTX, which that mode does not support. It is mentioned in warnings only.
+Driver rule (NVIDIA's CUDA compatibility guide, two floors, both from cuda.yaml):
+
+| the GPU runs the build through                      | the driver needs                                 | rule                   |
+| --------------------------------------------------- | ------------------------------------------------ | ---------------------- |
+| SASS (a cubin of its major, minor <= its own)       | its CUDA major's minor-version-compatibility floor (or the toolkit's own floor, if lower) | minor-version-compat |
+| only the build's PTX (GPU newer than every cubin)   | the toolkit's own floor (the driver JIT-compiles that PTX) | toolkit-floor  |
+| unknown (no --gpu-arch, or no arch list)            | the major's floor; the answer says which GPUs that holds for | minor-version-compat |
+| a CUDA major without minor-version compatibility (10.x) | the toolkit's own floor                       | toolkit-floor          |
+
+The toolkit's own floor is that of ``runtime_full`` when known, else the highest floor of that major.minor's
+updates. The major's floor applies on every OS: CUDA 13.x needs an R580+ driver on Windows too, where
+NVIDIA prints no per-toolkit Windows floor. Minor-version compatibility does not cover PTX JIT for a GPU
+newer than the build's SASS, nor kernels that torch.compile's Triton builds with a ptxas newer than the
+driver ("device kernel image is invalid"): the answer says so (``MVC_LIMITS``).
+
+What a toolkit can compile (cuda.yaml ``toolkit_archs``): a GPU outside a build's toolkit range has no
+SASS in it, known even when the build's own list is not; a list is only unknown within that range.
 """
 
 from __future__ import annotations
@@ -33,15 +46,18 @@ if TYPE_CHECKING:
 cached_version = lru_cache(maxsize=4096)(Version)
 
 Coverage = Literal["kernels", "ptx", "no", "unknown"]
+#: what a verdict rests on: the build's own arch list, its toolkit's compile range, ROCm's gfx list
+Basis = Literal["list", "toolkit", "rocm", "none"]
 
 
 @dataclass(frozen=True)
 class ArchVerdict:
     coverage: Coverage
-    #: the matrix row behind the verdict (an ArchList or a RocmRelease), None = unknown
+    #: the matrix row behind the verdict (an ArchList, a ToolkitArchRange or a RocmRelease), None = unknown
     row: Any = None
     #: what the build ships, for messages ("sm_50 … sm_90 + PTX sm_90")
     shipped: str | None = None
+    basis: Basis = "list"
 
 
 def describe_archs(archs: list[str], ptx: str | None) -> str:
@@ -64,8 +80,29 @@ def arch_coverage(
         release = matrix.rocm_release(runtime)
         if release is not None and release.gfx_targets is not None:
             shipped = ", ".join(release.gfx_targets)
-            return ArchVerdict("kernels" if gpu_arch in release.gfx_targets else "no", release, shipped)
-    return ArchVerdict("unknown")
+            return ArchVerdict(
+                "kernels" if gpu_arch in release.gfx_targets else "no", release, shipped, basis="rocm"
+            )
+    if gpu_arch.startswith("sm_") and runtime is not None:
+        span = matrix.toolkit_arch_range(runtime)
+        if span is not None and not arch_in_range(gpu_arch, span.min_arch, span.max_arch):
+            shipped = f"CUDA {runtime} compiles SASS for {span.min_arch} … {span.max_arch} only"
+            return ArchVerdict("no", span, shipped, basis="toolkit")
+    return ArchVerdict("unknown", basis="none")
+
+
+def arch_number(arch: str) -> int:
+    """'sm_86' -> 86, 'sm_120' -> 120, 'sm_90a' -> 90."""
+    return int("".join(ch for ch in arch[3:] if ch.isdigit()) or 0)
+
+
+def arch_in_range(gpu_arch: str, low: str, high: str) -> bool:
+    """Can a toolkit whose nvcc targets ``low`` … ``high`` build SASS that runs on ``gpu_arch``? A GPU above
+    the range could run the newest cubin only if it shares its major (sm_89 runs sm_86 cubins)."""
+    number = arch_number(gpu_arch)
+    if number < arch_number(low):
+        return False
+    return number <= arch_number(high) or number // 10 == arch_number(high) // 10
 
 
 @dataclass(frozen=True)
@@ -97,6 +134,69 @@ def _driver_floor(matrix: Matrix, runtime: str | None, runtime_full: str | None,
         return DriverFloor(None, rows[-1] if rows else None)
     best = max(known, key=lambda t: cached_version(getattr(t, attr)))
     return DriverFloor(getattr(best, attr), best)
+
+
+#: what minor-version compatibility does not cover, said with every answer that counts on it
+MVC_LIMITS = (
+    "minor-version compatibility does not cover PTX JIT for a GPU newer than every SASS the build ships, and "
+    "kernels that torch.compile's Triton builds with its bundled ptxas (newer than the driver) fail with "
+    "'device kernel image is invalid' until the driver reaches the toolkit's own floor, or TRITON_PTXAS_PATH "
+    "points to a ptxas of the driver's CUDA version"
+)
+#: the sources of ``MVC_LIMITS`` (sources.yaml keys)
+MVC_LIMITS_SOURCES = ("nv_minor_compat", "pytorch_triton_ptxas")
+
+Rule = Literal["minor-version-compat", "toolkit-floor"]
+
+
+@dataclass(frozen=True)
+class DriverRule:
+    """The driver a build needs on this GPU, and which rule decided it (the table in the module docstring)."""
+
+    #: the floor the decision uses; None = neither floor is known for this OS
+    version: str | None
+    rule: Rule
+    #: the CudaToolkit row of the toolkit's own floor (None when the runtime has no row)
+    toolkit: Any
+    #: the toolkit's own floor on this OS (None = not in NVIDIA's table)
+    toolkit_floor: str | None
+    #: the CUDA major's minor-version-compatibility floor on this OS (None: no such row)
+    major_floor: str | None
+    #: the MinorVersionCompat row
+    major_row: Any
+    #: the GPU's coverage the rule was applied with (None: no --gpu-arch)
+    coverage: str | None
+
+
+def driver_rule(
+    matrix: Matrix, runtime: str | None, runtime_full: str | None, os: str, coverage: str | None
+) -> DriverRule:
+    memo = per_matrix_memo(matrix)
+    key = ("rule", runtime, runtime_full, os, coverage)
+    found = memo.get(key)
+    if found is None:
+        found = memo[key] = _driver_rule(matrix, runtime, runtime_full, os, coverage)
+    return found
+
+
+def _driver_rule(
+    matrix: Matrix, runtime: str | None, runtime_full: str | None, os: str, coverage: str | None
+) -> DriverRule:
+    own = driver_floor(matrix, runtime, runtime_full, os)
+    row = matrix.minor_version_compat(cached_version(runtime).major) if runtime else None
+    major = None
+    if row is not None:
+        major = row.min_driver_windows if os == "windows" else row.min_driver_linux
+    if major is None or coverage == "ptx":
+        # no minor-version compatibility, or the GPU runs the build only by JIT-compiling its PTX
+        needed = [v for v in (own.version, major) if v is not None]
+        version = max(needed, key=cached_version) if needed else None
+        return DriverRule(version, "toolkit-floor", own.toolkit, own.version, major, row, coverage)
+    # SASS (or unknown): the major's floor, unless the toolkit's own is lower (11.0 GA shipped 450.51)
+    version = major
+    if own.version is not None and cached_version(own.version) < cached_version(major):
+        version = own.version
+    return DriverRule(version, "minor-version-compat", own.toolkit, own.version, major, row, coverage)
 
 
 def newest_cuda_for_driver(matrix: Matrix, driver: str, os: str) -> str | None:

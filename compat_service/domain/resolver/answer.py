@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from compat_service.domain.backends import PLUGIN_FAMILIES, PLUGINS
-from compat_service.domain.hardware_rules import cached_version, newest_cuda_for_driver
+from compat_service.domain.hardware_rules import MVC_LIMITS, MVC_LIMITS_SOURCES, cached_version, describe_archs
 from compat_service.domain.matrix.interface import per_matrix_memo
 from compat_service.domain.resolver.resolution import HostRequirement, Pin, Reason, Resolution
 from compat_service.domain.resolver.state import Candidate, ResolverState
@@ -37,7 +37,7 @@ def build_resolution(state: ResolverState, minor: Any, patch: Any, python: str, 
     if c.arch is not None:
         _arch_reason(state, c, reasons, warnings)
     if state.family == "cuda":
-        _driver_reason(state, c, reasons, warnings, requirements)
+        _driver_reason(state, version, c, reasons, warnings, requirements)
     _family_notes(state, version, c, reasons, warnings, requirements)
 
     # the plugin row's id is stable while its matrix (the memo's owner) lives
@@ -234,55 +234,95 @@ def _arch_reason(state: ResolverState, c: Candidate, reasons: list[Reason], warn
 
 def _driver_reason(
     state: ResolverState,
+    version: str,
     c: Candidate,
     reasons: list[Reason],
     warnings: list[str],
     requirements: list[HostRequirement],
 ) -> None:
-    floor = c.floor
+    """The driver the build needs and the rule that decided it (hardware_rules: two floors)."""
+    rule = c.floor
+    r = state.r
     runtime = c.build_row.runtime
-    toolkit = floor.toolkit.version if floor.toolkit is not None else runtime
-    if floor.version is None:
+    toolkit = rule.toolkit.version if rule.toolkit is not None else runtime
+    if rule.version is None:
         warnings.append(
-            f"the matrix has no {state.r.os} driver minimum for CUDA {runtime}; check NVIDIA's release notes"
+            f"the matrix has no {r.os} driver minimum for CUDA {runtime}; check NVIDIA's release notes"
         )
-        if state.r.driver is not None:
-            state.unknowns.append(f"whether driver {state.r.driver} runs CUDA {runtime} on {state.r.os}")
+        if r.driver is not None:
+            state.unknowns.append(f"whether driver {r.driver} runs CUDA {runtime} on {r.os}")
         return
-    requirements.append(
-        HostRequirement("nvidia-driver", floor.version, f"CUDA {toolkit} toolkit minimum on {state.r.os}")
+    sources = tuple(rule.toolkit.source if rule.toolkit is not None else ()) + tuple(
+        rule.major_row.source if rule.major_row is not None else ()
     )
-    if state.r.driver is None:
-        warnings.append(
-            f"no --driver given: {c.label} needs an NVIDIA driver >= {floor.version} (CUDA {toolkit})"
+    major = rule.major_row.cuda_major if rule.major_row is not None else None
+    have = cached_version(r.driver) if r.driver is not None else None
+    own = rule.toolkit_floor
+    below_own = own is not None and (have is None or have < cached_version(own))
+    if rule.rule == "minor-version-compat":
+        covers = _build_covers(state, version, c)
+        if c.arch is not None and c.arch.coverage == "kernels":
+            detail = (
+                f"rule minor-version-compat: {r.gpu_arch} has SASS in {c.label}, so CUDA {toolkit} runs on "
+                f"any CUDA {major}.x driver >= {rule.version} on {r.os}"
+            )
+        else:
+            detail = (
+                f"rule minor-version-compat: CUDA {major}.x builds run on a driver >= {rule.version} on {r.os} "
+                f"when the GPU has SASS in {c.label} ({covers})"
+            )
+        if own is not None:
+            detail += f"; a GPU that runs it only through PTX needs CUDA {toolkit}'s own floor >= {own}"
+        requirements.append(
+            HostRequirement(
+                "nvidia-driver",
+                rule.version,
+                f"CUDA {major}.x minor-version-compatibility floor on {r.os}"
+                + (f" (CUDA {toolkit}'s own floor: {own})" if own else ""),
+            )
         )
-    detail = f"CUDA {toolkit} needs driver >= {floor.version} on {state.r.os}"
-    if state.r.driver is not None:
-        detail += f"; driver {state.r.driver} meets it"
-    reasons.append(
-        Reason("driver", detail, tuple(floor.toolkit.source) if floor.toolkit is not None else ())
-    )
-    if state.r.driver is not None:
-        _minor_version_note(state, warnings)
+        if r.driver is not None:
+            detail += f"; driver {r.driver} meets >= {rule.version}"
+        if below_own:
+            warnings.append(
+                f"driver {r.driver or '(not given)'} is below CUDA {toolkit}'s own floor {own}: "
+                + MVC_LIMITS
+                + f" (sources: {', '.join(MVC_LIMITS_SOURCES)})"
+            )
+            if r.driver is not None and (c.arch is None or c.arch.coverage == "unknown"):
+                state.unknowns.append(
+                    f"whether the GPU has SASS in {c.label} ({covers}): driver {r.driver} is below CUDA "
+                    f"{toolkit}'s own floor {own} (give --gpu-arch or --gpu)"
+                )
+    else:
+        if c.arch is not None and c.arch.coverage == "ptx":
+            why = f"{r.gpu_arch} runs {c.label} only through its PTX, which the driver JIT-compiles, so "
+        else:
+            why = f"CUDA {runtime} has no minor-version compatibility, so "
+        detail = f"rule toolkit-floor: {why}CUDA {toolkit} needs its own driver floor >= {rule.version} on {r.os}"
+        if r.driver is not None:
+            detail += f"; driver {r.driver} meets it"
+        requirements.append(
+            HostRequirement("nvidia-driver", rule.version, f"CUDA {toolkit} toolkit minimum on {r.os}")
+        )
+    if r.driver is None:
+        warnings.append(
+            f"no --driver given: {c.label} needs an NVIDIA driver >= {rule.version} ({rule.rule}"
+            + (f"; >= {own} for CUDA {toolkit}'s own floor" if own and own != rule.version else "")
+            + ")"
+        )
+    reasons.append(Reason("driver", detail, sources))
 
 
-def _minor_version_note(state: ResolverState, warnings: list[str]) -> None:
-    """Say when NVIDIA's minor-version compatibility would stretch this driver further than accelenv does."""
-    runs = newest_cuda_for_driver(state.m, state.r.driver or "0", state.r.os)
-    if runs is None:
-        return
-    major = cached_version(runs).major
-    row = state.m.minor_version_compat(major)
-    newer = [t.version for t in state.m.cuda_toolkits() if cached_version(t.version).major == major]
-    if row is None or not newer or cached_version(newer[-1]) <= cached_version(runs):
-        return
-    floor = row.min_driver_windows if state.r.os == "windows" else row.min_driver_linux
-    if floor and cached_version(state.r.driver or "0") >= cached_version(floor):
-        warnings.append(
-            f"driver {state.r.driver} runs CUDA <= {runs} by the toolkit minimums; NVIDIA's minor-version "
-            f"compatibility (>= {floor}) may run newer CUDA {major}.x builds, but not PTX JIT, so accelenv "
-            f"does not count on it (source: {', '.join(row.source)})"
-        )
+def _build_covers(state: ResolverState, version: str, c: Candidate) -> str:
+    """Which GPU architectures the build ships SASS for, as the matrix knows it (for the driver rule)."""
+    row = state.m.arch_list(version, c.label, state.r.platform)
+    if row is not None:
+        return f"SASS for {describe_archs(list(row.archs), row.ptx)}"
+    span = state.m.toolkit_arch_range(c.build_row.runtime or "0")
+    if span is not None:
+        return f"arch list unknown; CUDA {c.build_row.runtime} compiles {span.min_arch} … {span.max_arch}"
+    return "arch list unknown"
 
 
 def _family_notes(

@@ -157,41 +157,28 @@ def explain_failure(state: ResolverState, stage: str, deaths: list[Dropout]) -> 
         runs_text = (
             f"runs CUDA <= {runs}" if runs else "is older than every CUDA toolkit the matrix lists"
         )
-        message = f"driver {r.driver} {runs_text}; every {asked} CUDA build for {r.platform} needs >= {lowest_cuda}"
+        message = (
+            f"driver {r.driver} is below the floor of every {asked} CUDA build for {r.platform} "
+            f"(the lowest: >= {needed}; CUDA >= {lowest_cuda})"
+        )
         causes = [torch_cause, (f"driver {r.driver}", "request: --driver", runs_text)]
         for label, f in dict(floors).items():
             causes.append(
                 (
-                    f"{label} needs driver >= {f.version}",
-                    f"matrix: cuda {f.toolkit.version if f.toolkit else ''} ({', '.join(f.toolkit.source) if f.toolkit else 'unknown'})",
-                    None,
+                    f"{label} needs driver >= {f.version} ({f.rule})",
+                    f"matrix: cuda {f.toolkit.version if f.toolkit else ''} "
+                    f"({', '.join(f.toolkit.source) if f.toolkit else 'unknown'})"
+                    + (f"; matrix: cuda minor_version_compatibility {f.major_row.cuda_major}.x from "
+                       f"{f.major_floor} ({', '.join(f.major_row.source)})"
+                       if f.major_row is not None and f.major_floor else ""),
+                    _rule_detail(f, r.gpu_arch),
                 )
             )
-        mvc = state.m.minor_version_compat(int(Version(lowest_cuda).major)) if lowest_cuda != "?" else None
-        hint = f"install NVIDIA driver >= {needed}, or use the CPU build"
-        mvc_floor = None
-        if mvc is not None:
-            mvc_floor = mvc.min_driver_windows if r.os == "windows" else mvc.min_driver_linux
-        if mvc is not None and mvc_floor:
-            # The rule decides this answer, so it is stated whether or not the driver reaches that floor.
-            meets = Version(r.driver or "0") >= Version(mvc_floor)
-            hint += (
-                f". The rule: a build needs its CUDA toolkit's own driver minimum. NVIDIA's minor-version "
-                f"compatibility (CUDA {mvc.cuda_major}.x from driver {mvc_floor} on {r.os}) "
-                + (
-                    "would run some programs on this driver"
-                    if meets
-                    else f"would not help either: driver {r.driver} is below {mvc_floor}"
-                )
-                + ", and it does not cover PTX JIT, which PyTorch uses"
-            )
-            causes.append(
-                (
-                    f"CUDA {mvc.cuda_major}.x minor-version compatibility from driver {mvc_floor}",
-                    f"matrix: cuda minor_version_compatibility ({', '.join(mvc.source)})",
-                    "not counted on: no PTX JIT" if meets else f"driver {r.driver} is below it too",
-                )
-            )
+        hint = (
+            f"install NVIDIA driver >= {needed}, or use the CPU build. The rule: a CUDA build runs on a driver "
+            "that meets its CUDA major's minor-version-compatibility floor when the GPU has SASS in the build, "
+            "and needs its toolkit's own floor when the GPU runs it only through the build's PTX"
+        )
         return Conflict(
             "driver-too-old", message, hint=hint, causes=causes, facts={"driver_needed": needed}
         )
@@ -431,6 +418,14 @@ def _nearest_fitting_torch(
         candidate = replace(request, torch=TorchSpec(minors[index], "minor"))
         if try_resolve(candidate, matrix) is not None:
             return candidate
+    return None
+
+
+def _rule_detail(rule: Any, gpu_arch: str | None) -> str | None:
+    if rule.rule == "toolkit-floor" and rule.coverage == "ptx":
+        return f"{gpu_arch} runs it only through PTX JIT: the toolkit's own floor applies"
+    if rule.rule == "toolkit-floor":
+        return "no minor-version compatibility for this CUDA major: the toolkit's own floor applies"
     return None
 
 

@@ -23,7 +23,7 @@ from compat_service.domain.hardware_rules import (
     arch_coverage,
     arch_is_known,
     cached_version,
-    driver_floor,
+    driver_rule,
     too_new_for,
 )
 from compat_service.domain.resolver.answer import build_resolution
@@ -224,7 +224,8 @@ def _try_patch(state: ResolverState, minor: Any, patch: Any) -> Dropout | tuple[
             pinned = memo[key] = _default_toolkits(minor, platform)
         for c in candidates:
             toolkit = pinned.get(c.label) or c.build_row.runtime_full
-            c.floor = driver_floor(state.m, c.build_row.runtime, toolkit, state.r.os)
+            coverage = c.arch.coverage if c.arch is not None else None
+            c.floor = driver_rule(state.m, c.build_row.runtime, toolkit, state.r.os, coverage)
         if state.r.driver is not None:
             have = cached_version(state.r.driver)
             fits = [
@@ -274,7 +275,7 @@ def _newer_known_no(
         known = arch_coverage(state.m, other, c.label, c.build_row.runtime, platform, gpu)
         if known.coverage == "unknown":
             continue
-        if known.coverage == "no" and known.row is not None and too_new_for(gpu, known.row):
+        if known.coverage == "no" and known.basis == "list" and too_new_for(gpu, known.row):
             return known
         return None
     return None
@@ -374,9 +375,16 @@ def _plugin_pythons(row: Any, platform: str, python: str) -> list[str]:
 
 
 def _best(state: ResolverState, candidates: list[Candidate]) -> Candidate:
-    def key(c: Candidate) -> tuple[int, Version]:
+    have = cached_version(state.r.driver) if state.r.driver is not None else None
+
+    def key(c: Candidate) -> tuple[int, int, Version]:
         known = 0 if c.arch is not None and c.arch.coverage == "unknown" else 1
-        return known, cached_version(c.build_row.runtime or "0")
+        # a build the driver runs only if the (unnamed) GPU has SASS in it yields to one it runs on any GPU
+        sure = 1
+        if have is not None and (c.arch is None or c.arch.coverage == "unknown") and c.floor is not None:
+            own = c.floor.toolkit_floor
+            sure = 0 if own is not None and have < cached_version(own) else 1
+        return known, sure, cached_version(c.build_row.runtime or "0")
 
     return max(candidates, key=key)
 
