@@ -140,6 +140,7 @@ def run_resolve(
     database: str | None = None,
     require_verified: bool = False,
     strict: bool = False,
+    runtime: str | None = None,
 ) -> str:
     from compat_service.domain.backends import normalise_arch
     from compat_service.domain.resolver.install_formats import render
@@ -169,7 +170,9 @@ def run_resolve(
             _check_backend_override(host_facts)
             host = host_facts.detect_host()
             backend = host["backend"]
-            driver = host["driver_version"] if backend not in ("cpu", "mps") else None
+            # the NVIDIA driver counts for cuda; for npu/rocm/mlu the vendor runtime does (CANN, ROCm)
+            driver = host["driver_version"] if backend == "cuda" else None
+            runtime = runtime or (host.get("runtime_version") if backend in ("npu", "rocm", "mlu") else None)
             gpu_arch = (
                 host["device_arch"] if backend not in ("cpu", "mps", "npu", "mlu", "xpu") else None
             )
@@ -184,6 +187,7 @@ def run_resolve(
         with_=with_,
         require_verified=require_verified,
         strict=strict,
+        runtime=runtime,
     )
     if require_verified and not (server or database):
         raise invalid_request(

@@ -237,3 +237,31 @@ def too_new_for(gpu_arch: str, row: Any) -> bool:
     have = [a for a in (*row.archs, row.ptx) if a and a.startswith("sm_")]
     number = int("".join(ch for ch in gpu_arch[3:] if ch.isdigit()))
     return bool(have) and all(int("".join(ch for ch in a[3:] if ch.isdigit())) < number for a in have)
+
+
+def runtime_fits(family: str, have: str, needs: str | None) -> bool | None:
+    """Does the host's vendor runtime ``have`` (--runtime) fit what a build or plugin needs?
+
+    npu / mlu: the plugin row's CANN / Cambricon toolkit, the same release (8.0.0 is not 8.0.RC3); rocm: the
+    build's ROCm release, the same major.minor (a ROCm 6.2.x host takes rocm6.2 and rocm6.2.4 builds).
+    None when the matrix does not say what the build needs.
+    """
+    if needs is None:
+        return None
+    wanted = _runtime_version(needs)
+    if wanted is None:
+        return None
+    host = cached_version(have)
+    if family == "rocm":
+        return host.release[:2] == wanted.release[:2]
+    return host == wanted
+
+
+def _runtime_version(text: str) -> Version | None:
+    """'8.0.RC3' -> Version, 'CTR 2.15' -> Version('2.15'); None for text without a version."""
+    for part in reversed(text.split()):
+        try:
+            return cached_version(part)
+        except Exception:
+            continue
+    return None

@@ -122,6 +122,19 @@ def test_amd_host_from_rocm_files(tmp_path: Path, fake_bin: Path) -> None:
     assert _detect(tmp_path)["driver_version"] == "6.7.0"
 
 
+def test_ascend_host_reports_its_cann_version_as_the_runtime(tmp_path: Path, fake_bin: Path) -> None:
+    """npu-smi gives the driver; CANN's ascend_toolkit_install.info the runtime that --runtime matches."""
+    _tool(fake_bin, "npu-smi", _capture("npu-smi_info_910b4_24.1.1.txt"))
+    _write(
+        tmp_path,
+        "usr/local/Ascend/ascend-toolkit/latest/aarch64-linux/ascend_toolkit_install.info",
+        _capture("ascend_toolkit_install.info_8.0.0_aarch64.txt"),
+    )
+    host = _detect(tmp_path)
+    assert (host["backend"], host["runtime_version"]) == ("npu", "8.0.0")
+    assert host["driver_version"] == "24.1.1"
+
+
 def test_amd_gfx_from_rocm_smi_when_rocminfo_is_absent(tmp_path: Path, fake_bin: Path) -> None:
     _tool(fake_bin, "rocm-smi", _capture("rocm-smi_showproductname_mi300x-vf.txt"))
     host = _detect(tmp_path)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from compat_service.domain.backends import PLUGIN_FAMILIES, PLUGINS
+from compat_service.domain.backends import PLUGIN_FAMILIES, PLUGINS, RUNTIME_COLUMNS, RUNTIME_NAMES
 from compat_service.domain.hardware_rules import MVC_LIMITS, MVC_LIMITS_SOURCES, cached_version, describe_archs
 from compat_service.domain.matrix.interface import per_matrix_memo
 from compat_service.domain.resolver.resolution import HostRequirement, Pin, Reason, Resolution
@@ -39,6 +39,8 @@ def build_resolution(state: ResolverState, minor: Any, patch: Any, python: str, 
     if state.family == "cuda":
         _driver_reason(state, version, c, reasons, warnings, requirements)
     _family_notes(state, version, c, reasons, warnings, requirements)
+    if r.runtime is not None:
+        _runtime_reason(state, c, reasons)
 
     # the plugin row's id is stable while its matrix (the memo's owner) lives
     key = ("answer-tail", version, python, r.platform, c.label, state.family, r.with_, id(c.plugin_row))
@@ -323,6 +325,29 @@ def _build_covers(state: ResolverState, version: str, c: Candidate) -> str:
     if span is not None:
         return f"arch list unknown; CUDA {c.build_row.runtime} compiles {span.min_arch} … {span.max_arch}"
     return "arch list unknown"
+
+
+def _runtime_reason(state: ResolverState, c: Candidate, reasons: list[Reason]) -> None:
+    """How the build fits the host's vendor runtime (--runtime), or the unknown it rests on."""
+    if c.runtime_unknown is not None:
+        state.unknowns.append(c.runtime_unknown)
+        return
+    name = RUNTIME_NAMES.get(state.family, "runtime")
+    have = state.r.runtime
+    if state.family == "rocm":
+        detail = f"ROCm {have} on the host: {c.label} is built for ROCm {c.build_row.runtime}, the same major.minor"
+        sources = tuple(c.build_row.source)
+    elif c.plugin_row is not None:
+        plugin = PLUGINS[state.family]
+        needs = getattr(c.plugin_row, RUNTIME_COLUMNS[state.family])
+        detail = (
+            f"{name} {have} on the host: {plugin.package} {getattr(c.plugin_row, plugin.version_field)} is the "
+            f"release mapped to {name} {needs} for torch {c.plugin_row.torch}"
+        )
+        sources = tuple(c.plugin_row.source)
+    else:
+        return
+    reasons.append(Reason("runtime", detail, sources))
 
 
 def _family_notes(

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from packaging.version import Version
 
-from compat_service.domain.backends import CPU_WHEEL_FAMILIES, PLUGINS, python_sort_key
+from compat_service.domain.backends import CPU_WHEEL_FAMILIES, PLUGINS, RUNTIME_NAMES, python_sort_key
 from compat_service.domain.hardware_rules import newest_cuda_for_driver
 from compat_service.domain.resolver.conflict import Conflict
 from compat_service.domain.resolver.request import BackendSpec, TorchSpec
@@ -129,6 +129,8 @@ def explain_failure(state: ResolverState, stage: str, deaths: list[Dropout]) -> 
             hint=f"choose a torch version {name} supports",
             causes=causes,
         )
+    if stage == "runtime":
+        return _runtime_conflict(state, asked, deaths, torch_cause)
     if stage == "gpu_arch":
         causes = [torch_cause, (f"gpu arch {r.gpu_arch}", "request: --gpu-arch", None)]
         for m, d in list(by_minor.items())[:2]:
@@ -330,6 +332,10 @@ def nearby_requests(
             tries.append(("the nearest torch release that fits the rest of the request", nearest, {}))
     if code == "python-unsupported":
         tries.append(("a Python the asked torch supports", replace(request, python=None), {}))
+    if code == "runtime-mismatch":
+        name = RUNTIME_NAMES.get(request.backend.family or "", "runtime")
+        for runtime in conflict.facts.get("runtimes", [])[:2]:
+            tries.append((f"with {name} {runtime} installed", replace(request, runtime=runtime), {"runtime": runtime}))
     if code == "driver-too-old":
         needed = conflict.facts["driver_needed"]
         tries.append(
@@ -419,6 +425,34 @@ def _nearest_fitting_torch(
         if try_resolve(candidate, matrix) is not None:
             return candidate
     return None
+
+
+def _runtime_conflict(
+    state: ResolverState, asked: str, deaths: list[Dropout], torch_cause: tuple[str, str, str | None]
+) -> Conflict:
+    r = state.r
+    name = RUNTIME_NAMES.get(state.family, "runtime")
+    what = PLUGINS[state.family].package if state.family in PLUGINS else f"{state.family} build"
+    offered: dict[str, str | None] = {}
+    for d in deaths:
+        for label, needs in d.info["offered"]:
+            offered.setdefault(label, needs)
+    needs_text = ", ".join(f"{label} needs {name} {needs or 'unknown'}" for label, needs in list(offered.items())[:6])
+    causes = [torch_cause, (f"{name} {r.runtime}", "request: --runtime", None)]
+    table = "vendor_backends" if state.family in PLUGINS else "build_variants / rocm"
+    causes += [
+        (f"{label} needs {name} {needs or 'unknown'}", f"matrix: {table}", None)
+        for label, needs in list(offered.items())[:6]
+    ]
+    runtimes = sorted({n for n in offered.values() if n}, reverse=True)
+    return Conflict(
+        "runtime-mismatch",
+        f"no {what} for {asked} fits {name} {r.runtime}: {needs_text}",
+        hint=f"install the {name} version a release needs ({', '.join(runtimes) or 'see the causes'}), or ask for "
+        f"a torch release whose {what} the matrix maps to {name} {r.runtime}",
+        causes=causes,
+        facts={"runtimes": runtimes},
+    )
 
 
 def _rule_detail(rule: Any, gpu_arch: str | None) -> str | None:

@@ -16,7 +16,14 @@ from typing import TYPE_CHECKING, Any
 
 from packaging.version import Version
 
-from compat_service.domain.backends import CPU_WHEEL_FAMILIES, PLUGIN_FAMILIES, PLUGINS, python_sort_key
+from compat_service.domain.backends import (
+    CPU_WHEEL_FAMILIES,
+    PLUGIN_FAMILIES,
+    PLUGINS,
+    RUNTIME_COLUMNS,
+    RUNTIME_NAMES,
+    python_sort_key,
+)
 from compat_service.domain.matrix.interface import per_matrix_memo
 from compat_service.domain.hardware_rules import (
     ArchVerdict,
@@ -24,6 +31,7 @@ from compat_service.domain.hardware_rules import (
     arch_is_known,
     cached_version,
     driver_rule,
+    runtime_fits,
     too_new_for,
 )
 from compat_service.domain.resolver.answer import build_resolution
@@ -204,8 +212,23 @@ def _try_patch(state: ResolverState, minor: Any, patch: Any) -> Dropout | tuple[
         plugin = _plugin_row(state, version, python, platform)
         if plugin is None:
             return Dropout(STAGE["plugin"], minor, patch)
+        runtime_note = None
+        if state.r.runtime is not None:
+            plugin, runtime_note, offered = _plugin_for_runtime(state, version, python, platform)
+            if plugin is None:
+                return Dropout(STAGE["runtime"], minor, patch, {"offered": offered})
         for c in candidates:
             c.plugin_row = plugin
+            c.runtime_unknown = runtime_note
+    elif state.family == "rocm" and state.r.runtime is not None:
+        fits = [c for c in candidates if runtime_fits("rocm", state.r.runtime, c.build_row.runtime) is not False]
+        if not fits:
+            offered = [(c.label, c.build_row.runtime) for c in candidates]
+            return Dropout(STAGE["runtime"], minor, patch, {"offered": offered})
+        for c in fits:
+            if c.build_row.runtime is None:
+                c.runtime_unknown = f"whether {c.label} runs on ROCm {state.r.runtime} (its ROCm release is unknown)"
+        candidates = fits
 
     if state.r.gpu_arch and state.family in ("cuda", "rocm"):
         verdicts = []
@@ -327,7 +350,7 @@ def _variant_rows(state: ResolverState, on_platform: tuple[Any, ...]) -> tuple[t
         if build is None:
             continue
         if state.r.backend.kind == "label":
-            ok = v.label == state.r.backend.label
+            ok = v.label == state.r.backend.label or _same_rocm_line(state.r.backend.label or "", build)
         elif state.family in CPU_WHEEL_FAMILIES:
             ok = build.family == "cpu"
         else:
@@ -337,7 +360,21 @@ def _variant_rows(state: ResolverState, on_platform: tuple[Any, ...]) -> tuple[t
     return tuple(out)
 
 
+def _same_rocm_line(label: str, build: Any) -> bool:
+    """--backend rocm6.2 (a major.minor label) takes every rocm6.2.x build (rocm6.2.4 too)."""
+    if build.family != "rocm" or not label.startswith("rocm") or build.runtime is None:
+        return False
+    asked = label[4:].split(".")
+    return len(asked) == 2 and build.runtime.split(".")[:2] == asked
+
+
 def _plugin_row(state: ResolverState, torch_version: str, python: str, platform: str) -> Any:
+    fits = _plugin_rows(state, torch_version, python, platform)
+    return fits[0] if fits else None
+
+
+def _plugin_rows(state: ResolverState, torch_version: str, python: str, platform: str) -> list[Any]:
+    """The plugin rows for this torch and Python, best first: not end-of-life, then the newest release."""
     plugin = PLUGINS[state.family]
     rows = getattr(state.m, plugin.table)()
     name = plugin.version_field
@@ -349,11 +386,31 @@ def _plugin_row(state: ResolverState, torch_version: str, python: str, platform:
         and not Version(getattr(r, name)).is_prerelease
         and python in _plugin_pythons(r, platform, python)
     ]
-    # Prefer rows not marked end-of-life, then the newest plugin release.
     fits.sort(
         key=lambda r: (getattr(r, "status", None) != "eol", Version(getattr(r, name))), reverse=True
     )
-    return fits[0] if fits else None
+    return fits
+
+
+def _plugin_for_runtime(
+    state: ResolverState, torch_version: str, python: str, platform: str
+) -> tuple[Any, str | None, list[tuple[str, str | None]]]:
+    """The best plugin row for --runtime: one whose runtime the matrix maps to it, else one whose runtime is
+    unknown (the answer says so); with neither, what the rows need instead."""
+    plugin = PLUGINS[state.family]
+    column = RUNTIME_COLUMNS[state.family]
+    rows = _plugin_rows(state, torch_version, python, platform)
+    have = state.r.runtime or ""
+    known = [r for r in rows if runtime_fits(state.family, have, getattr(r, column)) is True]
+    if known:
+        return known[0], None, []
+    unknown = [r for r in rows if runtime_fits(state.family, have, getattr(r, column)) is None]
+    if unknown:
+        row = unknown[0]
+        name = RUNTIME_NAMES[state.family]
+        note = f"whether {plugin.package} {getattr(row, plugin.version_field)} runs on {name} {have} (no sourced {name} version)"
+        return row, note, []
+    return None, None, [(getattr(r, plugin.version_field), getattr(r, column)) for r in rows]
 
 
 def _default_toolkits(minor: Any, platform: str) -> dict[str, str]:

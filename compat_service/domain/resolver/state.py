@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from compat_service.domain.matrix.interface import Matrix
     from compat_service.domain.resolver.request import ResolveRequest
 
-STAGES = ("platform", "python", "backend", "plugin", "gpu_arch", "driver", "companions")
+STAGES = ("platform", "python", "backend", "plugin", "runtime", "gpu_arch", "driver", "companions")
 STAGE = {name: index for index, name in enumerate(STAGES)}
 
 
@@ -54,6 +54,8 @@ class Candidate:
     arch: ArchVerdict | None = None
     floor: Any = None
     plugin_row: Any = None
+    #: what the build's fit to --runtime rests on when the matrix does not say (None: known, or no --runtime)
+    runtime_unknown: str | None = None
 
 
 @dataclass
