@@ -141,6 +141,7 @@ def run_resolve(
     require_verified: bool = False,
     strict: bool = False,
     runtime: str | None = None,
+    gpu: str | None = None,
 ) -> str:
     from compat_service.domain.backends import normalise_arch
     from compat_service.domain.resolver.install_formats import render
@@ -157,8 +158,8 @@ def run_resolve(
     note = None
     if backend == "auto":
         target_os = os_name or this_os
-        if driver or gpu_arch:
-            backend = None  # the family --gpu-arch/--driver imply (ResolveRequest), never this host's
+        if driver or gpu_arch or gpu:
+            backend = None  # the family --gpu-arch/--driver/--gpu imply (ResolveRequest), never this host's
         elif foreign:
             # A foreign target's default: the build its default index serves (MPS is the macOS wheel).
             backend = "mps" if target_os == "macos" else "cpu"
@@ -188,6 +189,7 @@ def run_resolve(
         require_verified=require_verified,
         strict=strict,
         runtime=runtime,
+        gpu=gpu,
     )
     if require_verified and not (server or database):
         raise invalid_request(

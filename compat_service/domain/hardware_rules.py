@@ -265,3 +265,61 @@ def _runtime_version(text: str) -> Version | None:
         except Exception:
             continue
     return None
+
+
+@dataclass(frozen=True)
+class GpuLookup:
+    """GPU product names mapped to one architecture (gpu_names in cuda.yaml and rocm.yaml)."""
+
+    arch: str
+    family: str  # "cuda" (NVIDIA) or "rocm" (AMD)
+    #: (product name as given, architecture, the matrix's name that matched)
+    matched: tuple[tuple[str, str, str], ...]
+    source: tuple[str, ...]
+    #: said when several GPUs disagree: which one the answer is for
+    note: str | None = None
+
+
+def _words(text: str) -> list[str]:
+    return [w for w in "".join(ch if ch.isalnum() else " " for ch in text.lower()).split() if w]
+
+
+def gpu_for_name(matrix: Matrix, product: str) -> Any:
+    """The matrix's GpuName row for a product string ("NVIDIA GeForce RTX 5090"): every word of the row's name
+    appears, in order and adjacent, among the product's words; the longest such name wins. None: unknown."""
+    words = _words(product)
+    best = None
+    for row in matrix.gpu_names():
+        want = _words(row.name)
+        n = len(want)
+        if any(words[i : i + n] == want for i in range(len(words) - n + 1)):
+            if best is None or n > len(_words(best.name)):
+                best = row
+    return best
+
+
+def gpu_arch_for_names(matrix: Matrix, products: Sequence[str]) -> GpuLookup | None:
+    """One architecture for a host's GPUs: the lowest NVIDIA compute capability (a build must run on every
+    GPU), or the first AMD target; None when no name is known to the matrix."""
+    found = [(p, gpu_for_name(matrix, p)) for p in products if p.strip()]
+    rows = [(p, row) for p, row in found if row is not None]
+    if not rows:
+        return None
+    matched = tuple((p, row.arch, row.name) for p, row in rows)
+    source = tuple(dict.fromkeys(k for _, row in rows for k in row.source))
+    nvidia = [(p, row) for p, row in rows if row.arch.startswith("sm_")]
+    pick = min(nvidia, key=lambda pr: arch_number(pr[1].arch)) if nvidia else rows[0]
+    archs = sorted({row.arch for _, row in rows})
+    note = None
+    if len(archs) > 1:
+        rule = "the lowest compute capability" if nvidia else "the first GPU"
+        note = (
+            f"multi-GPU host ({', '.join(f'{p}: {a}' for p, a, _ in matched)}): the answer is for {rule}, "
+            f"{pick[1].arch}, so that the build runs on every GPU"
+        )
+    unknown = [p for p, row in found if row is None]
+    if unknown:
+        extra = f"no architecture known for {', '.join(unknown)}; the answer is for the GPUs the matrix names"
+        note = f"{note}; {extra}" if note else extra
+    family = "cuda" if pick[1].arch.startswith("sm_") else "rocm"
+    return GpuLookup(pick[1].arch, family, matched, source, note)

@@ -15,13 +15,14 @@ from compat_service.domain.resolver.state import Candidate, ResolverState
 def build_resolution(state: ResolverState, minor: Any, patch: Any, python: str, c: Candidate) -> Resolution:
     r = state.r
     version = patch.version
-    reasons: list[Reason] = [
-        Reason(
-            "torch",
-            f"torch {version}: newest patch matching --torch {r.torch.text} that meets every constraint",
-            tuple(patch.release_date_source),
-        )
-    ]
+    here = cached_version(version)
+    skipped = [(v, why) for v, why in state.skipped if cached_version(v) > here]
+    detail = f"torch {version}: newest patch matching --torch {r.torch.text} that meets every constraint"
+    if skipped:
+        detail += "; skipped newer: " + ", ".join(f"{v} ({why})" for v, why in skipped[:6])
+        if len(skipped) > 6:
+            detail += f" and {len(skipped) - 6} more"
+    reasons: list[Reason] = [Reason("torch", detail, tuple(patch.release_date_source))]
     warnings = state.warnings
     # What depends only on matrix rows and bounded request fields is built once per matrix: the same
     # sentences for every request that lands on this (patch, Python, build, platform).
@@ -280,7 +281,7 @@ def _driver_reason(
                 "nvidia-driver",
                 rule.version,
                 f"CUDA {major}.x minor-version-compatibility floor on {r.os}"
-                + (f" (CUDA {toolkit}'s own floor: {own})" if own else ""),
+                + (f"; PTX JIT needs CUDA {toolkit}'s own floor {own}" if own else ""),
             )
         )
         if r.driver is not None:

@@ -165,6 +165,8 @@ def _json(res: Resolution) -> str:
 def _text(res: Resolution) -> str:
     lines = [
         f"torch {res.torch_version} · {res.backend} ({res.family}) · Python {res.python} · {res.platform}",
+        f"status: {res.status}",
+        *(f"  ? rests on: {u}" for u in res.unknowns),
         "",
         "install:",
         *(f"  {c}" for c in pip_commands(res)),

@@ -98,6 +98,11 @@ PARAMETERS: tuple[Parameter, ...] = (
               metavar="VERSION"),
     Parameter("gpu_arch", 16, "the target's GPU architecture: sm_90, 9.0 or gfx942",
               cli_help="GPU architecture of the target: sm_90 (or 9.0), gfx942", metavar="ARCH"),
+    Parameter("gpu", 128,
+              "the target's GPU by name, e.g. 'RTX 5090' or 'A100' (several, comma-separated, for a multi-GPU "
+              "host: the lowest architecture counts); mapped to gpu_arch with the matrix's GPU names",
+              cli_help="GPU of the target by name ('RTX 5090', 'A100'; comma-separated for several): sets "
+              "--gpu-arch from the matrix's GPU names", metavar="NAME"),
     Parameter("with", 64, "companions: torchvision,torchaudio (default), a subset, or none",
               cli_help="companions: torchvision,torchaudio (default) or none", cli_dest="with_",
               metavar="PACKAGES"),
@@ -173,6 +178,10 @@ class ResolveRequest:
     with_: tuple[str, ...] = DEFAULT_COMPANIONS
     #: the host's vendor runtime (CANN for npu, ROCm for rocm, Cambricon's toolkit for mlu)
     runtime: str | None = None
+    #: GPU product names (--gpu), mapped to gpu_arch by the resolver (the names table is matrix data)
+    gpu: str | None = None
+    #: no --backend and nothing implied a family: --gpu may still name one
+    backend_defaulted: bool = False
     #: accept only combinations probe reports verify (needs evidence: --server or --database)
     require_verified: bool = False
     #: fail (rests-on-unknown) instead of answering when the answer rests on data the matrix does not have
@@ -197,6 +206,7 @@ class ResolveRequest:
         require_verified: bool = False,
         strict: bool = False,
         runtime: str | None = None,
+        gpu: str | None = None,
     ) -> ResolveRequest:
         os_name = _parse_os(os)
         driver_value = _parse_driver(driver)
@@ -216,6 +226,8 @@ class ResolveRequest:
             require_verified=require_verified,
             strict=strict,
             runtime=runtime_value,
+            gpu=_parse_gpu(gpu),
+            backend_defaulted=backend is None and implied_family(driver_value, arch_value) is None,
         )
 
     @classmethod
@@ -238,7 +250,8 @@ class ResolveRequest:
             "with": ",".join(self.with_) or "none",
         }
         for key, value in (
-            ("python", self.python), ("driver", self.driver), ("gpu_arch", self.gpu_arch), ("runtime", self.runtime)
+            ("python", self.python), ("driver", self.driver), ("gpu_arch", self.gpu_arch), ("runtime", self.runtime),
+            ("gpu", self.gpu),
         ):
             if value is not None:
                 out[key] = value
@@ -424,6 +437,17 @@ def _parse_runtime(text: str | None) -> str | None:
             text.strip(),
         )
     return version.replace("rc", "RC")  # CANN writes 8.0.RC3
+
+
+def _parse_gpu(text: str | None) -> str | None:
+    if text is None or text.strip() == "":
+        return None
+    value = " ".join(text.split())
+    if not any(ch.isalnum() for ch in value) or any(ord(ch) < 32 for ch in value):
+        raise invalid_request(
+            f"--gpu {value!r} is not a GPU name", "give the product name, e.g. 'RTX 5090' or 'A100'", "--gpu", value
+        )
+    return value
 
 
 def _parse_driver(text: str | None) -> str | None:

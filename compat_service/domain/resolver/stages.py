@@ -12,6 +12,7 @@ through `Matrix`; it never imports pydantic on the success path.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from packaging.version import Version
@@ -27,10 +28,12 @@ from compat_service.domain.backends import (
 from compat_service.domain.matrix.interface import per_matrix_memo
 from compat_service.domain.hardware_rules import (
     ArchVerdict,
+    GpuLookup,
     arch_coverage,
     arch_is_known,
     cached_version,
     driver_rule,
+    gpu_arch_for_names,
     runtime_fits,
     too_new_for,
 )
@@ -59,11 +62,54 @@ if TYPE_CHECKING:
 
 def resolve(request: ResolveRequest, matrix: Matrix, evidence: EvidenceLookup | None = None) -> Resolution:
     """Resolve one request; raises InvalidRequestError or an UnsatisfiableError subclass."""
+    request, gpu = name_the_gpu(request, matrix)
     _check_request(request, matrix)
     try:
-        return run(ResolverState(matrix, request, evidence))
+        res = run(ResolverState(matrix, request, evidence))
     except Conflict as conflict:
         raise to_error(conflict, nearby_requests(conflict, request, matrix, try_resolve)) from None
+    return _with_gpu_reason(res, gpu)
+
+
+def name_the_gpu(request: ResolveRequest, matrix: Matrix) -> tuple[ResolveRequest, GpuLookup | None]:
+    """--gpu 'RTX 5090' -> --gpu-arch sm_120 (and the family, when no --backend was given), from the matrix's
+    GPU names; a name the matrix does not know, or one that contradicts --gpu-arch, is an invalid request."""
+    if request.gpu is None:
+        return request, None
+    from compat_service.domain.resolver.request import BackendSpec, invalid_request
+
+    products = [p.strip() for p in request.gpu.replace(";", ",").split(",") if p.strip()]
+    found = gpu_arch_for_names(matrix, products)
+    if found is None:
+        examples = ", ".join(row.name for row in list(matrix.gpu_names())[:8])
+        raise invalid_request(
+            f"--gpu {request.gpu!r} is no GPU the matrix names",
+            f"give --gpu-arch instead (sm_90, or 9.0 as nvidia-smi prints it; gfx942), or a name such as {examples}",
+            "--gpu",
+            request.gpu,
+        )
+    if request.gpu_arch is not None and request.gpu_arch != found.arch:
+        raise invalid_request(
+            f"--gpu {request.gpu!r} is {found.arch}, but --gpu-arch says {request.gpu_arch}",
+            "give one of them",
+            "--gpu",
+            request.gpu,
+        )
+    backend = request.backend
+    if request.backend_defaulted:
+        backend = BackendSpec(found.family, "family", found.family)
+    return replace(request, gpu_arch=found.arch, backend=backend), found
+
+
+def _with_gpu_reason(res: Resolution, gpu: GpuLookup | None) -> Resolution:
+    if gpu is None:
+        return res
+    from compat_service.domain.resolver.resolution import Reason
+
+    named = ", ".join(f"{product} is {arch} (matrix name {name!r})" for product, arch, name in gpu.matched)
+    reason = Reason("gpu", f"--gpu: {named}; resolved for {gpu.arch}", gpu.source)
+    warnings = (gpu.note,) if gpu.note else ()
+    return replace(res, reasons=(reason, *res.reasons), warnings=(*warnings, *res.warnings))
 
 
 def try_resolve(request: ResolveRequest, matrix: Matrix) -> Resolution | None:
@@ -129,10 +175,12 @@ def run(state: ResolverState) -> Resolution:
         outcome = _try_patch(state, minor, patch)
         if isinstance(outcome, Dropout):
             deaths.append(outcome)
+            state.skipped.append((patch.version, _SKIP_REASONS[STAGES[outcome.stage]]))
             continue
         python, candidates = outcome
         if state.r.gpu_arch and all(c.arch is not None and c.arch.coverage == "unknown" for c in candidates):
             unknown_arch.append((minor, patch, python, candidates))
+            state.skipped.append((patch.version, f"no sourced arch list to check {state.r.gpu_arch} against"))
             continue
         chosen = _pick(state, minor, patch, python, candidates)
         if chosen is not None:
@@ -150,6 +198,19 @@ def run(state: ResolverState) -> Resolution:
         return _checked(state, build_resolution(state, minor, patch, python, _best(state, candidates)))
     furthest = max(d.stage for d in deaths)
     raise explain_failure(state, STAGES[furthest], [d for d in deaths if d.stage == furthest])
+
+
+#: why a patch was passed over, per stage (the answer lists the skipped newer patches with these)
+_SKIP_REASONS = {
+    "platform": "no wheels for this platform",
+    "python": "no wheels for this Python",
+    "backend": "no build of the asked backend",
+    "plugin": "no vendor plugin for it",
+    "runtime": "no build for the given --runtime",
+    "gpu_arch": "no kernels for the GPU",
+    "driver": "needs a newer driver",
+    "companions": "companion versions unknown",
+}
 
 
 def _checked(state: ResolverState, res: Resolution) -> Resolution:

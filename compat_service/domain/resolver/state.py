@@ -35,6 +35,8 @@ class ResolverState:
         #: nothing to inherit); filled on the first unknown list of that label
         self.arch_refused: dict[tuple[str, str], Any] = {}
         self.steering: Any = None
+        #: (patch, why) for each patch passed over before the answer, newest first (the answer names them)
+        self.skipped: list[tuple[str, str]] = []
         if evidence is not None:
             # imported only with evidence: it pulls the error models (pydantic), off the fast path
             from compat_service.domain.evidence.steering import EvidenceSteering
