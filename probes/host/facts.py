@@ -106,12 +106,28 @@ def _nvidia_smi_driver(text):
 
 
 def _nvidia_smi_device(text):
-    gpus = tool_parsers.parse_nvidia_smi_query(text)
-    if not gpus or not (gpus[0]["compute_cap"] or gpus[0]["name"]):
+    """The host's GPU for resolving: on a multi-GPU host the lowest compute capability (a build must run on
+    every GPU), its name saying so ("NVIDIA A100 ... (lowest of 2 GPUs: ...)")."""
+    gpus = [g for g in tool_parsers.parse_nvidia_smi_query(text) if g["compute_cap"] or g["name"]]
+    if not gpus:
         return None
-    cap = gpus[0]["compute_cap"]
-    arch = arch_compat.cuda_arch_name(tuple(int(p) for p in cap.split("."))) if cap else None
-    return {"arch": arch, "name": gpus[0]["name"]}
+
+    def capability(gpu):
+        cap = gpu["compute_cap"]
+        try:
+            return tuple(int(p) for p in cap.split(".")) if cap else (99, 9)
+        except ValueError:
+            return (99, 9)
+
+    lowest = min(gpus, key=capability)
+    cap = lowest["compute_cap"]
+    arch = arch_compat.cuda_arch_name(capability(lowest)) if cap and capability(lowest) != (99, 9) else None
+    name = lowest["name"]
+    kinds = sorted(set((g["name"], g["compute_cap"]) for g in gpus), key=lambda k: (k[0] or "", k[1] or ""))
+    if len(kinds) > 1:
+        listed = ", ".join("%s (%s)" % (n, c) for n, c in kinds)
+        name = "%s (lowest capability of %d GPUs: %s)" % (name, len(gpus), listed)
+    return {"arch": arch, "name": name}
 
 
 def _first_gfx(parse):

@@ -72,6 +72,13 @@ def test_nvidia_host_from_proc_and_nvidia_smi(tmp_path: Path, fake_bin: Path) ->
     assert _outcome(host, "/proc/driver/nvidia/version") == "value"
 
 
+def test_a_multi_gpu_host_reports_the_lowest_capability_and_says_so(tmp_path: Path, fake_bin: Path) -> None:
+    _tool(fake_bin, "nvidia-smi", "535.104.05, 8.9, NVIDIA GeForce RTX 4090\n535.104.05, 8.6, NVIDIA GeForce RTX 3090\n")
+    host = _detect(tmp_path)
+    assert host["device_arch"] == "sm_86"
+    assert host["device_name"].startswith("NVIDIA GeForce RTX 3090 (lowest capability of 2 GPUs")
+
+
 def test_nvidia_smi_runs_once_for_driver_and_device(tmp_path: Path, fake_bin: Path) -> None:
     counter = tmp_path / "runs"
     script = fake_bin / "nvidia-smi"

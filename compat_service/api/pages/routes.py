@@ -7,6 +7,7 @@ template; static files live under ``/static``. Pages are not part of the OpenAPI
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs
@@ -168,6 +169,10 @@ async def matrix_page(request: Request) -> Response:
 
 @router.get("/torch/{version}", response_class=HTMLResponse)
 async def release_page(request: Request, version: str) -> Response:
+    newest = await _newest_patch(request, version)
+    if newest is not None:
+        # /torch/2.5 and /torch/latest name no patch: the newest one (of that minor, of the released ones)
+        return RedirectResponse(f"/torch/{newest}", status_code=302)
     found = await api_get(request, f"/v1/torch/{version}")
     if not found.ok:
         return _error_page(request, f"torch {version}", found)
@@ -204,6 +209,18 @@ async def release_page(request: Request, version: str) -> Response:
             "api_url": f"/v1/torch/{version}",
         },
     )
+
+
+async def _newest_patch(request: Request, version: str) -> str | None:
+    """The newest patch a minor (2.5) or 'latest' stands for; None for anything else (an exact version)."""
+    if version != "latest" and re.fullmatch(r"\d+\.\d+", version) is None:
+        return None
+    matrix = (await get_matrix(request)).matrix
+    for minor in matrix.torch_minors():  # newest first
+        if (version == "latest" and minor.status == "released") or minor.minor == version:
+            patches = matrix.torch_patches(minor)
+            return patches[0].version if patches else None
+    return None
 
 
 @router.get("/reports/{report_id}", response_class=HTMLResponse)
