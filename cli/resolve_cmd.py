@@ -153,6 +153,8 @@ def run_resolve(
             f"--format {fmt!r} is not an output format", f"use one of: {', '.join(FORMATS)}", "--format", fmt
         )
     this_os, this_arch = host_facts.os_name(), host_facts.arch_name()
+    if arch is None and os_name == "macos" and this_os != "macos":
+        arch = ""  # another host's macOS: Apple silicon, said in the answer (ResolveRequest's default)
     same_arch = arch is None or normalise_arch(this_os, arch) == normalise_arch(this_os, this_arch)
     foreign = (os_name is not None and os_name != this_os) or not same_arch
     note = None
@@ -181,7 +183,7 @@ def run_resolve(
         torch=torch,
         python=python if python is not None else host_facts.python_minor(),
         os=os_name if os_name is not None else this_os,
-        arch=arch if arch is not None else this_arch,
+        arch=(arch or None) if arch is not None else this_arch,
         backend=backend,
         driver=driver,
         gpu_arch=gpu_arch,

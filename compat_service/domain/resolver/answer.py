@@ -27,7 +27,10 @@ def build_resolution(state: ResolverState, minor: Any, patch: Any, python: str, 
     # What depends only on matrix rows and bounded request fields is built once per matrix: the same
     # sentences for every request that lands on this (patch, Python, build, platform).
     memo = per_matrix_memo(state.m)
-    key = ("answer-head", version, python, r.platform, c.label, state.family, r.backend.kind, r.python is None)
+    key = (
+        "answer-head", version, python, r.platform, c.label, state.family, r.backend.kind, r.python is None,
+        r.arch_defaulted,
+    )
     head = memo.get(key)
     if head is None:
         head = memo[key] = _head(state, minor, patch, python, c)
@@ -84,6 +87,8 @@ def _head(
         )
     if r.python is None:
         warnings.append(f"no --python given: chose Python {python}, the newest torch {version} supports")
+    if r.arch_defaulted and r.os == "macos":
+        warnings.append("no --arch given for macOS: chose Apple silicon (arm64); give --arch x86_64 for an Intel Mac")
     py_sources = tuple(
         dict.fromkeys(
             s

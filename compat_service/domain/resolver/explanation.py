@@ -341,6 +341,14 @@ def nearby_requests(
         tries.append(
             (f"install NVIDIA driver >= {needed}", replace(request, driver=needed), {"driver": needed})
         )
+    if code == "backend-unavailable" and request.backend.kind == "label" and request.backend.family == "cuda":
+        # --backend cu122 (what nvidia-smi's "CUDA Version: 12.2" suggests): the nearest CUDA builds published
+        for label in _nearest_cuda_labels(request, matrix):
+            tries.append(
+                (f"the nearest published CUDA build, {label}", replace(request, backend=BackendSpec(label, "label", "cuda")), {})
+            )
+        family = BackendSpec("cuda", "family", "cuda")
+        tries.append(("the best CUDA build for the rest of the request", replace(request, backend=family), {}))
     if (
         code == "variant-not-published"
         and request.backend.kind == "label"
@@ -376,7 +384,7 @@ def nearby_requests(
         )
 
     out: list[tuple[str, dict[str, Any]]] = []
-    distance: list[int] = []
+    distance: list[tuple[int, int]] = []
     seen: set[tuple[tuple[str, str], ...]] = set()
     for description, candidate, fixed in tries:
         res = try_resolve(candidate, matrix)
@@ -394,10 +402,48 @@ def nearby_requests(
         out.append(
             (f"{description}: torch {res.torch_version} ({res.backend}) on Python {res.python}", flags)
         )
-        distance.append(_distance(res.torch_version, minors, asked))
-    # Nearest to the request first (fewest minors away); equal distances keep the order they were tried in.
+        distance.append((_distance(res.torch_version, minors, asked), _host_change(request, candidate)))
+    # Nearest to the request first: the asked torch (fewest minors away), then the smallest change to the
+    # host (another CUDA build < a Python < a driver or runtime upgrade < giving up the accelerator); equal
+    # ones keep the order they were tried in.
     order = sorted(range(len(out)), key=lambda i: distance[i])
     return [out[i] for i in order]
+
+
+def _host_change(request: ResolveRequest, candidate: ResolveRequest) -> int:
+    """How much an alternative changes the target: 0 none, more for a bigger change to the host."""
+    cost = 0
+    if candidate.backend.family != request.backend.family:
+        cost += 4  # another family: the CPU build gives up the accelerator
+    elif candidate.backend != request.backend:
+        cost += 1
+    if candidate.python != request.python:
+        cost += 1
+    if candidate.with_ != request.with_:
+        cost += 1
+    if candidate.driver != request.driver or candidate.runtime != request.runtime:
+        cost += 2  # install another driver / vendor runtime
+    return cost
+
+
+def _nearest_cuda_labels(request: ResolveRequest, matrix: Matrix) -> list[str]:
+    """The published CUDA labels nearest to the asked one (cu122 -> cu121 and cu124), below first."""
+    asked = _cuda_number(request.backend.text)
+    labels = {
+        v.label
+        for m in matrix.torch_minors()
+        for v in m.variants
+        if request.platform in v.platforms and _cuda_number(v.label) is not None
+    }
+    below = sorted((lb for lb in labels if (_cuda_number(lb) or 0) < asked), key=_cuda_number)[-1:]
+    above = sorted((lb for lb in labels if (_cuda_number(lb) or 0) > asked), key=_cuda_number)[:1]
+    return below + above
+
+
+def _cuda_number(label: str) -> int | None:
+    """'cu122' -> 122, 'cu118' -> 118; None for other labels."""
+    digits = label[2:]
+    return int(digits) if label.startswith("cu") and digits.isdigit() else None
 
 
 def _asked_minor(request: ResolveRequest, minors: list[str]) -> int:

@@ -182,6 +182,8 @@ class ResolveRequest:
     gpu: str | None = None
     #: no --backend and nothing implied a family: --gpu may still name one
     backend_defaulted: bool = False
+    #: no --arch given: the answer says which it chose (arm64 for macOS)
+    arch_defaulted: bool = False
     #: accept only combinations probe reports verify (needs evidence: --server or --database)
     require_verified: bool = False
     #: fail (rests-on-unknown) instead of answering when the answer rests on data the matrix does not have
@@ -228,6 +230,7 @@ class ResolveRequest:
             runtime=runtime_value,
             gpu=_parse_gpu(gpu),
             backend_defaulted=backend is None and implied_family(driver_value, arch_value) is None,
+            arch_defaulted=arch is None or arch.strip() == "",
         )
 
     @classmethod
@@ -334,7 +337,8 @@ def _parse_os(text: str | None) -> str:
 
 
 def _parse_arch(text: str | None, os_name: str) -> str:
-    value = (text or "x86_64").strip().lower()
+    # macOS without --arch means Apple silicon (Intel Macs have no torch wheels after 2.2); elsewhere x86_64
+    value = (text or ("arm64" if os_name == "macos" else "x86_64")).strip().lower()
     value = ARCH_ALIASES.get(value, value)
     if value not in ARCHES:
         raise invalid_request(

@@ -175,7 +175,12 @@ def run(state: ResolverState) -> Resolution:
         outcome = _try_patch(state, minor, patch)
         if isinstance(outcome, Dropout):
             deaths.append(outcome)
-            state.skipped.append((patch.version, _SKIP_REASONS[STAGES[outcome.stage]]))
+            why = _SKIP_REASONS[STAGES[outcome.stage]]
+            if STAGES[outcome.stage] in ("platform", "backend") and state.r.platform in (
+                getattr(minor, "platforms_unsourced", None) or ()
+            ):
+                why = f"could not confirm: no source lists its {state.r.platform} builds yet"
+            state.skipped.append((patch.version, why))
             continue
         python, candidates = outcome
         if state.r.gpu_arch and all(c.arch is not None and c.arch.coverage == "unknown" for c in candidates):
