@@ -28,7 +28,7 @@ from compat_service.api.routes.matrix import current_rows
 from compat_service.db.evidence.matrix_cells import cell_of
 from compat_service.db.evidence.queries import MatrixFilter
 from compat_service.domain.backends import PLATFORMS
-from compat_service.domain.hardware_rules import driver_floor
+from compat_service.domain.hardware_rules import driver_rule
 
 PAGES = Path(__file__).resolve().parents[1] / "pages"
 templates = Jinja2Templates(directory=str(PAGES / "templates"))
@@ -190,9 +190,10 @@ async def release_page(request: Request, version: str) -> Response:
             continue
         oses = sorted({p.split("-", 1)[0] for p in wheel["platforms"]})
         for os_name in oses:
-            floor = driver_floor(matrix.matrix, row.runtime, row.runtime_full, os_name)
-            floors.append((wheel["label"], row.runtime, os_name, floor.version,
-                           list(floor.toolkit.source) if floor.toolkit is not None else []))
+            floor = driver_rule(matrix.matrix, row.runtime, row.runtime_full, os_name, "kernels")
+            sources = list(floor.toolkit.source) if floor.toolkit is not None else []
+            sources += [k for k in (floor.major_row.source if floor.major_row is not None else ()) if k not in sources]
+            floors.append((wheel["label"], row.runtime, os_name, floor.version, floor.toolkit_floor, sources))
     patch = next((p for p in body["minor"]["patches"] if p["version"] == version), None)
     sources = {s["key"]: s for s in body["sources"]}
     return _page(
