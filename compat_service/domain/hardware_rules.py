@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal
 
-from packaging.version import Version
+from packaging.version import InvalidVersion, Version
 
 from compat_service.domain.matrix.interface import per_matrix_memo
 from probes.host.arch_compat import cubin_runs_on, ptx_runs_on
@@ -262,8 +262,8 @@ def _runtime_version(text: str) -> Version | None:
     for part in reversed(text.split()):
         try:
             return cached_version(part)
-        except Exception:
-            continue
+        except InvalidVersion:
+            pass
     return None
 
 
@@ -292,9 +292,9 @@ def gpu_for_name(matrix: Matrix, product: str) -> Any:
     for row in matrix.gpu_names():
         want = _words(row.name)
         n = len(want)
-        if any(words[i : i + n] == want for i in range(len(words) - n + 1)):
-            if best is None or n > len(_words(best.name)):
-                best = row
+        found = any(words[i : i + n] == want for i in range(len(words) - n + 1))
+        if found and (best is None or n > len(_words(best.name))):
+            best = row
     return best
 
 

@@ -123,7 +123,7 @@ def _nvidia_smi_device(text):
     cap = lowest["compute_cap"]
     arch = arch_compat.cuda_arch_name(capability(lowest)) if cap and capability(lowest) != (99, 9) else None
     name = lowest["name"]
-    kinds = sorted(set((g["name"], g["compute_cap"]) for g in gpus), key=lambda k: (k[0] or "", k[1] or ""))
+    kinds = sorted({(g["name"], g["compute_cap"]) for g in gpus}, key=lambda k: (k[0] or "", k[1] or ""))
     if len(kinds) > 1:
         listed = ", ".join("%s (%s)" % (n, c) for n, c in kinds)
         name = "%s (lowest capability of %d GPUs: %s)" % (name, len(gpus), listed)

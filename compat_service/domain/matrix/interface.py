@@ -30,9 +30,9 @@ if TYPE_CHECKING:
         MpsSupport,
         RocmRelease,
         Source,
+        ToolkitArchRange,
         TorchMinor,
         TorchPatch,
-        ToolkitArchRange,
         VendorInstall,
         XpuSupport,
     )

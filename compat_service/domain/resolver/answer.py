@@ -6,7 +6,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from compat_service.domain.backends import PLUGIN_FAMILIES, PLUGINS, RUNTIME_COLUMNS, RUNTIME_NAMES
-from compat_service.domain.hardware_rules import MVC_LIMITS, MVC_LIMITS_SOURCES, cached_version, describe_archs
+from compat_service.domain.hardware_rules import (
+    MVC_LIMITS,
+    MVC_LIMITS_SOURCES,
+    cached_version,
+    describe_archs,
+)
 from compat_service.domain.matrix.interface import per_matrix_memo
 from compat_service.domain.resolver.resolution import HostRequirement, Pin, Reason, Resolution
 from compat_service.domain.resolver.state import Candidate, ResolverState

@@ -25,7 +25,6 @@ from compat_service.domain.backends import (
     RUNTIME_NAMES,
     python_sort_key,
 )
-from compat_service.domain.matrix.interface import per_matrix_memo
 from compat_service.domain.hardware_rules import (
     ArchVerdict,
     GpuLookup,
@@ -37,6 +36,7 @@ from compat_service.domain.hardware_rules import (
     runtime_fits,
     too_new_for,
 )
+from compat_service.domain.matrix.interface import per_matrix_memo
 from compat_service.domain.resolver.answer import build_resolution
 from compat_service.domain.resolver.conflict import Conflict
 from compat_service.domain.resolver.explanation import (
