@@ -52,3 +52,14 @@ def test_toolkit_range_is_a_known_no_where_the_list_is_unknown(matrix) -> None:
     assert "sm_90" in (verdict.shipped or "")
     inside = arch_coverage(matrix, "2.6.0", "cu118", "11.8", "windows-x86_64", "sm_86")
     assert inside.coverage == "unknown"
+
+
+def test_the_dockerfile_explains_forward_compatibility_for_cuda(matrix) -> None:
+    from compat_service.domain.resolver.install_formats import render
+    from compat_service.domain.resolver.request import ResolveRequest
+    from compat_service.domain.resolver.stages import resolve
+
+    res = resolve(ResolveRequest.from_strings(torch="2.8", gpu_arch="sm_80", driver="535.104.05", python="3.12"), matrix)
+    text = render(res, "docker")
+    assert "cuda-compat-<major>-<minor>" in text and "New Feature Branch" in text
+    assert "# host needs nvidia-driver >= 525.60.13" in text
