@@ -313,6 +313,13 @@ def _driver_reason(
         else:
             why = f"CUDA {runtime} has no minor-version compatibility, so "
         detail = f"rule toolkit-floor: {why}CUDA {toolkit} needs its own driver floor >= {rule.version} on {r.os}"
+        if own is None:
+            detail = (
+                f"rule toolkit-floor: {why}CUDA {toolkit} needs its own driver floor, which NVIDIA's table does not "
+                f"give for {r.os}; the CUDA {major}.x floor >= {rule.version} is the least it needs"
+            )
+            if r.driver is not None:
+                state.unknowns.append(f"whether driver {r.driver} reaches CUDA {toolkit}'s own floor on {r.os}")
         if r.driver is not None:
             detail += f"; driver {r.driver} meets it"
         requirements.append(
