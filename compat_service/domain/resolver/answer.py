@@ -325,6 +325,11 @@ def _driver_reason(
         requirements.append(
             HostRequirement("nvidia-driver", rule.version, f"CUDA {toolkit} toolkit minimum on {r.os}")
         )
+    if r.gpu_arch is None:
+        warnings.append(
+            f"no --gpu-arch (or --gpu) given: {c.label} has {_build_covers(state, version, c)}; "
+            "a GPU none of them runs on (a cubin runs within its major, same or newer minor) gets no kernels"
+        )
     if r.driver is None:
         warnings.append(
             f"no --driver given: {c.label} needs an NVIDIA driver >= {rule.version} ({rule.rule}"
