@@ -214,8 +214,10 @@ def run_resolve(
         if database:
             # lazy: only `--database` pays for SQLAlchemy (docs/architecture.md allows it here)
             from compat_service.db.evidence.lookup import open_database_evidence
+            from compat_service.domain.resolver.stages import name_the_gpu
 
-            evidence = open_database_evidence(database, gpu_arch=request.gpu_arch)
+            matrix = load_matrix_cached(Path(matrix_path) if matrix_path else None)
+            evidence = open_database_evidence(database, gpu_arch=name_the_gpu(request, matrix)[0].gpu_arch)
         resolution = resolve(request, load_matrix_cached(Path(matrix_path) if matrix_path else None), evidence)
     if note is not None:
         import dataclasses
