@@ -50,12 +50,22 @@ def validate(
                 sys.stdout.write(f"{problem}\n")
             sys.stderr.write(f"error: {MatrixDataError.code}: {len(problems)} problem(s) in {where}\n")
         raise typer.Exit(MatrixDataError.exit_code)
-    counts = _counts(load_matrix_data(path))
+    from compat_service.domain.matrix.arch_coverage import arch_list_coverage
+
+    data = load_matrix_data(path)
+    counts = _counts(data)
+    unknown = [b for b in arch_list_coverage(data) if not b.known]
     if as_json:
-        dump_json({"ok": True, "path": str(where), "counts": counts, "problems": []})
+        dump_json({"ok": True, "path": str(where), "counts": counts, "problems": [],
+                   "unknown_arch_lists": [vars(b) for b in unknown]})
         return
     summary = ", ".join(f"{n} {name.replace('_', ' ').replace('cuda', 'CUDA')}" for name, n in counts.items())
     sys.stdout.write(f"matrix_data OK: {summary} ({where})\n")
+    if unknown:
+        sys.stdout.write(f"unknown arch lists ({len(unknown)} builds; no source states them):\n")
+        for b in unknown:
+            why = f"searched: {b.searched}" if b.searched else "no search recorded"
+            sys.stdout.write(f"  torch {b.torch} {b.variant} {b.platform}: {why}\n")
 
 
 def _counts(data: MatrixData) -> dict[str, int]:
@@ -100,18 +110,22 @@ def show(
         view = release_view(data, torch)
         torch = view["minor"] if torch.strip() == "latest" else torch
         evidence = None
+        observed: list[dict] = []
         if server or database:
-            from cli.evidence_rows import fetch_evidence_rows
+            from cli.evidence_rows import fetch_evidence_rows, fetch_observed_arch_lists
 
             evidence = fetch_evidence_rows(torch, server=server, database=database, path=path)
+            observed = fetch_observed_arch_lists([p["version"] for p in view["patches"]], server=server,
+                                                 database=database, path=path)
         if as_json:
-            dump_json(view if evidence is None else {**view, "evidence": evidence})
+            dump_json(view if evidence is None else {**view, "evidence": evidence, "observed_arch_lists": observed})
         else:
             _render(view)
             if evidence is not None:
-                from cli.evidence_rows import render_evidence
+                from cli.evidence_rows import render_evidence, render_observed_arch_lists
 
                 render_evidence(evidence)
+                render_observed_arch_lists(observed)
 
 
 def _needs_torch(flag: str) -> Exception:

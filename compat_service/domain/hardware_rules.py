@@ -220,8 +220,9 @@ def arch_is_known(gpu_arch: str, known: Sequence[str]) -> bool:
     if gpu_arch in known or gpu_arch.rstrip("af") in known:
         return True
     if gpu_arch.startswith("gfx"):
-        # with no gfx list in the matrix at all (rocm.yaml's are null today) nothing can be ruled out
-        return not any(a.startswith("gfx") for a in known)
+        # the gfx lists in the matrix are those of the sourced ROCm builds (to 2.4); later builds' lists are
+        # unknown (gpu_archs.yaml `searched`), so a target no list names (gfx1101, gfx1201, gfx950) is not ruled out
+        return True
     return _sm_major(gpu_arch) in {_sm_major(a) for a in known if a.startswith("sm_")}
 
 

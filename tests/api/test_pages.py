@@ -129,7 +129,7 @@ def test_a_plain_nvidia_smi_paste_maps_the_gpu_name_to_its_architecture(client: 
 
 
 def test_an_answer_resting_on_unknown_is_shown_as_such(client: TestClient) -> None:
-    page = client.get("/?" + urlencode({"torch": "2.5.0", "backend": "cuda", "gpu_arch": "sm_86", "python": "3.12"}))
+    page = client.get("/?" + urlencode({"torch": "2.11.0", "backend": "cu129", "gpu_arch": "sm_120", "python": "3.12"}))
     assert embedded(page.text)["status"] == "rests-on-unknown"
     assert "Rests on unknown:" in page.text
 

@@ -122,8 +122,12 @@ def _release_key(text: str | None) -> tuple[int, ...]:
 class InMemoryMatrix:
     """`Matrix` over a parsed `MatrixData` (or its compiled snapshot), with the orderings precomputed."""
 
-    def __init__(self, data: MatrixData | Any) -> None:
+    def __init__(self, data: MatrixData | Any, observed_arch_lists: Sequence[ArchList] = ()) -> None:
+        """``observed_arch_lists``: arch lists learned from agreeing probe reports (the service's evidence,
+        ``compat_service.domain.evidence.observed_builds``), read below a curated row and above unknown."""
         self.data = data
+        self._observed = {(row.torch.removeprefix("=="), row.variant, p): row
+                          for row in observed_arch_lists for p in row.platforms}
         self._minors = sorted(data.torch_releases.minors, key=lambda m: _release_key(m.minor), reverse=True)
         self._patches = {
             m.minor: sorted(m.patches, key=lambda p: parse_version(p.version) or Version("0"), reverse=True)
@@ -140,6 +144,7 @@ class InMemoryMatrix:
         self._rocm = {_release_key(r.version): r for r in data.rocm.releases}
         named = {a for row in data.gpu_archs.arch_lists for a in (*row.archs, row.ptx) if a}
         named.update(t for r in data.rocm.releases for t in (r.gfx_targets or ()))
+        named.update(a for row in observed_arch_lists for a in (*row.archs, row.ptx) if a)
         self._gpu_archs = tuple(sorted(named, key=_arch_key))
         self._xpu = [(parse_specifier(row.torch), row) for row in data.xpu.support]
         self._mps = [(parse_specifier(row.torch), row) for row in data.mps.support]
@@ -179,11 +184,18 @@ class InMemoryMatrix:
                     and spec.contains(torch_version, prereleases=True)
                 ),
                 None,
-            )
+            ) or self._observed.get(key)
         return self._arch_memo[key]
 
     def gpu_archs(self) -> Sequence[str]:
         return self._gpu_archs
+
+    def observed_arch_lists(self, torch_version: str) -> list[ArchList]:
+        """The observed arch lists of ``torch_version`` that the matrix reads (no curated row covers them)."""
+        return [
+            row for (version, variant, platform), row in self._observed.items()
+            if version == torch_version and self.arch_list(version, variant, platform) is row
+        ]
 
     def rocm_release(self, version: str) -> RocmRelease | None:
         return self._rocm.get(_release_key(version))

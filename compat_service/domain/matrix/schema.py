@@ -331,11 +331,26 @@ class ArchList(Row):
         return archs
 
 
+class ArchSearch(Row):
+    """Builds whose arch list no reachable source states: what was searched, so "unknown" is an answer.
+
+    The builds stay unknown (no ``arch_lists`` row); ``accelenv matrix validate`` lists them with this text.
+    """
+
+    #: PEP 440 specifier over torch versions
+    torch: str
+    variants: list[str] = Field(min_length=1)
+    platforms: list[Platform] = Field(min_length=1)
+    searched: str = Field(min_length=1)
+
+
 class GpuArchsFile(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     schema_: Literal["gpu_archs/v1"] = Field(alias="schema")
     arch_lists: list[ArchList]
+    #: searched and not found (the builds stay unknown)
+    searched: list[ArchSearch] = Field(default_factory=list)
 
 
 # --------------------------------------------------------------------------- rocm.yaml, xpu.yaml, mps.yaml

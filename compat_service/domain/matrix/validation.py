@@ -344,6 +344,7 @@ def _gpu_archs(rows: FileRows, labels: dict[str, Any], patches: list[Version]) -
     out = _Problems()
     file = "gpu_archs.yaml"
     claimed: dict[tuple[str, str, Version], int] = {}
+    patches = sorted(set(patches))  # a duplicated patch is reported by the torch_releases rules, once
     for i, a in _rows(rows, file, "arch_lists"):
         base = f"arch_lists[{i}]"
         spec = parse_specifier(a.torch)
@@ -392,6 +393,27 @@ def _gpu_archs(rows: FileRows, labels: dict[str, Any], patches: list[Version]) -
                     )
                 else:
                     claimed[key] = i
+    for i, search in _rows(rows, file, "searched"):
+        base = f"searched[{i}]"
+        spec = parse_specifier(search.torch)
+        if spec is None:
+            out.add(file, f"{base}.torch", f"{search.torch!r} is not a version specifier like '>=2.11,<2.12'")
+        for j, label in enumerate(search.variants):
+            if labels and label not in labels:
+                out.add(file, f"{base}.variants[{j}]", f"variant label {label!r} is not defined in build_variants.yaml")
+        if spec is None:
+            continue
+        for ver in patches:
+            if spec.contains(ver, prereleases=True):
+                for label in search.variants:
+                    for plat in search.platforms:
+                        if (label, plat, ver) in claimed:
+                            out.add(
+                                file,
+                                base,
+                                f"torch {ver} {label} on {plat} has an arch list (arch_lists[{claimed[(label, plat, ver)]}]): "
+                                "a searched record is only for builds without one",
+                            )
     return out
 
 
