@@ -141,6 +141,8 @@ def run_resolve(
     database: str | None = None,
     require_verified: bool = False,
     strict: bool = False,
+    runtime: str | None = None,
+    gpu: str | None = None,
 ) -> str:
     from compat_service.domain.backends import normalise_arch
     from compat_service.domain.resolver.install_formats import render
@@ -152,13 +154,15 @@ def run_resolve(
             f"--format {fmt!r} is not an output format", f"use one of: {', '.join(FORMATS)}", "--format", fmt
         )
     this_os, this_arch = host_facts.os_name(), host_facts.arch_name()
+    if arch is None and os_name == "macos" and this_os != "macos":
+        arch = ""  # another host's macOS: Apple silicon, said in the answer (ResolveRequest's default)
     same_arch = arch is None or normalise_arch(this_os, arch) == normalise_arch(this_os, this_arch)
     foreign = (os_name is not None and os_name != this_os) or not same_arch
     note = None
     if backend == "auto":
         target_os = os_name or this_os
-        if driver or gpu_arch:
-            backend = None  # the family --gpu-arch/--driver imply (ResolveRequest), never this host's
+        if driver or gpu_arch or gpu:
+            backend = None  # the family --gpu-arch/--driver/--gpu imply (ResolveRequest), never this host's
         elif foreign:
             # A foreign target's default: the build its default index serves (MPS is the macOS wheel).
             backend = "mps" if target_os == "macos" else "cpu"
@@ -170,7 +174,9 @@ def run_resolve(
             _check_backend_override(host_facts)
             host = host_facts.detect_host()
             backend = host["backend"]
-            driver = host["driver_version"] if backend not in ("cpu", "mps") else None
+            # the NVIDIA driver counts for cuda; for npu/rocm/mlu the vendor runtime does (CANN, ROCm)
+            driver = host["driver_version"] if backend == "cuda" else None
+            runtime = runtime or (host.get("runtime_version") if backend in ("npu", "rocm", "mlu") else None)
             gpu_arch = (
                 host["device_arch"] if backend not in ("cpu", "mps", "npu", "mlu", "xpu") else None
             )
@@ -178,13 +184,15 @@ def run_resolve(
         torch=torch,
         python=python if python is not None else host_facts.python_minor(),
         os=os_name if os_name is not None else this_os,
-        arch=arch if arch is not None else this_arch,
+        arch=(arch or None) if arch is not None else this_arch,
         backend=backend,
         driver=driver,
         gpu_arch=gpu_arch,
         with_=with_,
         require_verified=require_verified,
         strict=strict,
+        runtime=runtime,
+        gpu=gpu,
     )
     if require_verified and not (server or database):
         raise invalid_request(
@@ -208,8 +216,10 @@ def run_resolve(
         if database:
             # lazy: only `--database` pays for SQLAlchemy (docs/architecture.md allows it here)
             from compat_service.db.evidence.lookup import open_database_evidence
+            from compat_service.domain.resolver.stages import name_the_gpu
 
-            evidence = open_database_evidence(database, gpu_arch=request.gpu_arch)
+            matrix = load_matrix_cached(Path(matrix_path) if matrix_path else None)
+            evidence = open_database_evidence(database, gpu_arch=name_the_gpu(request, matrix)[0].gpu_arch)
         data_dir = Path(matrix_path) if matrix_path else None
         if request.stack:  # --with vllm: the stack's releases, then torch for them (compat_service/domain/stacks)
             from compat_service.domain.stacks.catalog import load_catalog

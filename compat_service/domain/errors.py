@@ -17,6 +17,7 @@ The resolver's failure kinds (all `UnsatisfiableError`: exit 5, HTTP 409):
 | variant-not-published  | the asked build label / family is not published for the matching releases     |
 | driver-too-old         | every candidate build needs a newer driver than --driver                       |
 | gpu-arch-unsupported   | no candidate build ships kernels (or PTX) for --gpu-arch                       |
+| runtime-mismatch       | no candidate build fits the vendor runtime --runtime names (CANN, ROCm, CTR)   |
 | companion-unknown      | the matrix has no torchvision/torchaudio version for the matching releases    |
 | not-verified           | --require-verified, and no candidate's cell is verified by probe reports       |
 | rests-on-unknown       | --strict, and the answer rests on data the matrix lacks (arch list, floor)     |
@@ -211,6 +212,12 @@ class DriverTooOldError(UnsatisfiableError):
 
 class GpuArchUnsupportedError(UnsatisfiableError):
     code = "gpu-arch-unsupported"
+
+
+class RuntimeMismatchError(UnsatisfiableError):
+    """``--runtime``: no candidate build fits the host's CANN / ROCm / Cambricon toolkit version."""
+
+    code = "runtime-mismatch"
 
 
 class CompanionUnknownError(UnsatisfiableError):

@@ -155,7 +155,8 @@ def test_released_patches_have_dates_or_say_why(data: MatrixData) -> None:
 # Hosts the data may cite. The default package index is cited by name only (source `pypi_metadata`,
 # url null): its host name is kept out of the data on purpose.
 CITED_HOSTS = {
-    "download.pytorch.org", "dev-discuss.pytorch.org", "developer.apple.com", "docs.nvidia.com",
+    "download.pytorch.org", "dev-discuss.pytorch.org", "developer.apple.com", "developer.nvidia.com",
+    "docs.nvidia.com",
     "docs.pytorch.org", "gitcode.com", "github.com", "rocm.docs.amd.com", "zhidx.com",
     # the ecosystem's sources (ecosystem.yaml): vLLM's and bitsandbytes' documentation sites
     "docs.vllm.ai", "huggingface.co",
@@ -278,7 +279,9 @@ def test_minor_version_compatibility_floors(data: MatrixData) -> None:
     floors = {
         m.cuda_major: (m.min_driver_linux, m.below_driver) for m in data.cuda.minor_version_compatibility
     }
-    assert floors == {11: ("450.80.02", "525"), 12: ("525", "580"), 13: ("580", None)}
+    assert floors == {11: ("450.80.02", "525"), 12: ("525.60.13", "580"), 13: ("580", None)}
+    windows = {m.cuda_major: m.min_driver_windows for m in data.cuda.minor_version_compatibility}
+    assert windows == {11: "452.39", 12: "527.41", 13: "580"}
 
 
 def _archs(data: MatrixData, torch: str, variant: str, platform: str) -> list[str] | None:

@@ -189,9 +189,13 @@ def from_nvidia_smi(text: str, state: dict[str, str]) -> str:
         return url_for_state(base, notice="paste-empty")
     changes: dict[str, Any] = {"driver": driver or base.get("driver")}
     if capabilities:
-        changes["gpu_arch"] = capabilities[0]
+        # a multi-GPU host: the lowest compute capability (a build must run on every GPU)
+        changes["gpu_arch"] = min(capabilities, key=lambda c: tuple(int(p) for p in c.split(".") if p.isdigit()))
+    elif names:
+        # plain nvidia-smi prints names only: the resolver maps them with the matrix's GPU names (gpu=)
+        changes["gpu"] = ", ".join(dict.fromkeys(names))
     if names:
-        changes["gpu_seen"] = names[0]
+        changes["gpu_seen"] = ", ".join(dict.fromkeys(names))
     if not _CUDA_BACKEND.match(base.get("backend", "cpu")):
         changes["backend"] = "cuda"  # an NVIDIA host: its builds, not the CPU one
     return url_for_state(base, **changes)

@@ -15,7 +15,6 @@ responses for OpenAPI; its handler answers through the same function, for an app
 from __future__ import annotations
 
 from typing import Any
-
 from urllib.parse import unquote
 
 from fastapi import APIRouter, Request, Response
@@ -28,6 +27,7 @@ from compat_service.domain.errors import Cause, ErrorBody, InvalidRequestError
 from compat_service.domain.resolver.request import PARAMETERS, ResolveRequest
 from compat_service.domain.resolver.resolution import resolution_to_json
 from compat_service.domain.resolver.resolution_schema import ResolutionBody
+from compat_service.domain.resolver.stages import name_the_gpu
 from compat_service.domain.resolver.stages import resolve as resolve_request
 
 router = APIRouter(tags=["resolve"])
@@ -112,8 +112,10 @@ async def resolution_body(app: Any, raw: bytes) -> bytes:
     else:
         parsed = parse_request(raw)
     matrix = await current_matrix(app)
+    # gpu= names a GPU: its architecture (matrix data) selects the evidence too
+    gpu_arch = name_the_gpu(parsed, matrix.matrix)[0].gpu_arch if parsed.gpu else parsed.gpu_arch
     # Evidence from the stored probe reports (routes/evidence.py); its stamp keeps the cache current.
-    evidence, stamp = evidence_for_resolve(app, parsed.gpu_arch, require_verified=parsed.require_verified)
+    evidence, stamp = evidence_for_resolve(app, gpu_arch, require_verified=parsed.require_verified)
     if parsed.stack:  # with=vllm: the stack's releases, then torch for them (compat_service/domain/stacks)
         from compat_service.domain.stacks.catalog import load_catalog
         from compat_service.domain.stacks.resolve import resolve_stack

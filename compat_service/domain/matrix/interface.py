@@ -24,11 +24,13 @@ if TYPE_CHECKING:
         BuildVariant,
         CambriconMluRow,
         CudaToolkit,
+        GpuName,
         MatrixData,
         MinorVersionCompat,
         MpsSupport,
         RocmRelease,
         Source,
+        ToolkitArchRange,
         TorchMinor,
         TorchPatch,
         VendorInstall,
@@ -65,6 +67,12 @@ class Matrix(Protocol):
         """Every CUDA toolkit row, oldest first."""
 
     def minor_version_compat(self, cuda_major: int) -> MinorVersionCompat | None: ...
+
+    def toolkit_arch_range(self, cuda: str) -> ToolkitArchRange | None:
+        """The sm_ range the toolkit of this CUDA release compiles for; None = not sourced."""
+
+    def gpu_names(self) -> Sequence[GpuName]:
+        """Every GPU product name the matrix maps to an architecture (NVIDIA's, then AMD's)."""
 
     def arch_list(self, torch_version: str, variant: str, platform: str) -> ArchList | None:
         """The GPU architectures `variant` of `torch_version` ships for `platform`; None = unknown."""
@@ -128,6 +136,8 @@ class InMemoryMatrix:
         self._variants = {v.label: v for v in data.build_variants.variants}
         self._toolkits = sorted(data.cuda.toolkits, key=lambda t: _release_key(t.version))
         self._mvc = {row.cuda_major: row for row in data.cuda.minor_version_compatibility}
+        self._toolkit_archs = [(parse_specifier(row.cuda), row) for row in getattr(data.cuda, "toolkit_archs", ())]
+        self._gpu_names = tuple(getattr(data.cuda, "gpu_names", ())) + tuple(getattr(data.rocm, "gpu_names", ()))
         # Specifiers are parsed once: the resolver asks for arch lists in its inner loop.
         self._arch_lists = [(parse_specifier(row.torch), row) for row in data.gpu_archs.arch_lists]
         self._arch_memo: dict[tuple[str, str, str], ArchList | None] = {}
@@ -154,6 +164,12 @@ class InMemoryMatrix:
 
     def minor_version_compat(self, cuda_major: int) -> MinorVersionCompat | None:
         return self._mvc.get(cuda_major)
+
+    def toolkit_arch_range(self, cuda: str) -> ToolkitArchRange | None:
+        return _first_matching(self._toolkit_archs, cuda)
+
+    def gpu_names(self) -> Sequence[GpuName]:
+        return self._gpu_names
 
     def arch_list(self, torch_version: str, variant: str, platform: str) -> ArchList | None:
         key = (torch_version, variant, platform)

@@ -8,7 +8,8 @@ Rules: duplicates (sources, variant labels, toolkits, ROCm releases, minors, pat
 dangling references (source keys, variant labels, patches named by a variant); every CUDA variant has a
 driver row and a minor-version-compatibility row; labels agree with their family and runtime; patches
 belong to their minor; released minors have Python and variants; a known companion or date has a source;
-version strings and specifiers parse; GPU arch lists fit their variant.
+version strings and specifiers parse; GPU arch lists fit their variant; toolkit compile ranges do not overlap and
+GPU names are listed once with their vendor's kind of architecture.
 """
 
 from __future__ import annotations
@@ -174,6 +175,36 @@ def _cuda(rows: FileRows) -> list[Problem]:
                 f"CUDA variant {v.label!r}: cuda.yaml has no minor_version_compatibility "
                 f"row for CUDA {runtime.major}",
             )
+    return out
+
+
+def _toolkit_archs_and_gpu_names(rows: FileRows) -> list[Problem]:
+    """Each toolkit release falls in at most one compile range, each range is ordered, and a GPU name is
+    listed once, with an NVIDIA arch in cuda.yaml and an AMD one in rocm.yaml."""
+    out = _Problems()
+    ranges = [(i, r, parse_specifier(r.cuda)) for i, r in _rows(rows, "cuda.yaml", "toolkit_archs")]
+    for i, r, _ in ranges:
+        low, high = (int("".join(ch for ch in a if ch.isdigit())) for a in (r.min_arch, r.max_arch))
+        if low > high:
+            out.add("cuda.yaml", f"toolkit_archs[{i}]", f"min_arch {r.min_arch} is above max_arch {r.max_arch}")
+    for t_index, t in _rows(rows, "cuda.yaml", "toolkits"):
+        hits = [i for i, _, spec in ranges if spec is not None and spec.contains(t.version, prereleases=True)]
+        if len(hits) > 1:
+            out.add(
+                "cuda.yaml",
+                f"toolkit_archs[{hits[1]}]",
+                f"CUDA {t.version} (toolkits[{t_index}]) falls in toolkit_archs[{hits[0]}] and [{hits[1]}]",
+            )
+    seen: dict[str, str] = {}
+    for file, prefix in (("cuda.yaml", "sm_"), ("rocm.yaml", "gfx")):
+        for i, g in _rows(rows, file, "gpu_names"):
+            key = " ".join(g.name.lower().split())
+            where = f"{file} gpu_names[{i}]"
+            if key in seen:
+                out.add(file, f"gpu_names[{i}].name", f"GPU name {g.name!r} is listed twice (first at {seen[key]})")
+            seen.setdefault(key, where)
+            if not g.arch.startswith(prefix):
+                out.add(file, f"gpu_names[{i}].arch", f"{g.arch!r} is not a {prefix}* architecture, as {file} needs")
     return out
 
 
@@ -409,6 +440,7 @@ def cross_file_problems(rows: FileRows) -> list[Problem]:
     patches, torch_problems = _torch(rows, labels)
     problems += _sources(rows)
     problems += _cuda(rows)
+    problems += _toolkit_archs_and_gpu_names(rows)
     problems += _rocm(rows)
     problems += torch_problems
     problems += _gpu_archs(rows, labels, patches)

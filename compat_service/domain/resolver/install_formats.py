@@ -204,6 +204,13 @@ def _docker(res: Resolution) -> str:
         lines.append(f"RUN {command}")
     for req in res.requirements:
         lines.append(f"# host needs {req.name}{' >= ' + req.version if req.version else ''}: {req.detail}")
+    if res.family == "cuda":
+        lines += [
+            "# A host driver below the CUDA toolkit's own floor: NVIDIA's forward compatibility (the",
+            "# cuda-compat-<major>-<minor> package in the image, its libraries first on LD_LIBRARY_PATH) runs a newer",
+            "# CUDA on an older driver only on data-centre GPUs, and never on New Feature Branch drivers",
+            "# (NVIDIA CUDA Compatibility, Forward Compatibility [nv_forward_compat]); otherwise upgrade the driver.",
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -214,6 +221,8 @@ def _json(res: Resolution) -> str:
 def _text(res: Resolution) -> str:
     lines = [
         f"torch {res.torch_version} · {res.backend} ({res.family}) · Python {res.python} · {res.platform}",
+        f"status: {res.status}",
+        *(f"  ? rests on: {u}" for u in res.unknowns),
         "",
         "install:",
         *(f"  {c}" for c in pip_commands(res)),

@@ -25,6 +25,7 @@ from compat_service.domain.backends import (
     ARCHES,
     OSES,
     REQUEST_FAMILIES,
+    RUNTIME_NAMES,
     is_build_label,
     label_family,
     normalise_arch,
@@ -148,8 +149,19 @@ PARAMETERS: tuple[Parameter, ...] = (
               cli_default="auto"),
     Parameter("driver", 32, "the target's driver version, e.g. 535.104.05",
               cli_help="driver version of the target, e.g. 535.104.05"),
+    Parameter("runtime", 32,
+              "the target's vendor runtime: the CANN version for npu (8.0.0), the ROCm version for rocm "
+              "(6.2.4), the Cambricon toolkit for mlu (2.15)",
+              cli_help="vendor runtime of the target: CANN for npu (8.0.0), ROCm for rocm (6.2.4), "
+              "Cambricon toolkit for mlu (2.15); --backend auto detects CANN and ROCm",
+              metavar="VERSION"),
     Parameter("gpu_arch", 16, "the target's GPU architecture: sm_90, 9.0 or gfx942",
               cli_help="GPU architecture of the target: sm_90 (or 9.0), gfx942", metavar="ARCH"),
+    Parameter("gpu", 128,
+              "the target's GPU by name, e.g. 'RTX 5090' or 'A100' (several, comma-separated, for a multi-GPU "
+              "host: the lowest architecture counts); mapped to gpu_arch with the matrix's GPU names",
+              cli_help="GPU of the target by name ('RTX 5090', 'A100'; comma-separated for several): sets "
+              "--gpu-arch from the matrix's GPU names", metavar="NAME"),
     Parameter("with", 64,
               "companions torchvision,torchaudio (default), a subset or none; and ecosystem packages resolved "
               "with torch: vllm, vllm==0.15.1, flash-attn, xformers, torchao, bitsandbytes, vllm-ascend "
@@ -229,6 +241,14 @@ class ResolveRequest:
     with_: tuple[str, ...] = DEFAULT_COMPANIONS
     #: ecosystem packages resolved together with torch (`compat_service.domain.stacks`), in request order
     stack: tuple[PackageRequest, ...] = ()
+    #: the host's vendor runtime (CANN for npu, ROCm for rocm, Cambricon's toolkit for mlu)
+    runtime: str | None = None
+    #: GPU product names (--gpu), mapped to gpu_arch by the resolver (the names table is matrix data)
+    gpu: str | None = None
+    #: no --backend and nothing implied a family: --gpu may still name one
+    backend_defaulted: bool = False
+    #: no --arch given: the answer says which it chose (arm64 for macOS)
+    arch_defaulted: bool = False
     #: accept only combinations probe reports verify (needs evidence: --server or --database)
     require_verified: bool = False
     #: fail (rests-on-unknown) instead of answering when the answer rests on data the matrix does not have
@@ -252,23 +272,32 @@ class ResolveRequest:
         with_: str | Sequence[str] | None = None,
         require_verified: bool = False,
         strict: bool = False,
+        runtime: str | None = None,
+        gpu: str | None = None,
     ) -> ResolveRequest:
         companions, stack = parse_with_stack(with_)
         os_name = _parse_os(os)
         driver_value = _parse_driver(driver)
         arch_value = _parse_gpu_arch(gpu_arch)
+        runtime_value = _parse_runtime(runtime)
+        backend_spec = _target_backend(backend, driver_value, arch_value)
+        _check_target_flags(backend_spec, driver_value, runtime_value)
         return cls(
             torch=parse_torch_spec(torch),
             python=parse_python(python),
             os=os_name,
             arch=_parse_arch(arch, os_name),
-            backend=_target_backend(backend, driver_value, arch_value),
+            backend=backend_spec,
             driver=driver_value,
             gpu_arch=arch_value,
             with_=companions,
             stack=stack,
             require_verified=require_verified,
             strict=strict,
+            runtime=runtime_value,
+            gpu=_parse_gpu(gpu),
+            backend_defaulted=backend is None and implied_family(driver_value, arch_value) is None,
+            arch_defaulted=arch is None or arch.strip() == "",
         )
 
     @classmethod
@@ -290,7 +319,10 @@ class ResolveRequest:
             "backend": self.backend.text,
             "with": ",".join([*(self.with_ or ("none",)), *(p.text for p in self.stack)]),
         }
-        for key, value in (("python", self.python), ("driver", self.driver), ("gpu_arch", self.gpu_arch)):
+        for key, value in (
+            ("python", self.python), ("driver", self.driver), ("gpu_arch", self.gpu_arch), ("runtime", self.runtime),
+            ("gpu", self.gpu),
+        ):
             if value is not None:
                 out[key] = value
         if self.require_verified:
@@ -372,7 +404,8 @@ def _parse_os(text: str | None) -> str:
 
 
 def _parse_arch(text: str | None, os_name: str) -> str:
-    value = (text or "x86_64").strip().lower()
+    # macOS without --arch means Apple silicon (Intel Macs have no torch wheels after 2.2); elsewhere x86_64
+    value = (text or ("arm64" if os_name == "macos" else "x86_64")).strip().lower()
     value = ARCH_ALIASES.get(value, value)
     if value not in ARCHES:
         raise invalid_request(
@@ -411,6 +444,8 @@ def _target_backend(text: str | None, driver: str | None, gpu_arch: str | None) 
     if text is None and implied is not None:
         return BackendSpec(implied, "family", implied)
     spec = parse_backend(text)
+    if gpu_arch is None and spec.family in RUNTIME_NAMES:
+        return spec  # a --driver meant as the vendor runtime: _check_target_flags says what to give instead
     if implied is not None and spec.family not in (None, "cuda", "rocm"):
         flag, value = ("--gpu-arch", gpu_arch) if gpu_arch is not None else ("--driver", driver or "")
         raise invalid_request(
@@ -420,6 +455,70 @@ def _target_backend(text: str | None, driver: str | None, gpu_arch: str | None) 
             value,
         )
     return spec
+
+
+def _check_target_flags(spec: BackendSpec, driver: str | None, runtime: str | None) -> None:
+    """--driver is the NVIDIA driver and --runtime a vendor runtime: each is used by its families or refused."""
+    family = spec.family
+    if family is None:  # auto: the CLI's host detection fills both
+        return
+    name = RUNTIME_NAMES.get(family)
+    if driver is not None and family != "cuda" and name is not None:
+        raise invalid_request(
+            f"--driver {driver} is an NVIDIA driver version, and --backend {spec.text} has no NVIDIA driver",
+            f"give the host's {name} version with --runtime (e.g. --runtime {_RUNTIME_EXAMPLES[family]}), "
+            "or drop --driver",
+            "--driver",
+            driver,
+        )
+    if runtime is not None and name is None:
+        why = (
+            "the CUDA runtime comes inside the wheel; the host's part is the NVIDIA driver (--driver)"
+            if family == "cuda"
+            else f"--backend {spec.text} has no vendor runtime to match"
+        )
+        raise invalid_request(
+            f"--runtime {runtime} names a vendor runtime (CANN, ROCm, Cambricon toolkit), but {why}",
+            "use --runtime with --backend npu (CANN), rocm (ROCm) or mlu (Cambricon toolkit), or drop it",
+            "--runtime",
+            runtime,
+        )
+
+
+_RUNTIME_EXAMPLES = {"npu": "8.0.0", "rocm": "6.2.4", "mlu": "2.15"}
+_RUNTIME_RE = re.compile(r"^(?:ctr\s*|cann\s*|rocm\s*)?v?(\d+(?:\.[0-9a-z]+){0,3})$")
+
+
+def _parse_runtime(text: str | None) -> str | None:
+    """A vendor runtime version: 8.0.0, 8.0.RC3 (CANN), 6.2.4 (ROCm), 2.15 or 'CTR 2.15' (Cambricon)."""
+    if text is None or text.strip() == "":
+        return None
+    value = text.strip().lower()
+    match = _RUNTIME_RE.match(value)
+    version = match.group(1) if match else None
+    try:
+        Version(version or "")
+    except InvalidVersion:
+        version = None
+    if version is None:
+        raise invalid_request(
+            f"--runtime {text.strip()!r} is not a runtime version",
+            "give the version the vendor tool reports: CANN 8.0.0 or 8.0.RC3, ROCm 6.2.4, Cambricon CTR 2.15",
+            "--runtime",
+            text.strip(),
+        )
+    return version.replace("rc", "RC")  # CANN writes 8.0.RC3
+
+
+def _parse_gpu(text: str | None) -> str | None:
+    if text is None or text.strip() == "":
+        return None
+    value = " ".join(text.split())
+    if not any(ch.isalnum() for ch in value) or any(ord(ch) < 32 for ch in value):
+        raise invalid_request(
+            f"--gpu {value!r} is not a GPU name", "give the product name, e.g. 'RTX 5090' or 'A100'", "--gpu", value
+        )
+    return value
 
 
 def _parse_driver(text: str | None) -> str | None:
