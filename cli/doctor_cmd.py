@@ -13,7 +13,7 @@ fix is what `accelenv resolve` gives for this host instead.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -199,8 +199,58 @@ def run_doctor(*, site_packages: Path | None, database: str | None, matrix_path:
     )
     if versions["torch"] is not None:
         result.findings.extend(environment_findings(environment, os_name=host.os, build=result.build))
+        result.findings.extend(_stack_findings(site_packages, versions, host, matrix, matrix_path))
     _render(result, host, environment, fmt)
     return result.ok
+
+
+def _stack_findings(site_packages: Path | None, versions: dict[str, str | None], host: HostFacts, matrix: Any,
+                    matrix_path: Path | None) -> list[Any]:
+    """An installed ecosystem package (vllm, xformers, ...) whose torch requirement the installed torch breaks,
+    with the command that repairs it: the package release that fits the installed torch, else the stack of the
+    installed release (`accelenv resolve --with NAME==X`)."""
+    from importlib import metadata
+
+    from compat_service.domain.diagnosis import Finding
+    from compat_service.domain.errors import AccelenvError
+    from compat_service.domain.install_environment import normalise_name
+    from compat_service.domain.resolver.install_formats import render
+    from compat_service.domain.resolver.request import ResolveRequest
+    from compat_service.domain.stacks.catalog import load_catalog
+    from compat_service.domain.stacks.doctor import stack_issues
+    from compat_service.domain.stacks.resolve import resolve_stack
+
+    catalog = load_catalog(matrix_path)
+    wanted = set(catalog.names())
+    installed: dict[str, str | None] = dict(versions)
+    paths = [str(site_packages)] if site_packages is not None else None
+    for dist in metadata.distributions(path=paths) if paths else metadata.distributions():
+        name = normalise_name(dist.metadata["Name"] or "")
+        if name in wanted:
+            installed.setdefault(name, dist.version)
+    platform = f"{host.os}-{host.arch}"
+    findings = []
+
+    def commands(torch: str, package: str) -> str:
+        request = ResolveRequest.for_host(host, torch=torch, with_=[package])
+        text = render(resolve_stack(request, matrix, None, catalog), "pip")
+        return "\n".join(line for line in text.splitlines() if not line.startswith("#")).strip()
+
+    for issue in stack_issues(installed, catalog, platform, host.python):
+        fix = None
+        if issue.severity == "error":
+            torch = (versions["torch"] or "").split("+")[0]
+            try:
+                fix = (f"keep torch {torch}: " + commands(torch, issue.package)).replace(": pip", ":\npip", 1)
+            except AccelenvError:
+                try:
+                    fix = (f"no {issue.package} release fits torch {torch}; install the stack of "
+                           f"{issue.package} {issue.version}:\n" + commands("latest", f"{issue.package}=={issue.version}"))
+                except AccelenvError as err:
+                    fix = f"`accelenv resolve --with {issue.package}=={issue.version}` finds no stack here: {err.message}"
+        severity = "error" if issue.severity == "error" else "warning"
+        findings.append(Finding("stack", severity, issue.message, fix))  # type: ignore[arg-type]
+    return findings
 
 
 def _render(result, host, environment: InstalledEnvironment, fmt: str) -> None:

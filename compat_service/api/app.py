@@ -40,7 +40,9 @@ from compat_service.db.tokens import TokenCache
 
 #: routers in include order (routes match in this order: the hot /v1/resolve first); reports, evidence,
 #: matrix and probe are owned by other parts of the project; pages are the HTML site (api/pages/)
-ROUTERS = ("resolve", "health", "torch", "matrix", "reports", "evidence", "probe", "tokens", "metrics", "pages")
+ROUTERS = (
+    "resolve", "health", "torch", "packages", "matrix", "reports", "evidence", "probe", "tokens", "metrics", "pages",
+)
 #: where a router's module lives when not under api/routes/ (the pages are a self-contained package)
 ROUTER_MODULES = {"pages": "compat_service.api.pages.routes"}
 

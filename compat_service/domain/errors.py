@@ -17,9 +17,13 @@ The resolver's failure kinds (all `UnsatisfiableError`: exit 5, HTTP 409):
 | variant-not-published  | the asked build label / family is not published for the matching releases     |
 | driver-too-old         | every candidate build needs a newer driver than --driver                       |
 | gpu-arch-unsupported   | no candidate build ships kernels (or PTX) for --gpu-arch                       |
+| runtime-mismatch       | no candidate build fits the vendor runtime --runtime names (CANN, ROCm, CTR)   |
 | companion-unknown      | the matrix has no torchvision/torchaudio version for the matching releases    |
 | not-verified           | --require-verified, and no candidate's cell is verified by probe reports       |
 | rests-on-unknown       | --strict, and the answer rests on data the matrix lacks (arch list, floor)     |
+| stack-conflict         | no release of a --with package fits torch and the host together (its pins, its |
+|                        | wheels, the torch build its binaries need); a host-only failure of every       |
+|                        | candidate keeps the torch resolver's code (driver-too-old, ...)                |
 
 Malformed flags are `InvalidRequestError` (exit 2, HTTP 422).
 """
@@ -61,8 +65,10 @@ __all__ = [
     "ReportInvalidError",
     "ReportTooLargeError",
     "RestsOnUnknownError",
+    "RuntimeMismatchError",
     "ServerFailedError",
     "ServerUnreachableError",
+    "StackConflictError",
     "TorchNotFoundError",
     "UnsatisfiableError",
     "VariantNotPublishedError",
@@ -263,6 +269,12 @@ class GpuArchUnsupportedError(UnsatisfiableError):
     code = "gpu-arch-unsupported"
 
 
+class RuntimeMismatchError(UnsatisfiableError):
+    """``--runtime``: no candidate build fits the host's CANN / ROCm / Cambricon toolkit version."""
+
+    code = "runtime-mismatch"
+
+
 class CompanionUnknownError(UnsatisfiableError):
     code = "companion-unknown"
 
@@ -271,6 +283,12 @@ class RestsOnUnknownError(UnsatisfiableError):
     """``--strict``: the only answer rests on data the matrix does not have (an arch list, a driver floor)."""
 
     code = "rests-on-unknown"
+
+
+class StackConflictError(UnsatisfiableError):
+    """No release of an ecosystem package (`--with vllm`) fits torch and the target together."""
+
+    code = "stack-conflict"
 
 
 class NotVerifiedError(UnsatisfiableError):

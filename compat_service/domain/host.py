@@ -20,6 +20,8 @@ class HostFacts:
     driver: str | None = None
     gpu_arch: str | None = None
     gpu_name: str | None = None
+    #: the vendor runtime detected (CANN for npu, ROCm, the MLU runtime); None = unknown
+    runtime: str | None = None
 
     @classmethod
     def from_detected(cls, found: Mapping[str, Any]) -> HostFacts:
@@ -32,4 +34,5 @@ class HostFacts:
             driver=found["driver_version"],
             gpu_arch=found["device_arch"],
             gpu_name=found["device_name"],
+            runtime=found.get("runtime_version"),
         )

@@ -88,10 +88,12 @@ def parse_file(file: IndexFile, project: str) -> ParsedFile | None:
 
 def python_of(tag: Tag) -> str | None:
     """``cp312-cp312`` -> 3.12, ``cp313-cp313t`` -> 3.13t, ``cp37-cp37m`` and ``cp310-none`` -> 3.7 / 3.10,
-    ``cp310-abi3`` -> ``3.10+``, ``py3-none`` -> ``any``; None for other interpreters."""
+    ``cp310-abi3`` and ``py310-none`` -> ``3.10+``, ``py3-none`` -> ``any``; None for other interpreters."""
     interpreter, abi = tag.interpreter, tag.abi
     if interpreter.startswith("py") and interpreter[2:] in ("3", "30") and abi == "none":
         return "any"
+    if interpreter.startswith("py3") and interpreter[3:].isdigit() and abi == "none":
+        return f"3.{interpreter[3:]}+"  # py39-none-manylinux (xformers 0.0.35): CPython 3.9 and later
     if not interpreter.startswith("cp") or not interpreter[2:].isdigit() or len(interpreter) < 4:
         return None  # PyPy, Jython, py2: not a platform accelenv resolves for
     version = f"{interpreter[2]}.{interpreter[3:]}"

@@ -45,14 +45,29 @@ def _call(fn, *args):
 
 
 def arch_list(torch):
-    """Compiled GPU archs (sm_XY / compute_XY / gfxNNN); [] on CPU builds."""
+    """Compiled GPU archs (sm_XY / compute_XY / gfxNNN); [] on CPU builds.
+
+    ``torch.cuda.get_arch_list()`` answers [] without a usable GPU; ``torch._C._cuda_getArchFlags()`` (what it
+    reads) answers on any host with the build installed, a CPU-only CI runner included (ROCm builds: gfx names).
+    """
     for owner in (getattr(torch, "cuda", None), getattr(torch, "xpu", None)):
         getter = getattr(owner, "get_arch_list", None) if owner is not None else None
         if getter is not None:
             archs = _call(getter)
             if archs:
                 return list(archs)
-    return []
+    flags = getattr(getattr(torch, "_C", None), "_cuda_getArchFlags", None)
+    text = _call(flags) if flags is not None else None
+    return str(text).split() if text else []
+
+
+def nccl_version(torch):
+    """'2.21.5' for the NCCL (RCCL on ROCm) the build carries; None on builds without it."""
+    nccl = getattr(getattr(torch, "cuda", None), "nccl", None)
+    found = _call(nccl.version) if nccl is not None and hasattr(nccl, "version") else None
+    if isinstance(found, tuple):
+        return ".".join(str(part) for part in found)
+    return str(found) if found else None
 
 
 def _companions(plugin):
@@ -216,6 +231,7 @@ def collect(ctx):
         "cuda_build": getattr(torch.version, "cuda", None),
         "hip_build": getattr(torch.version, "hip", None),
         "cudnn_version": _call(torch.backends.cudnn.version) if _call(torch.backends.cudnn.is_available) else None,
+        "nccl_version": nccl_version(torch) if archs else None,
         "accelerators": seen,
         "accelerator_api": api,
         "privateuse1_backend": ctx.privateuse1,

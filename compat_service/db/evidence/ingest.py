@@ -40,6 +40,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
 from compat_service.db.engine import core_table
+from compat_service.db.evidence.build_facts import insert_observations, observation_row
 from compat_service.db.evidence.prepare import (
     CHECK_COLUMNS,
     PreparedReport,
@@ -330,6 +331,9 @@ def _store_once(
             session.rollback()  # nothing new: leave no cell row behind either
             return stored
         _add_evidence(conn, sql, cell_ids, created, now, check_rows)
+        insert_observations(
+            conn, [observation_row(p.observation, p.report_row["received_at"]) for p in created if p.observation]
+        )
         # a cell this batch created for reports that were all stored already: drop it, as a rollback would
         for cell_id in new_cells - {cell_ids[p.digest] for p in created}:
             conn.execute(sa.delete(_CELL).where(_CELL.c.id == cell_id))

@@ -23,6 +23,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
 from compat_service.db.engine import core_table
+from compat_service.db.evidence.build_facts import delete_observations
 from compat_service.db.evidence.prepare import prepare_report
 from compat_service.db.evidence.report_tables import StoredReport
 from compat_service.db.evidence.tables import EvidenceCell, EvidenceCheck, EvidenceHost, EvidenceSubmitter
@@ -100,6 +101,7 @@ def withdraw_submitter(engine: Engine, token_id: int, *, now: dt.datetime | None
                 break
             for _report_id, cell_id, host, body in rows:
                 sums.add(cell_id, host, body)
+            delete_observations(conn, [r[0] for r in rows])  # the build facts they stated go with them
             conn.execute(sa.delete(report_table).where(report_table.c.report_id.in_([r[0] for r in rows])))
             withdrawn += len(rows)
             after = rows[-1][0]

@@ -35,6 +35,18 @@ class PackageBody(_Closed):
     index_url: str | None = Field(description="the wheel index it comes from; null = the default index")
 
 
+class StackPackageBody(_Closed):
+    name: str = Field(description="an ecosystem package resolved with torch: vllm, xformers, flash-attn, ...")
+    version: str
+    origin: Literal["index", "url", "sdist"] = Field(
+        description="index: the default package index; url: a prebuilt wheel outside it; sdist: built on the target"
+    )
+    reason: str = Field(description="why this release: its pins, the torch build its binaries go with")
+    sources: list[str] = Field(description="keys into matrix_data/sources.yaml")
+    url: str | None = Field(description="the prebuilt wheel's URL where origin is url")
+    no_deps: bool = Field(description="installed with --no-deps: its metadata would pull another torch")
+
+
 class RequirementBody(_Closed):
     name: str = Field(description="what the host needs that pip cannot install: nvidia-driver, cann, ...")
     version: str | None
@@ -80,6 +92,11 @@ class ResolutionBody(_Closed):
     reasons: list[ReasonBody]
     warnings: list[str]
     evidence: EvidenceBody | None = Field(description="status of the chosen cell, when evidence was read")
+    stack: list[StackPackageBody] = Field(
+        default_factory=list,
+        description="the ecosystem packages (--with vllm), in install order after packages; each with its "
+        "source and reason",
+    )
 
 
 def resolution_json_schema() -> dict[str, Any]:
