@@ -38,8 +38,12 @@ router = APIRouter(include_in_schema=False)
 _HEADERS = {"Cache-Control": "no-cache"}
 #: most evidence cells of one square read in full on the matrix page
 MAX_EVIDENCE_CELLS = 12
+#: most report-less cells of one square listed by name (a square has Python × platform of them)
+MAX_DECLARED_SHOWN = 200
 _PASTE_LIMIT = 200_000
 PAGE_CACHE_SIZE = 64
+#: ... and at most this many bytes of page models (Heatmap.weight) per worker
+PAGE_CACHE_BYTES = 32 * 1024 * 1024
 
 
 def _page(request: Request, name: str, context: dict[str, Any], status: int = 200) -> HTMLResponse:
@@ -51,8 +55,12 @@ def _page_cache(request: Request) -> LruCache[Any]:
     state = request.app.state
     cache = getattr(state, "page_cache", None)
     if cache is None:
-        cache = state.page_cache = LruCache(PAGE_CACHE_SIZE)
+        cache = state.page_cache = LruCache(PAGE_CACHE_SIZE, max_bytes=PAGE_CACHE_BYTES, weigh=_weight)
     return cache
+
+
+def _weight(model: Any) -> int:
+    return model.weight() if hasattr(model, "weight") else 1_000
 
 
 def _error_page(request: Request, title: str, found: ApiAnswer) -> HTMLResponse:
@@ -103,49 +111,79 @@ async def paste_nvidia_smi(request: Request) -> Response:
     return RedirectResponse(selector.from_nvidia_smi(text, state), status_code=303)
 
 
+def _matrix_filters(
+    request: Request, families: list[str], pythons: list[str]
+) -> tuple[dict[str, str], list[str]]:
+    """The URL's filters that name something the page offers, and a problem for each one that does not
+    (ignored): the page model is cached by these validated values only, so made-up values cannot each
+    build and keep a heatmap."""
+    allowed = {"family": families, "platform": list(PLATFORMS), "python": pythons, "status": list(heatmap.STATUSES)}
+    q = request.query_params
+    filters: dict[str, str] = {}
+    problems = []
+    for name in heatmap.FILTERS:
+        value = q.get(name, "").strip()
+        if not value:
+            continue
+        if value in allowed[name]:
+            filters[name] = value
+        else:
+            shown = value if len(value) <= 40 else value[:40] + "…"
+            problems.append(f"unknown {name} {shown!r}: choose one of {', '.join(allowed[name])}")
+    return filters, problems
+
+
 @router.get("/matrix", response_class=HTMLResponse)
 async def matrix_page(request: Request) -> Response:
-    q = request.query_params
-    state = {k: q[k] for k in (*heatmap.FILTERS, "torch", "build") if q.get(k, "").strip()}
     matrix = await get_matrix(request)
     data = matrix.data
-    platform = state.get("platform")
-    problems = []
-    if platform and platform not in PLATFORMS:
-        problems.append(f"unknown platform {platform!r}: choose one of {', '.join(PLATFORMS)}")
-        platform = None
-    status = state.get("status")
-    if status and status not in heatmap.STATUSES:
-        problems.append(f"unknown status {status!r}")
-        status = None
+    pythons = selector.choices(data)["pythons"]
+    families = sorted({v.family for v in data.build_variants.variants})
+    filters, problems = _matrix_filters(request, families, pythons)
+    platform = filters.get("platform")
     flt = MatrixFilter(
-        python=state.get("python"),
+        python=filters.get("python"),
         os=platform.split("-", 1)[0] if platform else None,
         arch=platform.split("-", 1)[1] if platform else None,
-        status=status,
+        status=filters.get("status"),
     )
 
-    def read() -> list[Any]:
+    def read(flt: MatrixFilter) -> list[Any]:
         # the rows GET /v1/matrix keeps for this load and evidence (assembled once per worker)
         with Session(request.app.state.engine) as session:
             rows = current_rows(request.app, session, matrix)
             return [cell_of(r) for r in rows.select(flt)]
 
     labels = [v.label for v in data.build_variants.variants]
-    # a heatmap is a pure function of the load, the stored evidence and the URL: cached per worker
+    # a heatmap is a pure function of the load, the stored evidence and the validated filters: cached per
+    # worker (bounded by entries and by bytes)
     _evidence, stamp = evidence_for_resolve(request.app, None)
-    key = ("matrix-page", matrix.content_hash, stamp, tuple(sorted(state.items())))
+    key = ("matrix-page", matrix.content_hash, stamp, tuple(sorted(filters.items())))
     cache = _page_cache(request)
     heat = cache.get(key)
     if heat is None:
-        cells = await run_in_threadpool(read)
-        heat = heatmap.build_heatmap(cells, labels, state)
+        cells = await run_in_threadpool(read, flt)
+        heat = heatmap.build_heatmap(cells, labels, filters)
         cache.put(key, heat)
+    q = request.query_params
+    torch, build = q.get("torch", "").strip() or None, q.get("build", "").strip() or None
+    if (torch and not any(v == torch for v, _ in heat.rows)) or (build and build not in heat.columns):
+        what = " ".join(f"{n} {v[:40]!r}" for n, v in (("torch", torch), ("build", build)) if v)
+        error = {
+            "code": "not-found",
+            "message": f"the matrix page has no square for {what}",
+            "hint": "open a square of the heatmap; GET /v1/matrix lists every cell, observed ones included",
+        }
+        return _error_page(request, "Matrix", ApiAnswer(404, error))
+    state = {**filters, **({"torch": torch} if torch else {}), **({"build": build} if build else {})}
+    selected = []
+    if torch and build:
+        square = MatrixFilter(torch=torch, build=None if build == "unknown" else build, python=flt.python, os=flt.os, arch=flt.arch, status=flt.status)
+        selected = heatmap.square_cells(await run_in_threadpool(read, square), state)
     evidence = []
-    for cell in [c for c in heat.selected if c.reports][:MAX_EVIDENCE_CELLS]:
+    for cell in [c for c in selected if c.reports][:MAX_EVIDENCE_CELLS]:
         found = await api_get(request, "/v1/evidence", heatmap.evidence_params(cell))
         evidence.append((cell, found))
-    pythons = selector.choices(data)["pythons"]
     return _page(
         request,
         "matrix.html",
@@ -153,10 +191,11 @@ async def matrix_page(request: Request) -> Response:
             "matrix_version": matrix.version,
             "state": state,
             "heat": heat,
+            "selected_key": (torch, build),
             "evidence": evidence,
-            "declared_only": [c for c in heat.selected if not c.reports],
+            "declared_only": [c for c in selected if not c.reports][:MAX_DECLARED_SHOWN],
             "legend": heatmap.LEGEND,
-            "families": sorted({v.family for v in data.build_variants.variants}),
+            "families": families,
             "platforms": PLATFORMS,
             "pythons": pythons,
             "statuses": heatmap.STATUSES,
