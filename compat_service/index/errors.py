@@ -27,3 +27,12 @@ class MatrixOutOfDateError(AccelenvError):
     code = "matrix-out-of-date"
     http_status = 409
     exit_code = 11
+
+
+class RefreshRemovesFactsError(AccelenvError):
+    """`matrix refresh`: the index's answer would remove more than a small share of a project's facts (a
+    captive portal, a broken mirror, a truncated page); nothing is written unless ``--allow-removals``."""
+
+    code = "refresh-removes-facts"
+    http_status = 409
+    exit_code = 12

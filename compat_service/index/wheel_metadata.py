@@ -93,8 +93,9 @@ class RangeFile(io.RawIOBase):
         return len(data)
 
 
-def metadata_from_zip(fileobj: io.RawIOBase | io.BytesIO, filename: str) -> bytes:
-    """The ``METADATA`` member of a wheel (the one in the top-level ``*.dist-info`` directory)."""
+def metadata_from_zip(fileobj: io.RawIOBase | io.BytesIO, filename: str, max_bytes: int = 8 * 1024 * 1024) -> bytes:
+    """The ``METADATA`` member of a wheel (the one in the top-level ``*.dist-info`` directory), refused when
+    it inflates past ``max_bytes`` (whatever size the zip's directory claims: reading stops there)."""
     try:
         with zipfile.ZipFile(fileobj) as wheel:  # type: ignore[arg-type]
             names = [n for n in wheel.namelist() if n.count("/") == 1 and n.endswith(".dist-info/METADATA")]
@@ -102,7 +103,20 @@ def metadata_from_zip(fileobj: io.RawIOBase | io.BytesIO, filename: str) -> byte
                 raise IndexResponseError(
                     f"{filename}: expected one *.dist-info/METADATA in the wheel, found {len(names)}"
                 )
-            return wheel.read(names[0])
+            info = wheel.getinfo(names[0])
+            if info.file_size > max_bytes:
+                raise IndexResponseError(
+                    f"{filename}: its METADATA inflates to {info.file_size} bytes; at most {max_bytes} are read",
+                    hint="a wheel's METADATA is a few KB; this file is not trusted",
+                )
+            with wheel.open(info) as member:
+                data = member.read(max_bytes + 1)
+            if len(data) > max_bytes:
+                raise IndexResponseError(
+                    f"{filename}: its METADATA inflates past {max_bytes} bytes; the rest was not read",
+                    hint="a wheel's METADATA is a few KB; this file is not trusted",
+                )
+            return data
     except zipfile.BadZipFile as exc:
         raise IndexResponseError(f"{filename} is not a readable zip: {exc}") from exc
 
@@ -118,7 +132,9 @@ def read_metadata(client: IndexClient, wheel: WheelRef) -> tuple[bytes, str]:
         raw = client.get_optional(wheel.url.split("#", 1)[0] + ".metadata")
     if raw is None:
         how = "range"
-        raw = metadata_from_zip(RangeFile(client, wheel.url.split("#", 1)[0]), wheel.filename)
+        raw = metadata_from_zip(
+            RangeFile(client, wheel.url.split("#", 1)[0]), wheel.filename, client.limits.metadata_bytes
+        )
     client.cache.store_metadata(wheel.sha256, raw)
     return raw, how
 
