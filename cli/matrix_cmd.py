@@ -137,6 +137,8 @@ def _render_overview(rows: list[dict[str, Any]]) -> None:
     from probes.host.facts import arch_name as host_arch
     from probes.host.facts import os_name as host_os
 
+    from cli.terminal_text import plain
+
     platform = f"{host_os()}-{host_arch()}"
     table = Table(title="torch releases in the matrix", caption="`accelenv matrix show --torch MINOR` for one release")
     for column in ("torch", "date", "Python", "builds", f"default build ({platform})", "status"):
@@ -144,10 +146,11 @@ def _render_overview(rows: list[dict[str, Any]]) -> None:
     for row in rows:
         patches = row["patches"]
         name = row["minor"] + (f" ({patches[0]}–{patches[-1]})" if len(patches) > 1 else f" ({patches[0]})")
-        table.add_row(name, row["release_date"] or "unknown", _python_range(row["python"]),
-                      ", ".join(row["builds"]) or "-",
-                      row["default_build"].get(platform) or ("unknown" if platform in row["default_build"] else "-"),
-                      row["status"])
+        cells = (name, row["release_date"] or "unknown", _python_range(row["python"]),
+                 ", ".join(row["builds"]) or "-",
+                 row["default_build"].get(platform) or ("unknown" if platform in row["default_build"] else "-"),
+                 row["status"])
+        table.add_row(*(plain(cell) for cell in cells))
     Console().print(table)
 
 
@@ -160,13 +163,16 @@ def _render(view: dict[str, Any]) -> None:
     from rich.console import Console
     from rich.table import Table
 
+    from cli.terminal_text import plain
+
+    # what the service (or a database) sends is data: printed literally, control characters made visible
     console = Console()
     head = f"torch {view['minor']} ({view['status']}); index option: {view['index_option'] or 'unknown'}"
-    console.print(head, style="bold", highlight=False)
+    console.print(plain(head), style="bold", highlight=False)
     if view["note"]:
-        console.print(view["note"], highlight=False)
+        console.print(plain(view["note"]), highlight=False)
     for patch in view["patches"]:
-        table = Table(title=f"torch {patch['version']}, released {patch['release_date'] or 'date unknown'}")
+        table = Table(title=plain(f"torch {patch['version']}, released {patch['release_date'] or 'date unknown'}"))
         for column in ("platform", "Python", "build variants", "default index"):
             table.add_column(column)
         for row in patch["platforms"]:
@@ -174,20 +180,20 @@ def _render(view: dict[str, Any]) -> None:
             if not row["variants_complete"]:
                 variants += " (list not sourced)"
             table.add_row(
-                row["platform"],
-                ", ".join(row["python"]) or "unknown",
-                variants,
-                row["default_index"] or "unknown",
+                plain(row["platform"]),
+                plain(", ".join(row["python"]) or "unknown"),
+                plain(variants),
+                plain(row["default_index"] or "unknown"),
             )
-        table.caption = " · ".join(
+        table.caption = plain(" · ".join(
             _companion(name, patch[name]) for name in ("torchvision", "torchaudio", "triton")
-        )
+        ))
         console.print(table)
         if patch["note"]:
-            console.print(f"note: {patch['note']}", highlight=False)
+            console.print(plain(f"note: {patch['note']}"), highlight=False)
     console.print("sources:", style="bold")
     for key, title in view["sources"].items():
-        console.print(f"  {key}: {title}", highlight=False)
+        console.print(plain(f"  {key}: {title}"), highlight=False)
 
 
 def register(app: typer.Typer) -> None:
