@@ -176,3 +176,36 @@ def test_an_admin_token_cannot_withdraw_itself(server: LiveServer) -> None:
     assert httpx.get(f"{server.base_url}/v1/tokens/{admin.id + 999}/withdraw", headers=headers).status_code == 405
     again = httpx.post(f"{server.base_url}/v1/tokens/{admin.id + 999}/withdraw", headers=headers)
     assert again.status_code == 404, again.text
+
+
+HTML_PAGES = ["/", "/matrix", "/torch/2.13.0", "/torch/9.9.9", "/reports/00000000-0000-0000-0000-000000000000",
+              "/docs", "/redoc"]
+
+
+@pytest.mark.parametrize("path", HTML_PAGES)
+def test_every_html_page_sends_the_security_headers(server: LiveServer, path: str) -> None:
+    res = httpx.get(server.base_url + path)
+    assert res.headers["content-type"].startswith("text/html")
+    csp = res.headers["content-security-policy"]
+    directives = dict(d.strip().split(" ", 1) for d in csp.split(";") if " " in d.strip())
+    assert "'unsafe-inline'" not in directives["script-src"], csp
+    assert directives["frame-ancestors"] == "'none'"
+    assert res.headers["x-content-type-options"] == "nosniff"
+    assert res.headers["referrer-policy"] == "same-origin"
+
+
+def test_a_redirect_never_names_the_host_the_client_sent(server: LiveServer) -> None:
+    res = httpx.get(server.base_url + "/matrix/", headers={"Host": "evil.example"}, follow_redirects=False)
+    assert res.status_code in (301, 302, 307, 308)
+    assert res.headers["location"] == "/matrix"
+
+
+def test_a_token_in_the_query_string_is_refused_and_not_logged(server: LiveServer) -> None:
+    res = httpx.get(server.base_url + "/v1/resolve", params={"torch": "2.13", "token": server.token})
+    assert res.status_code == 400 and res.json()["code"] == "token-in-query"
+    bare = httpx.get(f"{server.base_url}/v1/matrix?limit=1&x={server.token}")
+    assert bare.status_code == 400
+    time.sleep(0.3)
+    log = server.output()
+    assert "token-in-query" in log or "(redacted" in log
+    assert server.token not in log

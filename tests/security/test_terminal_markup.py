@@ -58,3 +58,14 @@ def test_report_text_is_printed_as_data(server: LiveServer, name: str) -> None:
 )
 def test_visible_escapes_control_and_bidi_characters(text: str | None, shown: str) -> None:
     assert visible(text) == shown
+
+
+def test_pages_show_control_and_bidi_characters_as_escapes(server: LiveServer) -> None:
+    text = "550\u202e1.02\x1b[2J"
+    report = synthetic_report(host="page", torch="2.13.0+cu130", build="cu130", backend="cuda", driver=text,
+                              runtime="13.0", device_arch="sm_90")
+    assert httpx.post(server.base_url + "/v1/reports", json=report, headers=server.auth, timeout=30).status_code == 201
+    page = httpx.get(server.base_url + "/matrix", params={"torch": "2.13.0", "build": "cu130"}, timeout=30)
+    assert page.status_code == 200
+    assert "550\\u202e1.02\\x1b[2J" in page.text
+    assert "\u202e" not in page.text and "\x1b" not in page.text

@@ -28,9 +28,19 @@ from compat_service.db.evidence.matrix_cells import cell_of
 from compat_service.db.evidence.queries import MatrixFilter
 from compat_service.domain.backends import PLATFORMS
 from compat_service.domain.hardware_rules import driver_floor
+from compat_service.domain.visible_text import visible
 
 PAGES = Path(__file__).resolve().parents[1] / "pages"
 templates = Jinja2Templates(directory=str(PAGES / "templates"))
+
+
+def _finalize(value: Any) -> Any:
+    """Every ``{{ }}`` value: report text is data, its control and bidi characters shown as escapes
+    (markup the templates build themselves, ``Markup``, is left as it is)."""
+    return visible(value) if type(value) is str else value
+
+
+templates.env.finalize = _finalize
 static_files = StaticFiles(directory=str(PAGES / "static"))
 
 router = APIRouter(include_in_schema=False)
