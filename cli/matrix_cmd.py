@@ -34,13 +34,22 @@ def validate(
         typer.Argument(help="a matrix_data directory; default: the bundled copy", show_default=False),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print {ok, path, counts, problems} as JSON")] = False,
+    previous: Annotated[
+        Path | None,
+        typer.Option("--previous", help="an earlier matrix_data (e.g. main's): flag a generated file that lost "
+                     "more than half of its facts since", show_default=False),
+    ] = None,
 ) -> None:
     """Check every file and cross-file rule; print each problem with its file and key."""
     from compat_service.domain.errors import MatrixDataError
     from compat_service.domain.matrix.loader import default_path, load_matrix_data, matrix_data_problems
 
     where = path if path is not None else default_path()
-    problems = matrix_data_problems(path)
+    problems: list[object] = list(matrix_data_problems(path))
+    if previous is not None:
+        from compat_service.index.generated import lost_facts
+
+        problems += lost_facts(where, previous)
     if problems:
         if as_json:
             dump_json({"ok": False, "path": str(where), "code": MatrixDataError.code, "counts": None,

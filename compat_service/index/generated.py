@@ -185,3 +185,26 @@ def diff_facts(package: str, old: PackageFacts | None, new: PackageFacts) -> Fac
         if key not in after:
             diff.removed[key] = value
     return diff
+
+
+#: a generated file that keeps less than this share of its previous facts is flagged by `matrix validate --previous`
+KEPT_SHARE = 0.5
+
+
+def lost_facts(matrix_path: Path, previous_path: Path) -> list[str]:
+    """Each generated file under ``matrix_path`` that holds less than ``KEPT_SHARE`` of the facts of the
+    same file under ``previous_path`` (e.g. a checkout of the main branch): a refresh that read something
+    else than the index (a sign-in page, a truncated mirror) shows up here even when each file is valid."""
+    problems = []
+    for old_file in sorted((previous_path / INDEX_DIR).glob("*.yaml")):
+        if old_file.name == CONFIG_FILE:
+            continue
+        package = old_file.stem
+        before = len(fact_atoms(load_facts(previous_path, package)))
+        after = len(fact_atoms(load_facts(matrix_path, package)))
+        if before and after < KEPT_SHARE * before:
+            problems.append(
+                f"{INDEX_DIR}/{old_file.name}: holds {after} facts, {before} before ({previous_path}): a generated "
+                f"file lost more than {1 - KEPT_SHARE:.0%} of its facts; check the refresh that wrote it"
+            )
+    return problems

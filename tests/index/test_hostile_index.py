@@ -243,3 +243,22 @@ def test_a_range_answer_larger_than_asked_is_cut_off(
     with pytest.raises(IndexResponseError, match="sent more than 65536 bytes"):
         refresh(index, matrix, packages=["torch"])
     assert snapshot(matrix) == refreshed
+
+
+def test_validate_flags_a_generated_file_that_lost_most_of_its_facts(tmp_path: Path) -> None:
+    import shutil
+
+    from compat_service.index.generated import load_facts, write_facts
+    from matrix_data import DATA_DIR
+
+    previous, current = tmp_path / "previous", tmp_path / "current"
+    for target in (previous, current):
+        shutil.copytree(DATA_DIR, target, ignore=shutil.ignore_patterns("*.py", "__pycache__"))
+    torch = load_facts(current, "torch")
+    assert torch is not None and len(torch.releases) > 4
+    write_facts(current, torch.model_copy(update={"releases": torch.releases[-1:]}))  # valid, most facts gone
+    flagged = runner.invoke(app, ["matrix", "validate", str(current), "--previous", str(previous)])
+    same = runner.invoke(app, ["matrix", "validate", str(previous), "--previous", str(previous)])
+    assert flagged.exit_code == 4, flagged.output
+    assert "index/torch.yaml: holds" in flagged.stdout and "lost more than 50%" in flagged.stdout
+    assert same.exit_code == 0, same.output
