@@ -36,7 +36,7 @@ from compat_service.index.facts import (
 )
 from compat_service.index.generated import FactsDiff, diff_facts, fact_atoms, load_config, load_facts, write_facts
 from compat_service.index.location import IndexLocation
-from compat_service.index.wheel_metadata import WheelRef, read_metadata
+from compat_service.index.wheel_metadata import WheelRef, metadata_notices, read_metadata
 
 
 #: a refresh that would remove more than this share of a project's facts stops (``allow_removals`` lets it)
@@ -188,8 +188,9 @@ def run_refresh(
         progress.stage("wheel metadata", len(unique))
         raws = _map(pool, lambda ref: read_metadata(client, ref), unique, progress)
         metadata = {ref.filename: raw for ref, (raw, _how) in zip(unique, raws, strict=True)}
-        for _raw, how in raws:
+        for ref, (raw, how) in zip(unique, raws, strict=True):
             result.metadata_reads[how] = result.metadata_reads.get(how, 0) + 1
+            result.notices.extend(metadata_notices(raw, ref.filename))  # nothing skipped silently
 
         variant_facts: dict[str, list[VariantIndexFacts]] = {}
         if variants:

@@ -139,6 +139,37 @@ def read_metadata(client: IndexClient, wheel: WheelRef) -> tuple[bytes, str]:
     return raw, how
 
 
+#: malformed entries named one by one per file; the rest are counted
+MAX_NAMED = 5
+
+
+def metadata_notices(raw: bytes, filename: str) -> list[str]:
+    """What of a METADATA file's ``Requires-Dist`` lines the refresh cannot use, said out loud: lines the
+    header parser did not return, and entries that are not valid requirements (both are skipped)."""
+    from packaging.markers import InvalidMarker
+    from packaging.metadata import parse_email
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    headers = raw.split(b"\n\n", 1)[0].split(b"\r\n\r\n", 1)[0]
+    lines = sum(1 for line in headers.splitlines() if line[:14].lower() == b"requires-dist:")
+    fields, _unparsed = parse_email(headers)
+    entries = fields.get("requires_dist", [])
+    notices = []
+    if len(entries) != lines:
+        notices.append(f"{filename}: METADATA has {lines} Requires-Dist lines, {len(entries)} could be read")
+    bad = []
+    for text in entries:
+        try:
+            Requirement(text)
+        except (InvalidRequirement, InvalidMarker):
+            bad.append(text)
+    for text in bad[:MAX_NAMED]:
+        notices.append(f"{filename}: Requires-Dist {text[:120]!r} is not a valid requirement; skipped")
+    if len(bad) > MAX_NAMED:
+        notices.append(f"{filename}: {len(bad) - MAX_NAMED} more invalid Requires-Dist entries skipped")
+    return notices
+
+
 def parse_metadata(raw: bytes, filename: str) -> Metadata:
     """packaging's core-metadata parser, lenient about fields we do not read (old wheels break some rules)."""
     try:

@@ -262,3 +262,19 @@ def test_validate_flags_a_generated_file_that_lost_most_of_its_facts(tmp_path: P
     assert flagged.exit_code == 4, flagged.output
     assert "index/torch.yaml: holds" in flagged.stdout and "lost more than 50%" in flagged.stdout
     assert same.exit_code == 0, same.output
+
+
+def test_a_malformed_requires_dist_is_reported(index: LoopbackIndex, matrix: Path, refreshed: dict[str, str]) -> None:
+    index.state.pep658 = set(TORCH_WHEELS)
+
+    def poisoned(name: str) -> Callable[[BaseHTTPRequestHandler], None]:
+        head, _, rest = (FIXTURES / "metadata" / f"{name}.METADATA").read_bytes().partition(b"\n\n")
+        body = head.rstrip(b"\n") + b"\nRequires-Dist: numpy >= \nRequires-Dist: ok-package (>=1.0\n\n" + rest
+        return lambda handler: _raw(handler, 200, {"Content-Length": str(len(body))}, body)
+
+    for name in TORCH_WHEELS:
+        index.state.override[f"/files/{name}.metadata"] = poisoned(name)
+    result = refresh(index, matrix, packages=["torch"], write=False)
+    assert any("'numpy >= '" in n and "not a valid requirement" in n for n in result.notices), result.notices
+    assert any("'ok-package (>=1.0'" in n for n in result.notices), result.notices
+    assert snapshot(matrix) == refreshed
