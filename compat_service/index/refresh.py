@@ -195,7 +195,8 @@ def run_refresh(
         variant_facts: dict[str, list[VariantIndexFacts]] = {}
         if variants:
             variant_client = IndexClient(
-                cache=client.cache, http=client.http, retry=RetryPolicy(attempts=2, wait_initial=0.1, timeout=30)
+                cache=client.cache, http=client.http, retry=RetryPolicy(attempts=2, wait_initial=0.1, timeout=30),
+                limits=client.limits, run_deadline=client.run_deadline,  # the run's bounds, not fresh ones
             )
             jobs = [(package, label, url) for package, _ in found if package.variant_indexes
                     for label, url in sorted(label_urls.items())]
