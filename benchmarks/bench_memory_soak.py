@@ -35,8 +35,8 @@ import httpx
 REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))
 
-from tests.evidence.live_server import live_server  # noqa: E402
-from tests.synthetic_reports import synthetic_report  # noqa: E402
+from tests.evidence.live_server import live_server
+from tests.synthetic_reports import synthetic_report
 
 GOAL_MB = 50.0
 THREADS = 4

@@ -16,6 +16,7 @@ from typing import Protocol
 
 from pypi_simple import DistributionPackage, ProjectPage
 
+from compat_service.domain.errors import Cause
 from compat_service.domain.matrix.index_facts import (
     PackageConfig,
     PackageFacts,
@@ -23,7 +24,6 @@ from compat_service.domain.matrix.index_facts import (
     VariantIndexFacts,
 )
 from compat_service.index.client import IndexClient, RetryPolicy
-from compat_service.domain.errors import Cause
 from compat_service.index.errors import IndexUnreachableError, RefreshRemovesFactsError
 from compat_service.index.facts import (
     BuildLabel,
@@ -37,7 +37,6 @@ from compat_service.index.facts import (
 from compat_service.index.generated import FactsDiff, diff_facts, fact_atoms, load_config, load_facts, write_facts
 from compat_service.index.location import IndexLocation
 from compat_service.index.wheel_metadata import WheelRef, metadata_notices, read_metadata
-
 
 #: a refresh that would remove more than this share of a project's facts stops (``allow_removals`` lets it)
 REMOVAL_SHARE = 0.10
@@ -128,8 +127,8 @@ def build_labels(matrix_path: Path) -> tuple[list[BuildLabel], dict[str, str]]:
     return labels, {v.label: v.index_url for v in variants if v.index_url}
 
 
-def _map(pool: ThreadPoolExecutor, fn: Callable, items: Iterable, progress: Progress) -> list:  # type: ignore[type-arg]
-    def run(item):  # type: ignore[no-untyped-def]
+def _map(pool: ThreadPoolExecutor, fn: Callable, items: Iterable, progress: Progress) -> list:
+    def run(item):
         try:
             return fn(item)
         finally:

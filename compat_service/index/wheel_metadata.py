@@ -13,8 +13,6 @@ import io
 import zipfile
 from dataclasses import dataclass
 
-from packaging.metadata import Metadata
-
 from compat_service.index.client import IndexClient
 from compat_service.index.errors import IndexResponseError
 
@@ -97,7 +95,7 @@ def metadata_from_zip(fileobj: io.RawIOBase | io.BytesIO, filename: str, max_byt
     """The ``METADATA`` member of a wheel (the one in the top-level ``*.dist-info`` directory), refused when
     it inflates past ``max_bytes`` (whatever size the zip's directory claims: reading stops there)."""
     try:
-        with zipfile.ZipFile(fileobj) as wheel:  # type: ignore[arg-type]
+        with zipfile.ZipFile(fileobj) as wheel:
             names = [n for n in wheel.namelist() if n.count("/") == 1 and n.endswith(".dist-info/METADATA")]
             if len(names) != 1:
                 raise IndexResponseError(
@@ -168,11 +166,3 @@ def metadata_notices(raw: bytes, filename: str) -> list[str]:
     if len(bad) > MAX_NAMED:
         notices.append(f"{filename}: {len(bad) - MAX_NAMED} more invalid Requires-Dist entries skipped")
     return notices
-
-
-def parse_metadata(raw: bytes, filename: str) -> Metadata:
-    """packaging's core-metadata parser, lenient about fields we do not read (old wheels break some rules)."""
-    try:
-        return Metadata.from_email(raw, validate=False)
-    except Exception as exc:
-        raise IndexResponseError(f"{filename}: METADATA cannot be parsed: {exc}") from exc

@@ -17,6 +17,7 @@ import zipfile
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
+from typing import Any
 
 import pytest
 import typer
@@ -24,9 +25,9 @@ from typer.testing import CliRunner
 
 from cli import matrix_cmd
 from compat_service.index.client import IndexClient, ReadLimits
-from compat_service.index.errors import IndexResponseError, IndexUnreachableError, RefreshRemovesFactsError
+from compat_service.index.errors import IndexResponseError, IndexUnreachableError
 from compat_service.index.page_cache import IndexCache
-from compat_service.index.refresh import run_refresh
+from compat_service.index.refresh import RefreshResult, run_refresh
 from tests.index.conftest import FAST_RETRY, location
 from tests.index.loopback_index import FIXTURES, LoopbackIndex
 
@@ -44,7 +45,7 @@ def snapshot(root: Path) -> dict[str, str]:
             for p in sorted(root.rglob("*")) if p.is_file()}
 
 
-def refresh(index: LoopbackIndex, matrix: Path, limits: ReadLimits = SMALL, **kwargs):  # type: ignore[no-untyped-def]
+def refresh(index: LoopbackIndex, matrix: Path, limits: ReadLimits = SMALL, **kwargs: Any) -> RefreshResult:
     kwargs.setdefault("variants", False)
     with IndexClient(cache=IndexCache(None), timeout=5.0, retry=FAST_RETRY, limits=limits) as c:
         return run_refresh(c, location(index), matrix, today=TODAY, **kwargs)
@@ -121,7 +122,7 @@ def _redirect(target: Callable[[BaseHTTPRequestHandler], str]) -> Callable[[Base
 
 
 def _other_origin(handler: BaseHTTPRequestHandler) -> str:
-    port = handler.server.server_address[1]
+    port = handler.server.server_address[1]  # type: ignore[index]
     return f"http://localhost:{port}/simple/torch/"
 
 

@@ -16,6 +16,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from compat_service.api.app import create_app
+from compat_service.api.deps import state_of
 from compat_service.api.pages import heatmap
 from compat_service.db.engine import make_engine
 from compat_service.db.matrix.tables import ApiTokenCreate
@@ -66,7 +67,7 @@ def test_observed_releases_and_builds_are_capped_on_the_page(client: TestClient)
     declared = [r for r in rows if not r.startswith("7.")]
     assert declared, rows
     assert len(made_up) == heatmap.MAX_OBSERVED_ROWS
-    assert _columns(page.text) <= len(client.app.state.matrix_repository.current().data.build_variants.variants) + (
+    assert _columns(page.text) <= len(state_of(client.app).matrix_repository.current().data.build_variants.variants) + (
         heatmap.MAX_OBSERVED_COLUMNS
     )
     hidden = re.search(r"(\d+) observed cells .* not shown", html.unescape(page.text))
@@ -84,7 +85,7 @@ def test_observed_releases_and_builds_are_capped_on_the_page(client: TestClient)
 )
 def test_a_made_up_square_is_a_404_and_builds_no_heatmap(client: TestClient, query: dict[str, str]) -> None:
     client.get("/matrix")
-    cache = client.app.state.page_cache
+    cache = state_of(client.app).page_cache
     before = len(cache), cache.bytes
     for n in range(MADE_UP + 10, MADE_UP + 80):  # 70 distinct URLs
         res = client.get("/matrix", params={k: v.format(n=n) for k, v in query.items()})
@@ -96,7 +97,7 @@ def test_a_made_up_square_is_a_404_and_builds_no_heatmap(client: TestClient, que
 
 def test_made_up_filters_are_named_and_ignored_not_cached(client: TestClient) -> None:
     client.get("/matrix")
-    cache = client.app.state.page_cache
+    cache = state_of(client.app).page_cache
     before = len(cache)
     for n in range(40):
         res = client.get("/matrix", params={"python": f"3.{100 + n}", "family": f"fam{n}"})
@@ -107,6 +108,8 @@ def test_made_up_filters_are_named_and_ignored_not_cached(client: TestClient) ->
 
 def test_a_square_of_the_page_still_opens(client: TestClient) -> None:
     page = client.get("/matrix").text
-    href = html.unescape(re.search(r'<a href="(/matrix\?[^"]+)#evidence"', page)[1])
+    found = re.search(r'<a href="(/matrix\?[^"]+)#evidence"', page)
+    assert found is not None
+    href = html.unescape(found[1])
     res = client.get(href)
     assert res.status_code == 200 and 'id="evidence"' in res.text

@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import MutableMapping
 from typing import Any
 
 #: the policy of the HTML pages (compat_service/api/pages/)
@@ -34,7 +35,7 @@ def token_in_query(query: bytes) -> bool:
     return bool(query) and (b"acv_" in query or _TOKEN_PARAM.search(query) is not None)
 
 
-def with_security_headers(status: int, headers: list[Any], scope: dict[str, Any]) -> list[Any]:
+def with_security_headers(status: int, headers: list[Any], scope: MutableMapping[str, Any]) -> list[Any]:
     """``headers`` of a response start with the headers above added (and a same-host redirect made relative)."""
     is_html = has_csp = False
     location_at = -1
@@ -53,7 +54,7 @@ def with_security_headers(status: int, headers: list[Any], scope: dict[str, Any]
     return out
 
 
-def _relative(location: bytes, scope: dict[str, Any]) -> bytes:
+def _relative(location: bytes, scope: MutableMapping[str, Any]) -> bytes:
     host = next((v for n, v in scope.get("headers", ()) if n == b"host"), None)
     for scheme in (b"http://", b"https://"):
         if host is not None and location.startswith(scheme + host):

@@ -119,7 +119,7 @@ def build_heatmap(
     kept_versions = _kept(reports_by_version, listed_versions, max_observed_rows)
     # the builds of the kept releases only: a column of squares all left off would show nothing
     reports_by_build: dict[str, int] = {}
-    for (version, build), counts in by_square.items():
+    for version, build in by_square:
         if version in kept_versions:
             reports_by_build[build] = reports_by_build.get(build, 0) + reports_by_square[(version, build)]
     kept_builds = _kept(reports_by_build, listed_builds, max_observed_columns)

@@ -20,7 +20,7 @@ import asyncio
 import uuid
 from concurrent.futures import Future
 from datetime import datetime
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Path, Request, Response
 from fastapi.security import HTTPAuthorizationCredentials
@@ -29,7 +29,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session
 from starlette.concurrency import run_in_threadpool
 
-from compat_service.api.deps import PRIVATE, BearerDep, SessionDep, require_scope
+from compat_service.api.deps import PRIVATE, BearerDep, SessionDep, require_scope, state_of
 from compat_service.api.report_bodies import InvalidItem, is_ndjson, parse_batch, parse_report
 from compat_service.db.evidence.ingest import ingest_prepared
 from compat_service.db.evidence.prepare import PreparedReport, prepare_report, utcnow
@@ -58,7 +58,7 @@ class ReportAccepted(BaseModel):
     url: str
 
 
-_ERRORS = {
+_ERRORS: dict[int | str, dict[str, Any]] = {
     status: {"model": ErrorBody}
     for status in (401, 403, 409, 413, 422, 503)
 }
@@ -78,7 +78,7 @@ _ERRORS = {
     },
 )
 async def submit_report(request: Request, response: Response, credentials: BearerDep) -> ReportAccepted:
-    state = request.app.state
+    state = state_of(request.app)
     # the token first, from the headers alone: an unauthorized caller's body is never read
     token = await token_before_body(state.engine, state.token_cache, credentials)
     body = await request.body()
@@ -158,7 +158,7 @@ _REPORT_SCHEMA = ProbeReport.model_json_schema()
     },
 )
 async def submit_batch(request: Request, credentials: BearerDep) -> BatchAccepted:
-    state = request.app.state
+    state = state_of(request.app)
     token = await token_before_body(state.engine, state.token_cache, credentials)
     body = await request.body()
     ndjson = is_ndjson(request.headers.get("content-type"))
@@ -193,6 +193,8 @@ def _ingest_batch(
         if isinstance(outcome, ReportConflictError):
             conflict = BatchItemResult(report_id=item.report_id, status="conflict", error=outcome.to_body())
             results.append(conflict)
+        elif isinstance(outcome, AccelenvError):  # any other refusal answers the whole batch with its error
+            raise outcome
         else:
             status = "created" if outcome.created else "exists"
             url = f"/v1/reports/{outcome.report_id}"

@@ -152,7 +152,7 @@ class JsonErrorsH11Protocol(_HeaderDeadline, H11Protocol):
 
 if HttpToolsProtocol is not None:
 
-    class JsonErrorsHttpToolsProtocol(_HeaderDeadline, HttpToolsProtocol):  # type: ignore[valid-type,misc]
+    class JsonErrorsHttpToolsProtocol(_HeaderDeadline, HttpToolsProtocol):
         #: bytes received since the last request's headers were complete (the next request line and headers)
         _header_bytes = 0
         _in_headers = True
