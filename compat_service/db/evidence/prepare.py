@@ -18,7 +18,7 @@ from typing import Any
 
 from compat_service.domain.evidence.cells import CellKey, cell_key_of
 from compat_service.domain.evidence.report import CHECK_STATUSES, MAX_TEXT, CheckResult, ProbeReport, Summary
-from compat_service.domain.evidence.status import BAD_STATUSES, ReportVerdict, classify_report, is_failing
+from compat_service.domain.evidence.status import ReportVerdict, classify_report, is_bad, is_failing
 
 #: columns of a check counter row, in order (``evidence_check`` minus cell_id and shard)
 CHECK_COLUMNS = ("check_id", "group", *CHECK_STATUSES, "aten_op", "last_failure")
@@ -68,7 +68,7 @@ class PreparedReport:
 def summary_of(checks: list[CheckResult]) -> Summary:
     """The summary ``checks`` add up to; stored in place of the one the report was sent with."""
     counts = collections.Counter(map(_STATUS, checks))
-    return Summary(total=len(checks), counts=dict(counts), ok=BAD_STATUSES.isdisjoint(counts))
+    return Summary(total=len(checks), counts=dict(counts), ok=not any(is_bad(c.group, c.status) for c in checks))
 
 
 def prepare_report(
