@@ -116,7 +116,7 @@ def _install(plan: FaultPlan, capacity: int) -> Any:
     kernels = KernelSet(model, plan)  # validates fault targets: may raise
     # Order matters (torch.utils.backend_registration._setup_privateuseone_for_python_backend).
     torch.utils.rename_privateuse1_backend(DEVICE)
-    torch.utils.generate_methods_for_privateuse1_backend(for_storage=True)
+    torch.utils.generate_methods_for_privateuse1_backend()
     torch._register_device_module(DEVICE, device_module)
     torch._C._acc.register_python_privateuseone_hook(device_module.Hooks())
     torch._C._acc.register_python_privateuseone_device_guard(device_module.Guard())

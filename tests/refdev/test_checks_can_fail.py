@@ -230,3 +230,15 @@ def test_probe_and_service_verdict_rules_agree() -> None:
     for group in registry.NAMES:
         for state in report.CHECK_STATUSES:
             assert registry.is_failing(group, state) == status.is_bad(group, state), (group, state)
+
+
+def test_torch_refusing_the_device_type_is_unsupported_not_failed(refdev_available: None, tmp_path: Path) -> None:
+    """torch.mode's own gate ("mode only supports CPU, CUDA and XPU device type") refuses refdev before any
+    kernel runs: a gap, not a numeric failure, and the group's summary does not fail with it."""
+    proc, report = run_probe(["--checks", "opinfo", "--opinfo-ops", "mode,add"], tmp_path / "r.json")
+    checks = by_id(report)
+    assert checks["opinfo.mode"]["status"] == "unsupported", checks["opinfo.mode"]
+    assert "torch refuses the device type" in checks["opinfo.mode"]["detail"]
+    assert checks["opinfo.add"]["status"] == "passed"
+    assert report["summary"]["groups"]["opinfo"]["status"] == "unsupported"
+    assert proc.returncode == 0

@@ -26,11 +26,13 @@ from compat_service.api.routes.evidence import evidence_for_resolve
 from compat_service.api.routes.matrix import current_rows
 from compat_service.db.evidence.matrix_cells import cell_of
 from compat_service.db.evidence.queries import MatrixFilter
+from compat_service.domain.evidence.perf import describe as describe_perf_figure
 from compat_service.domain.backends import PLATFORMS
 from compat_service.domain.hardware_rules import driver_floor
 
 PAGES = Path(__file__).resolve().parents[1] / "pages"
 templates = Jinja2Templates(directory=str(PAGES / "templates"))
+templates.env.filters["perf_figure"] = describe_perf_figure  # "matmul.float32 1.2 TFLOP/s (cpu ..., 4% of peak)"
 static_files = StaticFiles(directory=str(PAGES / "static"))
 
 router = APIRouter(include_in_schema=False)

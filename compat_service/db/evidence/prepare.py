@@ -18,6 +18,7 @@ from typing import Any
 
 from compat_service.domain.evidence.cells import CellKey, cell_key_of
 from compat_service.domain.evidence.report import CHECK_STATUSES, MAX_TEXT, CheckResult, ProbeReport, Summary
+from compat_service.domain.evidence.perf import headline_json
 from compat_service.domain.evidence.status import ReportVerdict, classify_report, is_bad, is_failing
 
 #: columns of a check counter row, in order (``evidence_check`` minus cell_id and shard)
@@ -54,6 +55,8 @@ class PreparedReport:
     aten_ops: tuple[str | None, ...]
     #: check id -> what went wrong, for the failing checks
     failures: dict[str, str]
+    #: the report's perf headline as JSON text (``domain.evidence.perf``), None when it has no perf block
+    perf: str | None = None
 
     @property
     def report_id(self) -> str:
@@ -108,6 +111,7 @@ def prepare_report(
             for c in checks
             if c.status != "passed" and is_failing(c.group, c.status)
         },
+        perf=headline_json(report),
     )
 
 

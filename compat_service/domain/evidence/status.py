@@ -72,9 +72,12 @@ BAD_STATUSES: frozenset[str] = frozenset({"failed", "timeout", "crashed", "error
 #: check groups that must pass for a combination to be usable at all
 REQUIRED_GROUPS: frozenset[str] = frozenset({"detect", "smoke", "models"})
 #: groups where ``unsupported`` is bad: the device cannot train (the probe's ``registry.REQUIRED``)
-TRAIN_GROUPS: frozenset[str] = frozenset({"smoke", "models"})
+
 #: groups where ``unsupported`` is a gap (a missing kernel or allocator feature), not a neutral outcome
 GAP_GROUPS: frozenset[str] = frozenset({"ops", "allocator"})
+TRAIN_GROUPS: frozenset[str] = frozenset({"smoke", "models"})
+#: groups where an ``unsupported`` check is failing: the gaps and the train groups
+UNSUPPORTED_FAILS: frozenset[str] = GAP_GROUPS | TRAIN_GROUPS
 
 
 class ReportVerdict(BaseModel):
