@@ -102,9 +102,9 @@ def matmul(ctx):
         b_cpu = torch.randn(n, n, generator=gen).to(dtype)
         a, b = a_cpu.to(ctx.device), b_cpu.to(ctx.device)
         flops = 2.0 * n ** 3
-        value = flops / _timed(ctx, ctx.device, lambda: torch.mm(a, b), budget)
+        value = flops / _timed(ctx, ctx.device, lambda a=a, b=b: torch.mm(a, b), budget)
         try:
-            cpu = value if ctx.is_cpu else flops / _timed(ctx, "cpu", lambda: torch.mm(a_cpu, b_cpu), budget)
+            cpu = value if ctx.is_cpu else flops / _timed(ctx, "cpu", lambda a=a_cpu, b=b_cpu: torch.mm(a, b), budget)
         except Exception:  # CPU lacks a half kernel in an old torch
             cpu = None
         figures.append(_figure("matmul.%s" % name, "FLOP/s", value, cpu,
@@ -168,7 +168,7 @@ def latency(ctx):
             x.add_(1.0)
             ctx.synchronize()
             reps += 1
-        figures.append(_figure("latency.synchronize", "s", (time.perf_counter() - start) / reps - launch,
+        figures.append(_figure("latency.synchronize", "s", max(0.0, (time.perf_counter() - start) / reps - launch),
                                note="a tiny op then synchronize(), less the op's own time"))
     return _result(ctx, figures, "launch and synchronize latency")
 
@@ -187,7 +187,7 @@ def model_steps(ctx):
             x, y = x.to(device), y.to(device)
             opt = torch.optim.SGD(model.parameters(), lr=models.LR)
 
-            def step(model=model, x=x, y=y, opt=opt):
+            def step(model=model, x=x, y=y, opt=opt, name=name):
                 opt.zero_grad()
                 models._loss(torch, name, model(x), y).backward()
                 opt.step()

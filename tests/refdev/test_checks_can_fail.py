@@ -15,8 +15,6 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-import pytest
-
 from tests.refdev.conftest import REPO_ROOT, result, run_probe, run_python
 from tests.refdev.test_probe_faults import by_id
 
