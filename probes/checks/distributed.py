@@ -286,6 +286,11 @@ def ddp_step(ctx, backend, device):
                          % (WORLD, device, backend), **data)
 
 
+#: the rank processes start torch (seconds each on a small host) and bound themselves (TIMEOUT_S + 30):
+#: the check's own limit, whatever the suite's --timeout
+CHECK_TIMEOUT_S = TIMEOUT_S + 60
+
+
 def plan(ctx):
-    return [checks.Check("distributed.all_reduce", "distributed", _gated(all_reduce)),
-            checks.Check("distributed.ddp_step", "distributed", _gated(ddp_step))]
+    return [checks.Check("distributed.all_reduce", "distributed", _gated(all_reduce), timeout=CHECK_TIMEOUT_S),
+            checks.Check("distributed.ddp_step", "distributed", _gated(ddp_step), timeout=CHECK_TIMEOUT_S)]
