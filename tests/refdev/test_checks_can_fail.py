@@ -15,6 +15,8 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from tests.refdev.conftest import REPO_ROOT, result, run_probe, run_python
 from tests.refdev.test_probe_faults import by_id
 
@@ -240,3 +242,23 @@ def test_torch_refusing_the_device_type_is_unsupported_not_failed(refdev_availab
     assert checks["opinfo.add"]["status"] == "passed"
     assert report["summary"]["groups"]["opinfo"]["status"] == "unsupported"
     assert proc.returncode == 0
+
+
+@pytest.mark.parametrize(("faults", "checks_arg", "expected"), [
+    pytest.param("leak", "smoke,models,allocator",
+                 {"allocator.stats_move", "allocator.cache_reuse", "allocator.empty_cache"}, id="leak"),
+    pytest.param("rng", "smoke,models,runtime", {"runtime.rng_state"}, id="rng"),
+])
+def test_a_fault_fails_only_the_checks_that_depend_on_it(refdev_available: None, tmp_path: Path, faults: str,
+                                                         checks_arg: str, expected: set[str]) -> None:
+    """The training step and the models do not depend on a leaking allocator or a broken set_rng_state:
+    they still pass, and the run fails on the checks that do."""
+    from probes.checks.registry import is_failing
+
+    proc, report = run_probe(["--checks", checks_arg], tmp_path / "r.json", faults=faults)
+    checks = by_id(report)
+    assert {cid for cid, c in checks.items() if is_failing(c["group"], c["status"])} == expected
+    for cid, c in checks.items():
+        if c["group"] in ("smoke", "models"):
+            assert c["status"] in ("passed", "skipped"), c
+    assert proc.returncode == 1
