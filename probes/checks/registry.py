@@ -7,7 +7,8 @@ Adding a group is one entry here and one module holding its ``plan``. Each entry
   and returns the group's checks; it is imported only when the group runs;
 - ``own_worker``: run in a worker of its own, beside the shared one (OpInfo's imports change global torch
   flags; torch.compile leaves dynamo and inductor state behind; each costs seconds a crash-restarted worker
-  would repeat);
+  would repeat; distributed waits seconds for its rank processes to start torch, time the shared worker
+  spends on other groups meanwhile);
 - ``traced``: run under the breadcrumb dispatch mode (dynamo traces Python, and a mode in its way changes
   what it compiles, so compile runs untraced);
 - ``default``: part of the default suite; ``False`` groups run only when ``--checks`` names them;
@@ -59,7 +60,7 @@ GROUPS = (
     Group("privateuse1", "probes.checks.privateuse1:plan"),
     Group("allocator", "probes.checks.allocator:plan"),
     Group("amp", "probes.checks.amp:plan"),
-    Group("distributed", "probes.checks.distributed:plan"),
+    Group("distributed", "probes.checks.distributed:plan", own_worker=True),
     Group("perf", "probes.checks.perf:plan", traced=False),
 )
 BY_NAME = dict((g.name, g) for g in GROUPS)

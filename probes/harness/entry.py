@@ -7,7 +7,7 @@ device that cannot train fails whatever else passed); 2 bad arguments or device 
 collective backend, no device generator, ...).
 Progress goes to stderr, one line per check; the report is JSON on stdout or in ``--output``.
 
-The groups marked ``own_worker`` in ``probes.checks.registry`` (opinfo, compile) run in workers of their own,
+The groups marked ``own_worker`` in ``probes.checks.registry`` (opinfo, compile, distributed) run in workers of their own,
 at the same time as the others; the report lists every check in group order either way.
 """
 
