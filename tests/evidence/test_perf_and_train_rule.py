@@ -83,3 +83,14 @@ def test_a_report_without_perf_leaves_the_figures(service: Service) -> None:
     assert service.submit(plain).status_code == 201
     detail = service.client.get("/v1/evidence", params=_query(first)).json()
     assert detail["perf"][0]["value"] == 3.0e12
+
+
+def test_the_report_page_lists_the_perf_figures_and_a_train_gap_as_failing(service: Service) -> None:
+    day = dt.datetime(2026, 11, 30, 12, 0, tzinfo=dt.timezone.utc)
+    report = _with_perf(_with_models(synthetic_report(host="a", backend="refdev", build="cpu"), "unsupported"),
+                        2.5e12, day)
+    assert service.submit(report).status_code == 201
+    page = service.client.get(f"/reports/{report['report_id']}", headers=service.read_auth)
+    assert page.status_code == 200, page.text[:300]
+    assert "How fast" in page.text and "matmul.float32 2.5 TFLOP/s (cpu 100 GFLOP/s, 25% of peak)" in page.text
+    assert "1 checks failed" in page.text  # the models check the device could not run

@@ -86,7 +86,11 @@ def prepare_report(
     summary = summary_of(checks)
     if summary != report.summary:
         report = report.model_copy(update={"summary": summary})
-    body = report.model_dump_json()
+    # the optional parts a report did not carry stay out of the stored body (bodies stored before them are alike)
+    absent: dict[str, Any] = {"summary": {"groups"}} if report.summary.groups is None else {}
+    if report.perf is None:
+        absent["perf"] = True
+    body = report.model_dump_json(exclude=absent or None)
     ids = tuple(map(_ID, checks))
     return PreparedReport(
         key=key,
