@@ -28,6 +28,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
@@ -61,7 +62,7 @@ def probe(bundle: Path, device: str, workdir: Path, extra: list[str], keep: Path
     from probes.checks.registry import is_failing
     from probes.harness.report import render_figure
 
-    summary = (report["summary"].get("groups") or {}).get("opinfo") or {"detail": ""}
+    summary: dict[str, Any] = (report["summary"].get("groups") or {}).get("opinfo") or {"detail": ""}
     slowest = sorted(report["checks"], key=lambda c: c["duration_s"], reverse=True)[:4]
     groups: dict[str, float] = {}
     for c in report["checks"]:

@@ -185,7 +185,8 @@ def _launch_ranks(ctx, work, backend, tensor_device):
             except subprocess.TimeoutExpired:
                 for other in procs:
                     other.kill()
-                raise RuntimeError("the %d-rank %s group did not finish in %d s" % (WORLD, backend, TIMEOUT_S + 30))
+                raise RuntimeError("the %d-rank %s group did not finish in %d s"
+                                   % (WORLD, backend, TIMEOUT_S + 30)) from None
             tails.append((err or "").strip()[-300:])
         results = []
         for r, out in enumerate(outs):

@@ -32,7 +32,7 @@ STEPS = 2
 def _resnet(torch):
     nn = torch.nn
 
-    class Block(nn.Module):
+    class Block(nn.Module):  # type: ignore[name-defined]  # torch is the function's argument
         def __init__(self, channels):
             nn.Module.__init__(self)
             self.conv1 = nn.Conv2d(channels, channels, 3, padding=1, bias=False)
@@ -45,7 +45,7 @@ def _resnet(torch):
             out = self.bn2(self.conv2(out))
             return torch.relu(out + x)  # the residual add
 
-    class ResNetLike(nn.Module):
+    class ResNetLike(nn.Module):  # type: ignore[name-defined]
         def __init__(self):
             nn.Module.__init__(self)
             self.stem = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1, bias=False), nn.BatchNorm2d(8), nn.ReLU(),
@@ -64,7 +64,7 @@ def _transformer(torch, vocab=32, dim=16, heads=2):
     nn = torch.nn
     functional = torch.nn.functional
 
-    class Block(nn.Module):
+    class Block(nn.Module):  # type: ignore[name-defined]  # torch is the function's argument
         def __init__(self):
             nn.Module.__init__(self)
             self.embed = nn.Embedding(vocab, dim)

@@ -20,6 +20,7 @@ apply, ``unsupported`` when the device lacks what a measurement needs. Each figu
 """
 
 import time
+from typing import Any, Dict
 
 from probes.checks import outcome as checks
 from probes.checks import peaks
@@ -138,7 +139,7 @@ def copies(ctx):
                        cpu_copy, note="CPU figure: a host-to-host clone of the same size"),
                _figure("copy.d2h.pageable", "B/s", nbytes / _timed(ctx, ctx.device, lambda: dev.to("cpu"), budget),
                        cpu_copy)]
-    data = {"bytes": nbytes}
+    data: Dict[str, Any] = {"bytes": nbytes}
     try:
         pinned = host.pin_memory()
         out = torch.empty(nbytes // 4).pin_memory()

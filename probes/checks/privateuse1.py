@@ -11,6 +11,7 @@ Devices that are not PrivateUse1 backends (cpu, cuda, mps, xpu) skip the group w
 """
 
 import io
+from typing import Any, Dict
 
 from probes.checks import outcome as checks
 
@@ -40,7 +41,7 @@ def tensor_methods(ctx, name):
                         (torch.UntypedStorage, name), (torch.UntypedStorage, "is_" + name)):
         if not hasattr(owner, attr):
             missing.append("%s.%s" % (owner.__name__, attr))
-    data = {"missing": missing}
+    data: Dict[str, Any] = {"missing": missing}
     if missing:
         return checks.unsupported("generate_methods_for_privateuse1_backend() left out %s" % ", ".join(missing), **data)
     x = torch.arange(6, dtype=torch.float32)
@@ -124,7 +125,7 @@ def checkpoint_map_location(ctx, name):
     except Exception as exc:
         return checks.failed("torch.save of %s tensors raised %s: %s" % (name, type(exc).__name__,
                                                                         str(exc).splitlines()[0][:300]))
-    results = {}
+    results: Dict[str, Dict[str, Any]] = {}
     for where in ("cpu", str(ctx.device)):
         buffer.seek(0)
         try:

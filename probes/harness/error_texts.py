@@ -6,6 +6,7 @@ NotImplementedError / RuntimeError for all of these.
 """
 
 import re
+from typing import Dict
 
 _DISPATCH = re.compile(r"Could not run '(?P<op>[\w:.]+)' with arguments from the '(?P<backend>\w+)' backend")
 _OVERRIDEABLE = re.compile(r"(?P<op>\w+) not implemented\. You are likely triggering this with tensor backend other than")
@@ -108,7 +109,7 @@ def without_faulthandler(text):
 
 # base op name -> the op as a fallback warning named it, for this process: backends warn once per process
 # (TORCH_WARN_ONCE), so a later check reaching the same op sees no warning and must still be told
-_FALLBACK_SEEN = {}
+_FALLBACK_SEEN: Dict[str, str] = {}
 
 
 def _base(op):

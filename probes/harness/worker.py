@@ -17,9 +17,8 @@ import sys
 import time
 import traceback
 
-from probes.checks import detect
+from probes.checks import detect, registry
 from probes.checks import outcome as checks
-from probes.checks import registry
 from probes.checks.context import ProbeContext
 from probes.harness import breadcrumbs, device_activation, error_texts, faults
 

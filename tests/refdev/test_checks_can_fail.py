@@ -173,7 +173,7 @@ def test_a_fallback_warned_once_marks_every_check_of_the_op(refdev_available: No
     checks = by_id(report)
     adds = {cid: c for cid, c in checks.items() if cid.startswith("ops.add.Tensor.")}
     assert len(adds) >= 3
-    for cid, c in adds.items():
+    for c in adds.values():
         assert c["status"] == "unsupported", c
         assert c["data"]["cpu_fallback"] is True and c["data"]["fallback_op"] == "aten::add.Tensor"
     assert checks["ops.mul.Tensor.float32"]["status"] == "passed"
@@ -258,7 +258,7 @@ def test_a_fault_fails_only_the_checks_that_depend_on_it(refdev_available: None,
     proc, report = run_probe(["--checks", checks_arg], tmp_path / "r.json", faults=faults)
     checks = by_id(report)
     assert {cid for cid, c in checks.items() if is_failing(c["group"], c["status"])} == expected
-    for cid, c in checks.items():
+    for c in checks.values():
         if c["group"] in ("smoke", "models"):
             assert c["status"] in ("passed", "skipped"), c
     assert proc.returncode == 1

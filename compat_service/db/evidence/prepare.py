@@ -17,8 +17,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from compat_service.domain.evidence.cells import CellKey, cell_key_of
-from compat_service.domain.evidence.report import CHECK_STATUSES, MAX_TEXT, CheckResult, ProbeReport, Summary
+from compat_service.domain.evidence.observed_builds import BuildObservation, observation_of
 from compat_service.domain.evidence.perf import headline_json
+from compat_service.domain.evidence.report import CHECK_STATUSES, MAX_TEXT, CheckResult, ProbeReport, Summary
 from compat_service.domain.evidence.status import ReportVerdict, classify_report, is_bad, is_failing
 
 #: columns of a check counter row, in order (``evidence_check`` minus cell_id and shard)
@@ -57,6 +58,8 @@ class PreparedReport:
     failures: dict[str, str]
     #: the report's perf headline as JSON text (``domain.evidence.perf``), None when it has no perf block
     perf: str | None = None
+    #: the build facts the report states (compiled arch list, runtimes), None when it states none
+    observation: BuildObservation | None = None
 
     @property
     def report_id(self) -> str:
@@ -116,6 +119,7 @@ def prepare_report(
             if c.status != "passed" and is_failing(c.group, c.status)
         },
         perf=headline_json(report),
+        observation=observation_of(report),
     )
 
 
@@ -159,7 +163,7 @@ def check_rows(reports: list[PreparedReport]) -> list[list[Any]]:
             seen_aten.add(id(p.aten_ops))
             aten_ops.update((i, op) for i, op in zip(p.check_ids, p.aten_ops) if op is not None)
         last_failure.update(p.failures)
-    rows = {
+    rows: dict[str, list[Any]] = {
         check_id: [check_id, group, *_NO_COUNTS, aten_ops.get(check_id), last_failure.get(check_id)]
         for check_id, group in groups.items()
     }

@@ -38,6 +38,24 @@ class Pin:
 
 
 @dataclass(frozen=True)
+class StackPin:
+    """An ecosystem package installed with torch (`resolve --with`), after the torch packages."""
+
+    name: str
+    version: str
+    #: where it comes from: "index" (the default package index), "url" (a prebuilt wheel outside the
+    #: index, `url`), "sdist" (built from source on the target)
+    origin: str
+    #: why this release: its pins, the torch build its binaries go with, the curated row it follows
+    reason: str
+    #: keys into matrix_data/sources.yaml behind the choice
+    sources: tuple[str, ...] = ()
+    url: str | None = None
+    #: installed with --no-deps in a command of its own: its metadata would pull another torch
+    no_deps: bool = False
+
+
+@dataclass(frozen=True)
 class HostRequirement:
     """Something the target needs that pip cannot install: a driver, CANN, a vendor SDK."""
 
@@ -69,6 +87,8 @@ class Resolution:
     unknowns: tuple[str, ...] = ()
     #: packages installed with --no-deps in their own command (the mlu companions; vendor_backends installs)
     no_deps: tuple[str, ...] = ()
+    #: the ecosystem packages of the stack (`--with vllm`), in install order, after `packages`
+    stack: tuple[StackPin, ...] = ()
 
     @property
     def status(self) -> str:
@@ -111,6 +131,11 @@ def resolution_to_json(res: Resolution) -> dict[str, Any]:
         ],
         "warnings": list(res.warnings),
         "evidence": res.evidence,
+        "stack": [
+            {"name": p.name, "version": p.version, "origin": p.origin, "reason": p.reason,
+             "sources": list(p.sources), "url": p.url, "no_deps": p.no_deps}
+            for p in res.stack
+        ],
     }
 
 
@@ -135,4 +160,8 @@ def resolution_from_json(body: dict[str, Any]) -> Resolution:
         evidence=body.get("evidence"),
         unknowns=tuple(body.get("unknowns", ())),
         no_deps=tuple(body.get("no_deps", ())),
+        stack=tuple(
+            StackPin(p["name"], p["version"], p["origin"], p["reason"], tuple(p["sources"]), p["url"], p["no_deps"])
+            for p in body.get("stack", ())
+        ),
     )

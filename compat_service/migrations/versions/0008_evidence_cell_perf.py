@@ -3,8 +3,8 @@
 ``perf`` is the headline of the report's ``perf`` block as JSON text (``compat_service.domain.evidence.perf``),
 ``perf_at`` that report's ``created_at``: a later ingest replaces the figures only with a newer report's.
 
-Revision ID: 0007_evidence_cell_perf
-Revises: 0006_report_recent_index
+Revision ID: 0008_evidence_cell_perf
+Revises: 0007_observed_build
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0007_evidence_cell_perf"
-down_revision = "0006_report_recent_index"
+revision = "0008_evidence_cell_perf"
+down_revision = "0007_observed_build"
 branch_labels = None
 depends_on = None
 
