@@ -29,12 +29,14 @@ from compat_service.api.routes.matrix import current_rows
 from compat_service.db.evidence.matrix_cells import cell_of
 from compat_service.db.evidence.queries import MatrixFilter
 from compat_service.domain.backends import PLATFORMS
-from compat_service.domain.evidence.status import BAD_STATUSES
+from compat_service.domain.evidence.perf import describe as describe_perf_figure
+from compat_service.domain.evidence.status import BAD_STATUSES, is_bad
 from compat_service.domain.hardware_rules import driver_rule
 from compat_service.domain.visible_text import visible
 
 PAGES = Path(__file__).resolve().parents[1] / "pages"
 templates = Jinja2Templates(directory=str(PAGES / "templates"))
+templates.env.filters["perf_figure"] = describe_perf_figure  # "matmul.float32 1.2 TFLOP/s (cpu ..., 4% of peak)"
 
 
 def _finalize(value: Any) -> Any:
@@ -284,6 +286,7 @@ async def report_page(request: Request, report_id: str) -> Response:
     report = found.body
     checks = report.get("checks", [])
     bad = BAD_STATUSES
+    failing_ids = {c["id"] for c in checks if is_bad(c["group"], c["status"])}  # unsupported in smoke/models too
     order = {**dict.fromkeys(BAD_STATUSES, 0), "unsupported": 1, "skipped": 2, "passed": 3}
     groups: dict[str, list[dict[str, Any]]] = {}
     for check in checks:
@@ -296,7 +299,7 @@ async def report_page(request: Request, report_id: str) -> Response:
             counts[c["status"]] = counts.get(c["status"], 0) + 1
         grouped.append((group, counts, items))
     grouped.sort(key=lambda g: (-sum(n for s, n in g[1].items() if s in bad), g[0]))
-    failing = [c for c in checks if c["status"] in bad]
+    failing = [c for c in checks if c["id"] in failing_ids]
     return _page(
         request,
         "report.html",
@@ -307,6 +310,7 @@ async def report_page(request: Request, report_id: str) -> Response:
             "failing": failing,
             "grouped": grouped,
             "bad": bad,
+            "perf": (report.get("perf") or {}).get("figures") or [],
             "raw_json": json.dumps(report.get("summary", {}), indent=1),
             "api_url": f"/v1/reports/{report_id}",
         },
