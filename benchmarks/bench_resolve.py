@@ -23,6 +23,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 RUNS = 21
 CLI = [
@@ -43,7 +44,7 @@ CLI = [
 ]
 STACK_CLI = [*CLI[:2], "--with", "vllm", "--backend", "cuda", "--python", "3.12", "--os", "linux", "--arch",
              "x86_64", "--format", "json"]
-REQUESTS = [
+REQUESTS: list[dict[str, Any]] = [
     {"torch": "2.3", "backend": "cu121", "python": "3.10"},
     {"torch": "latest", "backend": "cuda", "python": "3.12", "gpu_arch": "sm_120", "driver": "575.57.08"},
     {"torch": ">=2.2,<2.9", "backend": "cuda", "python": "3.11", "gpu_arch": "sm_61"},
@@ -63,13 +64,12 @@ def _walls(commands: list[list[str]], env: dict[str, str]) -> list[list[float]]:
 
 
 def main() -> None:
+    import compileall
     import os
 
     from compat_service.domain.matrix.snapshot import load_matrix_cached
     from compat_service.domain.resolver.request import ResolveRequest
     from compat_service.domain.resolver.stages import resolve
-
-    import compileall
 
     root = Path(__file__).resolve().parent.parent
     for package in ("cli", "compat_service", "probes"):

@@ -1,7 +1,7 @@
 """The one place that turns an AccelenvError into terminal output and an exit code.
 
-Rendered like pip does: ``error: <code>``, the message, each cause, the hint. Tracebacks only with -v
-(``ACCELENV_VERBOSE=1``).
+Rendered like pip does: ``error: <code>``, the message, each cause, the hint. With ``ACCELENV_VERBOSE=1``
+in the environment the error is raised instead, with its traceback.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING
 import typer
 
 if TYPE_CHECKING:
-    # errors.py builds pydantic models (~70 ms to import): `guarded` imports it only when something fails,
-    # so `accelenv resolve` starts fast.
+    # errors.py builds pydantic models: `guarded` imports it only when something fails, so the start-up of
+    # `accelenv resolve` (benchmarks/bench_resolve.py times it) never pays for it.
     from compat_service.domain.errors import AccelenvError
 
 
@@ -25,21 +25,24 @@ def render_error(err: AccelenvError, *, as_json: bool = False) -> None:
     if as_json:
         sys.stdout.write(err.to_body().model_dump_json(indent=2) + "\n")
         return
+    from cli.terminal_text import visible as v
+
+    # an error may come from the service (a report's text inside): control characters are shown, not sent
     out = sys.stderr
-    out.write(f"error: {err.code}\n\n")
-    out.write(f"× {err.message}\n")
+    out.write(f"error: {v(err.code)}\n\n")
+    out.write(f"× {v(err.message)}\n")
     for cause in err.causes:
-        line = f"  ╰─> {cause.constraint}  (from {cause.origin})"
+        line = f"  ╰─> {v(cause.constraint)}  (from {v(cause.origin)})"
         if cause.detail:
-            line += f": {cause.detail}"
+            line += f": {v(cause.detail)}"
         out.write(line + "\n")
     if err.alternatives:
         out.write("\nWhat would work:\n")
         for alt in err.alternatives:
-            req = " ".join(f"--{k.replace('_', '-')} {v}" for k, v in alt.request.items())
-            out.write(f"  • {alt.description}" + (f"   [{req}]" if req else "") + "\n")
+            req = " ".join(f"--{k.replace('_', '-')} {v(val)}" for k, val in alt.request.items())
+            out.write(f"  • {v(alt.description)}" + (f"   [{req}]" if req else "") + "\n")
     if err.hint:
-        out.write(f"\nhint: {err.hint}\n")
+        out.write(f"\nhint: {v(err.hint)}\n")
 
 
 @contextlib.contextmanager

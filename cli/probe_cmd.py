@@ -21,11 +21,13 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any, List, Optional
+from typing import Any
 
 import typer
 
-ALL_GROUPS = "detect,smoke,ops,opinfo,compile,runtime,allocator,amp,distributed"
+from probes.checks.registry import DEFAULT as _DEFAULT_GROUPS  # stdlib only: the one group registry
+
+ALL_GROUPS = ",".join(_DEFAULT_GROUPS)
 PROBE_EXIT_UNSUPPORTED = 3  # the probe's --strict answer: nothing failed, something is unsupported
 REFDEV_FAULTS_ENV = "ACCELENV_REFDEV_FAULTS"
 _INJECT = re.compile(r"^[a-z][a-z0-9_]*(?::[A-Za-z0-9_.:*\-\[\]]+)?$")
@@ -44,13 +46,13 @@ def register(app: typer.Typer) -> None:
 def probe_command(
     device: str = typer.Option("auto", "--device", help="auto, cpu, cuda[:N], mps, xpu or a PrivateUse1 name (npu, refdev)"),
     checks: str = typer.Option(ALL_GROUPS, "--checks", help="comma-separated groups"),
-    output: Optional[Path] = typer.Option(None, "--output", help="write the report here (default: stdout)"),
-    submit_url: Optional[str] = typer.Option(None, "--submit", help="post the report to this service URL"),
-    token: Optional[str] = typer.Option(None, "--token", envvar="ACCELENV_TOKEN", help="API token for --submit"),
+    output: Path | None = typer.Option(None, "--output", help="write the report here (default: stdout)"),
+    submit_url: str | None = typer.Option(None, "--submit", help="post the report to this service URL"),
+    token: str | None = typer.Option(None, "--token", envvar="ACCELENV_TOKEN", help="API token for --submit"),
     timeout: float = typer.Option(120.0, "--timeout", help="seconds each check may take"),
-    python: Optional[str] = typer.Option(None, "--python", help="interpreter to probe (default: this one)"),
-    inject: Optional[List[str]] = typer.Option(None, "--inject", help="refdev fault KIND[:TARGET] (repeatable)"),
-    bundle: Optional[Path] = typer.Option(None, "--bundle", help="only write the single-file probe here (a file, "
+    python: str | None = typer.Option(None, "--python", help="interpreter to probe (default: this one)"),
+    inject: list[str] | None = typer.Option(None, "--inject", help="refdev fault KIND[:TARGET] (repeatable)"),
+    bundle: Path | None = typer.Option(None, "--bundle", help="only write the single-file probe here (a file, "
                                           "or a directory to hold accelenv_probe.py)"),
     quiet: bool = typer.Option(False, "--quiet", help="no progress lines"),
     deep: bool = typer.Option(False, "--deep", help="opinfo: every sample input, not only the first per op and dtype"),
@@ -113,7 +115,7 @@ def _invalid(message: str, hint: str, flag: str, value: object) -> Exception:
 
 def _validate(device: str, checks: str, timeout: float, python: str, inject: list[str], submit_url: str | None,
               token: str | None, output: Path | None) -> None:
-    from probes.checks.outcome import GROUPS
+    from probes.checks.registry import NAMES as GROUPS
     from probes.harness.device_activation import DeviceError, parse_device
 
     try:
@@ -135,6 +137,9 @@ def _validate(device: str, checks: str, timeout: float, python: str, inject: lis
         if not _INJECT.match(item):
             raise _invalid(f"--inject {item!r} is not KIND[:TARGET]", "e.g. --inject missing:aten::mm",
                            "--inject", item)
+    if inject and device.split(":")[0] != "refdev":
+        raise _invalid(f"--inject works only with --device refdev (the reference backend), not {device}",
+                       "add --device refdev, or drop --inject", "--inject", ",".join(inject))
     if inject:
         from probes.refdev.faults import parse_faults  # stdlib only: kinds and syntax, not op existence
 
@@ -219,14 +224,17 @@ def _write_report(text: str, output: Path) -> str | None:
 
 def _summary(report: dict[str, Any], output: Path | None, submitted: str | None, code: int) -> dict[str, Any]:
     """What `accelenv probe --json` prints: the outcome a script acts on, and the report when not in a file."""
+    from probes.checks.registry import is_failing
+
     failing = [{"id": c["id"], "status": c["status"], "detail": c.get("detail")}
-               for c in report["checks"] if c["status"] in ("failed", "timeout", "crashed", "error")]
+               for c in report["checks"] if is_failing(c["group"], c["status"])]
     payload: dict[str, Any] = {
         "report_id": report["report_id"],
         "exit_code": code,
         "ok": report["summary"]["ok"],
         "counts": report["summary"]["counts"],
         "failing": failing,
+        "perf": report.get("perf"),
         "output": str(output) if output is not None else None,
         "submitted": submitted,
     }
@@ -273,10 +281,10 @@ def _submit_or_spool(report: dict[str, Any], server: str, token: str) -> str:
 
 
 def report_submit_command(
-    files: Optional[List[Path]] = typer.Argument(None, help="saved reports to send (default: the spool)",
+    files: list[Path] | None = typer.Argument(None, help="saved reports to send (default: the spool)",
                                                  show_default=False),
-    server: Optional[str] = typer.Option(None, "--server", envvar="ACCELENV_SERVER", help="the service URL"),
-    token: Optional[str] = typer.Option(None, "--token", envvar="ACCELENV_TOKEN", help="API token (scope 'report')"),
+    server: str | None = typer.Option(None, "--server", envvar="ACCELENV_SERVER", help="the service URL"),
+    token: str | None = typer.Option(None, "--token", envvar="ACCELENV_TOKEN", help="API token (scope 'report')"),
     as_json: bool = typer.Option(False, "--json", help="print the outcome as JSON (sent, kept, moved)"),
 ) -> None:
     from cli import report_spool

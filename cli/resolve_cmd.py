@@ -32,7 +32,7 @@ def register(app: typer.Typer) -> None:
     """Attach this module's commands to the root app."""
     import typer
 
-    def resolve_command(ctx) -> None:  # type: ignore[no-untyped-def]
+    def resolve_command(ctx) -> None:
         raise typer.Exit(main(list(ctx.args)))
 
     # Typer reads annotations from this module's globals, where typer is not imported (start-up time).
@@ -96,7 +96,8 @@ def print_help(parser: argparse.ArgumentParser) -> None:
     table.add_column()
     for action in parser._actions:  # argparse has no public accessor for its actions
         flags = ", ".join(action.option_strings)
-        metavar = "" if action.nargs == 0 else (action.metavar or action.dest.upper())
+        named = action.metavar or action.dest.upper()
+        metavar = "" if action.nargs == 0 else " ".join(named) if isinstance(named, tuple) else named
         default = action.default if action.default not in (None, False, argparse.SUPPRESS) else None
         help_text = (action.help or "") + (f" [dim]\\[default: {default}][/]" if default else "")
         table.add_row(flags, metavar, help_text)
@@ -145,6 +146,7 @@ def run_resolve(
     gpu: str | None = None,
 ) -> str:
     from compat_service.domain.backends import normalise_arch
+    from compat_service.domain.host import HostFacts
     from compat_service.domain.resolver.install_formats import render
     from compat_service.domain.resolver.request import ResolveRequest, invalid_request
     from probes.host import facts as host_facts
@@ -159,6 +161,7 @@ def run_resolve(
     same_arch = arch is None or normalise_arch(this_os, arch) == normalise_arch(this_os, this_arch)
     foreign = (os_name is not None and os_name != this_os) or not same_arch
     note = None
+    host = None
     if backend == "auto":
         target_os = os_name or this_os
         if driver or gpu_arch or gpu:
@@ -172,28 +175,27 @@ def run_resolve(
             )
         else:
             _check_backend_override(host_facts)
-            host = host_facts.detect_host()
-            backend = host["backend"]
-            # the NVIDIA driver counts for cuda; for npu/rocm/mlu the vendor runtime does (CANN, ROCm)
-            driver = host["driver_version"] if backend == "cuda" else None
-            runtime = runtime or (host.get("runtime_version") if backend in ("npu", "rocm", "mlu") else None)
-            gpu_arch = (
-                host["device_arch"] if backend not in ("cpu", "mps", "npu", "mlu", "xpu") else None
-            )
-    request = ResolveRequest.from_strings(
-        torch=torch,
-        python=python if python is not None else host_facts.python_minor(),
-        os=os_name if os_name is not None else this_os,
-        arch=(arch or None) if arch is not None else this_arch,
-        backend=backend,
-        driver=driver,
-        gpu_arch=gpu_arch,
-        with_=with_,
-        require_verified=require_verified,
-        strict=strict,
-        runtime=runtime,
-        gpu=gpu,
-    )
+            host = HostFacts.from_detected(host_facts.detect_host())
+    if host is not None:
+        request = ResolveRequest.for_host(
+            host, torch=torch, python=python, os=os_name, arch=(arch or None) if arch is not None else None,
+            with_=with_, require_verified=require_verified, strict=strict, runtime=runtime, gpu=gpu,
+        )
+    else:
+        request = ResolveRequest.from_strings(
+            torch=torch,
+            python=python if python is not None else host_facts.python_minor(),
+            os=os_name if os_name is not None else this_os,
+            arch=(arch or None) if arch is not None else this_arch,
+            backend=backend,
+            driver=driver,
+            gpu_arch=gpu_arch,
+            with_=with_,
+            require_verified=require_verified,
+            strict=strict,
+            runtime=runtime,
+            gpu=gpu,
+        )
     if require_verified and not (server or database):
         raise invalid_request(
             "--require-verified needs verification evidence, and none was given",
@@ -235,7 +237,7 @@ def run_resolve(
     return render(resolution, fmt)
 
 
-def _check_backend_override(host_facts) -> None:  # type: ignore[no-untyped-def]  # the probes module
+def _check_backend_override(host_facts) -> None:  # host_facts: the probes module
     """A bad ACCELENV_BACKEND is refused naming the variable (as `doctor` does), before detection."""
     from compat_service.domain.resolver.request import invalid_request, parse_backend
 

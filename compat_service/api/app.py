@@ -8,13 +8,18 @@ DatabaseNotReadyError. Several workers build one app each (`app_from_env`, a uvi
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import importlib
+import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 from fastapi_offline import FastAPIOffline
+from starlette.routing import Route
 
+from compat_service.api.deps import AppState
 from compat_service.api.errors import install_error_handlers, unhandled_error_response
 from compat_service.api.metrics import ServiceMetrics
 from compat_service.api.middleware.body_limit import BodyLimitMiddleware
@@ -22,8 +27,9 @@ from compat_service.api.middleware.http_cache import HttpCacheMiddleware
 from compat_service.api.middleware.nul_guard import NulGuardMiddleware
 from compat_service.api.middleware.observability import AccessLog, ObservabilityMiddleware, configure_logging
 from compat_service.api.openapi_doc import install_openapi
+from compat_service.api.pages.routes import PAGE_CACHE_BYTES, PAGE_CACHE_SIZE, page_weight
 from compat_service.api.pages.routes import static_files as pages_static
-from compat_service.api.resolve_cache import ResolveCache
+from compat_service.api.resolve_cache import LruCache, ResolveCache
 from compat_service.api.server.gc_tuning import tune_for_service
 from compat_service.api.server.lifecycle import announce_start, announce_stop
 from compat_service.config import Settings, load_settings
@@ -45,25 +51,43 @@ ROUTER_MODULES = {"pages": "compat_service.api.pages.routes"}
 
 
 #: the docs pages load only this server's assets: ReDoc's bundle would otherwise fetch its vendor's logo from
-#: the internet (its side menu has no option to drop it); Swagger UI and ReDoc start from an inline script
+#: the internet (its side menu has no option to drop it); Swagger UI and ReDoc start from an inline script,
+#: allowed by its hash only (``{scripts}``), never 'unsafe-inline'
 DOCS_CSP = (
     "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; "
-    "script-src 'self' 'unsafe-inline'; worker-src 'self' blob:; connect-src 'self'"
+    "script-src 'self'{scripts}; worker-src 'self' blob:; connect-src 'self'; object-src 'none'; "
+    "base-uri 'none'; frame-ancestors 'none'"
 )
+_INLINE_SCRIPT = re.compile(rb"<script(?![^>]*\bsrc=)[^>]*>(.*?)</script>", re.S | re.I)
+
+
+def docs_csp(html: bytes) -> str:
+    """``DOCS_CSP`` allowing exactly the inline scripts of ``html`` (by their sha256)."""
+    hashes = "".join(
+        f" 'sha256-{base64.b64encode(hashlib.sha256(script).digest()).decode()}'"
+        for script in _INLINE_SCRIPT.findall(html)
+    )
+    return DOCS_CSP.format(scripts=hashes)
 
 
 def _same_origin_only(app: FastAPI, paths: tuple[str, ...]) -> None:
-    """Send ``DOCS_CSP`` with the pages at ``paths`` (wrapping just those routes keeps it off the hot path)."""
-    header = (b"content-security-policy", DOCS_CSP.encode())
+    """Send ``docs_csp`` with the pages at ``paths`` (wrapping just those routes keeps it off the hot path)."""
     for route in app.router.routes:
-        if getattr(route, "path", None) in paths:
+        if isinstance(route, Route) and route.path in paths:
             inner = route.app
 
-            async def with_csp(scope, receive, send, inner=inner):  # noqa: ANN001 - ASGI callables
-                async def send_with_header(message):  # noqa: ANN001
-                    if message["type"] == "http.response.start":
-                        message["headers"] = [*message.get("headers", []), header]
-                    await send(message)
+            async def with_csp(scope, receive, send, inner=inner):
+                held: list[dict] = []  # the page is small: hold it to hash its inline scripts
+
+                async def send_with_header(message):
+                    held.append(message)
+                    if message["type"] == "http.response.body" and not message.get("more_body", False):
+                        body = b"".join(m.get("body", b"") for m in held if m["type"] == "http.response.body")
+                        header = (b"content-security-policy", docs_csp(body).encode())
+                        for m in held:
+                            if m["type"] == "http.response.start":
+                                m["headers"] = [*m.get("headers", []), header]
+                            await send(m)
 
                 await inner(scope, receive, send_with_header)
 
@@ -89,12 +113,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         if settings.tune_gc:
             tune_for_service()
-        announce_start(app.state)
+        announce_start(state)
         yield
-        app.state.ingest_queue.close()
+        state.ingest_queue.close()
         engine.dispose()
-        announce_stop(app.state, app.state.metrics.served)
-        app.state.metrics.process_exiting()
+        announce_stop(state, state.metrics.served)
+        state.metrics.process_exiting()
 
     # Swagger UI and ReDoc from the assets fastapi-offline ships (no CDN: the docs work offline)
     app = FastAPIOffline(
@@ -108,15 +132,18 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         lifespan=lifespan,
         telemetry=None if settings.opentelemetry else {"tracing": False, "metrics": False, "logs": False},
     )
-    app.state.settings = settings
-    app.state.engine = engine
-    app.state.matrix_repository = MatrixRepository(engine, refresh_s=settings.matrix_refresh_s)
-    app.state.resolve_cache = ResolveCache(settings.resolve_cache_size)
-    app.state.evidence_version = EvidenceVersion(engine, refresh_s=settings.matrix_refresh_s)
-    app.state.matrix_rows_cache = MatrixRowsCache()
-    app.state.ingest_queue = IngestQueue(engine, max_batch=settings.ingest_group_max)
-    app.state.token_cache = TokenCache(settings.token_cache_s)
-    app.state.metrics = ServiceMetrics()
+    state = app.state.service = AppState(
+        settings=settings,
+        engine=engine,
+        matrix_repository=MatrixRepository(engine, refresh_s=settings.matrix_refresh_s),
+        resolve_cache=ResolveCache(settings.resolve_cache_size),
+        evidence_version=EvidenceVersion(engine, refresh_s=settings.matrix_refresh_s),
+        matrix_rows_cache=MatrixRowsCache(),
+        ingest_queue=IngestQueue(engine, max_batch=settings.ingest_group_max),
+        token_cache=TokenCache(settings.token_cache_s),
+        metrics=ServiceMetrics(),
+        page_cache=LruCache(PAGE_CACHE_SIZE, max_bytes=PAGE_CACHE_BYTES, weigh=page_weight),
+    )
     install_error_handlers(app)
     for name in ROUTERS:
         module = importlib.import_module(ROUTER_MODULES.get(name, f"compat_service.api.routes.{name}"))
@@ -142,7 +169,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # Outermost of ours: request id, access log, metrics, and the one log line of an unhandled error.
     app.add_middleware(
         ObservabilityMiddleware,
-        metrics=app.state.metrics,
+        metrics=state.metrics,
         access_log=AccessLog(settings.log_format) if settings.access_log else None,
         on_unhandled=unhandled_error_response,
     )

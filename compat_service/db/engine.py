@@ -6,6 +6,7 @@ share one file: readers never block the writer, and a writer waits instead of fa
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import time
 import urllib.parse
@@ -15,11 +16,16 @@ from pathlib import Path
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
-from sqlmodel import Session
+from sqlmodel import Session, SQLModel
 
 from compat_service.domain.errors import Cause, DatabaseNotReadyError, InvalidRequestError
 
 SQLITE_BUSY_TIMEOUT_MS = 10_000
+
+
+def core_table(model: type[SQLModel]) -> sa.Table:
+    """The Core table of a SQLModel table class, for bulk SQL (SQLModel leaves ``__table__`` undeclared)."""
+    return model.__table__  # type: ignore[attr-defined]
 
 
 def _switch_to_wal(cursor: sqlite3.Cursor) -> None:
@@ -42,7 +48,7 @@ def _switch_to_wal(cursor: sqlite3.Cursor) -> None:
             delay = min(delay * 2, 0.05)
 
 
-def _sqlite_pragmas(dbapi_connection, _record) -> None:  # noqa: ANN001 - DB-API connection
+def _sqlite_pragmas(dbapi_connection, _record) -> None:
     cursor = dbapi_connection.cursor()
     cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
     _switch_to_wal(cursor)
@@ -66,10 +72,19 @@ def _invalid_url(shown: str, problem: str, hint: str = _URL_HINT) -> InvalidRequ
     )
 
 
+_PASSWORD = re.compile(r"(://[^/@:]*:)[^@]*@")
+
+
+def masked(database_url: str) -> str:
+    """``database_url`` with the password (``user:PASSWORD@``) replaced by ``***``, for a URL too malformed
+    for SQLAlchemy to render without it: an error message must never echo a secret."""
+    return _PASSWORD.sub(r"\1***@", database_url)
+
+
 def _port_problem(database_url: str) -> str | None:
     """Why the URL's port is unusable (not a number, out of range), or None; the stdlib parser says which."""
     try:
-        urllib.parse.urlsplit(database_url).port
+        _ = urllib.parse.urlsplit(database_url).port  # the property parses the port, raising on a bad one
     except ValueError as exc:
         return str(exc)
     return None
@@ -96,9 +111,9 @@ def make_engine(database_url: str) -> Engine:
     option the driver rejects) or a missing driver is an InvalidRequestError, raised before connecting."""
     try:
         url = sa.engine.make_url(database_url)
-    except (sa.exc.ArgumentError, ValueError) as exc:
+    except (sa.exc.ArgumentError, ValueError):
         problem = _port_problem(database_url) or "not a valid SQLAlchemy URL"
-        raise _invalid_url(repr(database_url), problem) from exc
+        raise _invalid_url(repr(masked(database_url)), problem) from None
     shown = url.render_as_string(hide_password=True)
     port_problem = _port_problem(database_url) if url.port is not None else None
     if port_problem:

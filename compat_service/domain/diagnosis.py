@@ -18,25 +18,13 @@ from typing import Any, Literal
 
 from compat_service.domain.backends import FAMILIES_FOR_HOST_BACKEND, is_build_label, label_family
 from compat_service.domain.evidence.lookup import EvidenceLookup
-from compat_service.domain.hardware_rules import MVC_LIMITS, arch_coverage, cached_version, driver_rule
+from compat_service.domain.hardware_rules import MVC_LIMITS, arch_coverage, driver_rule
+from compat_service.domain.host import HostFacts
 from compat_service.domain.matrix.interface import Matrix
 from compat_service.domain.resolver.request import COMPANIONS
+from compat_service.domain.versions import cached_version
 
 Severity = Literal["error", "warning", "ok"]
-
-
-@dataclass(frozen=True)
-class HostFacts:
-    """The host being checked, as the caller detected it (the CLI: ``probes.host.facts.detect_host``)."""
-
-    os: str
-    arch: str
-    python: str
-    #: cpu, cuda, rocm, xpu, mps, npu, mlu, or what ACCELENV_BACKEND says
-    backend: str
-    driver: str | None = None
-    gpu_arch: str | None = None
-    gpu_name: str | None = None
 
 
 @dataclass(frozen=True)

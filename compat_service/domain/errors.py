@@ -31,9 +31,51 @@ Malformed flags are `InvalidRequestError` (exit 2, HTTP 422).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 from pydantic import BaseModel, Field
+
+__all__ = [
+    "AccelenvError",
+    "Alternative",
+    "AuthError",
+    "BackendUnavailableError",
+    "Cause",
+    "CompanionUnknownError",
+    "ConflictError",
+    "DatabaseNotReadyError",
+    "DriverTooOldError",
+    "ERRORS",
+    "ErrorBody",
+    "ForbiddenError",
+    "GpuArchUnsupportedError",
+    "IndexResponseError",
+    "IndexUnreachableError",
+    "InternalError",
+    "InvalidRequestError",
+    "MatrixDataError",
+    "MatrixOutOfDateError",
+    "NotFoundError",
+    "NotVerifiedError",
+    "PlatformUnsupportedError",
+    "PythonUnsupportedError",
+    "RESOLVER_ERROR_CODES",
+    "RefreshRemovesFactsError",
+    "ReportConflictError",
+    "ReportInvalidError",
+    "ReportTooLargeError",
+    "RestsOnUnknownError",
+    "RuntimeMismatchError",
+    "ServerFailedError",
+    "ServerUnreachableError",
+    "StackConflictError",
+    "TorchNotFoundError",
+    "UnsatisfiableError",
+    "VariantNotPublishedError",
+    "error_class",
+    "error_from_body",
+]
 
 
 class Cause(BaseModel):
@@ -61,6 +103,10 @@ class ErrorBody(BaseModel):
     alternatives: list[Alternative] = Field(default_factory=list)
 
 
+#: code -> class, filled by `AccelenvError.__init_subclass__`; read through `ERRORS`
+_REGISTRY: dict[str, type[AccelenvError]] = {}
+
+
 class AccelenvError(Exception):
     """Base of every error accelenv raises on purpose."""
 
@@ -68,6 +114,16 @@ class AccelenvError(Exception):
     #: the HTTP status the API answers with; the CLI uses ``exit_code``
     http_status: int = 400
     exit_code: int = 1
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        # the registry is complete by construction: a class registers itself where it is defined
+        super().__init_subclass__(**kwargs)
+        if "code" not in cls.__dict__:
+            raise TypeError(f"{cls.__name__} must set its own `code` (the registry maps each code to one class)")
+        taken = _REGISTRY.get(cls.code)
+        if taken is not None and (taken.__module__, taken.__qualname__) != (cls.__module__, cls.__qualname__):
+            raise TypeError(f"error code {cls.code!r} of {cls.__name__} is already {taken.__name__}'s")
+        _REGISTRY[cls.code] = cls
 
     def __init__(
         self,
@@ -242,12 +298,47 @@ class NotVerifiedError(UnsatisfiableError):
     code = "not-verified"
 
 
+class IndexUnreachableError(AccelenvError):
+    """`matrix refresh`: the index (or one of its files) did not answer after the retries."""
+
+    code = "index-unreachable"
+    http_status = 502
+    exit_code = 6
+
+
+class IndexResponseError(AccelenvError):
+    """The index answered, but with something that cannot be read (bad status, unknown content type, bad zip)."""
+
+    code = "index-bad-response"
+    http_status = 502
+    exit_code = 6
+
+
+class MatrixOutOfDateError(AccelenvError):
+    """`matrix refresh --check`: the index has releases or wheels the generated matrix lacks or contradicts."""
+
+    code = "matrix-out-of-date"
+    http_status = 409
+    exit_code = 11
+
+
+class RefreshRemovesFactsError(AccelenvError):
+    """`matrix refresh`: the index's answer would remove more than a small share of a project's facts (a
+    captive portal, a broken mirror, a truncated page); nothing is written unless ``--allow-removals``."""
+
+    code = "refresh-removes-facts"
+    http_status = 409
+    exit_code = 12
+
+
 def _tree(cls: type[AccelenvError]) -> list[type[AccelenvError]]:
     return [cls, *(sub for child in cls.__subclasses__() for sub in _tree(child))]
 
 
-#: code -> class, for every error class above (the one registry)
-ERRORS: Mapping[str, type[AccelenvError]] = {cls.code: cls for cls in _tree(AccelenvError)}
+_REGISTRY[AccelenvError.code] = AccelenvError
+#: code -> class, for every AccelenvError subclass (the one registry; each class adds itself when it is
+#: defined, and every class accelenv raises is defined in this module, so importing it is enough)
+ERRORS: Mapping[str, type[AccelenvError]] = MappingProxyType(_REGISTRY)
 #: the resolver's failure kinds (the table in this module's docstring)
 RESOLVER_ERROR_CODES: tuple[str, ...] = tuple(
     cls.code for cls in _tree(UnsatisfiableError) if cls is not UnsatisfiableError

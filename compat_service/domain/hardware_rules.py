@@ -12,7 +12,7 @@ Driver rule (NVIDIA's CUDA compatibility guide, two floors, both from cuda.yaml)
 
 | the GPU runs the build through                      | the driver needs                                 | rule                   |
 | --------------------------------------------------- | ------------------------------------------------ | ---------------------- |
-| SASS (a cubin of its major, minor <= its own)       | its CUDA major's minor-version-compatibility floor (or the toolkit's own floor, if lower) | minor-version-compat |
+| SASS (a cubin of its major, minor <= its own)       | its CUDA major's minor-version-compat floor (the toolkit's, if lower) | minor-version-compat |
 | only the build's PTX (GPU newer than every cubin)   | the toolkit's own floor (the driver JIT-compiles that PTX) | toolkit-floor  |
 | unknown (no --gpu-arch, or no arch list)            | the major's floor; the answer says which GPUs that holds for | minor-version-compat |
 | a CUDA major without minor-version compatibility (10.x) | the toolkit's own floor                       | toolkit-floor          |
@@ -31,19 +31,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal
 
 from packaging.version import InvalidVersion, Version
 
 from compat_service.domain.matrix.interface import per_matrix_memo
+from compat_service.domain.versions import cached_version
 from probes.host.arch_compat import cubin_runs_on, ptx_runs_on
 
 if TYPE_CHECKING:
     from compat_service.domain.matrix.interface import Matrix
-
-#: versions repeat across calls (toolkits, drivers); parsing them once keeps resolve() well under 1 ms
-cached_version = lru_cache(maxsize=4096)(Version)
 
 Coverage = Literal["kernels", "ptx", "no", "unknown"]
 #: what a verdict rests on: the build's own arch list, its toolkit's compile range, ROCm's gfx list

@@ -26,6 +26,7 @@ from packaging.utils import (
 )
 from packaging.version import InvalidVersion, Version
 
+from compat_service.domain.backends import PLATFORMS, python_sort_key
 from compat_service.domain.matrix.index_facts import (
     PackageConfig,
     PackageFacts,
@@ -36,7 +37,6 @@ from compat_service.domain.matrix.index_facts import (
     VariantIndexFacts,
     WheelFact,
 )
-from compat_service.domain.backends import PLATFORMS, python_sort_key
 from compat_service.domain.matrix.markers import evaluate, marker_environment
 
 
@@ -122,7 +122,7 @@ def wheel_facts(parsed: ParsedFile, config: RefreshConfig) -> list[WheelFact]:
             continue
         for platform in platforms_of(tag.platform, config):
             found.add((platform, python))
-    return [WheelFact(platform=p, python=py, file=parsed.file.filename) for p, py in found]  # type: ignore[arg-type]
+    return [WheelFact(platform=p, python=py, file=parsed.file.filename) for p, py in found]
 
 
 def _python_rank(python: str) -> tuple[int, int, int]:
@@ -218,7 +218,7 @@ def runtime_fact(
                 continue
             version = _pinned_version(requirement)
             return RuntimeFact(
-                platform=platform,  # type: ignore[arg-type]
+                platform=platform,
                 family=rule.family,
                 label=label_for(rule.family, version, labels),
                 version=version,
@@ -227,7 +227,7 @@ def runtime_fact(
                 file=filename,
             )
     cpu = next((row.label for row in labels if row.family == "cpu"), "cpu")
-    return RuntimeFact(platform=platform, family="cpu", label=cpu, version=None, requirement=None, file=filename)  # type: ignore[arg-type]
+    return RuntimeFact(platform=platform, family="cpu", label=cpu, version=None, requirement=None, file=filename)
 
 
 def derive_package(
@@ -285,7 +285,7 @@ def derive_package(
                     continue  # declared for other platforms only (triton on Windows: platform_system == "Linux")
                 requirements.append(
                     RequirementFact(
-                        platform=platform,  # type: ignore[arg-type]
+                        platform=platform,
                         name=canonicalize_name(requirement.name),
                         specifier=str(requirement.specifier),
                         marker=str(requirement.marker) if requirement.marker is not None else None,

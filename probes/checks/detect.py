@@ -5,6 +5,7 @@ detect checks then judge them. Every torch API is feature-detected: this runs on
 """
 
 import re
+from typing import Dict, Optional
 
 from probes.checks import capabilities
 from probes.checks import outcome as checks
@@ -74,7 +75,7 @@ def _companions(plugin):
         from importlib import metadata
     except ImportError:  # Python < 3.8 has no importlib.metadata; the probe still runs
         return {}
-    found = {}
+    found: Dict[str, Optional[str]] = {}
     for name in COMPANIONS:
         try:
             found[name] = metadata.version(name)
@@ -217,8 +218,8 @@ def collect(ctx):
         devices.append(_cpu_device())
     for device_type in seen:
         devices.extend(_cuda_devices(ctx, archs) if device_type == "cuda" else _generic_devices(ctx, device_type))
-    probed = [d for d in devices if d["type"] == ctx.device_type and d["index"] == ctx.index]
-    probed = probed[0] if probed else None
+    matching = [d for d in devices if d["type"] == ctx.device_type and d["index"] == ctx.index]
+    probed = matching[0] if matching else None
     family = host_facts.driver_family(ctx.device_type, ctx.hip_build)
     driver, driver_sources = host_facts.detect_driver(family) if ctx.device_type not in (None, "cpu") else (None, [])
     host = host_facts.host_summary()

@@ -139,6 +139,23 @@ def get_device_name(device: Any = None) -> str:
     return DEVICE_NAME
 
 
+class DeviceProperties(object):
+    """What ``get_device_properties`` gives, with ``torch.cuda``'s attribute names for what refdev has."""
+
+    def __init__(self, name: str, total_memory: int) -> None:
+        self.name = name
+        self.total_memory = total_memory
+        self.multi_processor_count = 1
+
+    def __repr__(self) -> str:
+        return "_RefdevDeviceProperties(name=%r, total_memory=%dMB)" % (self.name, self.total_memory >> 20)
+
+
+def get_device_properties(device: Any = None) -> DeviceProperties:
+    _check_device(device)
+    return DeviceProperties(DEVICE_NAME, _alloc().capacity)
+
+
 # -- memory, torch.cuda-style -------------------------------------------------------------------------
 def memory_stats(device: Any = None) -> Dict[str, int]:
     _check_device(device)
@@ -198,7 +215,7 @@ def set_memory_capacity(nbytes: int) -> None:
 
 
 # -- the C++ side's Python hooks ----------------------------------------------------------------------
-class Hooks(torch._C._acc.PrivateUse1Hooks):  # type: ignore[misc, name-defined]
+class Hooks(torch._C._acc.PrivateUse1Hooks):
     """Needed for backward: the autograd engine asks whether the backend is there."""
 
     def is_available(self) -> bool:
@@ -211,7 +228,7 @@ class Hooks(torch._C._acc.PrivateUse1Hooks):  # type: ignore[misc, name-defined]
         return True
 
 
-class Guard(torch._C._acc.DeviceGuard):  # type: ignore[misc, name-defined]
+class Guard(torch._C._acc.DeviceGuard):
     """The autograd engine and torch.Stream need a guard; 2.13 fixes index 0 and a no-op stream."""
 
     def type_(self) -> Any:

@@ -166,8 +166,8 @@ def test_show_without_torch_renders_a_table() -> None:
 
 def test_show_latest_is_the_release_resolve_picks() -> None:
     from compat_service.domain.matrix.snapshot import load_matrix_cached
-    from compat_service.domain.resolver.stages import resolve
     from compat_service.domain.resolver.request import ResolveRequest
+    from compat_service.domain.resolver.stages import resolve
 
     # the default-index build (2.15's CPU build for linux-x86_64 is in no source read: unknown)
     picked = resolve(ResolveRequest.from_strings(torch="latest", python="3.12", os="linux", arch="x86_64",

@@ -9,6 +9,7 @@ import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
+from typing import Any
 from urllib.parse import parse_qs, urlparse
 
 import pytest
@@ -114,8 +115,8 @@ class _Handler(BaseHTTPRequestHandler):
         if self.server.answer is not None:
             status, body = self.server.answer
         else:
-            query = {k: v[0] for k, v in parse_qs(urlparse(self.path).query).items()}
-            query["with_"] = query.pop("with", None)  # type: ignore[assignment]
+            query: dict[str, Any] = {k: v[0] for k, v in parse_qs(urlparse(self.path).query).items()}
+            query["with_"] = query.pop("with", None)
             request = ResolveRequest.from_strings(**query)
             status, body = 200, resolution_to_json(resolve(request, InMemoryMatrix(load_matrix_data())))
         payload = json.dumps(body).encode()

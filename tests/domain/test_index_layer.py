@@ -8,17 +8,19 @@ conflicts are validation problems unless a curated override gives a reason and a
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 from packaging.version import Version
 
 from compat_service.domain.errors import AccelenvError
-from compat_service.domain.matrix.interface import InMemoryMatrix
 from compat_service.domain.matrix.index_layer import final_releases, load_layer
+from compat_service.domain.matrix.interface import InMemoryMatrix
 from compat_service.domain.matrix.loader import load_matrix_data, matrix_data_problems
-from compat_service.domain.resolver.stages import resolve
 from compat_service.domain.resolver.request import ResolveRequest
+from compat_service.domain.resolver.resolution import Resolution
+from compat_service.domain.resolver.stages import resolve
 from matrix_data import DATA_DIR
 from tests.domain.test_matrix_validation import copy_matrix
 
@@ -37,7 +39,7 @@ def matrix() -> InMemoryMatrix:
     return InMemoryMatrix(load_matrix_data())
 
 
-def _resolve(matrix: InMemoryMatrix, **kwargs: str):  # type: ignore[no-untyped-def]
+def _resolve(matrix: InMemoryMatrix, **kwargs: Any) -> Resolution:
     return resolve(ResolveRequest.from_strings(with_="none", **kwargs), matrix)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -87,7 +88,7 @@ def test_every_release_from_1_13_to_2_15_is_present_and_released(data: MatrixDat
 
 
 def test_no_duplicates(data: MatrixData) -> None:
-    duplicates = {
+    duplicates: dict[str, Counter[Any]] = {
         "patches": Counter(p.version for m in data.torch_releases.minors for p in m.patches),
         "variant labels": Counter(v.label for v in data.build_variants.variants),
         "toolkits": Counter(Version(t.version) for t in data.cuda.toolkits),
@@ -111,6 +112,7 @@ def test_every_cuda_variant_used_by_a_release_has_a_driver_row(data: MatrixData)
         if variant.runtime_full:
             assert Version(variant.runtime_full) in toolkits, label
         else:
+            assert variant.runtime is not None, label
             assert any(t.release[:2] == Version(variant.runtime).release[:2] for t in toolkits), label
 
 

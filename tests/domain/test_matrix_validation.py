@@ -22,7 +22,7 @@ _Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
 def _read(file: Path) -> Any:
-    return yaml.load(file.read_text(encoding="utf-8"), Loader=_Loader)  # noqa: S506 - a safe loader
+    return yaml.load(file.read_text(encoding="utf-8"), Loader=_Loader)
 
 
 def copy_matrix(tmp_path: Path) -> Path:

@@ -31,7 +31,7 @@ def matrix() -> InMemoryMatrix:
 
 
 def _request(raw: dict[str, Any]) -> ResolveRequest:
-    strings = {("with_" if k == "with" else k): str(v) for k, v in raw.items()}
+    strings: dict[str, Any] = {("with_" if k == "with" else k): str(v) for k, v in raw.items()}
     return ResolveRequest.from_strings(**strings)
 
 

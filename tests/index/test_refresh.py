@@ -22,7 +22,7 @@ app = typer.Typer()
 matrix_cmd.register(app)
 
 
-def refresh(index: LoopbackIndex, matrix: Path, cache: Path | None = None, **kwargs):  # type: ignore[no-untyped-def]
+def refresh(index: LoopbackIndex, matrix: Path, cache: Path | None = None, **kwargs):
     kwargs.setdefault("variants", False)
     with client(cache) as c:
         return run_refresh(c, location(index), matrix, today=TODAY, **kwargs)

@@ -3,6 +3,8 @@ round-trips."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from compat_service.domain.errors import InvalidRequestError
@@ -25,7 +27,8 @@ from compat_service.domain.resolver.request import DEFAULT_COMPANIONS, PackageRe
 def test_with_values(values: list[str] | str, companions: tuple[str, ...], stack: tuple[PackageRequest, ...]) -> None:
     request = ResolveRequest.from_strings(with_=values)
     assert request.with_ == companions and request.stack == stack
-    again = ResolveRequest.from_strings(**{("with_" if k == "with" else k): v for k, v in request.to_strings().items()})
+    strings: dict[str, Any] = {("with_" if k == "with" else k): v for k, v in request.to_strings().items()}
+    again = ResolveRequest.from_strings(**strings)
     assert (again.with_, again.stack) == (request.with_, request.stack)
 
 

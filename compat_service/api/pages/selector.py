@@ -156,9 +156,9 @@ async def answer(request: Request, state: dict[str, str]) -> Answer:
             for alt in body.get("alternatives", [])
         ]
         return Answer(body=body, error=body, alternatives=alternatives)
-    body = json.loads(response.body)
+    body = json.loads(bytes(response.body))
     resolution = resolution_from_json(body)
-    formats = []
+    formats: list[tuple[str, str, str | None, str | None]] = []
     for fmt, label in FORMATS:
         try:
             formats.append((fmt, label, render(resolution, fmt), None))

@@ -15,13 +15,13 @@ responses for OpenAPI; its handler answers through the same function, for an app
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import unquote
+from urllib.parse import parse_qsl
 
 from fastapi import APIRouter, Request, Response
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-from compat_service.api.deps import current_matrix
+from compat_service.api.deps import current_matrix, state_of
 from compat_service.api.routes.evidence import evidence_for_resolve
 from compat_service.domain.errors import Cause, ErrorBody, InvalidRequestError
 from compat_service.domain.resolver.request import PARAMETERS, ResolveRequest
@@ -56,21 +56,14 @@ MAX_REPEATS = 8
 def query_strings(raw: bytes) -> dict[str, str | list[str] | None]:
     """The resolve parameters of a raw query string; an over-long value is an InvalidRequestError.
 
-    Parsed as Starlette's ``QueryParams`` parses it (latin-1 bytes, ``+`` and %-escapes as UTF-8 with
-    replacement, blank values kept, the last of a repeated name wins), without building the multidict;
+    Parsed as Starlette's ``QueryParams`` parses it, with the same call (latin-1 bytes, ``+`` and %-escapes as
+    UTF-8 with replacement, blank values kept), the last of a repeated name winning, without the multidict;
     a repeatable parameter (``with=vllm&with=flash-attn``) keeps every value, in order."""
     given: dict[str, str] = {}
     repeated: dict[str, list[str]] = {}
-    for part in raw.decode("latin-1").split("&"):
-        if not part:
-            continue
-        name, _, value = part.partition("=")
-        if "%" in name or "+" in name:
-            name = unquote(name.replace("+", " "), errors="replace")
-        if "%" in value or "+" in value:
-            value = unquote(value.replace("+", " "), errors="replace")
-        given[name] = value
-        repeated.setdefault(name, []).append(value)
+    for key, text in parse_qsl(raw.decode("latin-1"), keep_blank_values=True):
+        given[key] = text
+        repeated.setdefault(key, []).append(text)
     values: dict[str, str | list[str] | None] = {}
     for p in PARAMETERS:
         name, limit = p.name, p.max_length
@@ -105,7 +98,7 @@ def parse_request(raw: bytes) -> ResolveRequest:
 
 async def resolution_body(app: Any, raw: bytes) -> bytes:
     """The JSON body answering the query string ``raw``; raises the AccelenvError that refuses it."""
-    cache = app.state.resolve_cache
+    cache = state_of(app).resolve_cache
     # Only plausible query strings are memoized: a flood of huge ones must not fill memory.
     if len(raw) <= MAX_MEMO_QUERY:
         parsed = cache.requests.get_or_compute(raw, lambda: parse_request(raw))

@@ -13,6 +13,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 from sqlmodel import Field, SQLModel
 
+from compat_service.db.engine import core_table
 from compat_service.db.evidence.report_tables import StoredReport  # noqa: F401  (registers probe_report)
 from compat_service.domain.evidence.observed_builds import BuildObservation, ObservedFacts, agreeing_builds
 
@@ -33,7 +34,7 @@ class ObservedBuildRow(SQLModel, table=True):
     received_at: dt.datetime
 
 
-_TABLE = ObservedBuildRow.__table__
+_TABLE = core_table(ObservedBuildRow)
 
 
 def observation_row(obs: BuildObservation, received_at: dt.datetime) -> dict[str, object]:

@@ -13,7 +13,7 @@ from typing import Any
 
 import sqlalchemy as sa
 from pydantic import BaseModel
-from sqlmodel import Session
+from sqlmodel import Session, col
 
 from compat_service.db.evidence.report_tables import StoredReport
 from compat_service.db.evidence.tables import EvidenceCell, EvidenceCheck
@@ -27,8 +27,9 @@ from compat_service.domain.evidence.cells import (
     FailingCheck,
     MatrixCell,
 )
+from compat_service.domain.evidence.perf import parse as parse_perf
 from compat_service.domain.evidence.report import CHECK_STATUSES
-from compat_service.domain.evidence.status import GAP_GROUPS, REQUIRED_GROUPS, cell_health, cell_status
+from compat_service.domain.evidence.status import REQUIRED_GROUPS, UNSUPPORTED_FAILS, cell_health, cell_status
 from compat_service.domain.matrix.schema import MatrixData
 
 RECENT_REPORTS = 20
@@ -96,23 +97,23 @@ def _counts(row: sa.Row) -> CheckCounts:
 def _failing_expr() -> sa.ColumnElement[int]:
     """How often a check was failing (evidence.status.is_failing, summed in SQL)."""
     bad = EvidenceCheck.failed + EvidenceCheck.timeout + EvidenceCheck.crashed + EvidenceCheck.error
-    gaps = sa.case((EvidenceCheck.group.in_(sorted(GAP_GROUPS)), EvidenceCheck.unsupported), else_=0)  # type: ignore[attr-defined]
+    gaps = sa.case((EvidenceCheck.group.in_(sorted(UNSUPPORTED_FAILS)), EvidenceCheck.unsupported), else_=0)  # type: ignore[attr-defined]
     return bad + gaps
 
 
 def _failing_count(group: str, counts: CheckCounts) -> int:
-    return counts.bad + (counts.unsupported if group in GAP_GROUPS else 0)
+    return counts.bad + (counts.unsupported if group in UNSUPPORTED_FAILS else 0)
 
 
 def get_report_json(session: Session, report_id: str) -> str | None:
     return session.execute(
-        sa.select(StoredReport.body).where(StoredReport.report_id == report_id)
+        sa.select(col(StoredReport.body)).where(col(StoredReport.report_id) == report_id)
     ).scalar_one_or_none()
 
 
 def find_cell(session: Session, key: CellKey) -> EvidenceCell | None:
     return session.execute(
-        sa.select(EvidenceCell).where(EvidenceCell.key_hash == key.digest())
+        sa.select(EvidenceCell).where(col(EvidenceCell.key_hash) == key.digest())
     ).scalar_one_or_none()
 
 
@@ -127,20 +128,20 @@ def cell_evidence(
     # the shards of each check, added up
     checks = session.execute(
         sa.select(
-            EvidenceCheck.check_id,
+            col(EvidenceCheck.check_id),
             sa.func.min(EvidenceCheck.group).label("group"),
             *(sa.func.sum(getattr(EvidenceCheck, s)).label(s) for s in CHECK_STATUSES),
             sa.func.max(EvidenceCheck.aten_op).label("aten_op"),
             sa.func.max(EvidenceCheck.last_failure).label("last_failure"),
         )
-        .where(EvidenceCheck.cell_id == cell.id)
+        .where(col(EvidenceCheck.cell_id) == cell.id)
         .group_by(EvidenceCheck.check_id)
         .order_by(EvidenceCheck.check_id)
     ).all()
     recent = session.execute(
-        sa.select(StoredReport.report_id)
-        .where(StoredReport.cell_id == cell.id)
-        .order_by(StoredReport.received_at.desc(), StoredReport.report_id)
+        sa.select(col(StoredReport.report_id))
+        .where(col(StoredReport.cell_id) == cell.id)
+        .order_by(col(StoredReport.received_at).desc(), StoredReport.report_id)
         .limit(RECENT_REPORTS)
     ).scalars().all()
     total = CheckCounts()
@@ -178,12 +179,12 @@ def failing_check_ids(session: Session, cell_ids: Sequence[int]) -> dict[int, li
     if not cell_ids:
         return out
     rows = session.execute(
-        sa.select(EvidenceCheck.cell_id, EvidenceCheck.check_id)
-        .where(EvidenceCheck.cell_id.in_(list(cell_ids)), _failing_expr() > 0)  # type: ignore[attr-defined]
+        sa.select(col(EvidenceCheck.cell_id), col(EvidenceCheck.check_id))
+        .where(col(EvidenceCheck.cell_id).in_(list(cell_ids)), _failing_expr() > 0)
         # detect/smoke failures first: they are what makes a cell broken
         .order_by(
-            EvidenceCheck.cell_id,
-            sa.case((EvidenceCheck.group.in_(sorted(REQUIRED_GROUPS)), 0), else_=1),  # type: ignore[attr-defined]
+            col(EvidenceCheck.cell_id),
+            sa.case((col(EvidenceCheck.group).in_(sorted(REQUIRED_GROUPS)), 0), else_=1),
             EvidenceCheck.check_id,
         )
     ).all()
@@ -211,6 +212,7 @@ def cell_summary(
         "passing_submitters": cell.passing_submitters,
         "first_seen": _aware(cell.first_seen),
         "last_seen": _aware(cell.last_seen),
+        "perf": parse_perf(getattr(cell, "perf", None)),
     }
 
 

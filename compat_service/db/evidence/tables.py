@@ -23,8 +23,8 @@ import datetime as dt
 import sqlalchemy as sa
 from sqlmodel import Field, SQLModel
 
-from compat_service.db.evidence.report_tables import StoredReport  # noqa: F401  (registers probe_report)
 from compat_service.db.evidence.build_facts import ObservedBuildRow  # noqa: F401  (registers observed_build)
+from compat_service.db.evidence.report_tables import StoredReport  # noqa: F401  (registers probe_report)
 from compat_service.domain.evidence.cells import CheckCounts
 from compat_service.domain.evidence.status import CellTally
 
@@ -53,6 +53,9 @@ class EvidenceCell(SQLModel, CellTally, table=True):
     # the counters: CellTally's fields, declared once (in the domain, which reads them)
     first_seen: dt.datetime
     last_seen: dt.datetime
+    #: the perf headline (JSON, ``domain.evidence.perf``) of the newest report that carried one, and its time
+    perf: str | None = Field(default=None, sa_type=sa.Text)
+    perf_at: dt.datetime | None = Field(default=None, sa_type=sa.DateTime(timezone=True))
 
 
 class EvidenceHost(SQLModel, table=True):

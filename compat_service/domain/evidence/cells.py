@@ -17,10 +17,10 @@ import hashlib
 import json
 import re
 from collections.abc import Iterator
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from compat_service.domain.errors import Cause, ReportInvalidError
 from compat_service.domain.backends import (
     DEVICE_TYPES_BY_FAMILY,
     PLATFORMS,
@@ -29,6 +29,7 @@ from compat_service.domain.backends import (
     label_family,
     normalise_arch,
 )
+from compat_service.domain.errors import Cause, ReportInvalidError
 from compat_service.domain.evidence.report import CHECK_STATUSES, Environment
 from compat_service.domain.evidence.status import CellStatus, Health
 from compat_service.domain.matrix.schema import MatrixData
@@ -261,6 +262,8 @@ class CellEvidence(BaseModel):
     passing_submitters: int = 0
     first_seen: dt.datetime | None
     last_seen: dt.datetime | None
+    #: the perf headline of the cell's newest report that measured it (``domain.evidence.perf``), or None
+    perf: list[dict[str, Any]] | None = None
     counts: CheckCounts = Field(description="check results by status, over all reports")
     failing_checks: list[FailingCheck]
     checks: list[CheckEvidence] = Field(default_factory=list)
@@ -290,6 +293,8 @@ class MatrixCell(BaseModel):
     passing_submitters: int = 0
     first_seen: dt.datetime | None = None
     last_seen: dt.datetime | None = None
+    #: the perf headline of the newest report that measured it (``domain.evidence.perf``), or None
+    perf: list[dict[str, Any]] | None = None
     failing_checks: list[str] = Field(default_factory=list)
 
 

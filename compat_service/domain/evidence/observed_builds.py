@@ -122,7 +122,7 @@ class ObservedBuild:
         return ArchList(
             torch=f"=={self.torch}",
             variant=self.variant,
-            platforms=[self.platform],  # type: ignore[list-item]
+            platforms=[self.platform],
             archs=archs or list(self.arch_flags),
             ptx=ptx,
             source=[f"report:{rid}" for rid in self.report_ids],

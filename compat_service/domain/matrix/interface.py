@@ -14,8 +14,10 @@ import weakref
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.version import InvalidVersion, Version
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
+
+from compat_service.domain.versions import parse_specifier, parse_version
 
 if TYPE_CHECKING:
     from compat_service.domain.matrix.schema import (
@@ -98,22 +100,6 @@ class Matrix(Protocol):
     def source(self, key: str) -> Source | None: ...
 
 
-def parse_version(text: str | None) -> Version | None:
-    """``text`` as a PEP 440 version; None when it is None or not one."""
-    try:
-        return Version(text) if text is not None else None
-    except InvalidVersion:
-        return None
-
-
-def parse_specifier(text: str) -> SpecifierSet | None:
-    """``text`` as a PEP 440 specifier set; None when it is not one."""
-    try:
-        return SpecifierSet(text)
-    except InvalidSpecifier:
-        return None
-
-
 def _release_key(text: str | None) -> tuple[int, ...]:
     version = parse_version(text or "")
     return version.release if version is not None else ()
@@ -126,7 +112,7 @@ class InMemoryMatrix:
         """``observed_arch_lists``: arch lists learned from agreeing probe reports (the service's evidence,
         ``compat_service.domain.evidence.observed_builds``), read below a curated row and above unknown."""
         self.data = data
-        self._observed = {(row.torch.removeprefix("=="), row.variant, p): row
+        self._observed: dict[tuple[str, str, str], ArchList] = {(row.torch.removeprefix("=="), row.variant, p): row
                           for row in observed_arch_lists for p in row.platforms}
         self._minors = sorted(data.torch_releases.minors, key=lambda m: _release_key(m.minor), reverse=True)
         self._patches = {
@@ -222,7 +208,7 @@ class InMemoryMatrix:
         return self._sources.get(key)
 
 
-def _arch_key(arch: str) -> tuple[str, int, str]:
+def _arch_key(arch: str) -> tuple[bool, int, str]:
     """sm_ before gfx, then by number (sm_50 < sm_120), then the suffix (sm_90 < sm_90a)."""
     digits = "".join(ch for ch in arch if ch.isdigit())
     return (arch[:2] != "sm", int(digits or 0) if arch.startswith("sm") else 0, arch)

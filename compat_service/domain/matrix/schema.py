@@ -31,7 +31,7 @@ from compat_service.domain.backends import (
     Platform,
     python_sort_key,
 )
-from compat_service.domain.matrix.interface import parse_specifier, parse_version
+from compat_service.domain.versions import parse_specifier, parse_version
 
 __all__ = ["PLATFORMS", "BackendFamily", "Platform", "python_sort_key"]
 Confidence = Literal["primary", "secondary", "third-party"]

@@ -21,8 +21,8 @@ from packaging.version import Version
 from pydantic import BaseModel
 
 from compat_service.domain.backends import LABEL_PREFIXES, PLUGINS
-from compat_service.domain.matrix.interface import parse_specifier, parse_version
 from compat_service.domain.matrix.problems import Problem
+from compat_service.domain.versions import parse_specifier, parse_version
 
 #: file name -> list field -> [(index in the file, row)]
 FileRows = dict[str, dict[str, list[tuple[int, Any]]]]

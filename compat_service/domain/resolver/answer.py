@@ -9,12 +9,12 @@ from compat_service.domain.backends import PLUGIN_FAMILIES, PLUGINS, RUNTIME_COL
 from compat_service.domain.hardware_rules import (
     MVC_LIMITS,
     MVC_LIMITS_SOURCES,
-    cached_version,
     describe_archs,
 )
 from compat_service.domain.matrix.interface import per_matrix_memo
 from compat_service.domain.resolver.resolution import HostRequirement, Pin, Reason, Resolution
 from compat_service.domain.resolver.state import Candidate, ResolverState
+from compat_service.domain.versions import cached_version
 
 
 def build_resolution(state: ResolverState, minor: Any, patch: Any, python: str, c: Candidate) -> Resolution:
@@ -32,7 +32,7 @@ def build_resolution(state: ResolverState, minor: Any, patch: Any, python: str, 
     # What depends only on matrix rows and bounded request fields is built once per matrix: the same
     # sentences for every request that lands on this (patch, Python, build, platform).
     memo = per_matrix_memo(state.m)
-    key = (
+    key: tuple[Any, ...] = (
         "answer-head", version, python, r.platform, c.label, state.family, r.backend.kind, r.python is None,
         r.arch_defaulted,
     )
@@ -395,10 +395,10 @@ def _family_notes(
                 )
             )
     elif state.family == "xpu":
-        row = state.m.xpu_support(version)
-        if row is not None and row.driver_requirement:
-            requirements.append(HostRequirement("intel-gpu-driver", None, row.driver_requirement))
-            reasons.append(Reason("xpu", row.driver_requirement, tuple(row.source)))
+        xpu = state.m.xpu_support(version)
+        if xpu is not None and xpu.driver_requirement:
+            requirements.append(HostRequirement("intel-gpu-driver", None, xpu.driver_requirement))
+            reasons.append(Reason("xpu", xpu.driver_requirement, tuple(xpu.source)))
     elif state.family == "rocm" and c.build_row.runtime:
         release = state.m.rocm_release(c.build_row.runtime)
         if release is not None and release.min_driver:

@@ -21,7 +21,7 @@ from packaging.version import Version
 
 from compat_service.domain.backends import CPU_WHEEL_FAMILIES, PLUGINS, RUNTIME_NAMES, python_sort_key
 from compat_service.domain.hardware_rules import newest_cuda_for_driver
-from compat_service.domain.resolver.conflict import Conflict
+from compat_service.domain.resolver.conflict import CauseRow, Conflict
 from compat_service.domain.resolver.request import BackendSpec, TorchSpec
 from compat_service.domain.resolver.state import Dropout, ResolverState
 
@@ -51,7 +51,8 @@ def torch_not_found(state: ResolverState) -> Conflict:
 def explain_failure(state: ResolverState, stage: str, deaths: list[Dropout]) -> Conflict:
     r = state.r
     asked = f"torch {r.torch.text}"
-    torch_cause = (asked, "request: --torch", f"matches {_span(deaths)}")
+    torch_cause: CauseRow = (asked, "request: --torch", f"matches {_span(deaths)}")
+    causes: list[CauseRow]
     by_minor: dict[str, Dropout] = {}
     for d in deaths:
         by_minor.setdefault(d.minor.minor, d)
@@ -133,7 +134,7 @@ def explain_failure(state: ResolverState, stage: str, deaths: list[Dropout]) -> 
         return _runtime_conflict(state, asked, deaths, torch_cause)
     if stage == "gpu_arch":
         causes = [torch_cause, (f"gpu arch {r.gpu_arch}", "request: --gpu-arch", None)]
-        for m, d in list(by_minor.items())[:2]:
+        for d in list(by_minor.values())[:2]:
             for label, verdict in d.info["verdicts"]:
                 causes.append(
                     (
@@ -203,7 +204,7 @@ def explain_failure(state: ResolverState, stage: str, deaths: list[Dropout]) -> 
     )
 
 
-def _unsourced(state: ResolverState, by_minor: dict[str, Dropout]) -> list[tuple[str, str, str | None]]:
+def _unsourced(state: ResolverState, by_minor: dict[str, Dropout]) -> list[CauseRow]:
     """Minors whose builds for this platform no source lists: 'not published' is unknown there."""
     return [
         (
@@ -217,7 +218,7 @@ def _unsourced(state: ResolverState, by_minor: dict[str, Dropout]) -> list[tuple
 
 
 def _backend_conflict(
-    state: ResolverState, asked: str, by_minor: dict[str, Dropout], torch_cause: tuple[str, str, str | None]
+    state: ResolverState, asked: str, by_minor: dict[str, Dropout], torch_cause: CauseRow
 ) -> Conflict:
     r = state.r
     wanted = r.backend.text
@@ -429,14 +430,16 @@ def _host_change(request: ResolveRequest, candidate: ResolveRequest) -> int:
 def _nearest_cuda_labels(request: ResolveRequest, matrix: Matrix) -> list[str]:
     """The published CUDA labels nearest to the asked one (cu122 -> cu121 and cu124), below first."""
     asked = _cuda_number(request.backend.text)
+    if asked is None:  # not a CUDA label: no CUDA neighbours
+        return []
     labels = {
         v.label
         for m in matrix.torch_minors()
         for v in m.variants
         if request.platform in v.platforms and _cuda_number(v.label) is not None
     }
-    below = sorted((lb for lb in labels if (_cuda_number(lb) or 0) < asked), key=_cuda_number)[-1:]
-    above = sorted((lb for lb in labels if (_cuda_number(lb) or 0) > asked), key=_cuda_number)[:1]
+    below = sorted((lb for lb in labels if (_cuda_number(lb) or 0) < asked), key=lambda lb: _cuda_number(lb) or 0)[-1:]
+    above = sorted((lb for lb in labels if (_cuda_number(lb) or 0) > asked), key=lambda lb: _cuda_number(lb) or 0)[:1]
     return below + above
 
 

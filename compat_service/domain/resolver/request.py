@@ -14,8 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
-from typing import Literal
+from typing import Any, Literal
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
@@ -30,6 +29,8 @@ from compat_service.domain.backends import (
     label_family,
     normalise_arch,
 )
+from compat_service.domain.host import HostFacts
+from compat_service.domain.versions import cached_version
 
 #: packages `--with` may add next to torch
 COMPANIONS = ("torchvision", "torchaudio")
@@ -95,9 +96,6 @@ def parse_package(text: str) -> PackageRequest | None:
     # PEP 503's normalised name (packaging.utils would pull packaging.tags onto the fast path)
     return PackageRequest(re.sub(r"[-_.]+", "-", name).lower(), spec)
 
-
-#: versions repeat across requests (the matrix's patches); parsing each once keeps resolve() cheap
-_version = lru_cache(maxsize=4096)(Version)
 
 TorchSpecKind = Literal["latest", "minor", "exact", "specifier"]
 
@@ -194,7 +192,7 @@ class TorchSpec:
         if self.kind == "minor":
             return minor == self.text
         if self.kind == "exact":
-            return _version(version) == _version(self.text)
+            return cached_version(version) == cached_version(self.text)
         assert self.specifier is not None
         return self.specifier.contains(version, prereleases=True)
 
@@ -301,13 +299,32 @@ class ResolveRequest:
         )
 
     @classmethod
+    def for_host(cls, host: HostFacts, **flags: Any) -> ResolveRequest:
+        """The request for a detected host (`accelenv resolve` with no --backend, `doctor`'s fixes): its
+        backend as detected (or as ACCELENV_BACKEND names it); the NVIDIA driver for a CUDA build; the vendor
+        runtime (CANN, ROCm) for npu, rocm and mlu; the GPU architecture where builds are chosen by it (CUDA,
+        ROCm: elsewhere --driver and --gpu-arch name a GPU target the backend is not). ``flags`` are
+        `from_strings`' keywords; one given (not None) wins over what the host says."""
+        family = parse_backend(host.backend).family
+        detected = {
+            "python": host.python,
+            "os": host.os,
+            "arch": host.arch,
+            "backend": host.backend,
+            "driver": host.driver if family == "cuda" else None,
+            "gpu_arch": host.gpu_arch if family in ("cuda", "rocm") else None,
+            "runtime": host.runtime if family in ("npu", "rocm", "mlu") else None,
+        }
+        return cls.from_strings(**(detected | {k: v for k, v in flags.items() if v is not None}))
+
+    @classmethod
     def from_query(cls, values: dict[str, str | list[str] | None]) -> ResolveRequest:
         """The request from query parameters (``PARAMETERS`` names; absent ones None)."""
         kwargs: dict[str, object] = {}
         for p in PARAMETERS:
             value = values.get(p.name)
             key = "with_" if p.name == "with" else p.name
-            kwargs[key] = (value or "").lower() in _SWITCH_ON if p.switch else value
+            kwargs[key] = (isinstance(value, str) and value.lower() in _SWITCH_ON) if p.switch else value
         return cls.from_strings(**kwargs)  # type: ignore[arg-type]
 
     def to_strings(self) -> dict[str, str]:
@@ -333,7 +350,7 @@ class ResolveRequest:
 
 
 def invalid_request(message: str, hint: str, flag: str, value: str) -> Exception:
-    # errors.py builds pydantic models (~90 ms to import); only the failure path pays for it.
+    # errors.py builds pydantic models: only the failure path pays (the start-up benchmarks/bench_resolve.py times).
     from compat_service.domain.errors import Cause, InvalidRequestError
 
     return InvalidRequestError(
@@ -365,7 +382,7 @@ def parse_torch_spec(text: str | None) -> TorchSpec:
             pass
     else:
         try:
-            version = _version(value)
+            version = cached_version(value)
         except InvalidVersion:
             version = None
         if version is not None and not version.local and len(version.release) >= 3:

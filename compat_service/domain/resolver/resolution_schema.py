@@ -20,6 +20,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from compat_service.domain.evidence.lookup import EvidenceStatus
+
 SCHEMA_FILE = Path(__file__).resolve().parents[2] / "schemas" / "resolution.v1.json"
 
 
@@ -58,7 +60,7 @@ class ReasonBody(_Closed):
 
 
 class EvidenceBody(_Closed):
-    status: Literal["declared", "verified", "partial", "broken"]
+    status: EvidenceStatus
     hosts: int
     detail: str | None
 

@@ -30,7 +30,6 @@ from compat_service.domain.hardware_rules import (
     GpuLookup,
     arch_coverage,
     arch_is_known,
-    cached_version,
     driver_rule,
     gpu_arch_for_names,
     runtime_fits,
@@ -52,6 +51,7 @@ from compat_service.domain.resolver.state import (
     Dropout,
     ResolverState,
 )
+from compat_service.domain.versions import cached_version
 
 if TYPE_CHECKING:
     from compat_service.domain.evidence.lookup import EvidenceLookup
@@ -121,7 +121,7 @@ def try_resolve(request: ResolveRequest, matrix: Matrix) -> Resolution | None:
 
 
 def _check_request(request: ResolveRequest, matrix: Matrix) -> None:
-    from compat_service.domain.resolver.request import invalid_request
+    from compat_service.domain.resolver.request import implied_family, invalid_request
 
     if request.backend.kind == "auto":
         raise invalid_request(
@@ -132,7 +132,7 @@ def _check_request(request: ResolveRequest, matrix: Matrix) -> None:
         )
     family = request.backend.family
     if request.gpu_arch:
-        vendor = "rocm" if request.gpu_arch.startswith("gfx") else "cuda"
+        vendor = implied_family(None, request.gpu_arch)
         if family in ("cuda", "rocm") and family != vendor:
             raise invalid_request(
                 f"--gpu-arch {request.gpu_arch} is {'an AMD' if vendor == 'rocm' else 'an NVIDIA'} "
@@ -391,6 +391,7 @@ def _python_list(state: ResolverState, minor: Any, patch: Any) -> list[str]:
 def _variants(state: ResolverState, version: str, on_platform: tuple[Any, ...]) -> list[Candidate]:
     """Fresh candidates (the later stages annotate them) for the builds the backend request admits."""
     r = state.r
+    rows: tuple[tuple[Any, Any], ...] | None
     if r.backend.kind == "label":
         # keyed by nothing a request can vary without bound: an exact label filters directly
         rows = _variant_rows(state, on_platform)
