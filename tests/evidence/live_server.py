@@ -76,8 +76,10 @@ def prepare_database(database_url: str) -> str:
 
 @contextmanager
 def live_server(
-    database_url: str, *, workers: int = 3, load_matrix: bool = False, env: dict[str, str] | None = None
+    database_url: str, *, workers: int = 3, load_matrix: bool = False, env: dict[str, str] | None = None,
+    http: str | None = None,
 ) -> Iterator[LiveServer]:
+    """``http``: uvicorn's ``--http`` (default: what `accelenv serve` uses)."""
     from compat_service.api.server.http_protocol import HTTP_PROTOCOL
 
     token = prepare_database(database_url)
@@ -91,7 +93,7 @@ def live_server(
     cmd = [
         sys.executable, "-m", "uvicorn", "--factory", "compat_service.api.app:app_from_env",
         "--host", "127.0.0.1", "--port", str(port), "--workers", str(workers),
-        "--log-level", "warning", "--no-access-log", "--http", HTTP_PROTOCOL,
+        "--log-level", "warning", "--no-access-log", "--http", http or HTTP_PROTOCOL,
     ]
     # A file, not a pipe: a full pipe would block the workers.
     log = tempfile.TemporaryFile()

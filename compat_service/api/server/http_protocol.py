@@ -13,7 +13,10 @@ header was otherwise read whole, and a client sending one header byte every few 
 for ever, since every byte re-arms uvicorn's keep-alive timer):
 
 - ``Settings.max_header_bytes`` (``ACCELENV_MAX_HEADER_BYTES``): the request line and headers together;
-  more gets ``431`` and the connection is closed. (h11 has its own limit, set to the same value.)
+  more gets ``431`` and the connection is closed, under both protocols. Each read is checked before the
+  parser sees it (`_head_too_large`): a whole oversized head arriving in one read was otherwise accepted by
+  both (h11's own limit, ``max_incomplete_event_size``, set to the same value, only bounds a head still
+  incomplete).
 - ``Settings.header_read_timeout_s`` (``ACCELENV_HEADER_READ_TIMEOUT_S``): a request's headers must be
   complete within this many seconds of the connection opening or the previous response ending; otherwise
   ``408`` and the connection is closed. Bytes arriving do not extend it.
@@ -86,6 +89,20 @@ def _response(default_headers: list[tuple[bytes, bytes]], status: int, error: Er
     return b"".join(lines)
 
 
+def _head_too_large(received: int, tail: bytes, data: bytes, limit: int) -> bool:
+    """Whether a request head (request line and headers) goes past ``limit`` bytes, given ``received``
+    bytes of it so far (ending in ``tail``, up to 3 bytes) and ``data`` just read. Checked before the parser
+    sees ``data``: a whole oversized head can arrive in one read, and both parsers would accept it (h11's
+    ``max_incomplete_event_size`` only bounds a head still incomplete)."""
+    if received + len(data) <= limit:
+        return False
+    joined = tail + data
+    ends = [at + len(mark) for mark in (b"\r\n\r\n", b"\n\n") if (at := joined.find(mark)) >= 0]
+    if not ends:
+        return True
+    return received - len(tail) + min(ends) > limit
+
+
 class _HeaderDeadline:
     """The header read-time limit, shared by both protocols: armed when the connection opens and when a
     response ends, disarmed when a request's headers are complete."""
@@ -129,9 +146,23 @@ class JsonErrorsH11Protocol(_HeaderDeadline, H11Protocol):
         self._arm_header_deadline()
 
     def data_received(self, data: bytes) -> None:
+        if self._awaiting_headers() and self._refuse_oversized_headers(data):
+            return
         super().data_received(data)
         if not self._awaiting_headers():
             self._disarm_header_deadline()
+
+    def _refuse_oversized_headers(self, data: bytes) -> bool:
+        """Answer 431 (and close) when the head h11 has buffered plus ``data`` goes past the limit. Only
+        called while no request is in progress, so everything buffered is the next request's head."""
+        limit = connection_limits().max_header_bytes
+        buffered = self.conn.trailing_data[0]
+        if not _head_too_large(len(buffered), bytes(buffered[-3:]), data, limit):
+            return False
+        if not self.transport.is_closing():
+            self.transport.write(_response(self.server_state.default_headers, 431, _headers_too_large(limit)))
+            self.transport.close()
+        return True
 
     def _awaiting_headers(self) -> bool:
         return self.conn.their_state is h11.IDLE and (self.cycle is None or self.cycle.response_complete)
@@ -155,6 +186,8 @@ if HttpToolsProtocol is not None:
     class JsonErrorsHttpToolsProtocol(_HeaderDeadline, HttpToolsProtocol):
         #: bytes received since the last request's headers were complete (the next request line and headers)
         _header_bytes = 0
+        #: the last (up to) 3 of those bytes: a head's end may span two reads
+        _header_tail = b""
         _in_headers = True
 
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
@@ -162,18 +195,24 @@ if HttpToolsProtocol is not None:
             self._arm_header_deadline()
 
         def data_received(self, data: bytes) -> None:
+            limit = connection_limits().max_header_bytes
+            if self._in_headers and _head_too_large(self._header_bytes, self._header_tail, data, limit):
+                # httptools keeps every header byte until the headers end, and accepts a whole oversized
+                # head read at once: stop it before it parses
+                if not self.transport.is_closing():
+                    error = _headers_too_large(limit)
+                    self.transport.write(_response(self.server_state.default_headers, 431, error))
+                    self.transport.close()
+                return
             if self._in_headers:
                 self._header_bytes += len(data)
+                self._header_tail = (self._header_tail + data)[-3:]
             super().data_received(data)
-            limit = connection_limits().max_header_bytes
-            if self._in_headers and self._header_bytes > limit and not self.transport.is_closing():
-                # httptools keeps every header byte until the headers end: stop it here
-                self.transport.write(_response(self.server_state.default_headers, 431, _headers_too_large(limit)))
-                self.transport.close()
 
         def on_headers_complete(self) -> None:
             self._in_headers = False
             self._header_bytes = 0
+            self._header_tail = b""
             self._disarm_header_deadline()
             super().on_headers_complete()
 
