@@ -152,7 +152,7 @@ _REPORT_SCHEMA = ProbeReport.model_json_schema()
                     }
                 },
                 # one report (the same schema) per line; what `accelenv report submit` sends
-                "application/x-ndjson": {"schema": {"type": "string"}},
+                "application/x-ndjson": {"schema": {"type": "string", "minLength": 1, "pattern": "\\S"}},
             },
         }
     },

@@ -24,7 +24,7 @@ from starlette.types import Receive, Scope, Send
 from compat_service.api.deps import current_matrix, state_of
 from compat_service.api.routes.evidence import evidence_for_resolve
 from compat_service.domain.errors import Cause, ErrorBody, InvalidRequestError
-from compat_service.domain.resolver.request import PARAMETERS, ResolveRequest
+from compat_service.domain.resolver.request import PARAMETERS, Parameter, ResolveRequest
 from compat_service.domain.resolver.resolution import resolution_to_json
 from compat_service.domain.resolver.resolution_schema import ResolutionBody
 from compat_service.domain.resolver.stages import name_the_gpu
@@ -35,22 +35,24 @@ router = APIRouter(tags=["resolve"])
 #: longest query string whose parse is memoized (every parameter at its limit fits well within it)
 MAX_MEMO_QUERY = 1024
 
-_OPENAPI = {
-    "parameters": [
-        {
-            "name": p.name,
-            "in": "query",
-            "required": False,
-            "description": p.description,
-            "schema": {"type": "string", "maxLength": p.max_length},
-        }
-        for p in PARAMETERS
-    ]
-}
-
-
 #: how many times a repeatable parameter (``with``) may be given
 MAX_REPEATS = 8
+
+
+def _openapi_parameter(p: Parameter) -> dict[str, Any]:
+    """One query parameter for OpenAPI; a repeatable one (``with=vllm&with=flash-attn``) is an array of
+    strings, sent exploded (the name once per value)."""
+    text = {"type": "string", "maxLength": p.max_length}
+    declared: dict[str, Any] = {"name": p.name, "in": "query", "required": False, "description": p.description}
+    if p.repeatable:
+        declared["schema"] = {"type": "array", "items": text, "maxItems": MAX_REPEATS}
+        declared["style"], declared["explode"] = "form", True
+    else:
+        declared["schema"] = text
+    return declared
+
+
+_OPENAPI = {"parameters": [_openapi_parameter(p) for p in PARAMETERS]}
 
 
 def query_strings(raw: bytes) -> dict[str, str | list[str] | None]:
