@@ -8,7 +8,9 @@ A square with no cell is ``unknown``: the matrix does not list that build for th
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 from urllib.parse import urlencode
 
 from packaging.version import InvalidVersion, Version
@@ -94,7 +96,7 @@ def _kept(counts: dict[str, int], listed: set[str], cap: int) -> set[str]:
 
 
 def build_heatmap(
-    cells: list[MatrixCell], variant_labels: list[str], state: dict[str, str],
+    cells: Sequence[MatrixCell] | Sequence[Any], variant_labels: list[str], state: dict[str, str],
     *, max_observed_rows: int = MAX_OBSERVED_ROWS, max_observed_columns: int = MAX_OBSERVED_COLUMNS,
 ) -> Heatmap:
     """Squares for ``cells`` (already filtered by Python, platform and status); ``state`` holds the

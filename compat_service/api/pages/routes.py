@@ -6,6 +6,7 @@ template; static files live under ``/static``. Pages are not part of the OpenAPI
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Sequence
@@ -26,7 +27,7 @@ from compat_service.api.pages.internal_api import ApiAnswer, api_get
 from compat_service.api.resolve_cache import LruCache
 from compat_service.api.routes.evidence import evidence_for_resolve
 from compat_service.api.routes.matrix import current_rows
-from compat_service.db.evidence.matrix_cells import cell_of
+from compat_service.db.evidence.matrix_cells import cell_of, view_of
 from compat_service.db.evidence.queries import MatrixFilter
 from compat_service.domain.backends import PLATFORMS
 from compat_service.domain.evidence.perf import describe as describe_perf_figure
@@ -163,11 +164,12 @@ async def matrix_page(request: Request) -> Response:
         status=filters.get("status"),
     )
 
-    def read(flt: MatrixFilter) -> list[Any]:
-        # the rows GET /v1/matrix keeps for this load and evidence (assembled once per worker)
+    def read(flt: MatrixFilter, *, models: bool = True) -> list[Any]:
+        # the rows GET /v1/matrix keeps for this load and evidence (assembled once per worker); the heatmap
+        # only counts them: light views (models: the square's cells, which the page lists)
         with Session(state_of(request.app).engine) as session:
             rows = current_rows(request.app, session, matrix)
-            return [cell_of(r) for r in rows.select(flt)]
+            return [cell_of(r) if models else view_of(r) for r in rows.select(flt)]
 
     labels = [v.label for v in data.build_variants.variants]
     # a heatmap is a pure function of the load, the stored evidence and the validated filters: cached per
@@ -177,7 +179,7 @@ async def matrix_page(request: Request) -> Response:
     cache = _page_cache(request)
     heat = cache.get(key)
     if heat is None:
-        cells = await run_in_threadpool(read, flt)
+        cells = await run_in_threadpool(functools.partial(read, flt, models=False))
         heat = heatmap.build_heatmap(cells, labels, filters)
         cache.put(key, heat)
     q = request.query_params
