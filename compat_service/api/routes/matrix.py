@@ -1,23 +1,22 @@
 """`GET /v1/matrix`: declared matrix cells joined with their evidence status, plus observed cells.
 
-Every row is assembled once per worker per (matrix load, evidence stamp) (``db.matrix_rows``); a request
-reads the stamp (one aggregate query over the evidence cells, every request: a report stored through any
-worker shows in the next answer of every worker), filters the assembled rows (memoized per filter) and
-turns only its page into models.
+Every row is assembled once per worker per (matrix load, evidence stamp) (``db/evidence/matrix_cells.py``,
+through ``service_reads.current_rows``, which the heatmap page reads too); a request reads the stamp (one
+aggregate query over the evidence cells, every request: a report stored through any worker shows in the
+next answer of every worker), filters the assembled rows (memoized per filter) and turns only its page
+into models.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel
-from sqlmodel import Session
 
-from compat_service.api.deps import MatrixDep, SessionDep, state_of
-from compat_service.db.evidence.matrix_cells import MatrixRows, MatrixRowsBuilder
-from compat_service.db.evidence.queries import MatrixFilter, declared_for
-from compat_service.db.matrix.snapshot_follower import MatrixSnapshot
+from compat_service.api.deps import MatrixDep, SessionDep
+from compat_service.api.service_reads import current_rows
+from compat_service.db.evidence.queries import MatrixFilter
 from compat_service.domain.errors import ErrorBody
 from compat_service.domain.evidence.cells import MatrixCell
 from compat_service.domain.evidence.status import CellStatus
@@ -64,20 +63,3 @@ def list_matrix(
     page = rows.page(session, selected[offset : offset + limit])
     return MatrixPage(matrix_version=matrix.version, total=len(selected), limit=limit, offset=offset, items=page)
 
-
-def current_rows(app: Any, session: Session, matrix: MatrixSnapshot) -> MatrixRows:
-    """This worker's assembled rows of ``matrix`` and the newest stored evidence (for this route and the
-    heatmap page, which read the same rows)."""
-    # the stamp first: rows read after it are at least as new, so they are never cached under an older one
-    stamp = state_of(app).evidence_version.current(check_now=True, connection=session.connection())
-    cache = state_of(app).matrix_rows_cache
-    settings = state_of(app).settings
-    builder = cache.builder(
-        matrix.content_hash,
-        lambda: MatrixRowsBuilder(
-            declared_for(matrix.content_hash, matrix.data),
-            min_hosts=settings.verified_min_hosts,
-            min_submitters=settings.verified_min_submitters,
-        ),
-    )
-    return cache.get((matrix.content_hash, stamp), lambda: builder.build(session))
