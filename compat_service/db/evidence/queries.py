@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import sqlalchemy as sa
+from cachetools import LRUCache
 from pydantic import BaseModel
 from sqlmodel import Session, col
 
@@ -225,7 +226,8 @@ def with_failing_checks(session: Session, page: list[tuple[MatrixCell, int | Non
 
 
 _declared_lock = threading.Lock()
-_declared: dict[str, DeclaredMatrix] = {}
+#: a few loads (a reload keeps the previous one in use for a moment); the least recently used goes first
+_declared: LRUCache[str, DeclaredMatrix] = LRUCache(maxsize=4)
 
 
 def declared_for(content_hash: str, data: MatrixData) -> DeclaredMatrix:
@@ -233,7 +235,5 @@ def declared_for(content_hash: str, data: MatrixData) -> DeclaredMatrix:
     with _declared_lock:
         found = _declared.get(content_hash)
         if found is None:
-            if len(_declared) >= 4:
-                _declared.clear()
             found = _declared[content_hash] = DeclaredMatrix(data)
         return found
