@@ -11,7 +11,6 @@ from compat_service.domain.hardware_rules import (
     MVC_LIMITS_SOURCES,
     describe_archs,
 )
-from compat_service.domain.matrix.interface import per_matrix_memo
 from compat_service.domain.resolver.resolution import HostRequirement, Pin, Reason, Resolution
 from compat_service.domain.resolver.state import Candidate, ResolverState
 from compat_service.domain.versions import cached_version
@@ -31,14 +30,13 @@ def build_resolution(state: ResolverState, minor: Any, patch: Any, python: str, 
     warnings = state.warnings
     # What depends only on matrix rows and bounded request fields is built once per matrix: the same
     # sentences for every request that lands on this (patch, Python, build, platform).
-    memo = per_matrix_memo(state.m)
-    key: tuple[Any, ...] = (
-        "answer-head", version, python, r.platform, c.label, state.family, r.backend.kind, r.python is None,
-        r.arch_defaulted,
+    heads = state.m.memo.answer_heads
+    head_key = (
+        version, python, r.platform, c.label, state.family, r.backend.kind, r.python is None, r.arch_defaulted,
     )
-    head = memo.get(key)
+    head = heads.get(head_key)
     if head is None:
-        head = memo[key] = _head(state, minor, patch, python, c)
+        head = heads[head_key] = _head(state, minor, patch, python, c)
     reasons.extend(head[0])
     warnings.extend(head[1])
 
@@ -51,11 +49,11 @@ def build_resolution(state: ResolverState, minor: Any, patch: Any, python: str, 
     if r.runtime is not None:
         _runtime_reason(state, c, reasons)
 
-    # the plugin row's id is stable while its matrix (the memo's owner) lives
-    key = ("answer-tail", version, python, r.platform, c.label, state.family, r.with_, id(c.plugin_row))
-    tail = memo.get(key)
+    tails = state.m.memo.answer_tails
+    tail_key = (version, python, r.platform, c.label, state.family, r.with_, _plugin_position(state, c))
+    tail = tails.get(tail_key)
     if tail is None:
-        tail = memo[key] = _tail(state, minor, patch, python, c)
+        tail = tails[tail_key] = _tail(state, minor, patch, python, c)
     reasons.extend(tail.reasons)
     warnings.extend(tail.warnings)
     evidence = _evidence(state, version, c.label, python, reasons)
@@ -77,6 +75,14 @@ def build_resolution(state: ResolverState, minor: Any, patch: Any, python: str, 
         unknowns=tuple(state.unknowns),
         no_deps=tail.no_deps,
     )
+
+
+def _plugin_position(state: ResolverState, c: Candidate) -> int | None:
+    """Where the candidate's plugin row sits in its matrix table (the first equal row: equal rows give equal
+    answers); None without a plugin."""
+    if c.plugin_row is None:
+        return None
+    return list(getattr(state.m, PLUGINS[state.family].table)()).index(c.plugin_row)
 
 
 def _head(

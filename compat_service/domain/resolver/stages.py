@@ -23,7 +23,6 @@ from compat_service.domain.backends import (
     PLUGINS,
     RUNTIME_COLUMNS,
     RUNTIME_NAMES,
-    python_sort_key,
 )
 from compat_service.domain.hardware_rules import (
     ArchVerdict,
@@ -35,7 +34,6 @@ from compat_service.domain.hardware_rules import (
     runtime_fits,
     too_new_for,
 )
-from compat_service.domain.matrix.interface import per_matrix_memo
 from compat_service.domain.resolver.answer import build_resolution
 from compat_service.domain.resolver.conflict import Conflict
 from compat_service.domain.resolver.explanation import (
@@ -253,19 +251,13 @@ def _pick(
 def _try_patch(state: ResolverState, minor: Any, patch: Any) -> Dropout | tuple[str, list[Candidate]]:
     platform = state.r.platform
     version = patch.version
-    memo = per_matrix_memo(state.m)
-    key = ("on-platform", version, platform)
-    on_platform = memo.get(key)
-    if on_platform is None:
-        on_platform = memo[key] = tuple(
-            v for v in minor.variants if (v.patches is None or version in v.patches) and platform in v.platforms
-        )
+    on_platform = state.m.variants_on_platform(minor, version, platform)
     if not on_platform:
         published = [v for v in minor.variants if v.patches is None or version in v.patches]
         platforms = sorted({p for v in published for p in v.platforms})
         return Dropout(STAGE["platform"], minor, patch, {"platforms": platforms})
 
-    pythons = _pythons(state, minor, patch)
+    pythons = state.m.pythons(minor, patch, platform)
     python = state.r.python or _newest_gil_python(pythons)
     if python is None or python not in pythons:
         return Dropout(STAGE["python"], minor, patch, {"pythons": pythons})
@@ -307,10 +299,7 @@ def _try_patch(state: ResolverState, minor: Any, patch: Any) -> Dropout | tuple[
         candidates = covered
 
     if state.family == "cuda":
-        key = ("default-toolkits", minor.minor, platform)
-        pinned = memo.get(key)
-        if pinned is None:
-            pinned = memo[key] = _default_toolkits(minor, platform)
+        pinned = state.m.default_toolkits(minor, platform)
         for c in candidates:
             toolkit = pinned.get(c.label) or c.build_row.runtime_full
             coverage = c.arch.coverage if c.arch is not None else None
@@ -370,24 +359,6 @@ def _newer_known_no(
     return None
 
 
-def _pythons(state: ResolverState, minor: Any, patch: Any) -> list[str]:
-    memo = per_matrix_memo(state.m)
-    key = ("pythons", patch.version, state.r.platform)
-    found = memo.get(key)
-    if found is None:
-        found = memo[key] = _python_list(state, minor, patch)
-    return found
-
-
-def _python_list(state: ResolverState, minor: Any, patch: Any) -> list[str]:
-    entries = patch.python_override if patch.python_override is not None else minor.python
-    found: list[str] = []
-    for entry in entries:
-        if entry.platforms is None or state.r.platform in entry.platforms:
-            found.extend(v for v in entry.versions if v not in found)
-    return sorted(found, key=python_sort_key)
-
-
 def _variants(state: ResolverState, version: str, on_platform: tuple[Any, ...]) -> list[Candidate]:
     """Fresh candidates (the later stages annotate them) for the builds the backend request admits."""
     r = state.r
@@ -396,8 +367,8 @@ def _variants(state: ResolverState, version: str, on_platform: tuple[Any, ...]) 
         # keyed by nothing a request can vary without bound: an exact label filters directly
         rows = _variant_rows(state, on_platform)
     else:
-        key = ("variants", version, r.platform, r.backend.kind, state.family)
-        memo = per_matrix_memo(state.m)
+        key = (version, r.platform, r.backend.kind, state.family)
+        memo = state.m.memo.variant_rows
         rows = memo.get(key)
         if rows is None:
             rows = memo[key] = _variant_rows(state, on_platform)
@@ -478,15 +449,6 @@ def _plugin_for_runtime(
         note = f"whether {plugin.package} {getattr(row, plugin.version_field)} runs on {name} {have} (no sourced {name} version)"
         return row, note, []
     return None, None, [(getattr(r, plugin.version_field), getattr(r, column)) for r in rows]
-
-
-def _default_toolkits(minor: Any, platform: str) -> dict[str, str]:
-    """label -> the toolkit release the default-index wheels pin on this platform (where they pin one)."""
-    return {
-        d.label: d.runtime_full
-        for d in minor.default_index
-        if d.platform == platform and d.label and getattr(d, "runtime_full", None)
-    }
 
 
 def _plugin_pythons(row: Any, platform: str, python: str) -> list[str]:
