@@ -40,6 +40,7 @@ from probes.host.arch_compat import cubin_runs_on, ptx_runs_on
 
 if TYPE_CHECKING:
     from compat_service.domain.matrix.interface import Matrix
+    from compat_service.domain.matrix.schema import CudaToolkit, MinorVersionCompat
 
 Coverage = Literal["kernels", "ptx", "no", "unknown"]
 #: what a verdict rests on: the build's own arch list, its toolkit's compile range, ROCm's gfx list
@@ -104,7 +105,7 @@ def arch_in_range(gpu_arch: str, low: str, high: str) -> bool:
 @dataclass(frozen=True)
 class DriverFloor:
     version: str | None  # None = the matrix has no floor for this OS
-    toolkit: Any  # the CudaToolkit row, None when the runtime has no row
+    toolkit: CudaToolkit | None  # None when the runtime has no row
 
 
 def driver_floor(matrix: Matrix, runtime: str | None, runtime_full: str | None, os: str) -> DriverFloor:
@@ -153,13 +154,13 @@ class DriverRule:
     version: str | None
     rule: Rule
     #: the CudaToolkit row of the toolkit's own floor (None when the runtime has no row)
-    toolkit: Any
+    toolkit: CudaToolkit | None
     #: the toolkit's own floor on this OS (None = not in NVIDIA's table)
     toolkit_floor: str | None
     #: the CUDA major's minor-version-compatibility floor on this OS (None: no such row)
     major_floor: str | None
     #: the MinorVersionCompat row
-    major_row: Any
+    major_row: MinorVersionCompat | None
     #: the GPU's coverage the rule was applied with (None: no --gpu-arch)
     coverage: str | None
 

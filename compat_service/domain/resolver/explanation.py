@@ -27,6 +27,7 @@ from compat_service.domain.resolver.state import Dropout, ResolverState
 
 if TYPE_CHECKING:
     from compat_service.domain.errors import UnsatisfiableError
+    from compat_service.domain.hardware_rules import DriverRule
     from compat_service.domain.matrix.interface import Matrix
     from compat_service.domain.resolver.request import ResolveRequest
     from compat_service.domain.resolver.resolution import Resolution
@@ -237,7 +238,7 @@ def _unsourced(state: ResolverState, by_minor: dict[str, Dropout]) -> list[Cause
             "no source lists them: unknown, not established as unpublished",
         )
         for m, d in by_minor.items()
-        if state.r.platform in (getattr(d.minor, "platforms_unsourced", None) or [])
+        if state.r.platform in (d.minor.platforms_unsourced or [])
     ]
 
 
@@ -526,7 +527,7 @@ def _explain_runtime(f: Failure) -> Conflict:
     )
 
 
-def _rule_detail(rule: Any, gpu_arch: str | None) -> str | None:
+def _rule_detail(rule: DriverRule, gpu_arch: str | None) -> str | None:
     if rule.rule == "toolkit-floor" and rule.coverage == "ptx":
         return f"{gpu_arch} runs it only through PTX JIT: the toolkit's own floor applies"
     if rule.rule == "toolkit-floor":

@@ -13,7 +13,7 @@ through `Matrix`; it never imports pydantic on the success path.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Union
 
 from packaging.version import Version
 
@@ -54,8 +54,20 @@ from compat_service.domain.versions import cached_version
 if TYPE_CHECKING:
     from compat_service.domain.evidence.lookup import EvidenceLookup
     from compat_service.domain.matrix.interface import Matrix
+    from compat_service.domain.matrix.schema import (
+        AscendNpuRow,
+        BuildVariant,
+        CambriconMluRow,
+        TorchMinor,
+        TorchPatch,
+        VariantAvailability,
+    )
     from compat_service.domain.resolver.request import ResolveRequest
     from compat_service.domain.resolver.resolution import Resolution
+
+
+#: a vendor plugin's row (torch-npu, torch-mlu): `PLUGINS[family].table` names the matrix table
+PluginRow = Union["AscendNpuRow", "CambriconMluRow"]
 
 
 def resolve(request: ResolveRequest, matrix: Matrix, evidence: EvidenceLookup | None = None) -> Resolution:
@@ -165,17 +177,17 @@ def run(state: ResolverState) -> Resolution:
     if not matched:
         raise torch_not_found(state)
     deaths: list[Dropout] = []
-    fallback: tuple[Any, Any, str, list[Candidate]] | None = None
+    fallback: tuple[TorchMinor, TorchPatch, str, list[Candidate]] | None = None
     # With --gpu-arch, a patch whose every build has an *unknown* arch list waits until no patch
     # with a known, covering list remains: "unknown" must not beat "known to work".
-    unknown_arch: list[tuple[Any, Any, str, list[Candidate]]] = []
+    unknown_arch: list[tuple[TorchMinor, TorchPatch, str, list[Candidate]]] = []
     for minor, patch in matched:
         outcome = _try_patch(state, minor, patch)
         if isinstance(outcome, Dropout):
             deaths.append(outcome)
             why = _SKIP_REASONS[STAGES[outcome.stage]]
             if STAGES[outcome.stage] in ("platform", "backend") and state.r.platform in (
-                getattr(minor, "platforms_unsourced", None) or ()
+                minor.platforms_unsourced or ()
             ):
                 why = f"could not confirm: no source lists its {state.r.platform} builds yet"
             state.skipped.append((patch.version, why))
@@ -232,7 +244,7 @@ def _checked(state: ResolverState, res: Resolution) -> Resolution:
 
 
 def _pick(
-    state: ResolverState, minor: Any, patch: Any, python: str, candidates: list[Candidate]
+    state: ResolverState, minor: TorchMinor, patch: TorchPatch, python: str, candidates: list[Candidate]
 ) -> Resolution | None:
     """The resolution from this patch's best build; None when the evidence passes over every build of
     it (broken, or unverified with --require-verified) and an alternative may remain
@@ -248,7 +260,7 @@ def _pick(
     return build_resolution(state, minor, patch, python, picked)
 
 
-def _try_patch(state: ResolverState, minor: Any, patch: Any) -> Dropout | tuple[str, list[Candidate]]:
+def _try_patch(state: ResolverState, minor: TorchMinor, patch: TorchPatch) -> Dropout | tuple[str, list[Candidate]]:
     platform = state.r.platform
     version = patch.version
     on_platform = state.m.variants_on_platform(minor, version, platform)
@@ -309,7 +321,7 @@ def _try_patch(state: ResolverState, minor: Any, patch: Any) -> Dropout | tuple[
             fits = [
                 c
                 for c in candidates
-                if c.floor.version is None or cached_version(c.floor.version) <= have
+                if c.floor is None or c.floor.version is None or cached_version(c.floor.version) <= have
             ]
             if not fits:
                 return Dropout(
@@ -359,10 +371,10 @@ def _newer_known_no(
     return None
 
 
-def _variants(state: ResolverState, version: str, on_platform: tuple[Any, ...]) -> list[Candidate]:
+def _variants(state: ResolverState, version: str, on_platform: tuple[VariantAvailability, ...]) -> list[Candidate]:
     """Fresh candidates (the later stages annotate them) for the builds the backend request admits."""
     r = state.r
-    rows: tuple[tuple[Any, Any], ...] | None
+    rows: tuple[tuple[VariantAvailability, BuildVariant], ...] | None
     if r.backend.kind == "label":
         # keyed by nothing a request can vary without bound: an exact label filters directly
         rows = _variant_rows(state, on_platform)
@@ -375,7 +387,9 @@ def _variants(state: ResolverState, version: str, on_platform: tuple[Any, ...]) 
     return [Candidate(v.label, v, build) for v, build in rows]
 
 
-def _variant_rows(state: ResolverState, on_platform: tuple[Any, ...]) -> tuple[tuple[Any, Any], ...]:
+def _variant_rows(
+    state: ResolverState, on_platform: tuple[VariantAvailability, ...]
+) -> tuple[tuple[VariantAvailability, BuildVariant], ...]:
     if state.family == "mps" and state.r.os != "macos":
         return ()
     if state.family in PLUGIN_FAMILIES:
@@ -398,7 +412,7 @@ def _variant_rows(state: ResolverState, on_platform: tuple[Any, ...]) -> tuple[t
     return tuple(out)
 
 
-def _same_rocm_line(label: str, build: Any) -> bool:
+def _same_rocm_line(label: str, build: BuildVariant) -> bool:
     """--backend rocm6.2 (a major.minor label) takes every rocm6.2.x build (rocm6.2.4 too)."""
     if build.family != "rocm" or not label.startswith("rocm") or build.runtime is None:
         return False
@@ -406,12 +420,12 @@ def _same_rocm_line(label: str, build: Any) -> bool:
     return len(asked) == 2 and build.runtime.split(".")[:2] == asked
 
 
-def _plugin_row(state: ResolverState, torch_version: str, python: str, platform: str) -> Any:
+def _plugin_row(state: ResolverState, torch_version: str, python: str, platform: str) -> PluginRow | None:
     fits = _plugin_rows(state, torch_version, python, platform)
     return fits[0] if fits else None
 
 
-def _plugin_rows(state: ResolverState, torch_version: str, python: str, platform: str) -> list[Any]:
+def _plugin_rows(state: ResolverState, torch_version: str, python: str, platform: str) -> list[PluginRow]:
     """The plugin rows for this torch and Python, best first: not end-of-life, then the newest release."""
     plugin = PLUGINS[state.family]
     rows = getattr(state.m, plugin.table)()
@@ -432,7 +446,7 @@ def _plugin_rows(state: ResolverState, torch_version: str, python: str, platform
 
 def _plugin_for_runtime(
     state: ResolverState, torch_version: str, python: str, platform: str
-) -> tuple[Any, str | None, list[tuple[str, str | None]]]:
+) -> tuple[PluginRow | None, str | None, list[tuple[str, str | None]]]:
     """The best plugin row for --runtime: one whose runtime the matrix maps to it, else one whose runtime is
     unknown (the answer says so); with neither, what the rows need instead."""
     plugin = PLUGINS[state.family]
@@ -451,7 +465,7 @@ def _plugin_for_runtime(
     return None, None, [(getattr(r, plugin.version_field), getattr(r, column)) for r in rows]
 
 
-def _plugin_pythons(row: Any, platform: str, python: str) -> list[str]:
+def _plugin_pythons(row: PluginRow, platform: str, python: str) -> list[str]:
     """The Pythons a plugin row has wheels for on this platform: per architecture where the index gives
     them, else the row's list; a row without a list (unknown) admits the asked Python."""
     by_platform = getattr(row, "python_by_platform", None)
