@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
@@ -126,6 +126,9 @@ class Matrix(Protocol):
     @property
     def memo(self) -> DerivedMemo:
         """What the resolver derives from this matrix, kept with it."""
+
+
+_Row = TypeVar("_Row")
 
 
 def _release_key(text: str | None) -> tuple[int, ...]:
@@ -287,7 +290,7 @@ def _arch_key(arch: str) -> tuple[bool, int, str]:
     return (arch[:2] != "sm", int(digits or 0) if arch.startswith("sm") else 0, arch)
 
 
-def _first_matching(rows: list[tuple[SpecifierSet | None, Any]], torch_version: str) -> Any:
+def _first_matching(rows: list[tuple[SpecifierSet | None, _Row]], torch_version: str) -> _Row | None:
     for spec, row in rows:
         if spec is not None and spec.contains(torch_version, prereleases=True):
             return row
