@@ -12,7 +12,7 @@ import importlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 from fastapi_offline import FastAPIOffline
 
 from compat_service.api.errors import install_error_handlers, unhandled_error_response
@@ -24,6 +24,7 @@ from compat_service.api.middleware.observability import AccessLog, Observability
 from compat_service.api.openapi_doc import install_openapi
 from compat_service.api.pages.routes import static_files as pages_static
 from compat_service.api.resolve_cache import ResolveCache
+from compat_service.api.strict_query import strict_query
 from compat_service.api.server.gc_tuning import tune_for_service
 from compat_service.api.server.lifecycle import announce_start, announce_stop
 from compat_service.config import Settings, load_settings
@@ -37,7 +38,9 @@ from compat_service.db.tokens import TokenCache
 
 #: routers in include order (routes match in this order: the hot /v1/resolve first); reports, evidence,
 #: matrix and probe are owned by other parts of the project; pages are the HTML site (api/pages/)
-ROUTERS = ("resolve", "health", "torch", "matrix", "reports", "evidence", "probe", "tokens", "metrics", "pages")
+ROUTERS = (
+    "resolve", "health", "torch", "matrix", "ci_matrix", "reports", "evidence", "probe", "tokens", "metrics", "pages",
+)
 #: where a router's module lives when not under api/routes/ (the pages are a self-contained package)
 ROUTER_MODULES = {"pages": "compat_service.api.pages.routes"}
 
@@ -104,6 +107,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         static_url="/static/api-docs",
         openapi_url="/openapi.json",
         lifespan=lifespan,
+        # an unknown query parameter is a 422 naming the nearest known one (api/strict_query.py)
+        dependencies=[Depends(strict_query)],
         telemetry=None if settings.opentelemetry else {"tracing": False, "metrics": False, "logs": False},
     )
     app.state.settings = settings

@@ -111,7 +111,15 @@ def resolution_to_json(res: Resolution) -> dict[str, Any]:
         ],
         "warnings": list(res.warnings),
         "evidence": res.evidence,
+        "install": install_commands(res),
     }
+
+
+def install_commands(res: Resolution) -> dict[str, list[str]]:
+    """The install commands (one per index), as `--format pip` and the top of `--format uv` print them."""
+    from compat_service.domain.resolver.install_formats import pip_commands  # it imports this module
+
+    return {"pip": pip_commands(res), "uv": pip_commands(res, tool="uv pip install")}
 
 
 def resolution_from_json(body: dict[str, Any]) -> Resolution:

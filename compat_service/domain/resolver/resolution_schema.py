@@ -78,6 +78,15 @@ class ResolutionBody(_Closed):
     reasons: list[ReasonBody]
     warnings: list[str]
     evidence: EvidenceBody | None = Field(description="status of the chosen cell, when evidence was read")
+    install: InstallBody = Field(description="the install commands, as `--format pip` / `--format uv` print them")
+
+
+class InstallBody(_Closed):
+    pip: list[str] = Field(description="pip install commands, one per index, run in order")
+    uv: list[str] = Field(description="the same with uv pip install")
+
+
+ResolutionBody.model_rebuild()
 
 
 def resolution_json_schema() -> dict[str, Any]:
