@@ -16,8 +16,8 @@
   (no companion release, say) is excluded with the resolver's code and message.
 
 ``mode=pr`` keeps the extremes of the full matrix: the oldest and newest torch, each with its oldest and newest
-Python, on the first family's newest-runtime build, plus one cell per family (newest torch, newest Python,
-newest runtime). Each cell's ``role`` says where its torch sits: ``oldest``, ``newest`` or ``interior``.
+Python (on the first requested family that has the cell, its newest-runtime build), plus one cell per family
+(that family's newest torch, newest Python, newest runtime). Each cell's ``role`` says where its torch sits: ``oldest``, ``newest`` or ``interior``.
 
 Pure domain code: it reads the matrix through `Matrix` and resolves through `resolve`.
 """
@@ -424,33 +424,39 @@ def _runtime_key(cell: dict[str, Any]) -> Any:
 
 
 def _pr_cells(cells: list[dict[str, Any]], families: Iterable[str]) -> list[dict[str, Any]]:
-    """The extremes: oldest and newest torch, each with its oldest and newest Python, on the first family
-    that has cells (its newest-runtime build), plus one cell per family (newest torch, Python, runtime)."""
+    """The extremes: the oldest and the newest torch of the matrix, each with its oldest and newest Python
+    (free-threaded builds aside; the family first in the request, then the newest runtime, where several
+    cells share a torch and Python), plus one cell per family (its newest torch, Python and runtime)."""
+    order = {f: i for i, f in enumerate(families)}
     picked: list[dict[str, Any]] = []
 
-    def add(cell: dict[str, Any] | None) -> None:
-        if cell is not None and cell not in picked:
-            picked.append(cell)
-
-    by_family = {f: [c for c in cells if c["family"] == f] for f in families}
-    reference = next((group for group in by_family.values() if group), [])
-    for role in ("oldest", "newest"):
-        group = [c for c in reference if c["role"] == role] or (
-            [c for c in reference if c["role"] == "newest"] if role == "oldest" else []
-        )
-        if not group:
-            continue
+    def add(group: list[dict[str, Any]]) -> None:
         gil = [c for c in group if not c["python"].endswith("t")] or group
         for pick in (min, max):
             python = pick((c["python"] for c in gil), key=python_sort_key)
-            add(max((c for c in gil if c["python"] == python), key=_runtime_key))
-    for group in by_family.values():
+            same = [c for c in gil if c["python"] == python]
+            first = min(order.get(c["family"], len(order)) for c in same)
+            cell = max((c for c in same if order.get(c["family"], len(order)) == first), key=_runtime_key)
+            if cell not in picked:
+                picked.append(cell)
+
+    def newest_of(group: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        top = max((c["torch"] for c in group), key=lambda v: parse_version(v) or v)
+        return [c for c in group if c["torch"] == top]
+
+    if cells:
+        bottom = min((c["torch"] for c in cells), key=lambda v: parse_version(v) or v)
+        add([c for c in cells if c["torch"] == bottom])
+        add(newest_of(cells))
+    for family in order:
+        group = [c for c in cells if c["family"] == family]
         if group:
-            top = max((c["torch"] for c in group), key=lambda v: parse_version(v) or v)
-            newest = [c for c in group if c["torch"] == top]
+            newest = newest_of(group)
             gil = [c for c in newest if not c["python"].endswith("t")] or newest
             python = max((c["python"] for c in gil), key=python_sort_key)
-            add(max((c for c in gil if c["python"] == python), key=_runtime_key))
+            cell = max((c for c in gil if c["python"] == python), key=_runtime_key)
+            if cell not in picked:
+                picked.append(cell)
     return picked
 
 
