@@ -8,7 +8,7 @@ the resolver nothing; the body carries an ETag like every GET (middleware/http_c
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import orjson
 from fastapi import APIRouter, Query, Request, Response
@@ -104,9 +104,9 @@ async def get_ci_matrix(
     arch: Annotated[str | None, Query(max_length=64, description="x86_64 (default), aarch64, arm64; a list")] = None,
     with_: Annotated[str | None, Query(alias="with", max_length=64, description="companions: torchvision,"
                                        "torchaudio (default), a subset, or none")] = None,
-    mode: Annotated[str | None, Query(max_length=8, description="full (default) or pr")] = None,
-    format: Annotated[str | None, Query(max_length=16, description="the cells' install text: pip (default), "
-                                        "requirements, uv, conda, docker (dockerfile)")] = None,  # noqa: A002
+    mode: Annotated[Literal["full", "pr"] | None, Query(description="full (default) or pr")] = None,
+    format: Annotated[Literal["pip", "requirements", "uv", "conda", "docker", "dockerfile"] | None,
+                      Query(description="the cells' install text (default pip)")] = None,  # noqa: A002
 ) -> Response:
     try:
         parsed = CiMatrixRequest.from_strings(

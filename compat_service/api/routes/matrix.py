@@ -29,6 +29,9 @@ router = APIRouter(prefix="/v1/matrix", tags=["matrix"])
 MAX_PAGE = 500
 StatusParam = Literal["declared", "verified", "partial", "broken", "observed"]
 FamilyParam = Literal["cpu", "cuda", "rocm", "xpu"]
+_CLAUSE = r"\s*(==|!=|<=|>=|<|>)\s*\d{1,3}(\.\d{1,3}){0,2}\s*"
+#: ``torch=``: a minor, a patch, or a range of comparison clauses
+TORCH_PATTERN = rf"^(\d{{1,3}}\.\d{{1,3}}(\.\d{{1,3}})?|{_CLAUSE}(,{_CLAUSE})*)$"
 
 
 class MatrixPage(BaseModel):
@@ -55,7 +58,7 @@ def list_matrix(
     request: Request,
     session: SessionDep,
     matrix: MatrixDep,
-    torch: Annotated[str | None, Query(min_length=1, max_length=64,
+    torch: Annotated[str | None, Query(min_length=1, max_length=64, pattern=TORCH_PATTERN,
                                        description="2.3, 2.3.1 or a PEP 440 range: '>=2.3', '>=2.2,<2.6'")] = None,
     build: Annotated[str | None, Query(min_length=1, max_length=32, description="cpu, cu121, rocm6.0")] = None,
     python: Annotated[str | None, Query(pattern=r"^3\.\d{1,2}t?$", description="3.11 or 3.13t")] = None,
