@@ -9,6 +9,7 @@ fast path of `accelenv resolve`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 #: bump when a field changes meaning; additive fields keep it
@@ -117,9 +118,30 @@ def resolution_to_json(res: Resolution) -> dict[str, Any]:
 
 def install_commands(res: Resolution) -> dict[str, list[str]]:
     """The install commands (one per index), as `--format pip` and the top of `--format uv` print them."""
+    pip, uv = _commands(res.packages, res.index_url, res.index_option, res.no_deps)
+    return {"pip": list(pip), "uv": list(uv)}
+
+
+@lru_cache(maxsize=4096)
+def _commands(
+    packages: tuple[Pin, ...], index_url: str | None, index_option: str, no_deps: tuple[str, ...]
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The commands depend on these four fields alone; kept, since many answers share them (the uncached
+    service writes them into every answer)."""
     from compat_service.domain.resolver.install_formats import pip_commands  # it imports this module
 
-    return {"pip": pip_commands(res), "uv": pip_commands(res, tool="uv pip install")}
+    shape = _CommandInput(packages, index_url, index_option, no_deps)
+    return tuple(pip_commands(shape)), tuple(pip_commands(shape, tool="uv pip install"))  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class _CommandInput:
+    """The fields of a `Resolution` that `install_formats.pip_commands` reads."""
+
+    packages: tuple[Pin, ...]
+    index_url: str | None
+    index_option: str
+    no_deps: tuple[str, ...]
 
 
 def resolution_from_json(body: dict[str, Any]) -> Resolution:
