@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -26,19 +25,19 @@ def register(app: typer.Typer) -> None:
 
 @ci_app.command("matrix", help="Every (torch, build, Python, OS/arch) that exists, as GitHub Actions' include JSON.")
 def matrix_command(
-    torch: Optional[str] = typer.Option(None, "--torch", help="latest (default), 2.3, 2.3.1 or a range '>=2.3'"),
-    python: Optional[str] = typer.Option(None, "--python", help="supported (default) or a list: 3.10,3.12"),
-    family: Optional[str] = typer.Option(None, "--family", help="cpu,cuda,rocm,xpu (default: all)"),
-    build: Optional[str] = typer.Option(None, "--build", help="build labels instead of families: cu121,cu124"),
-    os_name: Optional[str] = typer.Option(None, "--os", help="linux (default), windows, macos; a list"),
-    arch: Optional[str] = typer.Option(None, "--arch", help="x86_64 (default), aarch64, arm64; a list"),
-    with_: Optional[str] = typer.Option(None, "--with", help="companions: torchvision,torchaudio (default) or none"),
-    mode: Optional[str] = typer.Option(None, "--mode", help="full (default) or pr: the extremes plus one per family"),
-    fmt: Optional[str] = typer.Option(None, "--format", help="install text: pip (default), requirements, uv, conda, docker"),
+    torch: str | None = typer.Option(None, "--torch", help="latest (default), 2.3, 2.3.1 or a range '>=2.3'"),
+    python: str | None = typer.Option(None, "--python", help="supported (default) or a list: 3.10,3.12"),
+    family: str | None = typer.Option(None, "--family", help="cpu,cuda,rocm,xpu (default: all)"),
+    build: str | None = typer.Option(None, "--build", help="build labels instead of families: cu121,cu124"),
+    os_name: str | None = typer.Option(None, "--os", help="linux (default), windows, macos; a list"),
+    arch: str | None = typer.Option(None, "--arch", help="x86_64 (default), aarch64, arm64; a list"),
+    with_: str | None = typer.Option(None, "--with", help="companions: torchvision,torchaudio (default) or none"),
+    mode: str | None = typer.Option(None, "--mode", help="full (default) or pr: the extremes plus one per family"),
+    fmt: str | None = typer.Option(None, "--format", help="install text: pip (default), requirements, uv, conda, docker"),
     include_only: bool = typer.Option(False, "--include-only", help="print only {\"include\": [...]}"),
-    output: Optional[Path] = typer.Option(None, "--output", help="write the JSON here instead of stdout"),
-    server: Optional[str] = typer.Option(None, "--server", envvar="ACCELENV_SERVER", help="ask this accelenv service"),
-    matrix_path: Optional[Path] = typer.Option(None, "--matrix", envvar="ACCELENV_MATRIX_PATH", help="a matrix_data dir"),
+    output: Path | None = typer.Option(None, "--output", help="write the JSON here instead of stdout"),
+    server: str | None = typer.Option(None, "--server", envvar="ACCELENV_SERVER", help="ask this accelenv service"),
+    matrix_path: Path | None = typer.Option(None, "--matrix", envvar="ACCELENV_MATRIX_PATH", help="a matrix_data dir"),
 ) -> None:
     from cli.error_render import guarded
 

@@ -15,7 +15,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import typer
 
@@ -29,9 +29,9 @@ def register(app: typer.Typer) -> None:
 def verify_env_command(
     expect: list[str] = typer.Option([], "--expect", help="NAME==VERSION, repeatable; torch==2.3.1+cu121 names "
                                      "the build too"),
-    python: Optional[str] = typer.Option(None, "--python", help="the Python the cell is for: 3.11, 3.13t"),
-    cell: Optional[str] = typer.Option(None, "--cell", help="a cell of GET /v1/ci-matrix: JSON, or a file"),
-    python_exe: Optional[Path] = typer.Option(None, "--python-exe", help="the job's interpreter (default: this one)"),
+    python: str | None = typer.Option(None, "--python", help="the Python the cell is for: 3.11, 3.13t"),
+    cell: str | None = typer.Option(None, "--cell", help="a cell of GET /v1/ci-matrix: JSON, or a file"),
+    python_exe: Path | None = typer.Option(None, "--python-exe", help="the job's interpreter (default: this one)"),
     as_json: bool = typer.Option(False, "--json", help="print JSON: ok, expected, found, differences"),
 ) -> None:
     from cli.error_render import guarded

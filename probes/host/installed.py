@@ -26,14 +26,14 @@ _RUNTIME_LIBS = re.compile(r"/(libcudart\.so[.\d]*|libamdhip64\.so[.\d]*|libze_l
 
 def python_minor():
     free_threaded = bool(sysconfig.get_config_var("Py_GIL_DISABLED"))
-    return "%d.%d%s" % (sys.version_info[0], sys.version_info[1], "t" if free_threaded else "")
+    return "{}.{}{}".format(sys.version_info[0], sys.version_info[1], "t" if free_threaded else "")
 
 
 def package_versions(names):
     try:
         from importlib import metadata
     except ImportError:  # pragma: no cover - Python < 3.8
-        return dict((name, None) for name in names)
+        return {name: None for name in names}
     out = {}
     for name in names:
         try:
@@ -46,8 +46,8 @@ def package_versions(names):
 def torch_facts():
     try:
         import torch
-    except Exception as exc:  # an import error of any kind is a fact, not a crash
-        return {"error": "%s: %s" % (type(exc).__name__, exc)}
+    except Exception as exc:  # noqa: BLE001 - an import error of any kind is a fact, not a crash
+        return {"error": f"{type(exc).__name__}: {exc}"}
     version = getattr(torch, "version", None)
     facts = {
         "version": str(torch.__version__),
@@ -61,8 +61,8 @@ def torch_facts():
             facts["device"] = bool(torch.cuda.is_available())
         elif facts["xpu"] and hasattr(torch, "xpu"):
             facts["device"] = bool(torch.xpu.is_available())
-    except Exception as exc:
-        facts["device_error"] = "%s: %s" % (type(exc).__name__, exc)
+    except Exception as exc:  # noqa: BLE001 - a device query that fails is a fact too
+        facts["device_error"] = f"{type(exc).__name__}: {exc}"
     return facts
 
 

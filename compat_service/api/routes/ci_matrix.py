@@ -106,7 +106,7 @@ async def get_ci_matrix(
                                        "torchaudio (default), a subset, or none")] = None,
     mode: Annotated[Literal["full", "pr"] | None, Query(description="full (default) or pr")] = None,
     format: Annotated[Literal["pip", "requirements", "uv", "conda", "docker", "dockerfile"] | None,
-                      Query(description="the cells' install text (default pip)")] = None,  # noqa: A002
+                      Query(description="the cells' install text (default pip)")] = None,
 ) -> Response:
     try:
         parsed = CiMatrixRequest.from_strings(

@@ -86,7 +86,7 @@ class CiMatrixRequest:
         arch: str | None = None,
         with_: str | None = None,
         mode: str | None = None,
-        format: str | None = None,  # noqa: A002 - the API's parameter name
+        format: str | None = None,
     ) -> CiMatrixRequest:
         spec = parse_torch_spec(torch)
         pythons = _pythons(python)

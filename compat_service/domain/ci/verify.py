@@ -191,12 +191,11 @@ def _build_differences(expected: Expected, torch: dict[str, Any], loaded: list[s
     family = label_family(want)
     runtime = expected.runtime or _runtime_of(want)
     carried = torch.get("cuda") if family == "cuda" else torch.get("hip") if family == "rocm" else None
-    if runtime and family in ("cuda", "rocm"):
-        if not carried or not str(carried).startswith(runtime):
-            out.append(Difference(
-                f"{family} runtime", runtime, str(carried),
-                f"torch {version} carries {family.upper()} {carried}, the cell's {want} build is {runtime}",
-            ))
+    if runtime and family in ("cuda", "rocm") and (not carried or not str(carried).startswith(runtime)):
+        out.append(Difference(
+            f"{family} runtime", runtime, str(carried),
+            f"torch {version} carries {family.upper()} {carried}, the cell's {want} build is {runtime}",
+        ))
     if loaded:
         foreign = [lib for lib in loaded if (lib.startswith("libcudart") and family != "cuda")
                    or (lib.startswith("libamdhip64") and family != "rocm")]
