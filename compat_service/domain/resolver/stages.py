@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from packaging.version import Version
 
 from compat_service.domain.backends import CPU_WHEEL_FAMILIES, PLUGIN_FAMILIES, PLUGINS, python_sort_key
+from compat_service.domain.matrix.interface import per_matrix_memo
 from compat_service.domain.hardware_rules import (
     ArchVerdict,
     arch_coverage,
@@ -25,7 +26,6 @@ from compat_service.domain.hardware_rules import (
     driver_floor,
     too_new_for,
 )
-from compat_service.domain.matrix.interface import per_matrix_memo
 from compat_service.domain.resolver.answer import build_resolution
 from compat_service.domain.resolver.conflict import Conflict
 from compat_service.domain.resolver.explanation import (
