@@ -92,3 +92,23 @@ def test_matrix_family_is_the_build_family_and_backend_the_evidence(client: Test
     assert by_backend["total"] > cuda["total"]
     bad = client.get("/v1/matrix", params={"torch": "two"})
     assert bad.status_code == 422 and "torch" in bad.json()["message"]
+
+
+@pytest.mark.parametrize("params", [{"torch": "2.3", "python": "3.13"}, {"pyton": "3"}, {"torch": "two"},
+                                    {"torch": "2.3", "backend": "cu126", "format": "pip"}])
+def test_the_raw_endpoint_answers_errors_as_the_handler_does(client: TestClient, params: dict[str, str]) -> None:
+    """/v1/resolve sends its errors itself (routes/resolve.py: error_bytes): the same bytes the app's one error
+    handler writes, the same status, headers and request id, also when the error comes from the cache."""
+    import json as stdjson
+
+    from compat_service.domain.errors import ERRORS
+
+    for _ in range(2):  # the second answer comes from the cache
+        res = client.get("/v1/resolve", params=params)
+        body = res.json()
+        assert res.status_code == ERRORS[body["code"]].http_status
+        assert res.headers["content-type"] == "application/json"
+        assert body["request_id"] == res.headers["x-request-id"]
+        assert list(body) == ["code", "message", "hint", "causes", "alternatives", "request_id"]
+        # compact, UTF-8 JSON, as JSONResponse renders it
+        assert res.content == stdjson.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()

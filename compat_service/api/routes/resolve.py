@@ -24,11 +24,13 @@ from typing import Any
 
 from urllib.parse import unquote
 
+import orjson
 from fastapi import APIRouter, Request, Response
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from compat_service.api.deps import current_matrix
+from compat_service.api.middleware.observability import current_request_id
 from compat_service.api.routes.evidence import evidence_for_resolve
 from compat_service.domain.errors import AccelenvError, Cause, ErrorBody, InvalidRequestError
 from compat_service.domain.resolver.install_formats import render
@@ -179,6 +181,16 @@ def _in_api_words(compute: Any) -> Any:
         raise in_api_words(err) from None
 
 
+def error_bytes(err: AccelenvError) -> bytes:
+    """The error's body exactly as the app's handler writes it (api/errors.py: ``ErrorBody`` then
+    ``request_id``, compact JSON), its invariant part serialised once per error object."""
+    head = getattr(err, "_wire_head", None)
+    if head is None:
+        head = orjson.dumps(err.to_body().model_dump(mode="json"))[:-1]  # without its closing brace
+        err._wire_head = head  # type: ignore[attr-defined]
+    return head + b',"request_id":' + orjson.dumps(current_request_id()) + b"}"
+
+
 _JSON = b"application/json"
 _TEXT = b"text/plain; charset=utf-8"
 
@@ -189,9 +201,18 @@ class _Answer:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         scope["route"] = route  # the metrics' route label, as a FastAPI route sets it
-        body, content_type = await resolution_answer(scope["app"], scope["query_string"])
+        status = 200
+        try:
+            body, content_type = await resolution_answer(scope["app"], scope["query_string"])
+        except AccelenvError as err:
+            # Answered here, in the one error shape, from bytes kept on the error (a cached error is sent
+            # again as is): the unsatisfiable answers pipelines send many of skip the exception middleware,
+            # pydantic and the JSON encoder. Anything else still leaves through the app's handlers.
+            if err.http_status == 401:
+                raise
+            status, body, content_type = err.http_status, error_bytes(err), _JSON
         headers = [(b"content-type", content_type), (b"content-length", str(len(body)).encode())]
-        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": body})
 
 
