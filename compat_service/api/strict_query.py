@@ -90,7 +90,7 @@ def in_api_words(err: InvalidRequestError | Exception) -> Exception:
     """An AccelenvError raised by the domain (which speaks the CLI's flags) reworded for the API: every flag of
     the parameter table said as its query parameter (`request.api_wording`), in the message, hint, causes and
     alternatives. Anything else is returned as is."""
-    from compat_service.domain.errors import AccelenvError, Alternative
+    from compat_service.domain.errors import AccelenvError
     from compat_service.domain.resolver.request import api_wording
 
     if not isinstance(err, AccelenvError):
@@ -98,11 +98,11 @@ def in_api_words(err: InvalidRequestError | Exception) -> Exception:
     err.message = api_wording(err.message)
     err.args = (err.message,)
     err.hint = api_wording(err.hint) if err.hint else err.hint
-    err.causes = [
-        Cause(constraint=api_wording(c.constraint), origin=api_wording(c.origin),
-              detail=api_wording(c.detail) if c.detail else c.detail)
-        for c in err.causes
-    ]
-    err.alternatives = [Alternative(description=api_wording(a.description), request=a.request)
-                        for a in err.alternatives]
+    # reworded in place (the error is fresh: the domain raised it for this request); no validation to repeat
+    for c in err.causes:
+        c.constraint, c.origin = api_wording(c.constraint), api_wording(c.origin)
+        if c.detail:
+            c.detail = api_wording(c.detail)
+    for a in err.alternatives:
+        a.description = api_wording(a.description)
     return err

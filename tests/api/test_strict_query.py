@@ -101,7 +101,7 @@ def test_the_raw_endpoint_answers_errors_as_the_handler_does(client: TestClient,
     handler writes, the same status, headers and request id, also when the error comes from the cache."""
     import json as stdjson
 
-    from compat_service.domain.errors import ERRORS
+    from compat_service.domain.errors import ERRORS, ErrorBody
 
     for _ in range(2):  # the second answer comes from the cache
         res = client.get("/v1/resolve", params=params)
@@ -110,5 +110,6 @@ def test_the_raw_endpoint_answers_errors_as_the_handler_does(client: TestClient,
         assert res.headers["content-type"] == "application/json"
         assert body["request_id"] == res.headers["x-request-id"]
         assert list(body) == ["code", "message", "hint", "causes", "alternatives", "request_id"]
-        # compact, UTF-8 JSON, as JSONResponse renders it
+        # compact, UTF-8 JSON, as JSONResponse renders it, holding exactly ErrorBody's dump
         assert res.content == stdjson.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
+        assert {k: v for k, v in body.items() if k != "request_id"} == ErrorBody.model_validate(body).model_dump()

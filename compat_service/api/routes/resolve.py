@@ -186,7 +186,14 @@ def error_bytes(err: AccelenvError) -> bytes:
     ``request_id``, compact JSON), its invariant part serialised once per error object."""
     head = getattr(err, "_wire_head", None)
     if head is None:
-        head = orjson.dumps(err.to_body().model_dump(mode="json"))[:-1]  # without its closing brace
+        body = {
+            "code": err.code,
+            "message": err.message,
+            "hint": err.hint,
+            "causes": [{"constraint": c.constraint, "origin": c.origin, "detail": c.detail} for c in err.causes],
+            "alternatives": [{"description": a.description, "request": a.request} for a in err.alternatives],
+        }  # ErrorBody's fields in its order (a test holds them equal: tests/api/test_strict_query.py)
+        head = orjson.dumps(body)[:-1]  # without its closing brace
         err._wire_head = head  # type: ignore[attr-defined]
     return head + b',"request_id":' + orjson.dumps(current_request_id()) + b"}"
 
