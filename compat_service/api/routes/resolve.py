@@ -21,7 +21,6 @@ are reworded with the API's names (``strict_query.in_api_words``) — only the f
 from __future__ import annotations
 
 from typing import Any
-
 from urllib.parse import unquote
 
 import orjson
