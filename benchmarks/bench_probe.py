@@ -24,6 +24,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
@@ -53,7 +54,7 @@ def probe(bundle: Path, device: str, workdir: Path, extra: list[str]) -> dict:
     if proc.returncode not in (0, 1, 3) or not out.exists():
         raise SystemExit(f"probe failed (exit {proc.returncode}):\n{proc.stderr[-2000:]}")
     report = json.loads(out.read_text())
-    summary = next((c for c in report["checks"] if c["id"] == "opinfo.summary"), {"data": {}, "detail": ""})
+    summary: dict[str, Any] = next((c for c in report["checks"] if c["id"] == "opinfo.summary"), {"data": {}, "detail": ""})
     slowest = sorted(report["checks"], key=lambda c: c["duration_s"], reverse=True)[:4]
     groups: dict[str, float] = {}
     for c in report["checks"]:

@@ -21,8 +21,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable, Dict
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -38,7 +38,7 @@ def median_us(fn: Callable[[], object], number: int, repeat: int) -> float:
     return statistics.median(runs)
 
 
-def per_op(repeat: int) -> Dict[str, Dict[str, float]]:
+def per_op(repeat: int) -> dict[str, dict[str, float]]:
     import torch
     import torch.nn.functional as F
 
@@ -50,7 +50,7 @@ def per_op(repeat: int) -> Dict[str, Dict[str, float]]:
     probes.refdev.install()
     install_s = time.perf_counter() - start
 
-    def cases(device: str) -> Dict[str, Callable[[], object]]:
+    def cases(device: str) -> dict[str, Callable[[], object]]:
         torch.manual_seed(0)
         a = torch.randn(64, 64, device=device)
         layers = (torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4))
@@ -69,7 +69,7 @@ def per_op(repeat: int) -> Dict[str, Dict[str, float]]:
                 "mlp_train_step": step}
 
     numbers = {"add": 2000, "add_": 1000, "mm": 1000, "mlp_train_step": 50}
-    out: Dict[str, Dict[str, float]] = {"install_s": {"refdev": round(install_s, 3)}}
+    out: dict[str, dict[str, float]] = {"install_s": {"refdev": round(install_s, 3)}}
     cpu, dev = cases("cpu"), cases("refdev")
     for name, n in numbers.items():
         c = median_us(cpu[name], n, repeat)
@@ -79,7 +79,7 @@ def per_op(repeat: int) -> Dict[str, Dict[str, float]]:
     return out
 
 
-def suite(repeat: int) -> Dict[str, object]:
+def suite(repeat: int) -> dict[str, object]:
     """Wall time of the whole probe suite on refdev, each run in a fresh interpreter."""
     times, summary = [], None
     with tempfile.TemporaryDirectory() as tmp:
@@ -93,7 +93,7 @@ def suite(repeat: int) -> Dict[str, object]:
             )
             times.append(time.perf_counter() - start)
             if not report.exists():
-                why = "the probe suite wrote no report (rc %d): %s" % (proc.returncode, proc.stderr[-500:])
+                why = f"the probe suite wrote no report (rc {proc.returncode}): {proc.stderr[-500:]}"
                 return {"error": why}
             data = json.loads(report.read_text())
             summary = data["summary"]
@@ -107,7 +107,7 @@ def main() -> None:
     parser.add_argument("--suite-repeat", type=int, default=3)
     parser.add_argument("--skip-suite", action="store_true")
     args = parser.parse_args()
-    result: Dict[str, object] = {}
+    result: dict[str, object] = {}
     if not args.skip_suite:
         result["probe_suite"] = suite(args.suite_repeat)  # first: per_op installs refdev in this process
     result["per_op"] = per_op(args.repeat)

@@ -29,7 +29,7 @@ from compat_service.index.refresh import run_refresh
 from matrix_data import DATA_DIR
 
 
-def _one(index: IndexLocation, cache: Path, variants: bool, concurrency: int) -> tuple[float, dict]:  # type: ignore[type-arg]
+def _one(index: IndexLocation, cache: Path, variants: bool, concurrency: int) -> tuple[float, dict]:
     start = time.perf_counter()
     with IndexClient(cache=IndexCache(cache)) as client:
         result = run_refresh(client, index, DATA_DIR, write=False, variants=variants, concurrency=concurrency)

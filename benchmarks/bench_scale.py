@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import io
 import itertools
 import json
 import os
@@ -47,15 +46,17 @@ import sys
 import threading
 import time
 import uuid
+from collections.abc import Generator
 from pathlib import Path
+from typing import cast
 
 import httpx
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
-from tests.evidence.live_server import live_server  # noqa: E402
-from tests.synthetic_reports import synthetic_report  # noqa: E402
+from tests.evidence.live_server import live_server
+from tests.synthetic_reports import synthetic_report
 
 CHECK_STATUSES = ("passed", "failed", "unsupported", "skipped", "timeout", "crashed", "error")
 
@@ -93,7 +94,7 @@ def _cells(n: int, rng: random.Random) -> list[dict]:
     return cells
 
 
-def _copy(conn, table: str, columns: list[str], rows) -> None:  # noqa: ANN001 - psycopg connection
+def _copy(conn, table: str, columns: list[str], rows) -> None:
     with conn.cursor() as cur, cur.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN") as copy:
         for row in rows:
             copy.write_row(row)
@@ -129,9 +130,7 @@ def load(database_url: str, args: argparse.Namespace) -> tuple[list[dict], list[
     pg_url = database_url.replace("postgresql+psycopg://", "postgresql://")
     started = time.perf_counter()
     with psycopg.connect(pg_url) as conn:
-        cell_ids = []
-        for i, cell in enumerate(cells, start=1):
-            cell_ids.append(i)
+        cell_ids = list(range(1, len(cells) + 1))
         _copy(conn, "evidence_cell", ["id", "key_hash", "torch_version", "torch_build", "python", "os", "arch", "backend",
                                      "runtime_version", "driver_version", "device_arch", "first_seen", "last_seen"],
               ([i, hashlib.sha256(json.dumps(list(c["key"])).encode()).hexdigest(), *c["key"], now, now]
@@ -169,8 +168,7 @@ def load(database_url: str, args: argparse.Namespace) -> tuple[list[dict], list[
                 k["required_bad_reports"] += v.required_bad
                 k["other_bad_reports"] += v.other_bad
                 k["smoke_passed_reports"] += v.smoke_passed
-                for table, key in ((hosts, (cid, host.ljust(16, "0"))), (subs, (cid, token))):
-                    row = table.setdefault(key, [0, 0])
+                for row in (hosts.setdefault((cid, host.ljust(16, "0")), [0, 0]), subs.setdefault((cid, token), [0, 0])):
                     row[0] += 1
                     row[1] += int(v.passed)
                 for check_id, group, status, aten in zip(p.check_ids, p.check_groups, p.check_statuses, p.aten_ops):
@@ -185,10 +183,10 @@ def load(database_url: str, args: argparse.Namespace) -> tuple[list[dict], list[
 
         _copy(conn, "probe_report", ["report_id", "cell_id", "host_fingerprint", "submitter_id", "created_at",
                                      "received_at", "ok", "body_sha256", "body"], rows())
-        for (cid, _h), (r, pr) in hosts.items():
+        for (cid, _h), (_r, pr) in hosts.items():
             counters[cid]["hosts"] += 1
             counters[cid]["passing_hosts"] += int(pr > 0)
-        for (cid, _s), (r, pr) in subs.items():
+        for (cid, _s), (_r, pr) in subs.items():
             counters[cid]["submitters"] += 1
             counters[cid]["passing_submitters"] += int(pr > 0)
         _copy(conn, "evidence_host", ["cell_id", "host_fingerprint", "reports", "passing_reports", "first_seen", "last_seen"],
@@ -204,7 +202,8 @@ def load(database_url: str, args: argparse.Namespace) -> tuple[list[dict], list[
         conn.commit()
         conn.autocommit = True
         conn.execute("VACUUM ANALYZE")
-        size = conn.execute("SELECT pg_size_pretty(pg_database_size(current_database()))").fetchone()[0]
+        size_row = conn.execute("SELECT pg_size_pretty(pg_database_size(current_database()))").fetchone()
+        size = size_row[0] if size_row is not None else "?"
     print(f"loaded {args.reports} reports, {len(cells)} cells, {len(hosts)} host rows, {len(subs)} submitter rows "
           f"in {time.perf_counter() - started:.0f} s; database {size}", flush=True)
     return cells, [secret for _p, secret in tokens]
@@ -282,7 +281,7 @@ def ingest(base_url: str, tokens: list[str], cells: list[dict], seconds: float, 
         rng = random.Random(8)
         with httpx.Client(base_url=base_url, timeout=60) as c:
             while time.monotonic() < stop:
-                params = {"torch": rng.choice(["2.13", "2.12", "2.11", "2.10"]), "limit": 100,
+                params: dict[str, str | int] = {"torch": rng.choice(["2.13", "2.12", "2.11", "2.10"]), "limit": 100,
                           "offset": rng.randrange(0, 300)}
                 t = time.perf_counter()
                 assert c.get("/v1/matrix", params=params).status_code == 200
@@ -402,7 +401,7 @@ def main() -> None:
         return
     from tests.conftest import fresh_postgres_database
 
-    databases = fresh_postgres_database("accelenv_scale_")
+    databases = cast(Generator[str, None, None], fresh_postgres_database("accelenv_scale_"))
     database_url = next(databases)
     try:
         cells, tokens = load(database_url, args)

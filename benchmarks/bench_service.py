@@ -70,7 +70,7 @@ def rotation_paths(count: int = ROTATION) -> list[str]:
         torches, ["3.9", "3.10", "3.11", "3.12", "3.13"], ["cpu", "cuda", "cu118", "cu121", "cu126", "rocm"],
         ["torchvision,torchaudio", "none", "torchvision"],
     ):
-        query = {"torch": torch, "python": python, "backend": backend, "with": with_, "os": "linux",
+        query: dict[str, str | list[str] | None] = {"torch": torch, "python": python, "backend": backend, "with": with_, "os": "linux",
                  "arch": "x86_64"}
         try:
             resolve(ResolveRequest.from_query(query), matrix)
@@ -140,7 +140,7 @@ def _rotation_script(paths: list[str], directory: Path) -> Path:
     return script
 
 
-def bare_app():  # noqa: ANN201 - uvicorn factory
+def bare_app():
     """The baseline: FastAPI with one async route returning a small JSON object, nothing else."""
     from fastapi import FastAPI
 

@@ -13,17 +13,15 @@ fix is what `accelenv resolve` gives for this host instead.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 if TYPE_CHECKING:
-    from compat_service.domain.diagnosis import HostFacts
+    from compat_service.domain.host import HostFacts
     from compat_service.domain.install_environment import InstalledEnvironment
 
 PACKAGES = ("torch", "torchvision", "torchaudio")
-#: host detection backend -> what `--backend` the resolver takes for it
-_RESOLVER_BACKEND = {"cuda": "cuda", "rocm": "rocm", "xpu": "xpu", "mps": "mps", "npu": "npu", "mlu": "mlu"}
 
 
 def register(app: typer.Typer) -> None:
@@ -34,18 +32,18 @@ def register(app: typer.Typer) -> None:
 
 
 def doctor_command(
-    site_packages: Optional[Path] = typer.Option(
+    site_packages: Path | None = typer.Option(
         None, "--site-packages", help="read installed packages from this directory (default: this environment)"
     ),
-    database: Optional[str] = typer.Option(
+    database: str | None = typer.Option(
         None,
         "--database",
         envvar="ACCELENV_EVIDENCE_DATABASE",
         help="evidence database (probe reports), e.g. the service's ACCELENV_DATABASE_URL",
     ),
-    matrix_path: Optional[Path] = typer.Option(None, "--matrix", envvar="ACCELENV_MATRIX_PATH", help="a matrix_data dir"),
+    matrix_path: Path | None = typer.Option(None, "--matrix", envvar="ACCELENV_MATRIX_PATH", help="a matrix_data dir"),
     as_json: bool = typer.Option(False, "--json", help="print JSON (findings, host, environment)"),
-    fmt: Optional[str] = typer.Option(None, "--format", help="text or json (older spelling of --json)", hidden=True),
+    fmt: str | None = typer.Option(None, "--format", help="text or json (older spelling of --json)", hidden=True),
 ) -> None:
     from cli.error_render import guarded
 
@@ -83,7 +81,7 @@ def installed_versions(site_packages: Path | None) -> tuple[dict[str, str | None
     relevant: dict[str, str] = {}
     tags: tuple[str, ...] = ()
     build: dict[str, object] = {}
-    for dist in metadata.distributions(**({"path": paths} if paths else {})):
+    for dist in metadata.distributions(path=paths) if paths else metadata.distributions():
         name = normalise_name(dist.metadata["Name"] or "")
         if is_relevant(name):
             relevant.setdefault(name, dist.version)
@@ -95,14 +93,14 @@ def installed_versions(site_packages: Path | None) -> tuple[dict[str, str | None
     return found, InstalledEnvironment(glibc=glibc_version(), wheel_tags=tags, torch_build=build, packages=relevant)
 
 
-def _read(dist, name: str) -> str | None:  # noqa: ANN001 - importlib.metadata.Distribution
+def _read(dist, name: str) -> str | None:
     try:
         return dist.read_text(name)
     except OSError:
         return None
 
 
-def _read_located(dist, relpath: str) -> str | None:  # noqa: ANN001 - importlib.metadata.Distribution
+def _read_located(dist, relpath: str) -> str | None:
     try:
         return Path(str(dist.locate_file(relpath))).read_text(encoding="utf-8", errors="replace")
     except OSError:
@@ -140,14 +138,10 @@ def _checked_host(host: HostFacts) -> HostFacts:
 
 def detect_host_facts() -> HostFacts:
     """This host, detected by probes.host.facts, as the description the domain's diagnosis takes."""
-    from compat_service.domain.diagnosis import HostFacts
+    from compat_service.domain.host import HostFacts
     from probes.host import facts as host_facts
 
-    found = host_facts.detect_host()
-    return HostFacts(
-        os=found["os"], arch=found["arch"], python=found["python"], backend=found["backend"],
-        driver=found["driver_version"], gpu_arch=found["device_arch"], gpu_name=found["device_name"],
-    )
+    return HostFacts.from_detected(host_facts.detect_host())
 
 
 def run_doctor(*, site_packages: Path | None, database: str | None, matrix_path: Path | None, fmt: str) -> bool:
@@ -170,11 +164,7 @@ def run_doctor(*, site_packages: Path | None, database: str | None, matrix_path:
         from compat_service.domain.resolver.request import ResolveRequest
         from compat_service.domain.resolver.stages import resolve
 
-        request = ResolveRequest.from_strings(
-            torch=torch_version, python=host.python, os=host.os, arch=host.arch,
-            backend=_RESOLVER_BACKEND.get(host.backend, "cpu"), driver=host.driver,
-            gpu_arch=host.gpu_arch if host.backend in ("cuda", "rocm") else None,
-        )
+        request = ResolveRequest.for_host(host, torch=torch_version)
         # the commands alone: the finding says why, and resolve's `# warning:` lines would split the fix
         text = render(resolve(request, matrix, evidence), "pip")
         return "\n".join(line for line in text.splitlines() if not line.startswith("#")).strip()
@@ -209,11 +199,61 @@ def run_doctor(*, site_packages: Path | None, database: str | None, matrix_path:
     )
     if versions["torch"] is not None:
         result.findings.extend(environment_findings(environment, os_name=host.os, build=result.build))
+        result.findings.extend(_stack_findings(site_packages, versions, host, matrix, matrix_path))
     _render(result, host, environment, fmt)
     return result.ok
 
 
-def _render(result, host, environment: InstalledEnvironment, fmt: str) -> None:  # noqa: ANN001
+def _stack_findings(site_packages: Path | None, versions: dict[str, str | None], host: HostFacts, matrix: Any,
+                    matrix_path: Path | None) -> list[Any]:
+    """An installed ecosystem package (vllm, xformers, ...) whose torch requirement the installed torch breaks,
+    with the command that repairs it: the package release that fits the installed torch, else the stack of the
+    installed release (`accelenv resolve --with NAME==X`)."""
+    from importlib import metadata
+
+    from compat_service.domain.diagnosis import Finding
+    from compat_service.domain.errors import AccelenvError
+    from compat_service.domain.install_environment import normalise_name
+    from compat_service.domain.resolver.install_formats import render
+    from compat_service.domain.resolver.request import ResolveRequest
+    from compat_service.domain.stacks.catalog import load_catalog
+    from compat_service.domain.stacks.doctor import stack_issues
+    from compat_service.domain.stacks.resolve import resolve_stack
+
+    catalog = load_catalog(matrix_path)
+    wanted = set(catalog.names())
+    installed: dict[str, str | None] = dict(versions)
+    paths = [str(site_packages)] if site_packages is not None else None
+    for dist in metadata.distributions(path=paths) if paths else metadata.distributions():
+        name = normalise_name(dist.metadata["Name"] or "")
+        if name in wanted:
+            installed.setdefault(name, dist.version)
+    platform = f"{host.os}-{host.arch}"
+    findings = []
+
+    def commands(torch: str, package: str) -> str:
+        request = ResolveRequest.for_host(host, torch=torch, with_=[package])
+        text = render(resolve_stack(request, matrix, None, catalog), "pip")
+        return "\n".join(line for line in text.splitlines() if not line.startswith("#")).strip()
+
+    for issue in stack_issues(installed, catalog, platform, host.python):
+        fix = None
+        if issue.severity == "error":
+            torch = (versions["torch"] or "").split("+")[0]
+            try:
+                fix = (f"keep torch {torch}: " + commands(torch, issue.package)).replace(": pip", ":\npip", 1)
+            except AccelenvError:
+                try:
+                    fix = (f"no {issue.package} release fits torch {torch}; install the stack of "
+                           f"{issue.package} {issue.version}:\n" + commands("latest", f"{issue.package}=={issue.version}"))
+                except AccelenvError as err:
+                    fix = f"`accelenv resolve --with {issue.package}=={issue.version}` finds no stack here: {err.message}"
+        severity = "error" if issue.severity == "error" else "warning"
+        findings.append(Finding("stack", severity, issue.message, fix))  # type: ignore[arg-type]
+    return findings
+
+
+def _render(result, host, environment: InstalledEnvironment, fmt: str) -> None:
     import json
     import sys
 

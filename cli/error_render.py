@@ -1,7 +1,7 @@
 """The one place that turns an AccelenvError into terminal output and an exit code.
 
-Rendered like pip does: ``error: <code>``, the message, each cause, the hint. Tracebacks only with -v
-(``ACCELENV_VERBOSE=1``).
+Rendered like pip does: ``error: <code>``, the message, each cause, the hint. With ``ACCELENV_VERBOSE=1``
+in the environment the error is raised instead, with its traceback.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING
 import typer
 
 if TYPE_CHECKING:
-    # errors.py builds pydantic models (~70 ms to import): `guarded` imports it only when something fails,
-    # so `accelenv resolve` starts fast.
+    # errors.py builds pydantic models: `guarded` imports it only when something fails, so the start-up of
+    # `accelenv resolve` (benchmarks/bench_resolve.py times it) never pays for it.
     from compat_service.domain.errors import AccelenvError
 
 

@@ -45,6 +45,57 @@ def _from_database(database: str, torch: str, path: Path | None) -> list[dict[st
         engine.dispose()
 
 
+def fetch_observed_arch_lists(
+    versions: list[str], *, server: str | None, database: str | None, path: Path | None = None
+) -> list[dict[str, Any]]:
+    """Arch lists learned from agreeing probe reports for builds of ``versions`` no curated row covers."""
+    if server:
+        from cli.service_client import ServiceClient
+        from compat_service.domain.errors import ServerUnreachableError
+
+        client = ServiceClient(server)
+        hint = "check --server / ACCELENV_SERVER, or drop it to show the matrix alone"
+        found: list[dict[str, Any]] = []
+        for version in versions:
+            response = client.request("GET", f"/v1/torch/{version}", unreachable_hint=hint)
+            if response.status_code == 404:
+                continue
+            if not response.is_success:
+                raise client.error_from(response)
+            try:
+                found.extend(response.json().get("observed_arch_lists", []))
+            except ValueError as exc:
+                raise ServerUnreachableError(f"could not read torch {version} from {server}: {exc}", hint=hint) from None
+        return found
+    if database:
+        from compat_service.db.evidence.build_facts import observed_facts
+        from compat_service.db.evidence.lookup import open_evidence_database
+        from compat_service.domain.matrix.interface import InMemoryMatrix
+        from compat_service.domain.matrix.loader import load_matrix_data
+
+        engine, _settings = open_evidence_database(database)
+        try:
+            rows = [b.as_arch_list() for b in observed_facts(engine).builds.values()]
+        finally:
+            engine.dispose()
+        matrix = InMemoryMatrix(load_matrix_data(path), rows)
+        return [row.model_dump(mode="json") for v in versions for row in matrix.observed_arch_lists(v)]
+    return []
+
+
+def render_observed_arch_lists(rows: list[dict[str, Any]]) -> None:
+    from rich.console import Console
+
+    console = Console()
+    for r in rows:
+        ptx = f" + PTX {r['ptx']}" if r.get("ptx") else ""
+        console.print(
+            f"observed arch list: torch {r['torch'].lstrip('=')} {r['variant']} {', '.join(r['platforms'])}: "
+            f"{' '.join(r['archs'])}{ptx}  [{', '.join(r['source'])}]",
+            highlight=False, markup=False, soft_wrap=True,
+        )
+
+
 def render_evidence(rows: list[dict[str, Any]]) -> None:
     from rich.console import Console
     from rich.table import Table

@@ -38,9 +38,11 @@ def validate(
     """Check every file and cross-file rule; print each problem with its file and key."""
     from compat_service.domain.errors import MatrixDataError
     from compat_service.domain.matrix.loader import default_path, load_matrix_data, matrix_data_problems
+    from compat_service.domain.stacks.catalog import ecosystem_problems
 
     where = path if path is not None else default_path()
     problems = matrix_data_problems(path)
+    problems += ecosystem_problems(where)  # ecosystem.yaml and the ecosystem's generated files
     if problems:
         if as_json:
             dump_json({"ok": False, "path": str(where), "code": MatrixDataError.code, "counts": None,
@@ -50,12 +52,22 @@ def validate(
                 sys.stdout.write(f"{problem}\n")
             sys.stderr.write(f"error: {MatrixDataError.code}: {len(problems)} problem(s) in {where}\n")
         raise typer.Exit(MatrixDataError.exit_code)
-    counts = _counts(load_matrix_data(path))
+    from compat_service.domain.matrix.arch_coverage import arch_list_coverage
+
+    data = load_matrix_data(path)
+    counts = _counts(data)
+    unknown = [b for b in arch_list_coverage(data) if not b.known]
     if as_json:
-        dump_json({"ok": True, "path": str(where), "counts": counts, "problems": []})
+        dump_json({"ok": True, "path": str(where), "counts": counts, "problems": [],
+                   "unknown_arch_lists": [vars(b) for b in unknown]})
         return
     summary = ", ".join(f"{n} {name.replace('_', ' ').replace('cuda', 'CUDA')}" for name, n in counts.items())
     sys.stdout.write(f"matrix_data OK: {summary} ({where})\n")
+    if unknown:
+        sys.stdout.write(f"unknown arch lists ({len(unknown)} builds; no source states them):\n")
+        for b in unknown:
+            why = f"searched: {b.searched}" if b.searched else "no search recorded"
+            sys.stdout.write(f"  torch {b.torch} {b.variant} {b.platform}: {why}\n")
 
 
 def _counts(data: MatrixData) -> dict[str, int]:
@@ -84,9 +96,17 @@ def show(
     database: Annotated[
         str | None, typer.Option("--database", help="add evidence from this database (probe reports)")
     ] = None,
+    with_: Annotated[
+        str | None,
+        typer.Option("--with", help="an ecosystem package (vllm, xformers, ...): its releases and the torch each "
+                     "pins; with --torch, only the releases that admit it", show_default=False),
+    ] = None,
 ) -> None:
     """The releases the matrix holds, or what it says about one: Python, variants, default index, companions."""
     with guarded(as_json=as_json):
+        if with_ is not None:
+            _show_package(with_, torch, path, as_json)
+            return
         from compat_service.domain.matrix.loader import load_matrix_data
         from compat_service.domain.matrix.release_view import release_view, releases_overview
 
@@ -100,18 +120,82 @@ def show(
         view = release_view(data, torch)
         torch = view["minor"] if torch.strip() == "latest" else torch
         evidence = None
+        observed: list[dict] = []
         if server or database:
-            from cli.evidence_rows import fetch_evidence_rows
+            from cli.evidence_rows import fetch_evidence_rows, fetch_observed_arch_lists
 
             evidence = fetch_evidence_rows(torch, server=server, database=database, path=path)
+            observed = fetch_observed_arch_lists([p["version"] for p in view["patches"]], server=server,
+                                                 database=database, path=path)
         if as_json:
-            dump_json(view if evidence is None else {**view, "evidence": evidence})
+            dump_json(view if evidence is None else {**view, "evidence": evidence, "observed_arch_lists": observed})
         else:
             _render(view)
             if evidence is not None:
-                from cli.evidence_rows import render_evidence
+                from cli.evidence_rows import render_evidence, render_observed_arch_lists
 
                 render_evidence(evidence)
+                render_observed_arch_lists(observed)
+
+
+def _show_package(name: str, torch: str | None, path: Path | None, as_json: bool) -> None:
+    """`matrix show --with vllm`: the package's releases <-> torch (newest first), from the ecosystem catalog."""
+    from packaging.specifiers import SpecifierSet
+
+    from compat_service.domain.errors import Cause, InvalidRequestError
+    from compat_service.domain.stacks.catalog import load_catalog
+    from compat_service.domain.stacks.package_view import package_view
+
+    catalog = load_catalog(path)
+    view = package_view(catalog, name.strip().lower().replace("_", "-"))
+    if view is None:
+        raise InvalidRequestError(f"--with {name!r} is not an ecosystem package",
+                                  hint=f"one of: {', '.join(catalog.names())}",
+                                  causes=[Cause(constraint=f"--with {name}", origin="request")])
+    if torch is not None and torch.strip() != "latest":
+        wanted = torch.strip()
+        probe = wanted + ".0" if wanted.count(".") == 1 else wanted
+
+        def admits(row: dict[str, Any]) -> bool:
+            specs = [p["torch"] for p in row["platforms"] if p["torch"] is not None]
+            curated = (row["curated_torch"] or {}).get("binaries") or []
+            prebuilt = [m for w in row["prebuilt_wheels"] for m in w["torch"]]
+            same_minor = ".".join(probe.split(".")[:2])
+            return (any(SpecifierSet(s).contains(probe, prereleases=True) or _pins_minor(s, same_minor)
+                        for s in specs)
+                    or any(SpecifierSet(s).contains(probe) for s in curated) or same_minor in prebuilt)
+
+        view = {**view, "releases": [r for r in view["releases"] if admits(r)]}
+    if as_json:
+        dump_json(view)
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"{view['name']} releases and the torch each requires (index: {view['index']}, "
+                  f"retrieved {view['retrieved']}; torch build: {view['torch_build'] or 'unknown'})",
+                  caption="from the wheels' METADATA (matrix_data/index) and ecosystem.yaml; "
+                  "`accelenv resolve --with NAME==X` resolves one")
+    for column in ("release", "torch", "companions", "platforms", "Python", "note"):
+        table.add_column(column)
+    for row in view["releases"]:
+        platforms = row["platforms"]
+        torch_text = ", ".join(sorted({p["torch"] or "any" for p in platforms if p["torch"] is not None})) or (
+            " or ".join((row["curated_torch"] or {}).get("binaries") or []) or
+            ", ".join(f"{'/'.join(w['torch'])} cu{w['cuda_major']}" for w in row["prebuilt_wheels"]) or "unknown")
+        companions = ", ".join(sorted({f"{k}=={v}" for p in platforms for k, v in p["companions"].items()}))
+        pythons = ", ".join(sorted({py for p in platforms for py in p["pythons"]}))
+        note = "yanked" if row["yanked"] else ("sdist only" if row["sdist"] and not platforms else "")
+        if row["policy"]:
+            note = f"vllm {row['policy'].get('vllm') or '?'}, CANN {row['policy'].get('cann') or '?'}"
+        table.add_row(row["version"], torch_text, companions or "-",
+                      ", ".join(p["platform"] for p in platforms) or "-", pythons or "-", note)
+    Console().print(table)
+
+
+def _pins_minor(spec: str, minor: str) -> bool:
+    """``==2.9.1`` names minor 2.9 (so `--torch 2.9` lists the releases pinned to any 2.9 patch)."""
+    return spec.startswith("==") and "," not in spec and spec[2:].startswith(minor + ".")
 
 
 def _needs_torch(flag: str) -> Exception:

@@ -80,8 +80,8 @@ def refresh(
     ] = None,
     variant_index: Annotated[
         list[str] | None,
-        typer.Option("--variant-index", help="LABEL=URL: read only these build indexes, there (repeatable); default: every index_url of build_variants.yaml",
-                     show_default=False),
+        typer.Option("--variant-index", help="LABEL=URL: read only these build indexes, there (repeatable); "
+                     "default: every index_url of build_variants.yaml", show_default=False),
     ] = None,
     no_variants: Annotated[bool, typer.Option("--no-variants", help="skip the /whl/<label> indexes")] = False,
     concurrency: Annotated[int, typer.Option("--concurrency", min=1, max=64, help="parallel requests")] = 8,

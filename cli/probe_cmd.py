@@ -21,7 +21,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any, List, Optional
+from typing import Any
 
 import typer
 
@@ -44,13 +44,13 @@ def register(app: typer.Typer) -> None:
 def probe_command(
     device: str = typer.Option("auto", "--device", help="auto, cpu, cuda[:N], mps, xpu or a PrivateUse1 name (npu, refdev)"),
     checks: str = typer.Option(ALL_GROUPS, "--checks", help="comma-separated groups"),
-    output: Optional[Path] = typer.Option(None, "--output", help="write the report here (default: stdout)"),
-    submit_url: Optional[str] = typer.Option(None, "--submit", help="post the report to this service URL"),
-    token: Optional[str] = typer.Option(None, "--token", envvar="ACCELENV_TOKEN", help="API token for --submit"),
+    output: Path | None = typer.Option(None, "--output", help="write the report here (default: stdout)"),
+    submit_url: str | None = typer.Option(None, "--submit", help="post the report to this service URL"),
+    token: str | None = typer.Option(None, "--token", envvar="ACCELENV_TOKEN", help="API token for --submit"),
     timeout: float = typer.Option(120.0, "--timeout", help="seconds each check may take"),
-    python: Optional[str] = typer.Option(None, "--python", help="interpreter to probe (default: this one)"),
-    inject: Optional[List[str]] = typer.Option(None, "--inject", help="refdev fault KIND[:TARGET] (repeatable)"),
-    bundle: Optional[Path] = typer.Option(None, "--bundle", help="only write the single-file probe here (a file, "
+    python: str | None = typer.Option(None, "--python", help="interpreter to probe (default: this one)"),
+    inject: list[str] | None = typer.Option(None, "--inject", help="refdev fault KIND[:TARGET] (repeatable)"),
+    bundle: Path | None = typer.Option(None, "--bundle", help="only write the single-file probe here (a file, "
                                           "or a directory to hold accelenv_probe.py)"),
     quiet: bool = typer.Option(False, "--quiet", help="no progress lines"),
     deep: bool = typer.Option(False, "--deep", help="opinfo: every sample input, not only the first per op and dtype"),
@@ -219,8 +219,10 @@ def _write_report(text: str, output: Path) -> str | None:
 
 def _summary(report: dict[str, Any], output: Path | None, submitted: str | None, code: int) -> dict[str, Any]:
     """What `accelenv probe --json` prints: the outcome a script acts on, and the report when not in a file."""
+    from compat_service.domain.evidence.status import BAD_STATUSES
+
     failing = [{"id": c["id"], "status": c["status"], "detail": c.get("detail")}
-               for c in report["checks"] if c["status"] in ("failed", "timeout", "crashed", "error")]
+               for c in report["checks"] if c["status"] in BAD_STATUSES]
     payload: dict[str, Any] = {
         "report_id": report["report_id"],
         "exit_code": code,
@@ -273,10 +275,10 @@ def _submit_or_spool(report: dict[str, Any], server: str, token: str) -> str:
 
 
 def report_submit_command(
-    files: Optional[List[Path]] = typer.Argument(None, help="saved reports to send (default: the spool)",
+    files: list[Path] | None = typer.Argument(None, help="saved reports to send (default: the spool)",
                                                  show_default=False),
-    server: Optional[str] = typer.Option(None, "--server", envvar="ACCELENV_SERVER", help="the service URL"),
-    token: Optional[str] = typer.Option(None, "--token", envvar="ACCELENV_TOKEN", help="API token (scope 'report')"),
+    server: str | None = typer.Option(None, "--server", envvar="ACCELENV_SERVER", help="the service URL"),
+    token: str | None = typer.Option(None, "--token", envvar="ACCELENV_TOKEN", help="API token (scope 'report')"),
     as_json: bool = typer.Option(False, "--json", help="print the outcome as JSON (sent, kept, moved)"),
 ) -> None:
     from cli import report_spool

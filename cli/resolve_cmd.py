@@ -32,7 +32,7 @@ def register(app: typer.Typer) -> None:
     """Attach this module's commands to the root app."""
     import typer
 
-    def resolve_command(ctx) -> None:  # type: ignore[no-untyped-def]
+    def resolve_command(ctx) -> None:
         raise typer.Exit(main(list(ctx.args)))
 
     # Typer reads annotations from this module's globals, where typer is not imported (start-up time).
@@ -54,7 +54,8 @@ def build_parser() -> argparse.ArgumentParser:
             add(p.flag, dest=p.dest, action="store_true", help=p.cli_help or p.description)
         else:
             help_text = p.cli_help or p.description
-            add(p.flag, dest=p.dest, metavar=p.metavar, default=p.cli_default, help=help_text)
+            action = "append" if p.repeatable else "store"
+            add(p.flag, dest=p.dest, metavar=p.metavar, default=p.cli_default, help=help_text, action=action)
     add("--format", dest="fmt", metavar="FORMAT", default="text", help=f"one of: {', '.join(FORMATS)}")
     add(
         "--server",
@@ -95,7 +96,8 @@ def print_help(parser: argparse.ArgumentParser) -> None:
     table.add_column()
     for action in parser._actions:  # argparse has no public accessor for its actions
         flags = ", ".join(action.option_strings)
-        metavar = "" if action.nargs == 0 else (action.metavar or action.dest.upper())
+        named = action.metavar or action.dest.upper()
+        metavar = "" if action.nargs == 0 else " ".join(named) if isinstance(named, tuple) else named
         default = action.default if action.default not in (None, False, argparse.SUPPRESS) else None
         help_text = (action.help or "") + (f" [dim]\\[default: {default}][/]" if default else "")
         table.add_row(flags, metavar, help_text)
@@ -133,15 +135,18 @@ def run_resolve(
     backend: str | None,
     driver: str | None,
     gpu_arch: str | None,
-    with_: str | None,
+    with_: str | list[str] | None,
     fmt: str,
     server: str | None,
     matrix_path: str | None,
     database: str | None = None,
     require_verified: bool = False,
     strict: bool = False,
+    runtime: str | None = None,
+    gpu: str | None = None,
 ) -> str:
     from compat_service.domain.backends import normalise_arch
+    from compat_service.domain.host import HostFacts
     from compat_service.domain.resolver.install_formats import render
     from compat_service.domain.resolver.request import ResolveRequest, invalid_request
     from probes.host import facts as host_facts
@@ -151,13 +156,16 @@ def run_resolve(
             f"--format {fmt!r} is not an output format", f"use one of: {', '.join(FORMATS)}", "--format", fmt
         )
     this_os, this_arch = host_facts.os_name(), host_facts.arch_name()
+    if arch is None and os_name == "macos" and this_os != "macos":
+        arch = ""  # another host's macOS: Apple silicon, said in the answer (ResolveRequest's default)
     same_arch = arch is None or normalise_arch(this_os, arch) == normalise_arch(this_os, this_arch)
     foreign = (os_name is not None and os_name != this_os) or not same_arch
     note = None
+    host = None
     if backend == "auto":
         target_os = os_name or this_os
-        if driver or gpu_arch:
-            backend = None  # the family --gpu-arch/--driver imply (ResolveRequest), never this host's
+        if driver or gpu_arch or gpu:
+            backend = None  # the family --gpu-arch/--driver/--gpu imply (ResolveRequest), never this host's
         elif foreign:
             # A foreign target's default: the build its default index serves (MPS is the macOS wheel).
             backend = "mps" if target_os == "macos" else "cpu"
@@ -167,24 +175,27 @@ def run_resolve(
             )
         else:
             _check_backend_override(host_facts)
-            host = host_facts.detect_host()
-            backend = host["backend"]
-            driver = host["driver_version"] if backend not in ("cpu", "mps") else None
-            gpu_arch = (
-                host["device_arch"] if backend not in ("cpu", "mps", "npu", "mlu", "xpu") else None
-            )
-    request = ResolveRequest.from_strings(
-        torch=torch,
-        python=python if python is not None else host_facts.python_minor(),
-        os=os_name if os_name is not None else this_os,
-        arch=arch if arch is not None else this_arch,
-        backend=backend,
-        driver=driver,
-        gpu_arch=gpu_arch,
-        with_=with_,
-        require_verified=require_verified,
-        strict=strict,
-    )
+            host = HostFacts.from_detected(host_facts.detect_host())
+    if host is not None:
+        request = ResolveRequest.for_host(
+            host, torch=torch, python=python, os=os_name, arch=(arch or None) if arch is not None else None,
+            with_=with_, require_verified=require_verified, strict=strict, runtime=runtime, gpu=gpu,
+        )
+    else:
+        request = ResolveRequest.from_strings(
+            torch=torch,
+            python=python if python is not None else host_facts.python_minor(),
+            os=os_name if os_name is not None else this_os,
+            arch=(arch or None) if arch is not None else this_arch,
+            backend=backend,
+            driver=driver,
+            gpu_arch=gpu_arch,
+            with_=with_,
+            require_verified=require_verified,
+            strict=strict,
+            runtime=runtime,
+            gpu=gpu,
+        )
     if require_verified and not (server or database):
         raise invalid_request(
             "--require-verified needs verification evidence, and none was given",
@@ -202,13 +213,23 @@ def run_resolve(
         from compat_service.domain.matrix.snapshot import load_matrix_cached
         from compat_service.domain.resolver.stages import resolve
 
+
         evidence = None
         if database:
             # lazy: only `--database` pays for SQLAlchemy (docs/architecture.md allows it here)
             from compat_service.db.evidence.lookup import open_database_evidence
+            from compat_service.domain.resolver.stages import name_the_gpu
 
-            evidence = open_database_evidence(database, gpu_arch=request.gpu_arch)
-        resolution = resolve(request, load_matrix_cached(Path(matrix_path) if matrix_path else None), evidence)
+            matrix = load_matrix_cached(Path(matrix_path) if matrix_path else None)
+            evidence = open_database_evidence(database, gpu_arch=name_the_gpu(request, matrix)[0].gpu_arch)
+        data_dir = Path(matrix_path) if matrix_path else None
+        if request.stack:  # --with vllm: the stack's releases, then torch for them (compat_service/domain/stacks)
+            from compat_service.domain.stacks.catalog import load_catalog
+            from compat_service.domain.stacks.resolve import resolve_stack
+
+            resolution = resolve_stack(request, load_matrix_cached(data_dir), evidence, load_catalog(data_dir))
+        else:
+            resolution = resolve(request, load_matrix_cached(data_dir), evidence)
     if note is not None:
         import dataclasses
 
@@ -216,7 +237,7 @@ def run_resolve(
     return render(resolution, fmt)
 
 
-def _check_backend_override(host_facts) -> None:  # type: ignore[no-untyped-def]  # the probes module
+def _check_backend_override(host_facts) -> None:  # host_facts: the probes module
     """A bad ACCELENV_BACKEND is refused naming the variable (as `doctor` does), before detection."""
     from compat_service.domain.resolver.request import invalid_request, parse_backend
 

@@ -14,7 +14,9 @@ from contextlib import asynccontextmanager
 
 from fastapi import Depends, FastAPI
 from fastapi_offline import FastAPIOffline
+from starlette.routing import Route
 
+from compat_service.api.deps import AppState
 from compat_service.api.errors import install_error_handlers, unhandled_error_response
 from compat_service.api.metrics import ServiceMetrics
 from compat_service.api.middleware.body_limit import BodyLimitMiddleware
@@ -22,8 +24,9 @@ from compat_service.api.middleware.http_cache import HttpCacheMiddleware
 from compat_service.api.middleware.nul_guard import NulGuardMiddleware
 from compat_service.api.middleware.observability import AccessLog, ObservabilityMiddleware, configure_logging
 from compat_service.api.openapi_doc import install_openapi
+from compat_service.api.pages.routes import PAGE_CACHE_SIZE
 from compat_service.api.pages.routes import static_files as pages_static
-from compat_service.api.resolve_cache import ResolveCache
+from compat_service.api.resolve_cache import LruCache, ResolveCache
 from compat_service.api.strict_query import strict_query
 from compat_service.api.server.gc_tuning import tune_for_service
 from compat_service.api.server.lifecycle import announce_start, announce_stop
@@ -39,7 +42,8 @@ from compat_service.db.tokens import TokenCache
 #: routers in include order (routes match in this order: the hot /v1/resolve first); reports, evidence,
 #: matrix and probe are owned by other parts of the project; pages are the HTML site (api/pages/)
 ROUTERS = (
-    "resolve", "health", "torch", "matrix", "ci_matrix", "reports", "evidence", "probe", "tokens", "metrics", "pages",
+    "resolve", "health", "torch", "packages", "matrix", "ci_matrix", "reports", "evidence", "probe", "tokens",
+    "metrics", "pages",
 )
 #: where a router's module lives when not under api/routes/ (the pages are a self-contained package)
 ROUTER_MODULES = {"pages": "compat_service.api.pages.routes"}
@@ -57,11 +61,11 @@ def _same_origin_only(app: FastAPI, paths: tuple[str, ...]) -> None:
     """Send ``DOCS_CSP`` with the pages at ``paths`` (wrapping just those routes keeps it off the hot path)."""
     header = (b"content-security-policy", DOCS_CSP.encode())
     for route in app.router.routes:
-        if getattr(route, "path", None) in paths:
+        if isinstance(route, Route) and route.path in paths:
             inner = route.app
 
-            async def with_csp(scope, receive, send, inner=inner):  # noqa: ANN001 - ASGI callables
-                async def send_with_header(message):  # noqa: ANN001
+            async def with_csp(scope, receive, send, inner=inner):
+                async def send_with_header(message):
                     if message["type"] == "http.response.start":
                         message["headers"] = [*message.get("headers", []), header]
                     await send(message)
@@ -90,12 +94,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         if settings.tune_gc:
             tune_for_service()
-        announce_start(app.state)
+        announce_start(state)
         yield
-        app.state.ingest_queue.close()
+        state.ingest_queue.close()
         engine.dispose()
-        announce_stop(app.state, app.state.metrics.served)
-        app.state.metrics.process_exiting()
+        announce_stop(state, state.metrics.served)
+        state.metrics.process_exiting()
 
     # Swagger UI and ReDoc from the assets fastapi-offline ships (no CDN: the docs work offline)
     app = FastAPIOffline(
@@ -111,15 +115,18 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         dependencies=[Depends(strict_query)],
         telemetry=None if settings.opentelemetry else {"tracing": False, "metrics": False, "logs": False},
     )
-    app.state.settings = settings
-    app.state.engine = engine
-    app.state.matrix_repository = MatrixRepository(engine, refresh_s=settings.matrix_refresh_s)
-    app.state.resolve_cache = ResolveCache(settings.resolve_cache_size)
-    app.state.evidence_version = EvidenceVersion(engine, refresh_s=settings.matrix_refresh_s)
-    app.state.matrix_rows_cache = MatrixRowsCache()
-    app.state.ingest_queue = IngestQueue(engine, max_batch=settings.ingest_group_max)
-    app.state.token_cache = TokenCache(settings.token_cache_s)
-    app.state.metrics = ServiceMetrics()
+    state = app.state.service = AppState(
+        settings=settings,
+        engine=engine,
+        matrix_repository=MatrixRepository(engine, refresh_s=settings.matrix_refresh_s),
+        resolve_cache=ResolveCache(settings.resolve_cache_size),
+        evidence_version=EvidenceVersion(engine, refresh_s=settings.matrix_refresh_s),
+        matrix_rows_cache=MatrixRowsCache(),
+        ingest_queue=IngestQueue(engine, max_batch=settings.ingest_group_max),
+        token_cache=TokenCache(settings.token_cache_s),
+        metrics=ServiceMetrics(),
+        page_cache=LruCache(PAGE_CACHE_SIZE),
+    )
     install_error_handlers(app)
     for name in ROUTERS:
         module = importlib.import_module(ROUTER_MODULES.get(name, f"compat_service.api.routes.{name}"))
@@ -145,7 +152,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # Outermost of ours: request id, access log, metrics, and the one log line of an unhandled error.
     app.add_middleware(
         ObservabilityMiddleware,
-        metrics=app.state.metrics,
+        metrics=state.metrics,
         access_log=AccessLog(settings.log_format) if settings.access_log else None,
         on_unhandled=unhandled_error_response,
     )

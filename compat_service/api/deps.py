@@ -1,34 +1,68 @@
-"""Dependency aliases the routers use: settings, a database session, the loaded matrix, token scopes."""
+"""The service's typed state and the dependency aliases the routers use: settings, a database session, the
+loaded matrix, token scopes."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from typing import Annotated, Any
 
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
+from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 
-from compat_service.api.resolve_cache import ResolveCache
+from compat_service.api.metrics import ServiceMetrics
+from compat_service.api.resolve_cache import LruCache, ResolveCache
 from compat_service.config import Settings
-from compat_service.db.matrix.snapshot_follower import MatrixSnapshot
+from compat_service.db.evidence.lookup import EvidenceVersion
+from compat_service.db.evidence.matrix_cells import MatrixRowsCache
+from compat_service.db.evidence.queue import IngestQueue
+from compat_service.db.matrix.snapshot_follower import MatrixRepository, MatrixSnapshot
 from compat_service.db.matrix.tables import ApiTokenPublic
-from compat_service.db.tokens import authorize
+from compat_service.db.tokens import TokenCache, authorize
+
+
+@dataclass(eq=False)
+class AppState:
+    """What one app holds for its lifetime, built once by `create_app` (``app.state.service``)."""
+
+    settings: Settings
+    engine: Engine
+    #: the loaded matrix, followed in the database
+    matrix_repository: MatrixRepository
+    resolve_cache: ResolveCache
+    #: the stamp of the evidence tables (answers that include evidence are cached under it)
+    evidence_version: EvidenceVersion
+    matrix_rows_cache: MatrixRowsCache
+    ingest_queue: IngestQueue
+    token_cache: TokenCache
+    metrics: ServiceMetrics
+    #: the pages' models (heatmaps) of this worker
+    page_cache: LruCache[Any]
+    #: GET /v1/ci-matrix's answers (routes/ci_matrix.py): a full matrix is ~0.6 MB, pipelines ask a few
+    ci_matrix_cache: LruCache[bytes] = field(default_factory=lambda: LruCache(64))
+
+
+def state_of(app: Starlette | Any) -> AppState:
+    """The typed state of ``app`` (every reader of the app's state goes through here)."""
+    state: AppState = app.state.service
+    return state
 
 
 # Plain attribute reads: async so FastAPI does not hop to a thread for them.
 async def get_settings(request: Request) -> Settings:
-    return request.app.state.settings
+    return state_of(request.app).settings
 
 
 async def get_engine(request: Request) -> Engine:
-    return request.app.state.engine
+    return state_of(request.app).engine
 
 
 def get_session(request: Request) -> Iterator[Session]:
-    with Session(request.app.state.engine) as session:
+    with Session(state_of(request.app).engine) as session:
         yield session
 
 
@@ -38,7 +72,7 @@ async def get_matrix(request: Request) -> MatrixSnapshot:
 
 async def current_matrix(app: Any) -> MatrixSnapshot:
     """The app's loaded matrix (for a raw ASGI endpoint, which has no Request)."""
-    repository = app.state.matrix_repository
+    repository = state_of(app).matrix_repository
     # Steady state: a clock check, not worth a thread hop. A refresh queries the database: off the loop.
     if repository.is_fresh():
         return repository.current()
@@ -46,11 +80,7 @@ async def current_matrix(app: Any) -> MatrixSnapshot:
 
 
 def get_current_matrix(request: Request) -> MatrixSnapshot:
-    return request.app.state.matrix_repository.current(check_now=True)
-
-
-async def get_resolve_cache(request: Request) -> ResolveCache:
-    return request.app.state.resolve_cache
+    return state_of(request.app).matrix_repository.current(check_now=True)
 
 
 #: Cache-Control of answers that depend on the caller's token
@@ -63,7 +93,6 @@ MatrixDep = Annotated[MatrixSnapshot, Depends(get_matrix)]
 #: the snapshot of the newest load, checked against the database now: for routes that also query the
 #: matrix tables, so both halves of an answer describe the same load
 CurrentMatrixDep = Annotated[MatrixSnapshot, Depends(get_current_matrix)]
-ResolveCacheDep = Annotated[ResolveCache, Depends(get_resolve_cache)]
 
 _bearer = HTTPBearer(auto_error=False, description="a token from `accelenv token create`")
 #: the bearer credentials alone (HTTPBearer is async: no thread hop), for a route that authorizes in the same
@@ -87,9 +116,9 @@ def holds_scope(scope: str) -> Callable[..., bool]:
     ) -> bool:
         if credentials is None:
             return False
-        with Session(request.app.state.engine) as session:  # connects only when the token is not cached
-            token = authorize(session, credentials.credentials, "report", request.app.state.token_cache,
-                              any_scope=True)
+        state = state_of(request.app)
+        with Session(state.engine) as session:  # connects only when the token is not cached
+            token = authorize(session, credentials.credentials, "report", state.token_cache, any_scope=True)
         return token.scope in (scope, "admin")
 
     return check
@@ -104,6 +133,6 @@ def require_scope(scope: str) -> Callable[..., ApiTokenPublic]:
         credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
     ) -> ApiTokenPublic:
         secret = credentials.credentials if credentials else None
-        return authorize(session, secret, scope, request.app.state.token_cache)
+        return authorize(session, secret, scope, state_of(request.app).token_cache)
 
     return check

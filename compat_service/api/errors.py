@@ -15,6 +15,7 @@ Every error body also carries ``request_id``, the id of the request in the acces
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -43,7 +44,7 @@ _HTTP_CODES = {
 }
 
 
-def error_response(status: int, body: ErrorBody, headers: dict[str, str] | None = None) -> JSONResponse:
+def error_response(status: int, body: ErrorBody, headers: Mapping[str, str] | None = None) -> JSONResponse:
     content = body.model_dump(mode="json")
     content["request_id"] = current_request_id()
     return JSONResponse(content, status_code=status, headers=headers)

@@ -10,10 +10,11 @@
 
 from __future__ import annotations
 
-import orjson
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from typing import Any, Generic, TypeVar
+
+import orjson
 
 from compat_service.domain.errors import AccelenvError
 

@@ -15,11 +15,16 @@ from pathlib import Path
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
-from sqlmodel import Session
+from sqlmodel import Session, SQLModel
 
 from compat_service.domain.errors import Cause, DatabaseNotReadyError, InvalidRequestError
 
 SQLITE_BUSY_TIMEOUT_MS = 10_000
+
+
+def core_table(model: type[SQLModel]) -> sa.Table:
+    """The Core table of a SQLModel table class, for bulk SQL (SQLModel leaves ``__table__`` undeclared)."""
+    return model.__table__  # type: ignore[attr-defined]
 
 
 def _switch_to_wal(cursor: sqlite3.Cursor) -> None:
@@ -42,7 +47,7 @@ def _switch_to_wal(cursor: sqlite3.Cursor) -> None:
             delay = min(delay * 2, 0.05)
 
 
-def _sqlite_pragmas(dbapi_connection, _record) -> None:  # noqa: ANN001 - DB-API connection
+def _sqlite_pragmas(dbapi_connection, _record) -> None:
     cursor = dbapi_connection.cursor()
     cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
     _switch_to_wal(cursor)
@@ -69,7 +74,7 @@ def _invalid_url(shown: str, problem: str, hint: str = _URL_HINT) -> InvalidRequ
 def _port_problem(database_url: str) -> str | None:
     """Why the URL's port is unusable (not a number, out of range), or None; the stdlib parser says which."""
     try:
-        urllib.parse.urlsplit(database_url).port
+        _ = urllib.parse.urlsplit(database_url).port  # the property parses the port, raising on a bad one
     except ValueError as exc:
         return str(exc)
     return None

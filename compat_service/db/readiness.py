@@ -22,7 +22,7 @@ class Readiness(BaseModel):
     matrix_version: str | None = None
 
 
-def readiness(engine) -> Readiness:  # noqa: ANN001 - sqlalchemy Engine
+def readiness(engine) -> Readiness:
     checks: list[Check] = []
     try:
         require_existing(engine)

@@ -60,6 +60,11 @@ PLUGINS: dict[str, VendorPlugin] = {
 }
 PLUGIN_FAMILIES: tuple[str, ...] = tuple(PLUGINS)
 
+#: what ``--runtime`` names for each family that takes one (the host's vendor runtime), and where the matrix
+#: keeps it: the plugin row's column (npu, mlu) or the build's ROCm release (rocm, matched on major.minor)
+RUNTIME_NAMES: dict[str, str] = {"npu": "CANN", "rocm": "ROCm", "mlu": "Cambricon toolkit"}
+RUNTIME_COLUMNS: dict[str, str] = {"npu": "cann", "mlu": "toolkit"}
+
 #: torch device types each label family drives (the evidence side: a probe report names a device type).
 #: A ROCm build exposes its GPUs as ``cuda``; the macOS default wheel (label ``cpu``) drives ``mps``;
 #: every build runs on the CPU.

@@ -18,25 +18,13 @@ from typing import Any, Literal
 
 from compat_service.domain.backends import FAMILIES_FOR_HOST_BACKEND, is_build_label, label_family
 from compat_service.domain.evidence.lookup import EvidenceLookup
-from compat_service.domain.hardware_rules import arch_coverage, cached_version, driver_floor
+from compat_service.domain.hardware_rules import MVC_LIMITS, arch_coverage, driver_rule
+from compat_service.domain.host import HostFacts
 from compat_service.domain.matrix.interface import Matrix
 from compat_service.domain.resolver.request import COMPANIONS
+from compat_service.domain.versions import cached_version
 
 Severity = Literal["error", "warning", "ok"]
-
-
-@dataclass(frozen=True)
-class HostFacts:
-    """The host being checked, as the caller detected it (the CLI: ``probes.host.facts.detect_host``)."""
-
-    os: str
-    arch: str
-    python: str
-    #: cpu, cuda, rocm, xpu, mps, npu, mlu, or what ACCELENV_BACKEND says
-    backend: str
-    driver: str | None = None
-    gpu_arch: str | None = None
-    gpu_name: str | None = None
 
 
 @dataclass(frozen=True)
@@ -171,7 +159,14 @@ def _driver(c: _Context) -> list[Finding]:
     if not (build and label_family(build) == "cuda" and host.backend == "cuda"):
         return []
     variant = matrix.build_variant(build)
-    floor = driver_floor(matrix, variant.runtime if variant else None, variant.runtime_full if variant else None, host.os)
+    runtime = variant.runtime if variant else None
+    coverage = None
+    if host.gpu_arch:
+        coverage = arch_coverage(matrix, patch.version, build, runtime, platform, host.gpu_arch).coverage
+        coverage = None if coverage == "unknown" else coverage
+    # the one driver rule (hardware_rules): the CUDA major's minor-version floor when the GPU has SASS in
+    # the build, the toolkit's own floor for PTX
+    floor = driver_rule(matrix, runtime, variant.runtime_full if variant else None, host.os, coverage)
     if floor.version is None:
         return [Finding("driver", "warning", f"the matrix has no {host.os} driver minimum for {build}")]
     if host.driver is None:
@@ -183,6 +178,15 @@ def _driver(c: _Context) -> list[Finding]:
             f"the NVIDIA driver {host.driver} is older than {floor.version}, the minimum for {build}",
             f"upgrade the driver to >= {floor.version}, or install a build for an older CUDA: "
             + (fix(patch.version) or "`accelenv resolve --driver " + host.driver + "`"),
+        )]
+    if (floor.toolkit_floor and cached_version(host.driver) < cached_version(floor.toolkit_floor)
+            and floor.rule == "minor-version-compat"):
+        return [Finding(
+            "driver", "warning",
+            f"driver {host.driver} runs {build} by NVIDIA's minor-version compatibility (>= {floor.version}), "
+            f"below CUDA {floor.toolkit.version if floor.toolkit else runtime}'s own floor {floor.toolkit_floor}: "
+            + MVC_LIMITS,
+            f"upgrade the driver to >= {floor.toolkit_floor} for PTX JIT and torch.compile, or set TRITON_PTXAS_PATH",
         )]
     return [Finding("driver", "ok", f"driver {host.driver} meets {build}'s minimum {floor.version}")]
 

@@ -17,9 +17,13 @@ The resolver's failure kinds (all `UnsatisfiableError`: exit 5, HTTP 409):
 | variant-not-published  | the asked build label / family is not published for the matching releases     |
 | driver-too-old         | every candidate build needs a newer driver than --driver                       |
 | gpu-arch-unsupported   | no candidate build ships kernels (or PTX) for --gpu-arch                       |
+| runtime-mismatch       | no candidate build fits the vendor runtime --runtime names (CANN, ROCm, CTR)   |
 | companion-unknown      | the matrix has no torchvision/torchaudio version for the matching releases    |
 | not-verified           | --require-verified, and no candidate's cell is verified by probe reports       |
 | rests-on-unknown       | --strict, and the answer rests on data the matrix lacks (arch list, floor)     |
+| stack-conflict         | no release of a --with package fits torch and the host together (its pins, its |
+|                        | wheels, the torch build its binaries need); a host-only failure of every       |
+|                        | candidate keeps the torch resolver's code (driver-too-old, ...)                |
 
 Malformed flags are `InvalidRequestError` (exit 2, HTTP 422).
 """
@@ -27,9 +31,50 @@ Malformed flags are `InvalidRequestError` (exit 2, HTTP 422).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 from pydantic import BaseModel, Field
+
+__all__ = [
+    "AccelenvError",
+    "Alternative",
+    "AuthError",
+    "BackendUnavailableError",
+    "Cause",
+    "CompanionUnknownError",
+    "ConflictError",
+    "DatabaseNotReadyError",
+    "DriverTooOldError",
+    "ERRORS",
+    "ErrorBody",
+    "ForbiddenError",
+    "GpuArchUnsupportedError",
+    "IndexResponseError",
+    "IndexUnreachableError",
+    "InternalError",
+    "InvalidRequestError",
+    "MatrixDataError",
+    "MatrixOutOfDateError",
+    "NotFoundError",
+    "NotVerifiedError",
+    "PlatformUnsupportedError",
+    "PythonUnsupportedError",
+    "RESOLVER_ERROR_CODES",
+    "ReportConflictError",
+    "ReportInvalidError",
+    "ReportTooLargeError",
+    "RestsOnUnknownError",
+    "RuntimeMismatchError",
+    "ServerFailedError",
+    "ServerUnreachableError",
+    "StackConflictError",
+    "TorchNotFoundError",
+    "UnsatisfiableError",
+    "VariantNotPublishedError",
+    "error_class",
+    "error_from_body",
+]
 
 
 class Cause(BaseModel):
@@ -57,6 +102,10 @@ class ErrorBody(BaseModel):
     alternatives: list[Alternative] = Field(default_factory=list)
 
 
+#: code -> class, filled by `AccelenvError.__init_subclass__`; read through `ERRORS`
+_REGISTRY: dict[str, type[AccelenvError]] = {}
+
+
 class AccelenvError(Exception):
     """Base of every error accelenv raises on purpose."""
 
@@ -64,6 +113,16 @@ class AccelenvError(Exception):
     #: the HTTP status the API answers with; the CLI uses ``exit_code``
     http_status: int = 400
     exit_code: int = 1
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        # the registry is complete by construction: a class registers itself where it is defined
+        super().__init_subclass__(**kwargs)
+        if "code" not in cls.__dict__:
+            raise TypeError(f"{cls.__name__} must set its own `code` (the registry maps each code to one class)")
+        taken = _REGISTRY.get(cls.code)
+        if taken is not None and (taken.__module__, taken.__qualname__) != (cls.__module__, cls.__qualname__):
+            raise TypeError(f"error code {cls.code!r} of {cls.__name__} is already {taken.__name__}'s")
+        _REGISTRY[cls.code] = cls
 
     def __init__(
         self,
@@ -210,6 +269,12 @@ class GpuArchUnsupportedError(UnsatisfiableError):
     code = "gpu-arch-unsupported"
 
 
+class RuntimeMismatchError(UnsatisfiableError):
+    """``--runtime``: no candidate build fits the host's CANN / ROCm / Cambricon toolkit version."""
+
+    code = "runtime-mismatch"
+
+
 class CompanionUnknownError(UnsatisfiableError):
     code = "companion-unknown"
 
@@ -220,18 +285,50 @@ class RestsOnUnknownError(UnsatisfiableError):
     code = "rests-on-unknown"
 
 
+class StackConflictError(UnsatisfiableError):
+    """No release of an ecosystem package (`--with vllm`) fits torch and the target together."""
+
+    code = "stack-conflict"
+
+
 class NotVerifiedError(UnsatisfiableError):
     """``--require-verified``: no candidate's cell is verified by probe reports."""
 
     code = "not-verified"
 
 
+class IndexUnreachableError(AccelenvError):
+    """`matrix refresh`: the index (or one of its files) did not answer after the retries."""
+
+    code = "index-unreachable"
+    http_status = 502
+    exit_code = 6
+
+
+class IndexResponseError(AccelenvError):
+    """The index answered, but with something that cannot be read (bad status, unknown content type, bad zip)."""
+
+    code = "index-bad-response"
+    http_status = 502
+    exit_code = 6
+
+
+class MatrixOutOfDateError(AccelenvError):
+    """`matrix refresh --check`: the index has releases or wheels the generated matrix lacks or contradicts."""
+
+    code = "matrix-out-of-date"
+    http_status = 409
+    exit_code = 11
+
+
 def _tree(cls: type[AccelenvError]) -> list[type[AccelenvError]]:
     return [cls, *(sub for child in cls.__subclasses__() for sub in _tree(child))]
 
 
-#: code -> class, for every error class above (the one registry)
-ERRORS: Mapping[str, type[AccelenvError]] = {cls.code: cls for cls in _tree(AccelenvError)}
+_REGISTRY[AccelenvError.code] = AccelenvError
+#: code -> class, for every AccelenvError subclass (the one registry; each class adds itself when it is
+#: defined, and every class accelenv raises is defined in this module, so importing it is enough)
+ERRORS: Mapping[str, type[AccelenvError]] = MappingProxyType(_REGISTRY)
 #: the resolver's failure kinds (the table in this module's docstring)
 RESOLVER_ERROR_CODES: tuple[str, ...] = tuple(
     cls.code for cls in _tree(UnsatisfiableError) if cls is not UnsatisfiableError

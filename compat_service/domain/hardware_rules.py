@@ -8,40 +8,53 @@ copy, which the probe applies to torch's compiled arch list on the target host; 
 matrix's arch lists. probes is stdlib-only and imports nothing from accelenv, so the domain can share it
 and it cannot share the domain's.
 
-Driver floor rule (conservative, one rule everywhere): a CUDA build needs the *toolkit's own* minimum
-driver from cuda.yaml (the floor of ``runtime_full`` when known, else the highest floor of that
-major.minor's updates). NVIDIA's minor-version compatibility (12.x on >= 525) is not used to accept a
-driver: PyTorch JIT-compiles PTX, which that mode does not support. It is mentioned in warnings only.
+Driver rule (NVIDIA's CUDA compatibility guide, two floors, both from cuda.yaml):
+
+| the GPU runs the build through                      | the driver needs                                 | rule                   |
+| --------------------------------------------------- | ------------------------------------------------ | ---------------------- |
+| SASS (a cubin of its major, minor <= its own)       | its CUDA major's minor-version-compat floor (the toolkit's, if lower) | minor-version-compat |
+| only the build's PTX (GPU newer than every cubin)   | the toolkit's own floor (the driver JIT-compiles that PTX) | toolkit-floor  |
+| unknown (no --gpu-arch, or no arch list)            | the major's floor; the answer says which GPUs that holds for | minor-version-compat |
+| a CUDA major without minor-version compatibility (10.x) | the toolkit's own floor                       | toolkit-floor          |
+
+The toolkit's own floor is that of ``runtime_full`` when known, else the highest floor of that major.minor's
+updates. The major's floor applies on every OS: CUDA 13.x needs an R580+ driver on Windows too, where
+NVIDIA prints no per-toolkit Windows floor. Minor-version compatibility does not cover PTX JIT for a GPU
+newer than the build's SASS, nor kernels that torch.compile's Triton builds with a ptxas newer than the
+driver ("device kernel image is invalid"): the answer says so (``MVC_LIMITS``).
+
+What a toolkit can compile (cuda.yaml ``toolkit_archs``): a GPU outside a build's toolkit range has no
+SASS in it, known even when the build's own list is not; a list is only unknown within that range.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal
 
-from packaging.version import Version
+from packaging.version import InvalidVersion, Version
 
 from compat_service.domain.matrix.interface import per_matrix_memo
+from compat_service.domain.versions import cached_version
 from probes.host.arch_compat import cubin_runs_on, ptx_runs_on
 
 if TYPE_CHECKING:
     from compat_service.domain.matrix.interface import Matrix
 
-#: versions repeat across calls (toolkits, drivers); parsing them once keeps resolve() well under 1 ms
-cached_version = lru_cache(maxsize=4096)(Version)
-
 Coverage = Literal["kernels", "ptx", "no", "unknown"]
+#: what a verdict rests on: the build's own arch list, its toolkit's compile range, ROCm's gfx list
+Basis = Literal["list", "toolkit", "rocm", "none"]
 
 
 @dataclass(frozen=True)
 class ArchVerdict:
     coverage: Coverage
-    #: the matrix row behind the verdict (an ArchList or a RocmRelease), None = unknown
+    #: the matrix row behind the verdict (an ArchList, a ToolkitArchRange or a RocmRelease), None = unknown
     row: Any = None
     #: what the build ships, for messages ("sm_50 … sm_90 + PTX sm_90")
     shipped: str | None = None
+    basis: Basis = "list"
 
 
 def describe_archs(archs: list[str], ptx: str | None) -> str:
@@ -64,8 +77,29 @@ def arch_coverage(
         release = matrix.rocm_release(runtime)
         if release is not None and release.gfx_targets is not None:
             shipped = ", ".join(release.gfx_targets)
-            return ArchVerdict("kernels" if gpu_arch in release.gfx_targets else "no", release, shipped)
-    return ArchVerdict("unknown")
+            return ArchVerdict(
+                "kernels" if gpu_arch in release.gfx_targets else "no", release, shipped, basis="rocm"
+            )
+    if gpu_arch.startswith("sm_") and runtime is not None:
+        span = matrix.toolkit_arch_range(runtime)
+        if span is not None and not arch_in_range(gpu_arch, span.min_arch, span.max_arch):
+            shipped = f"CUDA {runtime} compiles SASS for {span.min_arch} … {span.max_arch} only"
+            return ArchVerdict("no", span, shipped, basis="toolkit")
+    return ArchVerdict("unknown", basis="none")
+
+
+def arch_number(arch: str) -> int:
+    """'sm_86' -> 86, 'sm_120' -> 120, 'sm_90a' -> 90."""
+    return int("".join(ch for ch in arch[3:] if ch.isdigit()) or 0)
+
+
+def arch_in_range(gpu_arch: str, low: str, high: str) -> bool:
+    """Can a toolkit whose nvcc targets ``low`` … ``high`` build SASS that runs on ``gpu_arch``? A GPU above
+    the range could run the newest cubin only if it shares its major (sm_89 runs sm_86 cubins)."""
+    number = arch_number(gpu_arch)
+    if number < arch_number(low):
+        return False
+    return number <= arch_number(high) or number // 10 == arch_number(high) // 10
 
 
 @dataclass(frozen=True)
@@ -99,6 +133,69 @@ def _driver_floor(matrix: Matrix, runtime: str | None, runtime_full: str | None,
     return DriverFloor(getattr(best, attr), best)
 
 
+#: what minor-version compatibility does not cover, said with every answer that counts on it
+MVC_LIMITS = (
+    "minor-version compatibility does not cover PTX JIT for a GPU newer than every SASS the build ships, and "
+    "kernels that torch.compile's Triton builds with its bundled ptxas (newer than the driver) fail with "
+    "'device kernel image is invalid' until the driver reaches the toolkit's own floor, or TRITON_PTXAS_PATH "
+    "points to a ptxas of the driver's CUDA version"
+)
+#: the sources of ``MVC_LIMITS`` (sources.yaml keys)
+MVC_LIMITS_SOURCES = ("nv_minor_compat", "pytorch_triton_ptxas")
+
+Rule = Literal["minor-version-compat", "toolkit-floor"]
+
+
+@dataclass(frozen=True)
+class DriverRule:
+    """The driver a build needs on this GPU, and which rule decided it (the table in the module docstring)."""
+
+    #: the floor the decision uses; None = neither floor is known for this OS
+    version: str | None
+    rule: Rule
+    #: the CudaToolkit row of the toolkit's own floor (None when the runtime has no row)
+    toolkit: Any
+    #: the toolkit's own floor on this OS (None = not in NVIDIA's table)
+    toolkit_floor: str | None
+    #: the CUDA major's minor-version-compatibility floor on this OS (None: no such row)
+    major_floor: str | None
+    #: the MinorVersionCompat row
+    major_row: Any
+    #: the GPU's coverage the rule was applied with (None: no --gpu-arch)
+    coverage: str | None
+
+
+def driver_rule(
+    matrix: Matrix, runtime: str | None, runtime_full: str | None, os: str, coverage: str | None
+) -> DriverRule:
+    memo = per_matrix_memo(matrix)
+    key = ("rule", runtime, runtime_full, os, coverage)
+    found = memo.get(key)
+    if found is None:
+        found = memo[key] = _driver_rule(matrix, runtime, runtime_full, os, coverage)
+    return found
+
+
+def _driver_rule(
+    matrix: Matrix, runtime: str | None, runtime_full: str | None, os: str, coverage: str | None
+) -> DriverRule:
+    own = driver_floor(matrix, runtime, runtime_full, os)
+    row = matrix.minor_version_compat(cached_version(runtime).major) if runtime else None
+    major = None
+    if row is not None:
+        major = row.min_driver_windows if os == "windows" else row.min_driver_linux
+    if major is None or coverage == "ptx":
+        # no minor-version compatibility, or the GPU runs the build only by JIT-compiling its PTX
+        needed = [v for v in (own.version, major) if v is not None]
+        version = max(needed, key=cached_version) if needed else None
+        return DriverRule(version, "toolkit-floor", own.toolkit, own.version, major, row, coverage)
+    # SASS (or unknown): the major's floor, unless the toolkit's own is lower (11.0 GA shipped 450.51)
+    version = major
+    if own.version is not None and cached_version(own.version) < cached_version(major):
+        version = own.version
+    return DriverRule(version, "minor-version-compat", own.toolkit, own.version, major, row, coverage)
+
+
 def newest_cuda_for_driver(matrix: Matrix, driver: str, os: str) -> str | None:
     """The newest toolkit whose own floor the driver meets ("driver 470.82 runs CUDA ≤ 11.4")."""
     # memoized per OS, not per driver: a request's driver string is free text
@@ -120,8 +217,9 @@ def arch_is_known(gpu_arch: str, known: Sequence[str]) -> bool:
     if gpu_arch in known or gpu_arch.rstrip("af") in known:
         return True
     if gpu_arch.startswith("gfx"):
-        # with no gfx list in the matrix at all (rocm.yaml's are null today) nothing can be ruled out
-        return not any(a.startswith("gfx") for a in known)
+        # the gfx lists in the matrix are those of the sourced ROCm builds (to 2.4); later builds' lists are
+        # unknown (gpu_archs.yaml `searched`), so a target no list names (gfx1101, gfx1201, gfx950) is not ruled out
+        return True
     return _sm_major(gpu_arch) in {_sm_major(a) for a in known if a.startswith("sm_")}
 
 
@@ -137,3 +235,89 @@ def too_new_for(gpu_arch: str, row: Any) -> bool:
     have = [a for a in (*row.archs, row.ptx) if a and a.startswith("sm_")]
     number = int("".join(ch for ch in gpu_arch[3:] if ch.isdigit()))
     return bool(have) and all(int("".join(ch for ch in a[3:] if ch.isdigit())) < number for a in have)
+
+
+def runtime_fits(family: str, have: str, needs: str | None) -> bool | None:
+    """Does the host's vendor runtime ``have`` (--runtime) fit what a build or plugin needs?
+
+    npu / mlu: the plugin row's CANN / Cambricon toolkit, the same release (8.0.0 is not 8.0.RC3); rocm: the
+    build's ROCm release, the same major.minor (a ROCm 6.2.x host takes rocm6.2 and rocm6.2.4 builds).
+    None when the matrix does not say what the build needs.
+    """
+    if needs is None:
+        return None
+    wanted = _runtime_version(needs)
+    if wanted is None:
+        return None
+    host = cached_version(have)
+    if family == "rocm":
+        return host.release[:2] == wanted.release[:2]
+    return host == wanted
+
+
+def _runtime_version(text: str) -> Version | None:
+    """'8.0.RC3' -> Version, 'CTR 2.15' -> Version('2.15'); None for text without a version."""
+    for part in reversed(text.split()):
+        try:
+            return cached_version(part)
+        except InvalidVersion:
+            pass
+    return None
+
+
+@dataclass(frozen=True)
+class GpuLookup:
+    """GPU product names mapped to one architecture (gpu_names in cuda.yaml and rocm.yaml)."""
+
+    arch: str
+    family: str  # "cuda" (NVIDIA) or "rocm" (AMD)
+    #: (product name as given, architecture, the matrix's name that matched)
+    matched: tuple[tuple[str, str, str], ...]
+    source: tuple[str, ...]
+    #: said when several GPUs disagree: which one the answer is for
+    note: str | None = None
+
+
+def _words(text: str) -> list[str]:
+    return [w for w in "".join(ch if ch.isalnum() else " " for ch in text.lower()).split() if w]
+
+
+def gpu_for_name(matrix: Matrix, product: str) -> Any:
+    """The matrix's GpuName row for a product string ("NVIDIA GeForce RTX 5090"): every word of the row's name
+    appears, in order and adjacent, among the product's words; the longest such name wins. None: unknown."""
+    words = _words(product)
+    best = None
+    for row in matrix.gpu_names():
+        want = _words(row.name)
+        n = len(want)
+        found = any(words[i : i + n] == want for i in range(len(words) - n + 1))
+        if found and (best is None or n > len(_words(best.name))):
+            best = row
+    return best
+
+
+def gpu_arch_for_names(matrix: Matrix, products: Sequence[str]) -> GpuLookup | None:
+    """One architecture for a host's GPUs: the lowest NVIDIA compute capability (a build must run on every
+    GPU), or the first AMD target; None when no name is known to the matrix."""
+    found = [(p, gpu_for_name(matrix, p)) for p in products if p.strip()]
+    rows = [(p, row) for p, row in found if row is not None]
+    if not rows:
+        return None
+    matched = tuple((p, row.arch, row.name) for p, row in rows)
+    source = tuple(dict.fromkeys(k for _, row in rows for k in row.source))
+    nvidia = [(p, row) for p, row in rows if row.arch.startswith("sm_")]
+    pick = min(nvidia, key=lambda pr: arch_number(pr[1].arch)) if nvidia else rows[0]
+    archs = sorted({row.arch for _, row in rows})
+    note = None
+    if len(archs) > 1:
+        rule = "the lowest compute capability" if nvidia else "the first GPU"
+        note = (
+            f"multi-GPU host ({', '.join(f'{p}: {a}' for p, a, _ in matched)}): the answer is for {rule}, "
+            f"{pick[1].arch}, so that the build runs on every GPU"
+        )
+    unknown = [p for p, row in found if row is None]
+    if unknown:
+        extra = f"no architecture known for {', '.join(unknown)}; the answer is for the GPUs the matrix names"
+        note = f"{note}; {extra}" if note else extra
+    family = "cuda" if pick[1].arch.startswith("sm_") else "rocm"
+    return GpuLookup(pick[1].arch, family, matched, source, note)

@@ -1,29 +1,9 @@
-"""Errors of reading a package index; each is an `AccelenvError` with a stable code and exit code."""
+"""The errors of reading a package index, for the modules of this package.
 
-from __future__ import annotations
+They are defined in `compat_service.domain.errors` with every other error, so the one registry `ERRORS` holds
+them (and the CLI's client knows their codes) whether or not this package was imported.
+"""
 
-from compat_service.domain.errors import AccelenvError
+from compat_service.domain.errors import IndexResponseError, IndexUnreachableError, MatrixOutOfDateError
 
-
-class IndexUnreachableError(AccelenvError):
-    """The index (or one of its files) did not answer after the retries."""
-
-    code = "index-unreachable"
-    http_status = 502
-    exit_code = 6
-
-
-class IndexResponseError(AccelenvError):
-    """The index answered, but with something that cannot be read (bad status, unknown content type, bad zip)."""
-
-    code = "index-bad-response"
-    http_status = 502
-    exit_code = 6
-
-
-class MatrixOutOfDateError(AccelenvError):
-    """`matrix refresh --check`: the index has releases or wheels the generated matrix lacks or contradicts."""
-
-    code = "matrix-out-of-date"
-    http_status = 409
-    exit_code = 11
+__all__ = ["IndexResponseError", "IndexUnreachableError", "MatrixOutOfDateError"]

@@ -26,6 +26,7 @@ from packaging.utils import (
 )
 from packaging.version import InvalidVersion, Version
 
+from compat_service.domain.backends import PLATFORMS, python_sort_key
 from compat_service.domain.matrix.index_facts import (
     PackageConfig,
     PackageFacts,
@@ -36,7 +37,6 @@ from compat_service.domain.matrix.index_facts import (
     VariantIndexFacts,
     WheelFact,
 )
-from compat_service.domain.backends import PLATFORMS, python_sort_key
 from compat_service.domain.matrix.markers import evaluate, marker_environment
 
 
@@ -88,10 +88,12 @@ def parse_file(file: IndexFile, project: str) -> ParsedFile | None:
 
 def python_of(tag: Tag) -> str | None:
     """``cp312-cp312`` -> 3.12, ``cp313-cp313t`` -> 3.13t, ``cp37-cp37m`` and ``cp310-none`` -> 3.7 / 3.10,
-    ``cp310-abi3`` -> ``3.10+``, ``py3-none`` -> ``any``; None for other interpreters."""
+    ``cp310-abi3`` and ``py310-none`` -> ``3.10+``, ``py3-none`` -> ``any``; None for other interpreters."""
     interpreter, abi = tag.interpreter, tag.abi
     if interpreter.startswith("py") and interpreter[2:] in ("3", "30") and abi == "none":
         return "any"
+    if interpreter.startswith("py3") and interpreter[3:].isdigit() and abi == "none":
+        return f"3.{interpreter[3:]}+"  # py39-none-manylinux (xformers 0.0.35): CPython 3.9 and later
     if not interpreter.startswith("cp") or not interpreter[2:].isdigit() or len(interpreter) < 4:
         return None  # PyPy, Jython, py2: not a platform accelenv resolves for
     version = f"{interpreter[2]}.{interpreter[3:]}"
@@ -120,7 +122,7 @@ def wheel_facts(parsed: ParsedFile, config: RefreshConfig) -> list[WheelFact]:
             continue
         for platform in platforms_of(tag.platform, config):
             found.add((platform, python))
-    return [WheelFact(platform=p, python=py, file=parsed.file.filename) for p, py in found]  # type: ignore[arg-type]
+    return [WheelFact(platform=p, python=py, file=parsed.file.filename) for p, py in found]
 
 
 def _python_rank(python: str) -> tuple[int, int, int]:
@@ -216,7 +218,7 @@ def runtime_fact(
                 continue
             version = _pinned_version(requirement)
             return RuntimeFact(
-                platform=platform,  # type: ignore[arg-type]
+                platform=platform,
                 family=rule.family,
                 label=label_for(rule.family, version, labels),
                 version=version,
@@ -225,7 +227,7 @@ def runtime_fact(
                 file=filename,
             )
     cpu = next((row.label for row in labels if row.family == "cpu"), "cpu")
-    return RuntimeFact(platform=platform, family="cpu", label=cpu, version=None, requirement=None, file=filename)  # type: ignore[arg-type]
+    return RuntimeFact(platform=platform, family="cpu", label=cpu, version=None, requirement=None, file=filename)
 
 
 def derive_package(
@@ -283,7 +285,7 @@ def derive_package(
                     continue  # declared for other platforms only (triton on Windows: platform_system == "Linux")
                 requirements.append(
                     RequirementFact(
-                        platform=platform,  # type: ignore[arg-type]
+                        platform=platform,
                         name=canonicalize_name(requirement.name),
                         specifier=str(requirement.specifier),
                         marker=str(requirement.marker) if requirement.marker is not None else None,

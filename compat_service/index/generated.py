@@ -87,7 +87,7 @@ def fact_atoms(facts: PackageFacts | None) -> dict[tuple[str, ...], Any]:
             value = getattr(release, name)
             atoms[("release", v, name)] = value.isoformat() if hasattr(value, "isoformat") else value
         for wheel in release.wheels:
-            key = ("wheel", v, wheel.platform, wheel.python)
+            key: tuple[str, ...] = ("wheel", v, wheel.platform, wheel.python)
             atoms[key] = ", ".join(sorted({*str(atoms.get(key, "")).split(", "), wheel.file} - {""}))
         for runtime in release.runtimes:
             atoms[("runtime", v, runtime.platform)] = f"{runtime.label or runtime.family}" + (

@@ -43,12 +43,12 @@ def _pip_configured() -> str | None:
 
         config = Configuration(isolated=False)
         config.load()
-    except Exception:  # noqa: BLE001 - a broken pip config must not stop refresh: fall back to the default
+    except Exception:
         return None
     for key in ("install.index-url", "global.index-url", ":env:.index-url"):
         try:
             value = config.get_value(key)
-        except Exception:  # noqa: BLE001 - pip raises ConfigurationError for an unset key
+        except Exception:
             continue
         if value:
             return str(value).split()[0]

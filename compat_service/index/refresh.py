@@ -103,8 +103,8 @@ def build_labels(matrix_path: Path) -> tuple[list[BuildLabel], dict[str, str]]:
     return labels, {v.label: v.index_url for v in variants if v.index_url}
 
 
-def _map(pool: ThreadPoolExecutor, fn: Callable, items: Iterable, progress: Progress) -> list:  # type: ignore[type-arg]
-    def run(item):  # type: ignore[no-untyped-def]
+def _map(pool: ThreadPoolExecutor, fn: Callable, items: Iterable, progress: Progress) -> list:
+    def run(item):
         try:
             return fn(item)
         finally:

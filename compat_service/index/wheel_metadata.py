@@ -13,8 +13,6 @@ import io
 import zipfile
 from dataclasses import dataclass
 
-from packaging.metadata import Metadata
-
 from compat_service.index.client import IndexClient
 from compat_service.index.errors import IndexResponseError
 
@@ -96,7 +94,7 @@ class RangeFile(io.RawIOBase):
 def metadata_from_zip(fileobj: io.RawIOBase | io.BytesIO, filename: str) -> bytes:
     """The ``METADATA`` member of a wheel (the one in the top-level ``*.dist-info`` directory)."""
     try:
-        with zipfile.ZipFile(fileobj) as wheel:  # type: ignore[arg-type]
+        with zipfile.ZipFile(fileobj) as wheel:
             names = [n for n in wheel.namelist() if n.count("/") == 1 and n.endswith(".dist-info/METADATA")]
             if len(names) != 1:
                 raise IndexResponseError(
@@ -122,10 +120,3 @@ def read_metadata(client: IndexClient, wheel: WheelRef) -> tuple[bytes, str]:
     client.cache.store_metadata(wheel.sha256, raw)
     return raw, how
 
-
-def parse_metadata(raw: bytes, filename: str) -> Metadata:
-    """packaging's core-metadata parser, lenient about fields we do not read (old wheels break some rules)."""
-    try:
-        return Metadata.from_email(raw, validate=False)
-    except Exception as exc:
-        raise IndexResponseError(f"{filename}: METADATA cannot be parsed: {exc}") from exc

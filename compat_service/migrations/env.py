@@ -39,6 +39,8 @@ if connection is not None:
     _run(connection)
 else:
     url = context.get_x_argument(as_dictionary=True).get("url") or config.get_main_option("sqlalchemy.url")
+    if not url:
+        raise SystemExit("no database URL: pass -x url=... or set sqlalchemy.url")
     engine = sa.create_engine(url)
     with engine.connect() as conn:
         _run(conn)

@@ -5,6 +5,8 @@ float16 for CUDA-like devices and bfloat16 for CPU). CPU bfloat16 autocast is a 
 float16 step uses a GradScaler where torch has one for the device.
 """
 
+from typing import Any, Dict
+
 from probes.checks import outcome as checks
 from probes.checks.smoke import device_failure
 
@@ -61,7 +63,7 @@ def autocast_matmul(ctx, dtype):
     b = torch.randn(64, 16, generator=gen)
     with torch.autocast(device_type=ctx.device_type, dtype=dtype):
         out = torch.mm(a.to(ctx.device), b.to(ctx.device))
-    data = {"autocast_dtype": str(dtype).replace("torch.", ""), "output_dtype": str(out.dtype).replace("torch.", "")}
+    data: Dict[str, Any] = {"autocast_dtype": str(dtype).replace("torch.", ""), "output_dtype": str(out.dtype).replace("torch.", "")}
     if out.dtype == torch.float32:
         # Not ``unsupported``: that means a missing aten op. Autocast ran; it just changed nothing.
         return checks.skipped("autocast is a no-op on %s: matmul under %s autocast stayed float32 (the "

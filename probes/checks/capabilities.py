@@ -8,6 +8,7 @@ answer is ``failed``.
 """
 
 import functools
+from typing import Any, Dict
 
 from probes.checks import outcome as checks
 from probes.harness import error_texts
@@ -100,8 +101,8 @@ def _accelerator_fn(ctx, name):
     """(torch.accelerator.<name>, None) when it applies to the probed device, else (None, skip outcome)."""
     torch = ctx.torch
     accelerator = getattr(torch, "accelerator", None)
-    fn = getattr(accelerator, name, None) if accelerator is not None else None
-    if fn is None:
+    fn = getattr(accelerator, name, None)
+    if accelerator is None or fn is None:
         return None, checks.skipped("torch %s has no torch.accelerator.%s" % (torch.__version__, name))
     try:
         current = accelerator.current_accelerator()
@@ -140,7 +141,7 @@ def accelerator_capability(ctx):
         return _declined(ctx, "torch.accelerator.get_device_capability is not supported", exc)
     if not isinstance(capability, dict):
         return checks.failed("get_device_capability returned %s, expected a dict" % type(capability).__name__)
-    shown = {}
+    shown: Dict[str, Any] = {}
     for key, value in capability.items():  # {'supported_dtypes': {torch.float32, ...}} -> JSON
         if isinstance(value, (set, list, tuple)):
             shown[str(key)] = sorted(str(v).replace("torch.", "") for v in value)

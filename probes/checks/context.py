@@ -4,7 +4,6 @@ from probes.harness import device_activation
 
 # The dtypes the ops group tries, by name; a device claims a dtype when it can hold a tensor of it.
 DTYPE_NAMES = ("float32", "float16", "bfloat16", "int64", "bool")
-FLOAT_DTYPES = ("float32", "float16", "bfloat16")
 CPU_SAME_DEVICE = (
     "device is CPU: the device result and the CPU reference ran on the same device, so this proves the "
     "probe harness, not an accelerator"

@@ -5,6 +5,7 @@ detect checks then judge them. Every torch API is feature-detected: this runs on
 """
 
 import re
+from typing import Dict, Optional
 
 from probes.checks import capabilities
 from probes.checks import outcome as checks
@@ -44,14 +45,29 @@ def _call(fn, *args):
 
 
 def arch_list(torch):
-    """Compiled GPU archs (sm_XY / compute_XY / gfxNNN); [] on CPU builds."""
+    """Compiled GPU archs (sm_XY / compute_XY / gfxNNN); [] on CPU builds.
+
+    ``torch.cuda.get_arch_list()`` answers [] without a usable GPU; ``torch._C._cuda_getArchFlags()`` (what it
+    reads) answers on any host with the build installed, a CPU-only CI runner included (ROCm builds: gfx names).
+    """
     for owner in (getattr(torch, "cuda", None), getattr(torch, "xpu", None)):
         getter = getattr(owner, "get_arch_list", None) if owner is not None else None
         if getter is not None:
             archs = _call(getter)
             if archs:
                 return list(archs)
-    return []
+    flags = getattr(getattr(torch, "_C", None), "_cuda_getArchFlags", None)
+    text = _call(flags) if flags is not None else None
+    return str(text).split() if text else []
+
+
+def nccl_version(torch):
+    """'2.21.5' for the NCCL (RCCL on ROCm) the build carries; None on builds without it."""
+    nccl = getattr(getattr(torch, "cuda", None), "nccl", None)
+    found = _call(nccl.version) if nccl is not None and hasattr(nccl, "version") else None
+    if isinstance(found, tuple):
+        return ".".join(str(part) for part in found)
+    return str(found) if found else None
 
 
 def _companions(plugin):
@@ -59,7 +75,7 @@ def _companions(plugin):
         from importlib import metadata
     except ImportError:  # Python < 3.8 has no importlib.metadata; the probe still runs
         return {}
-    found = {}
+    found: Dict[str, Optional[str]] = {}
     for name in COMPANIONS:
         try:
             found[name] = metadata.version(name)
@@ -202,8 +218,8 @@ def collect(ctx):
         devices.append(_cpu_device())
     for device_type in seen:
         devices.extend(_cuda_devices(ctx, archs) if device_type == "cuda" else _generic_devices(ctx, device_type))
-    probed = [d for d in devices if d["type"] == ctx.device_type and d["index"] == ctx.index]
-    probed = probed[0] if probed else None
+    matching = [d for d in devices if d["type"] == ctx.device_type and d["index"] == ctx.index]
+    probed = matching[0] if matching else None
     family = host_facts.driver_family(ctx.device_type, ctx.hip_build)
     driver, driver_sources = host_facts.detect_driver(family) if ctx.device_type not in (None, "cpu") else (None, [])
     host = host_facts.host_summary()
@@ -215,6 +231,7 @@ def collect(ctx):
         "cuda_build": getattr(torch.version, "cuda", None),
         "hip_build": getattr(torch.version, "hip", None),
         "cudnn_version": _call(torch.backends.cudnn.version) if _call(torch.backends.cudnn.is_available) else None,
+        "nccl_version": nccl_version(torch) if archs else None,
         "accelerators": seen,
         "accelerator_api": api,
         "privateuse1_backend": ctx.privateuse1,

@@ -66,7 +66,8 @@ class _Group(object):
             if self.dist.is_initialized():
                 self.dist.destroy_process_group()
         finally:
-            shutil.rmtree(self.workdir, ignore_errors=True)
+            if self.workdir is not None:
+                shutil.rmtree(self.workdir, ignore_errors=True)
 
 
 def _collectives(torch, dist, device):

@@ -70,7 +70,8 @@ def _nnf(name, **kwargs):
     return lambda torch, *xs: getattr(torch.nn.functional, name)(*xs, **kwargs)
 
 
-def _sorted_pair(values, indices, x):
+def _sorted_pair(pair, x):
+    values, indices = pair
     # Ties may order indices differently on a device; gathering through them is order-independent.
     return values, x.gather(-1, indices)
 
@@ -145,9 +146,9 @@ OP_CASES = (
            _fn("where")),
     OpCase("cumsum", "aten::cumsum", FI, _one((5, 8)), lambda torch, x: torch.cumsum(x, dim=1), grad=(0,)),
     OpCase("sort", "aten::sort", FI, _one((4, 16)),
-           lambda torch, x: _sorted_pair(*torch.sort(x, dim=-1), x=x)),
+           lambda torch, x: _sorted_pair(torch.sort(x, dim=-1), x)),
     OpCase("topk", "aten::topk", FI, _one((4, 16)),
-           lambda torch, x: _sorted_pair(*torch.topk(x, 5, dim=-1), x=x)),
+           lambda torch, x: _sorted_pair(torch.topk(x, 5, dim=-1), x)),
 )
 
 

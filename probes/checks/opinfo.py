@@ -24,6 +24,8 @@ import importlib.util
 import re
 import sys
 import warnings
+from types import FrameType
+from typing import Any, Dict, Optional
 
 from probes.checks import outcome as checks
 from probes.harness import breadcrumbs, error_texts
@@ -72,7 +74,7 @@ def _running_test_fn():
     stack, else None), found by walking the frames instead of ``inspect.stack()``."""
     import unittest
 
-    frame = sys._getframe(1)
+    frame: Optional[FrameType] = sys._getframe(1)
     try:
         while frame is not None:
             self_val = frame.f_locals.get("self")
@@ -95,7 +97,7 @@ def _cheap_test_lookup():
     for name in ("torch.testing._internal.common_utils", "torch.testing._internal.opinfo.core"):
         module = sys.modules.get(name)
         if module is not None and callable(getattr(module, "extract_test_fn", None)):
-            module.extract_test_fn = _running_test_fn
+            module.extract_test_fn = _running_test_fn  # type: ignore[attr-defined]  # torch's private hook, replaced
 
 
 def full_name(op):
@@ -251,7 +253,7 @@ def _untraced(torch):
         return _disable_current_modes()
     except ImportError:
         import contextlib
-        return contextlib.suppress()
+        return contextlib.nullcontext()
 
 
 def _materialised(torch, value):
@@ -310,7 +312,7 @@ def _cpu(fn):
     try:
         return fn()
     except Exception as exc:
-        raise _CpuRaised(error_texts.first_line(exc, MAX_TEXT))
+        raise _CpuRaised(error_texts.first_line(exc, MAX_TEXT)) from exc
 
 
 def run_sample(torch, op, sample, device, tol, want_grad):
@@ -367,7 +369,7 @@ def run_variants(torch, op, sample, device, tol):
     (an OpInfo whose out= wrapper drops the tensor, a dtype in-place cannot keep), the variant is not
     the device's to answer for and is left out.
     """
-    verdicts = {}
+    verdicts: Dict[str, Any] = {}
     with torch.no_grad():
         plain = _detached(torch, sample)
         try:
@@ -438,7 +440,8 @@ def run_op(ctx, op):
     deep = bool(ctx.options.get("deep"))
     grad_done = variants_done = False
     results, skipped, missing = {}, {}, []
-    first_failure, variants, samples_run = None, {}, 0
+    first_failure, samples_run = None, 0
+    variants: Dict[str, Any] = {}
     for dtype_name in _declared(ctx, op):
         dtype = getattr(torch, dtype_name)
         reason = _skip_reason(op, ctx.device_type, dtype) or ctx.dtype_problem(dtype_name)
@@ -562,7 +565,7 @@ def with_summary(entries):
     if not ops:
         return entries
     counts = dict((s, 0) for s in checks.STATUSES)
-    missing = {}
+    missing: Dict[str, Any] = {}
     op_dtypes = 0
     for entry in ops:
         counts[entry["status"]] += 1

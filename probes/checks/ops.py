@@ -95,7 +95,7 @@ def _reference(torch, case, inputs, want_grad):
     try:
         out, grads = _run(torch, case, up, "cpu", want_grad)
     except Exception as exc:
-        raise _RefError("CPU reference failed even in float32: %s" % error_texts.first_line(exc))
+        raise _RefError("CPU reference failed even in float32: %s" % error_texts.first_line(exc)) from exc
     return out, grads, False
 
 
@@ -208,9 +208,9 @@ def plan(ctx):
             if op_table.KIND_OF_DTYPE[dtype_name] in case.kinds:
                 planned.append(checks.Check("ops.%s.%s" % (case.name, dtype_name), "ops",
                                             _bound(run_case, case, dtype_name, claimed)))
-    for case in op_table.RANDOM_CASES:
-        for dtype_name in case.dtypes:
-            planned.append(checks.Check("ops.random.%s.%s" % (case.name, dtype_name), "ops",
-                                        _bound(run_random, case, dtype_name, claimed)))
+    for random_case in op_table.RANDOM_CASES:
+        for dtype_name in random_case.dtypes:
+            planned.append(checks.Check("ops.random.%s.%s" % (random_case.name, dtype_name), "ops",
+                                        _bound(run_random, random_case, dtype_name, claimed)))
     return planned
 

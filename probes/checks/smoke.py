@@ -66,7 +66,7 @@ def cpu_agreement(ctx):
     cpu_model, cpu_losses = _train(torch, model, x, y, "cpu")
     loss_err = max(abs(a - b) / max(abs(b), 1e-12) for a, b in zip(dev_losses, cpu_losses))
     param_err = 0.0
-    for (name, p_dev), (_, p_cpu) in zip(dev_model.named_parameters(), cpu_model.named_parameters()):
+    for (_name, p_dev), (_, p_cpu) in zip(dev_model.named_parameters(), cpu_model.named_parameters()):
         param_err = max(param_err, float((p_dev.detach().cpu() - p_cpu.detach()).abs().max()))
     data = {"max_loss_rel_err": loss_err, "max_param_abs_err": param_err, "steps": STEPS,
             "loss_rtol": LOSS_RTOL, "param_atol": PARAM_ATOL}

@@ -63,16 +63,16 @@ def activate(device_type):
         try:
             refdev = importlib.import_module("probes.refdev")
         except ImportError as exc:
-            raise DeviceError("the refdev reference backend is not available in this probe: %s" % exc)
+            raise DeviceError("the refdev reference backend is not available in this probe: %s" % exc) from exc
         install = getattr(refdev, "install", None)
         if install is None:
             raise DeviceError("probes.refdev has no install(); this probe build lacks the reference backend")
         try:
             install(os.environ.get(REFDEV_FAULTS_ENV) or None)
         except ValueError as exc:  # install()'s contract: bad faults or capacity, named in the message
-            raise SettingsError("invalid %s or %s: %s" % (REFDEV_FAULTS_ENV, REFDEV_CAPACITY_ENV, exc))
+            raise SettingsError("invalid %s or %s: %s" % (REFDEV_FAULTS_ENV, REFDEV_CAPACITY_ENV, exc)) from exc
         except Exception as exc:  # the backend explains itself (e.g. torch too old for Python backends)
-            raise DeviceError("refdev could not be installed: %s: %s" % (type(exc).__name__, exc))
+            raise DeviceError("refdev could not be installed: %s: %s" % (type(exc).__name__, exc)) from exc
         return {"plugin": "probes.refdev", "version": None}
     module_name = PLUGIN_MODULES.get(device_type)
     if module_name is None:
@@ -83,7 +83,7 @@ def activate(device_type):
         raise DeviceError(
             "device %r needs the %s plugin, which failed to import: %s: %s"
             % (device_type, module_name, type(exc).__name__, exc)
-        )
+        ) from exc
     return {"plugin": module_name, "version": _version_of(module)}
 
 
@@ -167,7 +167,7 @@ def resolve(torch, device_type, index):
     try:
         device = torch.device(device_type if index is None else "%s:%d" % (device_type, index))
     except Exception as exc:
-        raise DeviceError("torch does not know device type %r: %s" % (device_type, exc))
+        raise DeviceError("torch does not know device type %r: %s" % (device_type, exc)) from exc
     if not _available(torch, device_type):
         raise DeviceError(
             "device %r is not available: this torch (%s) reports it unavailable or has no %s support"

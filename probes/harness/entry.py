@@ -15,6 +15,7 @@ import json
 import os
 import sys
 import threading
+from typing import Any, List
 
 from probes.checks import opinfo
 from probes.checks import outcome as checks
@@ -40,7 +41,7 @@ def _device(text):
     try:
         device_activation.parse_device(text)
     except device_activation.DeviceError as exc:
-        raise argparse.ArgumentTypeError(str(exc))
+        raise argparse.ArgumentTypeError(str(exc)) from exc
     return text
 
 
@@ -159,7 +160,7 @@ def run_phases(args, groups, progress):
                              blocklist=blocklist)
                for i, phase in enumerate(phases)]
     progress.runners = runners
-    outcomes = [None] * len(runners)
+    outcomes: List[Any] = [None] * len(runners)
 
     def work(i):
         outcomes[i] = runners[i].run()

@@ -20,6 +20,7 @@ import sys
 import tempfile
 import threading
 import time
+from typing import Any, Dict
 
 from probes.checks import outcome as checks
 from probes.harness import breadcrumbs, error_texts, redaction
@@ -84,14 +85,14 @@ def _signal_name(returncode):
 class _Worker(object):
     def __init__(self, launch, args):
         self.errfile = tempfile.TemporaryFile(mode="w+b")
-        popen_kwargs = {}
+        popen_kwargs: Dict[str, Any] = {}
         if os.name == "posix":
             popen_kwargs["start_new_session"] = True  # so a kill takes the worker's children too
         self.proc = subprocess.Popen(
             launch.argv + args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=self.errfile,
             env=launch.env, universal_newlines=True, bufsize=1, **popen_kwargs
         )
-        self.lines = queue.Queue()
+        self.lines: "queue.Queue[Any]" = queue.Queue()
         threading.Thread(target=_reader, args=(self.proc.stdout, self.lines), daemon=True).start()
 
     def next_message(self, timeout):
@@ -206,7 +207,7 @@ class Runner(object):
         self.progress(entry, len(self.results), total)
 
     def _remaining(self):
-        return [cid for cid, _ in self.plan if cid not in self.results]
+        return [cid for cid, _ in self.plan or () if cid not in self.results]
 
     def _group_of(self, check_id):
         for cid, group in self.plan or ():
@@ -258,7 +259,7 @@ class Runner(object):
         """Run one worker until done (True) or until it hangs/dies (False)."""
         breadcrumbs.create(self.trail_file)
         worker = _Worker(self.launch, self._args(only_file))
-        current, started = None, None
+        current, started = None, 0.0  # started: when `current` began (read only while it is set)
         try:
             while True:
                 wait = STARTUP_ALLOWANCE_S + self.timeout if current is None else \

@@ -15,7 +15,8 @@ Detection order of ``detect_host`` (first family with a value wins; every look i
 2. rocm: /sys/module/amdgpu/version, ``rocm-smi --showdriverversion`` (the amdgpu driver), then
    /opt/rocm/.info/version (the installed ROCm), ``rocminfo`` / ``rocm-smi --showproductname`` (gfx target).
 3. xpu: ``sycl-ls`` (Level Zero GPUs).
-4. npu: /usr/local/Ascend/driver/version.info, ``npu-smi info`` (driver, chip name).
+4. npu: /usr/local/Ascend/driver/version.info, ``npu-smi info`` (driver, chip name), the CANN toolkit's
+   ``ascend_toolkit_install.info`` (the runtime, under ascend-toolkit/latest or cann/).
 5. mlu: ``cnmon`` (driver, card name).
 6. otherwise mps on macOS arm64, else cpu.
 
@@ -75,6 +76,13 @@ DRIVER_SOURCES = {
 # The installed vendor runtime, where the host has one apart from the driver (torch wheels bundle their own).
 RUNTIME_SOURCES = {
     "rocm": (("file", "/opt/rocm/.info/version", "parse_rocm_version_file"),),
+    # CANN's toolkit records its version in ascend_toolkit_install.info: under ascend-toolkit/latest up to
+    # 8.3, under cann/ from 8.5 (Ascend's install guide); one per CPU architecture
+    "npu": tuple(
+        ("file", "/usr/local/Ascend/%s/%s-linux/ascend_toolkit_install.info" % (where, cpu),
+         "parse_ascend_toolkit_install_info", "fallback")
+        for where in ("ascend-toolkit/latest", "cann") for cpu in ("aarch64", "x86_64")
+    ),
 }
 # What names the device: each parser gives {"arch", "name"} of the first device; the first source with a
 # value wins (a tool already run for the driver is not run again).
@@ -98,12 +106,28 @@ def _nvidia_smi_driver(text):
 
 
 def _nvidia_smi_device(text):
-    gpus = tool_parsers.parse_nvidia_smi_query(text)
-    if not gpus or not (gpus[0]["compute_cap"] or gpus[0]["name"]):
+    """The host's GPU for resolving: on a multi-GPU host the lowest compute capability (a build must run on
+    every GPU), its name saying so ("NVIDIA A100 ... (lowest of 2 GPUs: ...)")."""
+    gpus = [g for g in tool_parsers.parse_nvidia_smi_query(text) if g["compute_cap"] or g["name"]]
+    if not gpus:
         return None
-    cap = gpus[0]["compute_cap"]
-    arch = arch_compat.cuda_arch_name(tuple(int(p) for p in cap.split("."))) if cap else None
-    return {"arch": arch, "name": gpus[0]["name"]}
+
+    def capability(gpu):
+        cap = gpu["compute_cap"]
+        try:
+            return tuple(int(p) for p in cap.split(".")) if cap else (99, 9)
+        except ValueError:
+            return (99, 9)
+
+    lowest = min(gpus, key=capability)
+    cap = lowest["compute_cap"]
+    arch = arch_compat.cuda_arch_name(capability(lowest)) if cap and capability(lowest) != (99, 9) else None
+    name = lowest["name"]
+    kinds = sorted({(g["name"], g["compute_cap"]) for g in gpus}, key=lambda k: (k[0] or "", k[1] or ""))
+    if len(kinds) > 1:
+        listed = ", ".join("%s (%s)" % (n, c) for n, c in kinds)
+        name = "%s (lowest capability of %d GPUs: %s)" % (name, len(gpus), listed)
+    return {"arch": arch, "name": name}
 
 
 def _first_gfx(parse):

@@ -170,6 +170,12 @@ def parse_ascend_version_info(text):
     return match.group(1) if match else None
 
 
+def parse_ascend_toolkit_install_info(text):
+    """CANN's ``ascend_toolkit_install.info``: ``version=8.0.0`` (or ``8.0.RC3``) among key=value lines."""
+    match = re.search(r"^\s*version\s*=\s*(\S+)\s*$", text or "", re.MULTILINE)
+    return match.group(1) if match else None
+
+
 def parse_cnmon(text):
     """Plain ``cnmon``: ``Driver v5.10.22`` in the banner (driver 5+), or per card (4.x: ``On  v4.20.11``).
 

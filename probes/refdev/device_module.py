@@ -198,7 +198,7 @@ def set_memory_capacity(nbytes: int) -> None:
 
 
 # -- the C++ side's Python hooks ----------------------------------------------------------------------
-class Hooks(torch._C._acc.PrivateUse1Hooks):  # type: ignore[misc, name-defined]
+class Hooks(torch._C._acc.PrivateUse1Hooks):
     """Needed for backward: the autograd engine asks whether the backend is there."""
 
     def is_available(self) -> bool:
@@ -211,7 +211,7 @@ class Hooks(torch._C._acc.PrivateUse1Hooks):  # type: ignore[misc, name-defined]
         return True
 
 
-class Guard(torch._C._acc.DeviceGuard):  # type: ignore[misc, name-defined]
+class Guard(torch._C._acc.DeviceGuard):
     """The autograd engine and torch.Stream need a guard; 2.13 fixes index 0 and a no-op stream."""
 
     def type_(self) -> Any:

@@ -126,7 +126,7 @@ class KernelSet:
 
     # -- kernel construction ---------------------------------------------------------------------
     def _kernel_for(self, name: str, op: Any) -> Kernel:
-        hand_written = {
+        hand_written: Dict[str, Kernel] = {
             "aten::_copy_from": self._copy_from,
             "aten::_copy_from_and_resize": self._copy_from_and_resize,
             "aten::convolution_overrideable": self._convolution,
@@ -366,7 +366,7 @@ def _announced_fallback(name: str, kernel: Kernel) -> Kernel:
             "CPU (ACCELENV_REFDEV_FAULTS fallback)" % name)
 
     def fallback(*args: Any, **kwargs: Any) -> Any:
-        warnings.warn(text, UserWarning)
+        warnings.warn(text, UserWarning, stacklevel=2)
         return kernel(*args, **kwargs)
 
     return fallback

@@ -113,7 +113,7 @@ class StorageModel:
         """A device tensor over ``cpu_tensor``'s bytes; a new storage unless ``device_storage`` is given."""
         if device_storage is None:
             device_storage = self.new_device_storage(cpu_tensor.untyped_storage())
-        target = torch._C._acc.create_empty_tensor([0], cpu_tensor.dtype)
+        target = torch._C._acc.create_empty_tensor((0,), cpu_tensor.dtype)
         return self.place(target, device_storage, cpu_tensor)
 
     def restore_location(self, obj: Any, location: str) -> Any:

@@ -10,10 +10,11 @@ import schemathesis
 
 
 @schemathesis.serializer("application/x-ndjson")
-def ndjson(_ctx: Any, value: Any) -> dict[str, Any]:
+def ndjson(_ctx: Any, value: Any) -> bytes:
+    # the body's bytes: schemathesis puts them on the wire itself (a dict here was form-encoded as `data=...`)
     if isinstance(value, bytes):
-        return {"data": value}
+        return value
     if isinstance(value, str):
-        return {"data": value.encode("utf-8", "surrogatepass")}
+        return value.encode("utf-8", "surrogatepass")
     items = value if isinstance(value, list) else [value]
-    return {"data": "\n".join(json.dumps(item) for item in items).encode()}
+    return "\n".join(json.dumps(item) for item in items).encode()

@@ -10,7 +10,7 @@ from fastapi import Depends, FastAPI
 from fastapi.testclient import TestClient
 
 from compat_service.api.app import create_app
-from compat_service.api.deps import require_scope
+from compat_service.api.deps import require_scope, state_of
 from compat_service.db.matrix.tables import ApiTokenCreate, ApiTokenPublic
 from compat_service.db.tokens import create_token, revoke_token
 from tests.api.conftest import settings_for
@@ -43,7 +43,7 @@ def auth_client(auth_app: FastAPI) -> Iterator[TestClient]:
 
 @pytest.fixture(scope="module")
 def tokens(auth_app: FastAPI) -> dict[str, tuple[int, str]]:
-    engine = auth_app.state.engine
+    engine = state_of(auth_app).engine
     out = {}
     for scope in ("report", "admin"):
         public, secret = create_token(engine, ApiTokenCreate(scope=scope))
@@ -130,12 +130,12 @@ def test_a_revoked_token_stops_working_within_the_token_cache_time(
 
     settings = settings_for(shared_database_url, token_cache_s=cache_s, load_matrix_on_start=False)
     app = _with_write_routes(create_app(settings))
-    public, secret = create_token(app.state.engine, ApiTokenCreate(scope="report", note="cache test"))
+    public, secret = create_token(state_of(app).engine, ApiTokenCreate(scope="report", note="cache test"))
     headers = {"Authorization": f"Bearer {secret}"}
     with TestClient(app) as client:
         assert client.post("/test/report", headers=headers).status_code == 200
         assert client.post("/test/admin", headers=headers).status_code == 403  # cached, still the wrong scope
-        revoke_token(app.state.engine, public.id)
+        revoke_token(state_of(app).engine, public.id)
         revoked_at = time.monotonic()
         status = client.post("/test/report", headers=headers).status_code
         if cache_s == 0:

@@ -9,6 +9,7 @@ from fastapi import FastAPI, Request
 from fastapi.testclient import TestClient
 
 from compat_service.api.app import create_app
+from compat_service.api.deps import state_of
 from tests.api.conftest import settings_for
 
 HOSTILE_QUERIES = [
@@ -145,7 +146,7 @@ def test_a_genuine_bug_is_a_500_in_the_error_shape(shared_database_url: str) -> 
 
 
 def test_huge_queries_are_not_memoized(client: TestClient) -> None:
-    memo = client.app.state.resolve_cache.requests  # type: ignore[attr-defined]
+    memo = state_of(client.app).resolve_cache.requests
     before = len(memo)
     for i in range(5):
         # an unknown parameter is refused (api/strict_query.py); refused or not, a huge query is not kept

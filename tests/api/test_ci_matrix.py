@@ -10,6 +10,7 @@ from packaging.version import Version
 from typer.testing import CliRunner
 
 from cli.main import app as cli_app
+from compat_service.api.deps import state_of
 from compat_service.domain.ci.matrix import CiMatrixRequest, ci_matrix
 from compat_service.domain.matrix.interface import InMemoryMatrix
 from compat_service.domain.matrix.loader import load_matrix_data
@@ -53,7 +54,7 @@ def test_cli_through_the_service_client(client: TestClient) -> None:
 
 def test_cached_and_etagged(client: TestClient) -> None:
     first = client.get("/v1/ci-matrix", params=QUERY)
-    size = len(client.app.state.ci_matrix_cache)  # type: ignore[attr-defined]
+    size = len(state_of(client.app).ci_matrix_cache)
     again = client.get("/v1/ci-matrix", params=QUERY)
     assert again.content == first.content
     assert len(client.app.state.ci_matrix_cache) == size  # type: ignore[attr-defined]

@@ -114,6 +114,41 @@ def test_pasted_compute_capability_fills_the_gpu_arch(client: TestClient) -> Non
     assert embedded(page.text)["family"] == "cuda"
 
 
+def test_a_plain_nvidia_smi_paste_maps_the_gpu_name_to_its_architecture(client: TestClient) -> None:
+    """Plain nvidia-smi prints no architecture: the GPU's name is mapped with the matrix's GPU names."""
+    text = (TOOLS / "nvidia-smi_550.40.07_rtx4070.txt").read_text()
+    res = client.post("/nvidia-smi", content=urlencode({"output": text, "torch": "2.8"}),
+                      headers={"content-type": "application/x-www-form-urlencoded"}, follow_redirects=False)
+    query = parse_qs(urlsplit(res.headers["location"]).query)
+    assert "RTX 4070" in query["gpu"][0] and "gpu_arch" not in query
+    page = client.get(res.headers["location"])
+    answer = embedded(page.text)
+    assert answer["family"] == "cuda"
+    assert any("is sm_89" in r["detail"] for r in answer["reasons"]), answer["reasons"]
+    assert "read from the GPU's name" in page.text
+
+
+def test_an_answer_resting_on_unknown_is_shown_as_such(client: TestClient) -> None:
+    page = client.get("/?" + urlencode({"torch": "2.11.0", "backend": "cu129", "gpu_arch": "sm_120", "python": "3.12"}))
+    assert embedded(page.text)["status"] == "rests-on-unknown"
+    assert "Rests on unknown:" in page.text
+
+
+def test_the_accelerator_field_labels_auto_honestly(client: TestClient) -> None:
+    page = client.get("/")
+    assert "auto: CPU, or the GPU the driver / GPU fields name" in page.text
+    assert '<option value="cpu" >CPU only</option>' in page.text
+
+
+@pytest.mark.parametrize(("path", "minor"), [("/torch/2.5", "2.5."), ("/torch/latest", "2.")])
+def test_a_minor_or_latest_goes_to_the_newest_patch(client: TestClient, path: str, minor: str) -> None:
+    res = client.get(path, follow_redirects=False)
+    assert res.status_code == 302
+    target = res.headers["location"]
+    assert target.startswith("/torch/" + minor) and target.count(".") == 2
+    assert client.get(target).status_code == 200
+
+
 def test_a_paste_with_nothing_to_read_says_so(client: TestClient) -> None:
     res = client.post("/nvidia-smi", content=urlencode({"output": "hello", "python": "3.11"}),
                       headers={"content-type": "application/x-www-form-urlencoded"})

@@ -15,6 +15,7 @@ from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
 from cli.main import app as cli_app
+from compat_service.api.deps import state_of
 from tests.evidence.conftest import make_token
 from tests.synthetic_reports import synthetic_report
 
@@ -23,7 +24,7 @@ CELL = {"torch": "2.13.0", "build": "cpu", "python": "3.11", "os": "linux", "arc
 
 @pytest.fixture(scope="module")
 def tokens(app: FastAPI) -> dict[str, str]:
-    return {scope: make_token(app.state.engine, scope) for scope in ("report", "read", "admin")}
+    return {scope: make_token(state_of(app).engine, scope) for scope in ("report", "read", "admin")}
 
 
 @pytest.fixture(scope="module")

@@ -15,6 +15,7 @@ import sqlalchemy as sa
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
+from compat_service.api.deps import state_of
 from tests.evidence.conftest import make_token
 from tests.synthetic_reports import synthetic_report
 
@@ -23,7 +24,7 @@ SCHEMA = json.loads((Path(__file__).resolve().parents[2] / "compat_service/schem
 
 @pytest.fixture(scope="module")
 def auth(app: FastAPI) -> dict[str, str]:
-    return {"Authorization": f"Bearer {make_token(app.state.engine)}"}
+    return {"Authorization": f"Bearer {make_token(state_of(app).engine)}"}
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +48,7 @@ def _assert_invalid(res: Any, *names: str) -> dict[str, Any]:
 
 
 def _stored(app: FastAPI, report_id: str) -> str | None:
-    with app.state.engine.connect() as conn:
+    with state_of(app).engine.connect() as conn:
         return conn.execute(
             sa.text("SELECT body FROM probe_report WHERE report_id = :r"), {"r": report_id}
         ).scalar()
@@ -195,7 +196,7 @@ def test_the_summary_is_derived_from_the_checks(app: FastAPI, http: TestClient) 
     assert stored["summary"] == {
         "total": 7, "counts": {"passed": 5, "crashed": 1, "failed": 1}, "ok": False
     }
-    with app.state.engine.connect() as conn:
+    with state_of(app).engine.connect() as conn:
         ok = conn.execute(sa.text("SELECT ok FROM probe_report WHERE report_id = :r"),
                           {"r": report["report_id"]}).scalar()
     assert not ok
@@ -209,7 +210,7 @@ def test_every_stored_body_validates_against_the_published_schema(app: FastAPI, 
     report["checks"][3]["data"]["max_abs_err"] = 1e308
     report["created_at"] = "2026-01-02T03:04:05+05:00"
     assert _post(http, json.dumps(report)).status_code == 201
-    with app.state.engine.connect() as conn:
+    with state_of(app).engine.connect() as conn:
         bodies = conn.execute(sa.text("SELECT body FROM probe_report")).scalars().all()
     assert bodies
     validator = jsonschema.Draft202012Validator(SCHEMA)

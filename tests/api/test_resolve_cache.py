@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 
 from compat_service.api.resolve_cache import LruCache
@@ -17,7 +19,7 @@ def test_least_recently_used_entry_goes_first() -> None:
         return key.upper()
 
     answers = [
-        cache.get_or_compute(key, lambda key=key: compute(key)) for key in ("a", "b", "a", "c", "a", "b")
+        cache.get_or_compute(key, functools.partial(compute, key)) for key in ("a", "b", "a", "c", "a", "b")
     ]
     assert answers == ["A", "B", "A", "C", "A", "B"]
     assert computed == ["a", "b", "c", "b"]  # "b" was evicted by "c"; "a" stayed, being used

@@ -13,6 +13,7 @@ from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
 from cli.main import app as cli_app
+from compat_service.api.deps import state_of
 from compat_service.domain.errors import ERRORS
 from compat_service.domain.resolver.request import api_wording
 
@@ -116,7 +117,7 @@ def test_cases_cover_successes_and_several_error_codes(client: TestClient) -> No
 def test_repeated_requests_are_served_from_the_cache(client: TestClient) -> None:
     params = {**BASE, "torch": "2.3", "backend": "cu121"}
     first = client.get("/v1/resolve", params=params)
-    size = len(client.app.state.resolve_cache.bodies)  # type: ignore[attr-defined]
+    size = len(state_of(client.app).resolve_cache.bodies)
     again = client.get("/v1/resolve", params={**params, "backend": "CU121 "})  # same request once normalized
     assert again.content == first.content
-    assert len(client.app.state.resolve_cache.bodies) == size  # type: ignore[attr-defined]
+    assert len(state_of(client.app).resolve_cache.bodies) == size

@@ -13,9 +13,13 @@ from compat_service.domain.errors import InvalidRequestError
 from compat_service.domain.resolver.request import PARAMETERS
 
 
-def starlette_reading(raw: bytes) -> dict[str, str | None]:
+def starlette_reading(raw: bytes) -> dict[str, str | list[str] | None]:
+    """Starlette's reading; a repeatable parameter given more than once keeps every value (getlist)."""
     params = QueryParams(raw)
-    return {p.name: params.get(p.name) for p in PARAMETERS}
+    return {
+        p.name: params.getlist(p.name) if p.repeatable and len(params.getlist(p.name)) > 1 else params.get(p.name)
+        for p in PARAMETERS
+    }
 
 
 CASES = [
@@ -26,6 +30,7 @@ CASES = [
     b"torch=>=2.2,<2.5",  # the same unescaped
     b"python=3.1+0&torch=2+3",  # '+' is a space
     b"torch=2.3&torch=2.4",  # the last of a repeated name wins
+    b"with=vllm&with=flash-attn&with=torchvision",  # a repeatable name keeps every value, in order
     b"torch=&python",  # blank values kept, a bare name is blank
     b"&&torch=2.3&&",
     b"torch=%zz&python=%E2%82%AC&os=%ff",  # a malformed escape stays; invalid UTF-8 is replaced
@@ -54,7 +59,11 @@ def test_reads_any_query_as_starlette_does(pairs: list[tuple[str, str]], trailin
         ours = query_strings(encoded)
     except InvalidRequestError:
         # over-long values are refused; Starlette has no limit, so only check that one was over it
-        assert any(len(v or "") > p.max_length for p, v in zip(PARAMETERS, starlette_reading(encoded).values()))
+        read = starlette_reading(encoded).values()
+        assert any(
+            max((len(x) for x in (v if isinstance(v, list) else [v or ""])), default=0) > p.max_length
+            for p, v in zip(PARAMETERS, read)
+        )
         return
     assert ours == starlette_reading(encoded)
 

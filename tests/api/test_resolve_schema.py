@@ -51,7 +51,7 @@ def test_schema_file_matches_the_model() -> None:
 
 @pytest.mark.parametrize("strings", _requests())
 def test_every_golden_resolution_fits_the_published_schema(
-    strings: dict[str, str], matrix: InMemoryMatrix
+    strings: dict[str, Any], matrix: InMemoryMatrix
 ) -> None:
     body = resolution_to_json(resolve(ResolveRequest.from_strings(**strings), matrix))
     jsonschema.validate(body, json.loads(SCHEMA_FILE.read_text(encoding="utf-8")))

@@ -10,6 +10,7 @@ import logging
 import re
 import signal
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -67,7 +68,7 @@ def test_start_line_names_the_real_port_then_access_lines_and_a_stop_line(tmp_pa
 @pytest.mark.slow
 def test_json_access_log_and_every_worker_announces_itself(tmp_path: Path) -> None:
     with serve_port_zero(tmp_path, {"ACCELENV_LOG_FORMAT": "json"}, workers=2) as served:
-        starts = []
+        starts: list[Any] = []
         while len(starts) < 2:
             line = served.wait_for(r'"event":"start"')
             served.seen.remove(line)
@@ -116,7 +117,7 @@ def test_an_unhandled_error_is_logged_once_with_the_request_id_its_body_carries(
     assert body["request_id"] == res.headers["x-request-id"]
     errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
     assert len(errors) == 1
-    assert errors[0].request_id == body["request_id"] and errors[0].exc_info is not None
+    assert vars(errors[0])["request_id"] == body["request_id"] and errors[0].exc_info is not None
     access = [line for line in capfd.readouterr().err.splitlines() if "accelenv.access" in line]
     assert len(access) == 1
     assert access[0].endswith(f"GET /broken 500 {access[0].split()[-2]} request_id={body['request_id']}")

@@ -7,6 +7,7 @@ import sqlalchemy as sa
 from fastapi.testclient import TestClient
 
 from compat_service.api.app import create_app
+from compat_service.api.deps import state_of
 from compat_service.config import Settings
 from compat_service.db import migrate
 from compat_service.db.engine import make_engine
@@ -88,7 +89,7 @@ def test_the_service_follows_a_new_load(database_url: str) -> None:
         renamed = first.model_copy(update={"title": "renamed for the test"})
         sources = SourcesFile.model_validate({"schema": "sources/v1", "sources": [renamed, *rest]})
         result = import_matrix_data(
-            app.state.engine, data.model_copy(update={"sources": sources}), source_path="t"
+            state_of(app).engine, data.model_copy(update={"sources": sources}), source_path="t"
         )
         after = client.get("/v1/torch", params={"limit": 1}).json()["matrix_version"]
         assert before != after == result.content_hash[:16]
@@ -99,7 +100,7 @@ def test_a_database_failing_after_start_is_503_not_500(sqlite_url: str) -> None:
     app = create_app(settings_for(sqlite_url))
     with TestClient(app, raise_server_exceptions=False) as client:
         assert client.get("/v1/torch").status_code == 200
-        with app.state.engine.begin() as conn:
+        with state_of(app).engine.begin() as conn:
             conn.execute(sa.text("DROP TABLE torch_python"))
         res = client.get("/v1/torch", params={"python": "3.11"})
         assert res.status_code == 503

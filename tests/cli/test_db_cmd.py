@@ -15,7 +15,7 @@ from compat_service.domain.matrix.loader import default_path
 runner = CliRunner()
 
 
-def accelenv(database_url: str, *args: str):  # noqa: ANN201 - click Result
+def accelenv(database_url: str, *args: str):
     return runner.invoke(app, [*args, "--database-url", database_url])
 
 

@@ -39,7 +39,7 @@ def install(root: Path, name: str, version: str, *, wheel_tag: str | None = None
 
 
 @pytest.fixture
-def host(monkeypatch: pytest.MonkeyPatch):  # noqa: ANN201 - a setter
+def host(monkeypatch: pytest.MonkeyPatch):
     def set_host(backend: str | None, driver: str | None = None, gpu_arch: str | None = None) -> None:
         for name, value in zip(HOST_VARS, (backend, driver, gpu_arch), strict=True):
             if value is None:
@@ -59,7 +59,7 @@ def by_check(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {f["check"]: f for f in report["findings"]}
 
 
-def test_json_and_the_older_format_json_agree(tmp_path: Path, host) -> None:  # noqa: ANN001
+def test_json_and_the_older_format_json_agree(tmp_path: Path, host) -> None:
     host("cpu")
     install(tmp_path, "torch", "2.13.0+cpu", wheel_tag="cp311-cp311-manylinux_2_28_x86_64")
     new = CliRunner().invoke(app, ["doctor", "--json", "--site-packages", str(tmp_path)])
@@ -71,7 +71,7 @@ def test_json_and_the_older_format_json_agree(tmp_path: Path, host) -> None:  # 
 
 
 @pytest.mark.parametrize("value", ["bogus", "auto", "cu 126"], ids=["bogus", "auto", "spaced"])
-def test_a_bogus_backend_override_is_refused_naming_the_variable(host, value: str) -> None:  # noqa: ANN001
+def test_a_bogus_backend_override_is_refused_naming_the_variable(host, value: str) -> None:
     host(value)
     result = CliRunner().invoke(app, ["doctor"])
     assert result.exit_code == 2
@@ -80,7 +80,7 @@ def test_a_bogus_backend_override_is_refused_naming_the_variable(host, value: st
     assert code == 2 and body["code"] == "invalid-request" and body["causes"][0]["origin"] == "environment: ACCELENV_BACKEND"
 
 
-def test_a_build_label_override_is_read_as_its_family(tmp_path: Path, host) -> None:  # noqa: ANN001
+def test_a_build_label_override_is_read_as_its_family(tmp_path: Path, host) -> None:
     host("cu126", "580.95.05", "sm_90")
     install(tmp_path, "torch", "2.13.0+cu126", cuda="12.6")
     code, report = doctor("--site-packages", str(tmp_path))
@@ -88,7 +88,7 @@ def test_a_build_label_override_is_read_as_its_family(tmp_path: Path, host) -> N
     assert by_check(report)["build"]["severity"] == "ok" and code == 0
 
 
-def test_a_release_no_build_of_which_runs_here_gets_what_to_install_instead(tmp_path: Path, host) -> None:  # noqa: ANN001
+def test_a_release_no_build_of_which_runs_here_gets_what_to_install_instead(tmp_path: Path, host) -> None:
     host("cuda", "580.95.05", "sm_120")
     install(tmp_path, "torch", "2.5.1+cu124", cuda="12.4")
     code, report = doctor("--site-packages", str(tmp_path))
@@ -109,7 +109,7 @@ needs_glibc = pytest.mark.skipif(glibc_version() is None, reason="this host's C 
 
 
 @needs_glibc
-def test_a_wheel_for_a_newer_glibc_is_an_error(tmp_path: Path, host) -> None:  # noqa: ANN001
+def test_a_wheel_for_a_newer_glibc_is_an_error(tmp_path: Path, host) -> None:
     host("cpu")
     install(tmp_path, "torch", "2.13.0+cpu", wheel_tag="cp311-cp311-manylinux_2_99_x86_64")
     code, report = doctor("--site-packages", str(tmp_path))
@@ -121,14 +121,14 @@ def test_a_wheel_for_a_newer_glibc_is_an_error(tmp_path: Path, host) -> None:  #
 
 
 @needs_glibc
-def test_a_legacy_manylinux_tag_is_within_this_hosts_glibc(tmp_path: Path, host) -> None:  # noqa: ANN001
+def test_a_legacy_manylinux_tag_is_within_this_hosts_glibc(tmp_path: Path, host) -> None:
     host("cpu")
     install(tmp_path, "torch", "2.3.1+cpu", wheel_tag="cp311-cp311-manylinux_2_17_x86_64.manylinux2014_x86_64")
     code, report = doctor("--site-packages", str(tmp_path))
     assert by_check(report)["glibc"]["severity"] == "ok" and report["environment"]["manylinux_floor"] == "2.17"
 
 
-def test_the_cuda_runtime_cudnn_and_companion_packages_are_reported(tmp_path: Path, host) -> None:  # noqa: ANN001
+def test_the_cuda_runtime_cudnn_and_companion_packages_are_reported(tmp_path: Path, host) -> None:
     host("cuda", "580.95.05", "sm_90")
     install(tmp_path, "torch", "2.5.1+cu124", cuda="12.4")
     install(tmp_path, "nvidia-cudnn-cu12", "9.1.0.70")
@@ -144,7 +144,7 @@ def test_the_cuda_runtime_cudnn_and_companion_packages_are_reported(tmp_path: Pa
     assert "packages: nvidia-cudnn-cu12 9.1.0.70, torch 2.5.1+cu124, triton 3.1.0" in text.stdout
 
 
-def test_a_torch_built_for_another_cuda_than_its_label_is_flagged(tmp_path: Path, host) -> None:  # noqa: ANN001
+def test_a_torch_built_for_another_cuda_than_its_label_is_flagged(tmp_path: Path, host) -> None:
     host("cuda", "580.95.05", "sm_90")
     install(tmp_path, "torch", "2.5.1+cu124", cuda="12.1")
     _, report = doctor("--site-packages", str(tmp_path))

@@ -21,12 +21,25 @@ app = typer.Typer()
 matrix_cmd.register(app)
 
 
-def test_validate_clean_prints_one_summary_line_and_exits_0() -> None:
+def test_validate_clean_prints_a_summary_line_then_the_unknown_arch_lists_and_exits_0() -> None:
     result = runner.invoke(app, ["matrix", "validate"])
     assert result.exit_code == 0, result.output
     lines = result.stdout.strip().splitlines()
-    assert len(lines) == 1
     assert lines[0].startswith("matrix_data OK: 17 torch minors, 30 patches")
+    assert lines[1].startswith("unknown arch lists (") and len(lines) > 2
+    # every unknown CUDA/ROCm build says what was searched (gpu_archs.yaml `searched`)
+    assert all(line.startswith("  torch ") and ": searched: " in line for line in lines[2:])
+    assert any(line.startswith("  torch 2.7.1 cu126 linux-x86_64: searched: ") for line in lines[2:])
+
+
+def test_validate_json_lists_the_unknown_arch_lists() -> None:
+    result = runner.invoke(app, ["matrix", "validate", "--json"])
+    assert result.exit_code == 0, result.output
+    unknown = json.loads(result.stdout)["unknown_arch_lists"]
+    assert {"torch": "2.6.0", "variant": "rocm6.2.4", "platform": "linux-x86_64"}.items() <= next(
+        u for u in unknown if u["torch"] == "2.6.0" and u["variant"] == "rocm6.2.4"
+    ).items()
+    assert not any(u["torch"] == "2.3.1" and u["variant"] == "cu121" for u in unknown)
 
 
 def test_validate_a_copy_given_as_path(tmp_path: Path) -> None:
@@ -153,8 +166,8 @@ def test_show_without_torch_renders_a_table() -> None:
 
 def test_show_latest_is_the_release_resolve_picks() -> None:
     from compat_service.domain.matrix.snapshot import load_matrix_cached
-    from compat_service.domain.resolver.stages import resolve
     from compat_service.domain.resolver.request import ResolveRequest
+    from compat_service.domain.resolver.stages import resolve
 
     # the default-index build (2.15's CPU build for linux-x86_64 is in no source read: unknown)
     picked = resolve(ResolveRequest.from_strings(torch="latest", python="3.12", os="linux", arch="x86_64",

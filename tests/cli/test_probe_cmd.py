@@ -60,7 +60,7 @@ class Service:
                 self.end_headers()
                 self.wfile.write(data)
 
-            def do_POST(self) -> None:  # noqa: N802 -- http.server's naming
+            def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers["Content-Length"]))
                 if self.path.endswith("/batch"):
                     if not batch:

@@ -9,6 +9,7 @@ import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
+from typing import Any
 from urllib.parse import parse_qs, urlparse
 
 import pytest
@@ -44,7 +45,7 @@ def test_json_output_has_the_pins(tmp_path: Path) -> None:
     [
         (["--torch", "2.3", "--backend", "cuda", "--python", "3.13"], "python-unsupported", 5),
         (
-            ["--torch", "2.3", "--backend", "cuda", "--python", "3.10", "--driver", "470.82"],
+            ["--torch", "2.3", "--backend", "cuda", "--python", "3.10", "--driver", "440.33"],
             "driver-too-old",
             5,
         ),
@@ -114,8 +115,8 @@ class _Handler(BaseHTTPRequestHandler):
         if self.server.answer is not None:
             status, body = self.server.answer
         else:
-            query = {k: v[0] for k, v in parse_qs(urlparse(self.path).query).items()}
-            query["with_"] = query.pop("with", None)  # type: ignore[assignment]
+            query: dict[str, Any] = {k: v[0] for k, v in parse_qs(urlparse(self.path).query).items()}
+            query["with_"] = query.pop("with", None)
             request = ResolveRequest.from_strings(**query)
             status, body = 200, resolution_to_json(resolve(request, InMemoryMatrix(load_matrix_data())))
         payload = json.dumps(body).encode()
@@ -209,7 +210,7 @@ def test_a_missing_evidence_database_is_named_and_not_created(tmp_path: Path, wh
 
 
 def test_answer_resting_on_unknown_says_so_and_strict_fails(tmp_path: Path) -> None:
-    args = ["--torch", "2.7.1", "--backend", "cuda", "--gpu-arch", "sm_120", "--python", "3.12", *TARGET]
+    args = ["--torch", "2.11.0", "--backend", "cu129", "--gpu-arch", "sm_120", "--python", "3.12", *TARGET]
     done = _run([*args, "--format", "json"], tmp_path)
     assert done.returncode == 0, done.stderr
     body = json.loads(done.stdout)
@@ -283,3 +284,29 @@ def test_help_is_rich_like_the_other_commands(tmp_path: Path) -> None:
     done = _run(["--help"], tmp_path)
     assert done.returncode == 0
     assert "Usage:" in done.stdout and "╭─ Options" in done.stdout and "--strict" in done.stdout
+
+
+# ---- issue 20: the host rules through the real command
+
+
+def test_a100_on_driver_535_gets_a_cu12x_build_and_the_text_names_the_rule(tmp_path: Path) -> None:
+    done = _run(["--torch", "2.8", "--backend", "cu126", "--gpu-arch", "sm_80", "--driver", "535.104.05",
+                 "--python", "3.12", *TARGET], tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "torch 2.8.0 · cu126" in done.stdout
+    assert "status: known" in done.stdout
+    assert "rule minor-version-compat: sm_80 has SASS in cu126" in done.stdout
+    assert "TRITON_PTXAS_PATH" in done.stdout  # what minor-version compatibility does not cover
+
+
+def test_gpu_name_and_runtime_flags(tmp_path: Path) -> None:
+    gpu = _run(["--gpu", "NVIDIA GeForce RTX 5090", "--torch", "2.7", "--driver", "570.86.15", "--python", "3.12",
+                *TARGET, "--format", "json"], tmp_path)
+    assert gpu.returncode == 0, gpu.stderr
+    assert (json.loads(gpu.stdout)["torch"], json.loads(gpu.stdout)["backend"]) == ("2.7.1", "cu128")
+    npu = _run(["--torch", "2.4", "--backend", "npu", "--runtime", "8.0.0", "--python", "3.10", *TARGET,
+                "--format", "json"], tmp_path)
+    assert npu.returncode == 0, npu.stderr
+    assert {p["name"]: p["version"] for p in json.loads(npu.stdout)["packages"]}["torch-npu"] == "2.4.0.post2"
+    refused = _run(["--torch", "2.4", "--backend", "npu", "--driver", "8.0", "--python", "3.10", *TARGET], tmp_path)
+    assert refused.returncode == 2 and "--runtime" in refused.stdout + refused.stderr

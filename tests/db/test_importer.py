@@ -8,11 +8,13 @@ import hashlib
 import json
 import shutil
 from pathlib import Path
+from typing import cast
 
 import pytest
 from sqlalchemy.engine import Engine
-from sqlmodel import Session, select
+from sqlmodel import Session, SQLModel, select
 
+from compat_service.db.engine import core_table
 from compat_service.db.matrix.loader import (
     content_hash,
     import_matrix,
@@ -31,8 +33,8 @@ def database_digest(engine: Engine) -> str:
     """sha256 over every row (ids included) of every matrix table and matrix_load."""
     digest = hashlib.sha256()
     with Session(engine) as session:
-        for model in (*MATRIX_TABLES, MatrixLoad):
-            for row in session.exec(select(model).order_by(model.id)):  # type: ignore[attr-defined]
+        for model in (*MATRIX_TABLES, cast("type[SQLModel]", MatrixLoad)):
+            for row in session.exec(select(model).order_by(core_table(model).c.id)):
                 digest.update(json.dumps(row.model_dump(mode="json"), sort_keys=True).encode())
     return digest.hexdigest()
 
@@ -42,7 +44,7 @@ def test_load_fills_every_table_and_records_the_load(engine: Engine) -> None:
     assert result.changed
     assert result.content_hash == content_hash(load_matrix_data())
     for model in MATRIX_TABLES:
-        assert result.counts[model.__tablename__] > 0, model.__tablename__  # type: ignore[attr-defined]
+        assert result.counts[core_table(model).name] > 0, model
     assert result.counts["matrix_load"] == 1
     with Session(engine) as session:
         release = session.exec(select(TorchRelease).where(TorchRelease.version == "2.3.1")).one()

@@ -19,7 +19,7 @@ PROCESSES = 8
 ROUNDS = 25
 
 
-def _open_and_write(path: str, barrier) -> str:  # noqa: ANN001 - a multiprocessing barrier proxy
+def _open_and_write(path: str, barrier) -> str:
     barrier.wait()
     engine = make_engine(f"sqlite:///{path}")
     try:
@@ -27,7 +27,7 @@ def _open_and_write(path: str, barrier) -> str:  # noqa: ANN001 - a multiprocess
             conn.execute(sa.text("CREATE TABLE IF NOT EXISTS t (x INTEGER)"))
             conn.execute(sa.text("INSERT INTO t VALUES (1)"))
         return ""
-    except Exception as exc:  # noqa: BLE001 - report any failure back to the test
+    except Exception as exc:
         return f"{type(exc).__name__}: {exc}"
     finally:
         engine.dispose()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -87,7 +88,7 @@ def test_every_release_from_1_13_to_2_15_is_present_and_released(data: MatrixDat
 
 
 def test_no_duplicates(data: MatrixData) -> None:
-    duplicates = {
+    duplicates: dict[str, Counter[Any]] = {
         "patches": Counter(p.version for m in data.torch_releases.minors for p in m.patches),
         "variant labels": Counter(v.label for v in data.build_variants.variants),
         "toolkits": Counter(Version(t.version) for t in data.cuda.toolkits),
@@ -111,6 +112,7 @@ def test_every_cuda_variant_used_by_a_release_has_a_driver_row(data: MatrixData)
         if variant.runtime_full:
             assert Version(variant.runtime_full) in toolkits, label
         else:
+            assert variant.runtime is not None, label
             assert any(t.release[:2] == Version(variant.runtime).release[:2] for t in toolkits), label
 
 
@@ -155,13 +157,16 @@ def test_released_patches_have_dates_or_say_why(data: MatrixData) -> None:
 # Hosts the data may cite. The default package index is cited by name only (source `pypi_metadata`,
 # url null): its host name is kept out of the data on purpose.
 CITED_HOSTS = {
-    "download.pytorch.org", "dev-discuss.pytorch.org", "developer.apple.com", "docs.nvidia.com",
+    "download.pytorch.org", "dev-discuss.pytorch.org", "developer.apple.com", "developer.nvidia.com",
+    "docs.nvidia.com",
     "docs.pytorch.org", "gitcode.com", "github.com", "rocm.docs.amd.com", "zhidx.com",
+    # the ecosystem's sources (ecosystem.yaml): vLLM's and bitsandbytes' documentation sites
+    "docs.vllm.ai", "huggingface.co",
 }
 
 
 def test_every_url_in_the_data_points_at_a_cited_host() -> None:
-    text = "".join((DATA_DIR / name).read_text(encoding="utf-8") for name in MATRIX_FILES)
+    text = "".join((DATA_DIR / name).read_text(encoding="utf-8") for name in (*MATRIX_FILES, "ecosystem.yaml"))
     hosts = set(re.findall(r"https?://([^/\s\"']+)", text))
     assert hosts <= CITED_HOSTS, sorted(hosts - CITED_HOSTS)
 
@@ -276,7 +281,9 @@ def test_minor_version_compatibility_floors(data: MatrixData) -> None:
     floors = {
         m.cuda_major: (m.min_driver_linux, m.below_driver) for m in data.cuda.minor_version_compatibility
     }
-    assert floors == {11: ("450.80.02", "525"), 12: ("525", "580"), 13: ("580", None)}
+    assert floors == {11: ("450.80.02", "525"), 12: ("525.60.13", "580"), 13: ("580", None)}
+    windows = {m.cuda_major: m.min_driver_windows for m in data.cuda.minor_version_compatibility}
+    assert windows == {11: "452.39", 12: "527.41", 13: "580"}
 
 
 def _archs(data: MatrixData, torch: str, variant: str, platform: str) -> list[str] | None:
@@ -291,7 +298,10 @@ def _archs(data: MatrixData, torch: str, variant: str, platform: str) -> list[st
     [("2.13.0", "cu126", "sm_120", False), ("2.13.0", "cu130", "sm_120", True),
      ("2.13.0", "cu126", "sm_50", True), ("2.11.0", "cu130", "sm_70", False),
      ("2.9.0", "cu128", "sm_70", True), ("2.9.0", "cu128", "sm_61", False),
-     ("2.9.0", "cu128", "sm_60", False), ("2.5.1", "cu124", "sm_61", True)],
+     ("2.9.0", "cu128", "sm_60", False), ("2.5.1", "cu124", "sm_60", True),
+     # the wheels' lists (pytorch/builder release branches), not the conda packages' (which add sm_61)
+     ("2.5.1", "cu124", "sm_61", False), ("2.5.1", "cu118", "sm_37", True), ("2.0.1", "cu117", "sm_90", False),
+     ("2.0.1", "cu118", "sm_90", True), ("1.13.1", "cu117", "sm_37", True), ("2.3.1", "cu121", "sm_37", False)],
     ids=lambda v: str(v),
 )  # fmt: skip
 def test_gpu_arch_lists(data: MatrixData, torch: str, variant: str, arch: str, shipped: bool) -> None:
@@ -301,7 +311,29 @@ def test_gpu_arch_lists(data: MatrixData, torch: str, variant: str, arch: str, s
 
 
 def test_arch_lists_are_unknown_where_unsourced(data: MatrixData) -> None:
-    assert _archs(data, "2.3.1", "cu121", "linux-x86_64") is None
+    assert _archs(data, "2.7.1", "cu126", "linux-x86_64") is None
+    assert _archs(data, "2.6.0", "rocm6.2.4", "linux-x86_64") is None
+    assert _archs(data, "2.11.0", "cu129", "linux-x86_64") is None
+
+
+def test_rocm_gfx_lists(data: MatrixData) -> None:
+    assert _archs(data, "2.3.1", "rocm6.0", "linux-x86_64") == [
+        "gfx900", "gfx906", "gfx908", "gfx90a", "gfx1030", "gfx1100", "gfx942"
+    ]
+    # gfx942 (MI300) came with the ROCm 6.0 images: the 2.3 rocm5.7 build lacks it
+    assert "gfx942" not in (_archs(data, "2.3.1", "rocm5.7", "linux-x86_64") or [])
+
+
+def test_every_unknown_build_is_counted_and_searched_builds_say_what_was_searched(data: MatrixData) -> None:
+    from compat_service.domain.matrix.arch_coverage import arch_list_coverage
+
+    builds = {(b.torch, b.variant, b.platform): b for b in arch_list_coverage(data)}
+    assert builds[("2.3.1", "cu121", "linux-x86_64")].known
+    unknown = builds[("2.7.1", "cu126", "linux-x86_64")]
+    assert not unknown.known and unknown.searched and "v2.7.1" in unknown.searched
+    assert not builds[("2.6.0", "rocm6.2.4", "linux-x86_64")].known
+    # measured on the published wheels (third_party_arch_list_outputs)
+    assert builds[("2.7.1", "cu128", "linux-x86_64")].known and builds[("2.14.0", "rocm7.2", "linux-x86_64")].known
 
 
 def test_vendor_backends(data: MatrixData) -> None:

@@ -48,8 +48,9 @@ def test_bundled_matrix_loads_into_the_resolver_interface() -> None:
     matrix = InMemoryMatrix(load_matrix_data())
     minors = [m.minor for m in matrix.torch_minors()]
     assert minors[0] == "2.15" and minors[-1] == "1.13"
-    assert matrix.build_variant("cu121").index_url == "https://download.pytorch.org/whl/cu121"
-    assert matrix.arch_list("2.13.0", "cu130", "linux-x86_64").ptx == "sm_120"
+    variant, arch_list = matrix.build_variant("cu121"), matrix.arch_list("2.13.0", "cu130", "linux-x86_64")
+    assert variant is not None and variant.index_url == "https://download.pytorch.org/whl/cu121"
+    assert arch_list is not None and arch_list.ptx == "sm_120"
 
 
 def test_load_matrix_data_fails_with_exit_code_4_on_a_missing_directory(tmp_path: Path) -> None:

@@ -22,7 +22,7 @@ _Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
 def _read(file: Path) -> Any:
-    return yaml.load(file.read_text(encoding="utf-8"), Loader=_Loader)  # noqa: S506 - a safe loader
+    return yaml.load(file.read_text(encoding="utf-8"), Loader=_Loader)
 
 
 def copy_matrix(tmp_path: Path) -> Path:
@@ -274,11 +274,11 @@ def test_overlapping_arch_lists_are_reported(tmp_path: Path) -> None:
     _edit(
         path,
         "gpu_archs.yaml",
-        lambda raw: raw["arch_lists"].append(dict(raw["arch_lists"][0], torch=">=2.5")),
+        lambda raw: raw["arch_lists"].append(dict(raw["arch_lists"][0], torch=">=1.13.1")),
     )
     problems = [str(p) for p in matrix_data_problems(path)]
     assert problems and all(
-        "overlaps arch_lists[0] for torch 2.5.1 cu121 on linux-x86_64" in p for p in problems
+        "overlaps arch_lists[0] for torch 1.13.1 cu116 on linux-x86_64" in p for p in problems
     )
 
 
@@ -312,3 +312,36 @@ def test_single_field_checks_name_file_and_key(tmp_path: Path, file: str, change
     path = copy_matrix(tmp_path)
     _edit(path, file, change)
     assert expected in [str(p) for p in matrix_data_problems(path)]
+
+
+@pytest.mark.parametrize(
+    ("file", "change", "expected"),
+    [
+        pytest.param(
+            "cuda.yaml",
+            lambda raw: raw["toolkit_archs"].append(dict(raw["toolkit_archs"][-1], cuda=">=12.9")),
+            "cuda.yaml: toolkit_archs[{n}]: CUDA 12.9.0 (toolkits[46]) falls in toolkit_archs[6] and [{n}]",
+            id="overlapping-toolkit-ranges",
+        ),
+        pytest.param(
+            "cuda.yaml",
+            lambda raw: raw["gpu_names"].append(dict(raw["gpu_names"][0], name="rtx  5090")),
+            "cuda.yaml: gpu_names[{n}].name: GPU name 'rtx  5090' is listed twice (first at cuda.yaml gpu_names[0])",
+            id="duplicate-gpu-name",
+        ),
+        pytest.param(
+            "rocm.yaml",
+            lambda raw: raw["gpu_names"].append(dict(raw["gpu_names"][0], name="Radeon Test", arch="sm_90")),
+            "rocm.yaml: gpu_names[{n}].arch: 'sm_90' is not a gfx* architecture, as rocm.yaml needs",
+            id="nvidia-arch-in-rocm-names",
+        ),
+    ],
+)
+def test_toolkit_ranges_and_gpu_names(tmp_path: Path, file: str, change: Any, expected: str) -> None:
+    path = copy_matrix(tmp_path)
+    _edit(path, file, change)
+    raw = _read(path / file)
+    key = "toolkit_archs" if "toolkit_archs" in expected else "gpu_names"
+    n = len(raw[key]) - 1
+    problems = [str(p) for p in matrix_data_problems(path)]
+    assert expected.format(n=n) in problems, problems

@@ -31,7 +31,7 @@ def matrix() -> InMemoryMatrix:
 
 
 def _request(raw: dict[str, Any]) -> ResolveRequest:
-    strings = {("with_" if k == "with" else k): str(v) for k, v in raw.items()}
+    strings: dict[str, Any] = {("with_" if k == "with" else k): str(v) for k, v in raw.items()}
     return ResolveRequest.from_strings(**strings)
 
 
@@ -87,4 +87,8 @@ def test_golden_case(case: dict[str, Any], matrix: InMemoryMatrix) -> None:
         assert name in res.no_deps, res.no_deps
     for text in expect.get("warnings_include", []):
         assert any(text in w for w in res.warnings), res.warnings
+    for text in expect.get("reasons_include", []):
+        assert any(text in r.detail for r in res.reasons), [r.detail for r in res.reasons]
+    if "backend_not" in expect:
+        assert res.backend != expect["backend_not"], res.backend
     assert res.reasons and all(r.detail for r in res.reasons)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 import shlex
+from typing import Any
 
 import pytest
-import tomllib
 import yaml
 from packaging.requirements import Requirement
 
@@ -18,7 +18,7 @@ from compat_service.domain.resolver.request import ResolveRequest
 from compat_service.domain.resolver.resolution import Resolution, resolution_from_json, resolution_to_json
 from compat_service.domain.resolver.stages import resolve
 
-REQUESTS = {
+REQUESTS: dict[str, dict[str, Any]] = {
     "default-index-cu121": {"torch": "2.3", "backend": "cu121", "python": "3.10"},
     "index-url-cu118": {"torch": "2.3", "backend": "cu118", "python": "3.10"},
     "extra-index-1.13": {"torch": "1.13", "backend": "cu116", "python": "3.10"},
@@ -87,6 +87,7 @@ def test_requirements_file_has_index_line_and_pins(res: Resolution) -> None:
 
 
 def test_uv_snippet_is_toml_with_explicit_index_and_sources(res: Resolution) -> None:
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+; the project supports 3.10
     text = render(res, "uv")
     doc = tomllib.loads(text)
     assert _reqs(doc["project"]["dependencies"]) == res.pins

@@ -3,6 +3,8 @@ matrix, never by free text from a request: a flood of distinct requests must not
 
 from __future__ import annotations
 
+from typing import Any
+
 from compat_service.domain.errors import AccelenvError
 from compat_service.domain.matrix.interface import InMemoryMatrix, per_matrix_memo
 from compat_service.domain.matrix.loader import load_matrix_data
@@ -11,7 +13,7 @@ from compat_service.domain.resolver.resolution import resolution_to_json
 from compat_service.domain.resolver.stages import resolve
 
 
-def _resolve(matrix: InMemoryMatrix, **flags: str) -> dict | str:
+def _resolve(matrix: InMemoryMatrix, **flags: Any) -> dict | str:
     try:
         return resolution_to_json(resolve(ResolveRequest.from_strings(**flags), matrix))
     except AccelenvError as err:

@@ -22,6 +22,7 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy.engine import Engine
 
+from compat_service.api.deps import state_of
 from tests.conftest import REPO_ROOT
 
 #: name -> `accelenv probe` arguments; what each is expected to become is asserted by the tests
@@ -62,7 +63,7 @@ def probe_reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[st
 
 
 @pytest.fixture
-def report_of(probe_reports: dict[str, dict[str, Any] | str]):  # noqa: ANN201 - a small factory
+def report_of(probe_reports: dict[str, dict[str, Any] | str]):
     """``report_of(name)``: a deep copy of that probe report, or skip saying why it is missing."""
 
     def get(name: str) -> dict[str, Any]:
@@ -108,7 +109,7 @@ class Service:
     def read_auth(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self.read_token}"}
 
-    def submit(self, report: dict[str, Any], *, other: bool = False):  # noqa: ANN201 - an httpx.Response
+    def submit(self, report: dict[str, Any], *, other: bool = False):
         """POST the report with the report token (``other``: the second submitter's)."""
         token = self.other_token if other else self.token
         return self.client.post("/v1/reports", json=report, headers={"Authorization": f"Bearer {token}"})
@@ -137,6 +138,6 @@ def service(database_url: str) -> Iterator[Service]:
     )
     app = create_app(settings)
     with TestClient(app) as client:
-        engine = app.state.engine
+        engine = state_of(app).engine
         yield Service(client=client, engine=engine, token=make_token(engine), read_token=make_token(engine, "read"),
                       other_token=make_token(engine))

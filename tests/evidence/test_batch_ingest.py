@@ -22,7 +22,7 @@ def _stored_ids(service: Service) -> set[str]:
         return set(conn.execute(sa.text("SELECT report_id FROM probe_report")).scalars())
 
 
-def _batch(service: Service, items: list[Any], form: str = "json"):  # noqa: ANN202 - an httpx.Response
+def _batch(service: Service, items: list[Any], form: str = "json"):
     if form == "ndjson":
         body = "\n".join(json.dumps(item) for item in items).encode()
         headers = service.auth | {"Content-Type": "application/x-ndjson"}

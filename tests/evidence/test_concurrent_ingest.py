@@ -78,7 +78,7 @@ def test_concurrent_submitters_store_each_report_once_and_count_exactly(
     _assert_stored_exactly(database_url, distinct)
 
 
-def _bases(report_of) -> list[dict[str, Any]]:  # noqa: ANN001 - the report_of fixture
+def _bases(report_of) -> list[dict[str, Any]]:
     bases = [report_of("cpu")]
     try:
         bases.append(report_of("refdev_missing_op"))
@@ -94,7 +94,7 @@ BATCH_DUPLICATES = 40  # of each batch submitter's 200, sent again from another 
 
 
 def _submit_batches(server: LiveServer, reports: list[dict[str, Any]]) -> list[str]:
-    statuses = []
+    statuses: list[str] = []
     with httpx.Client(base_url=server.base_url, headers=server.auth, timeout=60) as client:
         for start in range(0, len(reports), BATCH_SIZE):
             response = client.post("/v1/reports/batch", json=reports[start : start + BATCH_SIZE])

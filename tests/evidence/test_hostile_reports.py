@@ -13,6 +13,7 @@ from typing import Any
 import sqlalchemy as sa
 from fastapi.testclient import TestClient
 
+from compat_service.api.deps import state_of
 from tests.evidence.conftest import make_token
 from tests.evidence.recount import assert_counters_equal_a_recount
 from tests.synthetic_reports import synthetic_report
@@ -113,7 +114,7 @@ def test_hostile_reports_are_refused_by_name_or_stored_as_documented(database_ur
     app = create_app(Settings(database_url=database_url, auto_migrate=True, load_matrix_on_start=False))
     acknowledged: set[str] = set()
     with TestClient(app, raise_server_exceptions=False) as client:
-        auth = {"Authorization": f"Bearer {make_token(app.state.engine)}", "Content-Type": "application/json"}
+        auth = {"Authorization": f"Bearer {make_token(state_of(app).engine)}", "Content-Type": "application/json"}
         for name, (_, expected) in CASES.items():
             report_id, text = _body(name)
             single = client.post("/v1/reports", content=text.encode("utf-8", "surrogatepass"), headers=auth)
@@ -138,7 +139,7 @@ def test_hostile_reports_are_refused_by_name_or_stored_as_documented(database_ur
             else:
                 assert second["status"] in ("created", "exists"), (name, second)
                 acknowledged.add(second["report_id"])
-    engine = app.state.engine
+    engine = state_of(app).engine
     with engine.connect() as conn:
         stored = set(conn.execute(sa.text("SELECT report_id FROM probe_report")).scalars())
         bodies = [json.loads(b) for b in conn.execute(sa.text("SELECT body FROM probe_report")).scalars()]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import Iterator
+from concurrent.futures import Future
 from typing import Any
 
 import pytest
@@ -17,7 +18,7 @@ from compat_service.db.engine import make_engine
 from compat_service.db.evidence.prepare import PreparedReport, prepare_report
 from compat_service.db.evidence.queue import IngestQueue
 from compat_service.db.evidence.write_gate import sqlite_write_gate
-from compat_service.domain.errors import DatabaseNotReadyError, ReportConflictError
+from compat_service.domain.errors import AccelenvError, DatabaseNotReadyError, ReportConflictError
 from compat_service.domain.evidence.cells import IngestResult
 from compat_service.domain.evidence.report import ProbeReport
 from tests.evidence.conftest import variant
@@ -40,6 +41,13 @@ def _writes_blocked(engine: Engine) -> Iterator[None]:
         conn.commit()
 
 
+def _stored_result(future: Future[IngestResult | AccelenvError], timeout: float) -> IngestResult:
+    """The outcome of a submission that must have been stored (a refusal fails the test, naming itself)."""
+    outcome = future.result(timeout=timeout)
+    assert isinstance(outcome, IngestResult), outcome
+    return outcome
+
+
 def _stored(engine: Engine) -> int:
     with engine.connect() as conn:
         return conn.execute(sa.text("SELECT count(*) FROM probe_report")).scalar_one()
@@ -51,7 +59,7 @@ def test_reports_queued_while_the_writer_is_busy_share_a_transaction(engine: Eng
     queue = IngestQueue(engine, max_batch=64)
     with _writes_blocked(engine):
         futures = [queue.submit(_prepared(r)) for r in reports]
-    outcomes = [f.result(timeout=60) for f in futures]
+    outcomes = [_stored_result(f, 60) for f in futures]
     queue.close()
     assert [(o.report_id, o.created) for o in outcomes] == [(r["report_id"], True) for r in reports]
     # the first transaction took what had queued when the writer started; the rest waited and went together
@@ -97,7 +105,7 @@ def test_a_report_that_breaks_its_batch_fails_alone(engine: Engine, report_of) -
     with _writes_blocked(engine):
         futures = [queue.submit(p) for p in (good[0], broken, good[1], good[2])]
     assert futures[1].exception(timeout=60) is not None
-    assert all(f.result(timeout=60).created for f in (futures[0], futures[2], futures[3]))
+    assert all(_stored_result(f, 60).created for f in (futures[0], futures[2], futures[3]))
     queue.close()
     assert _stored(engine) == 3
 
@@ -106,7 +114,7 @@ def test_closing_stores_what_is_queued_then_refuses(engine: Engine, report_of) -
     queue = IngestQueue(engine, max_batch=64)
     futures = [queue.submit(_prepared(variant(report_of("cpu")))) for _ in range(5)]
     queue.close()
-    assert all(f.result(timeout=0).created for f in futures)
+    assert all(_stored_result(f, 0).created for f in futures)
     with pytest.raises(DatabaseNotReadyError, match="shutting down"):
         queue.submit(_prepared(variant(report_of("cpu"))))
     assert _stored(engine) == 5

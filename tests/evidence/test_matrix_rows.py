@@ -13,8 +13,9 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 from fastapi.testclient import TestClient
-from sqlmodel import Session
+from sqlmodel import Session, col
 
+from compat_service.api.deps import state_of
 from compat_service.db.evidence.queries import MatrixFilter, cell_summary, declared_for, with_failing_checks
 from compat_service.db.evidence.tables import EvidenceCell
 from compat_service.domain.evidence.cells import CellKey, DeclaredMatrix, MatrixCell
@@ -68,12 +69,12 @@ def _assembled_afresh(session: Session, declared: DeclaredMatrix, flt: MatrixFil
     for column, value in ((EvidenceCell.torch_build, flt.build), (EvidenceCell.python, flt.python),
                           (EvidenceCell.os, flt.os), (EvidenceCell.backend, flt.backend)):
         if value is not None:
-            query = query.where(column == value)
+            query = query.where(col(column) == value)
     if flt.torch is not None:
-        query = query.where(sa.or_(EvidenceCell.torch_version == flt.torch,
-                                   EvidenceCell.torch_version.startswith(flt.torch + ".")))
+        query = query.where(sa.or_(col(EvidenceCell.torch_version) == flt.torch,
+                                   col(EvidenceCell.torch_version).startswith(flt.torch + ".")))
     by_declared: dict[Any, list[EvidenceCell]] = {}
-    observed = []
+    observed: list[EvidenceCell] = []
     for cell in session.execute(query).scalars():
         key = CellKey(**{f: getattr(cell, f) for f in CellKey.model_fields})
         owner = declared.declared_cell_of(key)
@@ -99,7 +100,7 @@ def _assembled_afresh(session: Session, declared: DeclaredMatrix, flt: MatrixFil
 
 def _expected(service: Service, query: dict[str, Any], page: dict[str, int]) -> dict[str, Any]:
     app: Any = service.client.app
-    matrix = app.state.matrix_repository.current()
+    matrix = state_of(app).matrix_repository.current()
     declared = declared_for(matrix.content_hash, matrix.data)
     with Session(service.engine) as session:
         rows = _assembled_afresh(session, declared, MatrixFilter(**query))
@@ -165,7 +166,7 @@ def test_a_report_stored_through_another_worker_shows_at_once(two_workers: tuple
     from compat_service.db.tokens import create_token
 
     reader, writer = two_workers
-    engine = writer.app.state.engine  # type: ignore[attr-defined]
+    engine = state_of(writer.app).engine
     public, secret = create_token(engine, ApiTokenCreate(scope="report", note="matrix rows"))
     query = {"torch": "2.13.0", "build": "cpu", "python": "3.11", "os": "linux", "arch": "x86_64"}
 

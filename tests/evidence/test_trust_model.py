@@ -18,6 +18,7 @@ from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
 from cli.main import app as cli_app
+from compat_service.api.deps import state_of
 from tests.evidence.conftest import make_token
 from tests.evidence.recount import assert_counters_equal_a_recount
 from tests.synthetic_reports import synthetic_report
@@ -60,7 +61,7 @@ def _trust(database_url: str, **settings: Any) -> Iterator[Trust]:
     app = create_app(Settings(database_url=database_url, auto_migrate=True, matrix_refresh_s=0,
                               token_cache_s=0, **settings))
     with TestClient(app) as client:
-        engine = app.state.engine
+        engine = state_of(app).engine
         tokens = {name: make_token(engine, scope) for name, scope in
                   (("alice", "report"), ("bob", "report"), ("admin", "admin"))}
         yield Trust(client=client, app=app, tokens=tokens)
@@ -130,7 +131,7 @@ def test_an_admin_withdraws_a_tokens_evidence(trust: Trust) -> None:
     assert trust.post("bob", synthetic_report(host="z")).status_code == 401
     for report in forged:
         assert trust.client.get(f"/v1/reports/{report['report_id']}", headers=_auth(trust, "admin")).status_code == 404
-    assert_counters_equal_a_recount(trust.app.state.engine)
+    assert_counters_equal_a_recount(state_of(trust.app).engine)
     # withdrawing again finds nothing more
     again = trust.client.post(f"/v1/tokens/{bob_id}/withdraw", headers=_auth(trust, "admin"))
     assert again.json()["reports_withdrawn"] == 0
@@ -146,7 +147,7 @@ def test_the_cli_withdraws_too(trust: Trust, database_url: str) -> None:
     assert result.exit_code == 0, result.output
     assert "2 report(s)" in result.output
     assert trust.cell()["reports"] == 1
-    assert_counters_equal_a_recount(trust.app.state.engine)
+    assert_counters_equal_a_recount(state_of(trust.app).engine)
     missing = CliRunner().invoke(cli_app, ["token", "withdraw", "999", "--database-url", database_url])
     assert missing.exit_code == 3
 
@@ -158,6 +159,6 @@ def _auth(trust: Trust, who: str) -> dict[str, str]:
 def _token_id(trust: Trust, who: str) -> int:
     from compat_service.db.tokens import list_tokens
 
-    rows = list_tokens(trust.app.state.engine)
+    rows = list_tokens(state_of(trust.app).engine)
     order = list(trust.tokens)
     return rows[order.index(who)].id

@@ -26,7 +26,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import unquote
 
-from packaging.utils import parse_wheel_filename
+from packaging.utils import parse_sdist_filename, parse_wheel_filename
 
 FIXTURES = Path(__file__).resolve().parents[1] / "data" / "index"
 JSON_TYPE = "application/vnd.pypi.simple.v1+json"
@@ -59,6 +59,8 @@ class IndexState:
 
 
 def _version_of(filename: str) -> str:
+    if not filename.endswith(".whl"):
+        return str(parse_sdist_filename(filename)[1])
     return str(parse_wheel_filename(filename)[1])
 
 

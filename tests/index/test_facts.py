@@ -66,7 +66,7 @@ def test_platform_of_a_wheel_tag(platform_tag: str, expected: list[str]) -> None
     ids=["cu132", "windows-cpu", "cu117", "marker-excludes-aarch64", "unpinned-unknown-label"],
 )
 def test_runtime_of_the_default_wheel(requirement: str, platform: str, expected: tuple[object, ...]) -> None:
-    env = {r.platform: r.markers for r in CONFIG.platforms}[platform]
+    env = next(r.markers for r in CONFIG.platforms if r.platform == platform)
     environment = {**env, "python_version": "3.12", "python_full_version": "3.12.0", "extra": "",
                    "implementation_name": "cpython", "platform_python_implementation": "CPython"}
     fact = runtime_fact([Requirement(requirement)], environment, CONFIG, LABELS, platform, "f.whl")

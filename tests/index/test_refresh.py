@@ -22,7 +22,7 @@ app = typer.Typer()
 matrix_cmd.register(app)
 
 
-def refresh(index: LoopbackIndex, matrix: Path, cache: Path | None = None, **kwargs):  # type: ignore[no-untyped-def]
+def refresh(index: LoopbackIndex, matrix: Path, cache: Path | None = None, **kwargs):
     kwargs.setdefault("variants", False)
     with client(cache) as c:
         return run_refresh(c, location(index), matrix, today=TODAY, **kwargs)
@@ -157,11 +157,11 @@ def test_conditional_requests_answered_304_reuse_the_cache(index: LoopbackIndex,
     first = refresh(index, matrix, cache)
     second = refresh(index, matrix, cache)
     assert first.stats["not_modified"] == 0
-    assert second.stats["not_modified"] == 5  # one per project page
+    assert second.stats["not_modified"] == len(first.facts) == 11  # one per project page
     assert set(second.metadata_reads) == {"cache"}
     assert second.stats["range_requests"] == 0 and not second.written and not second.changed
     pages = [entry for entry in index.state.log if entry[1].startswith("/simple/")]
-    assert [status for *_x, status in pages[-5:]] == [304] * 5
+    assert [status for *_x, status in pages[-11:]] == [304] * 11
 
 
 def test_a_project_the_index_lacks_is_a_notice_and_keeps_its_facts(index: LoopbackIndex, matrix: Path) -> None:
@@ -251,3 +251,52 @@ def test_check_reports_a_curated_value_the_index_contradicts(index: LoopbackInde
     marked = [line for line in result.stdout.splitlines() if line.startswith("! ")]
     assert len(marked) == 1 and "release_date: conflicts with the package index: 2026-09-03" in marked[0]
     assert "1 curated value(s) contradict the index" in result.stdout
+
+
+def test_ecosystem_projects_exact_and_range_pins_no_requirement_sdist_only_and_yanked(
+    index: LoopbackIndex, matrix: Path
+) -> None:
+    result = refresh(index, matrix, packages=["vllm", "vllm-ascend", "xformers", "torchao", "bitsandbytes", "flash-attn"])
+    assert result.counts()["removed"] == 0
+    vllm = load_facts(matrix, "vllm")
+    assert vllm is not None and vllm.index == index.simple
+    release = vllm.release("0.33.0")
+    assert release is not None and not release.yanked
+    pins = {(r.platform, r.name): r.specifier for r in release.requirements}
+    for platform in ("linux-x86_64", "linux-aarch64"):  # exact pins of torch and both companions
+        assert pins[(platform, "torch")] == "==2.14.0"
+        assert pins[(platform, "torchvision")] == "==0.29.0"
+        assert pins[(platform, "torchaudio")] == "==2.11.0"
+    assert wheels(matrix, "vllm", "0.33.0") == {("linux-x86_64", "3.8+"), ("linux-aarch64", "3.8+")}
+    assert release.requires_python == "<3.15,>=3.11" and release.sdist == "vllm-0.33.0.tar.gz"
+    assert release.runtimes == []  # the runtime is the pinned torch's build, not a requirement of vllm's own
+    yanked = vllm.release("0.2.1")
+    assert yanked is not None and yanked.yanked and yanked.wheels == [] and yanked.requirements == []
+    assert yanked.yanked_reason == "A bug in tensor parallelism support."
+    xformers = load_facts(matrix, "xformers")
+    assert xformers is not None
+    exact, ranged = xformers.release("0.0.34"), xformers.release("0.0.35")
+    assert exact is not None and ranged is not None
+    assert {r.platform: r.specifier for r in exact.requirements if r.name == "torch"} == {
+        "linux-x86_64": "==2.10.0", "windows-x86_64": "==2.10.0"}
+    assert {r.platform: r.specifier for r in ranged.requirements if r.name == "torch"} == {
+        "linux-x86_64": ">=2.10", "windows-x86_64": ">=2.10"}
+    assert wheels(matrix, "xformers", "0.0.35") == {("linux-x86_64", "3.9+"), ("windows-x86_64", "3.9+")}
+    torchao = load_facts(matrix, "torchao")
+    assert torchao is not None
+    no_pin = torchao.release("0.17.0")
+    assert no_pin is not None and no_pin.wheels and no_pin.requirements == []  # declares no torch at all
+    bnb = load_facts(matrix, "bitsandbytes")
+    assert bnb is not None
+    assert {r.platform: r.specifier for r in bnb.release("0.50.2").requirements} == {  # type: ignore[union-attr]
+        "linux-x86_64": "<3,>=2.4", "macos-arm64": "<3,>=2.4"}
+    flash = load_facts(matrix, "flash-attn")
+    assert flash is not None
+    assert [(r.version, r.sdist, r.wheels) for r in flash.releases] == [
+        ("2.8.3", "flash_attn-2.8.3.tar.gz", []), ("2.8.3.post2", "flash_attn-2.8.3.post2.tar.gz", [])]
+    ascend = load_facts(matrix, "vllm-ascend")
+    assert ascend is not None
+    assert {r.name: r.specifier for r in ascend.release("0.13.0").requirements} == {  # type: ignore[union-attr]
+        "torch": "==2.8.0", "torch-npu": "==2.8.0.post2", "torchvision": ""}
+    # an sdist-only project costs its page and no metadata read
+    assert not [entry for entry in index.state.log if "flash_attn" in entry[1] and entry[1].startswith("/files/")]

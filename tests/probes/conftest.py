@@ -23,7 +23,8 @@ SCHEMA_FILE = REPO_ROOT / "compat_service" / "schemas" / "probe-report.v1.json"
 @dataclass
 class ProbeRun:
     returncode: int
-    report: dict[str, Any] | None
+    #: the JSON report the probe wrote (None when it wrote none: the tests assert on both)
+    report: Any
     stderr: str
 
     def check(self, check_id: str) -> dict[str, Any]:
@@ -45,7 +46,7 @@ def run_probe(tmp_path: Path, *args: str, env: dict[str, str] | None = None, tim
     full_env.update(env or {})
     proc = subprocess.run(
         [sys.executable, "-m", "probes", "--output", str(out), *args],
-        cwd=REPO_ROOT, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=timeout,
+        cwd=REPO_ROOT, env=full_env, capture_output=True, text=True, timeout=timeout,
     )
     report = json.loads(out.read_text()) if out.exists() else None
     return ProbeRun(proc.returncode, report, proc.stderr)

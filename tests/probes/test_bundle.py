@@ -27,8 +27,8 @@ def bundle_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def _isolated(args: list[str], cwd: Path, timeout: float = 240) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ACCELENV_", "PYTHON"))}
     env["ACCELENV_CONFIG_DIR"] = str(cwd / "config")
-    return subprocess.run([sys.executable, "-I", *args], cwd=cwd, env=env, text=True, stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, timeout=timeout)
+    return subprocess.run([sys.executable, "-I", *args], cwd=cwd, env=env, text=True, capture_output=True,
+                          timeout=timeout)
 
 
 def test_bundle_imports_nothing_but_the_stdlib_and_torch() -> None:
@@ -37,7 +37,7 @@ def test_bundle_imports_nothing_but_the_stdlib_and_torch() -> None:
     (Vendor plugins are imported by name at run time, through device_activation's table.)
     """
     allowed = set(sys.stdlib_module_names) | {"torch", "probes", "__future__"}
-    for name, (_, relpath, source) in bundle.collect_sources().items():
+    for _, relpath, source in bundle.collect_sources().values():
         for node in ast.walk(ast.parse(source)):
             if isinstance(node, ast.Import):
                 roots = {alias.name.split(".")[0] for alias in node.names}
@@ -78,7 +78,7 @@ def test_bundle_workers_recover_from_a_crash_in_isolation(bundle_file: Path) -> 
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ACCELENV_", "PYTHON"))}
     env.update(ACCELENV_PROBE_TEST_FAULTS=env_faults, ACCELENV_CONFIG_DIR=str(cwd / "config"))
     proc = subprocess.run([sys.executable, "-I", str(bundle_file), "--device", "cpu", "--checks", "smoke", "--quiet"],
-                          cwd=cwd, env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=240)
+                          cwd=cwd, env=env, text=True, capture_output=True, timeout=240)
     assert proc.returncode == 1
     report = json.loads(proc.stdout)
     statuses = {c["id"]: c["status"] for c in report["checks"]}

@@ -72,6 +72,13 @@ def test_nvidia_host_from_proc_and_nvidia_smi(tmp_path: Path, fake_bin: Path) ->
     assert _outcome(host, "/proc/driver/nvidia/version") == "value"
 
 
+def test_a_multi_gpu_host_reports_the_lowest_capability_and_says_so(tmp_path: Path, fake_bin: Path) -> None:
+    _tool(fake_bin, "nvidia-smi", "535.104.05, 8.9, NVIDIA GeForce RTX 4090\n535.104.05, 8.6, NVIDIA GeForce RTX 3090\n")
+    host = _detect(tmp_path)
+    assert host["device_arch"] == "sm_86"
+    assert host["device_name"].startswith("NVIDIA GeForce RTX 3090 (lowest capability of 2 GPUs")
+
+
 def test_nvidia_smi_runs_once_for_driver_and_device(tmp_path: Path, fake_bin: Path) -> None:
     counter = tmp_path / "runs"
     script = fake_bin / "nvidia-smi"
@@ -120,6 +127,19 @@ def test_amd_host_from_rocm_files(tmp_path: Path, fake_bin: Path) -> None:
     assert host["driver_version"] is None
     _write(tmp_path, "sys/module/amdgpu/version", "6.7.0\n")
     assert _detect(tmp_path)["driver_version"] == "6.7.0"
+
+
+def test_ascend_host_reports_its_cann_version_as_the_runtime(tmp_path: Path, fake_bin: Path) -> None:
+    """npu-smi gives the driver; CANN's ascend_toolkit_install.info the runtime that --runtime matches."""
+    _tool(fake_bin, "npu-smi", _capture("npu-smi_info_910b4_24.1.1.txt"))
+    _write(
+        tmp_path,
+        "usr/local/Ascend/ascend-toolkit/latest/aarch64-linux/ascend_toolkit_install.info",
+        _capture("ascend_toolkit_install.info_8.0.0_aarch64.txt"),
+    )
+    host = _detect(tmp_path)
+    assert (host["backend"], host["runtime_version"]) == ("npu", "8.0.0")
+    assert host["driver_version"] == "24.1.1"
 
 
 def test_amd_gfx_from_rocm_smi_when_rocminfo_is_absent(tmp_path: Path, fake_bin: Path) -> None:

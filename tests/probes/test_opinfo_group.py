@@ -82,7 +82,8 @@ class _Sample:
     """The part of OpInfo's SampleInput the harness uses (the real one needs torch's test-suite imports)."""
 
     def __init__(self, input: Any, *args: Any) -> None:
-        self.input, self.args, self.kwargs = input, args, {}
+        self.input, self.args = input, args
+        self.kwargs: dict[str, Any] = {}
 
     def transform(self, fn: Any) -> _Sample:
         return _Sample(fn(self.input), *[fn(a) for a in self.args])

@@ -25,7 +25,8 @@ def ctx() -> ProbeContext:
 
 def _falls_back(torch: Any, x: Any) -> Any:
     warnings.warn("The operator 'aten::linalg_qr.out' is not currently supported on the MPS backend and will "
-                  "fall back to run on the CPU. This may have performance implications.", UserWarning)
+                  "fall back to run on the CPU. This may have performance implications.", UserWarning,
+                  stacklevel=2)
     return x * 2
 
 

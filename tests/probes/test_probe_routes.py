@@ -16,6 +16,7 @@ from fastapi.testclient import TestClient
 
 from cli import report_spool
 from compat_service.api.app import create_app
+from compat_service.api.deps import state_of
 from compat_service.config import Settings
 from compat_service.db.matrix.tables import ApiTokenCreate
 from compat_service.db.tokens import create_token
@@ -60,7 +61,7 @@ def test_the_served_bundle_runs_isolated(client: TestClient, tmp_path: Path) -> 
 
 @pytest.fixture(scope="module")
 def report_token(client: TestClient) -> str:
-    _, secret = create_token(client.app.state.engine, ApiTokenCreate(scope="report", note="probe tests"))
+    _, secret = create_token(state_of(client.app).engine, ApiTokenCreate(scope="report", note="probe tests"))
     return secret
 
 
@@ -70,7 +71,7 @@ def test_the_service_stores_a_real_probe_report_once(client: TestClient, report_
     body = json.dumps(run.report).encode()
     assert report_spool.submit("http://testserver", report_token, body, client=client) == 201
     assert report_spool.submit("http://testserver", report_token, body, client=client) == 200
-    _, reader = create_token(client.app.state.engine, ApiTokenCreate(scope="read", note="probe tests"))
+    _, reader = create_token(state_of(client.app).engine, ApiTokenCreate(scope="read", note="probe tests"))
     stored = client.get(f"/v1/reports/{run.report['report_id']}", headers={"Authorization": f"Bearer {reader}"})
     assert stored.status_code == 200 and stored.json()["report_id"] == run.report["report_id"]
 

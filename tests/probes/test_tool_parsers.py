@@ -167,6 +167,18 @@ def test_cnmon(name: str, version: str, cards: list[str]) -> None:
     assert [c["name"] for c in parsed["cards"]] == cards
 
 
+@pytest.mark.parametrize(
+    ("name", "version"),
+    [
+        ("ascend_toolkit_install.info_8.0.0_aarch64.txt", "8.0.0"),
+        ("ascend_toolkit_install.info_8.1.RC1_x86_64.txt", "8.1.RC1"),
+    ],
+)
+def test_cann_toolkit_install_info(name: str, version: str) -> None:
+    """The CANN version (not the ``innerversion`` or ``compatible_version`` lines)."""
+    assert tool_parsers.parse_ascend_toolkit_install_info(captured(name)) == version
+
+
 def test_ascend_version_info() -> None:
     assert tool_parsers.parse_ascend_version_info("Version=23.0.rc3\nascendhal_version=7.35.19\n") == "23.0.rc3"
 

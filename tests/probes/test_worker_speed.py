@@ -15,7 +15,6 @@ import textwrap
 
 import pytest
 
-from probes.checks import opinfo
 from probes.harness.entry import worker_threads
 from tests.conftest import REPO_ROOT
 

@@ -161,7 +161,7 @@ class ObservabilityMiddleware:
 
         try:
             await self.app(scope, receive, send_wrapper)
-        except Exception as exc:  # noqa: BLE001 - the one place an unhandled error is logged and answered
+        except Exception as exc:
             error_log.error(
                 "unhandled error on %s %s", scope.get("method"), scope.get("path"), exc_info=exc
             )

@@ -7,6 +7,7 @@ template; static files live under ``/static``. Pages are not part of the OpenAPI
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs
@@ -18,7 +19,7 @@ from fastapi.templating import Jinja2Templates
 from sqlmodel import Session
 from starlette.concurrency import run_in_threadpool
 
-from compat_service.api.deps import get_matrix
+from compat_service.api.deps import get_matrix, state_of
 from compat_service.api.pages import heatmap, selector
 from compat_service.api.pages.internal_api import ApiAnswer, api_get
 from compat_service.api.resolve_cache import LruCache
@@ -27,7 +28,8 @@ from compat_service.api.routes.matrix import current_rows
 from compat_service.db.evidence.matrix_cells import cell_of
 from compat_service.db.evidence.queries import MatrixFilter
 from compat_service.domain.backends import PLATFORMS
-from compat_service.domain.hardware_rules import driver_floor
+from compat_service.domain.evidence.status import BAD_STATUSES
+from compat_service.domain.hardware_rules import driver_rule
 
 PAGES = Path(__file__).resolve().parents[1] / "pages"
 templates = Jinja2Templates(directory=str(PAGES / "templates"))
@@ -48,11 +50,7 @@ def _page(request: Request, name: str, context: dict[str, Any], status: int = 20
 
 def _page_cache(request: Request) -> LruCache[Any]:
     """This worker's cache of page models (heatmaps): a few dozen filter combinations cover the traffic."""
-    state = request.app.state
-    cache = getattr(state, "page_cache", None)
-    if cache is None:
-        cache = state.page_cache = LruCache(PAGE_CACHE_SIZE)
-    return cache
+    return state_of(request.app).page_cache
 
 
 def _error_page(request: Request, title: str, found: ApiAnswer) -> HTMLResponse:
@@ -83,6 +81,7 @@ async def selector_page(request: Request) -> Response:
             "notice": selector.NOTICES.get(state.get("notice", "")),
             "nvidia_smi_query": selector.NVIDIA_SMI_QUERY,
             "url_for_state": selector.url_for_state,
+            "with_parts": selector.with_parts(state.get("with")),
             "api_url": "/v1/resolve" + _resolve_query(state),
         },
     )
@@ -127,7 +126,7 @@ async def matrix_page(request: Request) -> Response:
 
     def read() -> list[Any]:
         # the rows GET /v1/matrix keeps for this load and evidence (assembled once per worker)
-        with Session(request.app.state.engine) as session:
+        with Session(state_of(request.app).engine) as session:
             rows = current_rows(request.app, session, matrix)
             return [cell_of(r) for r in rows.select(flt)]
 
@@ -168,6 +167,10 @@ async def matrix_page(request: Request) -> Response:
 
 @router.get("/torch/{version}", response_class=HTMLResponse)
 async def release_page(request: Request, version: str) -> Response:
+    newest = await _newest_patch(request, version)
+    if newest is not None:
+        # /torch/2.5 and /torch/latest name no patch: the newest one (of that minor, of the released ones)
+        return RedirectResponse(f"/torch/{newest}", status_code=302)
     found = await api_get(request, f"/v1/torch/{version}")
     if not found.ok:
         return _error_page(request, f"torch {version}", found)
@@ -185,9 +188,10 @@ async def release_page(request: Request, version: str) -> Response:
             continue
         oses = sorted({p.split("-", 1)[0] for p in wheel["platforms"]})
         for os_name in oses:
-            floor = driver_floor(matrix.matrix, row.runtime, row.runtime_full, os_name)
-            floors.append((wheel["label"], row.runtime, os_name, floor.version,
-                           list(floor.toolkit.source) if floor.toolkit is not None else []))
+            floor = driver_rule(matrix.matrix, row.runtime, row.runtime_full, os_name, "kernels")
+            cited = list(floor.toolkit.source) if floor.toolkit is not None else []
+            cited += [k for k in (floor.major_row.source if floor.major_row is not None else ()) if k not in cited]
+            floors.append((wheel["label"], row.runtime, os_name, floor.version, floor.toolkit_floor, cited))
     patch = next((p for p in body["minor"]["patches"] if p["version"] == version), None)
     sources = {s["key"]: s for s in body["sources"]}
     return _page(
@@ -206,6 +210,18 @@ async def release_page(request: Request, version: str) -> Response:
     )
 
 
+async def _newest_patch(request: Request, version: str) -> str | None:
+    """The newest patch a minor (2.5) or 'latest' stands for; None for anything else (an exact version)."""
+    if version != "latest" and re.fullmatch(r"\d+\.\d+", version) is None:
+        return None
+    matrix = (await get_matrix(request)).matrix
+    for minor in matrix.torch_minors():  # newest first
+        if (version == "latest" and minor.status == "released") or minor.minor == version:
+            patches = matrix.torch_patches(minor)
+            return patches[0].version if patches else None
+    return None
+
+
 @router.get("/reports/{report_id}", response_class=HTMLResponse)
 async def report_page(request: Request, report_id: str) -> Response:
     found = await api_get(request, f"/v1/reports/{report_id}")
@@ -213,8 +229,8 @@ async def report_page(request: Request, report_id: str) -> Response:
         return _error_page(request, f"Probe report {report_id}", found)
     report = found.body
     checks = report.get("checks", [])
-    bad = {"failed", "timeout", "crashed", "error"}
-    order = {"failed": 0, "crashed": 0, "timeout": 0, "error": 0, "unsupported": 1, "skipped": 2, "passed": 3}
+    bad = BAD_STATUSES
+    order = {**dict.fromkeys(BAD_STATUSES, 0), "unsupported": 1, "skipped": 2, "passed": 3}
     groups: dict[str, list[dict[str, Any]]] = {}
     for check in checks:
         groups.setdefault(check["group"], []).append(check)

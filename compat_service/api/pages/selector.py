@@ -22,7 +22,7 @@ from compat_service.domain.backends import ARCHES, OSES, REQUEST_FAMILIES
 from compat_service.domain.errors import AccelenvError
 from compat_service.domain.matrix.schema import MatrixData
 from compat_service.domain.resolver.install_formats import render
-from compat_service.domain.resolver.request import COMPANIONS, PARAMETERS
+from compat_service.domain.resolver.request import COMPANIONS, PARAMETERS, split_with
 from compat_service.domain.resolver.resolution import Resolution, resolution_from_json
 from probes.host import parsers as tool_parsers
 
@@ -77,13 +77,35 @@ def choices(data: MatrixData) -> dict[str, Any]:
         "labels": labels,
         "gpu_archs": archs,
         "companions": ["torchvision,torchaudio", *COMPANIONS, "none"],
+        "ecosystem": _ecosystem_names(),
     }
 
 
+def _ecosystem_names() -> list[str]:
+    """The packages the "with" field suggests (the ecosystem catalog's names)."""
+    from compat_service.domain.stacks.catalog import load_catalog
+
+    return load_catalog().names()
+
+
 def state_of(request: Request) -> dict[str, str]:
-    """The selection in the URL: every known parameter with a non-empty value, in a stable order."""
+    """The selection in the URL: every known parameter with a non-empty value, in a stable order; a repeatable
+    one (``with``: the companions select and the packages field both send it) joined with commas."""
     q = request.query_params
-    return {name: q[name] for name in STATE_PARAMS if q.get(name, "").strip()}
+    state = {name: q[name] for name in STATE_PARAMS if q.get(name, "").strip()}
+    for p in PARAMETERS:
+        values = [v.strip() for v in q.getlist(p.name) if v.strip()]
+        if p.repeatable and len(values) > 1:
+            state[p.name] = ",".join(values)
+    return {name: state[name] for name in STATE_PARAMS if name in state}
+
+
+def with_parts(value: str | None) -> tuple[str, str]:
+    """``with`` as the page's two fields: the companions (the select's value) and the ecosystem packages."""
+    items = split_with([value]) if value else []
+    companions = [i for i in items if i.lower() in (*COMPANIONS, "none")]
+    packages = [i for i in items if i.lower() not in (*COMPANIONS, "none")]
+    return ",".join(companions), ", ".join(packages)
 
 
 def is_canonical(request: Request, state: dict[str, str]) -> bool:
@@ -139,7 +161,7 @@ async def answer(request: Request, state: dict[str, str]) -> Answer:
         return Answer(body=body, error=body, alternatives=alternatives)
     body = json.loads(raw)
     resolution = resolution_from_json(body)
-    formats = []
+    formats: list[tuple[str, str, str | None, str | None]] = []
     for fmt, label in FORMATS:
         try:
             formats.append((fmt, label, render(resolution, fmt), None))
@@ -170,9 +192,13 @@ def from_nvidia_smi(text: str, state: dict[str, str]) -> str:
         return url_for_state(base, notice="paste-empty")
     changes: dict[str, Any] = {"driver": driver or base.get("driver")}
     if capabilities:
-        changes["gpu_arch"] = capabilities[0]
+        # a multi-GPU host: the lowest compute capability (a build must run on every GPU)
+        changes["gpu_arch"] = min(capabilities, key=lambda c: tuple(int(p) for p in c.split(".") if p.isdigit()))
+    elif names:
+        # plain nvidia-smi prints names only: the resolver maps them with the matrix's GPU names (gpu=)
+        changes["gpu"] = ", ".join(dict.fromkeys(names))
     if names:
-        changes["gpu_seen"] = names[0]
+        changes["gpu_seen"] = ", ".join(dict.fromkeys(names))
     if not _CUDA_BACKEND.match(base.get("backend", "cpu")):
         changes["backend"] = "cuda"  # an NVIDIA host: its builds, not the CPU one
     return url_for_state(base, **changes)

@@ -14,17 +14,13 @@ import orjson
 from fastapi import APIRouter, Query, Request, Response
 from starlette.concurrency import run_in_threadpool
 
-from compat_service.api.deps import current_matrix
-from compat_service.api.resolve_cache import LruCache
+from compat_service.api.deps import current_matrix, state_of
 from compat_service.api.routes.evidence import evidence_for_resolve
 from compat_service.api.strict_query import in_api_words
 from compat_service.domain.ci.matrix import CiMatrixRequest, ci_matrix
 from compat_service.domain.errors import AccelenvError, ErrorBody
 
 router = APIRouter(tags=["ci"])
-
-#: answers kept per worker (a full matrix is ~1 MB of JSON; pipelines ask a handful of distinct ones)
-CACHE_SIZE = 64
 
 _EXAMPLE = {
     "include": [
@@ -64,13 +60,6 @@ _EXAMPLE = {
                 "format": "pip"},
     "total": 1,
 }
-
-
-def _cache(app: Any) -> LruCache[bytes]:
-    cache = getattr(app.state, "ci_matrix_cache", None)
-    if cache is None:
-        cache = app.state.ci_matrix_cache = LruCache(CACHE_SIZE)
-    return cache
 
 
 @router.get(
@@ -118,7 +107,7 @@ async def get_ci_matrix(
     app = request.app
     snapshot = await current_matrix(app)
     evidence, stamp = evidence_for_resolve(app, None)
-    cache = _cache(app)
+    cache = state_of(app).ci_matrix_cache
     key = (snapshot.content_hash, stamp, parsed)
     body = cache.get(key)
     if body is None:

@@ -6,7 +6,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Response
 
-from compat_service.api.deps import PRIVATE, MatrixDep, SessionDep, SettingsDep, holds_scope
+from compat_service.api.deps import PRIVATE, MatrixDep, SessionDep, SettingsDep, holds_scope, state_of
 from compat_service.db.evidence.lookup import DatabaseEvidence
 from compat_service.db.evidence.queries import cell_evidence, declared_for
 from compat_service.domain.backends import normalise_arch
@@ -91,13 +91,13 @@ def evidence_for_resolve(
     While no report is stored the lookup is None (the answer is then exactly the offline CLI's), except with
     ``require_verified``: an empty database verifies nothing, so it answers `not-verified` as
     `resolve --database` does on the same file."""
-    version = app.state.evidence_version
+    version = state_of(app).evidence_version
     stamp = version.current()
     if not version.has_evidence and not require_verified:
         return None, stamp
-    settings = app.state.settings
+    settings = state_of(app).settings
     lookup = DatabaseEvidence(
-        app.state.engine, min_hosts=settings.verified_min_hosts, min_submitters=settings.verified_min_submitters,
+        state_of(app).engine, min_hosts=settings.verified_min_hosts, min_submitters=settings.verified_min_submitters,
         gpu_arch=gpu_arch,
     )
     return lookup, stamp

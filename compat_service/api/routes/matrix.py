@@ -16,18 +16,18 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from pydantic import BaseModel
 from sqlmodel import Session
 
-from compat_service.api.deps import MatrixDep, SessionDep
+from compat_service.api.deps import MatrixDep, SessionDep, state_of
 from compat_service.db.evidence.matrix_cells import MatrixRows, MatrixRowsBuilder
 from compat_service.db.evidence.queries import MatrixFilter, declared_for
 from compat_service.db.matrix.snapshot_follower import MatrixSnapshot
 from compat_service.domain.backends import label_family
 from compat_service.domain.errors import Cause, ErrorBody, InvalidRequestError
 from compat_service.domain.evidence.cells import MatrixCell
+from compat_service.domain.evidence.status import CellStatus
 
 router = APIRouter(prefix="/v1/matrix", tags=["matrix"])
 
 MAX_PAGE = 500
-StatusParam = Literal["declared", "verified", "partial", "broken", "observed"]
 FamilyParam = Literal["cpu", "cuda", "rocm", "xpu"]
 _CLAUSE = r"\s*(==|!=|<=|>=|<|>)\s*\d{1,3}(\.\d{1,3}){0,2}\s*"
 #: ``torch=``: a minor, a patch, or a range of comparison clauses
@@ -68,7 +68,7 @@ def list_matrix(
                                          "refdev (not the build's family: see family)")] = None,
     os: Annotated[Literal["linux", "windows", "macos", "other"] | None, Query()] = None,
     arch: Annotated[str | None, Query(min_length=1, max_length=32, description="x86_64, aarch64, arm64")] = None,
-    status: StatusParam | None = None,
+    status: CellStatus | None = None,
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 100,
     offset: Annotated[int, Query(ge=0, le=10_000_000)] = 0,
 ) -> MatrixPage:
@@ -113,9 +113,9 @@ def current_rows(app: Any, session: Session, matrix: MatrixSnapshot) -> MatrixRo
     """This worker's assembled rows of ``matrix`` and the newest stored evidence (for this route and the
     heatmap page, which read the same rows)."""
     # the stamp first: rows read after it are at least as new, so they are never cached under an older one
-    stamp = app.state.evidence_version.current(check_now=True, connection=session.connection())
-    cache = app.state.matrix_rows_cache
-    settings = app.state.settings
+    stamp = state_of(app).evidence_version.current(check_now=True, connection=session.connection())
+    cache = state_of(app).matrix_rows_cache
+    settings = state_of(app).settings
     builder = cache.builder(
         matrix.content_hash,
         lambda: MatrixRowsBuilder(

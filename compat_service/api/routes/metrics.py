@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request, Response
 
+from compat_service.api.deps import state_of
 from compat_service.api.server.lifecycle import matrix_summary
 
 router = APIRouter(tags=["service"])
@@ -16,7 +17,7 @@ router = APIRouter(tags=["service"])
     responses={200: {"content": {"text/plain": {}}, "description": "Prometheus text exposition format"}},
 )
 def metrics(request: Request) -> Response:
-    state = request.app.state
+    state = state_of(request.app)
     summary = matrix_summary(state)
     if summary is not None:
         state.metrics.set_matrix(*summary)

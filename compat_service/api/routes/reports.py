@@ -20,7 +20,7 @@ import asyncio
 import uuid
 from concurrent.futures import Future
 from datetime import datetime
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Path, Request, Response
 from fastapi.security import HTTPAuthorizationCredentials
@@ -29,7 +29,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session
 from starlette.concurrency import run_in_threadpool
 
-from compat_service.api.deps import PRIVATE, BearerDep, SessionDep, require_scope
+from compat_service.api.deps import PRIVATE, BearerDep, SessionDep, require_scope, state_of
 from compat_service.api.report_bodies import InvalidItem, is_ndjson, parse_batch, parse_report
 from compat_service.db.evidence.ingest import ingest_prepared
 from compat_service.db.evidence.prepare import PreparedReport, prepare_report, utcnow
@@ -58,7 +58,7 @@ class ReportAccepted(BaseModel):
     url: str
 
 
-_ERRORS = {
+_ERRORS: dict[int | str, dict[str, Any]] = {
     status: {"model": ErrorBody}
     for status in (401, 403, 409, 413, 422, 503)
 }
@@ -81,7 +81,7 @@ async def submit_report(request: Request, response: Response, credentials: Beare
     body = await request.body()
     # Token check and validation in ONE worker thread (each sync dependency would cost a thread hop of its
     # own); the report then joins the worker's ingest queue, stored with whatever else is queued.
-    state = request.app.state
+    state = state_of(request.app)
     queued = await run_in_threadpool(
         _authorize_and_queue, state.engine, state.token_cache, state.ingest_queue, credentials, body
     )
@@ -152,7 +152,7 @@ _REPORT_SCHEMA = ProbeReport.model_json_schema()
 )
 async def submit_batch(request: Request, credentials: BearerDep) -> BatchAccepted:
     body = await request.body()
-    state = request.app.state
+    state = state_of(request.app)
     ndjson = is_ndjson(request.headers.get("content-type"))
     results = await run_in_threadpool(
         _authorize_and_ingest_batch,
@@ -193,6 +193,8 @@ def _authorize_and_ingest_batch(
         if isinstance(outcome, ReportConflictError):
             conflict = BatchItemResult(report_id=item.report_id, status="conflict", error=outcome.to_body())
             results.append(conflict)
+        elif isinstance(outcome, AccelenvError):  # any other refusal answers the whole batch with its error
+            raise outcome
         else:
             status = "created" if outcome.created else "exists"
             url = f"/v1/reports/{outcome.report_id}"

@@ -15,20 +15,21 @@ responses for OpenAPI; its handler answers through the same function, for an app
 ``uv``, ``conda``, ``docker``/``dockerfile``, ``text``) as text/plain, the same text `accelenv resolve --format`
 prints. The query is strict: a parameter the table does not hold is a 422 naming the nearest one
 (api/strict_query.py). The domain's errors speak the CLI's flags; on their way out (and into the cache) they
-are reworded with the API's names (``strict_query.in_api_words``) — only the failure path pays for that.
+are reworded with the API's names (``strict_query.in_api_words``), and the endpoint writes them itself
+(`error_bytes`, the handler's exact body) — only the failure path pays for that.
 """
 
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import unquote
+from urllib.parse import parse_qsl
 
 import orjson
 from fastapi import APIRouter, Request, Response
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-from compat_service.api.deps import current_matrix
+from compat_service.api.deps import current_matrix, state_of
 from compat_service.api.middleware.observability import current_request_id
 from compat_service.api.routes.evidence import evidence_for_resolve
 from compat_service.domain.errors import AccelenvError, Cause, ErrorBody, InvalidRequestError
@@ -36,6 +37,7 @@ from compat_service.domain.resolver.install_formats import render
 from compat_service.domain.resolver.request import PARAMETERS, ResolveRequest
 from compat_service.domain.resolver.resolution import resolution_to_json
 from compat_service.domain.resolver.resolution_schema import ResolutionBody
+from compat_service.domain.resolver.stages import name_the_gpu
 from compat_service.domain.resolver.stages import resolve as resolve_request
 
 router = APIRouter(tags=["resolve"])
@@ -73,20 +75,25 @@ _OPENAPI = {
 }
 
 
-def query_strings(raw: bytes) -> dict[str, str | None]:
+#: how many times a repeatable parameter (``with``) may be given
+MAX_REPEATS = 8
+
+
+def query_strings(raw: bytes) -> dict[str, str | list[str] | None]:
     """The resolve parameters of a raw query string; an over-long value is an InvalidRequestError.
 
-    Parsed as Starlette's ``QueryParams`` parses it (latin-1 bytes, ``+`` and %-escapes as UTF-8 with
-    replacement, blank values kept, the last of a repeated name wins), without building the multidict.
-    Names the route does not take are ignored here (`read_query` refuses them)."""
-    return _values(_given(raw))
+    Parsed as Starlette's ``QueryParams`` parses it, with the same call (latin-1 bytes, ``+`` and %-escapes as
+    UTF-8 with replacement, blank values kept), the last of a repeated name winning, without the multidict;
+    a repeatable parameter (``with=vllm&with=flash-attn``) keeps every value, in order. Names the route does
+    not take are ignored here (`read_query` refuses them)."""
+    return _values(*_given(raw))
 
 
 def read_query(raw: bytes) -> tuple[ResolveRequest, str]:
     """The request and the answer's format of a raw query string; an unknown parameter, a malformed value
     or format is an InvalidRequestError in the API's words."""
     try:
-        given = _given(raw)
+        given, repeated = _given(raw)
         for name in given:
             if name not in KNOWN:
                 from compat_service.api.strict_query import unknown_parameter
@@ -100,32 +107,40 @@ def read_query(raw: bytes) -> tuple[ResolveRequest, str]:
                 hint=f"use one of: {', '.join(sorted(FORMATS))}",
                 causes=[Cause(constraint=f"format {fmt_text}", origin="request")],
             )
-        return ResolveRequest.from_query(_values(given)), fmt
+        return ResolveRequest.from_query(_values(given, repeated)), fmt
     except InvalidRequestError as err:
         from compat_service.api.strict_query import in_api_words
 
         raise in_api_words(err) from None
 
 
-def _given(raw: bytes) -> dict[str, str]:
+def _given(raw: bytes) -> tuple[dict[str, str], dict[str, list[str]]]:
     given: dict[str, str] = {}
-    for part in raw.decode("latin-1").split("&"):
-        if not part:
-            continue
-        name, _, value = part.partition("=")
-        if "%" in name or "+" in name:
-            name = unquote(name.replace("+", " "), errors="replace")
-        if "%" in value or "+" in value:
-            value = unquote(value.replace("+", " "), errors="replace")
-        given[name] = value
-    return given
+    repeated: dict[str, list[str]] = {}
+    for key, text in parse_qsl(raw.decode("latin-1"), keep_blank_values=True):
+        given[key] = text
+        repeated.setdefault(key, []).append(text)
+    return given, repeated
 
 
-def _values(given: dict[str, str]) -> dict[str, str | None]:
-    values: dict[str, str | None] = {}
+def _values(given: dict[str, str], repeated: dict[str, list[str]]) -> dict[str, str | list[str] | None]:
+    values: dict[str, str | list[str] | None] = {}
     for p in PARAMETERS:
         name, limit = p.name, p.max_length
         value = given.get(name)
+        if p.repeatable and len(repeated.get(name, ())) > 1:
+            if len(repeated[name]) > MAX_REPEATS:
+                raise InvalidRequestError(
+                    f"invalid query parameter {name}: given more than {MAX_REPEATS} times",
+                    hint=f"name at most {MAX_REPEATS} packages",
+                    causes=[Cause(constraint=f"at most {MAX_REPEATS} values", origin=f"query parameter {name}")],
+                )
+            longest = max(repeated[name], key=len)
+            if len(longest) > limit:
+                value = longest  # refused below, like a single over-long value
+            else:
+                values[name] = list(repeated[name])
+                continue
         if value is not None and len(value) > limit:
             raise InvalidRequestError(
                 f"invalid query parameter {name}: longer than {limit} characters",
@@ -149,23 +164,36 @@ async def resolution_body(app: Any, raw: bytes) -> bytes:
 async def resolution_answer(app: Any, raw: bytes) -> tuple[bytes, bytes]:
     """The body and its content type answering the query string ``raw``; raises the AccelenvError that
     refuses it (in the API's words)."""
-    cache = app.state.resolve_cache
+    cache = state_of(app).resolve_cache
     # Only plausible query strings are memoized: a flood of huge ones must not fill memory.
     if len(raw) <= MAX_MEMO_QUERY:
         parsed, fmt = cache.requests.get_or_compute(raw, lambda: read_query(raw))
     else:
         parsed, fmt = read_query(raw)
     matrix = await current_matrix(app)
+    # gpu= names a GPU: its architecture (matrix data) selects the evidence too
+    gpu_arch = name_the_gpu(parsed, matrix.matrix)[0].gpu_arch if parsed.gpu else parsed.gpu_arch
     # Evidence from the stored probe reports (routes/evidence.py); its stamp keeps the cache current.
-    evidence, stamp = evidence_for_resolve(app, parsed.gpu_arch, require_verified=parsed.require_verified)
+    evidence, stamp = evidence_for_resolve(app, gpu_arch, require_verified=parsed.require_verified)
+    if parsed.stack:  # with=vllm: the stack's releases, then torch for them (compat_service/domain/stacks)
+        from compat_service.domain.stacks.catalog import load_catalog
+        from compat_service.domain.stacks.resolve import resolve_stack
+
+        catalog = load_catalog()
+
+        def answer() -> Any:
+            return resolve_stack(parsed, matrix.matrix, evidence, catalog)
+    else:
+
+        def answer() -> Any:
+            return resolve_request(parsed, matrix.matrix, evidence)
+
     if fmt == "json":
         return cache.body(
-            (matrix.content_hash, stamp, parsed),
-            lambda: _in_api_words(lambda: resolution_to_json(resolve_request(parsed, matrix.matrix, evidence))),
+            (matrix.content_hash, stamp, parsed), lambda: _in_api_words(lambda: resolution_to_json(answer()))
         ), _JSON
     text = cache.bodies.get_or_compute(
-        (matrix.content_hash, stamp, parsed, fmt),
-        lambda: _in_api_words(lambda: render(resolve_request(parsed, matrix.matrix, evidence), fmt).encode()),
+        (matrix.content_hash, stamp, parsed, fmt), lambda: _in_api_words(lambda: render(answer(), fmt).encode())
     )
     return text, _TEXT
 

@@ -8,7 +8,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Path, Request
 from starlette.concurrency import run_in_threadpool
 
-from compat_service.api.deps import require_scope
+from compat_service.api.deps import require_scope, state_of
 from compat_service.db.evidence.withdraw import WithdrawResult, withdraw_submitter
 from compat_service.db.matrix.tables import ApiTokenPublic
 from compat_service.domain.errors import ErrorBody
@@ -27,4 +27,4 @@ async def withdraw_token(
     _admin: Annotated[ApiTokenPublic, Depends(require_scope("admin"))],
     token_id: Annotated[int, Path(ge=1, le=2**31 - 1, description="the id `accelenv token list` shows")],
 ) -> WithdrawResult:
-    return await run_in_threadpool(withdraw_submitter, request.app.state.engine, token_id)
+    return await run_in_threadpool(withdraw_submitter, state_of(request.app).engine, token_id)

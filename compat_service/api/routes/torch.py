@@ -34,6 +34,8 @@ class TorchReleaseDetail(BaseModel):
     minor: TorchMinor
     #: the GPU arch lists whose torch range covers this release
     arch_lists: list[ArchList]
+    #: arch lists learned from agreeing probe reports, for builds no curated row covers (sources: report ids)
+    observed_arch_lists: list[ArchList] = []
     #: every source the release's rows cite
     sources: list[Source]
 
@@ -102,6 +104,8 @@ def get_torch(
             for companion in (patch.torchvision, patch.torchaudio, patch.triton):
                 cited.update(companion.source)
     sources = [s for s in data.sources.sources if s.key in cited]
+    observed = getattr(matrix.matrix, "observed_arch_lists", None)
     return TorchReleaseDetail(
-        matrix_version=matrix.version, release=release, minor=minor, arch_lists=arch_lists, sources=sources
+        matrix_version=matrix.version, release=release, minor=minor, arch_lists=arch_lists, sources=sources,
+        observed_arch_lists=observed(version) if observed is not None else [],
     )

@@ -52,7 +52,7 @@ class JsonErrorsH11Protocol(H11Protocol):
 
 if HttpToolsProtocol is not None:
 
-    class JsonErrorsHttpToolsProtocol(HttpToolsProtocol):  # type: ignore[valid-type,misc]
+    class JsonErrorsHttpToolsProtocol(HttpToolsProtocol):
         def send_400_response(self, msg: str) -> None:
             self.transport.write(_response(self.server_state.default_headers, msg))
             self.transport.close()

@@ -39,6 +39,8 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
+from compat_service.db.engine import core_table
+from compat_service.db.evidence.build_facts import insert_observations, observation_row
 from compat_service.db.evidence.prepare import (
     CHECK_COLUMNS,
     PreparedReport,
@@ -55,11 +57,11 @@ from compat_service.domain.errors import AccelenvError, AuthError, DatabaseNotRe
 from compat_service.domain.evidence.cells import IngestResult
 from compat_service.domain.evidence.report import CHECK_STATUSES, ProbeReport
 
-_CELL = EvidenceCell.__table__
-_HOST = EvidenceHost.__table__
-_SUBMITTER = EvidenceSubmitter.__table__
-_TOKEN = ApiToken.__table__
-_REPORT = StoredReport.__table__
+_CELL = core_table(EvidenceCell)
+_HOST = core_table(EvidenceHost)
+_SUBMITTER = core_table(EvidenceSubmitter)
+_TOKEN = core_table(ApiToken)
+_REPORT = core_table(StoredReport)
 
 
 def _later(column: sa.ColumnElement, other: sa.ColumnElement) -> sa.ColumnElement:
@@ -213,7 +215,7 @@ def ingest_prepared(
         by_cell.setdefault(p.digest, []).append(p)
     rows = {digest: _CellRows(len(cell), check_rows(cell)) for digest, cell in by_cell.items()}
     refused: set[str] = set()
-    with sqlite_write_gate(session.get_bind()):
+    with sqlite_write_gate(_engine_of(session)):
         stored = _store(session, batch, now, rows, refused)
     results: list[IngestResult | AccelenvError] = []
     for p in prepared:
@@ -231,6 +233,11 @@ def ingest_prepared(
 
 _cell_ids: weakref.WeakKeyDictionary[Engine, dict[str, int]] = weakref.WeakKeyDictionary()
 _cell_ids_lock = threading.Lock()
+
+
+def _engine_of(session: Session) -> Engine:
+    bind = session.get_bind()
+    return bind if isinstance(bind, Engine) else bind.engine
 
 
 def _known_cell_ids(engine: Engine) -> dict[str, int]:
@@ -260,7 +267,7 @@ def _store(
     """Store the reports of ``batch`` (distinct report_ids); returns report_id -> stored body_sha256 for
     every report_id that was already stored before (the others were created by this call, except those
     added to ``refused``: their token is revoked)."""
-    known = _known_cell_ids(session.get_bind())
+    known = _known_cell_ids(_engine_of(session))
     cached = {p.digest: known[p.digest] for p in batch if p.digest in known}
     if not cached:
         return _store_once(session, batch, now, {}, known, check_rows, refused)
@@ -324,6 +331,9 @@ def _store_once(
             session.rollback()  # nothing new: leave no cell row behind either
             return stored
         _add_evidence(conn, sql, cell_ids, created, now, check_rows)
+        insert_observations(
+            conn, [observation_row(p.observation, p.report_row["received_at"]) for p in created if p.observation]
+        )
         # a cell this batch created for reports that were all stored already: drop it, as a rollback would
         for cell_id in new_cells - {cell_ids[p.digest] for p in created}:
             conn.execute(sa.delete(_CELL).where(_CELL.c.id == cell_id))
@@ -372,10 +382,10 @@ def _add_evidence(
         for (cell_id, fingerprint), (reports, passing) in sorted(hosts.items())
     ]
     for cell_id, fingerprint, host_reports, host_passing in conn.execute(sql.host_upsert, host_rows):
-        reports, passing = hosts[(cell_id, fingerprint)]
+        added_reports, added_passing = hosts[(cell_id, fingerprint)]
         # the row lock makes exactly one writer see its own additions as the whole count
-        new_hosts[cell_id][0] += int(host_reports == reports)
-        new_hosts[cell_id][1] += int(passing > 0 and host_passing == passing)
+        new_hosts[cell_id][0] += int(host_reports == added_reports)
+        new_hosts[cell_id][1] += int(added_passing > 0 and host_passing == added_passing)
     for cell_id, reports in sorted(by_cell.items()):
         cell_rows = precomputed[reports[0].digest]
         rows = cell_rows.rows if cell_rows.reports == len(reports) else check_rows(reports)

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
-from sqlmodel import Session
+from sqlmodel import Session, col
 
 from compat_service.db.evidence.queries import failing_check_ids
 from compat_service.db.evidence.tables import EvidenceCell
@@ -66,7 +66,7 @@ class DatabaseEvidence:
         for name, value in where.items():
             query = query.where(getattr(EvidenceCell, name) == value)
         if self._gpu_arch is not None:
-            query = query.where(EvidenceCell.device_arch == self._gpu_arch)
+            query = query.where(col(EvidenceCell.device_arch) == self._gpu_arch)
         return list(session.execute(query).scalars().all())
 
     def status_for(self, torch_version: str, build: str, python: str, os: str, arch: str) -> CellVerdict | None:
@@ -81,7 +81,7 @@ class DatabaseEvidence:
                 return None
             healths = {c.id: cell_health(c, min_hosts=self._min_hosts, min_submitters=self._min_submitters) for c in cells}
             combined = combine_health(healths.values())
-            worst = [cid for cid, h in healths.items() if h == combined]
+            worst = [cid for cid, h in healths.items() if h == combined and cid is not None]
             failing = list(dict.fromkeys(f for ids in failing_check_ids(session, worst).values() for f in ids))
         hosts = sum(c.passing_hosts if combined == "verified" else c.hosts for c in cells)
         return CellVerdict(status=_STATUS_OF[combined], hosts=hosts, detail=_describe(combined, failing, hosts))  # type: ignore[arg-type]

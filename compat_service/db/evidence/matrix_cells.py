@@ -25,6 +25,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlmodel import Session
 
+from compat_service.db.engine import core_table
 from compat_service.db.evidence.queries import MatrixFilter, cell_summary, failing_check_ids
 from compat_service.db.evidence.tables import EvidenceCell
 from compat_service.domain.evidence.cells import CellKey, DeclaredMatrix, MatrixCell
@@ -38,7 +39,7 @@ _TORCH, _BUILD, _PYTHON, _OS, _ARCH, _STATUS, _BACKEND = (
 )
 _KEY_FIELDS = tuple(CellKey.model_fields)
 #: what is read of each evidence cell (its key, its counters, first and last seen)
-_COLUMNS = [c for c in EvidenceCell.__table__.columns]  # type: ignore[attr-defined]
+_COLUMNS = list(core_table(EvidenceCell).columns)
 _KEY_AT = [[c.name for c in _COLUMNS].index(f) for f in _KEY_FIELDS]
 _ID_AT, _HASH_AT = ([c.name for c in _COLUMNS].index(f) for f in ("id", "key_hash"))
 #: PostgreSQL's row version of an evidence cell
@@ -211,7 +212,9 @@ class MatrixRowsBuilder:
         """PostgreSQL: the row version (``xmin``: every UPDATE writes a new one) of every evidence cell, then
         only the rows whose version is new to this builder, each with the version it was read at. A row
         changed between the two reads is read at its newer version; the next build sees that one again."""
-        versions: dict[int, str] = dict(conn.execute(sa.select(EvidenceCell.id, _XMIN)).all())  # type: ignore[arg-type]
+        versions: dict[int, str] = {
+            cid: version for cid, version in conn.execute(sa.select(core_table(EvidenceCell).c.id, _XMIN))
+        }
         stale = [cid for cid, version in versions.items() if self._versions.get(cid) != version]
         cells = {cid: cell for cid, cell in self._cells.items() if cid in versions}
         known = {cid: v for cid, v in self._versions.items() if cid in versions}

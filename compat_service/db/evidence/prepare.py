@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from compat_service.domain.evidence.cells import CellKey, cell_key_of
+from compat_service.domain.evidence.observed_builds import BuildObservation, observation_of
 from compat_service.domain.evidence.report import CHECK_STATUSES, MAX_TEXT, CheckResult, ProbeReport, Summary
 from compat_service.domain.evidence.status import BAD_STATUSES, ReportVerdict, classify_report, is_failing
 
@@ -54,6 +55,8 @@ class PreparedReport:
     aten_ops: tuple[str | None, ...]
     #: check id -> what went wrong, for the failing checks
     failures: dict[str, str]
+    #: the build facts the report states (compiled arch list, runtimes), None when it states none
+    observation: BuildObservation | None = None
 
     @property
     def report_id(self) -> str:
@@ -108,6 +111,7 @@ def prepare_report(
             for c in checks
             if c.status != "passed" and is_failing(c.group, c.status)
         },
+        observation=observation_of(report),
     )
 
 
@@ -151,7 +155,7 @@ def check_rows(reports: list[PreparedReport]) -> list[list[Any]]:
             seen_aten.add(id(p.aten_ops))
             aten_ops.update((i, op) for i, op in zip(p.check_ids, p.aten_ops) if op is not None)
         last_failure.update(p.failures)
-    rows = {
+    rows: dict[str, list[Any]] = {
         check_id: [check_id, group, *_NO_COUNTS, aten_ops.get(check_id), last_failure.get(check_id)]
         for check_id, group in groups.items()
     }

@@ -14,7 +14,7 @@ from typing import Any
 
 import sqlalchemy as sa
 from pydantic import BaseModel
-from sqlmodel import Session
+from sqlmodel import Session, col
 
 from compat_service.db.evidence.report_tables import StoredReport
 from compat_service.db.evidence.tables import EvidenceCell, EvidenceCheck
@@ -126,13 +126,13 @@ def _failing_count(group: str, counts: CheckCounts) -> int:
 
 def get_report_json(session: Session, report_id: str) -> str | None:
     return session.execute(
-        sa.select(StoredReport.body).where(StoredReport.report_id == report_id)
+        sa.select(col(StoredReport.body)).where(col(StoredReport.report_id) == report_id)
     ).scalar_one_or_none()
 
 
 def find_cell(session: Session, key: CellKey) -> EvidenceCell | None:
     return session.execute(
-        sa.select(EvidenceCell).where(EvidenceCell.key_hash == key.digest())
+        sa.select(EvidenceCell).where(col(EvidenceCell.key_hash) == key.digest())
     ).scalar_one_or_none()
 
 
@@ -147,20 +147,20 @@ def cell_evidence(
     # the shards of each check, added up
     checks = session.execute(
         sa.select(
-            EvidenceCheck.check_id,
+            col(EvidenceCheck.check_id),
             sa.func.min(EvidenceCheck.group).label("group"),
             *(sa.func.sum(getattr(EvidenceCheck, s)).label(s) for s in CHECK_STATUSES),
             sa.func.max(EvidenceCheck.aten_op).label("aten_op"),
             sa.func.max(EvidenceCheck.last_failure).label("last_failure"),
         )
-        .where(EvidenceCheck.cell_id == cell.id)
+        .where(col(EvidenceCheck.cell_id) == cell.id)
         .group_by(EvidenceCheck.check_id)
         .order_by(EvidenceCheck.check_id)
     ).all()
     recent = session.execute(
-        sa.select(StoredReport.report_id)
-        .where(StoredReport.cell_id == cell.id)
-        .order_by(StoredReport.received_at.desc(), StoredReport.report_id)
+        sa.select(col(StoredReport.report_id))
+        .where(col(StoredReport.cell_id) == cell.id)
+        .order_by(col(StoredReport.received_at).desc(), StoredReport.report_id)
         .limit(RECENT_REPORTS)
     ).scalars().all()
     total = CheckCounts()
@@ -198,12 +198,12 @@ def failing_check_ids(session: Session, cell_ids: Sequence[int]) -> dict[int, li
     if not cell_ids:
         return out
     rows = session.execute(
-        sa.select(EvidenceCheck.cell_id, EvidenceCheck.check_id)
-        .where(EvidenceCheck.cell_id.in_(list(cell_ids)), _failing_expr() > 0)  # type: ignore[attr-defined]
+        sa.select(col(EvidenceCheck.cell_id), col(EvidenceCheck.check_id))
+        .where(col(EvidenceCheck.cell_id).in_(list(cell_ids)), _failing_expr() > 0)
         # detect/smoke failures first: they are what makes a cell broken
         .order_by(
-            EvidenceCheck.cell_id,
-            sa.case((EvidenceCheck.group.in_(sorted(REQUIRED_GROUPS)), 0), else_=1),  # type: ignore[attr-defined]
+            col(EvidenceCheck.cell_id),
+            sa.case((col(EvidenceCheck.group).in_(sorted(REQUIRED_GROUPS)), 0), else_=1),
             EvidenceCheck.check_id,
         )
     ).all()

@@ -119,7 +119,7 @@ class IngestQueue:
             for _, future in batch:
                 future.set_exception(exc)
             return
-        except Exception as exc:  # noqa: BLE001 - isolate the report that broke the batch
+        except Exception as exc:
             if len(batch) == 1:
                 batch[0][1].set_exception(exc)
                 return

@@ -35,5 +35,5 @@ sa.Index(
     "ix_probe_report_cell_recent",
     StoredReport.cell_id,  # type: ignore[arg-type]
     StoredReport.received_at.desc(),  # type: ignore[attr-defined]
-    StoredReport.report_id,  # type: ignore[arg-type]
+    StoredReport.report_id,
 )

@@ -23,6 +23,7 @@ import datetime as dt
 import sqlalchemy as sa
 from sqlmodel import Field, SQLModel
 
+from compat_service.db.evidence.build_facts import ObservedBuildRow  # noqa: F401  (registers observed_build)
 from compat_service.db.evidence.report_tables import StoredReport  # noqa: F401  (registers probe_report)
 from compat_service.domain.evidence.cells import CheckCounts
 from compat_service.domain.evidence.status import CellTally

@@ -22,6 +22,8 @@ from pydantic import BaseModel
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
+from compat_service.db.engine import core_table
+from compat_service.db.evidence.build_facts import delete_observations
 from compat_service.db.evidence.prepare import prepare_report
 from compat_service.db.evidence.report_tables import StoredReport
 from compat_service.db.evidence.tables import EvidenceCell, EvidenceCheck, EvidenceHost, EvidenceSubmitter
@@ -71,7 +73,7 @@ class _Sums:
 def withdraw_submitter(engine: Engine, token_id: int, *, now: dt.datetime | None = None) -> WithdrawResult:
     """Revoke token ``token_id`` and withdraw every report it submitted; NotFoundError for no such token."""
     now = now or dt.datetime.now(dt.timezone.utc)
-    token_table, report_table = ApiToken.__table__, StoredReport.__table__
+    token_table, report_table = core_table(ApiToken), core_table(StoredReport)
     with sqlite_write_gate(engine), Session(engine) as session:
         if engine.dialect.name == "sqlite":
             session.connection().exec_driver_sql("BEGIN IMMEDIATE")
@@ -99,6 +101,7 @@ def withdraw_submitter(engine: Engine, token_id: int, *, now: dt.datetime | None
                 break
             for _report_id, cell_id, host, body in rows:
                 sums.add(cell_id, host, body)
+            delete_observations(conn, [r[0] for r in rows])  # the build facts they stated go with them
             conn.execute(sa.delete(report_table).where(report_table.c.report_id.in_([r[0] for r in rows])))
             withdrawn += len(rows)
             after = rows[-1][0]
@@ -112,7 +115,7 @@ def withdraw_submitter(engine: Engine, token_id: int, *, now: dt.datetime | None
 
 def _subtract(conn: sa.Connection, sums: _Sums, token_id: int) -> None:
     host_t, sub_t, check_t, cell_t = (
-        EvidenceHost.__table__, EvidenceSubmitter.__table__, EvidenceCheck.__table__, EvidenceCell.__table__,
+        core_table(EvidenceHost), core_table(EvidenceSubmitter), core_table(EvidenceCheck), core_table(EvidenceCell),
     )
     for (cell_id, host), (reports, passing) in sorted(sums.hosts.items()):
         left, left_passing = conn.execute(
@@ -157,9 +160,9 @@ def _subtract(conn: sa.Connection, sums: _Sums, token_id: int) -> None:
                     .where(check_t.c.cell_id == cell_id, check_t.c.check_id == check_id, check_t.c.shard == shard)
                     .values(**values)
                 )
-    for cell_id, counts in sorted(sums.cells.items()):
+    for cell_id, cell_counts in sorted(sums.cells.items()):
         conn.execute(
             sa.update(cell_t)
             .where(cell_t.c.id == cell_id)
-            .values(**{name: cell_t.c[name] - counts[name] for name in _CELL_COUNTERS if counts[name]})
+            .values(**{name: cell_t.c[name] - cell_counts[name] for name in _CELL_COUNTERS if cell_counts[name]})
         )

@@ -16,14 +16,14 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import sqlalchemy as sa
 from packaging.version import Version
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, SQLModel, func, select
 
-from compat_service.db.engine import session_scope
+from compat_service.db.engine import core_table, session_scope
 from compat_service.db.matrix.tables import MATRIX_TABLES, MatrixLoad, TorchPython, TorchRelease, TorchWheel
 from compat_service.domain.errors import ConflictError, DatabaseNotReadyError
 from compat_service.domain.matrix.schema import MatrixData
@@ -95,7 +95,7 @@ def matrix_rows(data: MatrixData) -> dict[type[SQLModel], list[dict[str, Any]]]:
                 (python, platform)
                 for entry in (patch.python_override or minor.python)
                 for python in entry.versions
-                for platform in (entry.platforms or sorted(wheel_platforms))
+                for platform in (entry.platforms if entry.platforms else sorted(wheel_platforms))
             }
             rows[TorchPython] += [
                 {"torch_version": patch.version, "python": py, "platform": plat}
@@ -120,13 +120,13 @@ def _sync(session: Session, rows: dict[type[SQLModel], list[dict[str, Any]]]) ->
         session.flush()
     for model in MATRIX_TABLES:
         for key, values in wanted[model].items():
-            row = existing[model].get(key)
-            if row is None:
+            current = existing[model].get(key)
+            if current is None:
                 session.add(model(**values))
                 continue
             for name, value in values.items():
-                if getattr(row, name) != value:
-                    setattr(row, name, value)
+                if getattr(current, name) != value:
+                    setattr(current, name, value)
         session.flush()
 
 
@@ -136,8 +136,8 @@ def latest_load(session: Session) -> MatrixLoad | None:
 
 def row_counts(session: Session) -> dict[str, int]:
     return {
-        model.__tablename__: session.exec(select(func.count()).select_from(model)).one()  # type: ignore[attr-defined]
-        for model in (*MATRIX_TABLES, MatrixLoad)
+        core_table(model).name: session.exec(select(func.count()).select_from(model)).one()
+        for model in (*MATRIX_TABLES, cast("type[SQLModel]", MatrixLoad))
     }
 
 
@@ -153,7 +153,7 @@ def import_matrix_data(engine: Engine, data: MatrixData, *, source_path: str) ->
             else:
                 # A write as the first statement takes SQLite's write lock (waiting out the busy timeout)
                 # before anything is read, so no snapshot goes stale under us.
-                session.exec(sa.update(MatrixLoad).where(sa.false()).values(source_path=""))  # type: ignore[call-overload]
+                session.exec(sa.update(MatrixLoad).where(sa.false()).values(source_path=""))
             latest = latest_load(session)
             if latest is not None and latest.content_hash == digest:
                 return ImportResult(latest.id or 0, digest, changed=False, counts=row_counts(session))

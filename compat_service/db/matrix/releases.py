@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import sqlalchemy as sa
 from pydantic import BaseModel
-from sqlmodel import Session, func, select
+from sqlmodel import Session, col, func, select
 
 from compat_service.db.matrix.tables import TorchPython, TorchRelease, TorchReleaseBase, TorchWheel
 from compat_service.domain.backends import python_sort_key
@@ -41,11 +41,11 @@ class ReleaseFilter:
 def _conditions(f: ReleaseFilter) -> list[sa.ColumnElement[bool]]:
     conds: list[sa.ColumnElement[bool]] = []
     if f.minor:
-        conds.append(TorchRelease.minor == f.minor)
+        conds.append(col(TorchRelease.minor) == f.minor)
     if f.backend or f.platform:
         wheel = select(TorchWheel.id).where(TorchWheel.torch_version == TorchRelease.version)
         if f.backend:
-            wheel = wheel.where(sa.or_(TorchWheel.label == f.backend, TorchWheel.family == f.backend))
+            wheel = wheel.where(sa.or_(col(TorchWheel.label) == f.backend, col(TorchWheel.family) == f.backend))
         if f.platform:
             wheel = wheel.where(TorchWheel.platform == f.platform)
         conds.append(wheel.exists())
@@ -65,11 +65,11 @@ def _public(session: Session, releases: list[TorchRelease]) -> list[TorchRelease
     pythons: dict[str, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
     if versions:
         for w in session.exec(
-            select(TorchWheel).where(TorchWheel.torch_version.in_(versions)).order_by(TorchWheel.id)  # type: ignore[attr-defined]
+            select(TorchWheel).where(col(TorchWheel.torch_version).in_(versions)).order_by(col(TorchWheel.id))
         ):
             wheels[w.torch_version][(w.label, w.family)].append(w.platform)
         for p in session.exec(
-            select(TorchPython).where(TorchPython.torch_version.in_(versions)).order_by(TorchPython.id)  # type: ignore[attr-defined]
+            select(TorchPython).where(col(TorchPython.torch_version).in_(versions)).order_by(col(TorchPython.id))
         ):
             pythons[p.torch_version][p.python].append(p.platform)
     return [
@@ -95,7 +95,7 @@ def list_releases(
     conds = _conditions(f)
     total = session.exec(select(func.count()).select_from(TorchRelease).where(*conds)).one()
     rows = session.exec(
-        select(TorchRelease).where(*conds).order_by(TorchRelease.sort_key.desc()).offset(offset).limit(limit)  # type: ignore[attr-defined]
+        select(TorchRelease).where(*conds).order_by(col(TorchRelease.sort_key).desc()).offset(offset).limit(limit)
     ).all()
     return total, _public(session, list(rows))
 

@@ -4,12 +4,17 @@ Each ``matrix_load`` row keeps the validated MatrixData document; the repository
 in-memory matrix from the latest one, so the service resolves from exactly the data the CLI would resolve
 from with the same files. The built matrix is cached per process and rebuilt only when a newer load
 appears (checked at most every ``refresh_s`` seconds), so a request costs no query in the steady state.
+
+The matrix also carries the arch lists learned from agreeing probe reports (``observed_build``), below the
+curated rows: the same check notices new observations and rebuilds the matrix (the data is reused).
 """
 
 from __future__ import annotations
 
+import hashlib
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,18 +34,31 @@ class MatrixSnapshot:
     content_hash: str
     data: MatrixData
     matrix: Any  # compat_service.domain.matrix.interface.Matrix
+    #: (rows, newest received_at) of observed_build when the matrix was built; (0, None) = none
+    observed: tuple[int, str | None] = (0, None)
 
     @property
     def version(self) -> str:
-        """Short matrix version used in responses and cache keys."""
-        return self.content_hash[:16]
+        """Short matrix version used in responses and cache keys (it changes with the observed facts too)."""
+        if self.observed == (0, None):
+            return self.content_hash[:16]
+        return hashlib.sha256(f"{self.content_hash}|{self.observed}".encode()).hexdigest()[:16]
 
 
-def build_matrix(data: MatrixData) -> Any:
-    """The domain's in-memory Matrix over ``data``."""
+def build_matrix(data: MatrixData, observed: Sequence[Any] = ()) -> Any:
+    """The domain's in-memory Matrix over ``data`` and the observed arch lists (ArchList rows)."""
     from compat_service.domain.matrix.interface import InMemoryMatrix
 
-    return InMemoryMatrix(data)
+    return InMemoryMatrix(data, observed)
+
+
+def _observed_rows(engine: Engine) -> tuple[tuple[int, str | None], list[Any]]:
+    from compat_service.db.evidence.build_facts import observed_facts, observed_state
+
+    state = observed_state(engine)
+    if state[0] == 0:
+        return state, []
+    return state, [build.as_arch_list() for build in observed_facts(engine).builds.values()]
 
 
 def latest_load_ref(engine: Engine) -> tuple[int, str] | None:
@@ -59,7 +77,8 @@ def read_snapshot(engine: Engine, load_id: int | None = None) -> MatrixSnapshot 
     if row is None:
         return None
     data = MatrixData.model_validate_json(row.data)
-    return MatrixSnapshot(row.id or 0, row.content_hash, data, build_matrix(data))
+    state, observed = _observed_rows(engine)
+    return MatrixSnapshot(row.id or 0, row.content_hash, data, build_matrix(data, observed), state)
 
 
 class MatrixRepository:
@@ -99,3 +118,12 @@ class MatrixRepository:
             self._snapshot = None
         elif self._snapshot is None or self._snapshot.load_id != ref[0]:
             self._snapshot = read_snapshot(self._engine, ref[0])
+        else:
+            from compat_service.db.evidence.build_facts import observed_state
+
+            if observed_state(self._engine) != self._snapshot.observed:
+                old = self._snapshot
+                state, observed = _observed_rows(self._engine)
+                self._snapshot = MatrixSnapshot(
+                    old.load_id, old.content_hash, old.data, build_matrix(old.data, observed), state
+                )

@@ -38,10 +38,6 @@ class MatrixLoad(MatrixLoadBase, table=True):
     data: str = Field(sa_type=sa.Text, description="the validated MatrixData as JSON")
 
 
-class MatrixLoadPublic(MatrixLoadBase):
-    id: int
-
-
 # --------------------------------------------------------------------------- matrix tables
 
 

@@ -20,7 +20,6 @@ from collections.abc import Iterator
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from compat_service.domain.errors import Cause, ReportInvalidError
 from compat_service.domain.backends import (
     DEVICE_TYPES_BY_FAMILY,
     PLATFORMS,
@@ -29,6 +28,7 @@ from compat_service.domain.backends import (
     label_family,
     normalise_arch,
 )
+from compat_service.domain.errors import Cause, ReportInvalidError
 from compat_service.domain.evidence.report import CHECK_STATUSES, Environment
 from compat_service.domain.evidence.status import CellStatus, Health
 from compat_service.domain.matrix.schema import MatrixData

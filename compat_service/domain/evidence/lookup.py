@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
+#: the resolver's verdict on a candidate's cell: declared (no report reached it, or too few hosts), verified,
+#: partial, broken; a cell's published status adds "observed" (`status.CellStatus`)
 EvidenceStatus = Literal["declared", "verified", "partial", "broken"]
 
 

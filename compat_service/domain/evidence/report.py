@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 import uuid
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, Strict, StrictBool, StrictFloat
 
@@ -19,7 +19,7 @@ SCHEMA_VERSION = "1"
 
 CheckGroup = Literal["detect", "smoke", "ops", "opinfo", "compile", "runtime", "allocator", "amp", "distributed"]
 CheckStatus = Literal["passed", "failed", "unsupported", "skipped", "timeout", "crashed", "error"]
-CHECK_STATUSES: tuple[str, ...] = ("passed", "failed", "unsupported", "skipped", "timeout", "crashed", "error")
+CHECK_STATUSES: tuple[str, ...] = get_args(CheckStatus)
 
 # Limits that keep a hostile or broken report from costing the service memory or storage.
 MAX_CHECKS = 5000

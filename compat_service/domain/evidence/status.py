@@ -53,17 +53,23 @@ when others pass, and the failing checks say which.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import BaseModel, Field
 
+from compat_service.domain.evidence.lookup import EvidenceStatus
 from compat_service.domain.evidence.report import CheckResult
 
 Health = Literal["verified", "partial", "broken", "unconfirmed", "none"]
-CellStatus = Literal["declared", "verified", "partial", "broken", "observed"]
+#: a cell's status (GET /v1/matrix, the pages): a verdict, or "observed" (reports, for a cell the matrix
+#: does not declare); the one list, which the API's `status` filter and the schemas read
+CellStatus = Literal[EvidenceStatus, "observed"]
+CELL_STATUSES: tuple[str, ...] = get_args(CellStatus)
 
-#: statuses that count as a failure of the check
-BAD_STATUSES: frozenset[str] = frozenset({"failed", "timeout", "crashed", "error"})
+#: statuses that count as a failure of the check: the one list in the service (the probes, which cannot
+#: import it, keep `probes.checks.outcome.BAD_STATUSES`; a test pins the two equal)
+FailingStatus = Literal["failed", "timeout", "crashed", "error"]
+BAD_STATUSES: frozenset[str] = frozenset(get_args(FailingStatus))
 #: check groups that must pass for a combination to be usable at all
 REQUIRED_GROUPS: frozenset[str] = frozenset({"detect", "smoke"})
 #: groups where ``unsupported`` is a gap (a missing kernel or allocator feature), not a neutral outcome
@@ -140,7 +146,7 @@ def cell_status(health: Health, *, declared: bool) -> CellStatus:
     if not declared:
         return "observed"
     if health in ("verified", "partial", "broken"):
-        return health  # type: ignore[return-value]
+        return health
     return "declared"
 
 

@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from compat_service.domain.backends import Platform
 
-FACTS_SCHEMA = "index_facts/v1"
+FACTS_SCHEMA: Literal["index_facts/v1"] = "index_facts/v1"
 
 
 class _Strict(BaseModel):

@@ -31,13 +31,14 @@ from typing import Any, TypeVar
 
 import yaml
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 from pydantic import ValidationError
 
-from compat_service.domain.matrix.index_facts import PackageFacts, RefreshConfig, ReleaseFact
 from compat_service.domain.backends import PLATFORMS, python_sort_key
-from compat_service.domain.matrix.problems import Problem, format_loc
+from compat_service.domain.matrix.index_facts import PackageFacts, RefreshConfig, ReleaseFact
 from compat_service.domain.matrix.markers import evaluate, marker_environment
+from compat_service.domain.matrix.problems import Problem, format_loc
+from compat_service.domain.versions import parse_version
 
 SOURCE = "package_index"
 INDEX_DIR = "index"
@@ -58,7 +59,7 @@ def read_index_file(base: Path, name: str, model: type[M]) -> tuple[M | None, li
     generated = name != "refresh.yaml"
     tail = " (a generated file: run `accelenv matrix refresh`)" if generated else ""
     try:
-        return model.model_validate(yaml.load(file.read_text(encoding="utf-8"), Loader=_Loader)), []  # noqa: S506
+        return model.model_validate(yaml.load(file.read_text(encoding="utf-8"), Loader=_Loader)), []
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
         return None, [Problem(rel, "", f"cannot be read: {exc}{tail}")]
     except ValidationError as exc:
@@ -86,13 +87,6 @@ def final_releases(facts: PackageFacts | None) -> list[ReleaseFact]:
     if facts is None:
         return []
     return [r for r in facts.releases if not r.prerelease and not r.yanked and r.wheels]
-
-
-def _v(text: str | None) -> Version | None:
-    try:
-        return Version(text) if text else None
-    except InvalidVersion:
-        return None
 
 
 def _spec(text: str | None) -> SpecifierSet | None:
@@ -151,12 +145,12 @@ class _Merge:
             version = Version(release.version)
             by_minor[f"{version.major}.{version.minor}"].append(release)
         on_index = {Version(r.version) for r in facts.releases}
-        for mi, minor in enumerate(minors):
-            for pi, patch in enumerate(minor.get("patches") or []):
-                version = _v(str(patch.get("version")))
-                if version is not None and _missing(version, on_index) and not _overridden(patch, "exists"):
+        for mi, listed_minor in enumerate(minors):
+            for pi, patch in enumerate(listed_minor.get("patches") or []):
+                listed = parse_version(str(patch.get("version")))
+                if listed is not None and _missing(listed, on_index) and not _overridden(patch, "exists"):
                     self.conflict(TORCH_FILE, ["minors", mi, "patches", pi, "version"],
-                                  f"torch {version} is not on the index")
+                                  f"torch {listed} is not on the index")
         for key, releases in sorted(by_minor.items(), key=lambda kv: Version(kv[0])):
             minor = next((m for m in minors if str(m.get("minor")) == key), None)
             if minor is None:
@@ -168,21 +162,21 @@ class _Merge:
             self._builds(minor, mi, releases)
             if not minor.get("python"):
                 # a minor the curated files know nothing about: its newest patch's wheels
-                newest = max(minor["patches"], key=lambda p: _v(str(p.get("version"))) or Version("0"))
+                newest = max(minor["patches"], key=lambda p: parse_version(str(p.get("version"))) or Version("0"))
                 minor["python"] = [dict(entry) for entry in newest.get("python_override") or []]
             if minor.get("status") == "partial":
                 minor["status"] = "released"
                 minor["note"] = ((minor.get("note") or "") + " Wheels, Pythons and the default build are read from "
                                  "the package index (matrix_data/index/torch.yaml).").strip()
-        minors.sort(key=lambda m: _v(f"{m.get('minor')}") or Version("0"))
+        minors.sort(key=lambda m: parse_version(f"{m.get('minor')}") or Version("0"))
 
     def _patch(self, minor: dict[str, Any], mi: int, release: ReleaseFact) -> None:
         patches: list[dict[str, Any]] = minor.setdefault("patches", [])
-        patch = next((p for p in patches if _v(str(p.get("version"))) == Version(release.version)), None)
+        patch = next((p for p in patches if parse_version(str(p.get("version"))) == Version(release.version)), None)
         if patch is None:
             patch = _new_patch(release.version)
             patches.append(patch)
-            patches.sort(key=lambda p: _v(str(p.get("version"))) or Version("0"))
+            patches.sort(key=lambda p: parse_version(str(p.get("version"))) or Version("0"))
         pi = patches.index(patch)
         loc: list[str | int] = ["minors", mi, "patches", pi]
         # release date = first upload (UTC)
@@ -227,7 +221,7 @@ class _Merge:
         if not _overridden(patch, "triton"):
             curated = (patch.get("triton") or {}).get("version")
             if triton is None:
-                value = {"version": None, "requirement": None, "marker": None, "source": [SOURCE],
+                value: dict[str, Any] = {"version": None, "requirement": None, "marker": None, "source": [SOURCE],
                          "note": "the default-index Linux wheels declare no triton requirement"}
             else:
                 spec = _spec(triton.specifier)
@@ -283,14 +277,14 @@ class _Merge:
         if not isinstance(value, dict):
             return  # a missing or malformed key is the schema's to report, not the layer's to fill
         if value.get("version") is not None:
-            curated = _v(str(value["version"]))
+            curated = parse_version(str(value["version"]))
             if curated is None:
                 return  # not a version: the schema reports it
-            text = pins.get(curated)
-            spec = _spec(text) if text else None
+            pinned = pins.get(curated)
+            spec = _spec(pinned) if pinned else None
             if spec is not None and not spec.contains(want, prereleases=True) and not _overridden(patch, name):
                 self.conflict(TORCH_FILE, [*loc, name, "version"],
-                              f"{name} {curated} requires torch{text}, not {torch_version}")
+                              f"{name} {curated} requires torch{pinned}, not {torch_version}")
             return
         if admits:
             _exact, version, text = max(admits)
@@ -367,17 +361,17 @@ class _Merge:
         rows: list[dict[str, Any]] = doc["ascend_npu"]
         every = {Version(r.version) for r in facts.releases}
         kept = []
-        for i, row in enumerate(rows):
-            version = _v(str(row.get("torch_npu")))
-            if version is not None and _missing(version, every) and not _overridden(row, "exists"):
+        for i, listed_row in enumerate(rows):
+            listed = parse_version(str(listed_row.get("torch_npu")))
+            if listed is not None and _missing(listed, every) and not _overridden(listed_row, "exists"):
                 self.conflict(VENDOR_FILE, ["ascend_npu", i, "torch_npu"],
-                              f"torch-npu {row.get('torch_npu')} is not on the index")
+                              f"torch-npu {listed_row.get('torch_npu')} is not on the index")
                 continue
-            kept.append(row)
+            kept.append(listed_row)
         rows[:] = kept
         for release in final_releases(facts):
             version = Version(release.version)
-            row = next((r for r in rows if _v(str(r.get("torch_npu"))) == version), None)
+            row = next((r for r in rows if parse_version(str(r.get("torch_npu"))) == version), None)
             by_platform = {
                 p: _sorted_pythons(w.python for w in release.wheels if w.platform == p and _concrete(w.python))
                 for p in PLATFORMS
@@ -421,14 +415,14 @@ def _pinned(specifier: str) -> Version | None:
     only = next(iter(spec))
     if only.operator != "==":
         return None
-    version = _v(only.version.removesuffix(".*"))
+    version = parse_version(only.version.removesuffix(".*"))
     return Version(version.public) if version is not None else None
 
 
 def _curated_platforms(minor: dict[str, Any], version: str) -> list[str]:
     """Platforms whose builds the curated minor lists for this patch (not in platforms_unsourced)."""
     unsourced = set(minor.get("platforms_unsourced") or [])
-    found = set()
+    found: set[str] = set()
     for variant in minor.get("variants") or []:
         patches = variant.get("patches")
         if patches is None or version in patches:
@@ -464,7 +458,7 @@ def _new_minor(key: str) -> dict[str, Any]:
 
 
 def _new_patch(version: str) -> dict[str, Any]:
-    unknown = {"version": None, "source": [], "note": "no companion release on the index admits this torch"}
+    unknown: dict[str, Any] = {"version": None, "source": [], "note": "no companion release on the index admits this torch"}
     return {
         "version": version,
         "release_date": None,

@@ -14,8 +14,10 @@ import weakref
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.version import InvalidVersion, Version
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
+
+from compat_service.domain.versions import parse_specifier, parse_version
 
 if TYPE_CHECKING:
     from compat_service.domain.matrix.schema import (
@@ -24,11 +26,13 @@ if TYPE_CHECKING:
         BuildVariant,
         CambriconMluRow,
         CudaToolkit,
+        GpuName,
         MatrixData,
         MinorVersionCompat,
         MpsSupport,
         RocmRelease,
         Source,
+        ToolkitArchRange,
         TorchMinor,
         TorchPatch,
         VendorInstall,
@@ -66,6 +70,12 @@ class Matrix(Protocol):
 
     def minor_version_compat(self, cuda_major: int) -> MinorVersionCompat | None: ...
 
+    def toolkit_arch_range(self, cuda: str) -> ToolkitArchRange | None:
+        """The sm_ range the toolkit of this CUDA release compiles for; None = not sourced."""
+
+    def gpu_names(self) -> Sequence[GpuName]:
+        """Every GPU product name the matrix maps to an architecture (NVIDIA's, then AMD's)."""
+
     def arch_list(self, torch_version: str, variant: str, platform: str) -> ArchList | None:
         """The GPU architectures `variant` of `torch_version` ships for `platform`; None = unknown."""
 
@@ -90,22 +100,6 @@ class Matrix(Protocol):
     def source(self, key: str) -> Source | None: ...
 
 
-def parse_version(text: str | None) -> Version | None:
-    """``text`` as a PEP 440 version; None when it is None or not one."""
-    try:
-        return Version(text) if text is not None else None
-    except InvalidVersion:
-        return None
-
-
-def parse_specifier(text: str) -> SpecifierSet | None:
-    """``text`` as a PEP 440 specifier set; None when it is not one."""
-    try:
-        return SpecifierSet(text)
-    except InvalidSpecifier:
-        return None
-
-
 def _release_key(text: str | None) -> tuple[int, ...]:
     version = parse_version(text or "")
     return version.release if version is not None else ()
@@ -114,8 +108,12 @@ def _release_key(text: str | None) -> tuple[int, ...]:
 class InMemoryMatrix:
     """`Matrix` over a parsed `MatrixData` (or its compiled snapshot), with the orderings precomputed."""
 
-    def __init__(self, data: MatrixData | Any) -> None:
+    def __init__(self, data: MatrixData | Any, observed_arch_lists: Sequence[ArchList] = ()) -> None:
+        """``observed_arch_lists``: arch lists learned from agreeing probe reports (the service's evidence,
+        ``compat_service.domain.evidence.observed_builds``), read below a curated row and above unknown."""
         self.data = data
+        self._observed: dict[tuple[str, str, str], ArchList] = {(row.torch.removeprefix("=="), row.variant, p): row
+                          for row in observed_arch_lists for p in row.platforms}
         self._minors = sorted(data.torch_releases.minors, key=lambda m: _release_key(m.minor), reverse=True)
         self._patches = {
             m.minor: sorted(m.patches, key=lambda p: parse_version(p.version) or Version("0"), reverse=True)
@@ -124,12 +122,15 @@ class InMemoryMatrix:
         self._variants = {v.label: v for v in data.build_variants.variants}
         self._toolkits = sorted(data.cuda.toolkits, key=lambda t: _release_key(t.version))
         self._mvc = {row.cuda_major: row for row in data.cuda.minor_version_compatibility}
+        self._toolkit_archs = [(parse_specifier(row.cuda), row) for row in getattr(data.cuda, "toolkit_archs", ())]
+        self._gpu_names = tuple(getattr(data.cuda, "gpu_names", ())) + tuple(getattr(data.rocm, "gpu_names", ()))
         # Specifiers are parsed once: the resolver asks for arch lists in its inner loop.
         self._arch_lists = [(parse_specifier(row.torch), row) for row in data.gpu_archs.arch_lists]
         self._arch_memo: dict[tuple[str, str, str], ArchList | None] = {}
         self._rocm = {_release_key(r.version): r for r in data.rocm.releases}
         named = {a for row in data.gpu_archs.arch_lists for a in (*row.archs, row.ptx) if a}
         named.update(t for r in data.rocm.releases for t in (r.gfx_targets or ()))
+        named.update(a for row in observed_arch_lists for a in (*row.archs, row.ptx) if a)
         self._gpu_archs = tuple(sorted(named, key=_arch_key))
         self._xpu = [(parse_specifier(row.torch), row) for row in data.xpu.support]
         self._mps = [(parse_specifier(row.torch), row) for row in data.mps.support]
@@ -150,6 +151,12 @@ class InMemoryMatrix:
     def minor_version_compat(self, cuda_major: int) -> MinorVersionCompat | None:
         return self._mvc.get(cuda_major)
 
+    def toolkit_arch_range(self, cuda: str) -> ToolkitArchRange | None:
+        return _first_matching(self._toolkit_archs, cuda)
+
+    def gpu_names(self) -> Sequence[GpuName]:
+        return self._gpu_names
+
     def arch_list(self, torch_version: str, variant: str, platform: str) -> ArchList | None:
         key = (torch_version, variant, platform)
         if key not in self._arch_memo:
@@ -163,11 +170,18 @@ class InMemoryMatrix:
                     and spec.contains(torch_version, prereleases=True)
                 ),
                 None,
-            )
+            ) or self._observed.get(key)
         return self._arch_memo[key]
 
     def gpu_archs(self) -> Sequence[str]:
         return self._gpu_archs
+
+    def observed_arch_lists(self, torch_version: str) -> list[ArchList]:
+        """The observed arch lists of ``torch_version`` that the matrix reads (no curated row covers them)."""
+        return [
+            row for (version, variant, platform), row in self._observed.items()
+            if version == torch_version and self.arch_list(version, variant, platform) is row
+        ]
 
     def rocm_release(self, version: str) -> RocmRelease | None:
         return self._rocm.get(_release_key(version))
@@ -194,7 +208,7 @@ class InMemoryMatrix:
         return self._sources.get(key)
 
 
-def _arch_key(arch: str) -> tuple[str, int, str]:
+def _arch_key(arch: str) -> tuple[bool, int, str]:
     """sm_ before gfx, then by number (sm_50 < sm_120), then the suffix (sm_90 < sm_90a)."""
     digits = "".join(ch for ch in arch if ch.isdigit())
     return (arch[:2] != "sm", int(digits or 0) if arch.startswith("sm") else 0, arch)

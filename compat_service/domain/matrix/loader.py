@@ -31,7 +31,7 @@ from compat_service.domain.matrix.validation import FileRows, cross_file_problem
 _BaseLoader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-class _StrictLoader(_BaseLoader):  # type: ignore[misc, valid-type]
+class _StrictLoader(_BaseLoader):
     """Safe loading that refuses a key written twice in one mapping (YAML would keep the last silently)."""
 
 
@@ -71,7 +71,7 @@ def _read_yaml(file: Path, name: str) -> tuple[Any, list[Problem]]:
     except (OSError, UnicodeDecodeError) as exc:
         return None, [Problem(name, "", f"cannot be read: {exc}")]
     try:
-        raw = yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - _StrictLoader is a SafeLoader
+        raw = yaml.load(text, Loader=_StrictLoader)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "unknown position"

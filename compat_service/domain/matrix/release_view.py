@@ -11,7 +11,14 @@ from typing import Any
 from packaging.version import InvalidVersion, Version
 
 from compat_service.domain.errors import Alternative, Cause, InvalidRequestError, NotFoundError
-from compat_service.domain.matrix.schema import PLATFORMS, MatrixData, PythonSupport, TorchMinor, TorchPatch
+from compat_service.domain.matrix.schema import (
+    PLATFORMS,
+    DefaultIndexEntry,
+    MatrixData,
+    PythonSupport,
+    TorchMinor,
+    TorchPatch,
+)
 
 _NEARBY = 3
 
@@ -69,7 +76,7 @@ def _python_for(entries: list[PythonSupport], platform: str) -> list[str]:
 
 def _patch_view(minor: TorchMinor, patch: TorchPatch) -> dict[str, Any]:
     python = list(patch.python_override) if patch.python_override is not None else list(minor.python)
-    defaults = {d.platform: d for d in minor.default_index}
+    defaults: dict[str, DefaultIndexEntry] = {d.platform: d for d in minor.default_index}
     platforms = []
     for platform in PLATFORMS:
         labels = [

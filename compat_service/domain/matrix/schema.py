@@ -31,7 +31,7 @@ from compat_service.domain.backends import (
     Platform,
     python_sort_key,
 )
-from compat_service.domain.matrix.interface import parse_specifier, parse_version
+from compat_service.domain.versions import parse_specifier, parse_version
 
 __all__ = ["PLATFORMS", "BackendFamily", "Platform", "python_sort_key"]
 Confidence = Literal["primary", "secondary", "third-party"]
@@ -265,12 +265,47 @@ class MinorVersionCompat(Row):
     below_driver: DriverVersion = None
 
 
+class ToolkitArchRange(Row):
+    """What one CUDA toolkit's nvcc can compile SASS for (offline compilation): ``min_arch`` … ``max_arch``."""
+
+    #: PEP 440 specifier over CUDA versions, e.g. ">=12.8,<12.9"
+    cuda: TorchSpecifier
+    min_arch: str
+    max_arch: str
+
+    @field_validator("min_arch", "max_arch")
+    @classmethod
+    def _arch(cls, arch: str) -> str:
+        if not re.match(r"^sm_\d{2,3}$", arch):
+            raise ValueError(f"{arch!r} is not an NVIDIA architecture like 'sm_90'")
+        return arch
+
+
+class GpuName(Row):
+    """A GPU product name (as nvidia-smi / rocminfo print it, matched without case) -> its architecture."""
+
+    #: words that all appear in the product name, e.g. "RTX 5090" or "A100"
+    name: str = Field(min_length=2)
+    arch: str
+
+    @field_validator("arch")
+    @classmethod
+    def _arch(cls, arch: str) -> str:
+        if not _ARCH_RE.match(arch):
+            raise ValueError(f"{arch!r} is not a GPU architecture like 'sm_90' or 'gfx942'")
+        return arch
+
+
 class CudaFile(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     schema_: Literal["cuda/v1"] = Field(alias="schema")
     toolkits: list[CudaToolkit]
     minor_version_compatibility: list[MinorVersionCompat]
+    #: per CUDA release, the sm_ range its nvcc compiles for
+    toolkit_archs: list[ToolkitArchRange] = Field(default_factory=list)
+    #: NVIDIA product names -> compute capability (sm_XY)
+    gpu_names: list[GpuName] = Field(default_factory=list)
 
 
 # --------------------------------------------------------------------------- gpu_archs.yaml
@@ -296,11 +331,26 @@ class ArchList(Row):
         return archs
 
 
+class ArchSearch(Row):
+    """Builds whose arch list no reachable source states: what was searched, so "unknown" is an answer.
+
+    The builds stay unknown (no ``arch_lists`` row); ``accelenv matrix validate`` lists them with this text.
+    """
+
+    #: PEP 440 specifier over torch versions
+    torch: str
+    variants: list[str] = Field(min_length=1)
+    platforms: list[Platform] = Field(min_length=1)
+    searched: str = Field(min_length=1)
+
+
 class GpuArchsFile(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     schema_: Literal["gpu_archs/v1"] = Field(alias="schema")
     arch_lists: list[ArchList]
+    #: searched and not found (the builds stay unknown)
+    searched: list[ArchSearch] = Field(default_factory=list)
 
 
 # --------------------------------------------------------------------------- rocm.yaml, xpu.yaml, mps.yaml
@@ -321,6 +371,8 @@ class RocmFile(BaseModel):
 
     schema_: Literal["rocm/v1"] = Field(alias="schema")
     releases: list[RocmRelease]
+    #: AMD product names -> gfx target
+    gpu_names: list[GpuName] = Field(default_factory=list)
 
 
 class XpuSupport(Row):

@@ -8,7 +8,8 @@ Rules: duplicates (sources, variant labels, toolkits, ROCm releases, minors, pat
 dangling references (source keys, variant labels, patches named by a variant); every CUDA variant has a
 driver row and a minor-version-compatibility row; labels agree with their family and runtime; patches
 belong to their minor; released minors have Python and variants; a known companion or date has a source;
-version strings and specifiers parse; GPU arch lists fit their variant.
+version strings and specifiers parse; GPU arch lists fit their variant; toolkit compile ranges do not overlap and
+GPU names are listed once with their vendor's kind of architecture.
 """
 
 from __future__ import annotations
@@ -20,8 +21,8 @@ from packaging.version import Version
 from pydantic import BaseModel
 
 from compat_service.domain.backends import LABEL_PREFIXES, PLUGINS
-from compat_service.domain.matrix.interface import parse_specifier, parse_version
 from compat_service.domain.matrix.problems import Problem
+from compat_service.domain.versions import parse_specifier, parse_version
 
 #: file name -> list field -> [(index in the file, row)]
 FileRows = dict[str, dict[str, list[tuple[int, Any]]]]
@@ -177,6 +178,36 @@ def _cuda(rows: FileRows) -> list[Problem]:
     return out
 
 
+def _toolkit_archs_and_gpu_names(rows: FileRows) -> list[Problem]:
+    """Each toolkit release falls in at most one compile range, each range is ordered, and a GPU name is
+    listed once, with an NVIDIA arch in cuda.yaml and an AMD one in rocm.yaml."""
+    out = _Problems()
+    ranges = [(i, r, parse_specifier(r.cuda)) for i, r in _rows(rows, "cuda.yaml", "toolkit_archs")]
+    for i, r, _ in ranges:
+        low, high = (int("".join(ch for ch in a if ch.isdigit())) for a in (r.min_arch, r.max_arch))
+        if low > high:
+            out.add("cuda.yaml", f"toolkit_archs[{i}]", f"min_arch {r.min_arch} is above max_arch {r.max_arch}")
+    for t_index, t in _rows(rows, "cuda.yaml", "toolkits"):
+        hits = [i for i, _, spec in ranges if spec is not None and spec.contains(t.version, prereleases=True)]
+        if len(hits) > 1:
+            out.add(
+                "cuda.yaml",
+                f"toolkit_archs[{hits[1]}]",
+                f"CUDA {t.version} (toolkits[{t_index}]) falls in toolkit_archs[{hits[0]}] and [{hits[1]}]",
+            )
+    seen: dict[str, str] = {}
+    for file, prefix in (("cuda.yaml", "sm_"), ("rocm.yaml", "gfx")):
+        for i, g in _rows(rows, file, "gpu_names"):
+            key = " ".join(g.name.lower().split())
+            where = f"{file} gpu_names[{i}]"
+            if key in seen:
+                out.add(file, f"gpu_names[{i}].name", f"GPU name {g.name!r} is listed twice (first at {seen[key]})")
+            seen.setdefault(key, where)
+            if not g.arch.startswith(prefix):
+                out.add(file, f"gpu_names[{i}].arch", f"{g.arch!r} is not a {prefix}* architecture, as {file} needs")
+    return out
+
+
 def _rocm(rows: FileRows) -> list[Problem]:
     file = "rocm.yaml"
     out = _Problems()
@@ -313,6 +344,7 @@ def _gpu_archs(rows: FileRows, labels: dict[str, Any], patches: list[Version]) -
     out = _Problems()
     file = "gpu_archs.yaml"
     claimed: dict[tuple[str, str, Version], int] = {}
+    patches = sorted(set(patches))  # a duplicated patch is reported by the torch_releases rules, once
     for i, a in _rows(rows, file, "arch_lists"):
         base = f"arch_lists[{i}]"
         spec = parse_specifier(a.torch)
@@ -361,6 +393,27 @@ def _gpu_archs(rows: FileRows, labels: dict[str, Any], patches: list[Version]) -
                     )
                 else:
                     claimed[key] = i
+    for i, search in _rows(rows, file, "searched"):
+        base = f"searched[{i}]"
+        spec = parse_specifier(search.torch)
+        if spec is None:
+            out.add(file, f"{base}.torch", f"{search.torch!r} is not a version specifier like '>=2.11,<2.12'")
+        for j, label in enumerate(search.variants):
+            if labels and label not in labels:
+                out.add(file, f"{base}.variants[{j}]", f"variant label {label!r} is not defined in build_variants.yaml")
+        if spec is None:
+            continue
+        for ver in patches:
+            if spec.contains(ver, prereleases=True):
+                for label in search.variants:
+                    for plat in search.platforms:
+                        if (label, plat, ver) in claimed:
+                            out.add(
+                                file,
+                                base,
+                                f"torch {ver} {label} on {plat} has an arch list (arch_lists[{claimed[(label, plat, ver)]}]): "
+                                "a searched record is only for builds without one",
+                            )
     return out
 
 
@@ -387,6 +440,7 @@ def cross_file_problems(rows: FileRows) -> list[Problem]:
     patches, torch_problems = _torch(rows, labels)
     problems += _sources(rows)
     problems += _cuda(rows)
+    problems += _toolkit_archs_and_gpu_names(rows)
     problems += _rocm(rows)
     problems += torch_problems
     problems += _gpu_archs(rows, labels, patches)

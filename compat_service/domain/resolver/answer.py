@@ -5,28 +5,37 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from compat_service.domain.backends import PLUGIN_FAMILIES, PLUGINS
-from compat_service.domain.hardware_rules import cached_version, newest_cuda_for_driver
+from compat_service.domain.backends import PLUGIN_FAMILIES, PLUGINS, RUNTIME_COLUMNS, RUNTIME_NAMES
+from compat_service.domain.hardware_rules import (
+    MVC_LIMITS,
+    MVC_LIMITS_SOURCES,
+    describe_archs,
+)
 from compat_service.domain.matrix.interface import per_matrix_memo
 from compat_service.domain.resolver.resolution import HostRequirement, Pin, Reason, Resolution
 from compat_service.domain.resolver.state import Candidate, ResolverState
+from compat_service.domain.versions import cached_version
 
 
 def build_resolution(state: ResolverState, minor: Any, patch: Any, python: str, c: Candidate) -> Resolution:
     r = state.r
     version = patch.version
-    reasons: list[Reason] = [
-        Reason(
-            "torch",
-            f"torch {version}: newest patch matching --torch {r.torch.text} that meets every constraint",
-            tuple(patch.release_date_source),
-        )
-    ]
+    here = cached_version(version)
+    skipped = [(v, why) for v, why in state.skipped if cached_version(v) > here]
+    detail = f"torch {version}: newest patch matching --torch {r.torch.text} that meets every constraint"
+    if skipped:
+        detail += "; skipped newer: " + ", ".join(f"{v} ({why})" for v, why in skipped[:6])
+        if len(skipped) > 6:
+            detail += f" and {len(skipped) - 6} more"
+    reasons: list[Reason] = [Reason("torch", detail, tuple(patch.release_date_source))]
     warnings = state.warnings
     # What depends only on matrix rows and bounded request fields is built once per matrix: the same
     # sentences for every request that lands on this (patch, Python, build, platform).
     memo = per_matrix_memo(state.m)
-    key = ("answer-head", version, python, r.platform, c.label, state.family, r.backend.kind, r.python is None)
+    key: tuple[Any, ...] = (
+        "answer-head", version, python, r.platform, c.label, state.family, r.backend.kind, r.python is None,
+        r.arch_defaulted,
+    )
     head = memo.get(key)
     if head is None:
         head = memo[key] = _head(state, minor, patch, python, c)
@@ -37,8 +46,10 @@ def build_resolution(state: ResolverState, minor: Any, patch: Any, python: str, 
     if c.arch is not None:
         _arch_reason(state, c, reasons, warnings)
     if state.family == "cuda":
-        _driver_reason(state, c, reasons, warnings, requirements)
+        _driver_reason(state, version, c, reasons, warnings, requirements)
     _family_notes(state, version, c, reasons, warnings, requirements)
+    if r.runtime is not None:
+        _runtime_reason(state, c, reasons)
 
     # the plugin row's id is stable while its matrix (the memo's owner) lives
     key = ("answer-tail", version, python, r.platform, c.label, state.family, r.with_, id(c.plugin_row))
@@ -81,6 +92,8 @@ def _head(
         )
     if r.python is None:
         warnings.append(f"no --python given: chose Python {python}, the newest torch {version} supports")
+    if r.arch_defaulted and r.os == "macos":
+        warnings.append("no --arch given for macOS: chose Apple silicon (arm64); give --arch x86_64 for an Intel Mac")
     py_sources = tuple(
         dict.fromkeys(
             s
@@ -234,55 +247,130 @@ def _arch_reason(state: ResolverState, c: Candidate, reasons: list[Reason], warn
 
 def _driver_reason(
     state: ResolverState,
+    version: str,
     c: Candidate,
     reasons: list[Reason],
     warnings: list[str],
     requirements: list[HostRequirement],
 ) -> None:
-    floor = c.floor
+    """The driver the build needs and the rule that decided it (hardware_rules: two floors)."""
+    rule = c.floor
+    r = state.r
     runtime = c.build_row.runtime
-    toolkit = floor.toolkit.version if floor.toolkit is not None else runtime
-    if floor.version is None:
+    toolkit = rule.toolkit.version if rule.toolkit is not None else runtime
+    if rule.version is None:
         warnings.append(
-            f"the matrix has no {state.r.os} driver minimum for CUDA {runtime}; check NVIDIA's release notes"
+            f"the matrix has no {r.os} driver minimum for CUDA {runtime}; check NVIDIA's release notes"
         )
-        if state.r.driver is not None:
-            state.unknowns.append(f"whether driver {state.r.driver} runs CUDA {runtime} on {state.r.os}")
+        if r.driver is not None:
+            state.unknowns.append(f"whether driver {r.driver} runs CUDA {runtime} on {r.os}")
         return
-    requirements.append(
-        HostRequirement("nvidia-driver", floor.version, f"CUDA {toolkit} toolkit minimum on {state.r.os}")
+    sources = tuple(rule.toolkit.source if rule.toolkit is not None else ()) + tuple(
+        rule.major_row.source if rule.major_row is not None else ()
     )
-    if state.r.driver is None:
-        warnings.append(
-            f"no --driver given: {c.label} needs an NVIDIA driver >= {floor.version} (CUDA {toolkit})"
+    major = rule.major_row.cuda_major if rule.major_row is not None else None
+    have = cached_version(r.driver) if r.driver is not None else None
+    own = rule.toolkit_floor
+    below_own = own is not None and (have is None or have < cached_version(own))
+    if rule.rule == "minor-version-compat":
+        covers = _build_covers(state, version, c)
+        if c.arch is not None and c.arch.coverage == "kernels":
+            detail = (
+                f"rule minor-version-compat: {r.gpu_arch} has SASS in {c.label}, so CUDA {toolkit} runs on "
+                f"any CUDA {major}.x driver >= {rule.version} on {r.os}"
+            )
+        else:
+            detail = (
+                f"rule minor-version-compat: CUDA {major}.x builds run on a driver >= {rule.version} on {r.os} "
+                f"when the GPU has SASS in {c.label} ({covers})"
+            )
+        if own is not None:
+            detail += f"; a GPU that runs it only through PTX needs CUDA {toolkit}'s own floor >= {own}"
+        requirements.append(
+            HostRequirement(
+                "nvidia-driver",
+                rule.version,
+                f"CUDA {major}.x minor-version-compatibility floor on {r.os}"
+                + (f"; PTX JIT needs CUDA {toolkit}'s own floor {own}" if own else ""),
+            )
         )
-    detail = f"CUDA {toolkit} needs driver >= {floor.version} on {state.r.os}"
-    if state.r.driver is not None:
-        detail += f"; driver {state.r.driver} meets it"
-    reasons.append(
-        Reason("driver", detail, tuple(floor.toolkit.source) if floor.toolkit is not None else ())
-    )
-    if state.r.driver is not None:
-        _minor_version_note(state, warnings)
+        if r.driver is not None:
+            detail += f"; driver {r.driver} meets >= {rule.version}"
+        if below_own:
+            warnings.append(
+                f"driver {r.driver or '(not given)'} is below CUDA {toolkit}'s own floor {own}: "
+                + MVC_LIMITS
+                + f" (sources: {', '.join(MVC_LIMITS_SOURCES)})"
+            )
+            if r.driver is not None and (c.arch is None or c.arch.coverage == "unknown"):
+                state.unknowns.append(
+                    f"whether the GPU has SASS in {c.label} ({covers}): driver {r.driver} is below CUDA "
+                    f"{toolkit}'s own floor {own} (give --gpu-arch or --gpu)"
+                )
+    else:
+        if c.arch is not None and c.arch.coverage == "ptx":
+            why = f"{r.gpu_arch} runs {c.label} only through its PTX, which the driver JIT-compiles, so "
+        else:
+            why = f"CUDA {runtime} has no minor-version compatibility, so "
+        detail = f"rule toolkit-floor: {why}CUDA {toolkit} needs its own driver floor >= {rule.version} on {r.os}"
+        if own is None:
+            detail = (
+                f"rule toolkit-floor: {why}CUDA {toolkit} needs its own driver floor, which NVIDIA's table does not "
+                f"give for {r.os}; the CUDA {major}.x floor >= {rule.version} is the least it needs"
+            )
+            if r.driver is not None:
+                state.unknowns.append(f"whether driver {r.driver} reaches CUDA {toolkit}'s own floor on {r.os}")
+        if r.driver is not None:
+            detail += f"; driver {r.driver} meets it"
+        requirements.append(
+            HostRequirement("nvidia-driver", rule.version, f"CUDA {toolkit} toolkit minimum on {r.os}")
+        )
+    if r.gpu_arch is None:
+        warnings.append(
+            f"no --gpu-arch (or --gpu) given: {c.label} has {_build_covers(state, version, c)}; "
+            "a GPU none of them runs on (a cubin runs within its major, same or newer minor) gets no kernels"
+        )
+    if r.driver is None:
+        warnings.append(
+            f"no --driver given: {c.label} needs an NVIDIA driver >= {rule.version} ({rule.rule}"
+            + (f"; >= {own} for CUDA {toolkit}'s own floor" if own and own != rule.version else "")
+            + ")"
+        )
+    reasons.append(Reason("driver", detail, sources))
 
 
-def _minor_version_note(state: ResolverState, warnings: list[str]) -> None:
-    """Say when NVIDIA's minor-version compatibility would stretch this driver further than accelenv does."""
-    runs = newest_cuda_for_driver(state.m, state.r.driver or "0", state.r.os)
-    if runs is None:
+def _build_covers(state: ResolverState, version: str, c: Candidate) -> str:
+    """Which GPU architectures the build ships SASS for, as the matrix knows it (for the driver rule)."""
+    row = state.m.arch_list(version, c.label, state.r.platform)
+    if row is not None:
+        return f"SASS for {describe_archs(list(row.archs), row.ptx)}"
+    span = state.m.toolkit_arch_range(c.build_row.runtime or "0")
+    if span is not None:
+        return f"arch list unknown; CUDA {c.build_row.runtime} compiles {span.min_arch} … {span.max_arch}"
+    return "arch list unknown"
+
+
+def _runtime_reason(state: ResolverState, c: Candidate, reasons: list[Reason]) -> None:
+    """How the build fits the host's vendor runtime (--runtime), or the unknown it rests on."""
+    if c.runtime_unknown is not None:
+        state.unknowns.append(c.runtime_unknown)
         return
-    major = cached_version(runs).major
-    row = state.m.minor_version_compat(major)
-    newer = [t.version for t in state.m.cuda_toolkits() if cached_version(t.version).major == major]
-    if row is None or not newer or cached_version(newer[-1]) <= cached_version(runs):
-        return
-    floor = row.min_driver_windows if state.r.os == "windows" else row.min_driver_linux
-    if floor and cached_version(state.r.driver or "0") >= cached_version(floor):
-        warnings.append(
-            f"driver {state.r.driver} runs CUDA <= {runs} by the toolkit minimums; NVIDIA's minor-version "
-            f"compatibility (>= {floor}) may run newer CUDA {major}.x builds, but not PTX JIT, so accelenv "
-            f"does not count on it (source: {', '.join(row.source)})"
+    name = RUNTIME_NAMES.get(state.family, "runtime")
+    have = state.r.runtime
+    if state.family == "rocm":
+        detail = f"ROCm {have} on the host: {c.label} is built for ROCm {c.build_row.runtime}, the same major.minor"
+        sources = tuple(c.build_row.source)
+    elif c.plugin_row is not None:
+        plugin = PLUGINS[state.family]
+        needs = getattr(c.plugin_row, RUNTIME_COLUMNS[state.family])
+        detail = (
+            f"{name} {have} on the host: {plugin.package} {getattr(c.plugin_row, plugin.version_field)} is the "
+            f"release mapped to {name} {needs} for torch {c.plugin_row.torch}"
         )
+        sources = tuple(c.plugin_row.source)
+    else:
+        return
+    reasons.append(Reason("runtime", detail, sources))
 
 
 def _family_notes(
@@ -307,10 +395,10 @@ def _family_notes(
                 )
             )
     elif state.family == "xpu":
-        row = state.m.xpu_support(version)
-        if row is not None and row.driver_requirement:
-            requirements.append(HostRequirement("intel-gpu-driver", None, row.driver_requirement))
-            reasons.append(Reason("xpu", row.driver_requirement, tuple(row.source)))
+        xpu = state.m.xpu_support(version)
+        if xpu is not None and xpu.driver_requirement:
+            requirements.append(HostRequirement("intel-gpu-driver", None, xpu.driver_requirement))
+            reasons.append(Reason("xpu", xpu.driver_requirement, tuple(xpu.source)))
     elif state.family == "rocm" and c.build_row.runtime:
         release = state.m.rocm_release(c.build_row.runtime)
         if release is not None and release.min_driver:

@@ -9,6 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+#: one cause of a failure: (constraint, origin, detail)
+CauseRow = tuple[str, str, str | None]
+
 
 @dataclass(eq=False)  # exceptions must stay hashable
 class Conflict(Exception):
@@ -17,8 +20,7 @@ class Conflict(Exception):
     code: str
     message: str
     hint: str | None = None
-    #: (constraint, origin, detail)
-    causes: list[tuple[str, str, str | None]] = field(default_factory=list)
+    causes: list[CauseRow] = field(default_factory=list)
     #: facts the alternatives search uses, e.g. {"driver_needed": "530.30.02"}
     facts: dict[str, Any] = field(default_factory=dict)
 

@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING, Any
 
 from packaging.version import Version
 
-from compat_service.domain.backends import CPU_WHEEL_FAMILIES, PLUGINS, python_sort_key
+from compat_service.domain.backends import CPU_WHEEL_FAMILIES, PLUGINS, RUNTIME_NAMES, python_sort_key
 from compat_service.domain.hardware_rules import newest_cuda_for_driver
 from compat_service.domain.matrix.interface import per_matrix_memo
-from compat_service.domain.resolver.conflict import Conflict
+from compat_service.domain.resolver.conflict import CauseRow, Conflict
 from compat_service.domain.resolver.request import BackendSpec, TorchSpec
 from compat_service.domain.resolver.state import Dropout, ResolverState
 
@@ -52,7 +52,8 @@ def torch_not_found(state: ResolverState) -> Conflict:
 def explain_failure(state: ResolverState, stage: str, deaths: list[Dropout]) -> Conflict:
     r = state.r
     asked = f"torch {r.torch.text}"
-    torch_cause = (asked, "request: --torch", f"matches {_span(deaths)}")
+    torch_cause: CauseRow = (asked, "request: --torch", f"matches {_span(deaths)}")
+    causes: list[CauseRow]
     by_minor: dict[str, Dropout] = {}
     for d in deaths:
         by_minor.setdefault(d.minor.minor, d)
@@ -130,9 +131,11 @@ def explain_failure(state: ResolverState, stage: str, deaths: list[Dropout]) -> 
             hint=f"choose a torch version {name} supports",
             causes=causes,
         )
+    if stage == "runtime":
+        return _runtime_conflict(state, asked, deaths, torch_cause)
     if stage == "gpu_arch":
         causes = [torch_cause, (f"gpu arch {r.gpu_arch}", "request: --gpu-arch", None)]
-        for m, d in list(by_minor.items())[:2]:
+        for d in list(by_minor.values())[:2]:
             for label, verdict in d.info["verdicts"]:
                 causes.append(
                     (
@@ -158,41 +161,28 @@ def explain_failure(state: ResolverState, stage: str, deaths: list[Dropout]) -> 
         runs_text = (
             f"runs CUDA <= {runs}" if runs else "is older than every CUDA toolkit the matrix lists"
         )
-        message = f"driver {r.driver} {runs_text}; every {asked} CUDA build for {r.platform} needs >= {lowest_cuda}"
+        message = (
+            f"driver {r.driver} is below the floor of every {asked} CUDA build for {r.platform} "
+            f"(the lowest: >= {needed}; CUDA >= {lowest_cuda})"
+        )
         causes = [torch_cause, (f"driver {r.driver}", "request: --driver", runs_text)]
         for label, f in dict(floors).items():
             causes.append(
                 (
-                    f"{label} needs driver >= {f.version}",
-                    f"matrix: cuda {f.toolkit.version if f.toolkit else ''} ({', '.join(f.toolkit.source) if f.toolkit else 'unknown'})",
-                    None,
+                    f"{label} needs driver >= {f.version} ({f.rule})",
+                    f"matrix: cuda {f.toolkit.version if f.toolkit else ''} "
+                    f"({', '.join(f.toolkit.source) if f.toolkit else 'unknown'})"
+                    + (f"; matrix: cuda minor_version_compatibility {f.major_row.cuda_major}.x from "
+                       f"{f.major_floor} ({', '.join(f.major_row.source)})"
+                       if f.major_row is not None and f.major_floor else ""),
+                    _rule_detail(f, r.gpu_arch),
                 )
             )
-        mvc = state.m.minor_version_compat(int(Version(lowest_cuda).major)) if lowest_cuda != "?" else None
-        hint = f"install NVIDIA driver >= {needed}, or use the CPU build"
-        mvc_floor = None
-        if mvc is not None:
-            mvc_floor = mvc.min_driver_windows if r.os == "windows" else mvc.min_driver_linux
-        if mvc is not None and mvc_floor:
-            # The rule decides this answer, so it is stated whether or not the driver reaches that floor.
-            meets = Version(r.driver or "0") >= Version(mvc_floor)
-            hint += (
-                f". The rule: a build needs its CUDA toolkit's own driver minimum. NVIDIA's minor-version "
-                f"compatibility (CUDA {mvc.cuda_major}.x from driver {mvc_floor} on {r.os}) "
-                + (
-                    "would run some programs on this driver"
-                    if meets
-                    else f"would not help either: driver {r.driver} is below {mvc_floor}"
-                )
-                + ", and it does not cover PTX JIT, which PyTorch uses"
-            )
-            causes.append(
-                (
-                    f"CUDA {mvc.cuda_major}.x minor-version compatibility from driver {mvc_floor}",
-                    f"matrix: cuda minor_version_compatibility ({', '.join(mvc.source)})",
-                    "not counted on: no PTX JIT" if meets else f"driver {r.driver} is below it too",
-                )
-            )
+        hint = (
+            f"install NVIDIA driver >= {needed}, or use the CPU build. The rule: a CUDA build runs on a driver "
+            "that meets its CUDA major's minor-version-compatibility floor when the GPU has SASS in the build, "
+            "and needs its toolkit's own floor when the GPU runs it only through the build's PTX"
+        )
         return Conflict(
             "driver-too-old", message, hint=hint, causes=causes, facts={"driver_needed": needed}
         )
@@ -215,7 +205,7 @@ def explain_failure(state: ResolverState, stage: str, deaths: list[Dropout]) -> 
     )
 
 
-def _unsourced(state: ResolverState, by_minor: dict[str, Dropout]) -> list[tuple[str, str, str | None]]:
+def _unsourced(state: ResolverState, by_minor: dict[str, Dropout]) -> list[CauseRow]:
     """Minors whose builds for this platform no source lists: 'not published' is unknown there."""
     return [
         (
@@ -229,7 +219,7 @@ def _unsourced(state: ResolverState, by_minor: dict[str, Dropout]) -> list[tuple
 
 
 def _backend_conflict(
-    state: ResolverState, asked: str, by_minor: dict[str, Dropout], torch_cause: tuple[str, str, str | None]
+    state: ResolverState, asked: str, by_minor: dict[str, Dropout], torch_cause: CauseRow
 ) -> Conflict:
     r = state.r
     wanted = r.backend.text
@@ -344,11 +334,23 @@ def nearby_requests(
             tries.append(("the nearest torch release that fits the rest of the request", nearest, {}))
     if code == "python-unsupported":
         tries.append(("a Python the asked torch supports", replace(request, python=None), {}))
+    if code == "runtime-mismatch":
+        name = RUNTIME_NAMES.get(request.backend.family or "", "runtime")
+        for runtime in conflict.facts.get("runtimes", [])[:2]:
+            tries.append((f"with {name} {runtime} installed", replace(request, runtime=runtime), {"runtime": runtime}))
     if code == "driver-too-old":
         needed = conflict.facts["driver_needed"]
         tries.append(
             (f"install NVIDIA driver >= {needed}", replace(request, driver=needed), {"driver": needed})
         )
+    if code == "backend-unavailable" and request.backend.kind == "label" and request.backend.family == "cuda":
+        # --backend cu122 (what nvidia-smi's "CUDA Version: 12.2" suggests): the nearest CUDA builds published
+        for label in _nearest_cuda_labels(request, matrix):
+            tries.append(
+                (f"the nearest published CUDA build, {label}", replace(request, backend=BackendSpec(label, "label", "cuda")), {})
+            )
+        family = BackendSpec("cuda", "family", "cuda")
+        tries.append(("the best CUDA build for the rest of the request", replace(request, backend=family), {}))
     if (
         code == "variant-not-published"
         and request.backend.kind == "label"
@@ -384,7 +386,7 @@ def nearby_requests(
         )
 
     out: list[tuple[str, dict[str, Any]]] = []
-    distance: list[int] = []
+    distance: list[tuple[int, int]] = []
     seen: set[tuple[tuple[str, str], ...]] = set()
     for description, candidate, fixed in tries:
         res = try_resolve(candidate, matrix)
@@ -402,10 +404,50 @@ def nearby_requests(
         out.append(
             (f"{description}: torch {res.torch_version} ({res.backend}) on Python {res.python}", flags)
         )
-        distance.append(_distance(res.torch_version, minors, asked))
-    # Nearest to the request first (fewest minors away); equal distances keep the order they were tried in.
+        distance.append((_distance(res.torch_version, minors, asked), _host_change(request, candidate)))
+    # Nearest to the request first: the asked torch (fewest minors away), then the smallest change to the
+    # host (another CUDA build < a Python < a driver or runtime upgrade < giving up the accelerator); equal
+    # ones keep the order they were tried in.
     order = sorted(range(len(out)), key=lambda i: distance[i])
     return [out[i] for i in order]
+
+
+def _host_change(request: ResolveRequest, candidate: ResolveRequest) -> int:
+    """How much an alternative changes the target: 0 none, more for a bigger change to the host."""
+    cost = 0
+    if candidate.backend.family != request.backend.family:
+        cost += 4  # another family: the CPU build gives up the accelerator
+    elif candidate.backend != request.backend:
+        cost += 1
+    if candidate.python != request.python:
+        cost += 1
+    if candidate.with_ != request.with_:
+        cost += 1
+    if candidate.driver != request.driver or candidate.runtime != request.runtime:
+        cost += 2  # install another driver / vendor runtime
+    return cost
+
+
+def _nearest_cuda_labels(request: ResolveRequest, matrix: Matrix) -> list[str]:
+    """The published CUDA labels nearest to the asked one (cu122 -> cu121 and cu124), below first."""
+    asked = _cuda_number(request.backend.text)
+    if asked is None:  # not a CUDA label: no CUDA neighbours
+        return []
+    labels = {
+        v.label
+        for m in matrix.torch_minors()
+        for v in m.variants
+        if request.platform in v.platforms and _cuda_number(v.label) is not None
+    }
+    below = sorted((lb for lb in labels if (_cuda_number(lb) or 0) < asked), key=lambda lb: _cuda_number(lb) or 0)[-1:]
+    above = sorted((lb for lb in labels if (_cuda_number(lb) or 0) > asked), key=lambda lb: _cuda_number(lb) or 0)[:1]
+    return below + above
+
+
+def _cuda_number(label: str) -> int | None:
+    """'cu122' -> 122, 'cu118' -> 118; None for other labels."""
+    digits = label[2:]
+    return int(digits) if label.startswith("cu") and digits.isdigit() else None
 
 
 def _asked_minor(request: ResolveRequest, minors: list[str]) -> int:
@@ -430,8 +472,7 @@ def _nearest_fitting_torch(
     # Answers are kept per matrix (bounded): the search depends on the request but its torch and on where the
     # asked minor sits, and many failing requests share both (a pipeline's matrix, the web selector).
     memo = per_matrix_memo(matrix).setdefault(_NEAREST, {})
-    r = request
-    key = (r.python, r.os, r.arch, r.backend, r.driver, r.gpu_arch, r.with_, r.strict, asked, len(minors))
+    key = (replace(request, torch=_ANY_TORCH), asked)  # every field but the torch asked for
     if key in memo:
         found = memo[key]
         return None if found is None else replace(request, torch=TorchSpec(minors[found], "minor"))
@@ -452,6 +493,43 @@ def _nearest_fitting_torch(
 #: the per-matrix memo key of `_nearest_fitting_torch`, and how many answers it keeps
 _NEAREST = ("nearest-fitting-torch",)
 NEAREST_MEMO = 4096
+_ANY_TORCH = TorchSpec("latest", "latest")
+
+
+def _runtime_conflict(
+    state: ResolverState, asked: str, deaths: list[Dropout], torch_cause: tuple[str, str, str | None]
+) -> Conflict:
+    r = state.r
+    name = RUNTIME_NAMES.get(state.family, "runtime")
+    what = PLUGINS[state.family].package if state.family in PLUGINS else f"{state.family} build"
+    offered: dict[str, str | None] = {}
+    for d in deaths:
+        for label, needs in d.info["offered"]:
+            offered.setdefault(label, needs)
+    needs_text = ", ".join(f"{label} needs {name} {needs or 'unknown'}" for label, needs in list(offered.items())[:6])
+    causes = [torch_cause, (f"{name} {r.runtime}", "request: --runtime", None)]
+    table = "vendor_backends" if state.family in PLUGINS else "build_variants / rocm"
+    causes += [
+        (f"{label} needs {name} {needs or 'unknown'}", f"matrix: {table}", None)
+        for label, needs in list(offered.items())[:6]
+    ]
+    runtimes = sorted({n for n in offered.values() if n}, reverse=True)
+    return Conflict(
+        "runtime-mismatch",
+        f"no {what} for {asked} fits {name} {r.runtime}: {needs_text}",
+        hint=f"install the {name} version a release needs ({', '.join(runtimes) or 'see the causes'}), or ask for "
+        f"a torch release whose {what} the matrix maps to {name} {r.runtime}",
+        causes=causes,
+        facts={"runtimes": runtimes},
+    )
+
+
+def _rule_detail(rule: Any, gpu_arch: str | None) -> str | None:
+    if rule.rule == "toolkit-floor" and rule.coverage == "ptx":
+        return f"{gpu_arch} runs it only through PTX JIT: the toolkit's own floor applies"
+    if rule.rule == "toolkit-floor":
+        return "no minor-version compatibility for this CUDA major: the toolkit's own floor applies"
+    return None
 
 
 def to_error(conflict: Conflict, alternatives: list[tuple[str, dict[str, Any]]]) -> UnsatisfiableError:

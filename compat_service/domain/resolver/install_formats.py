@@ -16,6 +16,12 @@ of indexes.
 - conda: an environment.yml with a pip section
 - docker: a Dockerfile fragment (Linux targets only)
 - text: for people
+
+A stack (`--with vllm`) adds its ecosystem packages after torch, in an order that never lets them replace
+torch: with torch from the default index they join its one command (pip resolves everything at once); with
+torch from another index they follow in a second command that repeats every torch pin, so pip keeps the
+installed builds; a source build (flash-attn without a prebuilt wheel) and a ``--no-deps`` package get
+commands of their own (the warnings, printed as comments, say why).
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
-from compat_service.domain.resolver.resolution import Pin, Resolution, resolution_to_json
+from compat_service.domain.resolver.resolution import Pin, Resolution, StackPin, resolution_to_json
 
 FORMATS = ("text", "json", "pip", "requirements", "uv", "conda", "docker")
 
@@ -67,7 +73,47 @@ def pip_commands(res: Resolution, tool: str = "pip install") -> list[str]:
     rest = [p for p in _default_pins(res) if p.name not in res.no_deps] if res.index_url else []
     if rest:
         commands.append(f"{tool} " + " ".join(_spec(p) for p in rest))
+    if res.stack:
+        commands = _stack_commands(res, tool, commands)
     return commands
+
+
+def _stack_spec(pin: StackPin) -> str:
+    if pin.origin == "url" and pin.url:
+        return f'"{pin.name} @ {pin.url}"'
+    return f"{pin.name}=={pin.version}"
+
+
+def _stack_commands(res: Resolution, tool: str, commands: list[str]) -> list[str]:
+    """The ecosystem packages after torch, never replacing it (see the module docstring)."""
+    plain = [p for p in res.stack if p.origin != "sdist" and not p.no_deps]
+    if plain:
+        specs = " ".join(_stack_spec(p) for p in plain)
+        if res.index_url is None and not res.no_deps and len(commands) == 1:
+            commands = [f"{commands[0]} {specs}"]
+        else:
+            held = " ".join(_spec(p) for p in res.packages if p.name not in res.no_deps)
+            commands = [*commands, f"{tool} {held} {specs}"]
+    held = " ".join(_spec(p) for p in res.packages if p.name not in res.no_deps)
+    for pin in res.stack:
+        if pin.origin == "sdist":
+            commands.append(f"{tool} --no-build-isolation {held} {pin.name}=={pin.version}")
+        elif pin.no_deps:
+            commands.append(f"{tool} --no-deps {_stack_spec(pin)}")
+    return commands
+
+
+def _stack_lines(res: Resolution) -> list[str]:
+    """requirements.txt / conda pip lines of the stack, with what a file cannot say as a comment."""
+    lines = []
+    for pin in res.stack:
+        note = ""
+        if pin.origin == "sdist":
+            note = "  # built from source: install with --no-build-isolation after torch"
+        elif pin.no_deps:
+            note = "  # install with --no-deps"
+        lines.append((pin.url if pin.origin == "url" and pin.url else f"{pin.name}=={pin.version}") + note)
+    return lines
 
 
 def _pip(res: Resolution) -> str:
@@ -96,6 +142,7 @@ def _requirements(res: Resolution) -> str:
     lines = [_header(res), *_warning_comments(res), *_index_lines(res)]
     # requirements.txt has no per-package --no-deps: say so where it applies
     lines += [_spec(p) + ("  # install with --no-deps" if p.name in res.no_deps else "") for p in res.packages]
+    lines += _stack_lines(res)
     return "\n".join(lines) + "\n"
 
 
@@ -108,6 +155,7 @@ def _uv(res: Resolution) -> str:
     commands = pip_commands(res, tool="uv pip install")
     lines = [_header(res), *(f"# {c}" for c in commands), "", "[project]", "dependencies = ["]
     lines += [f"  {_toml_str(_spec(p))}," for p in res.packages]
+    lines += [f"  {_toml_str(_stack_spec(p).strip(chr(34)))}," for p in res.stack]
     lines.append("]")
     torch_pins = _torch_pins(res)
     if res.index_url is not None:
@@ -137,6 +185,7 @@ def _conda(res: Resolution) -> str:
     ]
     lines += [f"      - {line}" for line in _index_lines(res)]
     lines += [f"      - {_spec(p)}" for p in res.packages]
+    lines += [f"      - {line}" for line in _stack_lines(res)]
     return "\n".join(lines) + "\n"
 
 
@@ -155,6 +204,13 @@ def _docker(res: Resolution) -> str:
         lines.append(f"RUN {command}")
     for req in res.requirements:
         lines.append(f"# host needs {req.name}{' >= ' + req.version if req.version else ''}: {req.detail}")
+    if res.family == "cuda":
+        lines += [
+            "# A host driver below the CUDA toolkit's own floor: NVIDIA's forward compatibility (the",
+            "# cuda-compat-<major>-<minor> package in the image, its libraries first on LD_LIBRARY_PATH) runs a newer",
+            "# CUDA on an older driver only on data-centre GPUs, and never on New Feature Branch drivers",
+            "# (NVIDIA CUDA Compatibility, Forward Compatibility [nv_forward_compat]); otherwise upgrade the driver.",
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -165,10 +221,15 @@ def _json(res: Resolution) -> str:
 def _text(res: Resolution) -> str:
     lines = [
         f"torch {res.torch_version} · {res.backend} ({res.family}) · Python {res.python} · {res.platform}",
+        f"status: {res.status}",
+        *(f"  ? rests on: {u}" for u in res.unknowns),
         "",
         "install:",
         *(f"  {c}" for c in pip_commands(res)),
     ]
+    if res.stack:
+        lines += ["", "with:"]
+        lines += [f"  {p.name} {p.version} ({p.origin}): {p.reason}" for p in res.stack]
     if res.requirements:
         lines += ["", "the host needs:"]
         lines += [
@@ -181,6 +242,9 @@ def _text(res: Resolution) -> str:
     if res.warnings:
         lines += ["", "warnings:"]
         lines += [f"  ! {w}" for w in res.warnings]
+    if res.stack and res.unknowns:
+        lines += ["", f"status: {res.status} (what the matrix does not know):"]
+        lines += [f"  ? {u}" for u in res.unknowns]
     return "\n".join(lines) + "\n"
 
 

@@ -12,8 +12,8 @@ No pydantic here on purpose: the request is parsed on the fast path of `accelenv
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Literal
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
@@ -24,10 +24,13 @@ from compat_service.domain.backends import (
     ARCHES,
     OSES,
     REQUEST_FAMILIES,
+    RUNTIME_NAMES,
     is_build_label,
     label_family,
     normalise_arch,
 )
+from compat_service.domain.host import HostFacts
+from compat_service.domain.versions import cached_version
 
 #: packages `--with` may add next to torch
 COMPANIONS = ("torchvision", "torchaudio")
@@ -38,8 +41,61 @@ _MINOR_RE = re.compile(r"^\d+\.\d+$")
 _SPEC_START = ("<", ">", "=", "!", "~")
 _GPU_ARCH_RE = re.compile(r"^(sm_\d{2,3}[af]?|gfx[0-9a-f]{3,5})$")
 
-#: versions repeat across requests (the matrix's patches); parsing each once keeps resolve() cheap
-_version = lru_cache(maxsize=4096)(Version)
+# -- `--with`: ecosystem packages of a stack (resolved by compat_service.domain.stacks) -----------------
+# `split_with` turns the raw values (the CLI's repeatable --with, the API's repeated with=, each also
+# comma-separated) into items, keeping a specifier's own commas (``xformers>=0.0.30,<0.0.33`` is one item).
+_NAME_RE = re.compile(r"^([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)\s*(.*)$")
+
+
+@dataclass(frozen=True)
+class PackageRequest:
+    """An ecosystem package and the releases the request allows ('' = any)."""
+
+    name: str
+    specifier: str = ""
+
+    @property
+    def text(self) -> str:
+        return f"{self.name}{self.specifier}"
+
+    def allows(self, version: str, prerelease: bool) -> bool:
+        if not self.specifier:
+            return not prerelease
+        spec = SpecifierSet(self.specifier)
+        # a pre-release only where the specifier names one (PEP 440's default)
+        return spec.contains(version)
+
+
+def split_with(values: Iterable[str]) -> list[str]:
+    items: list[str] = []
+    for value in values:
+        for part in value.split(","):
+            part = part.strip()
+            if not part:
+                continue
+            if items and part[0] in "<>=!~":
+                items[-1] += "," + part
+            else:
+                items.append(part)
+    return items
+
+
+def parse_package(text: str) -> PackageRequest | None:
+    """``vllm``, ``vllm==0.15.1``, ``xformers>=0.0.30,<0.0.33``; None when it is not that shape."""
+    match = _NAME_RE.match(text.strip())
+    if match is None:
+        return None
+    name, spec = match.group(1), match.group(2).strip()
+    if spec:
+        if spec[0] not in "<>=!~":
+            return None
+        try:
+            spec = str(SpecifierSet(spec))
+        except InvalidSpecifier:
+            return None
+    # PEP 503's normalised name (packaging.utils would pull packaging.tags onto the fast path)
+    return PackageRequest(re.sub(r"[-_.]+", "-", name).lower(), spec)
+
 
 TorchSpecKind = Literal["latest", "minor", "exact", "specifier"]
 
@@ -63,6 +119,8 @@ class Parameter:
     metavar: str | None = None
     #: a yes/no switch (``--require-verified``; ``require_verified=true`` in a query)
     switch: bool = False
+    #: may be given more than once (``--with vllm --with flash-attn``; ``with=vllm&with=flash-attn``)
+    repeatable: bool = False
 
     @property
     def flag(self) -> str:
@@ -95,11 +153,26 @@ PARAMETERS: tuple[Parameter, ...] = (
               cli_default="auto"),
     Parameter("driver", 32, "the target's driver version, e.g. 535.104.05",
               cli_help="driver version of the target, e.g. 535.104.05"),
+    Parameter("runtime", 32,
+              "the target's vendor runtime: the CANN version for npu (8.0.0), the ROCm version for rocm "
+              "(6.2.4), the Cambricon toolkit for mlu (2.15)",
+              cli_help="vendor runtime of the target: CANN for npu (8.0.0), ROCm for rocm (6.2.4), "
+              "Cambricon toolkit for mlu (2.15); --backend auto detects CANN and ROCm",
+              metavar="VERSION"),
     Parameter("gpu_arch", 16, "the target's GPU architecture: sm_90, 9.0 or gfx942",
               cli_help="GPU architecture of the target: sm_90 (or 9.0), gfx942", metavar="ARCH"),
-    Parameter("with", 64, "companions: torchvision,torchaudio (default), a subset, or none",
-              cli_help="companions: torchvision,torchaudio (default) or none", cli_dest="with_",
-              metavar="PACKAGES"),
+    Parameter("gpu", 128,
+              "the target's GPU by name, e.g. 'RTX 5090' or 'A100' (several, comma-separated, for a multi-GPU "
+              "host: the lowest architecture counts); mapped to gpu_arch with the matrix's GPU names",
+              cli_help="GPU of the target by name ('RTX 5090', 'A100'; comma-separated for several): sets "
+              "--gpu-arch from the matrix's GPU names", metavar="NAME"),
+    Parameter("with", 64,
+              "companions torchvision,torchaudio (default), a subset or none; and ecosystem packages resolved "
+              "with torch: vllm, vllm==0.15.1, flash-attn, xformers, torchao, bitsandbytes, vllm-ascend "
+              "(repeatable)",
+              cli_help="torchvision,torchaudio (default) or none; ecosystem packages resolved with torch: "
+              "vllm, vllm==0.15.1, flash-attn, ... (repeatable)", cli_dest="with_",
+              metavar="PACKAGES", repeatable=True),
     Parameter("require_verified", 8, "true: accept only combinations probe reports verify",
               cli_help="accept only combinations probe reports verify (needs --server or --database)",
               switch=True),
@@ -143,7 +216,7 @@ class TorchSpec:
         if self.kind == "minor":
             return minor == self.text
         if self.kind == "exact":
-            return _version(version) == _version(self.text)
+            return cached_version(version) == cached_version(self.text)
         assert self.specifier is not None
         return self.specifier.contains(version, prereleases=True)
 
@@ -188,6 +261,16 @@ class ResolveRequest:
     driver: str | None = None
     gpu_arch: str | None = None
     with_: tuple[str, ...] = DEFAULT_COMPANIONS
+    #: ecosystem packages resolved together with torch (`compat_service.domain.stacks`), in request order
+    stack: tuple[PackageRequest, ...] = ()
+    #: the host's vendor runtime (CANN for npu, ROCm for rocm, Cambricon's toolkit for mlu)
+    runtime: str | None = None
+    #: GPU product names (--gpu), mapped to gpu_arch by the resolver (the names table is matrix data)
+    gpu: str | None = None
+    #: no --backend and nothing implied a family: --gpu may still name one
+    backend_defaulted: bool = False
+    #: no --arch given: the answer says which it chose (arm64 for macOS)
+    arch_defaulted: bool = False
     #: accept only combinations probe reports verify (needs evidence: --server or --database)
     require_verified: bool = False
     #: fail (rests-on-unknown) instead of answering when the answer rests on data the matrix does not have
@@ -208,34 +291,80 @@ class ResolveRequest:
         backend: str | None = None,
         driver: str | None = None,
         gpu_arch: str | None = None,
-        with_: str | None = None,
+        with_: str | Sequence[str] | None = None,
         require_verified: bool = False,
         strict: bool = False,
+        runtime: str | None = None,
+        gpu: str | None = None,
     ) -> ResolveRequest:
+        companions, stack = parse_with_stack(with_)
         os_name = _parse_os(os)
         driver_value = _parse_driver(driver)
         arch_value = _parse_gpu_arch(gpu_arch)
+        runtime_value = _parse_runtime(runtime)
+        backend_spec = _target_backend(backend, driver_value, arch_value)
+        _check_target_flags(backend_spec, driver_value, runtime_value)
         return cls(
             torch=parse_torch_spec(torch),
             python=parse_python(python),
             os=os_name,
             arch=_parse_arch(arch, os_name),
-            backend=_target_backend(backend, driver_value, arch_value),
+            backend=backend_spec,
             driver=driver_value,
             gpu_arch=arch_value,
-            with_=parse_with(with_),
+            with_=companions,
+            stack=stack,
             require_verified=require_verified,
             strict=strict,
+            runtime=runtime_value,
+            gpu=_parse_gpu(gpu),
+            backend_defaulted=backend is None and implied_family(driver_value, arch_value) is None,
+            arch_defaulted=arch is None or arch.strip() == "",
         )
 
     @classmethod
-    def from_query(cls, values: dict[str, str | None]) -> ResolveRequest:
+    def for_host(
+        cls,
+        host: HostFacts,
+        *,
+        torch: str | None = None,
+        python: str | None = None,
+        os: str | None = None,
+        arch: str | None = None,
+        with_: str | Sequence[str] | None = None,
+        require_verified: bool = False,
+        strict: bool = False,
+        runtime: str | None = None,
+        gpu: str | None = None,
+    ) -> ResolveRequest:
+        """The request for a detected host (`accelenv resolve` with no --backend, `doctor`'s fixes): its
+        backend as detected (or as ACCELENV_BACKEND names it); the NVIDIA driver for a CUDA build; the vendor
+        runtime (CANN, ROCm) for npu, rocm and mlu; the GPU architecture where builds are chosen by it (CUDA,
+        ROCm: elsewhere --driver and --gpu-arch name a GPU target the backend is not); a flag given wins."""
+        family = parse_backend(host.backend).family
+        return cls.from_strings(
+            torch=torch,
+            python=python if python is not None else host.python,
+            os=os if os is not None else host.os,
+            arch=arch if arch is not None else host.arch,
+            backend=host.backend,
+            driver=host.driver if family == "cuda" else None,
+            gpu_arch=host.gpu_arch if family in ("cuda", "rocm") else None,
+            with_=with_,
+            require_verified=require_verified,
+            strict=strict,
+            runtime=runtime if runtime is not None else host.runtime if family in ("npu", "rocm", "mlu") else None,
+            gpu=gpu,
+        )
+
+    @classmethod
+    def from_query(cls, values: dict[str, str | list[str] | None]) -> ResolveRequest:
         """The request from query parameters (``PARAMETERS`` names; absent ones None)."""
         kwargs: dict[str, object] = {}
         for p in PARAMETERS:
             value = values.get(p.name)
             key = "with_" if p.name == "with" else p.name
-            kwargs[key] = (value or "").lower() in _SWITCH_ON if p.switch else value
+            kwargs[key] = (isinstance(value, str) and value.lower() in _SWITCH_ON) if p.switch else value
         return cls.from_strings(**kwargs)  # type: ignore[arg-type]
 
     def to_strings(self) -> dict[str, str]:
@@ -245,9 +374,12 @@ class ResolveRequest:
             "os": self.os,
             "arch": self.arch,
             "backend": self.backend.text,
-            "with": ",".join(self.with_) or "none",
+            "with": ",".join([*(self.with_ or ("none",)), *(p.text for p in self.stack)]),
         }
-        for key, value in (("python", self.python), ("driver", self.driver), ("gpu_arch", self.gpu_arch)):
+        for key, value in (
+            ("python", self.python), ("driver", self.driver), ("gpu_arch", self.gpu_arch), ("runtime", self.runtime),
+            ("gpu", self.gpu),
+        ):
             if value is not None:
                 out[key] = value
         if self.require_verified:
@@ -258,7 +390,7 @@ class ResolveRequest:
 
 
 def invalid_request(message: str, hint: str, flag: str, value: str) -> Exception:
-    # errors.py builds pydantic models (~90 ms to import); only the failure path pays for it.
+    # errors.py builds pydantic models: only the failure path pays (the start-up benchmarks/bench_resolve.py times).
     from compat_service.domain.errors import Cause, InvalidRequestError
 
     return InvalidRequestError(
@@ -290,7 +422,7 @@ def parse_torch_spec(text: str | None) -> TorchSpec:
             pass
     else:
         try:
-            version = _version(value)
+            version = cached_version(value)
         except InvalidVersion:
             version = None
         if version is not None and not version.local and len(version.release) >= 3:
@@ -329,7 +461,8 @@ def _parse_os(text: str | None) -> str:
 
 
 def _parse_arch(text: str | None, os_name: str) -> str:
-    value = (text or "x86_64").strip().lower()
+    # macOS without --arch means Apple silicon (Intel Macs have no torch wheels after 2.2); elsewhere x86_64
+    value = (text or ("arm64" if os_name == "macos" else "x86_64")).strip().lower()
     value = ARCH_ALIASES.get(value, value)
     if value not in ARCHES:
         raise invalid_request(
@@ -368,6 +501,8 @@ def _target_backend(text: str | None, driver: str | None, gpu_arch: str | None) 
     if text is None and implied is not None:
         return BackendSpec(implied, "family", implied)
     spec = parse_backend(text)
+    if gpu_arch is None and spec.family in RUNTIME_NAMES:
+        return spec  # a --driver meant as the vendor runtime: _check_target_flags says what to give instead
     if implied is not None and spec.family not in (None, "cuda", "rocm"):
         flag, value = ("--gpu-arch", gpu_arch) if gpu_arch is not None else ("--driver", driver or "")
         raise invalid_request(
@@ -377,6 +512,70 @@ def _target_backend(text: str | None, driver: str | None, gpu_arch: str | None) 
             value,
         )
     return spec
+
+
+def _check_target_flags(spec: BackendSpec, driver: str | None, runtime: str | None) -> None:
+    """--driver is the NVIDIA driver and --runtime a vendor runtime: each is used by its families or refused."""
+    family = spec.family
+    if family is None:  # auto: the CLI's host detection fills both
+        return
+    name = RUNTIME_NAMES.get(family)
+    if driver is not None and family != "cuda" and name is not None:
+        raise invalid_request(
+            f"--driver {driver} is an NVIDIA driver version, and --backend {spec.text} has no NVIDIA driver",
+            f"give the host's {name} version with --runtime (e.g. --runtime {_RUNTIME_EXAMPLES[family]}), "
+            "or drop --driver",
+            "--driver",
+            driver,
+        )
+    if runtime is not None and name is None:
+        why = (
+            "the CUDA runtime comes inside the wheel; the host's part is the NVIDIA driver (--driver)"
+            if family == "cuda"
+            else f"--backend {spec.text} has no vendor runtime to match"
+        )
+        raise invalid_request(
+            f"--runtime {runtime} names a vendor runtime (CANN, ROCm, Cambricon toolkit), but {why}",
+            "use --runtime with --backend npu (CANN), rocm (ROCm) or mlu (Cambricon toolkit), or drop it",
+            "--runtime",
+            runtime,
+        )
+
+
+_RUNTIME_EXAMPLES = {"npu": "8.0.0", "rocm": "6.2.4", "mlu": "2.15"}
+_RUNTIME_RE = re.compile(r"^(?:ctr\s*|cann\s*|rocm\s*)?v?(\d+(?:\.[0-9a-z]+){0,3})$")
+
+
+def _parse_runtime(text: str | None) -> str | None:
+    """A vendor runtime version: 8.0.0, 8.0.RC3 (CANN), 6.2.4 (ROCm), 2.15 or 'CTR 2.15' (Cambricon)."""
+    if text is None or text.strip() == "":
+        return None
+    value = text.strip().lower()
+    match = _RUNTIME_RE.match(value)
+    version = match.group(1) if match else None
+    try:
+        Version(version or "")
+    except InvalidVersion:
+        version = None
+    if version is None:
+        raise invalid_request(
+            f"--runtime {text.strip()!r} is not a runtime version",
+            "give the version the vendor tool reports: CANN 8.0.0 or 8.0.RC3, ROCm 6.2.4, Cambricon CTR 2.15",
+            "--runtime",
+            text.strip(),
+        )
+    return version.replace("rc", "RC")  # CANN writes 8.0.RC3
+
+
+def _parse_gpu(text: str | None) -> str | None:
+    if text is None or text.strip() == "":
+        return None
+    value = " ".join(text.split())
+    if not any(ch.isalnum() for ch in value) or any(ord(ch) < 32 for ch in value):
+        raise invalid_request(
+            f"--gpu {value!r} is not a GPU name", "give the product name, e.g. 'RTX 5090' or 'A100'", "--gpu", value
+        )
+    return value
 
 
 def _parse_driver(text: str | None) -> str | None:
@@ -411,6 +610,36 @@ def _parse_gpu_arch(text: str | None) -> str | None:
             value,
         )
     return value
+
+
+def parse_with_stack(values: str | Sequence[str] | None) -> tuple[tuple[str, ...], tuple[PackageRequest, ...]]:
+    """``--with`` (each value comma-separated, repeatable): the companions and the ecosystem packages.
+
+    Naming only ecosystem packages keeps the default companions (a package's own pins of them win)."""
+    if values is None:
+        return DEFAULT_COMPANIONS, ()
+    texts = [values] if isinstance(values, str) else list(values)
+    items = split_with(texts)
+    if not items or all(i.strip().lower() == "none" for i in items):
+        return parse_with("none" if texts else None), ()
+    companions = [i for i in items if i.strip().lower() in (*COMPANIONS, "none")]
+    stack: list[PackageRequest] = []
+    for item in items:
+        if item in companions:
+            continue
+        package = parse_package(item)
+        if package is None or package.name in COMPANIONS or package.name == "torch":
+            raise invalid_request(
+                f"--with {item!r} is not a package request",
+                "name a package, optionally with a PEP 440 specifier: vllm, vllm==0.15.1, 'xformers>=0.0.30'; "
+                "torch itself is --torch; torchvision and torchaudio take no version here",
+                "--with",
+                item,
+            )
+        if all(p.name != package.name for p in stack):
+            stack.append(package)
+    chosen = parse_with(",".join(companions)) if companions else DEFAULT_COMPANIONS
+    return chosen, tuple(stack)
 
 
 def parse_with(text: str | None) -> tuple[str, ...]:

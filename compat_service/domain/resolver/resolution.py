@@ -39,6 +39,24 @@ class Pin:
 
 
 @dataclass(frozen=True)
+class StackPin:
+    """An ecosystem package installed with torch (`resolve --with`), after the torch packages."""
+
+    name: str
+    version: str
+    #: where it comes from: "index" (the default package index), "url" (a prebuilt wheel outside the
+    #: index, `url`), "sdist" (built from source on the target)
+    origin: str
+    #: why this release: its pins, the torch build its binaries go with, the curated row it follows
+    reason: str
+    #: keys into matrix_data/sources.yaml behind the choice
+    sources: tuple[str, ...] = ()
+    url: str | None = None
+    #: installed with --no-deps in a command of its own: its metadata would pull another torch
+    no_deps: bool = False
+
+
+@dataclass(frozen=True)
 class HostRequirement:
     """Something the target needs that pip cannot install: a driver, CANN, a vendor SDK."""
 
@@ -70,6 +88,8 @@ class Resolution:
     unknowns: tuple[str, ...] = ()
     #: packages installed with --no-deps in their own command (the mlu companions; vendor_backends installs)
     no_deps: tuple[str, ...] = ()
+    #: the ecosystem packages of the stack (`--with vllm`), in install order, after `packages`
+    stack: tuple[StackPin, ...] = ()
 
     @property
     def status(self) -> str:
@@ -112,25 +132,31 @@ def resolution_to_json(res: Resolution) -> dict[str, Any]:
         ],
         "warnings": list(res.warnings),
         "evidence": res.evidence,
+        "stack": [
+            {"name": p.name, "version": p.version, "origin": p.origin, "reason": p.reason,
+             "sources": list(p.sources), "url": p.url, "no_deps": p.no_deps}
+            for p in res.stack
+        ],
         "install": install_commands(res),
     }
 
 
 def install_commands(res: Resolution) -> dict[str, list[str]]:
     """The install commands (one per index), as `--format pip` and the top of `--format uv` print them."""
-    pip, uv = _commands(res.packages, res.index_url, res.index_option, res.no_deps)
+    pip, uv = _commands(res.packages, res.index_url, res.index_option, res.no_deps, res.stack)
     return {"pip": list(pip), "uv": list(uv)}
 
 
 @lru_cache(maxsize=4096)
 def _commands(
-    packages: tuple[Pin, ...], index_url: str | None, index_option: str, no_deps: tuple[str, ...]
+    packages: tuple[Pin, ...], index_url: str | None, index_option: str, no_deps: tuple[str, ...],
+    stack: tuple[StackPin, ...],
 ) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """The commands depend on these four fields alone; kept, since many answers share them (the uncached
+    """The commands depend on these fields alone; kept, since many answers share them (the uncached
     service writes them into every answer)."""
     from compat_service.domain.resolver.install_formats import pip_commands  # it imports this module
 
-    shape = _CommandInput(packages, index_url, index_option, no_deps)
+    shape = _CommandInput(packages, index_url, index_option, no_deps, stack)
     return tuple(pip_commands(shape)), tuple(pip_commands(shape, tool="uv pip install"))  # type: ignore[arg-type]
 
 
@@ -142,6 +168,7 @@ class _CommandInput:
     index_url: str | None
     index_option: str
     no_deps: tuple[str, ...]
+    stack: tuple[StackPin, ...]
 
 
 def resolution_from_json(body: dict[str, Any]) -> Resolution:
@@ -165,4 +192,8 @@ def resolution_from_json(body: dict[str, Any]) -> Resolution:
         evidence=body.get("evidence"),
         unknowns=tuple(body.get("unknowns", ())),
         no_deps=tuple(body.get("no_deps", ())),
+        stack=tuple(
+            StackPin(p["name"], p["version"], p["origin"], p["reason"], tuple(p["sources"]), p["url"], p["no_deps"])
+            for p in body.get("stack", ())
+        ),
     )

@@ -20,6 +20,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from compat_service.domain.evidence.lookup import EvidenceStatus
+
 SCHEMA_FILE = Path(__file__).resolve().parents[2] / "schemas" / "resolution.v1.json"
 
 
@@ -31,6 +33,18 @@ class PackageBody(_Closed):
     name: str = Field(description="distribution name, e.g. torch, torchvision, torch-npu")
     version: str = Field(description="exactly what goes after ==, with a local tag (+cu118) where needed")
     index_url: str | None = Field(description="the wheel index it comes from; null = the default index")
+
+
+class StackPackageBody(_Closed):
+    name: str = Field(description="an ecosystem package resolved with torch: vllm, xformers, flash-attn, ...")
+    version: str
+    origin: Literal["index", "url", "sdist"] = Field(
+        description="index: the default package index; url: a prebuilt wheel outside it; sdist: built on the target"
+    )
+    reason: str = Field(description="why this release: its pins, the torch build its binaries go with")
+    sources: list[str] = Field(description="keys into matrix_data/sources.yaml")
+    url: str | None = Field(description="the prebuilt wheel's URL where origin is url")
+    no_deps: bool = Field(description="installed with --no-deps: its metadata would pull another torch")
 
 
 class RequirementBody(_Closed):
@@ -46,7 +60,7 @@ class ReasonBody(_Closed):
 
 
 class EvidenceBody(_Closed):
-    status: Literal["declared", "verified", "partial", "broken"]
+    status: EvidenceStatus
     hosts: int
     detail: str | None
 
@@ -78,6 +92,11 @@ class ResolutionBody(_Closed):
     reasons: list[ReasonBody]
     warnings: list[str]
     evidence: EvidenceBody | None = Field(description="status of the chosen cell, when evidence was read")
+    stack: list[StackPackageBody] = Field(
+        default_factory=list,
+        description="the ecosystem packages (--with vllm), in install order after packages; each with its "
+        "source and reason",
+    )
     install: InstallBody = Field(description="the install commands, as `--format pip` / `--format uv` print them")
 
 

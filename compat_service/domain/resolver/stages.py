@@ -12,20 +12,30 @@ through `Matrix`; it never imports pydantic on the success path.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from packaging.version import Version
 
-from compat_service.domain.backends import CPU_WHEEL_FAMILIES, PLUGIN_FAMILIES, PLUGINS, python_sort_key
-from compat_service.domain.matrix.interface import per_matrix_memo
+from compat_service.domain.backends import (
+    CPU_WHEEL_FAMILIES,
+    PLUGIN_FAMILIES,
+    PLUGINS,
+    RUNTIME_COLUMNS,
+    RUNTIME_NAMES,
+    python_sort_key,
+)
 from compat_service.domain.hardware_rules import (
     ArchVerdict,
+    GpuLookup,
     arch_coverage,
     arch_is_known,
-    cached_version,
-    driver_floor,
+    driver_rule,
+    gpu_arch_for_names,
+    runtime_fits,
     too_new_for,
 )
+from compat_service.domain.matrix.interface import per_matrix_memo
 from compat_service.domain.resolver.answer import build_resolution
 from compat_service.domain.resolver.conflict import Conflict
 from compat_service.domain.resolver.explanation import (
@@ -41,6 +51,7 @@ from compat_service.domain.resolver.state import (
     Dropout,
     ResolverState,
 )
+from compat_service.domain.versions import cached_version
 
 if TYPE_CHECKING:
     from compat_service.domain.evidence.lookup import EvidenceLookup
@@ -51,11 +62,54 @@ if TYPE_CHECKING:
 
 def resolve(request: ResolveRequest, matrix: Matrix, evidence: EvidenceLookup | None = None) -> Resolution:
     """Resolve one request; raises InvalidRequestError or an UnsatisfiableError subclass."""
+    request, gpu = name_the_gpu(request, matrix)
     _check_request(request, matrix)
     try:
-        return run(ResolverState(matrix, request, evidence))
+        res = run(ResolverState(matrix, request, evidence))
     except Conflict as conflict:
         raise to_error(conflict, nearby_requests(conflict, request, matrix, try_resolve)) from None
+    return _with_gpu_reason(res, gpu)
+
+
+def name_the_gpu(request: ResolveRequest, matrix: Matrix) -> tuple[ResolveRequest, GpuLookup | None]:
+    """--gpu 'RTX 5090' -> --gpu-arch sm_120 (and the family, when no --backend was given), from the matrix's
+    GPU names; a name the matrix does not know, or one that contradicts --gpu-arch, is an invalid request."""
+    if request.gpu is None:
+        return request, None
+    from compat_service.domain.resolver.request import BackendSpec, invalid_request
+
+    products = [p.strip() for p in request.gpu.replace(";", ",").split(",") if p.strip()]
+    found = gpu_arch_for_names(matrix, products)
+    if found is None:
+        examples = ", ".join(row.name for row in list(matrix.gpu_names())[:8])
+        raise invalid_request(
+            f"--gpu {request.gpu!r} is no GPU the matrix names",
+            f"give --gpu-arch instead (sm_90, or 9.0 as nvidia-smi prints it; gfx942), or a name such as {examples}",
+            "--gpu",
+            request.gpu,
+        )
+    if request.gpu_arch is not None and request.gpu_arch != found.arch:
+        raise invalid_request(
+            f"--gpu {request.gpu!r} is {found.arch}, but --gpu-arch says {request.gpu_arch}",
+            "give one of them",
+            "--gpu",
+            request.gpu,
+        )
+    backend = request.backend
+    if request.backend_defaulted:
+        backend = BackendSpec(found.family, "family", found.family)
+    return replace(request, gpu_arch=found.arch, backend=backend), found
+
+
+def _with_gpu_reason(res: Resolution, gpu: GpuLookup | None) -> Resolution:
+    if gpu is None:
+        return res
+    from compat_service.domain.resolver.resolution import Reason
+
+    named = ", ".join(f"{product} is {arch} (matrix name {name!r})" for product, arch, name in gpu.matched)
+    reason = Reason("gpu", f"--gpu: {named}; resolved for {gpu.arch}", gpu.source)
+    warnings = (gpu.note,) if gpu.note else ()
+    return replace(res, reasons=(reason, *res.reasons), warnings=(*warnings, *res.warnings))
 
 
 #: how many alternatives-search answers are kept per matrix (each a request the search built and its answer)
@@ -93,7 +147,7 @@ def _unexplained() -> Conflict:
 
 
 def _check_request(request: ResolveRequest, matrix: Matrix) -> None:
-    from compat_service.domain.resolver.request import invalid_request
+    from compat_service.domain.resolver.request import implied_family, invalid_request
 
     if request.backend.kind == "auto":
         raise invalid_request(
@@ -104,7 +158,7 @@ def _check_request(request: ResolveRequest, matrix: Matrix) -> None:
         )
     family = request.backend.family
     if request.gpu_arch:
-        vendor = "rocm" if request.gpu_arch.startswith("gfx") else "cuda"
+        vendor = implied_family(None, request.gpu_arch)
         if family in ("cuda", "rocm") and family != vendor:
             raise invalid_request(
                 f"--gpu-arch {request.gpu_arch} is {'an AMD' if vendor == 'rocm' else 'an NVIDIA'} "
@@ -148,10 +202,17 @@ def run(state: ResolverState, *, explain: bool = True) -> Resolution:
         outcome = _try_patch(state, minor, patch)
         if isinstance(outcome, Dropout):
             deaths.append(outcome)
+            why = _SKIP_REASONS[STAGES[outcome.stage]]
+            if STAGES[outcome.stage] in ("platform", "backend") and state.r.platform in (
+                getattr(minor, "platforms_unsourced", None) or ()
+            ):
+                why = f"could not confirm: no source lists its {state.r.platform} builds yet"
+            state.skipped.append((patch.version, why))
             continue
         python, candidates = outcome
         if state.r.gpu_arch and all(c.arch is not None and c.arch.coverage == "unknown" for c in candidates):
             unknown_arch.append((minor, patch, python, candidates))
+            state.skipped.append((patch.version, f"no sourced arch list to check {state.r.gpu_arch} against"))
             continue
         chosen = _pick(state, minor, patch, python, candidates)
         if chosen is not None:
@@ -171,6 +232,19 @@ def run(state: ResolverState, *, explain: bool = True) -> Resolution:
         raise _unexplained()
     furthest = max(d.stage for d in deaths)
     raise explain_failure(state, STAGES[furthest], [d for d in deaths if d.stage == furthest])
+
+
+#: why a patch was passed over, per stage (the answer lists the skipped newer patches with these)
+_SKIP_REASONS = {
+    "platform": "no wheels for this platform",
+    "python": "no wheels for this Python",
+    "backend": "no build of the asked backend",
+    "plugin": "no vendor plugin for it",
+    "runtime": "no build for the given --runtime",
+    "gpu_arch": "no kernels for the GPU",
+    "driver": "needs a newer driver",
+    "companions": "companion versions unknown",
+}
 
 
 def _checked(state: ResolverState, res: Resolution) -> Resolution:
@@ -233,8 +307,23 @@ def _try_patch(state: ResolverState, minor: Any, patch: Any) -> Dropout | tuple[
         plugin = _plugin_row(state, version, python, platform)
         if plugin is None:
             return Dropout(STAGE["plugin"], minor, patch)
+        runtime_note = None
+        if state.r.runtime is not None:
+            plugin, runtime_note, offered = _plugin_for_runtime(state, version, python, platform)
+            if plugin is None:
+                return Dropout(STAGE["runtime"], minor, patch, {"offered": offered})
         for c in candidates:
             c.plugin_row = plugin
+            c.runtime_unknown = runtime_note
+    elif state.family == "rocm" and state.r.runtime is not None:
+        fits = [c for c in candidates if runtime_fits("rocm", state.r.runtime, c.build_row.runtime) is not False]
+        if not fits:
+            offered = [(c.label, c.build_row.runtime) for c in candidates]
+            return Dropout(STAGE["runtime"], minor, patch, {"offered": offered})
+        for c in fits:
+            if c.build_row.runtime is None:
+                c.runtime_unknown = f"whether {c.label} runs on ROCm {state.r.runtime} (its ROCm release is unknown)"
+        candidates = fits
 
     if state.r.gpu_arch and state.family in ("cuda", "rocm"):
         verdicts = []
@@ -253,7 +342,8 @@ def _try_patch(state: ResolverState, minor: Any, patch: Any) -> Dropout | tuple[
             pinned = memo[key] = _default_toolkits(minor, platform)
         for c in candidates:
             toolkit = pinned.get(c.label) or c.build_row.runtime_full
-            c.floor = driver_floor(state.m, c.build_row.runtime, toolkit, state.r.os)
+            coverage = c.arch.coverage if c.arch is not None else None
+            c.floor = driver_rule(state.m, c.build_row.runtime, toolkit, state.r.os, coverage)
         if state.r.driver is not None:
             have = cached_version(state.r.driver)
             fits = [
@@ -303,7 +393,7 @@ def _newer_known_no(
         known = arch_coverage(state.m, other, c.label, c.build_row.runtime, platform, gpu)
         if known.coverage == "unknown":
             continue
-        if known.coverage == "no" and known.row is not None and too_new_for(gpu, known.row):
+        if known.coverage == "no" and known.basis == "list" and too_new_for(gpu, known.row):
             return known
         return None
     return None
@@ -330,6 +420,7 @@ def _python_list(state: ResolverState, minor: Any, patch: Any) -> list[str]:
 def _variants(state: ResolverState, version: str, on_platform: tuple[Any, ...]) -> list[Candidate]:
     """Fresh candidates (the later stages annotate them) for the builds the backend request admits."""
     r = state.r
+    rows: tuple[tuple[Any, Any], ...] | None
     if r.backend.kind == "label":
         # keyed by nothing a request can vary without bound: an exact label filters directly
         rows = _variant_rows(state, on_platform)
@@ -355,7 +446,7 @@ def _variant_rows(state: ResolverState, on_platform: tuple[Any, ...]) -> tuple[t
         if build is None:
             continue
         if state.r.backend.kind == "label":
-            ok = v.label == state.r.backend.label
+            ok = v.label == state.r.backend.label or _same_rocm_line(state.r.backend.label or "", build)
         elif state.family in CPU_WHEEL_FAMILIES:
             ok = build.family == "cpu"
         else:
@@ -365,7 +456,21 @@ def _variant_rows(state: ResolverState, on_platform: tuple[Any, ...]) -> tuple[t
     return tuple(out)
 
 
+def _same_rocm_line(label: str, build: Any) -> bool:
+    """--backend rocm6.2 (a major.minor label) takes every rocm6.2.x build (rocm6.2.4 too)."""
+    if build.family != "rocm" or not label.startswith("rocm") or build.runtime is None:
+        return False
+    asked = label[4:].split(".")
+    return len(asked) == 2 and build.runtime.split(".")[:2] == asked
+
+
 def _plugin_row(state: ResolverState, torch_version: str, python: str, platform: str) -> Any:
+    fits = _plugin_rows(state, torch_version, python, platform)
+    return fits[0] if fits else None
+
+
+def _plugin_rows(state: ResolverState, torch_version: str, python: str, platform: str) -> list[Any]:
+    """The plugin rows for this torch and Python, best first: not end-of-life, then the newest release."""
     plugin = PLUGINS[state.family]
     rows = getattr(state.m, plugin.table)()
     name = plugin.version_field
@@ -377,11 +482,31 @@ def _plugin_row(state: ResolverState, torch_version: str, python: str, platform:
         and not Version(getattr(r, name)).is_prerelease
         and python in _plugin_pythons(r, platform, python)
     ]
-    # Prefer rows not marked end-of-life, then the newest plugin release.
     fits.sort(
         key=lambda r: (getattr(r, "status", None) != "eol", Version(getattr(r, name))), reverse=True
     )
-    return fits[0] if fits else None
+    return fits
+
+
+def _plugin_for_runtime(
+    state: ResolverState, torch_version: str, python: str, platform: str
+) -> tuple[Any, str | None, list[tuple[str, str | None]]]:
+    """The best plugin row for --runtime: one whose runtime the matrix maps to it, else one whose runtime is
+    unknown (the answer says so); with neither, what the rows need instead."""
+    plugin = PLUGINS[state.family]
+    column = RUNTIME_COLUMNS[state.family]
+    rows = _plugin_rows(state, torch_version, python, platform)
+    have = state.r.runtime or ""
+    known = [r for r in rows if runtime_fits(state.family, have, getattr(r, column)) is True]
+    if known:
+        return known[0], None, []
+    unknown = [r for r in rows if runtime_fits(state.family, have, getattr(r, column)) is None]
+    if unknown:
+        row = unknown[0]
+        name = RUNTIME_NAMES[state.family]
+        note = f"whether {plugin.package} {getattr(row, plugin.version_field)} runs on {name} {have} (no sourced {name} version)"
+        return row, note, []
+    return None, None, [(getattr(r, plugin.version_field), getattr(r, column)) for r in rows]
 
 
 def _default_toolkits(minor: Any, platform: str) -> dict[str, str]:
@@ -403,9 +528,16 @@ def _plugin_pythons(row: Any, platform: str, python: str) -> list[str]:
 
 
 def _best(state: ResolverState, candidates: list[Candidate]) -> Candidate:
-    def key(c: Candidate) -> tuple[int, Version]:
+    have = cached_version(state.r.driver) if state.r.driver is not None else None
+
+    def key(c: Candidate) -> tuple[int, int, Version]:
         known = 0 if c.arch is not None and c.arch.coverage == "unknown" else 1
-        return known, cached_version(c.build_row.runtime or "0")
+        # a build the driver runs only if the (unnamed) GPU has SASS in it yields to one it runs on any GPU
+        sure = 1
+        if have is not None and (c.arch is None or c.arch.coverage == "unknown") and c.floor is not None:
+            own = c.floor.toolkit_floor
+            sure = 0 if own is not None and have < cached_version(own) else 1
+        return known, sure, cached_version(c.build_row.runtime or "0")
 
     return max(candidates, key=key)
 

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from compat_service.domain.matrix.interface import Matrix
     from compat_service.domain.resolver.request import ResolveRequest
 
-STAGES = ("platform", "python", "backend", "plugin", "gpu_arch", "driver", "companions")
+STAGES = ("platform", "python", "backend", "plugin", "runtime", "gpu_arch", "driver", "companions")
 STAGE = {name: index for index, name in enumerate(STAGES)}
 
 
@@ -35,6 +35,8 @@ class ResolverState:
         #: nothing to inherit); filled on the first unknown list of that label
         self.arch_refused: dict[tuple[str, str], Any] = {}
         self.steering: Any = None
+        #: (patch, why) for each patch passed over before the answer, newest first (the answer names them)
+        self.skipped: list[tuple[str, str]] = []
         if evidence is not None:
             # imported only with evidence: it pulls the error models (pydantic), off the fast path
             from compat_service.domain.evidence.steering import EvidenceSteering
@@ -54,6 +56,8 @@ class Candidate:
     arch: ArchVerdict | None = None
     floor: Any = None
     plugin_row: Any = None
+    #: what the build's fit to --runtime rests on when the matrix does not say (None: known, or no --runtime)
+    runtime_unknown: str | None = None
 
 
 @dataclass

@@ -6,6 +6,8 @@ Revises: 0001_matrix_and_tokens
 
 from __future__ import annotations
 
+from typing import Any
+
 import sqlalchemy as sa
 from alembic import op
 
@@ -17,7 +19,7 @@ depends_on = None
 
 #: counter rows are updated in place by every report: free room per page keeps updates HOT on PostgreSQL
 #: (same as compat_service.db.evidence.tables.COUNTER_TABLE_OPTIONS; a migration does not import models)
-_COUNTER_TABLE = {"postgresql_with": {"fillfactor": 50}}
+_COUNTER_TABLE: dict[str, Any] = {"postgresql_with": {"fillfactor": 50}}
 
 
 def _counter(name: str) -> sa.Column:

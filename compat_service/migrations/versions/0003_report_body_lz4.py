@@ -27,7 +27,7 @@ def _postgres_has_lz4() -> bool:
     choices = bind.execute(
         sa.text("SELECT enumvals FROM pg_settings WHERE name = 'default_toast_compression'")
     ).scalar()
-    return bool(choices) and "lz4" in choices
+    return "lz4" in (choices or ())
 
 
 def upgrade() -> None:

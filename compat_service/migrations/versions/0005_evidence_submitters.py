@@ -12,6 +12,8 @@ Revises: 0004_drop_unread_tables
 
 from __future__ import annotations
 
+from typing import Any
+
 import sqlalchemy as sa
 from alembic import op
 
@@ -21,7 +23,7 @@ branch_labels = None
 depends_on = None
 
 #: as in 0002 (counter rows are updated in place: free room per page keeps the updates HOT)
-_COUNTER_TABLE = {"postgresql_with": {"fillfactor": 50}}
+_COUNTER_TABLE: dict[str, Any] = {"postgresql_with": {"fillfactor": 50}}
 
 
 def _counter(name: str) -> sa.Column:

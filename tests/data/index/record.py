@@ -63,6 +63,31 @@ KEEP = {
         "torch_npu-2.11.0.post3-cp311-cp311-manylinux_2_28_x86_64.whl",
         "torch_npu-2.11.0.post3-cp311-cp311-manylinux_2_28_aarch64.whl",
     ],
+    # the ecosystem (resolve --with): exact pins with an abi3 wheel, a yanked release, a range pin with a
+    # py39-none wheel, no torch requirement at all, a range with one wheel for every runtime, sdist only
+    "vllm": [
+        "vllm-0.33.0-cp38-abi3-manylinux_2_28_x86_64.whl",
+        "vllm-0.33.0-cp38-abi3-manylinux_2_28_aarch64.whl",
+        "vllm-0.33.0.tar.gz",
+        "vllm-0.2.1-cp310-cp310-manylinux1_x86_64.whl",
+        "vllm-0.2.1.tar.gz",
+    ],
+    "xformers": [
+        "xformers-0.0.34-cp39-abi3-manylinux_2_28_x86_64.whl",
+        "xformers-0.0.34-cp39-abi3-win_amd64.whl",
+        "xformers-0.0.35-py39-none-manylinux_2_28_x86_64.whl",
+        "xformers-0.0.35-py39-none-win_amd64.whl",
+    ],
+    "torchao": [
+        "torchao-0.17.0-cp310-abi3-manylinux_2_24_x86_64.manylinux_2_28_x86_64.whl",
+        "torchao-0.17.0-py3-none-any.whl",
+    ],
+    "bitsandbytes": [
+        "bitsandbytes-0.50.2-py3-none-manylinux_2_24_x86_64.whl",
+        "bitsandbytes-0.50.2-py3-none-macosx_14_0_arm64.whl",
+    ],
+    "flash-attn": ["flash_attn-2.8.3.tar.gz", "flash_attn-2.8.3.post2.tar.gz"],
+    "vllm-ascend": ["vllm_ascend-0.13.0-cp311-cp311-manylinux_2_24_x86_64.whl", "vllm_ascend-0.13.0.tar.gz"],
 }
 _HREF = re.compile(r'href="[^"]*/([^/"#]+)(#[^"]*)?"')
 
@@ -75,6 +100,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--index-url")
     parser.add_argument("--cache-dir", type=Path)
+    parser.add_argument("--project", action="append", help="record only these projects (repeatable)")
     args = parser.parse_args()
     index = resolve_index(args.index_url)
     (ROOT / "pages").mkdir(exist_ok=True)
@@ -83,6 +109,8 @@ def main() -> None:
         cache=IndexCache(args.cache_dir), http=http
     ) as client:
         for project, keep in KEEP.items():
+            if args.project and project not in args.project:
+                continue
             url = f"{index.url}{project}/"
             data = http.get(url, headers={"Accept": "application/vnd.pypi.simple.v1+json"}).json()
             files = [f for f in data["files"] if f["filename"] in keep]
@@ -90,12 +118,15 @@ def main() -> None:
             if missing:
                 raise SystemExit(f"{project}: not on the index: {sorted(missing)}")
             for f in files:
+                if not f["filename"].endswith(".whl"):
+                    f["url"] = _relative(f["filename"])  # an sdist: its metadata is never read
+                    continue
                 ref = WheelRef(f["filename"], f["url"], f["hashes"].get("sha256"), None, f.get("size"))
                 raw, _how = read_metadata(client, ref)
                 # the headers only: the long description after the first blank line is not a fact we read
                 (ROOT / "metadata" / f"{f['filename']}.METADATA").write_bytes(raw.split(b"\n\n", 1)[0] + b"\n")
                 f["url"] = _relative(f["filename"])
-            versions = sorted({v for v in data.get("versions", []) if any(f"-{v}-" in k for k in keep)})
+            versions = sorted({v for v in data.get("versions", []) if any(f"-{v}-" in k or k.endswith(f"-{v}.tar.gz") for k in keep)})
             page = {"meta": data["meta"], "name": data["name"], "versions": versions, "files": files}
             (ROOT / "pages" / f"{project}.json").write_text(json.dumps(page, indent=1) + "\n")
             html = http.get(url, headers={"Accept": "text/html"}).text

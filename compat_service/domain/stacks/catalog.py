@@ -1,0 +1,387 @@
+"""The ecosystem catalog: every ecosystem package's releases as the index states them, with the curated rows.
+
+The ecosystem packages are the projects ``matrix_data/index/refresh.yaml`` reads beyond torch and its own
+companions (`index_layer.PROJECTS`): a line there adds a package. For each, the generated facts
+(``index/<package>.yaml``: torch and companion pins per platform with their markers, Requires-Python, wheels
+per platform and Python, sdist, yanked) are joined with ``ecosystem.yaml`` (the torch build the binaries go
+with, torchao's table, flash-attn's prebuilt wheels, vllm-ascend's policy).
+
+Built once per content: the compiled catalog is JSON in the matrix cache directory, keyed by a hash of the
+files it is made of and of this module and the schema, so `accelenv resolve --with vllm` reads one small JSON
+file and never YAML or pydantic. No pydantic on the fast path.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import InvalidVersion, Version
+
+ECOSYSTEM_FILE = "ecosystem.yaml"
+#: bump when the compiled layout changes
+CATALOG_FORMAT = "2"
+_OWN_FILES = tuple(Path(__file__).with_name(name) for name in ("catalog.py", "schema.py"))
+
+
+@dataclass(frozen=True)
+class Requirement:
+    """One Requires-Dist entry a release's wheel states for a platform."""
+
+    name: str
+    specifier: str
+    marker: str | None
+
+    @property
+    def exact(self) -> str | None:
+        """The version of an ``==X`` pin (local tag kept), else None."""
+        spec = self.specifier.strip()
+        if spec.startswith("==") and "," not in spec and not spec.endswith(".*"):
+            return spec[2:].strip()
+        return None
+
+
+@dataclass(frozen=True)
+class Release:
+    package: str
+    version: str
+    yanked: bool
+    prerelease: bool
+    requires_python: str | None
+    sdist: str | None
+    #: platform -> Python tags of its wheels (``3.11``, ``3.13t``, ``3.8+`` abi3, ``any``)
+    wheels: dict[str, tuple[str, ...]]
+    #: platform -> the requirements read from that platform's wheel
+    requires: dict[str, tuple[Requirement, ...]]
+    #: curated torch row (torchao): {"binaries": [...], "python_api": [...], "source": [...]}
+    curated_torch: dict[str, Any] | None
+    #: curated policy row (vllm-ascend): {"vllm": ..., "cann": ..., "source": [...]}
+    policy: dict[str, Any] | None
+    #: the UTC date of the release's first upload (ISO), where the index gives it
+    first_upload: str | None = None
+
+    @cached_property
+    def parsed(self) -> Version:
+        return Version(self.version)
+
+    def requirements(self, platform: str, python: str | None) -> tuple[Requirement, ...]:
+        """The requirements that apply on ``platform`` for ``python`` (markers evaluated)."""
+        out = []
+        for req in self.requires.get(platform, ()):
+            if req.marker is None or python is None or _marker_holds(req.marker, platform, python):
+                out.append(req)
+        return tuple(out)
+
+    def torch_specifier(self, platform: str, python: str | None) -> str | None:
+        """The torch requirement the metadata states on ``platform`` ('' = any torch); None = states none."""
+        found = [r.specifier for r in self.requirements(platform, python) if r.name == "torch"]
+        return ",".join(s for s in found if s) if found else None
+
+    def pins(self, platform: str, python: str | None) -> dict[str, str]:
+        """Exact pins (``==X``) of other packages on ``platform``."""
+        return {r.name: r.exact for r in self.requirements(platform, python) if r.exact is not None}
+
+    def fits_python(self, platform: str, python: str) -> bool:
+        tags = self.wheels.get(platform, ())
+        if not _python_in(self.requires_python, python):
+            return False
+        return any(_tag_fits(tag, python) for tag in tags)
+
+
+@dataclass(frozen=True)
+class Package:
+    name: str
+    torch_build: str | None
+    sources: tuple[str, ...]
+    index: str | None
+    retrieved: str | None
+    #: newest first; yanked and pre-releases included (the resolver skips them unless named)
+    releases: tuple[Release, ...]
+    #: flash-attn's prebuilt wheel rows (schema.WheelRow as plain dicts)
+    wheel_rows: tuple[dict[str, Any], ...]
+    final_release_matches: str | None
+
+    def release(self, version: str) -> Release | None:
+        try:
+            wanted = Version(version)
+        except InvalidVersion:
+            return None
+        return next((r for r in self.releases if r.parsed == wanted), None)
+
+    def platforms(self) -> list[str]:
+        """Platforms any live release publishes wheels (or prebuilt wheels) for."""
+        found = {p for r in self.releases if not r.yanked for p, tags in r.wheels.items() if tags}
+        found |= {row["platform"] for row in self.wheel_rows}
+        return sorted(found)
+
+
+class Catalog:
+    """The ecosystem packages by name; each is built from the compiled JSON the first time it is asked for."""
+
+    def __init__(self, raw: dict[str, dict[str, Any]]) -> None:
+        self._raw = raw
+        self._built: dict[str, Package] = {}
+
+    @property
+    def packages(self) -> dict[str, Package]:
+        return {name: self.get(name) for name in self._raw}  # type: ignore[misc]
+
+    def names(self) -> list[str]:
+        return sorted(self._raw)
+
+    def get(self, name: str) -> Package | None:
+        if name not in self._built:
+            raw = self._raw.get(name)
+            if raw is None:
+                return None
+            self._built[name] = _package(raw)
+        return self._built[name]
+
+    def fact_count(self) -> int:
+        """Release facts, wheel (platform x Python) facts and requirement facts: what the catalog rests on."""
+        count = 0
+        for package in self.packages.values():
+            for release in package.releases:
+                count += 1 + sum(len(t) for t in release.wheels.values())
+                count += sum(len(r) for r in release.requires.values())
+        return count
+
+
+# -- helpers (pure) -----------------------------------------------------------------------------------------
+
+
+def _python_key(python: str) -> tuple[int, int]:
+    major, minor = python.rstrip("t").split(".")[:2]
+    return int(major), int(minor)
+
+
+def _tag_fits(tag: str, python: str) -> bool:
+    """Whether a wheel's Python tag installs on ``python`` (``3.8+`` abi3 never on a free-threaded build)."""
+    if tag == "any":
+        return True
+    if tag.endswith("+"):
+        return not python.endswith("t") and _python_key(python) >= _python_key(tag[:-1])
+    return tag == python
+
+
+def _python_in(requires_python: str | None, python: str) -> bool:
+    if not requires_python:
+        return True
+    try:
+        spec = SpecifierSet(requires_python)
+    except InvalidSpecifier:
+        return True  # an unreadable Requires-Python is not enforced by pip either
+    return spec.contains(f"{python.rstrip('t')}.0", prereleases=True)
+
+
+_MARKER_ENV: dict[str, dict[str, str]] = {}
+
+
+def _marker_holds(marker: str, platform: str, python: str) -> bool:
+    from packaging.markers import InvalidMarker, Marker
+
+    from compat_service.domain.matrix.markers import evaluate, marker_environment
+
+    base = _MARKER_ENV.get(platform)
+    if base is None:
+        return True  # a platform without a marker environment: keep the requirement (cannot tell)
+    try:
+        return evaluate(Marker(marker), marker_environment(base, python.rstrip("t"))) is not False
+    except InvalidMarker:
+        return True  # pip skips what it cannot read too: keep the requirement
+
+
+# -- loading ------------------------------------------------------------------------------------------------
+
+
+def _digest(data_dir: Path) -> str:
+    """The key of the compiled catalog: this module and the schema by content, the data files by path, size
+    and modification time (reading ~700 KB of generated YAML on every `resolve --with` costs more than the
+    answer; any edit, checkout or refresh changes a file's size or mtime)."""
+    digest = hashlib.sha256(CATALOG_FORMAT.encode())
+    for own in _OWN_FILES:
+        digest.update(own.read_bytes())
+    for path in sorted([data_dir / ECOSYSTEM_FILE, data_dir / "sources.yaml", *(data_dir / "index").glob("*.yaml")]):
+        try:
+            stat = path.stat()
+        except OSError:
+            continue
+        digest.update(f"{path.resolve()}\0{stat.st_size}\0{stat.st_mtime_ns}\0".encode())
+    return digest.hexdigest()
+
+
+_LOADED: dict[str, Catalog] = {}
+
+
+def load_catalog(data_dir: Path | None = None) -> Catalog:
+    """The catalog of ``data_dir`` (default: the bundled matrix_data), from its compiled JSON when current."""
+    from compat_service.domain.matrix.snapshot import bundled_data_dir, cache_dir
+
+    base = Path(data_dir) if data_dir is not None else bundled_data_dir()
+    key = _digest(base)
+    if key in _LOADED:
+        return _LOADED[key]
+    use_cache = os.environ.get("ACCELENV_NO_MATRIX_CACHE", "") in ("", "0")
+    compiled = cache_dir() / f"ecosystem-{key[:32]}.json" if use_cache else None
+    raw = None
+    if compiled is not None and compiled.is_file():
+        try:
+            raw = json.loads(compiled.read_text(encoding="utf-8"))
+        except ValueError:
+            raw = None
+    if raw is None:
+        raw = compile_catalog(base)
+        if compiled is not None:
+            from compat_service.domain.matrix.snapshot import _write_atomically
+
+            _write_atomically(compiled, json.dumps(raw, separators=(",", ":")))
+    catalog = _from_raw(raw)
+    _LOADED[key] = catalog
+    return catalog
+
+
+def _from_raw(raw: dict[str, Any]) -> Catalog:
+    _MARKER_ENV.update(raw.get("marker_env", {}))
+    return Catalog({p["name"]: p for p in raw["packages"]})
+
+
+def _package(p: dict[str, Any]) -> Package:
+    releases = tuple(
+        Release(
+            package=p["name"],
+            version=r["version"],
+            yanked=r["yanked"],
+            prerelease=r["prerelease"],
+            requires_python=r["requires_python"],
+            sdist=r["sdist"],
+            wheels={k: tuple(v) for k, v in r["wheels"].items()},
+            requires={k: tuple(Requirement(*item) for item in v) for k, v in r["requires"].items()},
+            curated_torch=r.get("curated_torch"),
+            policy=r.get("policy"),
+            first_upload=r.get("first_upload"),
+        )
+        for r in p["releases"]
+    )
+    return Package(
+        name=p["name"],
+        torch_build=p["torch_build"],
+        sources=tuple(p["sources"]),
+        index=p["index"],
+        retrieved=p["retrieved"],
+        releases=releases,
+        wheel_rows=tuple(p["wheel_rows"]),
+        final_release_matches=p.get("final_release_matches"),
+    )
+
+
+def ecosystem_problems(data_dir: Path) -> list[Any]:
+    """Every problem of ecosystem.yaml and the ecosystem's generated files (`matrix validate` reports them)."""
+    from compat_service.domain.errors import MatrixDataError
+
+    try:
+        compile_catalog(data_dir)
+    except MatrixDataError as exc:  # its causes are the problems
+        return list(exc.causes)
+    return []
+
+
+def compile_catalog(data_dir: Path) -> dict[str, Any]:
+    """Read and validate everything the catalog is made of (YAML, pydantic): the slow path, once per content."""
+    import yaml
+    from pydantic import ValidationError
+
+    from compat_service.domain.errors import MatrixDataError
+    from compat_service.domain.matrix.index_facts import PackageFacts, RefreshConfig
+    from compat_service.domain.matrix.index_layer import PROJECTS, read_index_file
+    from compat_service.domain.matrix.problems import Problem, format_loc
+    from compat_service.domain.stacks.schema import EcosystemFile
+
+    problems: list[Problem] = []
+    config, found = read_index_file(data_dir, "refresh.yaml", RefreshConfig)
+    problems += found
+    names = [p.name for p in config.packages if p.name not in PROJECTS] if config is not None else []
+    curated: dict[str, Any] = {}
+    file = data_dir / ECOSYSTEM_FILE
+    if file.is_file():
+        try:
+            parsed = EcosystemFile.model_validate(yaml.safe_load(file.read_text(encoding="utf-8")))
+            curated = {p.name: p for p in parsed.packages}
+        except yaml.YAMLError as exc:
+            problems.append(Problem(ECOSYSTEM_FILE, "", f"YAML error: {exc}"))
+        except ValidationError as exc:
+            problems += [Problem(ECOSYSTEM_FILE, format_loc(e["loc"]), e["msg"]) for e in exc.errors()]
+    try:
+        keys = {s["key"] for s in yaml.safe_load((data_dir / "sources.yaml").read_text(encoding="utf-8"))["sources"]}
+    except (OSError, yaml.YAMLError, KeyError, TypeError):
+        keys = set()
+    for name, package in curated.items():
+        if name not in names:
+            problems.append(Problem(ECOSYSTEM_FILE, name, "not an ecosystem package: add its line to index/refresh.yaml"))
+        cited = [*package.source, *(s for row in (*package.torch, *package.wheels, *package.policy) for s in row.source)]
+        for key in cited:
+            if key not in keys:
+                problems.append(Problem(ECOSYSTEM_FILE, f"{name}.source", f"source key {key!r} is not in sources.yaml"))
+        for row in package.torch:
+            for spec in [*(row.binaries or []), *(row.python_api or [])]:
+                try:
+                    SpecifierSet(spec)
+                except InvalidSpecifier:
+                    problems.append(Problem(ECOSYSTEM_FILE, f"{name}.torch.{row.version}", f"{spec!r} is not a specifier"))
+    packages = []
+    for name in names:
+        facts, found = read_index_file(data_dir, f"{name}.yaml", PackageFacts)
+        problems += found
+        row = curated.get(name)
+        torch_rows = {r.version: r for r in row.torch} if row else {}
+        policy_rows = {r.version: r for r in row.policy} if row else {}
+        releases = []
+        for release in sorted(facts.releases if facts else [], key=lambda r: _sort_key(r.version), reverse=True):
+            wheels: dict[str, list[str]] = {}
+            for w in release.wheels:
+                wheels.setdefault(w.platform, [])
+                if w.python not in wheels[w.platform]:
+                    wheels[w.platform].append(w.python)
+            requires: dict[str, list[list[Any]]] = {}
+            for req in release.requirements:
+                requires.setdefault(req.platform, []).append([req.name, req.specifier, req.marker])
+            torch_row = torch_rows.get(release.version)
+            policy_row = policy_rows.get(release.version)
+            releases.append({
+                "version": release.version, "yanked": release.yanked, "prerelease": release.prerelease,
+                "requires_python": release.requires_python, "sdist": release.sdist,
+                "wheels": wheels, "requires": requires,
+                "curated_torch": torch_row.model_dump() if torch_row else None,
+                "policy": policy_row.model_dump() if policy_row else None,
+                "first_upload": release.first_upload.date().isoformat() if release.first_upload else None,
+            })
+        packages.append({
+            "name": name,
+            "torch_build": row.torch_build if row else None,
+            "sources": list(row.source) if row else [],
+            "index": facts.index if facts else None,
+            "retrieved": facts.retrieved.isoformat() if facts else None,
+            "releases": releases,
+            "wheel_rows": [w.model_dump() for w in row.wheels] if row else [],
+            "final_release_matches": row.final_release_matches if row else None,
+        })
+    if problems:
+        raise MatrixDataError(
+            f"the ecosystem data has {len(problems)} problem(s)",
+            hint="fix matrix_data/ecosystem.yaml or re-run `accelenv matrix refresh` for generated files",
+            causes=[p.to_cause() for p in problems],
+        )
+    marker_env = {rule.platform: dict(rule.markers) for rule in config.platforms} if config else {}
+    return {"format": CATALOG_FORMAT, "packages": packages, "marker_env": marker_env}
+
+
+def _sort_key(version: str) -> tuple[int, Any]:
+    try:
+        return (1, Version(version))
+    except InvalidVersion:
+        return (0, version)

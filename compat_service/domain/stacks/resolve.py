@@ -1,0 +1,674 @@
+"""`resolve_stack`: torch together with the ecosystem packages a request names (`--with vllm`).
+
+For each package the candidate releases are its live releases the request admits and that publish for the
+target platform, newest first. For a combination of candidates (newest first, at most `MAX_COMBINATIONS`):
+
+1. the pins agree (two packages pin torchvision alike; a package pinning another stack package pins the
+   chosen release);
+2. the torch requirement is what each release's metadata states for the platform (torchao: the curated
+   table, any of its rows; no row: unknown, said), intersected with `--torch`;
+3. the build rule of each package (ecosystem.yaml ``torch_build``) names the torch build: ``default-index``
+   the default-index build of the torch patch (the wheel on the index was built against it), ``prebuilt``
+   a CUDA build whose major matches a prebuilt wheel (flash-attn), ``npu`` the Ascend plugin stack, ``any``
+   none;
+4. each matching torch patch (newest first) with that build goes to the torch resolver (`resolve`), so the
+   driver, GPU-architecture and Python rules of the host apply to the whole stack; the first answer whose
+   Python every package has a wheel for wins.
+
+The answer is the torch resolution with the package pins applied (a package's exact companion pins win over
+the matrix's pairing) and the packages in `Resolution.stack`, each with its origin, reason and sources. A
+failure keeps the error model: when every candidate failed on the host alone the torch resolver's code
+(driver-too-old, ...), else `stack-conflict`; both name the candidates tried and the nearest stacks that work.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
+
+from compat_service.domain.resolver.request import BackendSpec, PackageRequest, TorchSpec
+from compat_service.domain.resolver.resolution import HostRequirement, Pin, Reason, Resolution, StackPin
+from compat_service.domain.resolver.stages import resolve
+from compat_service.domain.stacks.catalog import Catalog, Package, Release, load_catalog
+
+if TYPE_CHECKING:
+    from compat_service.domain.errors import AccelenvError
+    from compat_service.domain.evidence.lookup import EvidenceLookup
+    from compat_service.domain.matrix.interface import Matrix
+    from compat_service.domain.resolver.request import ResolveRequest
+
+#: combinations of package releases tried before giving up (newest first)
+MAX_COMBINATIONS = 160
+#: torch patches tried per combination (newest first)
+MAX_PATCHES = 4
+#: the companions a package may pin (they come from torch's index, with torch)
+COMPANION_NAMES = ("torchvision", "torchaudio")
+INDEX_SOURCE = "package_index"
+
+
+@dataclass
+class Attempt:
+    """One combination tried and why it did not make a stack."""
+
+    what: str
+    code: str
+    message: str
+    host_only: bool
+
+
+@dataclass
+class Search:
+    request: ResolveRequest
+    matrix: Matrix
+    evidence: EvidenceLookup | None
+    catalog: Catalog
+    attempts: list[Attempt] = field(default_factory=list)
+    cache: dict[tuple[Any, ...], Any] = field(default_factory=dict)
+    #: a package without a prebuilt wheel for the torch found is built from source: only once every
+    #: combination was tried for a prebuilt wheel
+    allow_source: bool = False
+
+
+def resolve_stack(
+    request: ResolveRequest,
+    matrix: Matrix,
+    evidence: EvidenceLookup | None = None,
+    catalog: Catalog | None = None,
+    *,
+    alternatives: bool = True,
+) -> Resolution:
+    """The torch resolution with every ``request.stack`` package; raises the error model's errors."""
+    if not request.stack:
+        return resolve(request, matrix, evidence)
+    catalog = catalog if catalog is not None else load_catalog()
+    packages = [(item, _known(catalog, item)) for item in request.stack]
+    search = Search(request, matrix, evidence, catalog)
+    candidates = [_candidates(search, item, package) for item, package in packages]
+    passes = (False, True) if any(p.torch_build == "prebuilt" for _i, p in packages) else (False,)
+    for allow_source in passes:
+        search.allow_source = allow_source
+        for combination in itertools.islice(itertools.product(*candidates), MAX_COMBINATIONS):
+            found = _try_combination(search, list(zip(packages, combination, strict=True)))
+            if found is not None:
+                return found
+    raise _failure(search, alternatives)
+
+
+# -- candidates -----------------------------------------------------------------------------------------
+
+
+def _known(catalog: Catalog, item: PackageRequest) -> Package:
+    package = catalog.get(item.name)
+    if package is None:
+        from compat_service.domain.resolver.request import invalid_request
+
+        raise invalid_request(
+            f"--with {item.name}: not a package accelenv resolves with torch",
+            f"use torchvision, torchaudio, none, or an ecosystem package: {', '.join(catalog.names())} "
+            "(a package is added by its line in matrix_data/index/refresh.yaml)",
+            "--with",
+            item.text,
+        )
+    return package
+
+
+def _publishes(package: Package, release: Release, platform: str) -> bool:
+    if release.wheels.get(platform):
+        return True
+    if package.torch_build == "prebuilt":
+        return release.sdist is not None or any(
+            row["version"] == release.version and row["platform"] == platform for row in package.wheel_rows
+        )
+    return False
+
+
+def _candidates(search: Search, item: PackageRequest, package: Package) -> list[Release]:
+    platform = search.request.platform
+    allowed = [r for r in package.releases if not r.yanked and item.allows(r.version, r.prerelease)]
+    found = _distinct([r for r in allowed if _publishes(package, r, platform)], package, platform)
+    if not found:
+        why = (
+            f"{package.name} has no release matching {item.specifier}"
+            if not allowed
+            else f"{package.name} publishes no wheels for {platform}"
+            + (f" (its wheels are for {', '.join(package.platforms())})" if package.platforms() else "")
+        )
+        search.attempts.append(Attempt(item.text, "stack-conflict", why, host_only=False))
+    return found
+
+
+def _distinct(releases: list[Release], package: Package, platform: str) -> list[Release]:
+    """The newest release of each group that asks the same of torch and the target (same torch requirement,
+    curated row, prebuilt wheels, Requires-Python and wheel tags): an older one of a group could only fail
+    where the newer one did, so the combinations stay few."""
+    seen: set[tuple[Any, ...]] = set()
+    out = []
+    for release in releases:
+        rows = tuple(
+            (tuple(row["torch"]), row["cuda_major"], tuple(row["python"])) for row in package.wheel_rows
+            if row["version"] == release.version and row["platform"] == platform
+        )
+        curated = tuple(release.curated_torch["binaries"] or ()) if release.curated_torch else None
+        key = (release.torch_specifier(platform, None), curated, rows, release.requires_python,
+               release.wheels.get(platform, ()), tuple(sorted(release.pins(platform, None).items())),
+               release.policy is not None, package.final_release_matches is not None and not release.prerelease)
+        if package.final_release_matches is not None or key not in seen:
+            seen.add(key)
+            out.append(release)
+    return out
+
+
+# -- one combination ------------------------------------------------------------------------------------
+
+
+@dataclass
+class Plan:
+    """What a combination of releases asks of torch."""
+
+    chosen: list[tuple[Package, Release]]
+    #: the torch requirements stated by the releases' metadata (all must hold)
+    torch_specs: list[SpecifierSet]
+    #: curated requirements given as alternatives (torchao 0.12.0: 2.7.1, 2.6.0 or 2.5.0): one of each must hold
+    any_of: list[list[str]]
+    #: package name -> exact version pinned by some release of the stack (companions, torch-npu, ...)
+    pins: dict[str, tuple[str, str]]
+    unknowns: list[str]
+    reasons: list[Reason]
+    #: a default-index package that gives torch a range: its binaries were built against a torch released
+    #: no later than the package (ISO date of its first upload, and who says so)
+    not_after: tuple[str, str] | None = None
+
+
+def _plan(search: Search, combo: list[tuple[tuple[PackageRequest, Package], Release]]) -> Plan | None:
+    platform, python = search.request.platform, search.request.python
+    chosen = [(package, release) for (_item, package), release in combo]
+    names = {package.name: release for package, release in chosen}
+    pins: dict[str, tuple[str, str]] = {}
+    specs: list[SpecifierSet] = []
+    any_of: list[list[str]] = []
+    not_after: tuple[str, str] | None = None
+    unknowns: list[str] = []
+    reasons: list[Reason] = []
+    what = ", ".join(f"{p.name} {r.version}" for p, r in chosen)
+    for package, release in chosen:
+        for name, version in release.pins(platform, python).items():
+            if name == "torch":
+                continue
+            other = names.get(name)
+            if other is not None and Version(other.version) != Version(version):
+                search.attempts.append(Attempt(what, "stack-conflict",
+                                               f"{package.name} {release.version} pins {name}=={version}", False))
+                return None
+            if name in pins and Version(pins[name][0].split("+")[0]) != Version(version.split("+")[0]):
+                search.attempts.append(Attempt(
+                    what, "stack-conflict",
+                    f"{package.name} {release.version} pins {name}=={version}, {pins[name][1]} pins "
+                    f"{name}=={pins[name][0]}", False))
+                return None
+            pins[name] = (version, f"{package.name} {release.version}")
+        stated = release.torch_specifier(platform, python)
+        if stated is not None:
+            specs.append(SpecifierSet(stated))
+            if package.torch_build == "default-index" and "torch" not in release.pins(platform, python) \
+                    and release.first_upload:
+                earliest = min(filter(None, [release.first_upload, not_after[0] if not_after else None]))
+                not_after = (earliest, f"{package.name} {release.version}")
+            continue
+        row = release.curated_torch
+        if row is not None and row.get("binaries"):
+            any_of.append(list(row["binaries"]))
+            reasons.append(Reason(
+                "stack", f"{package.name} {release.version} declares no torch requirement; its binaries were "
+                f"built for torch {' or '.join(row['binaries'])} (curated)", tuple(row["source"])))
+        elif package.torch_build != "prebuilt":  # prebuilt: its wheel matrix is the requirement
+            unknowns.append(f"{package.name} {release.version} states no torch requirement and the matrix has no "
+                            "compatibility row for it: any torch was allowed")
+    return Plan(chosen, specs, any_of, pins, unknowns, reasons, not_after)
+
+
+def _admits(plan: Plan, version: str) -> bool:
+    if not all(spec.contains(version, prereleases=True) for spec in plan.torch_specs):
+        return False
+    return all(any(SpecifierSet(s).contains(version, prereleases=True) for s in row) for row in plan.any_of)
+
+
+def _patches(search: Search, plan: Plan) -> Iterator[tuple[Any, Any]]:
+    spec = search.request.torch
+    named = spec.minor_named()
+    count = 0
+    for minor in search.matrix.torch_minors():
+        if named is not None and minor.minor != named:
+            continue
+        if minor.status != "released" and not spec.names_minor(minor.minor):
+            continue
+        for patch in search.matrix.torch_patches(minor):
+            released = getattr(patch, "release_date", None)
+            if plan.not_after and released is not None and str(released) > plan.not_after[0]:
+                continue  # released after the package: its binaries cannot have been built against it
+            if spec.matches(patch.version, minor.minor) and _admits(plan, patch.version):
+                yield minor, patch
+                count += 1
+                if count >= MAX_PATCHES:
+                    return
+
+
+def _default_label(minor: Any, platform: str) -> str | None:
+    return next((row.label for row in minor.default_index if row.platform == platform), None)
+
+
+def _labels(search: Search, plan: Plan, minor: Any) -> tuple[list[str | None], str | None]:
+    """The torch build labels the stack allows for a minor (None: the resolver chooses), or why none."""
+    request, platform = search.request, search.request.platform
+    rules = {package.torch_build for package, _ in plan.chosen}
+    asked = request.backend.label
+    family = request.backend.family
+    if "npu" in rules:
+        if family != "npu":
+            name = next(p.name for p, _ in plan.chosen if p.torch_build == "npu")
+            return [], (f"{name} runs on Ascend NPUs with torch_npu; the target's backend is "
+                        f"{request.backend.text} (ask for --backend npu)")
+        return [None], None
+    labels: list[str | None] = [None]
+    if "default-index" in rules:
+        label = _default_label(minor, platform)
+        names = ", ".join(p.name for p, _ in plan.chosen if p.torch_build == "default-index")
+        if label is None:
+            plan.unknowns.append(f"the default-index build of torch {minor.minor} on {platform} is not in the "
+                                 f"matrix: the build {names} go with is unknown")
+        elif asked is not None and asked != label:
+            return [], (f"{names}'s wheels on the default index go with torch {minor.minor}'s default-index build "
+                        f"{label}; --backend {asked} asks for another build")
+        elif family not in (None, "auto") and family != _family(search, label) and family != "mps":
+            return [], (f"{names}'s wheels on the default index go with torch {minor.minor}'s default-index build "
+                        f"{label}, not a {family} build")
+        else:
+            labels = [label]
+    if "prebuilt" in rules:
+        majors = {row["cuda_major"] for p, r in plan.chosen for row in p.wheel_rows if row["version"] == r.version}
+        if labels != [None]:
+            return labels, None  # checked against the prebuilt wheels after the resolution
+        cuda = [v.label for v in minor.variants if platform in v.platforms
+                and _family(search, v.label) == "cuda" and _cuda_major(search, v.label) in majors]
+        if asked is not None:
+            cuda = [label for label in cuda if label == asked]
+        if family in (None, "auto", "cuda") and cuda:
+            labels = sorted(cuda, key=lambda lbl: _runtime_key(search, lbl), reverse=True) + [None]
+    return labels, None
+
+
+def _family(search: Search, label: str) -> str | None:
+    row = search.matrix.build_variant(label)
+    return row.family if row is not None else None
+
+
+def _cuda_major(search: Search, label: str) -> int | None:
+    row = search.matrix.build_variant(label)
+    if row is None or row.runtime is None:
+        return None
+    return int(str(row.runtime).split(".")[0])
+
+
+def _runtime_key(search: Search, label: str) -> tuple[int, ...]:
+    row = search.matrix.build_variant(label)
+    return tuple(int(x) for x in str(row.runtime).split(".")) if row is not None and row.runtime else ()
+
+
+def _try_combination(search: Search, combo: list[tuple[tuple[PackageRequest, Package], Release]]) -> Resolution | None:
+    plan = _plan(search, combo)
+    if plan is None:
+        return None
+    what = ", ".join(f"{p.name} {r.version}" for p, r in plan.chosen)
+    tried_any = False
+    for minor, patch in _patches(search, plan):
+        tried_any = True
+        labels, why = _labels(search, plan, minor)
+        if why is not None:
+            search.attempts.append(Attempt(f"{what} with torch {patch.version}", "stack-conflict", why, False))
+            continue
+        for label in labels:
+            answer = _resolve_torch(search, plan, patch.version, label)
+            if isinstance(answer, Resolution):
+                final = _finish(search, plan, answer)
+                if final is not None:
+                    return final
+            elif answer is not None:
+                search.attempts.append(Attempt(f"{what} with torch {patch.version}" + (f" ({label})" if label else ""),
+                                               answer.code, answer.message, host_only=True))
+    if not tried_any:
+        torch_text = " and ".join(str(s) or "any" for s in plan.torch_specs) or "any torch"
+        asked = search.request.torch.text
+        platform, python = search.request.platform, search.request.python
+        pinned = "; ".join(
+            f"{p.name} {r.version} {'pins' if 'torch' in r.pins(platform, python) else 'requires'} "
+            f"torch{r.torch_specifier(platform, python) or ''}"
+            for p, r in plan.chosen if r.torch_specifier(platform, python) is not None)
+        search.attempts.append(Attempt(what, "stack-conflict",
+                                       (pinned or f"{what} needs torch {torch_text}")
+                                       + (f"; you asked for torch {asked}" if asked != "latest" else
+                                          "; the matrix has no such torch release"), False))
+    return None
+
+
+def _resolve_torch(search: Search, plan: Plan, version: str, label: str | None) -> Resolution | AccelenvError | None:
+    """The torch resolver for one patch and build, at the Python every package of the plan has a wheel for.
+
+    The error classes are not imported here: they pull pydantic, which the success path never needs."""
+    request = search.request
+    base = dataclasses.replace(request, stack=(), torch=TorchSpec(version, "exact"))
+    if label is not None:
+        base = dataclasses.replace(base, backend=BackendSpec(label, "label", _family(search, label)))
+    pythons: list[str | None] = [request.python]
+    last: AccelenvError | Resolution | None = None
+    tried: set[str | None] = set()
+    while pythons:
+        python = pythons.pop(0)
+        if python in tried:
+            continue
+        tried.add(python)
+        key = (version, label, python, request.backend.text)
+        if key not in search.cache:
+            try:
+                search.cache[key] = resolve(dataclasses.replace(base, python=python), search.matrix, search.evidence)
+            except Exception as exc:
+                if not hasattr(exc, "code") or not hasattr(exc, "exit_code"):
+                    raise  # not an AccelenvError: a bug, not an answer
+                search.cache[key] = exc
+        answer = search.cache[key]
+        if not isinstance(answer, Resolution):
+            return answer
+        misfits = [(p, r) for p, r in plan.chosen if not _fits_python(p, r, request.platform, answer.python)]
+        if not misfits:
+            return answer
+        names = ", ".join(f"{p.name} {r.version}" for p, r in misfits)
+        last = _python_error(f"{names} has no wheel for Python {answer.python} on {request.platform}")
+        if request.python is None:
+            pythons += [py for py in _torch_pythons(search, version) if py != answer.python
+                        and all(_fits_python(p, r, request.platform, py) for p, r in plan.chosen)][:1]
+    return last
+
+
+def _fits_python(package: Package, release: Release, platform: str, python: str) -> bool:
+    if release.wheels.get(platform):
+        return release.fits_python(platform, python)
+    return True  # prebuilt/sdist packages: checked against their wheel rows when pinned
+
+
+def _torch_pythons(search: Search, version: str) -> list[str]:
+    from compat_service.domain.backends import python_sort_key
+
+    found: set[str] = set()
+    for minor in search.matrix.torch_minors():
+        if version.startswith(minor.minor + "."):
+            for row in minor.python:
+                if row.platforms is None or search.request.platform in row.platforms:
+                    found.update(row.versions)
+    return sorted(found, key=python_sort_key, reverse=True)
+
+
+def _python_error(message: str) -> AccelenvError:
+    from compat_service.domain.errors import PythonUnsupportedError
+
+    return PythonUnsupportedError(message)
+
+
+# -- the answer -----------------------------------------------------------------------------------------
+
+
+def _finish(search: Search, plan: Plan, res: Resolution) -> Resolution | None:
+    request = search.request
+    platform = request.platform
+    packages = list(res.packages)
+    reasons = list(res.reasons)
+    warnings = list(res.warnings)
+    unknowns = list(res.unknowns) + plan.unknowns
+    requirements = list(res.requirements)
+    stack: list[StackPin] = []
+    # the pins of the stack's releases on torch's companions and plugins win over the matrix's pairing
+    for name, (version, by) in sorted(plan.pins.items()):
+        current = next((p for p in packages if p.name == name), None)
+        if current is None and name not in (*COMPANION_NAMES, "torch-npu"):
+            continue
+        if current is not None:
+            local = current.version.split("+", 1)[1] if "+" in current.version and "+" not in version else None
+            pinned = f"{version}+{local}" if local else version
+            if Version(current.version.split("+")[0]) != Version(version.split("+")[0]):
+                # what the torch resolver said about the release it paired no longer applies
+                warnings = [w for w in warnings if f"{name} {current.version}" not in w]
+                reasons.append(Reason("stack", f"{by} pins {name}=={version} (the matrix pairs torch "
+                                      f"{res.torch_version} with {name} {current.version})", (INDEX_SOURCE,)))
+            packages = [dataclasses.replace(p, version=pinned) if p.name == name else p for p in packages]
+        else:
+            packages.append(Pin(name, version, res.index_url if name in COMPANION_NAMES else None))
+            reasons.append(Reason("stack", f"{by} pins {name}=={version}", (INDEX_SOURCE,)))
+    for package, release in plan.chosen:
+        pins = [Reason("stack", _why(search, package, release, res), (INDEX_SOURCE, *package.sources))]
+        if package.torch_build == "prebuilt":
+            pin = _prebuilt(search, package, release, res, warnings, unknowns, requirements)
+            if pin is None:
+                return None
+            stack.append(pin)
+        else:
+            stated = release.torch_specifier(platform, res.python)
+            no_deps = stated is not None and not SpecifierSet(stated).contains(res.torch_version, prereleases=True)
+            if package.torch_build == "default-index" and stated and not release.pins(platform, res.python).get("torch"):
+                unknowns.append(f"{package.name} {release.version} requires torch{stated} (a range): which torch its "
+                                "binaries were built against is not in the matrix; only torch released before it "
+                                f"({release.first_upload}) was considered")
+            if package.torch_build is None:
+                unknowns.append(f"which torch build {package.name}'s binaries go with is not in the matrix "
+                                "(no row in ecosystem.yaml)")
+            stack.append(StackPin(package.name, release.version, "index", pins[0].detail,
+                                  pins[0].sources, None, no_deps))
+        if package.final_release_matches or release.policy:
+            _policy(package, release, stack, requirements, unknowns, warnings, search, res)
+        reasons += pins
+    tried = [a for a in search.attempts if a.host_only]
+    for attempt in tried[:3]:
+        reasons.append(Reason("stack", f"not {attempt.what}: {attempt.message}"))
+    for pin in stack:
+        if pin.no_deps:
+            warnings.append(f"{pin.name} {pin.version} is installed with --no-deps: its metadata pins another torch "
+                            f"than the {res.torch_version} this stack needs")
+        if pin.origin == "sdist":
+            warnings.append(f"{pin.name} {pin.version} is built from source on the target (no prebuilt wheel fits): "
+                            "it needs the CUDA toolkit (nvcc) of torch's CUDA major and a C++ compiler")
+    exact = res.torch_version.split("+")[0]
+    reasons = [dataclasses.replace(r, detail=r.detail.replace(
+        f"matching --torch {exact}", f"the stack's torch requirement admits (with --torch {request.torch.text})"))
+        if r.decision == "torch" else r for r in reasons]
+    if res.evidence is not None:
+        reasons.append(Reason("evidence", f"the stack's torch cell (torch {res.torch_version}, {res.backend}, "
+                              f"Python {res.python}) is {res.evidence.get('status')} by probe reports"))
+    return dataclasses.replace(
+        res, packages=tuple(packages), reasons=tuple(reasons), warnings=tuple(dict.fromkeys(warnings)),
+        unknowns=tuple(dict.fromkeys(unknowns)), requirements=tuple(requirements), stack=tuple(stack),
+    )
+
+
+def _why(search: Search, package: Package, release: Release, res: Resolution) -> str:
+    platform = search.request.platform
+    stated = release.torch_specifier(platform, res.python)
+    pins = release.pins(platform, res.python)
+    parts = [f"torch{stated}" if stated else None]
+    parts += [f"{n}=={v}" for n, v in sorted(pins.items()) if n in (*COMPANION_NAMES, "torch-npu")]
+    pinned = ", ".join(p for p in parts if p) or "no torch requirement"
+    newest = "the release asked for" if any(i.name == package.name and i.specifier.startswith("==")
+                                            for i in search.request.stack) else "the newest release that fits"
+    build = {
+        "default-index": f"its wheel goes with torch {res.torch_version}'s default-index build ({res.backend})",
+        "any": "its wheel carries binaries for every runtime",
+        "prebuilt": "a prebuilt wheel for this torch, CUDA major and Python",
+        "npu": "the Ascend plugin stack (torch_npu)",
+    }.get(package.torch_build or "", "the torch build its binaries need is unknown")
+    return (f"{package.name} {release.version}: {newest}; its {platform} wheel METADATA states {pinned}; "
+            f"{build}")
+
+
+def _prebuilt(search: Search, package: Package, release: Release, res: Resolution, warnings: list[str],
+              unknowns: list[str], requirements: list[HostRequirement]) -> StackPin | None:
+    """flash-attn: the prebuilt wheel for this torch minor, CUDA major, Python and platform; else from source."""
+    platform = search.request.platform
+    minor = ".".join(res.torch_version.split("+")[0].split(".")[:2])
+    major = _cuda_major(search, res.backend) if res.family == "cuda" else None
+    for row in package.wheel_rows:
+        if row["version"] != release.version or row["platform"] != platform:
+            continue
+        excluded = any(e.get("torch") == minor and e.get("python") == res.python for e in row["exclude"])
+        if minor in row["torch"] and major == row["cuda_major"] and res.python in row["python"] and not excluded:
+            cp = "cp" + res.python.replace(".", "")
+            abi = "TRUE" if "TRUE" in row["cxx11abi"] else row["cxx11abi"][0]
+            url = row["url"].format(version=release.version, cuda_major=major, torch=minor, abi=abi, cp=cp)
+            if len(row["cxx11abi"]) > 1:
+                unknowns.append(f"which C++ ABI torch {res.torch_version} ({res.backend}) was built with is not in "
+                                f"the matrix: the {package.name} wheel named is cxx11abi{abi}; if "
+                                "torch._C._GLIBCXX_USE_CXX11_ABI is False use the cxx11abiFALSE wheel")
+            return StackPin(package.name, release.version, "url",
+                            f"{package.name} {release.version}: the prebuilt wheel for torch {minor} + cu{major} + "
+                            f"{cp} on {platform} (release assets, curated)", (*row["source"], *package.sources),
+                            url)
+    if release.sdist is None or res.family != "cuda" or major is None:
+        search.attempts.append(Attempt(
+            f"{package.name} {release.version} with torch {res.torch_version}", "stack-conflict",
+            f"no {package.name} {release.version} wheel for torch {minor} + {res.backend} + Python {res.python} on "
+            f"{platform}, and its source build needs a CUDA torch", False))
+        return None
+    if not search.allow_source:
+        search.attempts.append(Attempt(
+            f"{package.name} {release.version} with torch {res.torch_version}", "stack-conflict",
+            f"no prebuilt {package.name} {release.version} wheel for torch {minor} + cu{major} + Python "
+            f"{res.python} on {platform}", False))
+        return None
+    requirements.append(HostRequirement("cuda-toolkit (nvcc)", f"{major}", f"{package.name} {release.version} builds "
+                                        f"from source: nvcc's major must be torch's CUDA major ({major})"))
+    nearest = [row for row in package.wheel_rows if row["platform"] == platform and res.python in row["python"]]
+    if nearest:
+        row = max(nearest, key=lambda r: Version(r["version"]))
+        warnings.append(f"no prebuilt {package.name} wheel for torch {minor} + cu{major} + Python {res.python}: the "
+                        f"nearest that has one is {package.name} {row['version']} for torch {', '.join(row['torch'])} "
+                        f"+ cu{row['cuda_major']} (ask --torch {row['torch'][-1]} --with {package.name}=={row['version']})")
+    return StackPin(package.name, release.version, "sdist",
+                    f"{package.name} {release.version}: no prebuilt wheel for torch {minor} + cu{major} + Python "
+                    f"{res.python} on {platform}; built from the sdist on the index (nvcc {major}.x, C++ compiler)",
+                    (INDEX_SOURCE, *package.sources))
+
+
+def _policy(package: Package, release: Release, stack: list[StackPin], requirements: list[HostRequirement],
+            unknowns: list[str], warnings: list[str], search: Search, res: Resolution) -> None:
+    """vllm-ascend: the vLLM release its policy pairs it with, and the CANN it needs."""
+    row = release.policy or {}
+    partner = package.final_release_matches
+    version = row.get("vllm")
+    sources = tuple(row.get("source", ())) or package.sources
+    if version is None and partner and not release.prerelease:
+        version = release.version
+    if partner:
+        if version is None:
+            unknowns.append(f"which {partner} release {package.name} {release.version} goes with is not in its "
+                            "policy table")
+        else:
+            other = search.catalog.get(partner)
+            match = other.release(version) if other is not None else None
+            stated = match.torch_specifier(search.request.platform, res.python) if match is not None else None
+            no_deps = stated is not None and not SpecifierSet(stated).contains(res.torch_version, prereleases=True)
+            stack.insert(len(stack) - 1, StackPin(
+                partner, version, "index",
+                f"{package.name} {release.version}'s version policy pairs it with {partner} {version}",
+                sources, None, no_deps))
+    cann = row.get("cann")
+    if cann:
+        requirements.append(HostRequirement("cann", cann, f"{package.name} {release.version}'s release "
+                                            "compatibility matrix"))
+    else:
+        unknowns.append(f"the CANN version {package.name} {release.version} needs is not in its policy table")
+
+
+# -- failure --------------------------------------------------------------------------------------------
+
+
+def _failure(search: Search, alternatives: bool) -> AccelenvError:
+    from compat_service.domain.errors import ERRORS, Alternative, Cause, StackConflictError
+
+    request = search.request
+    keys = dict.fromkeys((a.what, a.code, a.message, a.host_only) for a in search.attempts)
+    attempts = [Attempt(*key) for key in keys]
+    # one cause per distinct clash (the first candidate that met it), nearest candidates first
+    distinct = list({a.message: a for a in reversed(attempts)}.values())[::-1]
+    causes = [Cause(constraint=a.message, origin=f"stack: {a.what}") for a in distinct[:6]]
+    host = [a for a in attempts if a.host_only]
+    names = " + ".join(i.text for i in request.stack)
+    if host and len(host) == len(attempts) and len({a.code for a in host}) == 1:
+        cls = ERRORS.get(host[0].code, StackConflictError)
+        message = f"no {names} stack fits this host: {host[0].message}"
+        hint = "see the stacks that work below, or name another --with release, --torch or --backend"
+    else:
+        cls = StackConflictError
+        first = attempts[0].message if attempts else "no candidate release"
+        message = f"no {names} stack fits: {first}"
+        hint = "see the stacks that work below; a --with package's pins decide torch and its companions"
+    alts = [Alternative(description=d, request=r) for d, r in (_nearest(search) if alternatives else [])]
+    return cls(message, hint=hint, causes=causes, alternatives=alts)
+
+
+def _nearest(search: Search) -> list[tuple[str, dict[str, str]]]:
+    """Nearby requests that work: the stack without --torch's limit, the nearest release of a pinned package,
+    torch without the stack."""
+    request = search.request
+    out: list[tuple[str, dict[str, str]]] = []
+    tries: list[ResolveRequest] = []
+    if request.torch.kind != "latest":
+        tries.append(dataclasses.replace(request, torch=TorchSpec("latest", "latest")))
+    for item in request.stack:
+        if item.specifier:
+            loose = tuple(PackageRequest(i.name, "") if i is item else i for i in request.stack)
+            tries.append(dataclasses.replace(request, stack=loose))
+    if request.python is not None:
+        tries.append(dataclasses.replace(request, python=None))
+    if request.backend.family in ("cpu", None) and request.os != "macos":
+        # a CPU target: the same stack on a CUDA host (the ecosystem's wheels are mostly CUDA builds)
+        tries.append(dataclasses.replace(request, backend=BackendSpec("cuda", "family", "cuda")))
+    if request.backend.kind == "label":
+        tries.append(dataclasses.replace(request, backend=BackendSpec(request.backend.family or "cpu", "family",
+                                                                       request.backend.family)))
+    from compat_service.domain.errors import AccelenvError
+
+    for attempt in tries:
+        try:
+            found = resolve_stack(attempt, search.matrix, None, search.catalog, alternatives=False)
+        except AccelenvError:
+            continue  # that one does not work either
+        text = " + ".join(f"{p.name} {p.version}" for p in found.stack)
+        target = f" on a {found.family} target" if found.family != (request.backend.family or "cpu") else ""
+        out.append((f"{text} with torch {found.torch_version} ({found.backend}, Python {found.python}){target}",
+                    found_request(attempt, found)))
+    try:
+        alone = resolve(dataclasses.replace(request, stack=()), search.matrix, None)
+        names = ", ".join(i.name for i in request.stack)
+        out.append((f"torch {alone.torch_version} ({alone.backend}) without {names}",
+                    dataclasses.replace(request, stack=()).to_strings()))
+    except AccelenvError:
+        pass  # torch alone does not fit either: no such alternative
+    return _unique(out)[:4]
+
+
+def _unique(items: list[tuple[str, dict[str, str]]]) -> list[tuple[str, dict[str, str]]]:
+    seen: set[str] = set()
+    out = []
+    for description, req in items:
+        if description not in seen:
+            seen.add(description)
+            out.append((description, req))
+    return out
+
+
+def found_request(request: ResolveRequest, found: Resolution) -> dict[str, str]:
+    """The request that names the stack found exactly (for an alternative)."""
+    pinned = tuple(PackageRequest(p.name, f"=={p.version}") for p in found.stack
+                   if any(i.name == p.name for i in request.stack))
+    return dataclasses.replace(request, stack=pinned, torch=TorchSpec(found.torch_version.split("+")[0], "exact")
+                               ).to_strings()

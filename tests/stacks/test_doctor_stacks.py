@@ -1,0 +1,41 @@
+"""`accelenv doctor` names an installed ecosystem package whose torch requirement the installed torch breaks,
+with the command that repairs it (the real command, a fake site-packages with real-shaped metadata)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from compat_service.domain.stacks.catalog import load_catalog
+from tests.cli.test_doctor_cmd import by_check, doctor, host, install  # noqa: F401 - `host` is a fixture
+
+
+def _vllm_release(torch_minor_prefix: str) -> tuple[str, str]:
+    """A vLLM release pinning a torch of this prefix, from the generated data: (vllm version, torch pin)."""
+    vllm = load_catalog().get("vllm")
+    assert vllm is not None
+    for release in vllm.releases:
+        pin = release.pins("linux-x86_64", None).get("torch")
+        if pin and pin.startswith(torch_minor_prefix) and not release.prerelease:
+            return release.version, pin
+    raise AssertionError(f"no vLLM release pins torch {torch_minor_prefix}")
+
+
+def test_an_installed_vllm_the_installed_torch_breaks_is_an_error_with_its_repair(tmp_path: Path, host) -> None:  # noqa: F811
+    host("cpu")
+    version, pin = _vllm_release("2.14.")
+    install(tmp_path, "torch", "2.9.1+cpu")
+    install(tmp_path, "vllm", version)
+    code, report = doctor("--site-packages", str(tmp_path))
+    finding = by_check(report)["stack"]
+    assert code == 1 and finding["severity"] == "error"
+    assert f"vllm {version} requires torch=={pin}" in finding["message"] and "2.9.1+cpu" in finding["message"]
+    assert finding["fix"] and "vllm==" in finding["fix"]
+
+
+def test_an_installed_vllm_that_fits_its_torch_is_not_flagged(tmp_path: Path, host) -> None:  # noqa: F811
+    host("cpu")
+    version, pin = _vllm_release("2.14.")
+    install(tmp_path, "torch", pin)
+    install(tmp_path, "vllm", version)
+    _code, report = doctor("--site-packages", str(tmp_path))
+    assert "stack" not in by_check(report)

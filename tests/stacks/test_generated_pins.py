@@ -1,0 +1,96 @@
+"""Over the generated ecosystem data: `resolve --with PKG==X` pins exactly the torch, torchvision and torchaudio
+each vLLM and xformers release's metadata requires, on every platform it publishes wheels for.
+
+The expectations are read from the generated files themselves (matrix_data/index/<package>.yaml through the
+catalog), never written here; the build asked for is the family of the default-index build the matrix names
+for the pinned torch on that platform (the build the package's binaries go with).
+"""
+
+from __future__ import annotations
+
+import pytest
+from packaging.specifiers import SpecifierSet
+
+from compat_service.domain.errors import PlatformUnsupportedError
+from compat_service.domain.matrix.snapshot import load_matrix_cached
+from compat_service.domain.resolver.request import ResolveRequest
+from compat_service.domain.stacks.catalog import load_catalog
+from compat_service.domain.stacks.resolve import resolve_stack
+from compat_service.index.generated import load_facts
+from matrix_data import DATA_DIR
+
+MATRIX = load_matrix_cached()
+CATALOG = load_catalog()
+
+
+def _cases() -> list[tuple[str, str, str]]:
+    out = []
+    for name in ("vllm", "xformers"):
+        package = CATALOG.get(name)
+        assert package is not None, f"{name} is not in the generated ecosystem data"
+        for release in package.releases:
+            if release.yanked:
+                continue
+            for platform, tags in release.wheels.items():
+                if tags and release.torch_specifier(platform, None) is not None:
+                    out.append((name, release.version, platform))
+    return out
+
+
+CASES = _cases()
+TORCH_FACTS = load_facts(DATA_DIR, "torch")
+
+
+def _torch_publishes(spec: str, platform: str) -> bool:
+    """Whether the generated torch facts have a final release admitted by ``spec`` with wheels for ``platform``."""
+    assert TORCH_FACTS is not None
+    return any(
+        SpecifierSet(spec).contains(r.version) and any(w.platform == platform for w in r.wheels)
+        for r in TORCH_FACTS.releases if not r.yanked and not r.prerelease
+    )
+
+
+def _default_family(torch_version: str, platform: str) -> str | None:
+    for minor in MATRIX.torch_minors():
+        if torch_version.startswith(minor.minor + "."):
+            label = next((r.label for r in minor.default_index if r.platform == platform), None)
+            row = MATRIX.build_variant(label) if label else None
+            return row.family if row is not None else None
+    return None
+
+
+def test_every_vllm_and_xformers_release_is_covered() -> None:
+    names = {name for name, _v, _p in CASES}
+    assert names == {"vllm", "xformers"} and len(CASES) > 100
+
+
+@pytest.mark.parametrize(("name", "version", "platform"), CASES, ids=[f"{n}=={v}-{p}" for n, v, p in CASES])
+def test_with_exact_release_pins_what_its_metadata_requires(name: str, version: str, platform: str) -> None:
+    package = CATALOG.get(name)
+    assert package is not None
+    release = package.release(version)
+    assert release is not None
+    stated = release.torch_specifier(platform, None)
+    pins = release.pins(platform, None)
+    os_name, arch = platform.split("-")
+    torch_pin = pins.get("torch")
+    family = _default_family(torch_pin, platform) if torch_pin else None
+    request = ResolveRequest.from_strings(
+        with_=[f"{name}=={version}"], os=os_name, arch=arch, backend=family or ("cuda" if os_name == "linux" else "cpu")
+    )
+    if not _torch_publishes(stated or "", platform):
+        # a pure-Python wheel (py3-none-any) where no admitted torch has wheels: refused, naming the platform
+        with pytest.raises(PlatformUnsupportedError, match=platform):
+            resolve_stack(request, MATRIX, None, CATALOG)
+        return
+    res = resolve_stack(request, MATRIX, None, CATALOG)
+    assert [(p.name, p.version) for p in res.stack] == [(name, version)]
+    public = res.torch_version.split("+")[0]
+    assert SpecifierSet(stated or "").contains(public, prereleases=True)
+    if torch_pin:
+        assert public == torch_pin.split("+")[0]
+    got = {p.name: p.version.split("+")[0] for p in res.packages}
+    for companion in ("torchvision", "torchaudio"):
+        if companion in pins:
+            assert got[companion] == pins[companion]
+    assert release.fits_python(platform, res.python)
