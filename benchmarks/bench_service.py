@@ -111,7 +111,9 @@ def mixed_paths(count: int = ROTATION, share: float = UNSATISFIABLE_SHARE) -> li
     ):
         if target and not backend.startswith("cu"):
             continue
-        query = {"torch": torch, "python": python, "backend": backend, "os": "linux", "arch": "x86_64", **target}
+        query: dict[str, str | list[str] | None] = {
+            "torch": torch, "python": python, "backend": backend, "os": "linux", "arch": "x86_64", **target
+        }
         try:
             resolve(ResolveRequest.from_query(query), matrix)
         except UnsatisfiableError:

@@ -27,9 +27,9 @@ from compat_service.api.openapi_doc import install_openapi
 from compat_service.api.pages.routes import PAGE_CACHE_SIZE
 from compat_service.api.pages.routes import static_files as pages_static
 from compat_service.api.resolve_cache import LruCache, ResolveCache
-from compat_service.api.strict_query import strict_query
 from compat_service.api.server.gc_tuning import tune_for_service
 from compat_service.api.server.lifecycle import announce_start, announce_stop
+from compat_service.api.strict_query import strict_query
 from compat_service.config import Settings, load_settings
 from compat_service.db.engine import make_engine
 from compat_service.db.evidence.lookup import EvidenceVersion

@@ -34,7 +34,7 @@ def package_versions(names):
         from importlib import metadata
     except ImportError:  # pragma: no cover - Python < 3.8
         return {name: None for name in names}
-    out = {}
+    out = {}  # type: dict
     for name in names:
         try:
             out[name] = metadata.version(name)
@@ -46,7 +46,7 @@ def package_versions(names):
 def torch_facts():
     try:
         import torch
-    except Exception as exc:  # noqa: BLE001 - an import error of any kind is a fact, not a crash
+    except Exception as exc:
         return {"error": f"{type(exc).__name__}: {exc}"}
     version = getattr(torch, "version", None)
     facts = {
@@ -61,7 +61,7 @@ def torch_facts():
             facts["device"] = bool(torch.cuda.is_available())
         elif facts["xpu"] and hasattr(torch, "xpu"):
             facts["device"] = bool(torch.xpu.is_available())
-    except Exception as exc:  # noqa: BLE001 - a device query that fails is a fact too
+    except Exception as exc:
         facts["device_error"] = f"{type(exc).__name__}: {exc}"
     return facts
 

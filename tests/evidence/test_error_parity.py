@@ -6,8 +6,6 @@ path opens the same file. Both paths render the error as JSON (`--format json`),
 
 from __future__ import annotations
 
-from compat_service.domain.resolver.request import api_wording
-
 import json
 from pathlib import Path
 from typing import Any
@@ -17,6 +15,7 @@ import sqlalchemy as sa
 
 from cli.resolve_cmd import main as resolve_main
 from compat_service.db.engine import make_engine
+from compat_service.domain.resolver.request import api_wording
 from tests.evidence.live_server import live_server
 
 TARGET = ["--backend", "cpu", "--python", "3.11", "--os", "linux", "--arch", "x86_64", "--with", "none",

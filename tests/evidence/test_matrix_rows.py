@@ -3,8 +3,6 @@ assembling every row afresh, and never stale after an ingest or a withdrawal, wh
 
 from __future__ import annotations
 
-from compat_service.domain.backends import label_family
-
 import datetime as dt
 import itertools
 from collections.abc import Iterator
@@ -18,6 +16,7 @@ from sqlmodel import Session, col
 from compat_service.api.deps import state_of
 from compat_service.db.evidence.queries import MatrixFilter, cell_summary, declared_for, with_failing_checks
 from compat_service.db.evidence.tables import EvidenceCell
+from compat_service.domain.backends import label_family
 from compat_service.domain.evidence.cells import CellKey, DeclaredMatrix, MatrixCell
 from tests.evidence.conftest import Service
 from tests.synthetic_reports import synthetic_report

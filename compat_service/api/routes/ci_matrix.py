@@ -8,7 +8,7 @@ the resolver nothing; the body carries an ETag like every GET (middleware/http_c
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 import orjson
 from fastapi import APIRouter, Query, Request, Response

@@ -13,13 +13,12 @@ from collections.abc import Sequence
 from typing import Any
 
 import sqlalchemy as sa
+from packaging.specifiers import SpecifierSet
 from pydantic import BaseModel
 from sqlmodel import Session, col
 
 from compat_service.db.evidence.report_tables import StoredReport
 from compat_service.db.evidence.tables import EvidenceCell, EvidenceCheck
-from packaging.specifiers import SpecifierSet
-
 from compat_service.domain.backends import label_family, normalise_arch
 from compat_service.domain.evidence.cells import (
     CellEvidence,

@@ -46,7 +46,7 @@ from compat_service.domain.resolver.request import (
     invalid_request,
     parse_python,
     parse_torch_spec,
-    parse_with,
+    parse_with_stack,
 )
 from compat_service.domain.resolver.stages import resolve
 
@@ -73,6 +73,8 @@ class CiMatrixRequest:
     with_: tuple[str, ...]
     mode: str
     fmt: str
+    #: ecosystem packages (``with=vllm``), resolved with torch per cell (compat_service.domain.stacks)
+    stack: tuple[Any, ...] = ()
 
     @classmethod
     def from_strings(
@@ -117,7 +119,8 @@ class CiMatrixRequest:
                 "format",
                 fmt,
             )
-        return cls(spec, pythons, families, builds, platforms, parse_with(with_), mode_value, fmt)
+        companions, stack = parse_with_stack(with_)
+        return cls(spec, pythons, families, builds, platforms, companions, mode_value, fmt, stack)
 
 
 def _split(text: str | None) -> list[str]:
@@ -213,6 +216,11 @@ def ci_matrix(request: CiMatrixRequest, matrix: Any, evidence: Any = None) -> di
     )
     cells: list[dict[str, Any]] = []
     excluded: list[dict[str, Any]] = []
+    catalog = None
+    if request.stack:
+        from compat_service.domain.stacks.catalog import load_catalog
+
+        catalog = load_catalog()
     for minor, patch in releases:
         version = patch.version
         for (os_name, arch), platform in zip(request.platforms, platform_names):
@@ -241,7 +249,8 @@ def ci_matrix(request: CiMatrixRequest, matrix: Any, evidence: Any = None) -> di
                     )
                     continue
                 for label in labels:
-                    cell = _cell(request, matrix, evidence, version, label, python, os_name, arch, excluded)
+                    cell = _cell(request, matrix, evidence, catalog, version, label, python, os_name, arch,
+                                 excluded)
                     if cell is not None:
                         cells.append(cell)
     _assign_roles(cells)
@@ -337,6 +346,7 @@ def _cell(
     request: CiMatrixRequest,
     matrix: Any,
     evidence: Any,
+    catalog: Any,
     version: str,
     label: str,
     python: str,
@@ -354,9 +364,15 @@ def _cell(
         arch=arch,
         backend=BackendSpec(label, "label", family),
         with_=request.with_,
+        stack=request.stack,
     )
     try:
-        res = resolve(resolve_request, matrix, evidence)
+        if request.stack:
+            from compat_service.domain.stacks.resolve import resolve_stack
+
+            res = resolve_stack(resolve_request, matrix, evidence, catalog)
+        else:
+            res = resolve(resolve_request, matrix, evidence)
     except AccelenvError as exc:
         excluded.append(
             {
@@ -372,7 +388,7 @@ def _cell(
         return None
     build_row = matrix.build_variant(label)
     arch_row = matrix.arch_list(version, label, res.platform)
-    pins = res.pins
+    pins = {**res.pins, **{p.name: p.version for p in res.stack}}
     return {
         "name": f"torch {version} {label} py{python} {res.platform}",
         "torch": version,
@@ -467,7 +483,7 @@ def _request_echo(request: CiMatrixRequest, pythons: tuple[str, ...]) -> dict[st
         "family": list(request.families),
         "build": list(request.builds) if request.builds is not None else None,
         "platforms": [f"{o}-{a}" for o, a in request.platforms],
-        "with": list(request.with_),
+        "with": [*request.with_, *(p.text for p in request.stack)],
         "mode": request.mode,
         "format": request.fmt,
     }
