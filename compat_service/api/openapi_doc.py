@@ -112,6 +112,11 @@ OPERATION_DESCRIPTIONS: dict[tuple[str, str], str] = {
     ("get", "/v1/schemas/probe-report"): "The JSON Schema every submitted report must follow.",
     ("post", "/v1/tokens/{token_id}/withdraw"): "Revokes the token and withdraws every report it submitted "
     "from the evidence, recounting the cells they were part of. Needs an `admin` token.",
+    ("get", "/v1/packages"): "The ecosystem packages `with=` knows (vllm and the others `matrix refresh` follows), "
+    "each with what the matrix holds of it.",
+    ("get", "/v1/packages/{name}"): "One package's releases newest first: the torch requirement and companion pins "
+    "each release's metadata states per platform, its Pythons, yanked releases and the curated rows. Example: "
+    "`/v1/packages/vllm?platform=linux-x86_64`.",
     ("get", "/metrics"): "The Prometheus text format: requests by route and status, latency histograms, "
     "reports ingested, ingest queue depth, the loaded matrix.",
 }
@@ -122,7 +127,8 @@ PARAMETER_EXAMPLES: dict[str, Any] = {
     "gpu_arch": "sm_90", "with": "torchvision,torchaudio", "format": "pip", "minor": "2.3", "build": "cu121",
     "family": "cuda", "platform": "linux-x86_64", "version": "2.3.1", "mode": "pr", "runtime": "12.1",
     "device_arch": "sm_90", "status": "verified", "require_verified": "true", "strict": "true",
-    "report_id": "3f1c0e8a-5b7d-4c2e-9a61-0d2f4b8e7c15", "token_id": 7,
+    "report_id": "3f1c0e8a-5b7d-4c2e-9a61-0d2f4b8e7c15", "token_id": 7, "gpu": "A100", "name": "vllm",
+    "prereleases": False,
 }
 #: operations whose parameter of that name needs another example than the table's
 _PARAMETER_EXAMPLES_BY_PATH: dict[tuple[str, str], str] = {
