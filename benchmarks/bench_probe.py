@@ -1,8 +1,12 @@
 """Wall time of the default probe suite (every group, the whole OpInfo list) on CPU and on refdev, and of
 ``--deep``, against ``python -m torch.utils.collect_env`` measured in the same run.
 
-Target: <= 90 s on 2 cores for the default suite, torch import and the compile group included (a cold
-inductor cache: each run gets an empty ``TORCHINDUCTOR_CACHE_DIR``, as on a fresh host).
+Target: <= 60 s on 2 cores for the default suite (models and perf included), torch import and the compile
+group included (a cold inductor cache: each run gets an empty ``TORCHINDUCTOR_CACHE_DIR``, as on a fresh host).
+
+Each report is kept (``--keep DIR``, default ``benchmarks/out/``), and the ids of the checks that did not
+pass (failed, timeout, crashed, error, and unsupported in the required smoke and models groups) are printed,
+so a failure seen once leaves a trace. The perf group's figures are printed too.
 
 Reproduce:
 
@@ -29,7 +33,8 @@ from typing import Any
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
-TARGET_S = 90.0
+TARGET_S = 60.0
+DEFAULT_KEEP = REPO_ROOT / "benchmarks" / "out"
 
 
 def _env(workdir: Path) -> dict[str, str]:
@@ -47,14 +52,17 @@ def timed(argv: list[str], workdir: Path) -> tuple[float, subprocess.CompletedPr
     return elapsed, proc, (before, os.getloadavg()[0])
 
 
-def probe(bundle: Path, device: str, workdir: Path, extra: list[str]) -> dict:
-    out = workdir / f"report-{device}{'-'.join([''] + [e.strip('-') for e in extra])}.json"
+def probe(bundle: Path, device: str, workdir: Path, extra: list[str], keep: Path) -> dict:
+    out = keep / f"report-{device}{'-'.join([''] + [e.strip('-') for e in extra])}.json"
     elapsed, proc, load = timed([sys.executable, "-I", str(bundle), "--device", device, "--quiet", "--output", str(out),
                                  *extra], workdir)
     if proc.returncode not in (0, 1, 3) or not out.exists():
         raise SystemExit(f"probe failed (exit {proc.returncode}):\n{proc.stderr[-2000:]}")
     report = json.loads(out.read_text())
-    summary: dict[str, Any] = next((c for c in report["checks"] if c["id"] == "opinfo.summary"), {"data": {}, "detail": ""})
+    from probes.checks.registry import is_failing
+    from probes.harness.report import render_figure
+
+    summary: dict[str, Any] = (report["summary"].get("groups") or {}).get("opinfo") or {"detail": ""}
     slowest = sorted(report["checks"], key=lambda c: c["duration_s"], reverse=True)[:4]
     groups: dict[str, float] = {}
     for c in report["checks"]:
@@ -62,13 +70,19 @@ def probe(bundle: Path, device: str, workdir: Path, extra: list[str]) -> dict:
     label = " ".join([device] + extra)
     print(f"{label}: {elapsed:.1f} s wall (load avg {load[0]:.1f} -> {load[1]:.1f}), {report['summary']['total']} "
           f"checks, ok={report['summary']['ok']}, exit {proc.returncode}")
-    print(f"  opinfo: {summary['data'].get('ops')} OpInfos, {summary['data'].get('op_dtypes_checked')} op x dtype "
+    print(f"  opinfo: {summary.get('ops')} OpInfos, {summary.get('op_dtypes_checked')} op x dtype "
           f"pairs; {summary['detail'][:300]}")
+    not_ok = [f"{c['id']} ({c['status']})" for c in report["checks"] if is_failing(c["group"], c["status"])]
+    print(f"  not ok ({len(not_ok)}): " + (", ".join(not_ok) or "none"))
+    for figure in (report.get("perf") or {}).get("figures") or []:
+        print("  perf " + render_figure(figure))
+    print(f"  report kept at {out}")
     print("  check time per group (s, workers overlap): " + ", ".join(f"{g} {t:.1f}" for g, t in groups.items()))
     print("  slowest: " + ", ".join(f"{c['id']} {c['duration_s']:.1f} s" for c in slowest))
     figure = {"figure": "probe_suite_wall_s", "device": device, "args": extra, "wall_s": round(elapsed, 2),
               "checks": report["summary"]["total"], "counts": report["summary"]["counts"],
-              "opinfo_op_dtypes": summary["data"].get("op_dtypes_checked"), "load_before": round(load[0], 2),
+              "opinfo_op_dtypes": summary.get("op_dtypes_checked"), "not_ok": not_ok, "report": str(out),
+              "load_before": round(load[0], 2),
               "load_after": round(load[1], 2), "cores": os.cpu_count(), "target_s": TARGET_S}
     print(json.dumps(figure))
     return figure
@@ -78,7 +92,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--devices", default="cpu,refdev")
     parser.add_argument("--deep", action="store_true", help="also time --deep on each device")
+    parser.add_argument("--keep", type=Path, default=DEFAULT_KEEP, help="folder the reports are kept in")
     args = parser.parse_args()
+    args.keep.mkdir(parents=True, exist_ok=True)
 
     from probes.harness.bundle import BUNDLE_NAME, write_bundle
 
@@ -92,9 +108,9 @@ def main() -> None:
         print(json.dumps({"figure": "collect_env_wall_s", "wall_s": round(elapsed, 2), "load_before": round(load[0], 2),
                           "load_after": round(load[1], 2)}))
         for device in args.devices.split(","):
-            probe(bundle, device, workdir, [])
+            probe(bundle, device, workdir, [], args.keep.resolve())
             if args.deep:
-                probe(bundle, device, workdir, ["--deep"])
+                probe(bundle, device, workdir, ["--deep"], args.keep.resolve())
 
 
 if __name__ == "__main__":

@@ -25,21 +25,24 @@ def render_error(err: AccelenvError, *, as_json: bool = False) -> None:
     if as_json:
         sys.stdout.write(err.to_body().model_dump_json(indent=2) + "\n")
         return
+    from cli.terminal_text import visible as v
+
+    # an error may come from the service (a report's text inside): control characters are shown, not sent
     out = sys.stderr
-    out.write(f"error: {err.code}\n\n")
-    out.write(f"× {err.message}\n")
+    out.write(f"error: {v(err.code)}\n\n")
+    out.write(f"× {v(err.message)}\n")
     for cause in err.causes:
-        line = f"  ╰─> {cause.constraint}  (from {cause.origin})"
+        line = f"  ╰─> {v(cause.constraint)}  (from {v(cause.origin)})"
         if cause.detail:
-            line += f": {cause.detail}"
+            line += f": {v(cause.detail)}"
         out.write(line + "\n")
     if err.alternatives:
         out.write("\nWhat would work:\n")
         for alt in err.alternatives:
-            req = " ".join(f"--{k.replace('_', '-')} {v}" for k, v in alt.request.items())
-            out.write(f"  • {alt.description}" + (f"   [{req}]" if req else "") + "\n")
+            req = " ".join(f"--{k.replace('_', '-')} {v(val)}" for k, val in alt.request.items())
+            out.write(f"  • {v(alt.description)}" + (f"   [{req}]" if req else "") + "\n")
     if err.hint:
-        out.write(f"\nhint: {err.hint}\n")
+        out.write(f"\nhint: {v(err.hint)}\n")
 
 
 @contextlib.contextmanager

@@ -100,6 +100,8 @@ def render_evidence(rows: list[dict[str, Any]]) -> None:
     from rich.console import Console
     from rich.table import Table
 
+    from cli.terminal_text import plain
+
     console = Console()
     if not rows:
         console.print("evidence: no probe reports for this release", highlight=False)
@@ -111,6 +113,8 @@ def render_evidence(rows: list[dict[str, Any]]) -> None:
         device = " ".join(p for p in (r["backend"], r["device_arch"], r["driver_version"] and f"driver {r['driver_version']}") if p)
         status = r["status"] if r["status"] == r["health"] or r["health"] in ("none", "unconfirmed") else f"{r['status']} ({r['health']})"
         failing = ", ".join(r["failing_checks"][:5]) + (f" +{len(r['failing_checks']) - 5}" if len(r["failing_checks"]) > 5 else "")
-        table.add_row(r["torch_version"], r["torch_build"] or "?", r["python"], f"{r['os']}-{r['arch']}", device,
-                      status, str(r["reports"]), str(r["hosts"]), failing or "-")
+        cells = (r["torch_version"], r["torch_build"] or "?", r["python"], f"{r['os']}-{r['arch']}", device,
+                 status, str(r["reports"]), str(r["hosts"]), failing or "-")
+        # report text is data: never Rich markup, never terminal control (cli/terminal_text.py)
+        table.add_row(*(plain(cell) for cell in cells))
     console.print(table)

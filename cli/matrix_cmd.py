@@ -34,6 +34,11 @@ def validate(
         typer.Argument(help="a matrix_data directory; default: the bundled copy", show_default=False),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print {ok, path, counts, problems} as JSON")] = False,
+    previous: Annotated[
+        Path | None,
+        typer.Option("--previous", help="an earlier matrix_data (e.g. main's): flag a generated file that lost "
+                     "more than half of its facts since", show_default=False),
+    ] = None,
 ) -> None:
     """Check every file and cross-file rule; print each problem with its file and key."""
     from compat_service.domain.errors import MatrixDataError
@@ -41,8 +46,12 @@ def validate(
     from compat_service.domain.stacks.catalog import ecosystem_problems
 
     where = path if path is not None else default_path()
-    problems = matrix_data_problems(path)
+    problems: list[object] = list(matrix_data_problems(path))
     problems += ecosystem_problems(where)  # ecosystem.yaml and the ecosystem's generated files
+    if previous is not None:
+        from compat_service.index.generated import lost_facts
+
+        problems += lost_facts(where, previous)
     if problems:
         if as_json:
             dump_json({"ok": False, "path": str(where), "code": MatrixDataError.code, "counts": None,
@@ -218,6 +227,7 @@ def _render_overview(rows: list[dict[str, Any]]) -> None:
     from rich.console import Console
     from rich.table import Table
 
+    from cli.terminal_text import plain
     from probes.host.facts import arch_name as host_arch
     from probes.host.facts import os_name as host_os
 
@@ -228,10 +238,11 @@ def _render_overview(rows: list[dict[str, Any]]) -> None:
     for row in rows:
         patches = row["patches"]
         name = row["minor"] + (f" ({patches[0]}–{patches[-1]})" if len(patches) > 1 else f" ({patches[0]})")
-        table.add_row(name, row["release_date"] or "unknown", _python_range(row["python"]),
-                      ", ".join(row["builds"]) or "-",
-                      row["default_build"].get(platform) or ("unknown" if platform in row["default_build"] else "-"),
-                      row["status"])
+        cells = (name, row["release_date"] or "unknown", _python_range(row["python"]),
+                 ", ".join(row["builds"]) or "-",
+                 row["default_build"].get(platform) or ("unknown" if platform in row["default_build"] else "-"),
+                 row["status"])
+        table.add_row(*(plain(cell) for cell in cells))
     Console().print(table)
 
 
@@ -244,13 +255,16 @@ def _render(view: dict[str, Any]) -> None:
     from rich.console import Console
     from rich.table import Table
 
+    from cli.terminal_text import plain
+
+    # what the service (or a database) sends is data: printed literally, control characters made visible
     console = Console()
     head = f"torch {view['minor']} ({view['status']}); index option: {view['index_option'] or 'unknown'}"
-    console.print(head, style="bold", highlight=False)
+    console.print(plain(head), style="bold", highlight=False)
     if view["note"]:
-        console.print(view["note"], highlight=False)
+        console.print(plain(view["note"]), highlight=False)
     for patch in view["patches"]:
-        table = Table(title=f"torch {patch['version']}, released {patch['release_date'] or 'date unknown'}")
+        table = Table(title=plain(f"torch {patch['version']}, released {patch['release_date'] or 'date unknown'}"))
         for column in ("platform", "Python", "build variants", "default index"):
             table.add_column(column)
         for row in patch["platforms"]:
@@ -258,20 +272,20 @@ def _render(view: dict[str, Any]) -> None:
             if not row["variants_complete"]:
                 variants += " (list not sourced)"
             table.add_row(
-                row["platform"],
-                ", ".join(row["python"]) or "unknown",
-                variants,
-                row["default_index"] or "unknown",
+                plain(row["platform"]),
+                plain(", ".join(row["python"]) or "unknown"),
+                plain(variants),
+                plain(row["default_index"] or "unknown"),
             )
-        table.caption = " · ".join(
+        table.caption = plain(" · ".join(
             _companion(name, patch[name]) for name in ("torchvision", "torchaudio", "triton")
-        )
+        ))
         console.print(table)
         if patch["note"]:
-            console.print(f"note: {patch['note']}", highlight=False)
+            console.print(plain(f"note: {patch['note']}"), highlight=False)
     console.print("sources:", style="bold")
     for key, title in view["sources"].items():
-        console.print(f"  {key}: {title}", highlight=False)
+        console.print(plain(f"  {key}: {title}"), highlight=False)
 
 
 def register(app: typer.Typer) -> None:

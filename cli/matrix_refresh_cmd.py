@@ -4,7 +4,8 @@ Reads torch, torchvision, torchaudio, triton and torch-npu from the index pip is
 ``--index-url``), derives the facts and rewrites the generated files under ``matrix_data/index/``.
 ``--check`` writes nothing: it prints the diff and exits 11 (``matrix-out-of-date``) when the index has
 releases or wheels the generated layer lacks or contradicts, 0 when it is current. Other exit codes: 6 the
-index could not be read, 4 a matrix file is invalid, 2 a bad flag. Progress goes to stderr; the diff and
+index could not be read, 4 a matrix file is invalid, 2 a bad flag, 12 (``refresh-removes-facts``) the answer
+would remove more than 10 % of a project's facts and ``--allow-removals`` was not given (nothing written). Progress goes to stderr; the diff and
 the summary to stdout. httpx and the index package are imported inside the command only.
 """
 
@@ -87,6 +88,9 @@ def refresh(
     concurrency: Annotated[int, typer.Option("--concurrency", min=1, max=64, help="parallel requests")] = 8,
     as_json: Annotated[bool, typer.Option("--json", help="print the summary and diff as JSON")] = False,
     limit: Annotated[int, typer.Option("--limit", min=1, help="diff lines shown per package")] = 60,
+    allow_removals: Annotated[
+        bool, typer.Option("--allow-removals", help="write even when a project would lose more than 10% of its facts")
+    ] = False,
 ) -> None:
     """Read the package index and update the generated layer of the matrix (matrix_data/index/)."""
     with guarded(as_json=as_json):
@@ -113,7 +117,7 @@ def refresh(
             result = run_refresh(
                 client, index, matrix_path, packages=package or None, write=not check,
                 variants=not no_variants, variant_urls=variant_urls or None, concurrency=concurrency,
-                progress=_RichProgress(bar),
+                progress=_RichProgress(bar), allow_removals=allow_removals,
             )
         lines = [line for diff in result.diffs.values() for line in diff.lines(limit)]
         counts = result.counts()

@@ -25,7 +25,9 @@ from typing import Any
 
 import typer
 
-ALL_GROUPS = "detect,smoke,ops,opinfo,compile,runtime,allocator,amp,distributed"
+from probes.checks.registry import DEFAULT as _DEFAULT_GROUPS  # stdlib only: the one group registry
+
+ALL_GROUPS = ",".join(_DEFAULT_GROUPS)
 PROBE_EXIT_UNSUPPORTED = 3  # the probe's --strict answer: nothing failed, something is unsupported
 REFDEV_FAULTS_ENV = "ACCELENV_REFDEV_FAULTS"
 _INJECT = re.compile(r"^[a-z][a-z0-9_]*(?::[A-Za-z0-9_.:*\-\[\]]+)?$")
@@ -113,7 +115,7 @@ def _invalid(message: str, hint: str, flag: str, value: object) -> Exception:
 
 def _validate(device: str, checks: str, timeout: float, python: str, inject: list[str], submit_url: str | None,
               token: str | None, output: Path | None) -> None:
-    from probes.checks.outcome import GROUPS
+    from probes.checks.registry import NAMES as GROUPS
     from probes.harness.device_activation import DeviceError, parse_device
 
     try:
@@ -135,6 +137,9 @@ def _validate(device: str, checks: str, timeout: float, python: str, inject: lis
         if not _INJECT.match(item):
             raise _invalid(f"--inject {item!r} is not KIND[:TARGET]", "e.g. --inject missing:aten::mm",
                            "--inject", item)
+    if inject and device.split(":")[0] != "refdev":
+        raise _invalid(f"--inject works only with --device refdev (the reference backend), not {device}",
+                       "add --device refdev, or drop --inject", "--inject", ",".join(inject))
     if inject:
         from probes.refdev.faults import parse_faults  # stdlib only: kinds and syntax, not op existence
 
@@ -219,16 +224,17 @@ def _write_report(text: str, output: Path) -> str | None:
 
 def _summary(report: dict[str, Any], output: Path | None, submitted: str | None, code: int) -> dict[str, Any]:
     """What `accelenv probe --json` prints: the outcome a script acts on, and the report when not in a file."""
-    from compat_service.domain.evidence.status import BAD_STATUSES
+    from probes.checks.registry import is_failing
 
     failing = [{"id": c["id"], "status": c["status"], "detail": c.get("detail")}
-               for c in report["checks"] if c["status"] in BAD_STATUSES]
+               for c in report["checks"] if is_failing(c["group"], c["status"])]
     payload: dict[str, Any] = {
         "report_id": report["report_id"],
         "exit_code": code,
         "ok": report["summary"]["ok"],
         "counts": report["summary"]["counts"],
         "failing": failing,
+        "perf": report.get("perf"),
         "output": str(output) if output is not None else None,
         "submitted": submitted,
     }

@@ -10,6 +10,9 @@ A report the server refuses (4xx, or invalid JSON) is moved to ``rejected/`` in 
 ``<name>.reason.json`` beside it, never retried; one the server keeps failing on (5xx) is moved there after
 ``MAX_ATTEMPTS`` runs (counted in ``<name>.json.attempts``). Saved reports named on the command line are
 only read: sent, or listed with the reason.
+Reading a file is bounded: only regular files are read (a FIFO or a device named ``*.json`` is skipped, never
+opened for a blocking read), at most ``MAX_REPORT_BYTES`` of it, parsed by orjson (not recursive: a file of
+``[`` characters is an error, not a RecursionError); what cannot be parsed goes to ``rejected/`` with why.
 The HTTP calls go through the CLI's one service client (cli/service_client.py): an unreachable server is
 ``ServerUnreachableError`` (exit 6); a refused token ``AuthError`` / ``ForbiddenError`` (exit 7); a report
 the server rejects ``ReportInvalidError`` (exit 10).
@@ -19,11 +22,13 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import httpx
+import orjson
 
 from cli.service_client import ServiceClient
 from compat_service.domain.errors import (
@@ -40,6 +45,33 @@ from compat_service.domain.errors import (
 SPOOL_ENV = "ACCELENV_SPOOL_DIR"
 #: reports per batch request; the service accepts up to its ACCELENV_MAX_BATCH_REPORTS (100 by default)
 BATCH_SIZE = 50
+#: the largest report file read (the service's default ACCELENV_MAX_BODY_BYTES; a real report is ~65 KB)
+MAX_REPORT_BYTES = 1_000_000
+
+
+class _NotARegularFile(OSError):
+    pass
+
+
+def read_report_file(path: Path, max_bytes: int = MAX_REPORT_BYTES) -> bytes:
+    """A report file's bytes: a regular file only (opened without blocking, so a FIFO cannot hang the
+    command), ReportTooLargeError past ``max_bytes``."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise _NotARegularFile(0, "not a regular file (a FIFO, device or directory?)")
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            data = handle.read(max_bytes + 1)
+    finally:
+        os.close(fd)
+    if len(data) > max_bytes:
+        from compat_service.domain.errors import ReportTooLargeError
+
+        raise ReportTooLargeError(
+            f"the file is larger than {max_bytes} bytes: not a probe report",
+            hint="delete it, or replace it with the report written by `accelenv probe --output FILE`",
+        )
+    return data
 
 
 def spool_dir() -> Path:
@@ -63,8 +95,18 @@ def spool(report: dict[str, Any], directory: Path | None = None) -> Path:
 
 
 def spooled(directory: Path | None = None) -> list[Path]:
+    """The spool's report files: regular files only (not following links), never a FIFO or a folder."""
     directory = directory or spool_dir()
-    return sorted(directory.glob("*.json")) if directory.is_dir() else []
+    if not directory.is_dir():
+        return []
+    found = []
+    for path in sorted(directory.glob("*.json")):
+        try:
+            if stat.S_ISREG(path.lstat().st_mode):
+                found.append(path)
+        except OSError:
+            continue
+    return found
 
 
 def submit(server: str, token: str, body: bytes, *, client: httpx.Client | None = None,
@@ -134,17 +176,24 @@ def submit_paths(server: str, token: str, paths: list[Path], *, spool: Path | No
     pending: list[tuple[Path, bytes]] = []
     for path in paths:
         try:
-            body = path.read_bytes()
-            # one broken file must not break its whole batch; a batch line is the report, compact
-            line = json.dumps(json.loads(body), separators=(",", ":"), ensure_ascii=False).encode()
+            body = read_report_file(path)
+            # one broken file must not break its whole batch; a batch line is the report, compact. orjson:
+            # bounded nesting, no recursion (json's parser overflowed the stack on 100 KB of "[")
+            report = orjson.loads(body)
+            if not isinstance(report, dict):
+                raise ValueError(f"a report is a JSON object, not a {type(report).__name__}")
+            line = orjson.dumps(report)
+        except ReportInvalidError as err:
+            _refused(path, err, result, spool)
+            continue
         except OSError as exc:
             result.kept.append((path, ReportInvalidError(
                 f"cannot read {path}: {exc.strerror or exc}", hint="name a report file `accelenv probe` wrote",
             )))
             continue
-        except ValueError as exc:
+        except (ValueError, TypeError, RecursionError) as exc:  # orjson's errors are ValueError / TypeError
             _refused(path, ReportInvalidError(
-                f"the file is not valid JSON: {exc}",
+                f"the file is not valid JSON (or not a report object): {str(exc)[:200]}",
                 hint="delete it, or replace it with the report written by `accelenv probe --output FILE`",
             ), result, spool)
             continue

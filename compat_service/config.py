@@ -24,7 +24,20 @@ def default_database_url() -> str:
     return f"sqlite:///{path}"
 
 
-class Settings(BaseSettings):
+class ConnectionLimits(BaseSettings):
+    """The limits uvicorn's protocol applies before a request reaches the app
+    (compat_service/api/server/http_protocol.py); part of `Settings`, read on their own by each worker."""
+
+    model_config = SettingsConfigDict(env_prefix="ACCELENV_", extra="ignore")
+
+    #: largest request line + headers, in bytes (431 past it, connection closed)
+    max_header_bytes: int = Field(default=65_536, ge=1024, le=16_777_216)
+    #: seconds a request's headers may take to arrive, from the connection's opening or the previous
+    #: response's end (408, connection closed); bytes trickling in do not extend it
+    header_read_timeout_s: float = Field(default=10.0, gt=0, le=3600)
+
+
+class Settings(ConnectionLimits):
     model_config = SettingsConfigDict(env_prefix="ACCELENV_", extra="ignore")
 
     database_url: str = Field(default_factory=default_database_url)

@@ -8,7 +8,10 @@ DatabaseNotReadyError. Several workers build one app each (`app_from_env`, a uvi
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import importlib
+import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -24,7 +27,7 @@ from compat_service.api.middleware.http_cache import HttpCacheMiddleware
 from compat_service.api.middleware.nul_guard import NulGuardMiddleware
 from compat_service.api.middleware.observability import AccessLog, ObservabilityMiddleware, configure_logging
 from compat_service.api.openapi_doc import install_openapi
-from compat_service.api.pages.routes import PAGE_CACHE_SIZE
+from compat_service.api.pages.routes import PAGE_CACHE_BYTES, PAGE_CACHE_SIZE, page_weight
 from compat_service.api.pages.routes import static_files as pages_static
 from compat_service.api.resolve_cache import LruCache, ResolveCache
 from compat_service.api.server.gc_tuning import tune_for_service
@@ -50,25 +53,43 @@ ROUTER_MODULES = {"pages": "compat_service.api.pages.routes"}
 
 
 #: the docs pages load only this server's assets: ReDoc's bundle would otherwise fetch its vendor's logo from
-#: the internet (its side menu has no option to drop it); Swagger UI and ReDoc start from an inline script
+#: the internet (its side menu has no option to drop it); Swagger UI and ReDoc start from an inline script,
+#: allowed by its hash only (``{scripts}``), never 'unsafe-inline'
 DOCS_CSP = (
     "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; "
-    "script-src 'self' 'unsafe-inline'; worker-src 'self' blob:; connect-src 'self'"
+    "script-src 'self'{scripts}; worker-src 'self' blob:; connect-src 'self'; object-src 'none'; "
+    "base-uri 'none'; frame-ancestors 'none'"
 )
+_INLINE_SCRIPT = re.compile(rb"<script(?![^>]*\bsrc=)[^>]*>(.*?)</script>", re.S | re.I)
+
+
+def docs_csp(html: bytes) -> str:
+    """``DOCS_CSP`` allowing exactly the inline scripts of ``html`` (by their sha256)."""
+    hashes = "".join(
+        f" 'sha256-{base64.b64encode(hashlib.sha256(script).digest()).decode()}'"
+        for script in _INLINE_SCRIPT.findall(html)
+    )
+    return DOCS_CSP.format(scripts=hashes)
 
 
 def _same_origin_only(app: FastAPI, paths: tuple[str, ...]) -> None:
-    """Send ``DOCS_CSP`` with the pages at ``paths`` (wrapping just those routes keeps it off the hot path)."""
-    header = (b"content-security-policy", DOCS_CSP.encode())
+    """Send ``docs_csp`` with the pages at ``paths`` (wrapping just those routes keeps it off the hot path)."""
     for route in app.router.routes:
         if isinstance(route, Route) and route.path in paths:
             inner = route.app
 
             async def with_csp(scope, receive, send, inner=inner):
+                held: list[dict] = []  # the page is small: hold it to hash its inline scripts
+
                 async def send_with_header(message):
-                    if message["type"] == "http.response.start":
-                        message["headers"] = [*message.get("headers", []), header]
-                    await send(message)
+                    held.append(message)
+                    if message["type"] == "http.response.body" and not message.get("more_body", False):
+                        body = b"".join(m.get("body", b"") for m in held if m["type"] == "http.response.body")
+                        header = (b"content-security-policy", docs_csp(body).encode())
+                        for m in held:
+                            if m["type"] == "http.response.start":
+                                m["headers"] = [*m.get("headers", []), header]
+                            await send(m)
 
                 await inner(scope, receive, send_with_header)
 
@@ -125,7 +146,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         ingest_queue=IngestQueue(engine, max_batch=settings.ingest_group_max),
         token_cache=TokenCache(settings.token_cache_s),
         metrics=ServiceMetrics(),
-        page_cache=LruCache(PAGE_CACHE_SIZE),
+        page_cache=LruCache(PAGE_CACHE_SIZE, max_bytes=PAGE_CACHE_BYTES, weigh=page_weight),
     )
     install_error_handlers(app)
     for name in ROUTERS:

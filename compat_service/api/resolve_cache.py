@@ -21,10 +21,46 @@ from compat_service.domain.errors import AccelenvError
 V = TypeVar("V")
 
 
+def _without_frames(err: AccelenvError) -> AccelenvError:
+    """``err`` holding no traceback (nor a chained exception's): a traceback keeps the frames it passed
+    through, and one of them (``get_or_compute``'s) holds ``err`` itself, a reference cycle that only the
+    cyclic garbage collector frees, which the service's GC tuning runs rarely (issue 24, item 4)."""
+    err.__traceback__ = None
+    err.__context__ = None
+    err.__cause__ = None
+    return err
+
+
 class LruCache(Generic[V]):
-    def __init__(self, size: int) -> None:
+    """At most ``size`` entries and, when ``max_bytes`` is given, at most that many bytes by ``weigh``."""
+
+    def __init__(
+        self, size: int, *, max_bytes: int | None = None, weigh: Callable[[V], int] | None = None
+    ) -> None:
         self._size = size
+        self._max_bytes = max_bytes
+        self._weigh = weigh
+        self._bytes = 0
+        self._weights: dict[Hashable, int] = {}
         self._entries: OrderedDict[Hashable, V | AccelenvError] = OrderedDict()
+
+    def _store(self, key: Hashable, entry: V | AccelenvError) -> None:
+        if key in self._entries:
+            self._bytes -= self._weights.pop(key, 0)
+        self._entries[key] = entry
+        self._entries.move_to_end(key)
+        if self._weigh is not None and not isinstance(entry, AccelenvError):
+            weight = self._weigh(entry)
+            self._weights[key] = weight
+            self._bytes += weight
+        while self._entries and (
+            len(self._entries) > self._size
+            or (self._max_bytes is not None and self._bytes > self._max_bytes)
+        ):
+            old_key, old = self._entries.popitem(last=False)
+            self._bytes -= self._weights.pop(old_key, 0)
+            if isinstance(old, AccelenvError):
+                _without_frames(old)  # the last raise's frames, which hold the error again
 
     def get_or_compute(self, key: Hashable, compute: Callable[[], V]) -> V:
         """The value for ``key``; raises the cached AccelenvError when computing it failed."""
@@ -33,10 +69,8 @@ class LruCache(Generic[V]):
             try:
                 entry = compute()
             except AccelenvError as err:
-                entry = err
-            self._entries[key] = entry
-            if len(self._entries) > self._size:
-                self._entries.popitem(last=False)
+                entry = _without_frames(err)
+            self._store(key, entry)
         else:
             self._entries.move_to_end(key)
         if isinstance(entry, AccelenvError):
@@ -53,9 +87,12 @@ class LruCache(Generic[V]):
         return entry
 
     def put(self, key: Hashable, value: V) -> None:
-        self._entries[key] = value
-        if len(self._entries) > self._size:
-            self._entries.popitem(last=False)
+        self._store(key, value)
+
+    @property
+    def bytes(self) -> int:
+        """The weight of what is held (0 without ``weigh``)."""
+        return self._bytes
 
     def __len__(self) -> int:
         return len(self._entries)

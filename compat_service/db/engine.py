@@ -6,6 +6,7 @@ share one file: readers never block the writer, and a writer waits instead of fa
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import time
 import urllib.parse
@@ -71,6 +72,15 @@ def _invalid_url(shown: str, problem: str, hint: str = _URL_HINT) -> InvalidRequ
     )
 
 
+_PASSWORD = re.compile(r"(://[^/@:]*:)[^@]*@")
+
+
+def masked(database_url: str) -> str:
+    """``database_url`` with the password (``user:PASSWORD@``) replaced by ``***``, for a URL too malformed
+    for SQLAlchemy to render without it: an error message must never echo a secret."""
+    return _PASSWORD.sub(r"\1***@", database_url)
+
+
 def _port_problem(database_url: str) -> str | None:
     """Why the URL's port is unusable (not a number, out of range), or None; the stdlib parser says which."""
     try:
@@ -101,9 +111,9 @@ def make_engine(database_url: str) -> Engine:
     option the driver rejects) or a missing driver is an InvalidRequestError, raised before connecting."""
     try:
         url = sa.engine.make_url(database_url)
-    except (sa.exc.ArgumentError, ValueError) as exc:
+    except (sa.exc.ArgumentError, ValueError):
         problem = _port_problem(database_url) or "not a valid SQLAlchemy URL"
-        raise _invalid_url(repr(database_url), problem) from exc
+        raise _invalid_url(repr(masked(database_url)), problem) from None
     shown = url.render_as_string(hide_password=True)
     port_problem = _port_problem(database_url) if url.port is not None else None
     if port_problem:

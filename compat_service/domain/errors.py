@@ -61,6 +61,7 @@ __all__ = [
     "PlatformUnsupportedError",
     "PythonUnsupportedError",
     "RESOLVER_ERROR_CODES",
+    "RefreshRemovesFactsError",
     "ReportConflictError",
     "ReportInvalidError",
     "ReportTooLargeError",
@@ -319,6 +320,15 @@ class MatrixOutOfDateError(AccelenvError):
     code = "matrix-out-of-date"
     http_status = 409
     exit_code = 11
+
+
+class RefreshRemovesFactsError(AccelenvError):
+    """`matrix refresh`: the index's answer would remove more than a small share of a project's facts (a
+    captive portal, a broken mirror, a truncated page); nothing is written unless ``--allow-removals``."""
+
+    code = "refresh-removes-facts"
+    http_status = 409
+    exit_code = 12
 
 
 def _tree(cls: type[AccelenvError]) -> list[type[AccelenvError]]:

@@ -4,6 +4,11 @@ They are defined in `compat_service.domain.errors` with every other error, so th
 them (and the CLI's client knows their codes) whether or not this package was imported.
 """
 
-from compat_service.domain.errors import IndexResponseError, IndexUnreachableError, MatrixOutOfDateError
+from compat_service.domain.errors import (
+    IndexResponseError,
+    IndexUnreachableError,
+    MatrixOutOfDateError,
+    RefreshRemovesFactsError,
+)
 
-__all__ = ["IndexResponseError", "IndexUnreachableError", "MatrixOutOfDateError"]
+__all__ = ["IndexResponseError", "IndexUnreachableError", "MatrixOutOfDateError", "RefreshRemovesFactsError"]

@@ -185,3 +185,42 @@ def diff_facts(package: str, old: PackageFacts | None, new: PackageFacts) -> Fac
         if key not in after:
             diff.removed[key] = value
     return diff
+
+
+#: a generated file that keeps less than this share of its previous facts is flagged by `matrix validate --previous`
+KEPT_SHARE = 0.5
+
+
+def _leaves(value: Any) -> int:
+    if isinstance(value, dict):
+        return sum(_leaves(v) for v in value.values())
+    if isinstance(value, list):
+        return sum(_leaves(v) for v in value)
+    return 1
+
+
+def _fact_count(file: Path) -> int:
+    """How many facts a generated file states (its leaf values: the same measure for every schema in
+    ``index/``, torch's facts and the ecosystem's alike); 0 when it is absent or unreadable."""
+    try:
+        return _leaves(yaml.safe_load(file.read_text(encoding="utf-8")))
+    except (OSError, yaml.YAMLError):
+        return 0
+
+
+def lost_facts(matrix_path: Path, previous_path: Path) -> list[str]:
+    """Each generated file under ``matrix_path`` that holds less than ``KEPT_SHARE`` of the facts of the
+    same file under ``previous_path`` (e.g. a checkout of the main branch): a refresh that read something
+    else than the index (a sign-in page, a truncated mirror) shows up here even when each file is valid."""
+    problems = []
+    for old_file in sorted((previous_path / INDEX_DIR).glob("*.yaml")):
+        if old_file.name == CONFIG_FILE:
+            continue
+        before = _fact_count(old_file)
+        after = _fact_count(matrix_path / INDEX_DIR / old_file.name)
+        if before and after < KEPT_SHARE * before:
+            problems.append(
+                f"{INDEX_DIR}/{old_file.name}: holds {after} facts, {before} before ({previous_path}): a generated "
+                f"file lost more than {1 - KEPT_SHARE:.0%} of its facts; check the refresh that wrote it"
+            )
+    return problems

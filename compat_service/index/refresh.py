@@ -16,6 +16,7 @@ from typing import Protocol
 
 from pypi_simple import DistributionPackage, ProjectPage
 
+from compat_service.domain.errors import Cause
 from compat_service.domain.matrix.index_facts import (
     PackageConfig,
     PackageFacts,
@@ -23,7 +24,7 @@ from compat_service.domain.matrix.index_facts import (
     VariantIndexFacts,
 )
 from compat_service.index.client import IndexClient, RetryPolicy
-from compat_service.index.errors import IndexUnreachableError
+from compat_service.index.errors import IndexUnreachableError, RefreshRemovesFactsError
 from compat_service.index.facts import (
     BuildLabel,
     IndexFile,
@@ -33,9 +34,32 @@ from compat_service.index.facts import (
     since_filter,
     variant_wheels,
 )
-from compat_service.index.generated import FactsDiff, diff_facts, load_config, load_facts, write_facts
+from compat_service.index.generated import FactsDiff, diff_facts, fact_atoms, load_config, load_facts, write_facts
 from compat_service.index.location import IndexLocation
-from compat_service.index.wheel_metadata import WheelRef, read_metadata
+from compat_service.index.wheel_metadata import WheelRef, metadata_notices, read_metadata
+
+#: a refresh that would remove more than this share of a project's facts stops (``allow_removals`` lets it)
+REMOVAL_SHARE = 0.10
+
+
+def removal_guard(diffs: dict[str, FactsDiff], previous: dict[str, int]) -> None:
+    """Refuse when any project would lose more than ``REMOVAL_SHARE`` of its ``previous`` facts: an index
+    answering something else than its pages (a sign-in page, a truncated mirror) must not delete data."""
+    causes = [
+        Cause(
+            constraint=f"at most {REMOVAL_SHARE:.0%} of a project's facts removed by one refresh",
+            origin=f"{name}: {len(diff.removed)} of {previous[name]} facts would be removed",
+        )
+        for name, diff in diffs.items()
+        if previous.get(name) and len(diff.removed) > REMOVAL_SHARE * previous[name]
+    ]
+    if causes:
+        raise RefreshRemovesFactsError(
+            "the index's answer would remove a large share of the generated facts; nothing was written",
+            hint="check that --index-url serves the real index (no sign-in page, no partial mirror); if the "
+            "removals are real (releases deleted from the index), run again with --allow-removals",
+            causes=causes,
+        )
 
 
 class Progress(Protocol):
@@ -125,6 +149,7 @@ def run_refresh(
     concurrency: int = 8,
     progress: Progress | None = None,
     today: dt.date | None = None,
+    allow_removals: bool = False,
 ) -> RefreshResult:
     progress = progress or _NoProgress()
     config: RefreshConfig = load_config(matrix_path)
@@ -162,13 +187,15 @@ def run_refresh(
         progress.stage("wheel metadata", len(unique))
         raws = _map(pool, lambda ref: read_metadata(client, ref), unique, progress)
         metadata = {ref.filename: raw for ref, (raw, _how) in zip(unique, raws, strict=True)}
-        for _raw, how in raws:
+        for ref, (raw, how) in zip(unique, raws, strict=True):
             result.metadata_reads[how] = result.metadata_reads.get(how, 0) + 1
+            result.notices.extend(metadata_notices(raw, ref.filename))  # nothing skipped silently
 
         variant_facts: dict[str, list[VariantIndexFacts]] = {}
         if variants:
             variant_client = IndexClient(
-                cache=client.cache, http=client.http, retry=RetryPolicy(attempts=2, wait_initial=0.1, timeout=30)
+                cache=client.cache, http=client.http, retry=RetryPolicy(attempts=2, wait_initial=0.1, timeout=30),
+                limits=client.limits, run_deadline=client.run_deadline,  # the run's bounds, not fresh ones
             )
             jobs = [(package, label, url) for package, _ in found if package.variant_indexes
                     for label, url in sorted(label_urls.items())]
@@ -190,6 +217,8 @@ def run_refresh(
                     "serve stays as it was (unknown, not absent)"
                 )
 
+    to_write = []
+    previous_counts: dict[str, int] = {}
     for package, files in found:
         facts = derive_package(
             package, config, files, metadata, labels,
@@ -198,11 +227,16 @@ def run_refresh(
         old = previous_facts(package.name)
         diff = diff_facts(package.name, old, facts)
         result.diffs[package.name] = diff
+        previous_counts[package.name] = len(fact_atoms(old))
         if old is not None and diff.empty:
             facts = old  # nothing new: keep the earlier retrieval date, do not touch the file
         result.facts[package.name] = facts
         if write and (old is None or not diff.empty):
-            result.written.append(write_facts(matrix_path, facts))
+            to_write.append(facts)
+    if write and not allow_removals:
+        removal_guard(result.diffs, previous_counts)
+    for facts in to_write:
+        result.written.append(write_facts(matrix_path, facts))
     result.stats = client.stats.as_dict()
     return result
 

@@ -91,8 +91,9 @@ class RangeFile(io.RawIOBase):
         return len(data)
 
 
-def metadata_from_zip(fileobj: io.RawIOBase | io.BytesIO, filename: str) -> bytes:
-    """The ``METADATA`` member of a wheel (the one in the top-level ``*.dist-info`` directory)."""
+def metadata_from_zip(fileobj: io.RawIOBase | io.BytesIO, filename: str, max_bytes: int = 8 * 1024 * 1024) -> bytes:
+    """The ``METADATA`` member of a wheel (the one in the top-level ``*.dist-info`` directory), refused when
+    it inflates past ``max_bytes`` (whatever size the zip's directory claims: reading stops there)."""
     try:
         with zipfile.ZipFile(fileobj) as wheel:
             names = [n for n in wheel.namelist() if n.count("/") == 1 and n.endswith(".dist-info/METADATA")]
@@ -100,7 +101,20 @@ def metadata_from_zip(fileobj: io.RawIOBase | io.BytesIO, filename: str) -> byte
                 raise IndexResponseError(
                     f"{filename}: expected one *.dist-info/METADATA in the wheel, found {len(names)}"
                 )
-            return wheel.read(names[0])
+            info = wheel.getinfo(names[0])
+            if info.file_size > max_bytes:
+                raise IndexResponseError(
+                    f"{filename}: its METADATA inflates to {info.file_size} bytes; at most {max_bytes} are read",
+                    hint="a wheel's METADATA is a few KB; this file is not trusted",
+                )
+            with wheel.open(info) as member:
+                data = member.read(max_bytes + 1)
+            if len(data) > max_bytes:
+                raise IndexResponseError(
+                    f"{filename}: its METADATA inflates past {max_bytes} bytes; the rest was not read",
+                    hint="a wheel's METADATA is a few KB; this file is not trusted",
+                )
+            return data
     except zipfile.BadZipFile as exc:
         raise IndexResponseError(f"{filename} is not a readable zip: {exc}") from exc
 
@@ -116,7 +130,39 @@ def read_metadata(client: IndexClient, wheel: WheelRef) -> tuple[bytes, str]:
         raw = client.get_optional(wheel.url.split("#", 1)[0] + ".metadata")
     if raw is None:
         how = "range"
-        raw = metadata_from_zip(RangeFile(client, wheel.url.split("#", 1)[0]), wheel.filename)
+        raw = metadata_from_zip(
+            RangeFile(client, wheel.url.split("#", 1)[0]), wheel.filename, client.limits.metadata_bytes
+        )
     client.cache.store_metadata(wheel.sha256, raw)
     return raw, how
 
+
+#: malformed entries named one by one per file; the rest are counted
+MAX_NAMED = 5
+
+
+def metadata_notices(raw: bytes, filename: str) -> list[str]:
+    """What of a METADATA file's ``Requires-Dist`` lines the refresh cannot use, said out loud: lines the
+    header parser did not return, and entries that are not valid requirements (both are skipped)."""
+    from packaging.markers import InvalidMarker
+    from packaging.metadata import parse_email
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    headers = raw.split(b"\n\n", 1)[0].split(b"\r\n\r\n", 1)[0]
+    lines = sum(1 for line in headers.splitlines() if line[:14].lower() == b"requires-dist:")
+    fields, _unparsed = parse_email(headers)
+    entries = fields.get("requires_dist", [])
+    notices = []
+    if len(entries) != lines:
+        notices.append(f"{filename}: METADATA has {lines} Requires-Dist lines, {len(entries)} could be read")
+    bad = []
+    for text in entries:
+        try:
+            Requirement(text)
+        except (InvalidRequirement, InvalidMarker):
+            bad.append(text)
+    for text in bad[:MAX_NAMED]:
+        notices.append(f"{filename}: Requires-Dist {text[:120]!r} is not a valid requirement; skipped")
+    if len(bad) > MAX_NAMED:
+        notices.append(f"{filename}: {len(bad) - MAX_NAMED} more invalid Requires-Dist entries skipped")
+    return notices

@@ -49,7 +49,7 @@ def autocast_dtype(ctx):
 def _gated(fn):
     def run(ctx):
         if not _available(ctx):
-            return checks.skipped("autocast is not available for device type %s in torch %s"
+            return checks.unsupported("autocast is not available for device type %s in torch %s"
                                   % (ctx.device_type, ctx.torch.__version__))
         return fn(ctx, autocast_dtype(ctx))
 
@@ -65,8 +65,8 @@ def autocast_matmul(ctx, dtype):
         out = torch.mm(a.to(ctx.device), b.to(ctx.device))
     data: Dict[str, Any] = {"autocast_dtype": str(dtype).replace("torch.", ""), "output_dtype": str(out.dtype).replace("torch.", "")}
     if out.dtype == torch.float32:
-        # Not ``unsupported``: that means a missing aten op. Autocast ran; it just changed nothing.
-        return checks.skipped("autocast is a no-op on %s: matmul under %s autocast stayed float32 (the "
+        # Autocast ran and changed nothing: the backend registers no autocast kernels, a gap.
+        return checks.unsupported("autocast is a no-op on %s: matmul under %s autocast stayed float32 (the "
                               "backend registers no autocast kernels)"
                               % (ctx.device_type, data["autocast_dtype"]), **data)
     if out.dtype != dtype:
@@ -105,7 +105,7 @@ def _grad_scaler(ctx, dtype, force=False):
 def train_step(ctx, dtype):
     torch = ctx.torch
     if autocast_is_noop(ctx, dtype):
-        return checks.skipped("autocast is a no-op on %s: a %s training step would run in float32 and prove "
+        return checks.unsupported("autocast is a no-op on %s: a %s training step would run in float32 and prove "
                               "nothing about mixed precision" % (ctx.device_type, str(dtype).replace("torch.", "")),
                               autocast_dtype=str(dtype).replace("torch.", ""))
     torch.manual_seed(0)
@@ -171,9 +171,56 @@ def grad_scaler_skip(ctx, dtype):
                          % (scale0, scale1, ctx.device), **data)
 
 
+#: input magnitude whose scaled gradient overflows the dtype (float16 max 65504, bfloat16 max ~3.4e38)
+OVERFLOW_INPUT = {"float16": 1e3, "bfloat16": 1e34}
+
+
+def grad_scaler_overflow(ctx, dtype):
+    """A real overflow, not a planted inf: an autocast step whose scaled gradients exceed the half dtype's
+    range must be caught by GradScaler (the step skipped, the scale lowered)."""
+    torch = ctx.torch
+    name = str(dtype).replace("torch.", "")
+    if name not in OVERFLOW_INPUT:
+        return checks.skipped("autocast dtype %s is not a half dtype that can overflow" % name)
+    if autocast_is_noop(ctx, dtype):
+        return checks.unsupported("autocast is a no-op on %s: nothing runs in %s, so nothing can overflow"
+                                  % (ctx.device_type, name), autocast_dtype=name)
+    scaler = _grad_scaler(ctx, dtype, force=True)
+    if scaler is None:
+        return checks.unsupported("torch %s has no GradScaler for %s" % (torch.__version__, ctx.device_type))
+    torch.manual_seed(0)
+    model = torch.nn.Linear(8, 4).to(ctx.device)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    x = torch.full((16, 8), OVERFLOW_INPUT[name]).to(ctx.device)
+    before = [p.detach().clone() for p in model.parameters()]
+    scale0 = float(scaler.get_scale())
+    with torch.autocast(device_type=ctx.device_type, dtype=dtype):
+        out = model(x)
+    scaler.scale(out.float().square().mean()).backward()
+    grads_finite = all(bool(torch.isfinite(p.grad).all()) for p in model.parameters() if p.grad is not None)
+    scaler.step(opt)
+    scaler.update()
+    held = all(bool(torch.equal(b, p.detach())) for b, p in zip(before, model.parameters()))
+    scale1 = float(scaler.get_scale())
+    data = {"autocast_dtype": name, "input": OVERFLOW_INPUT[name], "output_dtype": str(out.dtype).replace("torch.", ""),
+            "scaled_grads_finite": grads_finite, "scale_before": scale0, "scale_after": scale1, "step_skipped": held}
+    if grads_finite:
+        return checks.failed("the scaled %s gradients of inputs of %g stayed finite: nothing overflowed, so the "
+                             "step ran in a wider dtype" % (name, OVERFLOW_INPUT[name]), **data)
+    if not held:
+        return checks.failed("GradScaler applied a step whose %s gradients overflowed: the weights changed" % name,
+                             **data)
+    if not scale1 < scale0:
+        return checks.failed("GradScaler did not lower its scale after the overflow (%g -> %g)" % (scale0, scale1),
+                             **data)
+    return checks.passed("a real %s overflow was caught: step skipped, scale %g -> %g" % (name, scale0, scale1),
+                         **data)
+
+
 def plan(ctx):
     return [
         checks.Check("amp.autocast_matmul", "amp", _gated(autocast_matmul)),
         checks.Check("amp.train_step", "amp", _gated(device_failure(train_step))),
         checks.Check("amp.grad_scaler_skip", "amp", _gated(device_failure(grad_scaler_skip))),
+        checks.Check("amp.grad_scaler_overflow", "amp", _gated(device_failure(grad_scaler_overflow))),
     ]

@@ -2,7 +2,8 @@
 
 Streams and events, more than one device, and ``torch.accelerator``'s synchronize, capability and memory
 calls. Every API is feature-detected (torch 2.0 to today). A backend that answers "I do not implement
-this" (``error_texts.backend_declines``) gets ``skipped`` with its own words; any other exception from a
+this" (``error_texts.backend_declines``) gets ``unsupported`` with its own words (one status for "not
+implemented" in every group); any other exception from a
 backend that has the API escapes the check and is reported as ``error`` with its traceback, and a wrong
 answer is ``failed``.
 """
@@ -17,11 +18,12 @@ PROBE_BYTES = 1 << 20  # one allocation, large enough to show up in any allocato
 
 
 def _declined(ctx, what, exc, **data):
-    """``skipped`` when ``exc`` is the backend declining ``what``; otherwise re-raise it."""
+    """``unsupported`` when ``exc`` is the backend declining ``what`` (it does not implement it); otherwise
+    re-raise it."""
     phrase = error_texts.backend_declines(exc)
     if phrase is None:
         raise exc
-    return checks.skipped("%s: %s says \"%s\"" % (what, ctx.backend, phrase), declined=phrase, **data)
+    return checks.unsupported("%s: %s says \"%s\"" % (what, ctx.backend, phrase), declined=phrase, **data)
 
 
 def _not_cpu(reason):
@@ -38,8 +40,33 @@ def _not_cpu(reason):
     return gate
 
 
+def _stream_context(ctx, stream):
+    """A context making ``stream`` current on the device: ``torch.<dev>.stream(s)``, else ``with s:``."""
+    module = ctx.device_module
+    maker = getattr(module, "stream", None) if module is not None else None
+    if maker is not None:
+        return maker(stream)
+    if hasattr(stream, "__enter__"):
+        return stream
+    return None
+
+
+def _current_stream(ctx, stream_cls):
+    module = ctx.device_module
+    getter = getattr(module, "current_stream", None) if module is not None else None
+    if getter is not None:
+        return getter()
+    accelerator = getattr(ctx.torch, "accelerator", None)
+    if accelerator is not None and hasattr(accelerator, "current_stream"):
+        return accelerator.current_stream()
+    return None
+
+
 @_not_cpu("cpu has no streams or events")
 def streams_events(ctx):
+    """Work queued on a side stream, ordered against the current stream with ``wait_stream`` and ``wait_event``,
+    timed with ``Event.elapsed_time``: streams and events that do nothing cannot pass (the side stream's
+    result must arrive, and timing events around real work must measure time)."""
     torch = ctx.torch
     module = ctx.device_module
     stream_cls, event_cls = getattr(module, "Stream", None), getattr(module, "Event", None)
@@ -49,28 +76,51 @@ def streams_events(ctx):
         stream_cls, event_cls = torch.Stream, torch.Event
         make_event = functools.partial(torch.Event, device=ctx.device)
     else:
-        return checks.skipped("torch %s has no stream and event classes for %s (no torch.%s.Stream/Event, no "
-                              "torch.Event)" % (torch.__version__, ctx.device_type, ctx.device_type))
+        return checks.unsupported("torch %s has no stream and event classes for %s (no torch.%s.Stream/Event, no "
+                                  "torch.Event)" % (torch.__version__, ctx.device_type, ctx.device_type))
     data = {"stream_class": _qualname(stream_cls), "event_class": _qualname(event_cls)}
+    x = torch.arange(1 << 16, device=ctx.device, dtype=torch.float32)
     try:
-        stream = stream_cls(device=ctx.device)
-        event = make_event()
-        x = torch.arange(1024, device=ctx.device, dtype=torch.float32) * 2
-        event.record(stream)
-        event.synchronize()
-        stream.synchronize()
-        event_done, stream_done = bool(event.query()), bool(stream.query())
+        current = _current_stream(ctx, stream_cls)
+        side = stream_cls(device=ctx.device)
+        start, end = make_event(enable_timing=True), make_event(enable_timing=True)
+        context = _stream_context(ctx, side)
+        if current is None or context is None:
+            return checks.unsupported("%s offers no current_stream() or no way to make a stream current" % ctx.backend,
+                                      **data)
+        side.wait_stream(current)  # x was made on the current stream
+        with context:
+            start.record(side)
+            y = x
+            for _ in range(20):  # real work between the timing events
+                y = y * 1.0001 + 1.0
+            end.record(side)
+        current.wait_event(end)  # z reads y, produced on the side stream
+        z = y * 2.0
+        end.synchronize()
+        ms = float(start.elapsed_time(end))
+        current.synchronize()
+        event_done, stream_done = bool(end.query()), bool(side.query())
+    except TypeError:  # an Event class without enable_timing
+        return checks.unsupported("%s's events cannot time (no enable_timing)" % _qualname(event_cls), **data)
     except Exception as exc:
         return _declined(ctx, "streams and events are not supported", exc, **data)
-    total = float(x.sum().cpu())
-    data.update(event_query=event_done, stream_query=stream_done, sum=total)
+    want = x.cpu()
+    for _ in range(20):
+        want = want * 1.0001 + 1.0
+    err = float((z.cpu() - want * 2.0).abs().max() / want.abs().max())
+    data.update(event_query=event_done, stream_query=stream_done, elapsed_ms=ms, rel_err=err)
     if not (event_done and stream_done):
         return checks.failed("after synchronize, query() says unfinished (event %s, stream %s)"
                              % (event_done, stream_done), **data)
-    if total != 1047552.0:  # 2 * sum(range(1024))
-        return checks.failed("arithmetic on the device gave %r, expected 1047552.0" % total, **data)
-    return checks.passed("created a stream and an event on %s; record, synchronize and query work"
-                         % ctx.device, **data)
+    if err > 1e-5:
+        return checks.failed("work ordered with wait_stream/wait_event across streams gave wrong values "
+                             "(relative error %.3g)" % err, **data)
+    if not ms > 0:
+        return checks.failed("Event.elapsed_time around 40 kernels on a side stream is %r ms: the events record "
+                             "nothing" % ms, **data)
+    return checks.passed("side-stream work ordered with wait_stream/wait_event is correct; elapsed_time %.3f ms"
+                         % ms, **data)
 
 
 def _qualname(cls):

@@ -1,10 +1,18 @@
-"""distributed: a one-process group with the device's collective backend, on device tensors.
+"""distributed: a two-process group with the device's collective backend, on device tensors.
 
-Two checks: ``all_reduce`` (all_reduce, broadcast, barrier) and ``ddp_step`` (one training step of a
-one-rank ``DistributedDataParallel`` model, compared with the same step without DDP). The backend is the
-one torch.distributed maps the device to (``Backend.default_device_backend_map``: cuda -> nccl, plugins add
-theirs), else ``DEVICE_BACKENDS`` (npu -> hccl, mlu -> cncl, ...). The rendezvous is a file store in a fresh
-temporary directory (no port to race for).
+Two checks, each run by two rank processes (the probe relaunched with a hidden ``--dist-rank``; the
+rendezvous is a file store in a fresh temporary directory, no port to race for):
+
+- ``all_reduce``: rank r contributes ``(r + 1) * [1, 2, 3, 4]``; ``all_reduce(SUM)`` must give
+  ``3 * [1, 2, 3, 4]`` on both ranks, ``broadcast`` from rank 0 must copy rank 0's tensor to rank 1, and a
+  barrier must return. An ``all_reduce`` that does nothing cannot pass.
+- ``ddp_step``: one ``DistributedDataParallel`` step, each rank on its own half of a batch; the parameters
+  after the step must be equal across the ranks and equal to one plain step on the whole batch (DDP averages
+  the gradients).
+
+The backend is the one torch.distributed maps the device to (``Backend.default_device_backend_map``: cuda ->
+nccl, plugins add theirs), else ``DEVICE_BACKENDS`` (npu -> hccl, mlu -> cncl, ...); with one CUDA device
+(NCCL refuses two ranks on one GPU) gloo, which moves CUDA tensors itself.
 
 Honest verdicts: when the device has no collective backend, gloo on CPU tensors still runs (it tells
 whether torch.distributed works at all), but the check is ``unsupported``: the CPU, not the device, did
@@ -46,57 +54,152 @@ def device_backend(ctx, dist):
     return DEVICE_BACKENDS.get(ctx.device_type)
 
 
-class _Group(object):
-    """A one-rank process group for the duration of a ``with`` block."""
-
-    def __init__(self, dist, backend):
-        self.dist, self.backend = dist, backend
-        self.workdir = None
-
-    def __enter__(self):
-        if self.dist.is_initialized():
-            raise RuntimeError("a process group already exists in the probe worker")
-        self.workdir = tempfile.mkdtemp(prefix="accelenv-dist-")
-        self.dist.init_process_group(self.backend, init_method="file://" + os.path.join(self.workdir, "store"),
-                                     rank=0, world_size=1, timeout=datetime.timedelta(seconds=TIMEOUT_S))
-        return self
-
-    def __exit__(self, *exc):
-        try:
-            if self.dist.is_initialized():
-                self.dist.destroy_process_group()
-        finally:
-            if self.workdir is not None:
-                shutil.rmtree(self.workdir, ignore_errors=True)
+WORLD = 2
+DDP_BATCH = 8
 
 
-def _collectives(torch, dist, device):
-    t = torch.arange(1, 5, dtype=torch.float32, device=device) * 3
+def _collectives(torch, dist, device, rank):
+    base = torch.arange(1, 5, dtype=torch.float32)
+    t = (base * (rank + 1)).to(device)
     dist.all_reduce(t, op=dist.ReduceOp.SUM)
-    dist.broadcast(t, src=0)
+    b = (base * (10 if rank == 0 else -1)).to(device)
+    dist.broadcast(b, src=0)
     dist.barrier()
-    return t.cpu().tolist()
+    return {"all_reduce": t.cpu().tolist(), "broadcast": b.cpu().tolist()}
 
 
-def _ddp_step(torch, dist, device):
-    """(max abs difference of the parameters after one DDP step vs a plain step, loss)."""
+def _ddp_model(torch):
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 2))
+
+
+def _ddp_data(torch):
+    return torch.randn(DDP_BATCH, 8, generator=torch.Generator().manual_seed(1))
+
+
+def _ddp_step(torch, dist, device, rank):
     from torch.nn.parallel import DistributedDataParallel
 
-    torch.manual_seed(0)
-    plain = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 2)).to(device)
-    twin = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 2)).to(device)
-    twin.load_state_dict(plain.state_dict())
-    ddp = DistributedDataParallel(twin, device_ids=None)
-    x = torch.randn(6, 8, generator=torch.Generator().manual_seed(1)).to(device)
-    losses = []
-    for model in (plain, ddp):
-        opt = torch.optim.SGD(model.parameters(), lr=0.1)
-        loss = model(x).square().mean()
-        loss.backward()
-        opt.step()
-        losses.append(float(loss.detach().cpu()))
-    worst = max(float((p - q).abs().max().cpu()) for p, q in zip(plain.parameters(), ddp.module.parameters()))
-    return worst, losses
+    model = _ddp_model(torch).to(device)
+    ddp = DistributedDataParallel(model, device_ids=None)
+    half = DDP_BATCH // WORLD
+    x = _ddp_data(torch)[rank * half:(rank + 1) * half].to(device)
+    opt = torch.optim.SGD(ddp.parameters(), lr=0.1)
+    loss = ddp(x).square().mean()
+    loss.backward()
+    opt.step()
+    return {"params": [p.detach().cpu().reshape(-1).tolist() for p in model.parameters()],
+            "loss": float(loss.detach().cpu())}
+
+
+def _plain_step(torch):
+    model = _ddp_model(torch)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    model(_ddp_data(torch)).square().mean().backward()
+    opt.step()
+    return [p.detach().reshape(-1).tolist() for p in model.parameters()]
+
+
+def _both(torch, dist, device, rank):
+    result = {}
+    try:
+        result.update(_collectives(torch, dist, device, rank))
+    except Exception as exc:
+        result["all_reduce_error"] = "%s: %s" % (type(exc).__name__, error_texts.first_line(exc, 500))
+    try:
+        result.update(_ddp_step(torch, dist, device, rank))
+    except Exception as exc:
+        result["ddp_step_error"] = "%s: %s" % (type(exc).__name__, error_texts.first_line(exc, 500))
+    return result
+
+
+RANK_WORK = {"both": _both}
+
+
+def rank_main(requested, work, backend, tensor_device, store, rank, out):
+    """One rank (``python -m probes --dist-rank R ...``): join the group, do ``work``, write JSON to ``out``."""
+    import json
+
+    result = {"rank": rank}
+    try:
+        import torch
+
+        from probes.harness import worker
+
+        worker.build_context(torch, requested)  # activates the device (refdev, a plugin) as the worker does
+        dist = torch.distributed
+        dist.init_process_group(backend, init_method="file://" + store, rank=rank, world_size=WORLD,
+                                timeout=datetime.timedelta(seconds=TIMEOUT_S))
+        try:
+            result.update(RANK_WORK[work](torch, dist, torch.device(tensor_device), rank))
+        finally:
+            dist.destroy_process_group()
+    except Exception as exc:
+        result["error"] = "%s: %s" % (type(exc).__name__, error_texts.first_line(exc, 500))
+    with open(out, "w") as handle:
+        json.dump(result, handle)
+    return 0
+
+
+def _run_ranks(ctx, work, backend, tensor_device):
+    """The ranks' results for ``work`` (all_reduce, ddp_step): both are done by one launch of ``WORLD`` rank
+    processes, kept for the worker's later check. Raises RuntimeError naming what failed."""
+    cache = ctx.__dict__.setdefault("_distributed_runs", {})
+    key = (backend, str(tensor_device))
+    if key not in cache:
+        try:
+            cache[key] = (_launch_ranks(ctx, "both", backend, tensor_device), None)
+        except RuntimeError as exc:
+            cache[key] = (None, str(exc))
+    results, problem = cache[key]
+    if problem is not None:
+        raise RuntimeError(problem)
+    errors = ["rank %d: %s" % (r["rank"], r[work + "_error"]) for r in results if r.get(work + "_error")]
+    if errors:
+        raise RuntimeError("; ".join(errors))
+    return results
+
+
+def _launch_ranks(ctx, work, backend, tensor_device):
+    """Start ``WORLD`` rank processes; their results, rank order. Raises RuntimeError naming what failed."""
+    import json
+    import subprocess
+
+    from probes.harness import runner
+
+    launch = runner.default_launch()
+    workdir = tempfile.mkdtemp(prefix="accelenv-dist-")
+    try:
+        store = os.path.join(workdir, "store")
+        outs = [os.path.join(workdir, "rank%d.json" % r) for r in range(WORLD)]
+        procs = [subprocess.Popen(launch.argv + ["--device", str(ctx.device), "--dist-rank", str(r), "--dist-work",
+                                                 work, "--dist-backend", backend, "--dist-tensor-device",
+                                                 str(tensor_device), "--dist-store", store, "--dist-out", outs[r]],
+                                  env=launch.env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.PIPE, universal_newlines=True)
+                 for r in range(WORLD)]
+        tails = []
+        for proc in procs:
+            try:
+                _, err = proc.communicate(timeout=TIMEOUT_S + 30)
+            except subprocess.TimeoutExpired:
+                for other in procs:
+                    other.kill()
+                raise RuntimeError("the %d-rank %s group did not finish in %d s"
+                                   % (WORLD, backend, TIMEOUT_S + 30)) from None
+            tails.append((err or "").strip()[-300:])
+        results = []
+        for r, out in enumerate(outs):
+            if not os.path.exists(out):
+                raise RuntimeError("rank %d died (exit %s): %s" % (r, procs[r].returncode, tails[r]))
+            with open(out) as handle:
+                results.append(json.load(handle))
+        errors = ["rank %d: %s" % (r["rank"], r["error"]) for r in results if r.get("error")]
+        if errors:
+            raise RuntimeError("; ".join(errors))
+        return results
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
 
 
 def _gated(run):
@@ -104,24 +207,31 @@ def _gated(run):
         torch = ctx.torch
         dist = getattr(torch, "distributed", None)
         if dist is None or not dist.is_available():
-            return checks.skipped("torch.distributed is not available in this torch build")
+            return checks.unsupported("torch.distributed is not available in this torch build")
         wanted = device_backend(ctx, dist)
         if ctx.is_cpu:
             wanted = "gloo"
-        if (wanted is None or not _backend_available(dist, wanted)) and ctx.device_type in GLOO_DEVICES \
-                and _backend_available(dist, "gloo"):
-            wanted = "gloo"
+        if ctx.device_type in GLOO_DEVICES and _backend_available(dist, "gloo") and (
+                wanted is None or not _backend_available(dist, wanted) or _device_count(ctx) < WORLD):
+            wanted = "gloo"  # NCCL refuses two ranks on one GPU; gloo moves CUDA tensors itself
         if wanted is None or not _backend_available(dist, wanted):
             return _cpu_only(ctx, dist, run, wanted)
         try:
-            with _Group(dist, wanted):
-                return run(ctx, dist, wanted, ctx.device)
+            return run(ctx, wanted, ctx.device)
         except Exception as exc:
             data = {"backend": wanted, "tensor_device": str(ctx.device), "error": error_texts.first_line(exc, 500)}
             return checks.failed("the %s backend torch.distributed uses for %s failed on %s tensors: %s"
                                  % (wanted, ctx.device_type, ctx.device, data["error"]), **data)
 
     return check
+
+
+def _device_count(ctx):
+    module = ctx.device_module
+    try:
+        return int(module.device_count()) if module is not None else 1
+    except Exception:
+        return 1
 
 
 def _cpu_only(ctx, dist, run, wanted):
@@ -131,8 +241,7 @@ def _cpu_only(ctx, dist, run, wanted):
     if not _backend_available(dist, "gloo"):
         return checks.unsupported(why + "; gloo is not available either", **data)
     try:
-        with _Group(dist, "gloo"):
-            cpu = run(ctx, dist, "gloo", "cpu")
+        cpu = run(ctx, "gloo", "cpu")
         data["gloo_cpu"] = cpu.status
     except Exception as exc:
         data["gloo_cpu"] = "error: %s" % error_texts.first_line(exc, 200)
@@ -140,24 +249,49 @@ def _cpu_only(ctx, dist, run, wanted):
                               % (why, data["gloo_cpu"]), **data)
 
 
-def all_reduce(ctx, dist, backend, device):
-    got = _collectives(ctx.torch, dist, device)
-    data = {"backend": backend, "tensor_device": str(device), "result": got}
-    if got != [3.0, 6.0, 9.0, 12.0]:
-        return checks.failed("all_reduce over one rank changed the tensor: %r" % got, **data)
-    return checks.passed("all_reduce, broadcast and barrier on a one-process %s group (%s tensors)"
-                         % (backend, device), **data)
+def all_reduce(ctx, backend, device):
+    results = _run_ranks(ctx, "all_reduce", backend, device)
+    want_sum = [3.0, 6.0, 9.0, 12.0]
+    want_copy = [10.0, 20.0, 30.0, 40.0]
+    data = {"backend": backend, "tensor_device": str(device), "ranks": WORLD,
+            "all_reduce": [r["all_reduce"] for r in results], "broadcast": [r["broadcast"] for r in results]}
+    wrong = []
+    if any(r["all_reduce"] != want_sum for r in results):
+        wrong.append("all_reduce(SUM) gave %s, expected %s on every rank" % (data["all_reduce"], want_sum))
+    if any(r["broadcast"] != want_copy for r in results):
+        wrong.append("broadcast from rank 0 gave %s, expected %s on every rank" % (data["broadcast"], want_copy))
+    if wrong:
+        return checks.failed("; ".join(wrong), **data)
+    return checks.passed("all_reduce sums, broadcast copies and barrier returns across %d %s ranks (%s tensors)"
+                         % (WORLD, backend, device), **data)
 
 
-def ddp_step(ctx, dist, backend, device):
-    worst, losses = _ddp_step(ctx.torch, dist, device)
-    data = {"backend": backend, "tensor_device": str(device), "max_abs_err": worst, "losses": losses}
-    if worst > 1e-6:
-        return checks.failed("a one-rank DDP step differs from the plain step by %.3g" % worst, **data)
-    return checks.passed("a one-rank DistributedDataParallel step on %s (%s) equals the plain step"
-                         % (device, backend), **data)
+def ddp_step(ctx, backend, device):
+    results = _run_ranks(ctx, "ddp_step", backend, device)
+    plain = _plain_step(ctx.torch)
+
+    def worst(a, b):
+        return max(abs(x - y) for pa, pb in zip(a, b) for x, y in zip(pa, pb))
+
+    across = worst(results[0]["params"], results[1]["params"])
+    versus_plain = max(worst(r["params"], plain) for r in results)
+    data = {"backend": backend, "tensor_device": str(device), "ranks": WORLD, "max_diff_across_ranks": across,
+            "max_diff_vs_full_batch": versus_plain, "losses": [r["loss"] for r in results]}
+    if across > 1e-6:
+        return checks.failed("after one DDP step the ranks' parameters differ by %.3g: gradients were not "
+                             "all-reduced" % across, **data)
+    if versus_plain > 1e-5:
+        return checks.failed("a %d-rank DDP step differs from one step on the whole batch by %.3g: the gradients "
+                             "were not averaged" % (WORLD, versus_plain), **data)
+    return checks.passed("a %d-rank DistributedDataParallel step on %s (%s) equals one step on the whole batch"
+                         % (WORLD, device, backend), **data)
+
+
+#: the rank processes start torch (seconds each on a small host) and bound themselves (TIMEOUT_S + 30):
+#: the check's own limit, whatever the suite's --timeout
+CHECK_TIMEOUT_S = TIMEOUT_S + 60
 
 
 def plan(ctx):
-    return [checks.Check("distributed.all_reduce", "distributed", _gated(all_reduce)),
-            checks.Check("distributed.ddp_step", "distributed", _gated(ddp_step))]
+    return [checks.Check("distributed.all_reduce", "distributed", _gated(all_reduce), timeout=CHECK_TIMEOUT_S),
+            checks.Check("distributed.ddp_step", "distributed", _gated(ddp_step), timeout=CHECK_TIMEOUT_S)]

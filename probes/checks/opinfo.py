@@ -15,8 +15,11 @@ Not counted as failures (skipped with the reason): what OpInfo itself skips or e
 ``test_compare_cpu``, ops returning uninitialised memory (``empty*``), ops with no CPU dtypes, samples whose
 CPU run raises, and results that differ between two CPU runs (randomness). The group runs in a worker of
 its own (importing OpInfo calls ``disable_global_flags()`` and sets test-suite state); an op that kills
-the worker is one ``crashed`` entry and a fresh worker goes on. ``with_summary`` adds ``opinfo.summary``:
-the counts, the ops x dtypes checked and the deduplicated missing aten ops.
+the worker is one ``crashed`` entry and a fresh worker goes on. ``group_summary`` gives the report's
+``summary.groups.opinfo``: the counts, the ops x dtypes checked and the deduplicated missing aten ops (part of
+the report, not a check). In the default mode backward runs in the first dtype that has it; the other
+dtypes are listed in ``data.forward_only`` and the detail says so. torch refusing the device type itself
+("mode only supports CPU, CUDA and XPU device type") is ``unsupported``, not a numeric failure.
 """
 
 import fnmatch
@@ -38,6 +41,8 @@ UNINITIALISED = re.compile(r"^(?:new_)?empty(?:_|$)")
 FIRST_SAMPLE_TRIES = 3  # default mode: samples tried until one runs on CPU
 MAX_TEXT = 400
 _ID_CHARS = re.compile(r"[^A-Za-z0-9_.:\-\[\]]")
+# torch's own Python-side device-type gate (torch.mode, ...): the backend is refused before any kernel runs
+_TORCH_REFUSES = re.compile(r"only supports? [\w ,]+ device types?", re.IGNORECASE)
 _WANTS_CPU = re.compile(r"(?i)expected \w+ to be on cpu|(?:must|should) be on cpu|to be a CPU tensor")
 
 
@@ -305,6 +310,8 @@ def _device_error(exc, phase):
     info = error_texts.classify_unsupported(exc)
     if info is not None:
         return _Verdict("unsupported", phase, error_texts.first_line(exc, MAX_TEXT), info.get("aten_op"))
+    if _TORCH_REFUSES.search(str(exc)[:500]):
+        return _Verdict("unsupported", phase, "torch refuses the device type: %s" % error_texts.first_line(exc, 300))
     return _Verdict("failed", phase, error_texts.first_line(exc, MAX_TEXT))
 
 
@@ -439,7 +446,7 @@ def run_op(ctx, op):
         return checks.skipped("%s has no CPU kernel to compare with (a device-only op)" % name, opinfo=name)
     deep = bool(ctx.options.get("deep"))
     grad_done = variants_done = False
-    results, skipped, missing = {}, {}, []
+    results, skipped, missing, forward_only = {}, {}, [], []
     first_failure, samples_run = None, 0
     variants: Dict[str, Any] = {}
     for dtype_name in _declared(ctx, op):
@@ -451,6 +458,9 @@ def run_op(ctx, op):
         tol = tolerance(op, ctx.device_type, dtype)
         want_grad = bool(op.supports_autograd) and (dtype.is_floating_point or dtype.is_complex) and \
             dtype in set(op.supported_backward_dtypes("cpu")) and (deep or not grad_done)
+        if not want_grad and grad_done and bool(op.supports_autograd) and \
+                (dtype.is_floating_point or dtype.is_complex):
+            forward_only.append(dtype_name)  # backward ran in an earlier dtype only (default mode)
         grad_done = grad_done or want_grad
         verdict, tried, first = None, 0, deep or not variants_done
         with warnings.catch_warnings(record=True) as caught:
@@ -490,7 +500,7 @@ def run_op(ctx, op):
         if verdict is None:
             skipped[dtype_name] = "OpInfo has no sample input for this dtype"
             continue
-        fallback = error_texts.cpu_fallback_op([str(w.message) for w in caught])
+        fallback = error_texts.cpu_fallback_op([str(w.message) for w in caught], ("aten::" + op.name,))
         if fallback and verdict[0].status == "passed":  # right numbers, from the CPU: the device lacks the op
             verdict = (_Verdict("unsupported", "forward", "%s ran on the CPU fallback, not the device" % fallback,
                                 fallback), verdict[1])
@@ -502,12 +512,15 @@ def run_op(ctx, op):
         elif verdict[0].status in ("failed", "unsupported") and first_failure is None:
             first_failure = {"dtype": dtype_name, "phase": verdict[0].phase, "sample": _describe(torch, verdict[1]),
                              "error": verdict[0].why}
-    return _outcome(ctx, name, results, skipped, missing, first_failure, variants, samples_run)
+    forward_only = [d for d in forward_only if results.get(d) not in (None, "skipped")]
+    return _outcome(ctx, name, results, skipped, missing, first_failure, variants, samples_run, forward_only)
 
 
-def _outcome(ctx, name, results, skipped, missing, first_failure, variants, samples_run):
+def _outcome(ctx, name, results, skipped, missing, first_failure, variants, samples_run, forward_only=()):
     statuses = set(results.values())
     data = {"opinfo": name, "dtypes": results, "samples_run": samples_run, "missing_aten_ops": missing}
+    if forward_only:
+        data["forward_only"] = list(forward_only)
     if skipped:
         data["skipped_dtypes"] = skipped
     if variants:
@@ -522,7 +535,8 @@ def _outcome(ctx, name, results, skipped, missing, first_failure, variants, samp
         return checks.unsupported("%s: %s not implemented on %s (%s)" % (
             name, ", ".join(missing) or "an op is", ctx.backend, first_failure["error"] if first_failure else ""), **data)
     if "passed" in statuses:
-        detail = "%s matches CPU in %s" % (name, ", ".join(checked))
+        detail = "%s matches CPU in %s" % (name, ", ".join(
+            d + (" (forward only)" if d in forward_only else "") for d in checked))
         if ctx.is_cpu:
             detail += " (device is CPU: proves the harness, not an accelerator)"
         return checks.passed(detail, **data)
@@ -559,29 +573,36 @@ def plan(ctx):
 
 
 # -- the summary entry (runs in the parent: no torch) -------------------------------------------------
-def with_summary(entries):
-    """``entries`` plus ``opinfo.summary`` after the last opinfo entry (when the group ran any op)."""
-    ops = [e for e in entries if e["group"] == "opinfo" and e["id"] != "opinfo.unavailable"]
-    if not ops:
-        return entries
+def group_summary(entries):
+    """The report's ``summary.groups.opinfo``: what the group's entries add up to. ``passed`` only when some
+    op x dtype was compared and nothing failed; ``not_run`` when nothing was compared (no device, no OpInfo)."""
+    ops = [e for e in entries if e["group"] == "opinfo" and not e["id"].endswith((".unavailable", ".device_unavailable"))]
     counts = dict((s, 0) for s in checks.STATUSES)
     missing: Dict[str, Any] = {}
-    op_dtypes = 0
+    op_dtypes = forward_only = 0
     for entry in ops:
         counts[entry["status"]] += 1
         data = entry.get("data") or {}
         op_dtypes += sum(1 for s in (data.get("dtypes") or {}).values() if s != "skipped")
+        forward_only += len(data.get("forward_only") or ())
         for op in data.get("missing_aten_ops") or []:
             missing.setdefault(op, []).append(data.get("opinfo") or entry["id"][len("opinfo."):])
     bad = [s for s in checks.BAD_STATUSES if counts[s]]
-    status = "failed" if bad else ("unsupported" if counts["unsupported"] else "passed")
-    detail = "%d OpInfos, %d op x dtype pairs compared with CPU: %s" % (
-        len(ops), op_dtypes, ", ".join("%d %s" % (n, s) for s, n in counts.items() if n))
+    if bad:
+        status = "failed"
+    elif not op_dtypes:
+        status = "not_run"
+    else:
+        status = "unsupported" if counts["unsupported"] else "passed"
+    if op_dtypes:
+        detail = "%d OpInfos, %d op x dtype pairs compared with CPU (%d forward only): %s" % (
+            len(ops), op_dtypes, forward_only, ", ".join("%d %s" % (n, s) for s, n in counts.items() if n))
+    else:
+        why = [e.get("detail") for e in entries if e["id"].endswith("unavailable") and e.get("detail")]
+        detail = "nothing was compared with CPU" + (": %s" % why[0][:300] if why else "")
     if missing:
         detail += "; missing aten ops: %s" % ", ".join(sorted(missing))
-    summary = checks.result_entry("opinfo.summary", "opinfo", status, 0.0, detail, {
-        "ops": len(ops), "op_dtypes_checked": op_dtypes, "counts": counts,
-        "missing_aten_ops": sorted(missing), "missing_by_op": dict((k, v[:20]) for k, v in sorted(missing.items())),
-        "not_ok": [e["id"] for e in ops if e["status"] in checks.BAD_STATUSES][:200]})
-    last = max(i for i, e in enumerate(entries) if e["group"] == "opinfo")
-    return entries[:last + 1] + [summary] + entries[last + 1:]
+    return {"status": status, "detail": detail, "ops": len(ops), "op_dtypes_checked": op_dtypes,
+            "forward_only": forward_only, "counts": counts, "missing_aten_ops": sorted(missing),
+            "missing_by_op": dict((k, v[:20]) for k, v in sorted(missing.items())),
+            "not_ok": [e["id"] for e in ops if e["status"] in checks.BAD_STATUSES][:200]}

@@ -75,11 +75,12 @@ def _run(torch, case, inputs, device, want_grad):
     out = case.fn(torch, *args)
     if not want_grad:
         return out, None
-    floats = [t for t in _tensors(out) if t.dtype.is_floating_point]
-    weights = _grad_weights(torch, floats)
-    loss = sum((t.float() * w.to(t.device)).sum() for t, w in zip(floats, weights))
-    grads = torch.autograd.grad(loss, leaves)
-    return out, list(grads)
+    floats = [t for t in _tensors(out) if t.dtype.is_floating_point and t.requires_grad]
+    # The cotangents are made on CPU and copied over: no device op builds the "loss", so the backward pass
+    # exercises only the op's own backward (a device-side multiply would put a faulty mul in every gradient).
+    weights = [w.to(dtype=t.dtype).to(t.device) for t, w in zip(floats, _grad_weights(torch, floats))]
+    grads = torch.autograd.grad(floats, leaves, grad_outputs=weights, allow_unused=True)
+    return out, [g if g is not None else torch.zeros_like(x) for g, x in zip(grads, leaves)]
 
 
 def _reference(torch, case, inputs, want_grad):
@@ -150,7 +151,7 @@ def run_case(ctx, case, dtype_name):
                                      phase="backward", max_abs_err=grad_err)
     data = {"aten": case.aten, "dtype": dtype_name, "max_abs_err": err, "backward": want_grad,
             "grad_max_abs_err": grad_err, "reference": "cpu" if exact else "cpu-float32-upcast"}
-    fallback = error_texts.cpu_fallback_op([str(w.message) for w in caught])
+    fallback = error_texts.cpu_fallback_op([str(w.message) for w in caught], (case.aten,))
     if fallback:
         data["cpu_fallback"] = True
         data["fallback_op"] = fallback

@@ -5,12 +5,11 @@ exception escaping it becomes status ``error`` (a probe bug or an unexpected fai
 the suite.
 """
 
-GROUPS = ("detect", "smoke", "ops", "opinfo", "compile", "runtime", "allocator", "amp", "distributed")
-#: groups that run in a worker of their own: OpInfo's imports change global torch flags, and torch.compile
-#: leaves dynamo and inductor state behind; each also costs seconds a crash-restarted worker would repeat
-OWN_WORKER_GROUPS = ("opinfo", "compile")
+from probes.checks import registry
+
+GROUPS = registry.NAMES  # the groups and their properties live in ``probes.checks.registry``
 STATUSES = ("passed", "failed", "unsupported", "skipped", "timeout", "crashed", "error")
-BAD_STATUSES = ("failed", "timeout", "crashed", "error")
+BAD_STATUSES = registry.FAILING_STATUSES
 MAX_DETAIL = 4000
 MAX_DATA_KEYS = 64
 

@@ -174,15 +174,64 @@ def rng_state(ctx):
     return checks.passed(_note(ctx, "get_rng_state/set_rng_state replay the %s RNG" % ctx.device_type), **data)
 
 
+def _own_generator(ctx):
+    """None when the device has a generator of its own (``torch.Generator(device=...)``), else the reason."""
+    try:
+        ctx.torch.Generator(device=ctx.device)
+    except Exception as exc:
+        return error_texts.first_line(exc, 300)
+    return None
+
+
+def manual_seed(ctx):
+    """The device module's ``manual_seed`` seeds the device's own generator: device draws depend on it and not
+    on the CPU generator (a backend drawing from the CPU generator has no generator of its own)."""
+    torch = ctx.torch
+    if ctx.is_cpu:
+        return checks.skipped("device is CPU: its generator is the CPU generator")
+    owner = ctx.device_module
+    seed_fn = getattr(owner, "manual_seed", None)
+    if seed_fn is None:
+        return checks.unsupported("torch.%s has no manual_seed" % ctx.device_type)
+    missing = _own_generator(ctx)
+    if missing is not None:
+        return checks.unsupported("%s has no generator of its own (torch.Generator(device=%r): %s): its random "
+                                  "kernels draw from another one" % (ctx.device_type, str(ctx.device), missing))
+    try:
+        torch.random.default_generator.manual_seed(1)
+        seed_fn(7)
+        first = _draws(torch, ctx)
+        torch.random.default_generator.manual_seed(2)
+        seed_fn(7)
+        again = _draws(torch, ctx)
+        seed_fn(8)
+        other = _draws(torch, ctx)
+    except Exception as exc:
+        return _answer(ctx, "torch.%s.manual_seed" % ctx.device_type, exc)
+    data = {"follows_device_seed": bool(torch.equal(first, again)), "seed_changes_values": not bool(torch.equal(first, other))}
+    if not data["follows_device_seed"]:
+        return checks.failed("device draws changed with the CPU seed under the same torch.%s.manual_seed: the "
+                             "device does not draw from its own generator" % ctx.device_type, **data)
+    if not data["seed_changes_values"]:
+        return checks.failed("torch.%s.manual_seed does not change the device's draws" % ctx.device_type, **data)
+    return checks.passed("torch.%s.manual_seed seeds the device's own generator" % ctx.device_type, **data)
+
+
 def fork_rng(ctx):
     torch = ctx.torch
     fork = getattr(torch.random, "fork_rng", None)
     if fork is None:
-        return checks.skipped("torch %s has no torch.random.fork_rng" % torch.__version__)
+        return checks.unsupported("torch %s has no torch.random.fork_rng" % torch.__version__)
+    if not ctx.is_cpu:
+        missing = _own_generator(ctx)
+        if missing is not None:  # fork_rng would restore the CPU generator and pass for the wrong reason
+            return checks.unsupported("%s has no generator of its own for fork_rng to save and restore "
+                                      "(torch.Generator(device=%r): %s)" % (ctx.device_type, str(ctx.device), missing))
+    seed = torch.manual_seed if ctx.is_cpu else getattr(ctx.device_module, "manual_seed", torch.manual_seed)
     try:
-        torch.manual_seed(7)
+        seed(7)
         expected = _draws(torch, ctx)
-        torch.manual_seed(7)
+        seed(7)
         kwargs = {} if ctx.is_cpu else {"device_type": ctx.device_type}
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -326,6 +375,7 @@ CHECKS = (
     ("non_blocking", non_blocking),
     ("generator", generator),
     ("rng_state", rng_state),
+    ("manual_seed", manual_seed),
     ("fork_rng", fork_rng),
     ("profiler", _device_only(profiler)),
     ("checkpoint_load", checkpoint_load),

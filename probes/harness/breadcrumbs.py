@@ -79,8 +79,25 @@ class Trail(object):
         self._map[0:SIZE] = b"\0" * SIZE
 
 
-def make_mode(torch, trail, blocked):
-    """A dispatch mode writing to ``trail`` and refusing the op families in ``blocked`` ({base: why})."""
+def _touches(value, device_type, depth=0):
+    """True when ``value`` (an argument, a list of them) holds a tensor on ``device_type``."""
+    if depth > 3:
+        return False
+    device = getattr(value, "device", None)
+    if device is not None and getattr(device, "type", None) == device_type:
+        return True
+    if isinstance(value, (list, tuple)):
+        return any(_touches(item, device_type, depth + 1) for item in value)
+    if isinstance(value, dict):
+        return any(_touches(item, device_type, depth + 1) for item in value.values())
+    return False
+
+
+def make_mode(torch, trail, blocked, device_type=None):
+    """A dispatch mode writing to ``trail`` and refusing the op families in ``blocked`` ({base: why}).
+
+    With ``device_type``, only calls on that device are refused: the op crashed or hung on the device under
+    test, and the harness's own CPU calls of the same op (a CPU reference, a sort of the results) still run."""
     from torch.utils._python_dispatch import TorchDispatchMode
 
     class _BreadcrumbMode(TorchDispatchMode):
@@ -97,6 +114,9 @@ def make_mode(torch, trail, blocked):
                 self._names[func] = name
             if blocked:
                 why = blocked.get(base_name(name))
+                if why is not None and device_type is not None and device_type != "cpu" and not (
+                        _touches(args, device_type) or _touches(kwargs or {}, device_type)):
+                    why = None  # the same op on CPU: not the device's op
                 if why is not None:
                     self.hit_blocked = (name, why)
                     raise BlockedOp(name, why)

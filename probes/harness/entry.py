@@ -1,13 +1,14 @@
 """Command line of the probe itself: ``python -m probes`` or ``python -I accelenv_probe.py``.
 
-Exit codes: 0 every check passed, skipped or unsupported; 1 any check failed, timed out, crashed or
-errored; 2 bad arguments or device settings (a bad ``ACCELENV_REFDEV_FAULTS``), with no report written;
+Exit codes: 0 every check passed, skipped or unsupported (outside the required groups); 1 any check failed,
+timed out, crashed or errored, or a smoke or models check is not passed-or-skipped (``registry.REQUIRED``: a
+device that cannot train fails whatever else passed); 2 bad arguments or device settings (a bad ``ACCELENV_REFDEV_FAULTS``), with no report written;
 3 under ``--strict`` when nothing went wrong but some check is ``unsupported`` (a missing op, no
 collective backend, no device generator, ...).
 Progress goes to stderr, one line per check; the report is JSON on stdout or in ``--output``.
 
-The groups in ``checks.OWN_WORKER_GROUPS`` (opinfo, compile) run in workers of their own, at the same time
-as the others; the report lists every check in group order either way.
+The groups marked ``own_worker`` in ``probes.checks.registry`` (opinfo, compile, distributed) run in workers of their own,
+at the same time as the others; the report lists every check in group order either way.
 """
 
 import argparse
@@ -17,8 +18,8 @@ import sys
 import threading
 from typing import Any, List
 
-from probes.checks import opinfo
 from probes.checks import outcome as checks
+from probes.checks import registry
 from probes.harness import device_activation, runner
 from probes.harness import report as report_assembly
 from probes.host import fingerprint
@@ -65,7 +66,7 @@ def _timeout(text):
 def parser():
     p = argparse.ArgumentParser(prog="accelenv-probe", description="Probe which PyTorch works on this host.")
     p.add_argument("--device", type=_device, default="auto", help="auto|cpu|cuda[:N]|mps|xpu|<PrivateUse1 name>")
-    p.add_argument("--checks", type=_groups, default=list(checks.GROUPS), help=",".join(checks.GROUPS))
+    p.add_argument("--checks", type=_groups, default=list(registry.DEFAULT), help=",".join(checks.GROUPS))
     p.add_argument("--output", help="write the report here instead of stdout")
     p.add_argument("--timeout", type=_timeout, default=DEFAULT_TIMEOUT_S, help="seconds per check")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
@@ -81,6 +82,10 @@ def parser():
     p.add_argument("--blocked-file", help=argparse.SUPPRESS)
     p.add_argument("--no-environment", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--threads", type=int, default=None, help=argparse.SUPPRESS)
+    # one rank of the distributed group's two-process checks (probes.checks.distributed)
+    p.add_argument("--dist-rank", type=int, default=None, help=argparse.SUPPRESS)
+    for flag in ("--dist-work", "--dist-backend", "--dist-tensor-device", "--dist-store", "--dist-out"):
+        p.add_argument(flag, help=argparse.SUPPRESS)
     return p
 
 
@@ -124,9 +129,9 @@ def _run_worker(args):
 
 def _phases(groups):
     """Group lists, one per worker: the shared one first (it describes the environment), then one per own group."""
-    shared = [g for g in groups if g not in checks.OWN_WORKER_GROUPS]
+    shared = [g for g in groups if g not in registry.OWN_WORKER]
     phases = [shared] if shared else []
-    return phases + [[g] for g in groups if g in checks.OWN_WORKER_GROUPS]
+    return phases + [[g] for g in groups if g in registry.OWN_WORKER]
 
 
 def worker_threads(workers, cpus=None, environ=None):
@@ -188,6 +193,11 @@ def main(argv=None):
         except argparse.ArgumentTypeError as exc:
             sys.stderr.write("accelenv-probe: error: %s: %s\n" % (OPINFO_OPS_ENV, exc))
             return 2
+    if args.dist_rank is not None:
+        from probes.checks import distributed
+
+        return distributed.rank_main(args.device, args.dist_work, args.dist_backend, args.dist_tensor_device,
+                                     args.dist_store, args.dist_rank, args.dist_out)
     if args.worker:
         return _run_worker(args)
     groups = [g for g in checks.GROUPS if g in args.checks]
@@ -198,12 +208,6 @@ def main(argv=None):
         return 2
     if fatal:
         entries = [checks.result_entry("detect.torch_build", "detect", "error", 0.0, fatal)]
-    elif "opinfo" in groups:
-        entries = opinfo.with_summary(entries)
-        progress.runners = []  # the summary is one more line, past the workers' plans
-        for entry in entries:
-            if entry["id"] == "opinfo.summary":
-                progress(entry)
     if hello and hello.get("environment"):
         environment, devices = hello["environment"], hello.get("devices", [])
     else:

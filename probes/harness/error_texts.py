@@ -6,6 +6,7 @@ NotImplementedError / RuntimeError for all of these.
 """
 
 import re
+from typing import Dict
 
 _DISPATCH = re.compile(r"Could not run '(?P<op>[\w:.]+)' with arguments from the '(?P<backend>\w+)' backend")
 _OVERRIDEABLE = re.compile(r"(?P<op>\w+) not implemented\. You are likely triggering this with tensor backend other than")
@@ -106,12 +107,32 @@ def without_faulthandler(text):
     return text[:headers[-1].start()] if headers else text
 
 
-def cpu_fallback_op(messages):
-    """The op a backend said it ran on CPU instead (MPS fallback, vendor plugins), from warning texts."""
+# base op name -> the op as a fallback warning named it, for this process: backends warn once per process
+# (TORCH_WARN_ONCE), so a later check reaching the same op sees no warning and must still be told
+_FALLBACK_SEEN: Dict[str, str] = {}
+
+
+def _base(op):
+    return op.split("::", 1)[-1].split(".", 1)[0]
+
+
+def cpu_fallback_op(messages, expected_ops=()):
+    """The op a backend said it ran on CPU instead (MPS fallback, vendor plugins), from warning texts; or,
+    when no warning came now, one of ``expected_ops`` (the ops the caller ran) that warned earlier in this
+    process."""
+    found = None
     for message in messages:
         if _FALLBACK.search(message):
             match = _FALLBACK_OP.search(message)
-            return match.group("op") if match else "unknown"
+            op = match.group("op") if match else "unknown"
+            if match:
+                _FALLBACK_SEEN.setdefault(_base(op), op)
+            found = found or op
+    if found:
+        return found
+    for op in expected_ops:
+        if op and _base(op) in _FALLBACK_SEEN:
+            return _FALLBACK_SEEN[_base(op)]
     return None
 
 

@@ -4,6 +4,7 @@ import datetime
 import uuid
 
 from probes.checks import outcome as checks
+from probes.checks import registry
 from probes.harness import redaction
 from probes.host import facts as host_facts
 
@@ -31,11 +32,36 @@ def fallback_environment(backend, problem):
 
 
 def summary(entries):
+    """Counts per status, ``ok`` (``registry.is_failing``: no failing check, and every smoke and models check
+    passed or skipped), and ``groups``: what each group with a summary function adds up to (OpInfo's totals
+    and missing ops) -- part of the report, not a check."""
     counts = dict((status, 0) for status in checks.STATUSES)
     for entry in entries:
         counts[entry["status"]] += 1
-    ok = not any(counts[status] for status in checks.BAD_STATUSES)
-    return {"total": len(entries), "counts": counts, "ok": ok}
+    ok = not any(registry.is_failing(entry["group"], entry["status"]) for entry in entries)
+    result = {"total": len(entries), "counts": counts, "ok": ok}
+    groups = {}
+    for group in registry.GROUPS:
+        mine = [entry for entry in entries if entry["group"] == group.name]
+        function = group.summary_function() if mine else None
+        if function is not None:
+            groups[group.name] = function(mine)
+    if groups:
+        result["groups"] = groups
+    return result
+
+
+def perf_block(entries):
+    """The perf group's figures, gathered from its checks' ``data.figures`` (None when the group did not run)."""
+    figures = []
+    ran = False
+    for entry in entries:
+        if entry["group"] != "perf":
+            continue
+        ran = True
+        for figure in (entry.get("data") or {}).get("figures") or []:
+            figures.append(dict(figure, check=entry["id"]))
+    return {"figures": figures} if ran else None
 
 
 def without_nul(value):
@@ -65,7 +91,7 @@ def _assemble(environment, devices, entries, fingerprint, fingerprint_stable):
     extra = dict(environment.get("extra") or {})
     extra["fingerprint_stable"] = fingerprint_stable
     environment["extra"] = extra
-    return {
+    report = {
         "schema_version": SCHEMA_VERSION,
         "report_id": str(uuid.uuid4()),
         "created_at": datetime.datetime.now(datetime.timezone.utc).isoformat(),
@@ -75,6 +101,10 @@ def _assemble(environment, devices, entries, fingerprint, fingerprint_stable):
         "checks": entries,
         "summary": summary(entries),
     }
+    perf = perf_block(entries)
+    if perf is not None:
+        report["perf"] = perf
+    return report
 
 
 def render_summary(report):
@@ -96,7 +126,15 @@ def render_summary(report):
     env = report["environment"]
     lines.insert(0, "accelenv probe: torch %s (%s) on %s, python %s" % (
         env["torch_version"], env.get("torch_build"), env["backend"], env["python_version"]))
-    bad = [e for e in report["checks"] if e["status"] in checks.BAD_STATUSES]
+    bad = [e for e in report["checks"] if registry.is_failing(e["group"], e["status"])]
+    for name, group in sorted((report["summary"].get("groups") or {}).items()):
+        lines.append("%s: %s" % (name, group.get("detail") or group.get("status")))
+    perf = report.get("perf") or {}
+    if perf.get("figures"):
+        lines.append("")
+        lines.append("perf (device | this host's CPU | fraction of the device's peak):")
+        for figure in perf["figures"][:24]:
+            lines.append("  " + render_figure(figure))
     if bad:
         lines.append("")
         lines.append("not ok:")
@@ -108,3 +146,29 @@ def render_summary(report):
     lines.append("%s: %d checks, %s" % (verdict, report["summary"]["total"], ", ".join(
         "%d %s" % (n, s) for s, n in report["summary"]["counts"].items() if n)))
     return "\n".join(lines)
+
+
+def _number(value, unit):
+    if value is None:
+        return "-"
+    for scale, prefix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= scale and unit.endswith("/s"):
+            return "%.3g %s%s" % (value / scale, prefix, unit)
+    if unit == "s":
+        if abs(value) < 1e-3:
+            return "%.3g us" % (value * 1e6)
+        if abs(value) < 1:
+            return "%.3g ms" % (value * 1e3)
+    return "%.3g %s" % (value, unit)
+
+
+def render_figure(figure):
+    """One perf figure as a line: name, value, the host CPU's figure, the fraction of peak."""
+    unit = figure.get("unit") or ""
+    text = "%-34s %12s" % (figure.get("name"), _number(figure.get("value"), unit))
+    text += " | cpu %12s" % _number(figure.get("cpu_value"), unit)
+    if figure.get("peak_fraction") is not None:
+        text += " | %.1f%% of peak" % (100.0 * figure["peak_fraction"])
+    if figure.get("note"):
+        text += "  (%s)" % figure["note"]
+    return text

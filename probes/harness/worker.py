@@ -17,17 +17,12 @@ import sys
 import time
 import traceback
 
-from probes.checks import allocator, amp, compile_stages, detect, distributed, opinfo, ops, runtime_api, smoke
+from probes.checks import detect, registry
 from probes.checks import outcome as checks
 from probes.checks.context import ProbeContext
 from probes.harness import breadcrumbs, device_activation, error_texts, faults
 
-GROUP_PLANS = {"smoke": smoke.plan, "ops": ops.plan, "opinfo": opinfo.plan, "compile": compile_stages.plan,
-               "runtime": runtime_api.plan, "allocator": allocator.plan, "amp": amp.plan,
-               "distributed": distributed.plan}
-# Groups run without the breadcrumb dispatch mode: dynamo traces Python, and a mode in its way changes what
-# it compiles. A crash there is still localised to the check.
-UNTRACED_GROUPS = ("compile",)
+# The groups, their plans and which run untraced: ``probes.checks.registry``.
 
 
 def _protocol_stream():
@@ -59,6 +54,11 @@ def _setup_torch(torch, threads=None):
 
 def build_context(torch, requested):
     device_type, index = device_activation.parse_device(requested)
+    faults_set = (os.environ.get(device_activation.REFDEV_FAULTS_ENV) or "").strip()
+    if faults_set and device_type != device_activation.REFDEV:
+        raise device_activation.SettingsError(
+            "%s=%s asks for injected faults, which only the refdev reference device has; the probed device is "
+            "%s: unset it, or probe --device refdev" % (device_activation.REFDEV_FAULTS_ENV, faults_set, requested))
     plugin = {}
     try:
         if device_type == "auto":
@@ -76,17 +76,17 @@ def build_context(torch, requested):
 
 def build_plan(ctx, facts, groups):
     planned = []
-    for group in checks.GROUPS:
-        if group not in groups:
+    for group in registry.GROUPS:
+        if group.name not in groups:
             continue
-        if group == "detect":
-            planned.extend(detect.plan(ctx, facts))
+        if group.with_facts:
+            planned.extend(group.plan_function()(ctx, facts))
         elif ctx.device is None:
             reason = "not run: %s" % ctx.device_error
-            planned.append(checks.Check("%s.device_unavailable" % group, group,
+            planned.append(checks.Check("%s.device_unavailable" % group.name, group.name,
                                         lambda _ctx, reason=reason: checks.skipped(reason)))
         else:
-            planned.extend(GROUP_PLANS[group](ctx))
+            planned.extend(group.plan_function()(ctx))
     return planned
 
 
@@ -108,8 +108,9 @@ class Tracing(object):
     The blocked families live in a file the runners share; it is re-read when it changed, before each check.
     """
 
-    def __init__(self, torch, trail_file=None, blocked_file=None):
+    def __init__(self, torch, trail_file=None, blocked_file=None, device_type=None):
         self.torch = torch
+        self.device_type = device_type  # blocked families are refused on this device only
         self.trail = breadcrumbs.open_trail(trail_file)
         self.blocked_file = blocked_file
         self._stamp = None
@@ -134,10 +135,10 @@ class Tracing(object):
                         for family, info in blocked.items())
 
     def mode(self, check):
-        if self.torch is None or check.group in UNTRACED_GROUPS or (self.trail is None and not self.blocked):
+        if self.torch is None or check.group in registry.UNTRACED or (self.trail is None and not self.blocked):
             return None
         try:
-            return breadcrumbs.make_mode(self.torch, self.trail, self.why)
+            return breadcrumbs.make_mode(self.torch, self.trail, self.why, self.device_type)
         except Exception:  # a torch without TorchDispatchMode: checks run untraced
             return None
 
@@ -222,7 +223,7 @@ def main(requested, groups, only=None, send_environment=True, options=None, trai
         hello["environment"] = facts["environment"]
         hello["devices"] = facts["devices"]
     _send(stream, hello)
-    tracing = Tracing(torch, trail_file, blocked_file)
+    tracing = Tracing(torch, trail_file, blocked_file, ctx.device_type if ctx.device is not None else None)
     for check in planned:
         if only is not None and check.id not in only:
             continue

@@ -139,6 +139,23 @@ def get_device_name(device: Any = None) -> str:
     return DEVICE_NAME
 
 
+class DeviceProperties(object):
+    """What ``get_device_properties`` gives, with ``torch.cuda``'s attribute names for what refdev has."""
+
+    def __init__(self, name: str, total_memory: int) -> None:
+        self.name = name
+        self.total_memory = total_memory
+        self.multi_processor_count = 1
+
+    def __repr__(self) -> str:
+        return "_RefdevDeviceProperties(name=%r, total_memory=%dMB)" % (self.name, self.total_memory >> 20)
+
+
+def get_device_properties(device: Any = None) -> DeviceProperties:
+    _check_device(device)
+    return DeviceProperties(DEVICE_NAME, _alloc().capacity)
+
+
 # -- memory, torch.cuda-style -------------------------------------------------------------------------
 def memory_stats(device: Any = None) -> Dict[str, int]:
     _check_device(device)

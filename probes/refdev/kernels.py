@@ -359,14 +359,19 @@ def _unwrapped_numbers(args: Any, kwargs: Any, positions: Tuple[int, ...], names
 
 
 def _announced_fallback(name: str, kernel: Kernel) -> Kernel:
-    """The kernel, saying as MPS and vendor plugins do that it ran on the CPU (the ``fallback:`` fault)."""
+    """The kernel, saying once per process, as MPS and vendor plugins do, that it ran on the CPU (the
+    ``fallback:`` fault)."""
     import warnings
 
     text = ("The operator '%s' is not currently supported on the refdev device and will fall back to run on the "
             "CPU (ACCELENV_REFDEV_FAULTS fallback)" % name)
 
+    warned: List[bool] = []
+
     def fallback(*args: Any, **kwargs: Any) -> Any:
-        warnings.warn(text, UserWarning, stacklevel=2)
+        if not warned:  # once per process, as real backends warn (TORCH_WARN_ONCE)
+            warned.append(True)
+            warnings.warn(text, UserWarning, stacklevel=2)
         return kernel(*args, **kwargs)
 
     return fallback

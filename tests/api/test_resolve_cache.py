@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import functools
+import gc
+import weakref
 
 import pytest
 
@@ -41,3 +43,44 @@ def test_a_cached_error_is_raised_again_with_a_fresh_traceback() -> None:
             depth, tb = depth + 1, tb.tb_next
         depths.append(depth)
     assert depths[1] == depths[2] <= depths[0]
+
+
+class _Marker:
+    """Something a request's frame holds (weak-referenceable, unlike an exception)."""
+
+
+@pytest.mark.parametrize("hits", [0, 1, 3], ids=["miss-only", "one-hit", "three-hits"])
+def test_an_evicted_error_frees_its_frames_without_the_cyclic_collector(hits: int) -> None:
+    """A cached error keeps the traceback of its last raise, whose frames hold the error again: the tuned
+    collector (gc_tuning.py) almost never frees such a cycle, so memory crept under distinct failing
+    resolves. Evicted, the error must let go of its frames with the collector off."""
+    cache: LruCache[int] = LruCache(1)
+    markers: list[weakref.ref[_Marker]] = []
+
+    def fail() -> int:
+        raise InvalidRequestError("bad", hint="fix it")
+
+    def ask() -> None:
+        marker = _Marker()  # a request's locals, in the traceback's frames
+        markers.append(weakref.ref(marker))
+        cache.get_or_compute("k", fail)
+
+    gc.disable()
+    try:
+        for _ in range(1 + hits):
+            with pytest.raises(InvalidRequestError):
+                ask()
+        assert cache.get_or_compute("other", lambda: 1) == 1  # evicts "k"
+        assert [m() for m in markers] == [None] * len(markers)
+    finally:
+        gc.enable()
+
+
+def test_the_cache_is_bounded_by_bytes_as_well_as_entries() -> None:
+    cache: LruCache[bytes] = LruCache(100, max_bytes=1000, weigh=len)
+    for n in range(20):
+        cache.put(n, b"x" * 300)
+    assert len(cache) == 3 and cache.bytes == 900
+    assert cache.get(19) is not None and cache.get(16) is None
+    cache.put("big", b"x" * 5000)  # heavier than the whole budget: kept alone, never more
+    assert len(cache) <= 1 and cache.bytes <= 5000

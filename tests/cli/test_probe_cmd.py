@@ -206,7 +206,8 @@ def test_inject_reaches_the_refdev_worker(app: typer.Typer, tmp_path: Path) -> N
     out = tmp_path / "report.json"
     result = CliRunner().invoke(app, ["probe", "--device", "refdev", "--checks", "smoke", "--quiet",
                                       "--inject", "missing:aten::addmm", "--output", str(out)])
-    assert result.exit_code == 0, result.output  # a missing op is an answer (unsupported), not a failure
+    # a missing op is an answer (unsupported), but one the training step needs: the device cannot train, exit 1
+    assert result.exit_code == 1, result.output
     step = next(c for c in json.loads(out.read_text())["checks"] if c["id"] == "smoke.train_step")
     assert step["status"] == "unsupported" and step["data"]["aten_op"] == "aten::addmm.out"
 

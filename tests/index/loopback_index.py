@@ -19,7 +19,7 @@ import re
 import threading
 import time
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -53,6 +53,8 @@ class IndexState:
     #: (path, content type) of every project page answered with a body
     pages_served: list[tuple[str, str]] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    #: path -> a function answering that path instead (a hostile index: tests/security/)
+    override: dict[str, Callable[[BaseHTTPRequestHandler], None]] = field(default_factory=dict)
 
     def requests_to(self, prefix: str) -> list[tuple[str, str, str | None, int]]:
         return [entry for entry in self.log if entry[1].startswith(prefix)]
@@ -110,6 +112,8 @@ class _Handler(BaseHTTPRequestHandler):
             seconds, count = state.slow.get(path, (0.0, 0))
             if count:
                 state.slow[path] = (seconds, count - 1)
+        if path in state.override:
+            return state.override[path](self)
         if failures:
             return self._send(503, b"try again", {"Content-Type": "text/plain"})
         if count:

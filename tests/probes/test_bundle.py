@@ -113,9 +113,9 @@ def test_bundle_runs_on_old_python_and_reports_what_is_missing(bundle_file: Path
         assert report["checks"][0]["id"] == "detect.torch_build" and report["checks"][0]["status"] == "error"
         assert "torch cannot be imported" in report["checks"][0]["detail"]
     else:  # that interpreter has torch: then the whole suite ran there
-        from probes.checks.outcome import GROUPS
+        from probes.checks.registry import DEFAULT
 
-        assert {c["group"] for c in report["checks"]} == set(GROUPS)
+        assert {c["group"] for c in report["checks"]} == set(DEFAULT)
 
 
 def test_a_failed_write_leaves_no_temporary_file(tmp_path: Path) -> None:

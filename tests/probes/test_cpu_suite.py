@@ -36,8 +36,22 @@ def test_report_validates_against_published_schema_and_model(cpu_run: ProbeRun) 
 
 
 def test_every_group_ran(cpu_run: ProbeRun) -> None:
+    from probes.checks import registry
+
     groups = {c["group"] for c in cpu_run.report["checks"]}
-    assert groups == set(probe_checks.GROUPS)
+    assert groups == set(registry.DEFAULT)
+
+
+def test_models_train_and_infer_on_cpu_and_perf_reports_figures(cpu_run: ProbeRun) -> None:
+    for model in ("resnet", "transformer"):
+        for kind in ("train.float32", "train.autocast", "inference"):
+            check = cpu_run.check(f"models.{model}.{kind}")
+            assert check["status"] == "passed", check
+    figures = {f["name"]: f for f in cpu_run.report["perf"]["figures"]}
+    assert figures["matmul.float32"]["value"] > 0 and figures["matmul.float32"]["unit"] == "FLOP/s"
+    assert figures["models.resnet.step"]["value"] > 0
+    assert figures["profile.sync_points"]["value"] >= 1  # the loss.item() of the profiled step at least
+    assert "perf (device | this host's CPU" in cpu_run.stderr  # the summary printed them
 
 
 def test_environment_describes_this_torch(cpu_run: ProbeRun) -> None:
@@ -105,9 +119,11 @@ def test_cpu_bf16_autocast_is_a_real_check(cpu_run: ProbeRun) -> None:
 def test_distributed_uses_gloo_on_cpu(cpu_run: ProbeRun) -> None:
     check = cpu_run.check("distributed.all_reduce")
     assert check["status"] == "passed"
-    assert check["data"]["backend"] == "gloo" and check["data"]["result"] == [3.0, 6.0, 9.0, 12.0]
+    assert check["data"]["backend"] == "gloo" and check["data"]["ranks"] == 2
+    assert check["data"]["all_reduce"] == [[3.0, 6.0, 9.0, 12.0]] * 2  # rank r gave (r + 1) * [1, 2, 3, 4]
+    assert check["data"]["broadcast"] == [[10.0, 20.0, 30.0, 40.0]] * 2
     ddp = cpu_run.check("distributed.ddp_step")
-    assert ddp["status"] == "passed" and ddp["data"]["max_abs_err"] <= 1e-6
+    assert ddp["status"] == "passed" and ddp["data"]["max_diff_across_ranks"] <= 1e-6
 
 
 def test_grad_scaler_skips_an_inf_step_on_cpu(cpu_run: ProbeRun) -> None:
@@ -133,8 +149,8 @@ def test_runtime_apis_on_cpu(cpu_run: ProbeRun, check_id: str, status: str) -> N
 
 
 def test_the_default_suite_includes_the_bounded_opinfo_sweep(cpu_run: ProbeRun) -> None:
-    summary = cpu_run.check("opinfo.summary")
-    assert summary["status"] == "passed" and summary["data"]["op_dtypes_checked"] > 50
+    summary = cpu_run.report["summary"]["groups"]["opinfo"]
+    assert summary["status"] == "passed" and summary["op_dtypes_checked"] > 50
 
 
 def test_detect_skips_driver_and_kernel_verdict_on_cpu(cpu_run: ProbeRun) -> None:

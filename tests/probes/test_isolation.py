@@ -66,7 +66,7 @@ def test_checks_after_each_fault_still_ran(faulty_run: ProbeRun) -> None:
         "detect.streams_events", "detect.multi_device", "detect.accelerator_synchronize",
         "detect.accelerator_capability", "detect.accelerator_memory", "smoke.train_step",
         "smoke.cpu_agreement", "smoke.checkpoint", "amp.autocast_matmul", "amp.train_step",
-        "amp.grad_scaler_skip", "distributed.all_reduce", "distributed.ddp_step",
+        "amp.grad_scaler_skip", "amp.grad_scaler_overflow", "distributed.all_reduce", "distributed.ddp_step",
     ]
 
 

@@ -105,13 +105,20 @@ def test_the_device_inputs_are_copied_before_the_cpu_run() -> None:
 
 
 def test_summary_counts_op_dtype_pairs(opinfo_run: ProbeRun) -> None:
-    summary = opinfo_run.check("opinfo.summary")
-    ops = [c for c in opinfo_run.report["checks"] if c["group"] == "opinfo" and c["id"] != "opinfo.summary"]
+    summary = opinfo_run.report["summary"]["groups"]["opinfo"]  # part of the report, not a check
+    ops = [c for c in opinfo_run.report["checks"] if c["group"] == "opinfo"]
+    assert "opinfo.summary" not in {c["id"] for c in ops}
     assert summary["status"] == "passed"
-    assert summary["data"]["ops"] == len(ops)
-    assert summary["data"]["op_dtypes_checked"] == sum(
+    assert summary["ops"] == len(ops)
+    assert summary["op_dtypes_checked"] == sum(
         sum(1 for s in c["data"].get("dtypes", {}).values() if s != "skipped") for c in ops)
-    assert summary["data"]["missing_aten_ops"] == []
+    assert summary["missing_aten_ops"] == []
+    # the default mode runs backward in one dtype: the others say "forward only", never a silent pass
+    forward_only = [c for c in ops if c["data"].get("forward_only")]
+    assert summary["forward_only"] == sum(len(c["data"]["forward_only"]) for c in forward_only)
+    for check in forward_only:
+        for dtype in check["data"]["forward_only"]:
+            assert f"{dtype} (forward only)" in check["detail"]
 
 
 def test_summary_deduplicates_missing_ops_across_ops() -> None:
@@ -122,13 +129,21 @@ def test_summary_deduplicates_missing_ops_across_ops() -> None:
          "data": {"opinfo": "b", "dtypes": {"float32": "unsupported", "int64": "passed"},
                   "missing_aten_ops": ["aten::mm.out"]}},
         {"id": "opinfo.c", "group": "opinfo", "status": "timeout", "data": {"aten_op": "aten::sort.default"}},
-        {"id": "amp.x", "group": "amp", "status": "passed", "data": {}},
     ]
-    summary = opinfo.with_summary(entries)[3]
-    assert summary["id"] == "opinfo.summary" and summary["status"] == "failed"
-    assert summary["data"]["missing_aten_ops"] == ["aten::mm.out"]  # a hang is not a missing op
-    assert summary["data"]["missing_by_op"] == {"aten::mm.out": ["a", "b"]}
-    assert summary["data"]["op_dtypes_checked"] == 3 and summary["data"]["not_ok"] == ["opinfo.c"]
+    summary = opinfo.group_summary(entries)
+    assert summary["status"] == "failed"
+    assert summary["missing_aten_ops"] == ["aten::mm.out"]  # a hang is not a missing op
+    assert summary["missing_by_op"] == {"aten::mm.out": ["a", "b"]}
+    assert summary["op_dtypes_checked"] == 3 and summary["not_ok"] == ["opinfo.c"]
+
+
+def test_summary_of_a_run_that_compared_nothing_is_not_passed() -> None:
+    """The stub: no device, so the group's only entry is a skip; the summary must not say passed."""
+    entries = [{"id": "opinfo.device_unavailable", "group": "opinfo", "status": "skipped",
+                "detail": "not run: no cuda device is visible", "data": {}}]
+    summary = opinfo.group_summary(entries)
+    assert summary["status"] == "not_run" and summary["op_dtypes_checked"] == 0
+    assert summary["detail"] == "nothing was compared with CPU: not run: no cuda device is visible"
 
 
 def test_without_numpy_the_group_is_skipped_and_the_curated_ops_still_run(tmp_path: Path) -> None:

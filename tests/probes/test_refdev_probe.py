@@ -86,10 +86,10 @@ def test_allocator_checks_use_the_device_module(refdev_run: ProbeRun) -> None:
     assert refdev_run.check("allocator.alloc_conf")["status"] == "skipped"
 
 
-def test_autocast_that_does_nothing_is_skipped_not_unsupported(refdev_run: ProbeRun) -> None:
-    # unsupported means a missing aten op; refdev's autocast runs and changes nothing
+def test_autocast_that_does_nothing_is_unsupported_not_skipped(refdev_run: ProbeRun) -> None:
+    # refdev's autocast runs and changes nothing: a gap (no autocast kernels), not "not applicable"
     check = refdev_run.check("amp.autocast_matmul")
-    assert check["status"] == "skipped"
+    assert check["status"] == "unsupported"
     assert check["detail"].startswith("autocast is a no-op on refdev: matmul under ")
     assert check["data"]["output_dtype"] == "float32"
     assert check["data"]["autocast_dtype"] != "float32"

@@ -37,10 +37,22 @@ def test_clean_run_passes_everything_refdev_supports(refdev_available: None, tmp
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert report["summary"]["ok"] is True
     assert not [cid for cid, c in checks.items() if c["status"] in BAD]
-    for group in ("detect", "smoke", "ops", "opinfo", "compile", "runtime", "allocator", "amp"):
+    for group in ("detect", "smoke", "models", "ops", "opinfo", "compile", "runtime", "privateuse1", "allocator",
+                  "perf"):
         assert any(c["group"] == group and c["status"] == "passed" for c in checks.values()), group
     # refdev has no collective backend: gloo on CPU tensors is not the device's collective
     assert {c["status"] for c in checks.values() if c["group"] == "distributed"} == {"unsupported"}
+    # autocast is a no-op on refdev: a gap, so unsupported, never "not applicable"
+    assert checks["amp.autocast_matmul"]["status"] == "unsupported"
+    opinfo = report["summary"]["groups"]["opinfo"]  # the summary is part of the report, not a check
+    assert "opinfo.summary" not in checks and opinfo["op_dtypes_checked"] > 0 and opinfo["status"] != "failed"
+    # refdev leaves UntypedStorage.refdev out (torch's generated wrapper crashes on its storages): a gap, named
+    methods = checks["privateuse1.tensor_methods"]
+    assert methods["status"] == "unsupported" and methods["data"]["missing"] == [
+        "UntypedStorage.refdev", "UntypedStorage.is_refdev"]
+    names = {f["name"] for f in report["perf"]["figures"]}
+    assert {"matmul.float32", "elementwise.bandwidth", "copy.h2d.pageable", "latency.launch",
+            "models.resnet.step", "profile.sync_points"} <= names
     for cid in ("smoke.train_step", "smoke.cpu_agreement", "smoke.checkpoint", "allocator.stats_move",
                 "allocator.cache_reuse", "allocator.empty_cache", "allocator.oom_recovery"):
         assert checks[cid]["status"] == "passed", checks[cid]
@@ -53,7 +65,7 @@ def test_clean_run_passes_everything_refdev_supports(refdev_available: None, tmp
 
 
 # What refdev does not implement, in the backend's own words (c10's defaults; torch.accelerator's lookup).
-CAPABILITY_SKIPS = {
+CAPABILITY_GAPS = {
     "detect.streams_events": "Backend doesn't support synchronizing events.",
     "detect.accelerator_synchronize": "Backend doesn't support synchronizing all streams on device.",
     "detect.accelerator_capability": "Backend doesn't support getting device capabilities.",
@@ -61,13 +73,13 @@ CAPABILITY_SKIPS = {
 }
 
 
-def test_capabilities_refdev_lacks_are_skipped_with_the_backends_reason(refdev_available: None,
-                                                                          tmp_path: Path) -> None:
+def test_capabilities_refdev_lacks_are_unsupported_with_the_backends_reason(refdev_available: None,
+                                                                              tmp_path: Path) -> None:
     proc, report = run_probe(["--checks", "detect"], tmp_path / "r.json")
     checks = by_id(report)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    for cid, phrase in CAPABILITY_SKIPS.items():
-        assert checks[cid]["status"] == "skipped", checks[cid]
+    for cid, phrase in CAPABILITY_GAPS.items():
+        assert checks[cid]["status"] == "unsupported", checks[cid]
         assert checks[cid]["data"]["declined"] == phrase
         assert phrase in checks[cid]["detail"]
     memory = checks["detect.accelerator_memory"]["detail"]
@@ -98,11 +110,11 @@ print(json.dumps(worker.run_check(ctx, check, [])))
     [
         pytest.param("refdev: the device was lost during synchronize", "error",
                      id="genuine-failure-is-error"),
-        pytest.param("Backend doesn't support synchronizing all streams on device.", "skipped",
-                     id="declined-is-skipped"),
+        pytest.param("Backend doesn't support synchronizing all streams on device.", "unsupported",
+                     id="declined-is-unsupported"),
     ],
 )
-def test_only_the_backend_declining_an_api_is_skipped(
+def test_only_the_backend_declining_an_api_is_unsupported(
     refdev_python: Callable[..., subprocess.CompletedProcess[str]], raised: str, status: str
 ) -> None:
     entry = result(refdev_python(GENUINE_FAILURE % raised))
@@ -139,6 +151,27 @@ def test_missing_op_family_is_reported_wherever_it_is_reached(refdev_available: 
     assert "needs aten::mm.out, which is not implemented for backend refdev" in step
     assert checks["ops.add.Tensor.float32"]["status"] == "passed"
     assert checks["ops.conv2d.float32"]["status"] == "passed"
+    # a device that cannot run the training step fails the run, whatever else passed
+    assert report["summary"]["ok"] is False
+    assert proc.returncode == 1
+
+
+def test_missing_pooling_backward_fails_the_models_and_the_run(refdev_available: None, tmp_path: Path) -> None:
+    proc, report = run_probe(["--checks", "smoke,models"], tmp_path / "r.json",
+                             faults="missing:aten::max_pool2d_with_indices_backward")
+    checks = by_id(report)
+    step = checks["models.resnet.train.float32"]
+    assert step["status"] == "unsupported", step
+    # structured: the dispatcher names the innermost kernel, the .grad_input overload
+    assert step["data"]["aten_op"] == "aten::max_pool2d_with_indices_backward.grad_input"
+    assert "needs aten::max_pool2d_with_indices_backward.grad_input" in step["detail"]
+    # the forward-only inference and the models without max pooling still pass: only what needs the op fails
+    assert checks["models.resnet.inference"]["status"] == "passed"
+    for cid in ("models.transformer.train.float32", "models.transformer.inference", "smoke.train_step",
+                "smoke.cpu_agreement", "smoke.checkpoint"):
+        assert checks[cid]["status"] == "passed", checks[cid]
+    assert report["summary"]["ok"] is False
+    assert proc.returncode == 1
 
 
 def test_wrong_numerics_fail_with_the_observed_error(refdev_available: None, tmp_path: Path) -> None:

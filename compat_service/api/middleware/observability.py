@@ -24,6 +24,8 @@ import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
+from compat_service.api.middleware.security_headers import REDACTED_QUERY, token_in_query, with_security_headers
+
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
@@ -154,13 +156,17 @@ class ObservabilityMiddleware:
             if message["type"] == "http.response.start":
                 status = message["status"]
                 started = True
-                message["headers"] = [*message.get("headers", ()), header]
+                message["headers"] = with_security_headers(status, [*message.get("headers", ()), header], scope)
             elif observe_body and message["type"] == "http.response.body":
                 chunks.append(message.get("body", b""))
             await send(message)
 
         try:
-            await self.app(scope, receive, send_wrapper)
+            if token_in_query(scope.get("query_string", b"")):
+                scope["query_string"] = REDACTED_QUERY  # never logged, never seen by a route
+                await _token_in_query_response(scope, receive, send_wrapper)
+            else:
+                await self.app(scope, receive, send_wrapper)
         except Exception as exc:
             error_log.error(
                 "unhandled error on %s %s", scope.get("method"), scope.get("path"), exc_info=exc
@@ -176,6 +182,21 @@ class ObservabilityMiddleware:
             if self.access_log is not None:
                 self.access_log.write(scope, status, duration, rid)
             request_id_var.reset(token)
+
+
+async def _token_in_query_response(scope: Scope, receive: Receive, send: Send) -> None:
+    body = json.dumps({
+        "code": "token-in-query",
+        "message": "a token was sent in the URL's query string; it was not read, and it is not logged",
+        "hint": "send the token in the Authorization header (`Authorization: Bearer <token>`); a URL is kept "
+        "in logs and histories, so treat this token as exposed and ask an admin for a new one",
+        "causes": [], "alternatives": [], "request_id": scope.get("state", {}).get("request_id"),
+    }).encode()
+    await send({"type": "http.response.start", "status": 400, "headers": [
+        (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+        (b"cache-control", b"no-store"),
+    ]})
+    await send({"type": "http.response.body", "body": body})
 
 
 def _incoming_id(scope: Scope) -> str | None:

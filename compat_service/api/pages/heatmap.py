@@ -58,14 +58,27 @@ class Square:
         self.label = f"torch {self.torch} {self.build}: {self.status}" + (f" ({parts})" if parts else "")
 
 
+#: most torch versions / builds the matrix does not list (seen only in reports) that become rows / columns of
+#: the page, those with the most reports first: reports are submitted by token holders, and a page everyone
+#: loads must not grow with what they make up (issue 24); GET /v1/matrix pages through all of them
+MAX_OBSERVED_ROWS = 12
+MAX_OBSERVED_COLUMNS = 12
+
+
 @dataclass
 class Heatmap:
     columns: list[str]
     rows: list[tuple[str, list[Square]]]
     cells: int
-    #: the matrix cells of the square named by the URL's torch and build
-    selected: list[MatrixCell] = field(default_factory=list)
-    selected_key: tuple[str | None, str | None] = (None, None)
+    #: observed cells left off the page (their release or build is beyond the caps above), and how many
+    #: releases and builds that is
+    hidden_cells: int = 0
+    hidden_rows: int = 0
+    hidden_columns: int = 0
+
+    def weight(self) -> int:
+        """Roughly what this model holds, in bytes (the page cache is bounded by it)."""
+        return 2_000 + 400 * len(self.rows) * max(len(self.columns), 1)
 
 
 def matrix_url(state: dict[str, str], **changes: str | None) -> str:
@@ -74,21 +87,46 @@ def matrix_url(state: dict[str, str], **changes: str | None) -> str:
     return "/matrix" + ("?" + urlencode(ordered) if ordered else "")
 
 
+def _kept(counts: dict[str, int], listed: set[str], cap: int) -> set[str]:
+    """``listed`` and the ``cap`` others with the most reports (ties: the highest version / name)."""
+    others = sorted((k for k in counts if k not in listed), key=lambda k: (counts[k], _version_key(k)), reverse=True)
+    return (listed & counts.keys()) | set(others[:cap])
+
+
 def build_heatmap(
-    cells: list[MatrixCell], variant_labels: list[str], state: dict[str, str]
+    cells: list[MatrixCell], variant_labels: list[str], state: dict[str, str],
+    *, max_observed_rows: int = MAX_OBSERVED_ROWS, max_observed_columns: int = MAX_OBSERVED_COLUMNS,
 ) -> Heatmap:
-    """Squares for ``cells`` (already filtered by Python, platform and status); ``state`` is the URL's."""
+    """Squares for ``cells`` (already filtered by Python, platform and status); ``state`` holds the
+    validated filters (the squares link to them). Releases and builds only reports name are capped."""
     family = state.get("family")
     by_square: dict[tuple[str, str], dict[str, int]] = {}
-    selected: list[MatrixCell] = []
+    listed_versions: set[str] = set()
+    listed_builds = set(variant_labels)
+    reports_by_version: dict[str, int] = {}
+    reports_by_square: dict[tuple[str, str], int] = {}
     for cell in cells:
         build = cell.torch_build or "unknown"
         if family and (label_family(build) or cell.backend) != family:
             continue
         counts = by_square.setdefault((cell.torch_version, build), {})
         counts[cell.status] = counts.get(cell.status, 0) + 1
-        if (cell.torch_version, build) == (state.get("torch"), state.get("build")):
-            selected.append(cell)
+        if cell.declared:
+            listed_versions.add(cell.torch_version)
+            listed_builds.add(build)
+        reports_by_version[cell.torch_version] = reports_by_version.get(cell.torch_version, 0) + cell.reports
+        reports_by_square[(cell.torch_version, build)] = reports_by_square.get((cell.torch_version, build), 0) + cell.reports
+    kept_versions = _kept(reports_by_version, listed_versions, max_observed_rows)
+    # the builds of the kept releases only: a column of squares all left off would show nothing
+    reports_by_build: dict[str, int] = {}
+    for version, build in by_square:
+        if version in kept_versions:
+            reports_by_build[build] = reports_by_build.get(build, 0) + reports_by_square[(version, build)]
+    kept_builds = _kept(reports_by_build, listed_builds, max_observed_columns)
+    all_builds = {b for _, b in by_square}
+    hidden = 0
+    for key in [k for k in by_square if k[0] not in kept_versions or k[1] not in kept_builds]:
+        hidden += sum(by_square.pop(key).values())
     builds = {b for _, b in by_square}
     columns = [label for label in variant_labels if label in builds]
     columns += sorted(builds - set(columns))
@@ -101,13 +139,25 @@ def build_heatmap(
             href = matrix_url(state, torch=version, build=build) + "#evidence" if counts else ""
             squares.append(Square(torch=version, build=build, counts=counts, href=href))
         rows.append((version, squares))
-    # evidence first: the cells with reports are what a visitor opens a square for
-    selected.sort(key=lambda c: (-c.reports, c.python, c.os, c.arch))
     total = sum(sum(counts.values()) for counts in by_square.values())
     return Heatmap(
-        columns=columns, rows=rows, cells=total, selected=selected,
-        selected_key=(state.get("torch"), state.get("build")),
+        columns=columns, rows=rows, cells=total, hidden_cells=hidden,
+        hidden_rows=len(reports_by_version.keys() - kept_versions),
+        hidden_columns=len(all_builds - kept_builds),
     )
+
+
+def square_cells(cells: list[MatrixCell], state: dict[str, str]) -> list[MatrixCell]:
+    """The cells of the square ``state`` names (its torch and build), evidence first."""
+    family = state.get("family")
+    selected = [
+        c for c in cells
+        if (c.torch_version, c.torch_build or "unknown") == (state.get("torch"), state.get("build"))
+        and not (family and (label_family(c.torch_build or "unknown") or c.backend) != family)
+    ]
+    # evidence first: the cells with reports are what a visitor opens a square for
+    selected.sort(key=lambda c: (-c.reports, c.python, c.os, c.arch))
+    return selected
 
 
 def evidence_params(cell: MatrixCell) -> dict[str, str]:

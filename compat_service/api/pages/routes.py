@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs
@@ -28,11 +29,23 @@ from compat_service.api.routes.matrix import current_rows
 from compat_service.db.evidence.matrix_cells import cell_of
 from compat_service.db.evidence.queries import MatrixFilter
 from compat_service.domain.backends import PLATFORMS
-from compat_service.domain.evidence.status import BAD_STATUSES
+from compat_service.domain.evidence.perf import describe as describe_perf_figure
+from compat_service.domain.evidence.status import BAD_STATUSES, is_bad
 from compat_service.domain.hardware_rules import driver_rule
+from compat_service.domain.visible_text import visible
 
 PAGES = Path(__file__).resolve().parents[1] / "pages"
 templates = Jinja2Templates(directory=str(PAGES / "templates"))
+templates.env.filters["perf_figure"] = describe_perf_figure  # "matmul.float32 1.2 TFLOP/s (cpu ..., 4% of peak)"
+
+
+def _finalize(value: Any) -> Any:
+    """Every ``{{ }}`` value: report text is data, its control and bidi characters shown as escapes
+    (markup the templates build themselves, ``Markup``, is left as it is)."""
+    return visible(value) if type(value) is str else value
+
+
+templates.env.finalize = _finalize
 static_files = StaticFiles(directory=str(PAGES / "static"))
 
 router = APIRouter(include_in_schema=False)
@@ -40,8 +53,12 @@ router = APIRouter(include_in_schema=False)
 _HEADERS = {"Cache-Control": "no-cache"}
 #: most evidence cells of one square read in full on the matrix page
 MAX_EVIDENCE_CELLS = 12
+#: most report-less cells of one square listed by name (a square has Python × platform of them)
+MAX_DECLARED_SHOWN = 200
 _PASTE_LIMIT = 200_000
 PAGE_CACHE_SIZE = 64
+#: ... and at most this many bytes of page models (Heatmap.weight) per worker
+PAGE_CACHE_BYTES = 32 * 1024 * 1024
 
 
 def _page(request: Request, name: str, context: dict[str, Any], status: int = 200) -> HTMLResponse:
@@ -51,6 +68,11 @@ def _page(request: Request, name: str, context: dict[str, Any], status: int = 20
 def _page_cache(request: Request) -> LruCache[Any]:
     """This worker's cache of page models (heatmaps): a few dozen filter combinations cover the traffic."""
     return state_of(request.app).page_cache
+
+
+def page_weight(model: Any) -> int:
+    """A page model's weight in bytes for the page cache (``Heatmap.weight``)."""
+    return model.weight() if hasattr(model, "weight") else 1_000
 
 
 def _error_page(request: Request, title: str, found: ApiAnswer) -> HTMLResponse:
@@ -102,49 +124,82 @@ async def paste_nvidia_smi(request: Request) -> Response:
     return RedirectResponse(selector.from_nvidia_smi(text, state), status_code=303)
 
 
+def _matrix_filters(
+    request: Request, families: Sequence[str], pythons: Sequence[str]
+) -> tuple[dict[str, str], list[str]]:
+    """The URL's filters that name something the page offers, and a problem for each one that does not
+    (ignored): the page model is cached by these validated values only, so made-up values cannot each
+    build and keep a heatmap."""
+    allowed: dict[str, Sequence[str]] = {
+        "family": families, "platform": PLATFORMS, "python": pythons, "status": heatmap.STATUSES,
+    }
+    q = request.query_params
+    filters: dict[str, str] = {}
+    problems = []
+    for name in heatmap.FILTERS:
+        value = q.get(name, "").strip()
+        if not value:
+            continue
+        if value in allowed[name]:
+            filters[name] = value
+        else:
+            shown = value if len(value) <= 40 else value[:40] + "…"
+            problems.append(f"unknown {name} {shown!r}: choose one of {', '.join(allowed[name])}")
+    return filters, problems
+
+
 @router.get("/matrix", response_class=HTMLResponse)
 async def matrix_page(request: Request) -> Response:
-    q = request.query_params
-    state = {k: q[k] for k in (*heatmap.FILTERS, "torch", "build") if q.get(k, "").strip()}
     matrix = await get_matrix(request)
     data = matrix.data
-    platform = state.get("platform")
-    problems = []
-    if platform and platform not in PLATFORMS:
-        problems.append(f"unknown platform {platform!r}: choose one of {', '.join(PLATFORMS)}")
-        platform = None
-    status = state.get("status")
-    if status and status not in heatmap.STATUSES:
-        problems.append(f"unknown status {status!r}")
-        status = None
+    pythons = selector.choices(data)["pythons"]
+    families = sorted({v.family for v in data.build_variants.variants})
+    filters, problems = _matrix_filters(request, families, pythons)
+    platform = filters.get("platform")
     flt = MatrixFilter(
-        python=state.get("python"),
+        python=filters.get("python"),
         os=platform.split("-", 1)[0] if platform else None,
         arch=platform.split("-", 1)[1] if platform else None,
-        status=status,
+        status=filters.get("status"),
     )
 
-    def read() -> list[Any]:
+    def read(flt: MatrixFilter) -> list[Any]:
         # the rows GET /v1/matrix keeps for this load and evidence (assembled once per worker)
         with Session(state_of(request.app).engine) as session:
             rows = current_rows(request.app, session, matrix)
             return [cell_of(r) for r in rows.select(flt)]
 
     labels = [v.label for v in data.build_variants.variants]
-    # a heatmap is a pure function of the load, the stored evidence and the URL: cached per worker
+    # a heatmap is a pure function of the load, the stored evidence and the validated filters: cached per
+    # worker (bounded by entries and by bytes)
     _evidence, stamp = evidence_for_resolve(request.app, None)
-    key = ("matrix-page", matrix.content_hash, stamp, tuple(sorted(state.items())))
+    key = ("matrix-page", matrix.content_hash, stamp, tuple(sorted(filters.items())))
     cache = _page_cache(request)
     heat = cache.get(key)
     if heat is None:
-        cells = await run_in_threadpool(read)
-        heat = heatmap.build_heatmap(cells, labels, state)
+        cells = await run_in_threadpool(read, flt)
+        heat = heatmap.build_heatmap(cells, labels, filters)
         cache.put(key, heat)
+    q = request.query_params
+    torch, build = q.get("torch", "").strip() or None, q.get("build", "").strip() or None
+    if (torch and not any(v == torch for v, _ in heat.rows)) or (build and build not in heat.columns):
+        what = " ".join(f"{n} {v[:40]!r}" for n, v in (("torch", torch), ("build", build)) if v)
+        error = {
+            "code": "not-found",
+            "message": f"the matrix page has no square for {what}",
+            "hint": "open a square of the heatmap; GET /v1/matrix lists every cell, observed ones included",
+        }
+        return _error_page(request, "Matrix", ApiAnswer(404, error))
+    state = {**filters, **({"torch": torch} if torch else {}), **({"build": build} if build else {})}
+    selected = []
+    if torch and build:
+        square = MatrixFilter(torch=torch, build=None if build == "unknown" else build, python=flt.python,
+                              os=flt.os, arch=flt.arch, status=flt.status)
+        selected = heatmap.square_cells(await run_in_threadpool(read, square), state)
     evidence = []
-    for cell in [c for c in heat.selected if c.reports][:MAX_EVIDENCE_CELLS]:
+    for cell in [c for c in selected if c.reports][:MAX_EVIDENCE_CELLS]:
         found = await api_get(request, "/v1/evidence", heatmap.evidence_params(cell))
         evidence.append((cell, found))
-    pythons = selector.choices(data)["pythons"]
     return _page(
         request,
         "matrix.html",
@@ -152,10 +207,11 @@ async def matrix_page(request: Request) -> Response:
             "matrix_version": matrix.version,
             "state": state,
             "heat": heat,
+            "selected_key": (torch, build),
             "evidence": evidence,
-            "declared_only": [c for c in heat.selected if not c.reports],
+            "declared_only": [c for c in selected if not c.reports][:MAX_DECLARED_SHOWN],
             "legend": heatmap.LEGEND,
-            "families": sorted({v.family for v in data.build_variants.variants}),
+            "families": families,
             "platforms": PLATFORMS,
             "pythons": pythons,
             "statuses": heatmap.STATUSES,
@@ -230,6 +286,7 @@ async def report_page(request: Request, report_id: str) -> Response:
     report = found.body
     checks = report.get("checks", [])
     bad = BAD_STATUSES
+    failing_ids = {c["id"] for c in checks if is_bad(c["group"], c["status"])}  # unsupported in smoke/models too
     order = {**dict.fromkeys(BAD_STATUSES, 0), "unsupported": 1, "skipped": 2, "passed": 3}
     groups: dict[str, list[dict[str, Any]]] = {}
     for check in checks:
@@ -242,7 +299,7 @@ async def report_page(request: Request, report_id: str) -> Response:
             counts[c["status"]] = counts.get(c["status"], 0) + 1
         grouped.append((group, counts, items))
     grouped.sort(key=lambda g: (-sum(n for s, n in g[1].items() if s in bad), g[0]))
-    failing = [c for c in checks if c["status"] in bad]
+    failing = [c for c in checks if c["id"] in failing_ids]
     return _page(
         request,
         "report.html",
@@ -253,6 +310,7 @@ async def report_page(request: Request, report_id: str) -> Response:
             "failing": failing,
             "grouped": grouped,
             "bad": bad,
+            "perf": (report.get("perf") or {}).get("figures") or [],
             "raw_json": json.dumps(report.get("summary", {}), indent=1),
             "api_url": f"/v1/reports/{report_id}",
         },

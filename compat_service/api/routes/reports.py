@@ -36,7 +36,7 @@ from compat_service.db.evidence.prepare import PreparedReport, prepare_report, u
 from compat_service.db.evidence.queries import get_report_json
 from compat_service.db.evidence.queue import IngestQueue
 from compat_service.db.matrix.tables import ApiTokenPublic
-from compat_service.db.tokens import TokenCache, authorize
+from compat_service.db.tokens import TokenCache, authorize, hash_token
 from compat_service.domain.errors import (
     AccelenvError,
     AuthError,
@@ -78,13 +78,13 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
     },
 )
 async def submit_report(request: Request, response: Response, credentials: BearerDep) -> ReportAccepted:
-    body = await request.body()
-    # Token check and validation in ONE worker thread (each sync dependency would cost a thread hop of its
-    # own); the report then joins the worker's ingest queue, stored with whatever else is queued.
     state = state_of(request.app)
-    queued = await run_in_threadpool(
-        _authorize_and_queue, state.engine, state.token_cache, state.ingest_queue, credentials, body
-    )
+    # the token first, from the headers alone: an unauthorized caller's body is never read
+    token = await token_before_body(state.engine, state.token_cache, credentials)
+    body = await request.body()
+    # validation in one worker thread; the report then joins the worker's ingest queue, stored with
+    # whatever else is queued
+    queued = await run_in_threadpool(_prepare_and_queue, state.ingest_queue, token.id, body)
     result = await asyncio.wrap_future(queued)
     if isinstance(result, AccelenvError):
         raise result
@@ -95,17 +95,24 @@ async def submit_report(request: Request, response: Response, credentials: Beare
     return ReportAccepted(report_id=result.report_id, created=result.created, cell=result.key, url=url)
 
 
-def _authorize_and_queue(
-    engine: Engine,
-    tokens: TokenCache,
-    ingest_queue: IngestQueue,
-    credentials: HTTPAuthorizationCredentials | None,
-    body: bytes,
-) -> Future[IngestResult | AccelenvError]:
+def _authorize(engine: Engine, tokens: TokenCache, secret: str | None) -> ApiTokenPublic:
     with Session(engine) as session:  # connects only when the token is not cached
-        # the token first: an unauthorized caller learns nothing about its body
-        token = authorize(session, credentials.credentials if credentials else None, "report", tokens)
-    return ingest_queue.submit(prepare_report(parse_report(body), submitter_id=token.id))
+        return authorize(session, secret, "report", tokens)
+
+
+async def token_before_body(
+    engine: Engine, tokens: TokenCache, credentials: HTTPAuthorizationCredentials | None
+) -> ApiTokenPublic:
+    """The `report` token of a submission, decided before its body is read (a 401 costs no upload): no
+    token or a cached one is decided on the event loop, an unknown one is looked up in a worker thread."""
+    secret = credentials.credentials if credentials else None
+    if secret and tokens.get(hash_token(secret)) is None:
+        return await run_in_threadpool(_authorize, engine, tokens, secret)
+    return _authorize(engine, tokens, secret)
+
+
+def _prepare_and_queue(ingest_queue: IngestQueue, submitter_id: int, body: bytes) -> Future[IngestResult | AccelenvError]:
+    return ingest_queue.submit(prepare_report(parse_report(body), submitter_id=submitter_id))
 
 
 class BatchItemResult(BaseModel):
@@ -151,31 +158,24 @@ _REPORT_SCHEMA = ProbeReport.model_json_schema()
     },
 )
 async def submit_batch(request: Request, credentials: BearerDep) -> BatchAccepted:
-    body = await request.body()
     state = state_of(request.app)
+    token = await token_before_body(state.engine, state.token_cache, credentials)
+    body = await request.body()
     ndjson = is_ndjson(request.headers.get("content-type"))
     results = await run_in_threadpool(
-        _authorize_and_ingest_batch,
-        state.engine, state.token_cache, credentials, body, state.settings.max_batch_reports, ndjson,
+        _ingest_batch, state.engine, token.id, body, state.settings.max_batch_reports, ndjson,
     )
     return BatchAccepted(results=results)
 
 
-def _authorize_and_ingest_batch(
-    engine: Engine,
-    tokens: TokenCache,
-    credentials: HTTPAuthorizationCredentials | None,
-    body: bytes,
-    max_reports: int,
-    ndjson: bool,
+def _ingest_batch(
+    engine: Engine, submitter_id: int, body: bytes, max_reports: int, ndjson: bool
 ) -> list[BatchItemResult]:
-    with Session(engine) as session:  # connects only when the token is not cached
-        token = authorize(session, credentials.credentials if credentials else None, "report", tokens)
     now = utcnow()
     # each parsed report is reduced at once, so the batch holds compact records, not object trees; no
     # database connection is held meanwhile
     items = [
-        _prepare_item(item, now, token.id) if isinstance(item, ProbeReport) else item
+        _prepare_item(item, now, submitter_id) if isinstance(item, ProbeReport) else item
         for item in parse_batch(body, max_reports, ndjson=ndjson)
     ]
     valid = [item for item in items if not isinstance(item, InvalidItem)]

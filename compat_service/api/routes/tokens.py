@@ -11,7 +11,7 @@ from starlette.concurrency import run_in_threadpool
 from compat_service.api.deps import require_scope, state_of
 from compat_service.db.evidence.withdraw import WithdrawResult, withdraw_submitter
 from compat_service.db.matrix.tables import ApiTokenPublic
-from compat_service.domain.errors import ErrorBody
+from compat_service.domain.errors import ConflictError, ErrorBody
 
 router = APIRouter(prefix="/v1/tokens", tags=["tokens"])
 
@@ -20,11 +20,17 @@ router = APIRouter(prefix="/v1/tokens", tags=["tokens"])
     "/{token_id}/withdraw",
     summary="Revoke a token and withdraw every report it submitted from the evidence (admin)",
     response_model=WithdrawResult,
-    responses={status: {"model": ErrorBody} for status in (401, 403, 404)},
+    responses={status: {"model": ErrorBody} for status in (401, 403, 404, 409)},
 )
 async def withdraw_token(
     request: Request,
-    _admin: Annotated[ApiTokenPublic, Depends(require_scope("admin"))],
+    admin: Annotated[ApiTokenPublic, Depends(require_scope("admin"))],
     token_id: Annotated[int, Path(ge=1, le=2**31 - 1, description="the id `accelenv token list` shows")],
 ) -> WithdrawResult:
+    if token_id == admin.id:
+        # revoking the token in use would lock its holder out mid-call (and may be the last admin token)
+        raise ConflictError(
+            "a token cannot withdraw itself",
+            hint="withdraw it with another admin token, or on the server with `accelenv token withdraw`",
+        )
     return await run_in_threadpool(withdraw_submitter, state_of(request.app).engine, token_id)

@@ -1,4 +1,5 @@
-"""uvicorn's HTTP protocols, answering a request they cannot parse in the API's JSON error shape.
+"""uvicorn's HTTP protocols, answering a request they cannot parse in the API's JSON error shape, and
+bounding what a client may send before its headers are complete.
 
 uvicorn refuses a malformed request (a garbage request line, a header with a space in its name, two
 Content-Length headers, a broken chunk) itself, before the app sees it, with a plain-text 400. These
@@ -6,14 +7,32 @@ subclasses answer with ``{code: "bad-request", message, hint, causes, alternativ
 other error of the API does. `accelenv serve` (and the tests' live server) run with
 ``--http compat_service.api.server.http_protocol:JsonErrorsHttpToolsProtocol`` (httptools is a dependency; the h11
 variant is for installs without it).
+
+Two limits apply before a request reaches the app (neither httptools nor uvicorn has them; a 100 MiB
+header was otherwise read whole, and a client sending one header byte every few seconds kept its connection
+for ever, since every byte re-arms uvicorn's keep-alive timer):
+
+- ``Settings.max_header_bytes`` (``ACCELENV_MAX_HEADER_BYTES``): the request line and headers together;
+  more gets ``431`` and the connection is closed. (h11 has its own limit, set to the same value.)
+- ``Settings.header_read_timeout_s`` (``ACCELENV_HEADER_READ_TIMEOUT_S``): a request's headers must be
+  complete within this many seconds of the connection opening or the previous response ending; otherwise
+  ``408`` and the connection is closed. Bytes arriving do not extend it.
+
+The limits are read from the environment once per worker process (`ConnectionLimits`, the part of
+`Settings` the protocol needs), since uvicorn builds the protocol, not the app factory.
 """
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import json
+from typing import Any
 
+import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from compat_service.config import ConnectionLimits
 from compat_service.domain.errors import ErrorBody
 
 try:
@@ -21,19 +40,42 @@ try:
 except ImportError:  # pragma: no cover - httptools is a dependency
     HttpToolsProtocol = None  # type: ignore[assignment,misc]
 
+_REASONS = {400: b"Bad Request", 408: b"Request Timeout", 431: b"Request Header Fields Too Large"}
 
-def _bad_request(msg: str) -> bytes:
-    body = ErrorBody(
+
+@functools.cache
+def connection_limits() -> ConnectionLimits:
+    """This worker's limits (from ACCELENV_* variables; read once)."""
+    return ConnectionLimits()
+
+
+def _bad_request(msg: str) -> ErrorBody:
+    return ErrorBody(
         code="bad-request",
         message=f"the HTTP request is malformed: {msg}",
         hint="check the request line, the header names and Content-Length / Transfer-Encoding",
     )
-    return json.dumps(body.model_dump(mode="json")).encode()
 
 
-def _response(default_headers: list[tuple[bytes, bytes]], msg: str) -> bytes:
-    body = _bad_request(msg)
-    lines = [b"HTTP/1.1 400 Bad Request\r\n"]
+def _headers_too_large(limit: int) -> ErrorBody:
+    return ErrorBody(
+        code="headers-too-large",
+        message=f"the request line and headers are larger than this service accepts ({limit} bytes)",
+        hint="send fewer or shorter headers; the limit is the service setting ACCELENV_MAX_HEADER_BYTES",
+    )
+
+
+def _headers_too_slow(timeout_s: float) -> ErrorBody:
+    return ErrorBody(
+        code="request-timeout",
+        message=f"the request headers did not arrive within {timeout_s:g} s",
+        hint="send the whole request at once; the limit is the service setting ACCELENV_HEADER_READ_TIMEOUT_S",
+    )
+
+
+def _response(default_headers: list[tuple[bytes, bytes]], status: int, error: ErrorBody) -> bytes:
+    body = json.dumps(error.model_dump(mode="json")).encode()
+    lines = [b"HTTP/1.1 %d %s\r\n" % (status, _REASONS[status])]
     lines += [name + b": " + value + b"\r\n" for name, value in default_headers]
     lines += [
         b"content-type: application/json\r\n",
@@ -44,17 +86,115 @@ def _response(default_headers: list[tuple[bytes, bytes]], msg: str) -> bytes:
     return b"".join(lines)
 
 
-class JsonErrorsH11Protocol(H11Protocol):
+class _HeaderDeadline:
+    """The header read-time limit, shared by both protocols: armed when the connection opens and when a
+    response ends, disarmed when a request's headers are complete."""
+
+    transport: asyncio.Transport
+    loop: asyncio.AbstractEventLoop
+    server_state: Any
+    _header_timer: asyncio.TimerHandle | None = None
+
+    def _arm_header_deadline(self) -> None:
+        self._disarm_header_deadline()
+        self._header_timer = self.loop.call_later(
+            connection_limits().header_read_timeout_s, self._header_deadline_passed
+        )
+
+    def _disarm_header_deadline(self) -> None:
+        if self._header_timer is not None:
+            self._header_timer.cancel()
+            self._header_timer = None
+
+    def _awaiting_headers(self) -> bool:
+        raise NotImplementedError
+
+    def _header_deadline_passed(self) -> None:
+        self._header_timer = None
+        if self.transport.is_closing() or not self._awaiting_headers():
+            return
+        error = _headers_too_slow(connection_limits().header_read_timeout_s)
+        self.transport.write(_response(self.server_state.default_headers, 408, error))
+        self.transport.close()
+
+
+class JsonErrorsH11Protocol(_HeaderDeadline, H11Protocol):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # h11 bounds an incomplete request line + headers itself (a 400 past it): the same limit
+        self.conn = h11.Connection(h11.SERVER, connection_limits().max_header_bytes)
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._arm_header_deadline()
+
+    def data_received(self, data: bytes) -> None:
+        super().data_received(data)
+        if not self._awaiting_headers():
+            self._disarm_header_deadline()
+
+    def _awaiting_headers(self) -> bool:
+        return self.conn.their_state is h11.IDLE and (self.cycle is None or self.cycle.response_complete)
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        if not self.transport.is_closing():
+            self._arm_header_deadline()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm_header_deadline()
+        super().connection_lost(exc)
+
     def send_400_response(self, msg: str) -> None:
-        self.transport.write(_response(self.server_state.default_headers, msg))
+        self.transport.write(_response(self.server_state.default_headers, 400, _bad_request(msg)))
         self.transport.close()
 
 
 if HttpToolsProtocol is not None:
 
-    class JsonErrorsHttpToolsProtocol(HttpToolsProtocol):
+    class JsonErrorsHttpToolsProtocol(_HeaderDeadline, HttpToolsProtocol):
+        #: bytes received since the last request's headers were complete (the next request line and headers)
+        _header_bytes = 0
+        _in_headers = True
+
+        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+            super().connection_made(transport)
+            self._arm_header_deadline()
+
+        def data_received(self, data: bytes) -> None:
+            if self._in_headers:
+                self._header_bytes += len(data)
+            super().data_received(data)
+            limit = connection_limits().max_header_bytes
+            if self._in_headers and self._header_bytes > limit and not self.transport.is_closing():
+                # httptools keeps every header byte until the headers end: stop it here
+                self.transport.write(_response(self.server_state.default_headers, 431, _headers_too_large(limit)))
+                self.transport.close()
+
+        def on_headers_complete(self) -> None:
+            self._in_headers = False
+            self._header_bytes = 0
+            self._disarm_header_deadline()
+            super().on_headers_complete()
+
+        def on_message_complete(self) -> None:
+            self._in_headers = True
+            super().on_message_complete()
+
+        def _awaiting_headers(self) -> bool:
+            return self._in_headers and (self.cycle is None or self.cycle.response_complete)
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            if not self.transport.is_closing():
+                self._arm_header_deadline()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._disarm_header_deadline()
+            super().connection_lost(exc)
+
         def send_400_response(self, msg: str) -> None:
-            self.transport.write(_response(self.server_state.default_headers, msg))
+            self.transport.write(_response(self.server_state.default_headers, 400, _bad_request(msg)))
             self.transport.close()
 
 #: what `accelenv serve` passes as uvicorn's ``http``

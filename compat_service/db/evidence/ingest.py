@@ -416,6 +416,15 @@ def _add_evidence(
         )
         if updated.rowcount != 1:
             raise _StaleCellId
+        with_perf = [p for p in reports if p.perf is not None]
+        if with_perf:  # the newest report's figures; an older one arriving later leaves them
+            newest = max(with_perf, key=lambda p: p.report_row["created_at"])
+            at = newest.report_row["created_at"]
+            conn.execute(
+                sa.update(_CELL)
+                .where(_CELL.c.id == cell_id, sa.or_(_CELL.c.perf_at.is_(None), _CELL.c.perf_at <= at))
+                .values(perf=newest.perf, perf_at=at)
+            )
 
 
 def _add_submitters(

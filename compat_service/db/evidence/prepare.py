@@ -18,8 +18,9 @@ from typing import Any
 
 from compat_service.domain.evidence.cells import CellKey, cell_key_of
 from compat_service.domain.evidence.observed_builds import BuildObservation, observation_of
+from compat_service.domain.evidence.perf import headline_json
 from compat_service.domain.evidence.report import CHECK_STATUSES, MAX_TEXT, CheckResult, ProbeReport, Summary
-from compat_service.domain.evidence.status import BAD_STATUSES, ReportVerdict, classify_report, is_failing
+from compat_service.domain.evidence.status import ReportVerdict, classify_report, is_bad, is_failing
 
 #: columns of a check counter row, in order (``evidence_check`` minus cell_id and shard)
 CHECK_COLUMNS = ("check_id", "group", *CHECK_STATUSES, "aten_op", "last_failure")
@@ -55,6 +56,8 @@ class PreparedReport:
     aten_ops: tuple[str | None, ...]
     #: check id -> what went wrong, for the failing checks
     failures: dict[str, str]
+    #: the report's perf headline as JSON text (``domain.evidence.perf``), None when it has no perf block
+    perf: str | None = None
     #: the build facts the report states (compiled arch list, runtimes), None when it states none
     observation: BuildObservation | None = None
 
@@ -71,7 +74,7 @@ class PreparedReport:
 def summary_of(checks: list[CheckResult]) -> Summary:
     """The summary ``checks`` add up to; stored in place of the one the report was sent with."""
     counts = collections.Counter(map(_STATUS, checks))
-    return Summary(total=len(checks), counts=dict(counts), ok=BAD_STATUSES.isdisjoint(counts))
+    return Summary(total=len(checks), counts=dict(counts), ok=not any(is_bad(c.group, c.status) for c in checks))
 
 
 def prepare_report(
@@ -86,7 +89,11 @@ def prepare_report(
     summary = summary_of(checks)
     if summary != report.summary:
         report = report.model_copy(update={"summary": summary})
-    body = report.model_dump_json()
+    # the optional parts a report did not carry stay out of the stored body (bodies stored before them are alike)
+    absent: dict[str, Any] = {"summary": {"groups"}} if report.summary.groups is None else {}
+    if report.perf is None:
+        absent["perf"] = True
+    body = report.model_dump_json(exclude=absent or None)
     ids = tuple(map(_ID, checks))
     return PreparedReport(
         key=key,
@@ -111,6 +118,7 @@ def prepare_report(
             for c in checks
             if c.status != "passed" and is_failing(c.group, c.status)
         },
+        perf=headline_json(report),
         observation=observation_of(report),
     )
 

@@ -29,8 +29,9 @@ from compat_service.domain.evidence.cells import (
     FailingCheck,
     MatrixCell,
 )
+from compat_service.domain.evidence.perf import parse as parse_perf
 from compat_service.domain.evidence.report import CHECK_STATUSES
-from compat_service.domain.evidence.status import GAP_GROUPS, REQUIRED_GROUPS, cell_health, cell_status
+from compat_service.domain.evidence.status import REQUIRED_GROUPS, UNSUPPORTED_FAILS, cell_health, cell_status
 from compat_service.domain.matrix.schema import MatrixData
 
 RECENT_REPORTS = 20
@@ -115,12 +116,12 @@ def _counts(row: sa.Row) -> CheckCounts:
 def _failing_expr() -> sa.ColumnElement[int]:
     """How often a check was failing (evidence.status.is_failing, summed in SQL)."""
     bad = EvidenceCheck.failed + EvidenceCheck.timeout + EvidenceCheck.crashed + EvidenceCheck.error
-    gaps = sa.case((EvidenceCheck.group.in_(sorted(GAP_GROUPS)), EvidenceCheck.unsupported), else_=0)  # type: ignore[attr-defined]
+    gaps = sa.case((EvidenceCheck.group.in_(sorted(UNSUPPORTED_FAILS)), EvidenceCheck.unsupported), else_=0)  # type: ignore[attr-defined]
     return bad + gaps
 
 
 def _failing_count(group: str, counts: CheckCounts) -> int:
-    return counts.bad + (counts.unsupported if group in GAP_GROUPS else 0)
+    return counts.bad + (counts.unsupported if group in UNSUPPORTED_FAILS else 0)
 
 
 def get_report_json(session: Session, report_id: str) -> str | None:
@@ -230,6 +231,7 @@ def cell_summary(
         "passing_submitters": cell.passing_submitters,
         "first_seen": _aware(cell.first_seen),
         "last_seen": _aware(cell.last_seen),
+        "perf": parse_perf(getattr(cell, "perf", None)),
     }
 
 

@@ -53,6 +53,9 @@ class EvidenceCell(SQLModel, CellTally, table=True):
     # the counters: CellTally's fields, declared once (in the domain, which reads them)
     first_seen: dt.datetime
     last_seen: dt.datetime
+    #: the perf headline (JSON, ``domain.evidence.perf``) of the newest report that carried one, and its time
+    perf: str | None = Field(default=None, sa_type=sa.Text)
+    perf_at: dt.datetime | None = Field(default=None, sa_type=sa.DateTime(timezone=True))
 
 
 class EvidenceHost(SQLModel, table=True):

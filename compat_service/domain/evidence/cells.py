@@ -17,6 +17,7 @@ import hashlib
 import json
 import re
 from collections.abc import Iterator
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -261,6 +262,8 @@ class CellEvidence(BaseModel):
     passing_submitters: int = 0
     first_seen: dt.datetime | None
     last_seen: dt.datetime | None
+    #: the perf headline of the cell's newest report that measured it (``domain.evidence.perf``), or None
+    perf: list[dict[str, Any]] | None = None
     counts: CheckCounts = Field(description="check results by status, over all reports")
     failing_checks: list[FailingCheck]
     checks: list[CheckEvidence] = Field(default_factory=list)
@@ -290,6 +293,8 @@ class MatrixCell(BaseModel):
     passing_submitters: int = 0
     first_seen: dt.datetime | None = None
     last_seen: dt.datetime | None = None
+    #: the perf headline of the newest report that measured it (``domain.evidence.perf``), or None
+    perf: list[dict[str, Any]] | None = None
     failing_checks: list[str] = Field(default_factory=list)
     #: the wheel family of ``torch_build`` (cpu, cuda, rocm, xpu); GET /v1/matrix's ``family`` filter
     family: str | None = None

@@ -17,7 +17,9 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fie
 
 SCHEMA_VERSION = "1"
 
-CheckGroup = Literal["detect", "smoke", "ops", "opinfo", "compile", "runtime", "allocator", "amp", "distributed"]
+#: the probe's groups, in report order (``probes.checks.registry``; a test keeps the two equal)
+CheckGroup = Literal["detect", "smoke", "models", "ops", "opinfo", "compile", "runtime", "privateuse1", "allocator",
+                     "amp", "distributed", "perf"]
 CheckStatus = Literal["passed", "failed", "unsupported", "skipped", "timeout", "crashed", "error"]
 CHECK_STATUSES: tuple[str, ...] = get_args(CheckStatus)
 
@@ -140,8 +142,37 @@ class Summary(_Strict):
 
     total: StrictInt = Field(ge=0)
     counts: dict[CheckStatus, StrictInt]
-    #: true when no check is failed, timeout, crashed or error
+    #: true when no check is failed, timeout, crashed or error, and no smoke or models check is unsupported
     ok: StrictBool
+    #: what a group's checks add up to, where the probe computes it (opinfo: counts, missing aten ops); the
+    #: service stores the summary derived from the checks, without this part
+    groups: dict[str, FreeData] | None = Field(default=None, max_length=32)
+
+
+#: units a perf figure may carry
+PerfUnit = Literal["FLOP/s", "B/s", "s", "ratio", "count"]
+
+
+class PerfFigure(_Strict):
+    """One figure of the perf group: the device's value beside the same figure on the host's CPU."""
+
+    #: stable name, e.g. 'matmul.float32', 'copy.h2d.pinned', 'launch_latency', 'models.resnet.step'
+    name: str = Field(min_length=1, max_length=100, pattern=r"^[A-Za-z0-9_.:\-]+$")
+    unit: PerfUnit
+    value: StrictFloat | None = None
+    cpu_value: StrictFloat | None = None
+    #: value / the device's peak from the probe's sourced peak table; null when the table does not know it
+    peak_fraction: StrictFloat | None = Field(default=None, ge=0)
+    note: str | None = Field(default=None, max_length=400)
+    #: the perf check that measured it
+    check: str | None = Field(default=None, max_length=200)
+
+
+class PerfBlock(_Strict):
+    """The perf group's figures (how fast, not whether it works)."""
+
+    figures: list[PerfFigure] = Field(default_factory=list, max_length=200)
+    extra: FreeData = Field(default_factory=dict, max_length=64)
 
 
 class ProbeReport(_Strict):
@@ -153,6 +184,8 @@ class ProbeReport(_Strict):
     devices: list[Device] = Field(max_length=MAX_DEVICES)
     checks: list[CheckResult] = Field(max_length=MAX_CHECKS)
     summary: Summary
+    #: the perf group's figures; absent when the group did not run
+    perf: PerfBlock | None = None
 
 
 #: JSON's escape for U+0000 (a raw NUL byte is not valid JSON, so this is the only way one gets in)

@@ -7,11 +7,16 @@ This module is the one place these rules live. The database keeps per-cell count
 A check is **bad** when its status is ``failed``, ``timeout``, ``crashed`` or ``error``. In the ``ops`` and
 ``allocator`` groups ``unsupported`` is a **gap**: the backend has no kernel for the op (the dispatcher's
 "Could not run 'aten::X' with arguments from the ... backend") or lacks the allocator feature, so a model
-that needs it fails there. Elsewhere ``unsupported`` (no autocast kernels, no distributed backend) and
-``skipped`` are neither good nor bad. A check is **failing** when it is bad or a gap. The **required**
-groups are ``detect`` and ``smoke``: they say whether torch sees the device and can train on it at all.
+that needs it fails there. In the ``smoke`` and ``models`` groups (**train groups**) ``unsupported`` is bad:
+a device that cannot run the training step or a common model (a missing ``aten::mm``, a missing pooling
+backward) cannot train, whatever else passed. Elsewhere ``unsupported`` (no autocast kernels, no distributed
+backend) and ``skipped`` are neither good nor bad. A check is **failing** when it is bad or a gap. The
+**required** groups are ``detect``, ``smoke`` and ``models``: they say whether torch sees the device and can
+train on it at all.
 
-A report **passes** when no required check is bad and at least one smoke check passed. A host counts towards
+A report **passes** when no required check is bad and at least one smoke check passed: a report whose smoke
+or models group failed never counts as passing for its cell. The probe's own ``summary.ok`` and exit code
+follow the same rule (``probes.checks.registry``, pinned equal to this module by a test). A host counts towards
 verification when at least one of its reports passed.
 
 Rules, first match wins (N = ``Settings.verified_min_hosts``, S = ``Settings.verified_min_submitters``):
@@ -71,16 +76,21 @@ CELL_STATUSES: tuple[str, ...] = get_args(CellStatus)
 FailingStatus = Literal["failed", "timeout", "crashed", "error"]
 BAD_STATUSES: frozenset[str] = frozenset(get_args(FailingStatus))
 #: check groups that must pass for a combination to be usable at all
-REQUIRED_GROUPS: frozenset[str] = frozenset({"detect", "smoke"})
+REQUIRED_GROUPS: frozenset[str] = frozenset({"detect", "smoke", "models"})
+#: groups where ``unsupported`` is bad: the device cannot train (the probe's ``registry.REQUIRED``)
+
 #: groups where ``unsupported`` is a gap (a missing kernel or allocator feature), not a neutral outcome
 GAP_GROUPS: frozenset[str] = frozenset({"ops", "allocator"})
+TRAIN_GROUPS: frozenset[str] = frozenset({"smoke", "models"})
+#: groups where an ``unsupported`` check is failing: the gaps and the train groups
+UNSUPPORTED_FAILS: frozenset[str] = GAP_GROUPS | TRAIN_GROUPS
 
 
 class ReportVerdict(BaseModel):
     """What one report contributes to its cell's counters."""
 
     passed: bool = Field(description="no bad required check, and at least one smoke check passed")
-    required_bad: bool = Field(description="some detect/smoke check is bad")
+    required_bad: bool = Field(description="some detect/smoke/models check is bad")
     other_bad: bool = Field(description="some ops/allocator/amp/distributed check is failing (bad or a gap)")
     smoke_passed: bool = Field(description="at least one smoke check passed")
     failing_checks: list[str] = Field(default_factory=list)
@@ -100,9 +110,14 @@ class CellTally(BaseModel):
     smoke_passed_reports: int = 0
 
 
+def is_bad(group: str, status: str) -> bool:
+    """A failure of the check: a bad status, or ``unsupported`` in a train group."""
+    return status in BAD_STATUSES or (status == "unsupported" and group in TRAIN_GROUPS)
+
+
 def is_failing(group: str, status: str) -> bool:
     """Bad, or a gap (``unsupported`` in a gap group)."""
-    return status in BAD_STATUSES or (status == "unsupported" and group in GAP_GROUPS)
+    return is_bad(group, status) or (status == "unsupported" and group in GAP_GROUPS)
 
 
 def classify_report(checks: Iterable[CheckResult]) -> ReportVerdict:

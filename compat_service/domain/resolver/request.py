@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Literal
+from typing import Any, Literal
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
@@ -324,39 +324,23 @@ class ResolveRequest:
         )
 
     @classmethod
-    def for_host(
-        cls,
-        host: HostFacts,
-        *,
-        torch: str | None = None,
-        python: str | None = None,
-        os: str | None = None,
-        arch: str | None = None,
-        with_: str | Sequence[str] | None = None,
-        require_verified: bool = False,
-        strict: bool = False,
-        runtime: str | None = None,
-        gpu: str | None = None,
-    ) -> ResolveRequest:
+    def for_host(cls, host: HostFacts, **flags: Any) -> ResolveRequest:
         """The request for a detected host (`accelenv resolve` with no --backend, `doctor`'s fixes): its
         backend as detected (or as ACCELENV_BACKEND names it); the NVIDIA driver for a CUDA build; the vendor
         runtime (CANN, ROCm) for npu, rocm and mlu; the GPU architecture where builds are chosen by it (CUDA,
-        ROCm: elsewhere --driver and --gpu-arch name a GPU target the backend is not); a flag given wins."""
+        ROCm: elsewhere --driver and --gpu-arch name a GPU target the backend is not). ``flags`` are
+        `from_strings`' keywords; one given (not None) wins over what the host says."""
         family = parse_backend(host.backend).family
-        return cls.from_strings(
-            torch=torch,
-            python=python if python is not None else host.python,
-            os=os if os is not None else host.os,
-            arch=arch if arch is not None else host.arch,
-            backend=host.backend,
-            driver=host.driver if family == "cuda" else None,
-            gpu_arch=host.gpu_arch if family in ("cuda", "rocm") else None,
-            with_=with_,
-            require_verified=require_verified,
-            strict=strict,
-            runtime=runtime if runtime is not None else host.runtime if family in ("npu", "rocm", "mlu") else None,
-            gpu=gpu,
-        )
+        detected = {
+            "python": host.python,
+            "os": host.os,
+            "arch": host.arch,
+            "backend": host.backend,
+            "driver": host.driver if family == "cuda" else None,
+            "gpu_arch": host.gpu_arch if family in ("cuda", "rocm") else None,
+            "runtime": host.runtime if family in ("npu", "rocm", "mlu") else None,
+        }
+        return cls.from_strings(**(detected | {k: v for k, v in flags.items() if v is not None}))
 
     @classmethod
     def from_query(cls, values: dict[str, str | list[str] | None]) -> ResolveRequest:

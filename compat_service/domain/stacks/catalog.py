@@ -16,8 +16,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from dataclasses import dataclass
-from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -30,13 +28,15 @@ CATALOG_FORMAT = "2"
 _OWN_FILES = tuple(Path(__file__).with_name(name) for name in ("catalog.py", "schema.py"))
 
 
-@dataclass(frozen=True)
 class Requirement:
     """One Requires-Dist entry a release's wheel states for a platform."""
 
-    name: str
-    specifier: str
-    marker: str | None
+    __slots__ = ("marker", "name", "specifier")
+
+    def __init__(self, name: str, specifier: str, marker: str | None) -> None:
+        self.name = name
+        self.specifier = specifier
+        self.marker = marker
 
     @property
     def exact(self) -> str | None:
@@ -47,28 +47,62 @@ class Requirement:
         return None
 
 
-@dataclass(frozen=True)
 class Release:
-    package: str
-    version: str
-    yanked: bool
-    prerelease: bool
-    requires_python: str | None
-    sdist: str | None
-    #: platform -> Python tags of its wheels (``3.11``, ``3.13t``, ``3.8+`` abi3, ``any``)
-    wheels: dict[str, tuple[str, ...]]
-    #: platform -> the requirements read from that platform's wheel
-    requires: dict[str, tuple[Requirement, ...]]
-    #: curated torch row (torchao): {"binaries": [...], "python_api": [...], "source": [...]}
-    curated_torch: dict[str, Any] | None
-    #: curated policy row (vllm-ascend): {"vllm": ..., "cann": ..., "source": [...]}
-    policy: dict[str, Any] | None
-    #: the UTC date of the release's first upload (ISO), where the index gives it
-    first_upload: str | None = None
+    """One release of an ecosystem package (plain slots, not a dataclass: built on `resolve --with`'s fast path)."""
 
-    @cached_property
+    __slots__ = (
+        "_parsed",
+        "curated_torch",
+        "first_upload",
+        "package",
+        "policy",
+        "prerelease",
+        "requires",
+        "requires_python",
+        "sdist",
+        "version",
+        "wheels",
+        "yanked",
+    )
+
+    def __init__(
+        self,
+        *,
+        package: str,
+        version: str,
+        yanked: bool,
+        prerelease: bool,
+        requires_python: str | None,
+        sdist: str | None,
+        wheels: dict[str, tuple[str, ...]],
+        requires: dict[str, tuple[Requirement, ...]],
+        curated_torch: dict[str, Any] | None,
+        policy: dict[str, Any] | None,
+        first_upload: str | None = None,
+    ) -> None:
+        self.package = package
+        self.version = version
+        self.yanked = yanked
+        self.prerelease = prerelease
+        self.requires_python = requires_python
+        self.sdist = sdist
+        #: platform -> Python tags of its wheels (``3.11``, ``3.13t``, ``3.8+`` abi3, ``any``)
+        self.wheels = wheels
+        #: platform -> the requirements read from that platform's wheel
+        self.requires = requires
+        #: curated torch row (torchao): {"binaries": [...], "python_api": [...], "source": [...]}
+        self.curated_torch = curated_torch
+        #: curated policy row (vllm-ascend): {"vllm": ..., "cann": ..., "source": [...]}
+        self.policy = policy
+        #: the UTC date of the release's first upload (ISO), where the index gives it
+        self.first_upload = first_upload
+        self._parsed: Version | None = None
+
+    @property
     def parsed(self) -> Version:
-        return Version(self.version)
+        if self._parsed is None:
+            self._parsed = Version(self.version)
+        return self._parsed
 
     def requirements(self, platform: str, python: str | None) -> tuple[Requirement, ...]:
         """The requirements that apply on ``platform`` for ``python`` (markers evaluated)."""
@@ -94,18 +128,33 @@ class Release:
         return any(_tag_fits(tag, python) for tag in tags)
 
 
-@dataclass(frozen=True)
 class Package:
-    name: str
-    torch_build: str | None
-    sources: tuple[str, ...]
-    index: str | None
-    retrieved: str | None
-    #: newest first; yanked and pre-releases included (the resolver skips them unless named)
-    releases: tuple[Release, ...]
-    #: flash-attn's prebuilt wheel rows (schema.WheelRow as plain dicts)
-    wheel_rows: tuple[dict[str, Any], ...]
-    final_release_matches: str | None
+    """An ecosystem package: the curated rule and its releases, newest first (yanked and pre-releases included;
+    the resolver skips them unless named)."""
+
+    __slots__ = (
+        "final_release_matches",
+        "index",
+        "name",
+        "releases",
+        "retrieved",
+        "sources",
+        "torch_build",
+        "wheel_rows",
+    )
+
+    def __init__(self, *, name: str, torch_build: str | None, sources: tuple[str, ...], index: str | None,
+                 retrieved: str | None, releases: tuple[Release, ...], wheel_rows: tuple[dict[str, Any], ...],
+                 final_release_matches: str | None) -> None:
+        self.name = name
+        self.torch_build = torch_build
+        self.sources = sources
+        self.index = index
+        self.retrieved = retrieved
+        self.releases = releases
+        #: flash-attn's prebuilt wheel rows (schema.WheelRow as plain dicts)
+        self.wheel_rows = wheel_rows
+        self.final_release_matches = final_release_matches
 
     def release(self, version: str) -> Release | None:
         try:
@@ -201,18 +250,17 @@ def _marker_holds(marker: str, platform: str, python: str) -> bool:
 
 
 def _digest(data_dir: Path) -> str:
-    """The key of the compiled catalog: this module and the schema by content, the data files by path, size
-    and modification time (reading ~700 KB of generated YAML on every `resolve --with` costs more than the
+    """The key of the compiled catalog: this module, the schema and the data files by path, size and
+    modification time (reading ~700 KB of generated YAML on every `resolve --with` costs more than the
     answer; any edit, checkout or refresh changes a file's size or mtime)."""
     digest = hashlib.sha256(CATALOG_FORMAT.encode())
-    for own in _OWN_FILES:
-        digest.update(own.read_bytes())
-    for path in sorted([data_dir / ECOSYSTEM_FILE, data_dir / "sources.yaml", *(data_dir / "index").glob("*.yaml")]):
+    files = [*_OWN_FILES, data_dir / ECOSYSTEM_FILE, data_dir / "sources.yaml", *(data_dir / "index").glob("*.yaml")]
+    for path in sorted(files):
         try:
             stat = path.stat()
         except OSError:
             continue
-        digest.update(f"{path.resolve()}\0{stat.st_size}\0{stat.st_mtime_ns}\0".encode())
+        digest.update(f"{os.path.abspath(path)}\0{stat.st_size}\0{stat.st_mtime_ns}\0".encode())
     return digest.hexdigest()
 
 

@@ -26,7 +26,6 @@ from __future__ import annotations
 import dataclasses
 import itertools
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from packaging.specifiers import SpecifierSet
@@ -52,27 +51,34 @@ COMPANION_NAMES = ("torchvision", "torchaudio")
 INDEX_SOURCE = "package_index"
 
 
-@dataclass
 class Attempt:
     """One combination tried and why it did not make a stack."""
 
-    what: str
-    code: str
-    message: str
-    host_only: bool
+    __slots__ = ("code", "host_only", "message", "what")
+
+    def __init__(self, what: str, code: str, message: str, host_only: bool) -> None:
+        self.what = what
+        self.code = code
+        self.message = message
+        self.host_only = host_only
 
 
-@dataclass
 class Search:
-    request: ResolveRequest
-    matrix: Matrix
-    evidence: EvidenceLookup | None
-    catalog: Catalog
-    attempts: list[Attempt] = field(default_factory=list)
-    cache: dict[tuple[Any, ...], Any] = field(default_factory=dict)
-    #: a package without a prebuilt wheel for the torch found is built from source: only once every
-    #: combination was tried for a prebuilt wheel
-    allow_source: bool = False
+    """One stack resolution's state (plain slots: `resolve --with`'s fast path builds no dataclasses)."""
+
+    __slots__ = ("allow_source", "attempts", "cache", "catalog", "evidence", "matrix", "request")
+
+    def __init__(self, request: ResolveRequest, matrix: Matrix, evidence: EvidenceLookup | None,
+                 catalog: Catalog) -> None:
+        self.request = request
+        self.matrix = matrix
+        self.evidence = evidence
+        self.catalog = catalog
+        self.attempts: list[Attempt] = []
+        self.cache: dict[tuple[Any, ...], Any] = {}
+        #: a package without a prebuilt wheel for the torch found is built from source: only once every
+        #: combination was tried for a prebuilt wheel
+        self.allow_source = False
 
 
 def resolve_stack(
@@ -167,22 +173,26 @@ def _distinct(releases: list[Release], package: Package, platform: str) -> list[
 # -- one combination ------------------------------------------------------------------------------------
 
 
-@dataclass
 class Plan:
     """What a combination of releases asks of torch."""
 
-    chosen: list[tuple[Package, Release]]
-    #: the torch requirements stated by the releases' metadata (all must hold)
-    torch_specs: list[SpecifierSet]
-    #: curated requirements given as alternatives (torchao 0.12.0: 2.7.1, 2.6.0 or 2.5.0): one of each must hold
-    any_of: list[list[str]]
-    #: package name -> exact version pinned by some release of the stack (companions, torch-npu, ...)
-    pins: dict[str, tuple[str, str]]
-    unknowns: list[str]
-    reasons: list[Reason]
-    #: a default-index package that gives torch a range: its binaries were built against a torch released
-    #: no later than the package (ISO date of its first upload, and who says so)
-    not_after: tuple[str, str] | None = None
+    __slots__ = ("any_of", "chosen", "not_after", "pins", "reasons", "torch_specs", "unknowns")
+
+    def __init__(self, chosen: list[tuple[Package, Release]], torch_specs: list[SpecifierSet],
+                 any_of: list[list[str]], pins: dict[str, tuple[str, str]], unknowns: list[str],
+                 reasons: list[Reason], not_after: tuple[str, str] | None = None) -> None:
+        self.chosen = chosen
+        #: the torch requirements stated by the releases' metadata (all must hold)
+        self.torch_specs = torch_specs
+        #: curated requirements given as alternatives (torchao 0.12.0: 2.7.1, 2.6.0 or 2.5.0): one of each holds
+        self.any_of = any_of
+        #: package name -> (exact version, who pins it) for the stack's pins of other packages
+        self.pins = pins
+        self.unknowns = unknowns
+        self.reasons = reasons
+        #: a default-index package that gives torch a range: its binaries were built against a torch released
+        #: no later than the package (ISO date of its first upload, and who says so)
+        self.not_after = not_after
 
 
 def _plan(search: Search, combo: list[tuple[tuple[PackageRequest, Package], Release]]) -> Plan | None:
