@@ -21,6 +21,7 @@ from packaging.version import Version
 
 from compat_service.domain.backends import CPU_WHEEL_FAMILIES, PLUGINS, RUNTIME_NAMES, python_sort_key
 from compat_service.domain.hardware_rules import newest_cuda_for_driver
+from compat_service.domain.matrix.interface import per_matrix_memo
 from compat_service.domain.resolver.conflict import CauseRow, Conflict
 from compat_service.domain.resolver.request import BackendSpec, TorchSpec
 from compat_service.domain.resolver.state import Dropout, ResolverState
@@ -492,12 +493,31 @@ def _nearest_fitting_torch(
 ) -> ResolveRequest | None:
     """The request with the nearest torch minor (either side of the asked one, newer first on a tie) that
     resolves; the minors are tried in order of distance, so a close one is found in a few resolves."""
+    # Answers are kept per matrix (bounded): the search depends on the request but its torch and on where the
+    # asked minor sits, and many failing requests share both (a pipeline's matrix, the web selector).
+    memo = per_matrix_memo(matrix).setdefault(_NEAREST, {})
+    key = (replace(request, torch=_ANY_TORCH), asked)  # every field but the torch asked for
+    if key in memo:
+        found = memo[key]
+        return None if found is None else replace(request, torch=TorchSpec(minors[found], "minor"))
+    found = None
     by_distance = sorted(range(len(minors)), key=lambda i: (abs(i - asked), i))
     for index in by_distance:
         candidate = replace(request, torch=TorchSpec(minors[index], "minor"))
         if try_resolve(candidate, matrix) is not None:
-            return candidate
-    return None
+            found = index
+            break
+    if NEAREST_MEMO:
+        if len(memo) >= NEAREST_MEMO:
+            memo.pop(next(iter(memo)))
+        memo[key] = found
+    return None if found is None else replace(request, torch=TorchSpec(minors[found], "minor"))
+
+
+#: the per-matrix memo key of `_nearest_fitting_torch`, and how many answers it keeps
+_NEAREST = ("nearest-fitting-torch",)
+NEAREST_MEMO = 4096
+_ANY_TORCH = TorchSpec("latest", "latest")
 
 
 def _explain_runtime(f: Failure) -> Conflict:

@@ -122,12 +122,38 @@ def _with_gpu_reason(res: Resolution, gpu: GpuLookup | None) -> Resolution:
     return replace(res, reasons=(reason, *res.reasons), warnings=(*warnings, *res.warnings))
 
 
+#: how many alternatives-search answers are kept per matrix (each a request the search built and its answer)
+TRY_MEMO = 4096
+
+
 def try_resolve(request: ResolveRequest, matrix: Matrix) -> Resolution | None:
-    """Resolve without raising; for the alternatives search."""
+    """Resolve without raising and without explaining a failure (the search only needs yes or no); for the
+    alternatives search. Answers are kept per matrix (bounded): pipelines and the web selector send many
+    unsatisfiable requests, and their searches try the same nearby requests again and again."""
+    memo = per_matrix_memo(matrix)
+    tried = memo.get(_TRIED)
+    if tried is None:
+        tried = memo[_TRIED] = {}
+    if request in tried:
+        return tried[request]
     try:
-        return run(ResolverState(matrix, request, None))
+        answer: Resolution | None = run(ResolverState(matrix, request, None), explain=False)
     except Conflict:
-        return None
+        answer = None
+    if TRY_MEMO:
+        if len(tried) >= TRY_MEMO:
+            tried.pop(next(iter(tried)))  # the oldest first: insertion order
+        tried[request] = answer
+    return answer
+
+
+_TRIED = ("try-resolve",)
+
+
+def _unexplained() -> Conflict:
+    """What `run(..., explain=False)` raises: a failure nobody will read (a fresh one: a raised exception
+    object keeps its traceback)."""
+    return Conflict("unsatisfiable", "no answer (not explained)")
 
 
 def _check_request(request: ResolveRequest, matrix: Matrix) -> None:
@@ -162,8 +188,9 @@ def _check_request(request: ResolveRequest, matrix: Matrix) -> None:
             )
 
 
-def run(state: ResolverState) -> Resolution:
-    """The stages over every matching patch, newest first; raises a `Conflict` when none passes."""
+def run(state: ResolverState, *, explain: bool = True) -> Resolution:
+    """The stages over every matching patch, newest first; raises a `Conflict` when none passes (with
+    ``explain=False`` one that says nothing: building the explanation is most of a failure's cost)."""
     spec = state.r.torch
     named = spec.minor_named()
     matched = [
@@ -175,7 +202,7 @@ def run(state: ResolverState) -> Resolution:
         if spec.matches(patch.version, minor.minor)
     ]
     if not matched:
-        raise torch_not_found(state)
+        raise torch_not_found(state) if explain else _unexplained()
     deaths: list[Dropout] = []
     fallback: tuple[TorchMinor, TorchPatch, str, list[Candidate]] | None = None
     # With --gpu-arch, a patch whose every build has an *unknown* arch list waits until no patch
@@ -211,6 +238,8 @@ def run(state: ResolverState) -> Resolution:
             raise state.steering.not_verified(f"torch {state.r.torch.text}", state.family, state.r.python)
         minor, patch, python, candidates = fallback
         return _checked(state, build_resolution(state, minor, patch, python, _best(state, candidates)))
+    if not explain:
+        raise _unexplained()
     furthest = max(d.stage for d in deaths)
     raise explain_failure(state, STAGES[furthest], [d for d in deaths if d.stage == furthest])
 
