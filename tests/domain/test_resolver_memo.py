@@ -5,9 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from compat_service.domain.errors import AccelenvError
 from compat_service.domain.matrix.interface import InMemoryMatrix
 from compat_service.domain.matrix.loader import load_matrix_data
+from compat_service.domain.resolver import explanation, stages
 from compat_service.domain.resolver.request import ResolveRequest
 from compat_service.domain.resolver.resolution import resolution_to_json
 from compat_service.domain.resolver.stages import resolve
@@ -20,7 +23,10 @@ def _resolve(matrix: InMemoryMatrix, **flags: Any) -> dict | str:
         return err.code
 
 
-def test_distinct_free_text_requests_do_not_grow_the_memo() -> None:
+def test_distinct_free_text_requests_do_not_grow_the_memo(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the error path's two request-keyed tables are bounded instead: small bounds, which the flood exceeds
+    monkeypatch.setattr(stages, "TRY_MEMO", 40)
+    monkeypatch.setattr(explanation, "NEAREST_MEMO", 30)
     matrix = InMemoryMatrix(load_matrix_data())
 
     def flood(start: int) -> None:
@@ -34,6 +40,8 @@ def test_distinct_free_text_requests_do_not_grow_the_memo() -> None:
     assert size > 0, "the flood went through the cached stages"
     flood(1000)
     assert matrix.cache_size() == size
+    assert len(matrix.memo.tried) == 40
+    assert len(matrix.memo.nearest_torch) == 30
 
 
 def test_memoized_answers_equal_fresh_ones() -> None:

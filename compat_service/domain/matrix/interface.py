@@ -10,7 +10,7 @@ Deliberately no pydantic import here: this module is on the fast path of `accele
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
@@ -46,7 +46,8 @@ if TYPE_CHECKING:
 class DerivedMemo:
     """What the resolver and the hardware rules derive from one matrix, kept by the matrix (as pip keeps its
     caches in the provider): one typed table per question, each keyed only by facts drawn from the matrix
-    (versions, labels, platforms, OSes; never free text from a request, which would grow it without bound).
+    (versions, labels, platforms, OSes; never free text from a request, which would grow it without bound),
+    but for the error path's two request-keyed tables, which their modules bound.
     The values are owned by their modules (hardware_rules, resolver.answer); the matrix only holds them."""
 
     #: (runtime, runtime_full, os) -> hardware_rules.DriverFloor
@@ -64,9 +65,17 @@ class DerivedMemo:
     #: (patch, Python, platform, label, family, companions, plugin row's position in its table) -> answer's tail
     answer_tails: dict[tuple[str, str, str, str, str, tuple[str, ...], int | None], Any] = field(default_factory=dict)
 
+    #: the error path's alternatives search, keyed by requests and so bounded by their modules (oldest dropped):
+    #: a ResolveRequest -> its Resolution or None (resolver.stages.try_resolve, at most TRY_MEMO)
+    tried: dict[Hashable, Any] = field(default_factory=dict)
+    #: (a ResolveRequest with its torch blanked, the asked minor's position) -> the position of the nearest minor
+    #: that resolves, None = none (resolver.explanation._nearest_fitting_torch, at most NEAREST_MEMO)
+    nearest_torch: dict[tuple[Hashable, int], int | None] = field(default_factory=dict)
+
     def size(self) -> int:
-        """Entries held over every table (tests check it does not grow with distinct requests)."""
-        return sum(len(table) for table in vars(self).values())
+        """Entries held over the tables keyed by matrix facts (tests check distinct requests do not grow it;
+        the two request-keyed tables are bounded instead)."""
+        return sum(len(table) for name, table in vars(self).items() if name not in ("tried", "nearest_torch"))
 
 
 class Matrix(Protocol):

@@ -21,7 +21,6 @@ from packaging.version import Version
 
 from compat_service.domain.backends import CPU_WHEEL_FAMILIES, PLUGINS, RUNTIME_NAMES, python_sort_key
 from compat_service.domain.hardware_rules import newest_cuda_for_driver
-from compat_service.domain.matrix.interface import per_matrix_memo
 from compat_service.domain.resolver.conflict import CauseRow, Conflict
 from compat_service.domain.resolver.request import BackendSpec, TorchSpec
 from compat_service.domain.resolver.state import Dropout, ResolverState
@@ -495,7 +494,7 @@ def _nearest_fitting_torch(
     resolves; the minors are tried in order of distance, so a close one is found in a few resolves."""
     # Answers are kept per matrix (bounded): the search depends on the request but its torch and on where the
     # asked minor sits, and many failing requests share both (a pipeline's matrix, the web selector).
-    memo = per_matrix_memo(matrix).setdefault(_NEAREST, {})
+    memo = matrix.memo.nearest_torch
     key = (replace(request, torch=_ANY_TORCH), asked)  # every field but the torch asked for
     if key in memo:
         found = memo[key]
@@ -514,8 +513,7 @@ def _nearest_fitting_torch(
     return None if found is None else replace(request, torch=TorchSpec(minors[found], "minor"))
 
 
-#: the per-matrix memo key of `_nearest_fitting_torch`, and how many answers it keeps
-_NEAREST = ("nearest-fitting-torch",)
+#: how many answers `_nearest_fitting_torch` keeps per matrix (`DerivedMemo.nearest_torch`)
 NEAREST_MEMO = 4096
 _ANY_TORCH = TorchSpec("latest", "latest")
 

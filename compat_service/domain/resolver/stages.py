@@ -130,12 +130,10 @@ def try_resolve(request: ResolveRequest, matrix: Matrix) -> Resolution | None:
     """Resolve without raising and without explaining a failure (the search only needs yes or no); for the
     alternatives search. Answers are kept per matrix (bounded): pipelines and the web selector send many
     unsatisfiable requests, and their searches try the same nearby requests again and again."""
-    memo = per_matrix_memo(matrix)
-    tried = memo.get(_TRIED)
-    if tried is None:
-        tried = memo[_TRIED] = {}
+    tried = matrix.memo.tried
     if request in tried:
-        return tried[request]
+        found: Resolution | None = tried[request]
+        return found
     try:
         answer: Resolution | None = run(ResolverState(matrix, request, None), explain=False)
     except Conflict:
@@ -145,9 +143,6 @@ def try_resolve(request: ResolveRequest, matrix: Matrix) -> Resolution | None:
             tried.pop(next(iter(tried)))  # the oldest first: insertion order
         tried[request] = answer
     return answer
-
-
-_TRIED = ("try-resolve",)
 
 
 def _unexplained() -> Conflict:
