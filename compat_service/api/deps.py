@@ -4,7 +4,7 @@ loaded matrix, token scopes."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Annotated, Any
 
 from fastapi import Depends, Request
@@ -43,6 +43,8 @@ class AppState:
     metrics: ServiceMetrics
     #: the pages' models (heatmaps) of this worker
     page_cache: LruCache[Any]
+    #: GET /v1/ci-matrix's answers (routes/ci_matrix.py): a full matrix is ~0.6 MB, pipelines ask a few
+    ci_matrix_cache: LruCache[bytes] = field(default_factory=lambda: LruCache(64))
 
 
 def state_of(app: Starlette | Any) -> AppState:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 import uuid
 from typing import Any
+from urllib.parse import parse_qsl
 
 from packaging.specifiers import SpecifierSet
 from pydantic import BaseModel
@@ -26,6 +27,7 @@ from compat_service.db.matrix.releases import TorchReleasePublic, get_release
 from compat_service.db.matrix.snapshot_follower import MatrixSnapshot
 from compat_service.domain.backends import normalise_arch
 from compat_service.domain.errors import (
+    AccelenvError,
     Cause,
     DatabaseNotReadyError,
     InvalidRequestError,
@@ -33,6 +35,7 @@ from compat_service.domain.errors import (
 )
 from compat_service.domain.evidence.cells import CellEvidence, CellKey, CheckCounts, python_minor
 from compat_service.domain.matrix.schema import ArchList, Source, TorchMinor
+from compat_service.domain.resolver.install_formats import render
 from compat_service.domain.resolver.request import PARAMETERS, ResolveRequest
 from compat_service.domain.resolver.resolution import resolution_to_json
 from compat_service.domain.resolver.stages import name_the_gpu
@@ -42,6 +45,13 @@ from compat_service.domain.resolver.stages import resolve as resolve_request
 
 #: longest query string whose parse is memoized (every parameter at its limit fits well within it)
 MAX_MEMO_QUERY = 1024
+
+#: format= -> the install_formats renderer (json: the Resolution object itself)
+FORMATS = {f: f for f in ("json", "text", "pip", "requirements", "uv", "conda", "docker")}
+FORMATS["dockerfile"] = "docker"
+#: every query parameter the route takes
+KNOWN = frozenset([*(p.name for p in PARAMETERS), "format"])
+
 #: how many times a repeatable parameter (``with``) may be given
 MAX_REPEATS = 8
 
@@ -51,14 +61,46 @@ def query_strings(raw: bytes) -> dict[str, str | list[str] | None]:
 
     Parsed as Starlette's ``QueryParams`` parses it, with the same call (latin-1 bytes, ``+`` and %-escapes as
     UTF-8 with replacement, blank values kept), the last of a repeated name winning, without the multidict;
-    a repeatable parameter (``with=vllm&with=flash-attn``) keeps every value, in order."""
-    from urllib.parse import parse_qsl
+    a repeatable parameter (``with=vllm&with=flash-attn``) keeps every value, in order. Names the route does
+    not take are ignored here (`read_query` refuses them)."""
+    return _values(*_given(raw))
 
+
+def read_query(raw: bytes) -> tuple[ResolveRequest, str]:
+    """The request and the answer's format of a raw query string; an unknown parameter, a malformed value
+    or format is an InvalidRequestError in the API's words."""
+    try:
+        given, repeated = _given(raw)
+        for name in given:
+            if name not in KNOWN:
+                from compat_service.api.strict_query import unknown_parameter
+
+                raise unknown_parameter(name, KNOWN, "/v1/resolve")
+        fmt_text = given.get("format")
+        fmt = FORMATS.get((fmt_text or "json").strip().lower())
+        if fmt is None:
+            raise InvalidRequestError(
+                f"format {fmt_text!r} is not an answer format",
+                hint=f"use one of: {', '.join(sorted(FORMATS))}",
+                causes=[Cause(constraint=f"format {fmt_text}", origin="request")],
+            )
+        return ResolveRequest.from_query(_values(given, repeated)), fmt
+    except InvalidRequestError as err:
+        from compat_service.api.strict_query import in_api_words
+
+        raise in_api_words(err) from None
+
+
+def _given(raw: bytes) -> tuple[dict[str, str], dict[str, list[str]]]:
     given: dict[str, str] = {}
     repeated: dict[str, list[str]] = {}
     for key, text in parse_qsl(raw.decode("latin-1"), keep_blank_values=True):
         given[key] = text
         repeated.setdefault(key, []).append(text)
+    return given, repeated
+
+
+def _values(given: dict[str, str], repeated: dict[str, list[str]]) -> dict[str, str | list[str] | None]:
     values: dict[str, str | list[str] | None] = {}
     for p in PARAMETERS:
         name, limit = p.name, p.max_length
@@ -88,35 +130,63 @@ def query_strings(raw: bytes) -> dict[str, str | list[str] | None]:
 
 def parse_request(raw: bytes) -> ResolveRequest:
     """The query string as the domain's ResolveRequest (the one parser the CLI uses too)."""
-    return ResolveRequest.from_query(query_strings(raw))
+    return read_query(raw)[0]
 
 
 async def resolution_body(app: Any, raw: bytes) -> bytes:
-    """The JSON body answering the resolve query string ``raw``; raises the AccelenvError that refuses it."""
+    """The JSON body answering the query string ``raw``; raises the AccelenvError that refuses it."""
+    return (await resolution_answer(app, raw))[0]
+
+
+async def resolution_answer(app: Any, raw: bytes) -> tuple[bytes, bytes]:
+    """The body and its content type answering the query string ``raw``; raises the AccelenvError that
+    refuses it (in the API's words)."""
     cache = state_of(app).resolve_cache
     # Only plausible query strings are memoized: a flood of huge ones must not fill memory.
     if len(raw) <= MAX_MEMO_QUERY:
-        parsed = cache.requests.get_or_compute(raw, lambda: parse_request(raw))
+        parsed, fmt = cache.requests.get_or_compute(raw, lambda: read_query(raw))
     else:
-        parsed = parse_request(raw)
+        parsed, fmt = read_query(raw)
     matrix = await current_matrix(app)
     # gpu= names a GPU: its architecture (matrix data) selects the evidence too
     gpu_arch = name_the_gpu(parsed, matrix.matrix)[0].gpu_arch if parsed.gpu else parsed.gpu_arch
-    # Evidence from the stored probe reports; its stamp keeps the cache current.
+    # Evidence from the stored probe reports (routes/evidence.py); its stamp keeps the cache current.
     evidence, stamp = evidence_for_resolve(app, gpu_arch, require_verified=parsed.require_verified)
     if parsed.stack:  # with=vllm: the stack's releases, then torch for them (compat_service/domain/stacks)
         from compat_service.domain.stacks.catalog import load_catalog
         from compat_service.domain.stacks.resolve import resolve_stack
 
         catalog = load_catalog()
+
+        def answer() -> Any:
+            return resolve_stack(parsed, matrix.matrix, evidence, catalog)
+    else:
+
+        def answer() -> Any:
+            return resolve_request(parsed, matrix.matrix, evidence)
+
+    if fmt == "json":
         return cache.body(
-            (matrix.content_hash, stamp, parsed),
-            lambda: resolution_to_json(resolve_stack(parsed, matrix.matrix, evidence, catalog)),
-        )
-    return cache.body(
-        (matrix.content_hash, stamp, parsed),
-        lambda: resolution_to_json(resolve_request(parsed, matrix.matrix, evidence)),
+            (matrix.content_hash, stamp, parsed), lambda: _in_api_words(lambda: resolution_to_json(answer()))
+        ), JSON_TYPE
+    text = cache.bodies.get_or_compute(
+        (matrix.content_hash, stamp, parsed, fmt), lambda: _in_api_words(lambda: render(answer(), fmt).encode())
     )
+    return text, TEXT_TYPE
+
+
+def _in_api_words(compute: Any) -> Any:
+    """``compute()``; its AccelenvError reworded with the API's parameter names (before it is cached)."""
+    try:
+        return compute()
+    except AccelenvError as err:
+        from compat_service.api.strict_query import in_api_words
+
+        raise in_api_words(err) from None
+
+
+JSON_TYPE = b"application/json"
+TEXT_TYPE = b"text/plain; charset=utf-8"
 
 
 def evidence_for_resolve(

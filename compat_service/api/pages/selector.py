@@ -1,6 +1,7 @@
 """The selector page's model: its choices (from the loaded matrix), its state (the URL) and its answer.
 
-The answer is `GET /v1/resolve`'s own body for the page's query string (`service_reads.resolution_body`), read
+The answer is `GET /v1/resolve`'s own body for the page's resolve parameters
+(`service_reads.resolution_body`), read
 back with the one JSON reader (`resolution_from_json`) and rendered in every install format by the one
 renderer the CLI uses (`install_formats.render`). The page adds no resolution logic, so for the same query
 it says exactly what the API says.
@@ -147,8 +148,11 @@ class Answer:
 
 
 async def answer(request: Request, state: dict[str, str]) -> Answer:
+    # the route's own answer to the page's resolve parameters (the page's own ones, format included, are not
+    # the API's: its query is strict, and format= there would answer text)
+    query = urlencode({k: v for k, v in state.items() if k not in PAGE_PARAMS}).encode("latin-1", "replace")
     try:
-        raw = await resolution_body(request.app, request.scope["query_string"])
+        raw = await resolution_body(request.app, query)
     except AccelenvError as exc:
         body = exc.to_body().model_dump(mode="json")
         alternatives = [

@@ -151,7 +151,10 @@ _REPORT_SCHEMA = ProbeReport.model_json_schema()
                     }
                 },
                 # one report (the same schema) per line; what `accelenv report submit` sends
-                "application/x-ndjson": {"schema": {"type": "string"}},
+                # not blank: the server strips ASCII whitespace (bytes.strip) and refuses an empty body
+                "application/x-ndjson": {
+                    "schema": {"type": "string", "minLength": 1, "pattern": "[^\\u0009-\\u000d\\u0020]"}
+                },
             },
         }
     },

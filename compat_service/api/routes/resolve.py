@@ -1,8 +1,7 @@
 """`GET /v1/resolve`: exactly the object `accelenv resolve --format json` prints, errors included.
 
 The request is parsed by the domain's one parser (`ResolveRequest.from_strings`) and resolved by the
-domain's resolver against the loaded matrix; the body, the length limits and the per-worker cache are
-``service_reads.resolution_body``, which the selector page reads too.
+domain's resolver against the loaded matrix; the route adds only length limits and the per-worker cache.
 
 This is the hot endpoint, so it is a raw ASGI endpoint (``route``, matched ahead of every other route):
 FastAPI's request machinery (a Request, dependency solving, query-parameter validation, two exit stacks)
@@ -11,16 +10,25 @@ through the app's one error handler (an AccelenvError raised here reaches Starle
 like a route's). ``router`` declares the same path, its parameters (from the domain's one table,
 ``compat_service.domain.resolver.request.PARAMETERS``, which the CLI's flags come from too) and its
 responses for OpenAPI; its handler answers through the same function, for an app built without ``route``.
+
+``format=`` picks the answer's form: ``json`` (default) or the CLI's text formats (``pip``, ``requirements``,
+``uv``, ``conda``, ``docker``/``dockerfile``, ``text``) as text/plain, the same text `accelenv resolve --format`
+prints. The query is strict: a parameter the table does not hold is a 422 naming the nearest one
+(api/strict_query.py). The domain's errors speak the CLI's flags; on their way out (and into the cache) they
+are reworded with the API's names (``strict_query.in_api_words``), and the endpoint writes them itself
+(`error_bytes`, the handler's exact body) — only the failure path pays for that.
 """
 
 from __future__ import annotations
 
+import orjson
 from fastapi import APIRouter, Request, Response
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-from compat_service.api.service_reads import resolution_body
-from compat_service.domain.errors import ErrorBody
+from compat_service.api.middleware.observability import current_request_id
+from compat_service.api.service_reads import FORMATS, JSON_TYPE, resolution_answer
+from compat_service.domain.errors import AccelenvError, ErrorBody
 from compat_service.domain.resolver.request import PARAMETERS
 from compat_service.domain.resolver.resolution_schema import ResolutionBody
 
@@ -37,9 +45,36 @@ _OPENAPI = {
         }
         for p in PARAMETERS
     ]
+    + [
+        {
+            "name": "format",
+            "in": "query",
+            "required": False,
+            "description": "json (default), or the CLI's text as text/plain: pip, requirements, uv, conda, "
+            "docker (dockerfile), text",
+            "schema": {"type": "string", "enum": sorted(FORMATS)},
+        }
+    ]
 }
 
-_HEADERS = [(b"content-type", b"application/json")]
+
+def error_bytes(err: AccelenvError) -> bytes:
+    """The error's body exactly as the app's handler writes it (api/errors.py: ``ErrorBody`` then
+    ``request_id``, compact JSON), its invariant part serialised once per error object."""
+    head = getattr(err, "_wire_head", None)
+    if head is None:
+        body = {
+            "code": err.code,
+            "message": err.message,
+            "hint": err.hint,
+            "causes": [{"constraint": c.constraint, "origin": c.origin, "detail": c.detail} for c in err.causes],
+            "alternatives": [{"description": a.description, "request": a.request} for a in err.alternatives],
+        }  # ErrorBody's fields in its order (a test holds them equal: tests/api/test_strict_query.py)
+        head = orjson.dumps(body)[:-1]  # without its closing brace
+        err._wire_head = head  # type: ignore[attr-defined]
+    return head + b',"request_id":' + orjson.dumps(current_request_id()) + b"}"
+
+
 
 
 class _Answer:
@@ -48,9 +83,18 @@ class _Answer:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         scope["route"] = route  # the metrics' route label, as a FastAPI route sets it
-        body = await resolution_body(scope["app"], scope["query_string"])
-        headers = [*_HEADERS, (b"content-length", str(len(body)).encode())]
-        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        status = 200
+        try:
+            body, content_type = await resolution_answer(scope["app"], scope["query_string"])
+        except AccelenvError as err:
+            # Answered here, in the one error shape, from bytes kept on the error (a cached error is sent
+            # again as is): the unsatisfiable answers pipelines send many of skip the exception middleware,
+            # pydantic and the JSON encoder. Anything else still leaves through the app's handlers.
+            if err.http_status == 401:
+                raise
+            status, body, content_type = err.http_status, error_bytes(err), JSON_TYPE
+        headers = [(b"content-type", content_type), (b"content-length", str(len(body)).encode())]
+        await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": body})
 
 
@@ -66,7 +110,9 @@ route.methods = {"GET"}  # Starlette adds HEAD to a GET route; the API declares 
     responses={
         200: {
             "model": ResolutionBody,
-            "description": "the resolution, as `accelenv resolve --format json` prints it",
+            "description": "the resolution, as `accelenv resolve --format json` prints it; with format= other "
+            "than json, the same text as `accelenv resolve --format FORMAT` (text/plain)",
+            "content": {"text/plain": {"schema": {"type": "string"}}},
         },
         404: {"model": ErrorBody, "description": "no torch release matches (torch-not-found)"},
         409: {"model": ErrorBody, "description": "no install satisfies the request; causes and alternatives say why"},
@@ -75,5 +121,5 @@ route.methods = {"GET"}  # Starlette adds HEAD to a GET route; the API declares 
 )
 async def resolve(request: Request) -> Response:
     # Declares the operation for OpenAPI; `route` answers it. Same body through the same function.
-    body = await resolution_body(request.app, request.scope["query_string"])
-    return Response(content=body, media_type="application/json")
+    body, content_type = await resolution_answer(request.app, request.scope["query_string"])
+    return Response(content=body, media_type=content_type.decode().partition(";")[0])
