@@ -6,7 +6,9 @@ group included (a cold inductor cache: each run gets an empty ``TORCHINDUCTOR_CA
 
 Each report is kept (``--keep DIR``, default ``benchmarks/out/``), and the ids of the checks that did not
 pass (failed, timeout, crashed, error, and unsupported in the required smoke and models groups) are printed,
-so a failure seen once leaves a trace. The perf group's figures are printed too.
+so a failure seen once leaves a trace. The perf group's figures are printed too, with the source of the peak
+figures their fractions use (a row of ``probes/checks/peaks.py``: vendor datasheet, URL, table), or a line
+saying that no row matches the device (CPU, refdev), so no fraction of peak is given.
 
 Reproduce:
 
@@ -74,8 +76,13 @@ def probe(bundle: Path, device: str, workdir: Path, extra: list[str], keep: Path
           f"pairs; {summary['detail'][:300]}")
     not_ok = [f"{c['id']} ({c['status']})" for c in report["checks"] if is_failing(c["group"], c["status"])]
     print(f"  not ok ({len(not_ok)}): " + (", ".join(not_ok) or "none"))
-    for figure in (report.get("perf") or {}).get("figures") or []:
+    perf_figures = (report.get("perf") or {}).get("figures") or []
+    for figure in perf_figures:
         print("  perf " + render_figure(figure))
+    if perf_figures:  # where the fractions of peak come from (probes/checks/peaks.py, each row sourced)
+        sources = {(c.get("data") or {}).get("peak_source") for c in report["checks"] if c["group"] == "perf"}
+        print("  peaks: " + ("; ".join(sorted(s[:400] for s in sources if s))
+                             or "no row of probes/checks/peaks.py matches this device: no fraction of peak"))
     print(f"  report kept at {out}")
     print("  check time per group (s, workers overlap): " + ", ".join(f"{g} {t:.1f}" for g, t in groups.items()))
     print("  slowest: " + ", ".join(f"{c['id']} {c['duration_s']:.1f} s" for c in slowest))

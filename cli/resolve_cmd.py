@@ -81,27 +81,23 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def print_help(parser: argparse.ArgumentParser) -> None:
-    """The help in the Typer/rich style of the other commands: usage, description, an Options panel."""
-    from rich import box
-    from rich.console import Console
-    from rich.panel import Panel
-    from rich.table import Table
+    """The help in rich, like the Typer commands (rich-argparse's formatter; imported only when asked for)."""
+    from rich_argparse import RichHelpFormatter
 
-    console = Console()
-    console.print(f"\n [yellow]Usage:[/] [bold]{parser.prog}[/] [OPTIONS]\n")
-    console.print(f" {parser.description}\n")
-    table = Table(box=None, show_header=False, pad_edge=False, padding=(0, 1))
-    table.add_column(style="bold cyan", no_wrap=True)
-    table.add_column(style="bold yellow", no_wrap=True)
-    table.add_column()
-    for action in parser._actions:  # argparse has no public accessor for its actions
-        flags = ", ".join(action.option_strings)
-        named = action.metavar or action.dest.upper()
-        metavar = "" if action.nargs == 0 else " ".join(named) if isinstance(named, tuple) else named
-        default = action.default if action.default not in (None, False, argparse.SUPPRESS) else None
-        help_text = (action.help or "") + (f" [dim]\\[default: {default}][/]" if default else "")
-        table.add_row(flags, metavar, help_text)
-    console.print(Panel(table, title="Options", title_align="left", border_style="dim", box=box.ROUNDED))
+    class _Plain(RichHelpFormatter):
+        # the help texts hold brackets ("[env ACCELENV_SERVER]") that are text, not rich markup
+        help_markup = False
+        text_markup = False
+
+        def _get_help_string(self, action: argparse.Action) -> str | None:
+            # a default worth saying (not None, not a switch's False), as the other commands show theirs
+            text = action.help or ""
+            if action.default in (None, False, argparse.SUPPRESS) or "%(default)" in text:
+                return text
+            return text + " [default: %(default)s]"
+
+    parser.formatter_class = _Plain
+    parser.print_help()
 
 
 def main(argv: Sequence[str]) -> int:

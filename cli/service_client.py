@@ -110,6 +110,26 @@ class ServiceClient:
                 hint="is --server pointing at an accelenv service of a compatible version?",
             ) from None
 
+    # ------------------------------------------------------------------ ci matrix
+
+    def ci_matrix(self, query: dict[str, str]) -> dict[str, Any]:
+        """GET /v1/ci-matrix with ``query`` (API parameter names): the matrix object."""
+        response = self.request(
+            "GET", "/v1/ci-matrix", params=query,
+            unreachable_hint="check --server / ACCELENV_SERVER, or drop it to build the matrix offline",
+        )
+        if not response.is_success:
+            raise self.error_from(response)
+        try:
+            body = response.json()
+            body["include"], body["excluded"]
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ServerUnreachableError(
+                f"the server at {self.base_url} answered, but not with a CI matrix ({exc})",
+                hint="is --server pointing at an accelenv service of a compatible version?",
+            ) from None
+        return body
+
     # ------------------------------------------------------------------ evidence
 
     def matrix_rows(self, torch: str) -> list[dict[str, Any]]:

@@ -30,6 +30,7 @@ def _in_the_tree() -> set[str]:
             "benchmarks",
             "docker",
             ".ci",
+            "action",
         ],
         cwd=REPO_ROOT,
         capture_output=True,

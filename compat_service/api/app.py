@@ -15,7 +15,7 @@ import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 from fastapi_offline import FastAPIOffline
 from starlette.routing import Route
 
@@ -32,6 +32,7 @@ from compat_service.api.pages.routes import static_files as pages_static
 from compat_service.api.resolve_cache import LruCache, ResolveCache
 from compat_service.api.server.gc_tuning import tune_for_service
 from compat_service.api.server.lifecycle import announce_start, announce_stop
+from compat_service.api.strict_query import strict_query
 from compat_service.config import Settings, load_settings
 from compat_service.db.engine import make_engine
 from compat_service.db.evidence.lookup import EvidenceVersion
@@ -44,7 +45,8 @@ from compat_service.db.tokens import TokenCache
 #: routers in include order (routes match in this order: the hot /v1/resolve first); reports, evidence,
 #: matrix and probe are owned by other parts of the project; pages are the HTML site (api/pages/)
 ROUTERS = (
-    "resolve", "health", "torch", "packages", "matrix", "reports", "evidence", "probe", "tokens", "metrics", "pages",
+    "resolve", "health", "torch", "packages", "matrix", "ci_matrix", "reports", "evidence", "probe", "tokens",
+    "metrics", "pages",
 )
 #: where a router's module lives when not under api/routes/ (the pages are a self-contained package)
 ROUTER_MODULES = {"pages": "compat_service.api.pages.routes"}
@@ -130,6 +132,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         static_url="/static/api-docs",
         openapi_url="/openapi.json",
         lifespan=lifespan,
+        # an unknown query parameter is a 422 naming the nearest known one (api/strict_query.py)
+        dependencies=[Depends(strict_query)],
         telemetry=None if settings.opentelemetry else {"tracing": False, "metrics": False, "logs": False},
     )
     state = app.state.service = AppState(

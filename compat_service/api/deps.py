@@ -4,11 +4,12 @@ loaded matrix, token scopes."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Annotated, Any
 
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from fastapi.security.utils import get_authorization_scheme_param
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 from starlette.applications import Starlette
@@ -42,6 +43,8 @@ class AppState:
     metrics: ServiceMetrics
     #: the pages' models (heatmaps) of this worker
     page_cache: LruCache[Any]
+    #: GET /v1/ci-matrix's answers (routes/ci_matrix.py): a full matrix is ~0.6 MB, pipelines ask a few
+    ci_matrix_cache: LruCache[bytes] = field(default_factory=lambda: LruCache(64))
 
 
 def state_of(app: Starlette | Any) -> AppState:
@@ -114,10 +117,8 @@ def holds_scope(scope: str) -> Callable[..., bool]:
     ) -> bool:
         if credentials is None:
             return False
-        state = state_of(request.app)
-        with Session(state.engine) as session:  # connects only when the token is not cached
-            token = authorize(session, credentials.credentials, "report", state.token_cache, any_scope=True)
-        return token.scope in (scope, "admin")
+        with Session(state_of(request.app).engine) as session:  # connects only when the token is not cached
+            return token_holds_scope(request.app, session, credentials.credentials, scope)
 
     return check
 
@@ -131,6 +132,29 @@ def require_scope(scope: str) -> Callable[..., ApiTokenPublic]:
         credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
     ) -> ApiTokenPublic:
         secret = credentials.credentials if credentials else None
-        return authorize(session, secret, scope, state_of(request.app).token_cache)
+        return token_with_scope(request.app, session, secret, scope)
 
     return check
+
+
+def token_holds_scope(app: Any, session: Session, secret: str | None, scope: str) -> bool:
+    """Whether ``secret`` is a valid token with ``scope`` (or ``admin``), for answers that tell token holders
+    more. No token, or one of another scope: False; an unknown or revoked one: AuthError (401)."""
+    if secret is None:
+        return False
+    token = authorize(session, secret, "report", state_of(app).token_cache, any_scope=True)
+    return token.scope in (scope, "admin")
+
+
+def token_with_scope(app: Any, session: Session, secret: str | None, scope: str) -> ApiTokenPublic:
+    """The token behind ``secret`` if it carries ``scope`` (or ``admin``); AuthError / ForbiddenError else."""
+    return authorize(session, secret, scope, state_of(app).token_cache)
+
+
+def bearer_secret(authorization: str | None) -> str | None:
+    """The token of an ``Authorization: Bearer <token>`` header (None for none, or another scheme), read as
+    the routes' ``HTTPBearer(auto_error=False)`` reads it (for a caller that is not a route: the pages)."""
+    scheme, credentials = get_authorization_scheme_param(authorization)
+    if not (authorization and scheme and credentials) or scheme.lower() != "bearer":
+        return None
+    return credentials

@@ -98,11 +98,16 @@ async def _http_error(_request: Request, exc: Exception) -> JSONResponse:
 async def _database_error(request: Request, exc: Exception) -> JSONResponse:
     # The database went away or lost its schema after start-up: say so, as /readyz would.
     log.warning("database error on %s %s: %s", request.method, request.url.path, exc)
-    err = DatabaseNotReadyError(
+    err = database_not_ready()
+    return error_response(err.http_status, err.to_body())
+
+
+def database_not_ready() -> DatabaseNotReadyError:
+    """What the API says when the database went away or lost its schema after start-up."""
+    return DatabaseNotReadyError(
         "the service cannot use its database right now",
         hint="see GET /readyz for which check fails; an operator may need `accelenv db upgrade`",
     )
-    return error_response(err.http_status, err.to_body())
 
 
 async def _client_gone(request: Request, exc: Exception) -> JSONResponse:

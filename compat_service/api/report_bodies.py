@@ -91,7 +91,7 @@ def _schema_error(errors: list[Any], *, skip_loc: int = 0) -> ReportInvalidError
     more = f" (first {MAX_CAUSES} shown)" if len(errors) > MAX_CAUSES else ""
     return ReportInvalidError(
         f"the report does not match the probe report schema v1: {len(errors)} problem(s){more}",
-        hint="produce reports with `accelenv probe`; the schema is compat_service/schemas/probe-report.v1.json",
+        hint="produce reports with `accelenv probe`; GET /v1/schemas/probe-report is the schema they follow",
         causes=causes,
     )
 

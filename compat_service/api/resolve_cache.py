@@ -10,11 +10,11 @@
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from typing import Any, Generic, TypeVar
 
 import orjson
+from cachetools import LRUCache
 
 from compat_service.domain.errors import AccelenvError
 
@@ -31,48 +31,58 @@ def _without_frames(err: AccelenvError) -> AccelenvError:
     return err
 
 
+class _Entries(LRUCache[Hashable, Any]):
+    """cachetools' LRU cache, bounded by weight (when weighed) and by entry count; an evicted error drops
+    its frames."""
+
+    def __init__(self, size: int, max_bytes: int | None, weigh: Callable[[Any], int] | None) -> None:
+        self.weighed = max_bytes is not None and weigh is not None
+        if max_bytes is not None and weigh is not None:
+            super().__init__(maxsize=max_bytes, getsizeof=lambda e: 0 if isinstance(e, AccelenvError) else weigh(e))
+        else:
+            super().__init__(maxsize=size)
+        self._count = size
+
+    def __setitem__(self, key: Hashable, value: Any) -> None:
+        try:
+            super().__setitem__(key, value)
+        except ValueError:  # heavier than the whole budget: kept never, and nothing else beside it
+            while self:
+                self.popitem()
+            return
+        while len(self) > self._count:
+            self.popitem()
+
+    def popitem(self) -> tuple[Hashable, Any]:
+        key, old = super().popitem()
+        if isinstance(old, AccelenvError):
+            _without_frames(old)  # the last raise's frames, which hold the error again
+        return key, old
+
+
 class LruCache(Generic[V]):
-    """At most ``size`` entries and, when ``max_bytes`` is given, at most that many bytes by ``weigh``."""
+    """At most ``size`` entries and, when ``max_bytes`` is given, at most that many bytes by ``weigh``
+    (cachetools' LRU cache). ``size`` 0 (the settings allow it) turns caching off: every call computes."""
 
     def __init__(
         self, size: int, *, max_bytes: int | None = None, weigh: Callable[[V], int] | None = None
     ) -> None:
-        self._size = size
-        self._max_bytes = max_bytes
-        self._weigh = weigh
-        self._bytes = 0
-        self._weights: dict[Hashable, int] = {}
-        self._entries: OrderedDict[Hashable, V | AccelenvError] = OrderedDict()
-
-    def _store(self, key: Hashable, entry: V | AccelenvError) -> None:
-        if key in self._entries:
-            self._bytes -= self._weights.pop(key, 0)
-        self._entries[key] = entry
-        self._entries.move_to_end(key)
-        if self._weigh is not None and not isinstance(entry, AccelenvError):
-            weight = self._weigh(entry)
-            self._weights[key] = weight
-            self._bytes += weight
-        while self._entries and (
-            len(self._entries) > self._size
-            or (self._max_bytes is not None and self._bytes > self._max_bytes)
-        ):
-            old_key, old = self._entries.popitem(last=False)
-            self._bytes -= self._weights.pop(old_key, 0)
-            if isinstance(old, AccelenvError):
-                _without_frames(old)  # the last raise's frames, which hold the error again
+        # cachetools refuses to store anything with maxsize 0: "off" is said here, not left to it
+        self._entries: _Entries | None = _Entries(size, max_bytes, weigh) if size > 0 else None
 
     def get_or_compute(self, key: Hashable, compute: Callable[[], V]) -> V:
         """The value for ``key``; raises the cached AccelenvError when computing it failed."""
-        entry = self._entries.get(key)
-        if entry is None:
+        entries = self._entries
+        if entries is None:
+            return compute()
+        try:
+            entry = entries[key]
+        except KeyError:
             try:
                 entry = compute()
             except AccelenvError as err:
                 entry = _without_frames(err)
-            self._store(key, entry)
-        else:
-            self._entries.move_to_end(key)
+            entries[key] = entry
         if isinstance(entry, AccelenvError):
             # Drop the last raise's traceback: re-raising would otherwise grow it on every hit.
             raise entry.with_traceback(None)
@@ -80,22 +90,23 @@ class LruCache(Generic[V]):
 
     def get(self, key: Hashable) -> V | None:
         """The cached value for ``key`` (None on a miss), for callers that compute off the event loop."""
-        entry = self._entries.get(key)
-        if entry is None or isinstance(entry, AccelenvError):
+        if self._entries is None:
             return None
-        self._entries.move_to_end(key)
-        return entry
+        entry = self._entries.get(key)
+        return None if isinstance(entry, AccelenvError) else entry
 
     def put(self, key: Hashable, value: V) -> None:
-        self._store(key, value)
+        if self._entries is not None:
+            self._entries[key] = value
 
     @property
     def bytes(self) -> int:
         """The weight of what is held (0 without ``weigh``)."""
-        return self._bytes
+        entries = self._entries
+        return int(entries.currsize) if entries is not None and entries.weighed else 0
 
     def __len__(self) -> int:
-        return len(self._entries)
+        return len(self._entries) if self._entries is not None else 0
 
 
 class ResolveCache:

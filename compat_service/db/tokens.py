@@ -13,6 +13,7 @@ import secrets
 import threading
 import time
 
+from cachetools import TTLCache
 from pydantic import ValidationError
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
@@ -102,26 +103,24 @@ class TokenCache:
 
     def __init__(self, ttl_s: float, max_entries: int = 1024) -> None:
         self.ttl_s = ttl_s
-        self._max_entries = max_entries
-        self._entries: dict[str, tuple[float, ApiTokenPublic]] = {}
-        self._lock = threading.Lock()
+        # cachetools' TTL cache (expired entries go first, then the least recently used); None: caching off
+        # (a TTL of 0 remembers nothing, and TTLCache wants a positive one)
+        self._entries: TTLCache[str, ApiTokenPublic] | None = (
+            TTLCache(maxsize=max_entries, ttl=ttl_s, timer=time.monotonic) if ttl_s > 0 else None
+        )
+        self._lock = threading.Lock()  # cachetools' caches are not thread-safe; a read reorders them too
 
     def get(self, token_hash: str) -> ApiTokenPublic | None:
-        entry = self._entries.get(token_hash)
-        if entry is None or entry[0] < time.monotonic():
+        if self._entries is None:
             return None
-        return entry[1]
+        with self._lock:
+            return self._entries.get(token_hash)
 
     def put(self, token_hash: str, token: ApiTokenPublic) -> None:
-        if self.ttl_s <= 0:
+        if self._entries is None:
             return
         with self._lock:
-            if len(self._entries) >= self._max_entries:
-                now = time.monotonic()
-                self._entries = {k: v for k, v in self._entries.items() if v[0] >= now}
-                if len(self._entries) >= self._max_entries:
-                    self._entries.clear()
-            self._entries[token_hash] = (time.monotonic() + self.ttl_s, token)
+            self._entries[token_hash] = token
 
 
 def authorize(

@@ -35,12 +35,12 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from packaging.version import InvalidVersion, Version
 
-from compat_service.domain.matrix.interface import per_matrix_memo
 from compat_service.domain.versions import cached_version
 from probes.host.arch_compat import cubin_runs_on, ptx_runs_on
 
 if TYPE_CHECKING:
     from compat_service.domain.matrix.interface import Matrix
+    from compat_service.domain.matrix.schema import CudaToolkit, MinorVersionCompat
 
 Coverage = Literal["kernels", "ptx", "no", "unknown"]
 #: what a verdict rests on: the build's own arch list, its toolkit's compile range, ROCm's gfx list
@@ -105,12 +105,12 @@ def arch_in_range(gpu_arch: str, low: str, high: str) -> bool:
 @dataclass(frozen=True)
 class DriverFloor:
     version: str | None  # None = the matrix has no floor for this OS
-    toolkit: Any  # the CudaToolkit row, None when the runtime has no row
+    toolkit: CudaToolkit | None  # None when the runtime has no row
 
 
 def driver_floor(matrix: Matrix, runtime: str | None, runtime_full: str | None, os: str) -> DriverFloor:
-    memo = per_matrix_memo(matrix)
-    key = ("floor", runtime, runtime_full, os)
+    memo = matrix.memo.driver_floors
+    key = (runtime, runtime_full, os)
     found = memo.get(key)
     if found is None:
         found = memo[key] = _driver_floor(matrix, runtime, runtime_full, os)
@@ -154,13 +154,13 @@ class DriverRule:
     version: str | None
     rule: Rule
     #: the CudaToolkit row of the toolkit's own floor (None when the runtime has no row)
-    toolkit: Any
+    toolkit: CudaToolkit | None
     #: the toolkit's own floor on this OS (None = not in NVIDIA's table)
     toolkit_floor: str | None
     #: the CUDA major's minor-version-compatibility floor on this OS (None: no such row)
     major_floor: str | None
     #: the MinorVersionCompat row
-    major_row: Any
+    major_row: MinorVersionCompat | None
     #: the GPU's coverage the rule was applied with (None: no --gpu-arch)
     coverage: str | None
 
@@ -168,8 +168,8 @@ class DriverRule:
 def driver_rule(
     matrix: Matrix, runtime: str | None, runtime_full: str | None, os: str, coverage: str | None
 ) -> DriverRule:
-    memo = per_matrix_memo(matrix)
-    key = ("rule", runtime, runtime_full, os, coverage)
+    memo = matrix.memo.driver_rules
+    key = (runtime, runtime_full, os, coverage)
     found = memo.get(key)
     if found is None:
         found = memo[key] = _driver_rule(matrix, runtime, runtime_full, os, coverage)
@@ -199,12 +199,11 @@ def _driver_rule(
 def newest_cuda_for_driver(matrix: Matrix, driver: str, os: str) -> str | None:
     """The newest toolkit whose own floor the driver meets ("driver 470.82 runs CUDA ≤ 11.4")."""
     # memoized per OS, not per driver: a request's driver string is free text
-    memo = per_matrix_memo(matrix)
-    key = ("toolkit-floors", os)
-    floors = memo.get(key)
+    memo = matrix.memo.toolkit_floors
+    floors = memo.get(os)
     if floors is None:
         attr = "min_driver_windows" if os == "windows" else "min_driver_linux"
-        floors = memo[key] = tuple(
+        floors = memo[os] = tuple(
             (cached_version(getattr(t, attr)), t.version) for t in reversed(matrix.cuda_toolkits()) if getattr(t, attr)
         )
     have = cached_version(driver)

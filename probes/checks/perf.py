@@ -108,8 +108,8 @@ def matmul(ctx):
             cpu = value if ctx.is_cpu else flops / _timed(ctx, "cpu", lambda a=a_cpu, b=b_cpu: torch.mm(a, b), budget)
         except Exception:  # CPU lacks a half kernel in an old torch
             cpu = None
-        figures.append(_figure("matmul.%s" % name, "FLOP/s", value, cpu,
-                               peak.get("fp32_flops" if name == "float32" else "half_flops")))
+        # a dtype whose peak is unknown (None) gets no fraction of peak
+        figures.append(_figure("matmul.%s" % name, "FLOP/s", value, cpu, (peak.get("flops") or {}).get(name)))
     return _result(ctx, figures, "%dx%d matmul" % (n, n), n=n)
 
 

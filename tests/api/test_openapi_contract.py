@@ -69,3 +69,16 @@ def test_a_method_the_path_does_not_take_is_405(client: TestClient) -> None:
     assert res.json()["code"] == "method-not-allowed"
     assert "POST" in res.headers["allow"]
     assert client.get("/v1/reports/not-a-uuid").status_code == 404
+
+
+def test_the_service_authentication_and_every_operation_are_described(client: TestClient) -> None:
+    document = client.get("/openapi.json").json()
+    info = document["info"]["description"]
+    assert "Authentication" in info and "Bearer" in info and "report" in info
+    assert "accelenv token create" in document["components"]["securitySchemes"]["HTTPBearer"]["description"]
+    for path, operations in document["paths"].items():
+        for method, operation in operations.items():
+            assert operation.get("summary") and operation.get("description"), (method, path)
+            for parameter in operation.get("parameters", []):
+                if parameter["in"] in ("query", "path") and parameter["name"] not in ("limit", "offset"):
+                    assert "example" in parameter or "examples" in parameter, (method, path, parameter["name"])

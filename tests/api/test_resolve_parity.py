@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 from cli.main import app as cli_app
 from compat_service.api.deps import state_of
 from compat_service.domain.errors import ERRORS
+from compat_service.domain.resolver.request import api_wording
 
 BASE = {"python": "3.11", "os": "linux", "arch": "x86_64", "backend": "cpu"}
 
@@ -65,6 +66,16 @@ CASES: dict[str, dict[str, str]] = {
 STATUS_AND_EXIT: dict[str, tuple[int, int]] = {}
 
 
+def in_api_words(body: dict) -> dict:
+    """The CLI's error body with its flags said as the API's parameters (the table's api_name)."""
+    out = dict(body, message=api_wording(body["message"]), hint=api_wording(body["hint"] or "") or body["hint"])
+    out["causes"] = [
+        {k: api_wording(v) if isinstance(v, str) else v for k, v in cause.items()} for cause in body["causes"]
+    ]
+    out["alternatives"] = [dict(a, description=api_wording(a["description"])) for a in body["alternatives"]]
+    return out
+
+
 def cli_json(params: dict[str, str]) -> tuple[int, dict]:
     args = ["resolve", "--format", "json"]
     for key, value in params.items():
@@ -80,8 +91,13 @@ def test_api_matches_cli_json(client: TestClient, case: str) -> None:
     res = client.get("/v1/resolve", params=params)
     body = res.json()
     if exit_code != 0:
-        # an API error also names its request (the access log's id); the rest is the CLI's object
+        # an API error also names its request (the access log's id), and says each flag as the API's
+        # parameter (--torch -> torch); the rest is the CLI's object
         assert body.pop("request_id") == res.headers["x-request-id"]
+        expected = in_api_words(expected)
+        assert "--" not in json.dumps({k: body[k] for k in ("message", "hint", "causes")})
+    else:
+        assert body.pop("install")["pip"] == expected.pop("install")["pip"]
     assert body == expected
     if exit_code == 0:
         assert res.status_code == 200

@@ -81,9 +81,10 @@ def test_openapi_publishes_the_response_schema_and_the_one_parameter_table(clien
     operation = spec["paths"]["/v1/resolve"]["get"]
     ref = operation["responses"]["200"]["content"]["application/json"]["schema"]["$ref"]
     assert spec["components"]["schemas"][ref.rsplit("/", 1)[1]]["title"] == "Resolution"
-    assert [(p["name"], p["schema"]["maxLength"]) for p in operation["parameters"]] == [
-        (p.name, p.max_length) for p in PARAMETERS
-    ]
+    table = [p for p in operation["parameters"] if p["name"] != "format"]
+    assert [(p["name"], p["schema"]["maxLength"]) for p in table] == [(p.name, p.max_length) for p in PARAMETERS]
+    fmt = next(p for p in operation["parameters"] if p["name"] == "format")
+    assert {"json", "pip", "requirements", "uv", "conda", "dockerfile"} <= set(fmt["schema"]["enum"])
 
 
 def test_the_cli_flags_are_the_parameter_table() -> None:

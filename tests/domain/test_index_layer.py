@@ -130,9 +130,8 @@ def test_torch_npu_resolves_per_architecture_for_every_release(matrix: InMemoryM
         if got != (npu, want_torch):
             failures.append(f"torch {torch} {platform} {python}: want {(npu, want_torch)}, got {got}")
     assert failures == []
-    # the CPU torch 2.14.0 for x86_64 is in no source read (its /whl/cpu index cannot be reached from where the
-    # layer was generated; torch-npu 2.14.0's page text is 2.12's): unknown, and the answer says so
-    assert unknown == {("2.14.0", "linux-x86_64")}
+    # every CPU torch a torch-npu release pins is known (2.14.0+cpu on x86_64 from its curated pinned row)
+    assert unknown == set()
     assert covered <= every
 
 
@@ -206,3 +205,39 @@ def test_a_broken_generated_file_is_a_validation_problem(tmp_path: Path) -> None
     (path / "index" / "triton.yaml").write_text(yaml.safe_dump(raw))
     problems = [str(p) for p in matrix_data_problems(path)]
     assert problems and all(p.startswith("index/triton.yaml: releases[0].wheels[0].platform") for p in problems)
+
+
+def _labels(minor: Any, version: str, platform: str) -> set[str]:
+    return {v.label for v in minor.variants if platform in v.platforms and (v.patches is None or version in v.patches)}
+
+
+def test_a_curated_row_limited_to_one_patch_keeps_the_index_builds_of_the_other_patches(
+    matrix: InMemoryMatrix,
+) -> None:
+    # Curated: the Linux x86_64 CPU build and the Windows cu130 build of 2.14 are pinned for 2.14.0 only. The
+    # index serves the CPU build as the default wheel of Windows and macOS, and cu130 on Linux x86_64, for
+    # 2.14.0 and 2.14.1: merging those must not limit them to 2.14.0 (2.14.1 lost every Windows/macOS build).
+    minor = next(m for m in load_matrix_data().torch_releases.minors if m.minor == "2.14")
+    for platform in ("windows-x86_64", "macos-arm64"):
+        assert "cpu" in _labels(minor, "2.14.0", platform), platform
+        assert "cpu" in _labels(minor, "2.14.1", platform), platform
+    assert "cu130" in _labels(minor, "2.14.1", "linux-x86_64")
+    # the curated limits stand where they were stated
+    assert "cpu" in _labels(minor, "2.14.0", "linux-x86_64")
+    assert "cpu" not in _labels(minor, "2.14.1", "linux-x86_64")
+    assert "cu130" in _labels(minor, "2.14.0", "windows-x86_64")
+    assert "cu130" not in _labels(minor, "2.14.1", "windows-x86_64")
+    answer = _resolve(matrix, torch="2.14", os="windows", arch="x86_64", backend="cpu")
+    assert (answer.torch_version, answer.backend) == ("2.14.1", "cpu")
+    answer = _resolve(matrix, torch="2.14", os="linux", arch="x86_64", backend="cpu")
+    assert (answer.torch_version, answer.backend) == ("2.14.0", "cpu")
+
+
+def test_one_label_on_one_platform_twice_is_a_duplicate(tmp_path: Path) -> None:
+    path = copy_matrix(tmp_path)
+    _edit(path, "torch_releases.yaml",
+          "      - {label: cu130, platforms: [windows-x86_64], patches: [\"2.14.0\"]",
+          "      - {label: cu130, platforms: [windows-x86_64, linux-x86_64], patches: [\"2.14.0\"]")
+    problems = [str(p) for p in matrix_data_problems(path)]
+    assert len(problems) == 1
+    assert "duplicate variant 'cu130' on linux-x86_64 in minor 2.14" in problems[0]

@@ -1,13 +1,16 @@
-"""The resolver's per-matrix memo (matrix/interface.per_matrix_memo) is keyed by facts drawn from the
+"""The caches a matrix keeps for the resolver (InMemoryMatrix's own and its `DerivedMemo`) are keyed by facts drawn from the
 matrix, never by free text from a request: a flood of distinct requests must not grow it."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from compat_service.domain.errors import AccelenvError
-from compat_service.domain.matrix.interface import InMemoryMatrix, per_matrix_memo
+from compat_service.domain.matrix.interface import InMemoryMatrix
 from compat_service.domain.matrix.loader import load_matrix_data
+from compat_service.domain.resolver import explanation, stages
 from compat_service.domain.resolver.request import ResolveRequest
 from compat_service.domain.resolver.resolution import resolution_to_json
 from compat_service.domain.resolver.stages import resolve
@@ -20,7 +23,10 @@ def _resolve(matrix: InMemoryMatrix, **flags: Any) -> dict | str:
         return err.code
 
 
-def test_distinct_free_text_requests_do_not_grow_the_memo() -> None:
+def test_distinct_free_text_requests_do_not_grow_the_memo(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the error path's two request-keyed tables are bounded instead: small bounds, which the flood exceeds
+    monkeypatch.setattr(stages, "TRY_MEMO", 40)
+    monkeypatch.setattr(explanation, "NEAREST_MEMO", 30)
     matrix = InMemoryMatrix(load_matrix_data())
 
     def flood(start: int) -> None:
@@ -30,9 +36,12 @@ def test_distinct_free_text_requests_do_not_grow_the_memo() -> None:
             _resolve(matrix, torch=f"2.{i % 14}", python="3.12", backend=f"rocm{i}.{i % 10}")
 
     flood(0)
-    size = len(per_matrix_memo(matrix))
+    size = matrix.cache_size()
+    assert size > 0, "the flood went through the cached stages"
     flood(1000)
-    assert len(per_matrix_memo(matrix)) == size
+    assert matrix.cache_size() == size
+    assert len(matrix.memo.tried) == 40
+    assert len(matrix.memo.nearest_torch) == 30
 
 
 def test_memoized_answers_equal_fresh_ones() -> None:

@@ -15,6 +15,7 @@ import sqlalchemy as sa
 
 from cli.resolve_cmd import main as resolve_main
 from compat_service.db.engine import make_engine
+from compat_service.domain.resolver.request import api_wording
 from tests.evidence.live_server import live_server
 
 TARGET = ["--backend", "cpu", "--python", "3.11", "--os", "linux", "--arch", "x86_64", "--with", "none",
@@ -43,7 +44,10 @@ def test_require_verified_without_reports_is_not_verified_locally_and_through_th
         plain_local = _resolve(capsys, "--database", sqlite_file)
     assert (local[0], local[1]["code"]) == (5, "not-verified")
     assert (remote[0], remote[1]["code"]) == (local[0], local[1]["code"])
-    assert remote[1]["causes"] == local[1]["causes"]
+    # the same causes; the service says them with its parameter names (require_verified=true, not the flag)
+    assert remote[1]["causes"] == [
+        {k: api_wording(v) if isinstance(v, str) else v for k, v in cause.items()} for cause in local[1]["causes"]
+    ]
     assert plain_remote[0] == plain_local[0] == 0
     assert plain_remote[1]["torch"] == plain_local[1]["torch"]
 

@@ -6,10 +6,10 @@ template; static files live under ``/static``. Pages are not part of the OpenAPI
 
 from __future__ import annotations
 
-import functools
 import json
 import re
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs
@@ -21,15 +21,16 @@ from fastapi.templating import Jinja2Templates
 from sqlmodel import Session
 from starlette.concurrency import run_in_threadpool
 
-from compat_service.api.deps import get_matrix, state_of
+from compat_service.api import service_reads
+from compat_service.api.deps import bearer_secret, get_matrix, state_of, token_holds_scope, token_with_scope
 from compat_service.api.pages import heatmap, selector
-from compat_service.api.pages.internal_api import ApiAnswer, api_get
+from compat_service.api.pages.reads import ApiAnswer, answered, read_service, refusal
 from compat_service.api.resolve_cache import LruCache
-from compat_service.api.routes.evidence import evidence_for_resolve
-from compat_service.api.routes.matrix import current_rows
 from compat_service.db.evidence.matrix_cells import cell_of, view_of
 from compat_service.db.evidence.queries import MatrixFilter
+from compat_service.db.matrix.snapshot_follower import MatrixSnapshot
 from compat_service.domain.backends import PLATFORMS
+from compat_service.domain.errors import AccelenvError
 from compat_service.domain.evidence.perf import describe as describe_perf_figure
 from compat_service.domain.evidence.status import BAD_STATUSES, is_bad
 from compat_service.domain.hardware_rules import driver_rule
@@ -168,18 +169,18 @@ async def matrix_page(request: Request) -> Response:
         # the rows GET /v1/matrix keeps for this load and evidence (assembled once per worker); the heatmap
         # only counts them: light views (models: the square's cells, which the page lists)
         with Session(state_of(request.app).engine) as session:
-            rows = current_rows(request.app, session, matrix)
+            rows = service_reads.current_rows(request.app, session, matrix)
             return [cell_of(r) if models else view_of(r) for r in rows.select(flt)]
 
     labels = [v.label for v in data.build_variants.variants]
     # a heatmap is a pure function of the load, the stored evidence and the validated filters: cached per
     # worker (bounded by entries and by bytes)
-    _evidence, stamp = evidence_for_resolve(request.app, None)
+    stamp = service_reads.evidence_stamp(request.app)
     key = ("matrix-page", matrix.content_hash, stamp, tuple(sorted(filters.items())))
     cache = _page_cache(request)
     heat = cache.get(key)
     if heat is None:
-        cells = await run_in_threadpool(functools.partial(read, flt, models=False))
+        cells = await run_in_threadpool(partial(read, flt, models=False))
         heat = heatmap.build_heatmap(cells, labels, filters)
         cache.put(key, heat)
     q = request.query_params
@@ -198,10 +199,9 @@ async def matrix_page(request: Request) -> Response:
         square = MatrixFilter(torch=torch, build=None if build == "unknown" else build, python=flt.python,
                               os=flt.os, arch=flt.arch, status=flt.status)
         selected = heatmap.square_cells(await run_in_threadpool(read, square), state)
-    evidence = []
-    for cell in [c for c in selected if c.reports][:MAX_EVIDENCE_CELLS]:
-        found = await api_get(request, "/v1/evidence", heatmap.evidence_params(cell))
-        evidence.append((cell, found))
+    with_reports = [c for c in selected if c.reports][:MAX_EVIDENCE_CELLS]
+    token = bearer_secret(request.headers.get("authorization"))
+    evidence = await run_in_threadpool(_evidence, request.app, token, matrix, with_reports)
     return _page(
         request,
         "matrix.html",
@@ -223,13 +223,40 @@ async def matrix_page(request: Request) -> Response:
     )
 
 
+def _evidence(app: Any, token: str | None, matrix: MatrixSnapshot, cells: list[Any]) -> list[tuple[Any, ApiAnswer]]:
+    """``GET /v1/evidence``'s answer for each cell (its full key), as the visitor's token lets them see it."""
+    with Session(state_of(app).engine) as session:
+        return _evidence_in(app, session, token, matrix, cells)
+
+
+def _evidence_in(
+    app: Any, session: Session, token: str | None, matrix: MatrixSnapshot, cells: list[Any]
+) -> list[tuple[Any, ApiAnswer]]:
+    try:
+        reader = token_holds_scope(app, session, token, "read")
+    except AccelenvError as exc:  # an unknown or revoked token: the API refuses every cell
+        return [(cell, refusal(exc)) for cell in cells]
+
+    def one(cell: Any) -> Any:
+        key = service_reads.cell_key(**heatmap.evidence_params(cell))
+        found, _stored = service_reads.cell_evidence(app, session, matrix, key, reader=reader)
+        return found.model_dump(mode="json", by_alias=True)
+
+    return [(cell, answered(partial(one, cell))) for cell in cells]
+
+
 @router.get("/torch/{version}", response_class=HTMLResponse)
 async def release_page(request: Request, version: str) -> Response:
     newest = await _newest_patch(request, version)
     if newest is not None:
         # /torch/2.5 and /torch/latest name no patch: the newest one (of that minor, of the released ones)
         return RedirectResponse(f"/torch/{newest}", status_code=302)
-    found = await api_get(request, f"/v1/torch/{version}")
+    def release(session: Session, _token: str | None) -> Any:
+        service_reads.check_release_version(version)
+        current = state_of(request.app).matrix_repository.current(check_now=True)
+        return service_reads.torch_release(session, current, version).model_dump(mode="json", by_alias=True)
+
+    found = await read_service(request, release)
     if not found.ok:
         return _error_page(request, f"torch {version}", found)
     body = found.body
@@ -282,7 +309,12 @@ async def _newest_patch(request: Request, version: str) -> str | None:
 
 @router.get("/reports/{report_id}", response_class=HTMLResponse)
 async def report_page(request: Request, report_id: str) -> Response:
-    found = await api_get(request, f"/v1/reports/{report_id}")
+    def read_report(session: Session, token: str | None) -> Any:
+        rid = service_reads.report_id_of(report_id)
+        token_with_scope(request.app, session, token, "read")  # raw reports are for `read` token holders
+        return json.loads(service_reads.report_json(session, rid))
+
+    found = await read_service(request, read_report)
     if not found.ok:
         return _error_page(request, f"Probe report {report_id}", found)
     report = found.body

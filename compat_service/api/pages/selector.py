@@ -1,6 +1,7 @@
 """The selector page's model: its choices (from the loaded matrix), its state (the URL) and its answer.
 
-The answer is the `GET /v1/resolve` route's own answer to the page's query string (`resolve_route`), read
+The answer is `GET /v1/resolve`'s own body for the page's resolve parameters
+(`service_reads.resolution_body`), read
 back with the one JSON reader (`resolution_from_json`) and rendered in every install format by the one
 renderer the CLI uses (`install_formats.render`). The page adds no resolution logic, so for the same query
 it says exactly what the API says.
@@ -17,7 +18,7 @@ from urllib.parse import urlencode
 from fastapi import Request
 from packaging.version import Version
 
-from compat_service.api.routes.resolve import resolve as resolve_route
+from compat_service.api.service_reads import resolution_body
 from compat_service.domain.backends import ARCHES, OSES, REQUEST_FAMILIES
 from compat_service.domain.errors import AccelenvError
 from compat_service.domain.matrix.schema import MatrixData
@@ -147,8 +148,11 @@ class Answer:
 
 
 async def answer(request: Request, state: dict[str, str]) -> Answer:
+    # the route's own answer to the page's resolve parameters (the page's own ones, format included, are not
+    # the API's: its query is strict, and format= there would answer text)
+    query = urlencode({k: v for k, v in state.items() if k not in PAGE_PARAMS}).encode("latin-1", "replace")
     try:
-        response = await resolve_route(request)
+        raw = await resolution_body(request.app, query)
     except AccelenvError as exc:
         body = exc.to_body().model_dump(mode="json")
         alternatives = [
@@ -156,7 +160,7 @@ async def answer(request: Request, state: dict[str, str]) -> Answer:
             for alt in body.get("alternatives", [])
         ]
         return Answer(body=body, error=body, alternatives=alternatives)
-    body = json.loads(bytes(response.body))
+    body = json.loads(raw)
     resolution = resolution_from_json(body)
     formats: list[tuple[str, str, str | None, str | None]] = []
     for fmt, label in FORMATS:

@@ -10,34 +10,31 @@ through the app's one error handler (an AccelenvError raised here reaches Starle
 like a route's). ``router`` declares the same path, its parameters (from the domain's one table,
 ``compat_service.domain.resolver.request.PARAMETERS``, which the CLI's flags come from too) and its
 responses for OpenAPI; its handler answers through the same function, for an app built without ``route``.
+
+``format=`` picks the answer's form: ``json`` (default) or the CLI's text formats (``pip``, ``requirements``,
+``uv``, ``conda``, ``docker``/``dockerfile``, ``text``) as text/plain, the same text `accelenv resolve --format`
+prints. The query is strict: a parameter the table does not hold is a 422 naming the nearest one
+(api/strict_query.py). The domain's errors speak the CLI's flags; on their way out (and into the cache) they
+are reworded with the API's names (``strict_query.in_api_words``), and the endpoint writes them itself
+(`error_bytes`, the handler's exact body) — only the failure path pays for that.
 """
 
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import parse_qsl
 
+import orjson
 from fastapi import APIRouter, Request, Response
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-from compat_service.api.deps import current_matrix, state_of
-from compat_service.api.routes.evidence import evidence_for_resolve
-from compat_service.domain.errors import Cause, ErrorBody, InvalidRequestError
-from compat_service.domain.resolver.request import PARAMETERS, Parameter, ResolveRequest
-from compat_service.domain.resolver.resolution import resolution_to_json
+from compat_service.api.middleware.observability import current_request_id
+from compat_service.api.service_reads import FORMATS, JSON_TYPE, MAX_REPEATS, resolution_answer
+from compat_service.domain.errors import AccelenvError, ErrorBody
+from compat_service.domain.resolver.request import PARAMETERS, Parameter
 from compat_service.domain.resolver.resolution_schema import ResolutionBody
-from compat_service.domain.resolver.stages import name_the_gpu
-from compat_service.domain.resolver.stages import resolve as resolve_request
 
 router = APIRouter(tags=["resolve"])
-
-#: longest query string whose parse is memoized (every parameter at its limit fits well within it)
-MAX_MEMO_QUERY = 1024
-
-#: how many times a repeatable parameter (``with``) may be given
-MAX_REPEATS = 8
-
 
 def _openapi_parameter(p: Parameter) -> dict[str, Any]:
     """One query parameter for OpenAPI; a repeatable one (``with=vllm&with=flash-attn``) is an array of
@@ -52,81 +49,38 @@ def _openapi_parameter(p: Parameter) -> dict[str, Any]:
     return declared
 
 
-_OPENAPI = {"parameters": [_openapi_parameter(p) for p in PARAMETERS]}
+_OPENAPI = {
+    "parameters": [_openapi_parameter(p) for p in PARAMETERS]
+    + [
+        {
+            "name": "format",
+            "in": "query",
+            "required": False,
+            "description": "json (default), or the CLI's text as text/plain: pip, requirements, uv, conda, "
+            "docker (dockerfile), text",
+            "schema": {"type": "string", "enum": sorted(FORMATS)},
+        }
+    ]
+}
 
 
-def query_strings(raw: bytes) -> dict[str, str | list[str] | None]:
-    """The resolve parameters of a raw query string; an over-long value is an InvalidRequestError.
-
-    Parsed as Starlette's ``QueryParams`` parses it, with the same call (latin-1 bytes, ``+`` and %-escapes as
-    UTF-8 with replacement, blank values kept), the last of a repeated name winning, without the multidict;
-    a repeatable parameter (``with=vllm&with=flash-attn``) keeps every value, in order."""
-    given: dict[str, str] = {}
-    repeated: dict[str, list[str]] = {}
-    for key, text in parse_qsl(raw.decode("latin-1"), keep_blank_values=True):
-        given[key] = text
-        repeated.setdefault(key, []).append(text)
-    values: dict[str, str | list[str] | None] = {}
-    for p in PARAMETERS:
-        name, limit = p.name, p.max_length
-        value = given.get(name)
-        if p.repeatable and len(repeated.get(name, ())) > 1:
-            if len(repeated[name]) > MAX_REPEATS:
-                raise InvalidRequestError(
-                    f"invalid query parameter {name}: given more than {MAX_REPEATS} times",
-                    hint=f"name at most {MAX_REPEATS} packages",
-                    causes=[Cause(constraint=f"at most {MAX_REPEATS} values", origin=f"query parameter {name}")],
-                )
-            longest = max(repeated[name], key=len)
-            if len(longest) > limit:
-                value = longest  # refused below, like a single over-long value
-            else:
-                values[name] = list(repeated[name])
-                continue
-        if value is not None and len(value) > limit:
-            raise InvalidRequestError(
-                f"invalid query parameter {name}: longer than {limit} characters",
-                hint="fix the named parameter; /docs describes every parameter",
-                causes=[Cause(constraint=f"at most {limit} characters", origin=f"query parameter {name}")],
-            )
-        values[name] = value
-    return values
+def error_bytes(err: AccelenvError) -> bytes:
+    """The error's body exactly as the app's handler writes it (api/errors.py: ``ErrorBody`` then
+    ``request_id``, compact JSON), its invariant part serialised once per error object."""
+    head = getattr(err, "_wire_head", None)
+    if head is None:
+        body = {
+            "code": err.code,
+            "message": err.message,
+            "hint": err.hint,
+            "causes": [{"constraint": c.constraint, "origin": c.origin, "detail": c.detail} for c in err.causes],
+            "alternatives": [{"description": a.description, "request": a.request} for a in err.alternatives],
+        }  # ErrorBody's fields in its order (a test holds them equal: tests/api/test_strict_query.py)
+        head = orjson.dumps(body)[:-1]  # without its closing brace
+        err._wire_head = head  # type: ignore[attr-defined]
+    return head + b',"request_id":' + orjson.dumps(current_request_id()) + b"}"
 
 
-def parse_request(raw: bytes) -> ResolveRequest:
-    """The query string as the domain's ResolveRequest (the one parser the CLI uses too)."""
-    return ResolveRequest.from_query(query_strings(raw))
-
-
-async def resolution_body(app: Any, raw: bytes) -> bytes:
-    """The JSON body answering the query string ``raw``; raises the AccelenvError that refuses it."""
-    cache = state_of(app).resolve_cache
-    # Only plausible query strings are memoized: a flood of huge ones must not fill memory.
-    if len(raw) <= MAX_MEMO_QUERY:
-        parsed = cache.requests.get_or_compute(raw, lambda: parse_request(raw))
-    else:
-        parsed = parse_request(raw)
-    matrix = await current_matrix(app)
-    # gpu= names a GPU: its architecture (matrix data) selects the evidence too
-    gpu_arch = name_the_gpu(parsed, matrix.matrix)[0].gpu_arch if parsed.gpu else parsed.gpu_arch
-    # Evidence from the stored probe reports (routes/evidence.py); its stamp keeps the cache current.
-    evidence, stamp = evidence_for_resolve(app, gpu_arch, require_verified=parsed.require_verified)
-    if parsed.stack:  # with=vllm: the stack's releases, then torch for them (compat_service/domain/stacks)
-        from compat_service.domain.stacks.catalog import load_catalog
-        from compat_service.domain.stacks.resolve import resolve_stack
-
-        catalog = load_catalog()
-        return cache.body(
-            (matrix.content_hash, stamp, parsed),
-            lambda: resolution_to_json(resolve_stack(parsed, matrix.matrix, evidence, catalog)),
-        )
-    return cache.body(
-        (matrix.content_hash, stamp, parsed),
-        lambda: resolution_to_json(resolve_request(parsed, matrix.matrix, evidence)),
-    )
-
-
-_HEADERS = [(b"content-type", b"application/json")]
 
 
 class _Answer:
@@ -135,9 +89,18 @@ class _Answer:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         scope["route"] = route  # the metrics' route label, as a FastAPI route sets it
-        body = await resolution_body(scope["app"], scope["query_string"])
-        headers = [*_HEADERS, (b"content-length", str(len(body)).encode())]
-        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        status = 200
+        try:
+            body, content_type = await resolution_answer(scope["app"], scope["query_string"])
+        except AccelenvError as err:
+            # Answered here, in the one error shape, from bytes kept on the error (a cached error is sent
+            # again as is): the unsatisfiable answers pipelines send many of skip the exception middleware,
+            # pydantic and the JSON encoder. Anything else still leaves through the app's handlers.
+            if err.http_status == 401:
+                raise
+            status, body, content_type = err.http_status, error_bytes(err), JSON_TYPE
+        headers = [(b"content-type", content_type), (b"content-length", str(len(body)).encode())]
+        await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": body})
 
 
@@ -153,7 +116,9 @@ route.methods = {"GET"}  # Starlette adds HEAD to a GET route; the API declares 
     responses={
         200: {
             "model": ResolutionBody,
-            "description": "the resolution, as `accelenv resolve --format json` prints it",
+            "description": "the resolution, as `accelenv resolve --format json` prints it; with format= other "
+            "than json, the same text as `accelenv resolve --format FORMAT` (text/plain)",
+            "content": {"text/plain": {"schema": {"type": "string"}}},
         },
         404: {"model": ErrorBody, "description": "no torch release matches (torch-not-found)"},
         409: {"model": ErrorBody, "description": "no install satisfies the request; causes and alternatives say why"},
@@ -162,5 +127,5 @@ route.methods = {"GET"}  # Starlette adds HEAD to a GET route; the API declares 
 )
 async def resolve(request: Request) -> Response:
     # Declares the operation for OpenAPI; `route` answers it. Same body through the same function.
-    body = await resolution_body(request.app, request.scope["query_string"])
-    return Response(content=body, media_type="application/json")
+    body, content_type = await resolution_answer(request.app, request.scope["query_string"])
+    return Response(content=body, media_type=content_type.decode().partition(";")[0])

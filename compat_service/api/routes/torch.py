@@ -5,14 +5,13 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Path, Query
-from packaging.specifiers import SpecifierSet
 from pydantic import BaseModel
 
 from compat_service.api.deps import CurrentMatrixDep, SessionDep
-from compat_service.db.matrix.releases import ReleaseFilter, TorchReleasePublic, get_release, list_releases
+from compat_service.api.service_reads import RELEASE_VERSION, TorchReleaseDetail, torch_release
+from compat_service.db.matrix.releases import ReleaseFilter, TorchReleasePublic, list_releases
 from compat_service.domain.backends import Platform
-from compat_service.domain.errors import DatabaseNotReadyError, ErrorBody, NotFoundError
-from compat_service.domain.matrix.schema import ArchList, Source, TorchMinor
+from compat_service.domain.errors import ErrorBody
 
 router = APIRouter(prefix="/v1/torch", tags=["torch"])
 
@@ -25,19 +24,6 @@ class TorchReleasePage(BaseModel):
     limit: int
     offset: int
     items: list[TorchReleasePublic]
-
-
-class TorchReleaseDetail(BaseModel):
-    matrix_version: str
-    release: TorchReleasePublic
-    #: the minor's entry in matrix_data, as the files hold it (variants, python, default index, patches)
-    minor: TorchMinor
-    #: the GPU arch lists whose torch range covers this release
-    arch_lists: list[ArchList]
-    #: arch lists learned from agreeing probe reports, for builds no curated row covers (sources: report ids)
-    observed_arch_lists: list[ArchList] = []
-    #: every source the release's rows cite
-    sources: list[Source]
 
 
 @router.get("", summary="Torch releases the matrix knows, newest first", response_model=TorchReleasePage)
@@ -77,35 +63,7 @@ def get_torch(
     session: SessionDep,
     matrix: CurrentMatrixDep,
     version: Annotated[
-        str, Path(pattern=r"^\d{1,3}\.\d{1,3}\.\d{1,3}([a-z0-9.]{0,16})$", description="e.g. 2.3.1")
+        str, Path(pattern=RELEASE_VERSION, description="e.g. 2.3.1")
     ],
 ) -> TorchReleaseDetail:
-    release = get_release(session, version)
-    if release is None:
-        raise NotFoundError(
-            f"torch {version} is not in the matrix",
-            hint="GET /v1/torch lists the releases the matrix knows",
-        )
-    data = matrix.data
-    minor = next((m for m in data.torch_releases.minors if m.minor == release.minor), None)
-    if minor is None:  # a load committed between reading the snapshot and the tables
-        raise DatabaseNotReadyError(
-            "the matrix was reloaded while answering", hint="retry the request", causes=[]
-        )
-    arch_lists = [
-        a for a in data.gpu_archs.arch_lists if SpecifierSet(a.torch).contains(version, prereleases=True)
-    ]
-    cited: set[str] = set()
-    for row in (*minor.python, *minor.variants, *minor.default_index, *arch_lists):
-        cited.update(row.source)
-    for patch in minor.patches:
-        if patch.version == version:
-            cited.update(patch.release_date_source)
-            for companion in (patch.torchvision, patch.torchaudio, patch.triton):
-                cited.update(companion.source)
-    sources = [s for s in data.sources.sources if s.key in cited]
-    observed = getattr(matrix.matrix, "observed_arch_lists", None)
-    return TorchReleaseDetail(
-        matrix_version=matrix.version, release=release, minor=minor, arch_lists=arch_lists, sources=sources,
-        observed_arch_lists=observed(version) if observed is not None else [],
-    )
+    return torch_release(session, matrix, version)

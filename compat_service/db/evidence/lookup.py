@@ -30,6 +30,9 @@ if TYPE_CHECKING:
 
 #: failing checks named in a resolver message; the rest are counted
 NAMED_FAILURES = 6
+#: the groups whose failing checks are named first, in this order: a failed training step is why a cell is
+#: broken, and it must not hide behind the dozens of checks that fail with it
+NAMED_FIRST = ("smoke", "models", "detect")
 _STATUS_OF: dict[Health, str] = {
     "verified": "verified", "partial": "partial", "broken": "broken", "unconfirmed": "declared", "none": "declared",
 }
@@ -103,6 +106,8 @@ def _describe(health: Health, failing: list[str], hosts: int) -> str:
         return f"required checks passed on {hosts} distinct host(s)"
     if health in ("unconfirmed", "none"):
         return f"reports from {hosts} host(s), not enough to verify"
+    rank = {group: n for n, group in enumerate(NAMED_FIRST)}
+    failing = sorted(failing, key=lambda check_id: rank.get(check_id.split(".", 1)[0], len(rank)))
     named = ", ".join(failing[:NAMED_FAILURES])
     more = f" and {len(failing) - NAMED_FAILURES} more" if len(failing) > NAMED_FAILURES else ""
     return f"failing checks: {named}{more}" if failing else "failing checks"

@@ -16,6 +16,8 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
+from cachetools import LRUCache
+
 from compat_service.domain.evidence.cells import CellKey, cell_key_of
 from compat_service.domain.evidence.observed_builds import BuildObservation, observation_of
 from compat_service.domain.evidence.perf import headline_json
@@ -130,19 +132,18 @@ def _aten_op(check: CheckResult) -> str | None:
 
 # A check id names one op variant and dtype, so the aten op it exercises is the same in every report: it is
 # read from the first report showing each distinct list of check ids (a fleet runs a few probe versions).
-_ATEN_BY_ID_LIST: dict[tuple[str, ...], tuple[str | None, ...]] = {}
 _ATEN_CACHE_SIZE = 256
-_aten_lock = threading.Lock()
+_ATEN_BY_ID_LIST: LRUCache[tuple[str, ...], tuple[str | None, ...]] = LRUCache(maxsize=_ATEN_CACHE_SIZE)
+_aten_lock = threading.Lock()  # cachetools' caches are not thread-safe (a read reorders them)
 
 
 def _aten_ops(ids: tuple[str, ...], checks: list[CheckResult]) -> tuple[str | None, ...]:
-    known = _ATEN_BY_ID_LIST.get(ids)
+    with _aten_lock:
+        known = _ATEN_BY_ID_LIST.get(ids)
     if known is not None:
         return known
     ops = tuple(map(_aten_op, checks))
     with _aten_lock:
-        if len(_ATEN_BY_ID_LIST) >= _ATEN_CACHE_SIZE:
-            _ATEN_BY_ID_LIST.clear()
         _ATEN_BY_ID_LIST[ids] = ops
     return ops
 

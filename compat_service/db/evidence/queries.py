@@ -7,17 +7,20 @@ Reads only the counters the ingest maintains; nothing here scans the stored repo
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import threading
 from collections.abc import Sequence
 from typing import Any
 
 import sqlalchemy as sa
+from cachetools import LRUCache
+from packaging.specifiers import SpecifierSet
 from pydantic import BaseModel
 from sqlmodel import Session, col
 
 from compat_service.db.evidence.report_tables import StoredReport
 from compat_service.db.evidence.tables import EvidenceCell, EvidenceCheck
-from compat_service.domain.backends import normalise_arch
+from compat_service.domain.backends import label_family, normalise_arch
 from compat_service.domain.evidence.cells import (
     CellEvidence,
     CellKey,
@@ -45,12 +48,22 @@ class MatrixFilter(BaseModel):
     os: str | None = None
     arch: str | None = None
     status: str | None = None
+    #: the build's wheel family (cpu, cuda, rocm, xpu), by the label grammar; distinct from the evidence
+    #: ``backend`` (the device a report ran on)
+    family: str | None = None
 
     def torch_matches(self, version: str) -> bool:
-        return self.torch is None or version == self.torch or version.startswith(self.torch + ".")
+        if self.torch is None:
+            return True
+        if self.torch[:1] in "<>=!~" or "," in self.torch:  # a PEP 440 range (the route validated it)
+            return _specifier(self.torch).contains(version, prereleases=True)
+        return version == self.torch or version.startswith(self.torch + ".")
+
+    def family_matches(self, build: str | None) -> bool:
+        return self.family is None or (build is not None and label_family(build) == self.family)
 
     def cache_key(self) -> tuple[str | None, ...]:
-        return (self.torch, self.build, self.python, self.backend, self.os, self.arch, self.status)
+        return (self.torch, self.build, self.python, self.backend, self.os, self.arch, self.status, self.family)
 
     def considers(self, torch_version: str, torch_build: str | None, python: str, os: str, backend: str) -> bool:
         """Whether an evidence cell takes part in the answer: a declared cell none of whose evidence cells
@@ -60,6 +73,7 @@ class MatrixFilter(BaseModel):
         return (
             self.torch_matches(torch_version)
             and self.build in (None, torch_build)
+            and self.family_matches(torch_build)
             and self.python in (None, python)
             and self.os in (None, os)
             and self.backend in (None, backend)
@@ -73,6 +87,7 @@ class MatrixFilter(BaseModel):
         return (
             self.torch_matches(torch_version)
             and self.build in (None, torch_build)
+            and self.family_matches(torch_build)
             and self.python in (None, python)
             and self.os in (None, os)
             and (self.arch is None or normalise_arch(os, self.arch) == arch)
@@ -84,6 +99,11 @@ class MatrixFilter(BaseModel):
         return self.keeps_values(
             cell.torch_version, cell.torch_build, cell.python, cell.os, cell.arch, cell.backend, cell.status
         )
+
+
+@functools.lru_cache(maxsize=256)
+def _specifier(text: str) -> SpecifierSet:
+    return SpecifierSet(text)
 
 
 def _aware(value: dt.datetime | None) -> dt.datetime | None:
@@ -225,7 +245,8 @@ def with_failing_checks(session: Session, page: list[tuple[MatrixCell, int | Non
 
 
 _declared_lock = threading.Lock()
-_declared: dict[str, DeclaredMatrix] = {}
+#: a few loads (a reload keeps the previous one in use for a moment); the least recently used goes first
+_declared: LRUCache[str, DeclaredMatrix] = LRUCache(maxsize=4)
 
 
 def declared_for(content_hash: str, data: MatrixData) -> DeclaredMatrix:
@@ -233,7 +254,5 @@ def declared_for(content_hash: str, data: MatrixData) -> DeclaredMatrix:
     with _declared_lock:
         found = _declared.get(content_hash)
         if found is None:
-            if len(_declared) >= 4:
-                _declared.clear()
             found = _declared[content_hash] = DeclaredMatrix(data)
         return found

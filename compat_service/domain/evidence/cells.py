@@ -296,6 +296,11 @@ class MatrixCell(BaseModel):
     #: the perf headline of the newest report that measured it (``domain.evidence.perf``), or None
     perf: list[dict[str, Any]] | None = None
     failing_checks: list[str] = Field(default_factory=list)
+    #: the wheel family of ``torch_build`` (cpu, cuda, rocm, xpu); GET /v1/matrix's ``family`` filter
+    family: str | None = None
+    #: the CUDA/ROCm version ``torch_build`` stands for (cu121 -> 12.1; null for cpu/xpu or unknown), for
+    #: declared cells too; ``runtime_version`` is what a probe report saw
+    build_runtime: str | None = None
 
 
 class IngestResult(BaseModel):

@@ -340,16 +340,9 @@ class _Merge:
                     for wheel in wheels:
                         availability[(variant.label, wheel.platform)].add(version)
         variants: list[dict[str, Any]] = minor.setdefault("variants", [])
+        every = {str(p.get("version")) for p in minor.get("patches") or []}
         for (label, platform), patches in sorted(availability.items()):
-            row = next((v for v in variants if v.get("label") == label), None)
-            restrict = None if patches == set(versions) else sorted(patches, key=Version)
-            if row is None:
-                variants.append({"label": label, "platforms": [platform], "source": [SOURCE], "patches": restrict,
-                                 "note": "on the package index (the default wheel) or its /whl/<label> index"})
-                continue
-            if platform not in row.get("platforms", []):
-                row["platforms"] = [p for p in PLATFORMS if p in {*row.get("platforms", []), platform}]
-                _add_source(row)
+            _merge_variant(variants, label, platform, patches, every)
 
     # -- torch-npu ----------------------------------------------------------------------------------------
 
@@ -400,6 +393,49 @@ class _Merge:
                                   f"{row.get('torch')}, the wheels require torch {', '.join(sorted(pins.values()))}")
                 row["torch_requirement"] = dict(sorted(pins.items()))
             _add_source(row)
+
+
+def _row_patches(row: dict[str, Any], every: set[str]) -> set[str]:
+    """The patches a variant row states (null = every patch of the minor)."""
+    listed = row.get("patches")
+    return set(every) if listed is None else {str(p) for p in listed}
+
+
+def _merge_variant(variants: list[dict[str, Any]], label: str, platform: str, patches: set[str],
+                   every: set[str]) -> None:
+    """Add what the index states, (label, platform) for ``patches``, to the minor's variant rows.
+
+    A row's ``patches`` limit holds for every platform of the row, so the index's platform joins a row only
+    when the row's patches are the platform's: a curated row limited to 2.14.0 never limits the index's
+    builds of 2.14.1 on another platform (they get a row of their own: one label may have several rows on
+    disjoint platforms). On a platform a curated row already lists, the index adds the patches it serves
+    there and the curated patches stay.
+    """
+    rows = [v for v in variants if v.get("label") == label]
+    row = next((v for v in rows if platform in (v.get("platforms") or [])), None)
+    if row is not None:
+        wanted = _row_patches(row, every) | patches
+        if wanted == _row_patches(row, every):
+            return  # the curated row states it already
+        if len(row.get("platforms") or []) > 1:
+            # the row's other platforms keep their patch limit; this platform moves to a row of its own
+            row["platforms"] = [p for p in row["platforms"] if p != platform]
+            moved = {k: v for k, v in row.items() if k not in ("platforms", "patches")}
+            row = {**moved, "platforms": [platform]}
+            variants.append(row)
+        row["patches"] = None if wanted >= every else sorted(wanted, key=Version)
+        _add_source(row)
+        return
+    restrict = None if patches >= every else sorted(patches, key=Version)
+    same = next((v for v in rows if v.get("patches") is None and restrict is None
+                 or v.get("patches") is not None and restrict is not None
+                 and _row_patches(v, every) == set(restrict)), None)
+    if same is not None:
+        same["platforms"] = [p for p in PLATFORMS if p in {*same.get("platforms", []), platform}]
+        _add_source(same)
+        return
+    variants.append({"label": label, "platforms": [platform], "source": [SOURCE], "patches": restrict,
+                     "note": "on the package index (the default wheel) or its /whl/<label> index"})
 
 
 def _missing(version: Version, on_index: set[Version]) -> bool:

@@ -10,13 +10,14 @@ Deliberately no pydantic import here: this module is on the fast path of `accele
 
 from __future__ import annotations
 
-import weakref
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
+from compat_service.domain.backends import python_sort_key
 from compat_service.domain.versions import parse_specifier, parse_version
 
 if TYPE_CHECKING:
@@ -35,23 +36,46 @@ if TYPE_CHECKING:
         ToolkitArchRange,
         TorchMinor,
         TorchPatch,
+        VariantAvailability,
         VendorInstall,
         XpuSupport,
     )
 
 
-#: per matrix (weakly held), answers that depend only on the matrix and arguments drawn from it (versions,
-#: labels, platforms; never free text from a request, which would grow it without bound): built once per
-#: matrix, so a resolve does not re-scan tables and re-format the same sentences
-_PER_MATRIX: weakref.WeakKeyDictionary[Any, dict[tuple[Any, ...], Any]] = weakref.WeakKeyDictionary()
+@dataclass
+class DerivedMemo:
+    """What the resolver and the hardware rules derive from one matrix, kept by the matrix (as pip keeps its
+    caches in the provider): one typed table per question, each keyed only by facts drawn from the matrix
+    (versions, labels, platforms, OSes; never free text from a request, which would grow it without bound),
+    but for the error path's two request-keyed tables, which their modules bound.
+    The values are owned by their modules (hardware_rules, resolver.answer); the matrix only holds them."""
 
+    #: (runtime, runtime_full, os) -> hardware_rules.DriverFloor
+    driver_floors: dict[tuple[str | None, str | None, str], Any] = field(default_factory=dict)
+    #: (runtime, runtime_full, os, coverage) -> hardware_rules.DriverRule
+    driver_rules: dict[tuple[str | None, str | None, str, str | None], Any] = field(default_factory=dict)
+    #: os -> (the toolkit's own driver floor, the toolkit version), newest toolkit first
+    toolkit_floors: dict[str, tuple[tuple[Version, str], ...]] = field(default_factory=dict)
+    #: (patch, platform, backend kind, family) -> (variant, build) rows the backend admits
+    variant_rows: dict[tuple[str, str, str, str], tuple[tuple[VariantAvailability, BuildVariant], ...]] = field(
+        default_factory=dict
+    )
+    #: (patch, Python, platform, label, family, backend kind, no --python, arch defaulted) -> the answer's head
+    answer_heads: dict[tuple[str, str, str, str, str, str, bool, bool], Any] = field(default_factory=dict)
+    #: (patch, Python, platform, label, family, companions, plugin row's position in its table) -> answer's tail
+    answer_tails: dict[tuple[str, str, str, str, str, tuple[str, ...], int | None], Any] = field(default_factory=dict)
 
-def per_matrix_memo(matrix: Any) -> dict[tuple[Any, ...], Any]:
-    """The memo dict of ``matrix`` (a fresh, unkept one for a matrix that cannot be weakly referenced)."""
-    try:
-        return _PER_MATRIX.setdefault(matrix, {})
-    except TypeError:
-        return {}
+    #: the error path's alternatives search, keyed by requests and so bounded by their modules (oldest dropped):
+    #: a ResolveRequest -> its Resolution or None (resolver.stages.try_resolve, at most TRY_MEMO)
+    tried: dict[Hashable, Any] = field(default_factory=dict)
+    #: (a ResolveRequest with its torch blanked, the asked minor's position) -> the position of the nearest minor
+    #: that resolves, None = none (resolver.explanation._nearest_fitting_torch, at most NEAREST_MEMO)
+    nearest_torch: dict[tuple[Hashable, int], int | None] = field(default_factory=dict)
+
+    def size(self) -> int:
+        """Entries held over the tables keyed by matrix facts (tests check distinct requests do not grow it;
+        the two request-keyed tables are bounded instead)."""
+        return sum(len(table) for name, table in vars(self).items() if name not in ("tried", "nearest_torch"))
 
 
 class Matrix(Protocol):
@@ -99,6 +123,22 @@ class Matrix(Protocol):
 
     def source(self, key: str) -> Source | None: ...
 
+    def variants_on_platform(self, minor: TorchMinor, version: str, platform: str) -> tuple[VariantAvailability, ...]:
+        """The variants of ``minor`` that patch ``version`` publishes for ``platform``."""
+
+    def pythons(self, minor: TorchMinor, patch: TorchPatch, platform: str) -> list[str]:
+        """The Pythons ``patch`` publishes wheels for on ``platform``, oldest first."""
+
+    def default_toolkits(self, minor: TorchMinor, platform: str) -> dict[str, str]:
+        """label -> the toolkit release the default-index wheels of ``minor`` pin on ``platform``."""
+
+    @property
+    def memo(self) -> DerivedMemo:
+        """What the resolver derives from this matrix, kept with it."""
+
+
+_Row = TypeVar("_Row")
+
 
 def _release_key(text: str | None) -> tuple[int, ...]:
     version = parse_version(text or "")
@@ -135,6 +175,51 @@ class InMemoryMatrix:
         self._xpu = [(parse_specifier(row.torch), row) for row in data.xpu.support]
         self._mps = [(parse_specifier(row.torch), row) for row in data.mps.support]
         self._sources = {s.key: s for s in data.sources.sources}
+        self._on_platform: dict[tuple[str, str], tuple[VariantAvailability, ...]] = {}
+        self._pythons: dict[tuple[str, str], list[str]] = {}
+        self._default_toolkits: dict[tuple[str, str], dict[str, str]] = {}
+        self._memo = DerivedMemo()
+
+    @property
+    def memo(self) -> DerivedMemo:
+        return self._memo
+
+    def cache_size(self) -> int:
+        """Entries held by every cache of this matrix (tests check distinct requests do not grow it)."""
+        own = (self._on_platform, self._pythons, self._default_toolkits, self._arch_memo)
+        return self._memo.size() + sum(len(table) for table in own)
+
+    def variants_on_platform(self, minor: TorchMinor, version: str, platform: str) -> tuple[VariantAvailability, ...]:
+        key = (version, platform)
+        found = self._on_platform.get(key)
+        if found is None:
+            found = self._on_platform[key] = tuple(
+                v for v in minor.variants if (v.patches is None or version in v.patches) and platform in v.platforms
+            )
+        return found
+
+    def pythons(self, minor: TorchMinor, patch: TorchPatch, platform: str) -> list[str]:
+        key = (patch.version, platform)
+        found = self._pythons.get(key)
+        if found is None:
+            entries = patch.python_override if patch.python_override is not None else minor.python
+            found = []
+            for entry in entries:
+                if entry.platforms is None or platform in entry.platforms:
+                    found.extend(v for v in entry.versions if v not in found)
+            found = self._pythons[key] = sorted(found, key=python_sort_key)
+        return found
+
+    def default_toolkits(self, minor: TorchMinor, platform: str) -> dict[str, str]:
+        key = (minor.minor, platform)
+        found = self._default_toolkits.get(key)
+        if found is None:
+            found = self._default_toolkits[key] = {
+                d.label: d.runtime_full
+                for d in minor.default_index
+                if d.platform == platform and d.label and d.runtime_full
+            }
+        return found
 
     def torch_minors(self) -> Sequence[TorchMinor]:
         return self._minors
@@ -214,7 +299,7 @@ def _arch_key(arch: str) -> tuple[bool, int, str]:
     return (arch[:2] != "sm", int(digits or 0) if arch.startswith("sm") else 0, arch)
 
 
-def _first_matching(rows: list[tuple[SpecifierSet | None, Any]], torch_version: str) -> Any:
+def _first_matching(rows: list[tuple[SpecifierSet | None, _Row]], torch_version: str) -> _Row | None:
     for spec, row in rows:
         if spec is not None and spec.contains(torch_version, prereleases=True):
             return row

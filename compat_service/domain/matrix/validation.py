@@ -286,17 +286,19 @@ def _torch(rows: FileRows, labels: dict[str, Any]) -> tuple[list[Version], list[
                 if released and comp != "triton" and value.version is None and not value.note:
                     out.add(file, f"{path}.{comp}", f"{comp} is null without a note saying why it is unknown")
         by_platform: dict[str, set[str]] = {}
-        variant_labels: dict[str, int] = {}
+        # one label may have several rows (patches that differ by platform), never twice on one platform
+        variant_labels: dict[tuple[str, str], int] = {}
         for j, v in enumerate(m.variants):
             path = f"{base}.variants[{j}]"
-            if v.label in variant_labels:
-                out.add(
-                    file,
-                    f"{path}.label",
-                    f"duplicate variant {v.label!r} in minor {m.minor} (first at "
-                    f"variants[{variant_labels[v.label]}])",
-                )
-            variant_labels.setdefault(v.label, j)
+            for plat in v.platforms:
+                if (v.label, plat) in variant_labels:
+                    out.add(
+                        file,
+                        f"{path}.label",
+                        f"duplicate variant {v.label!r} on {plat} in minor {m.minor} (first at "
+                        f"variants[{variant_labels[(v.label, plat)]}])",
+                    )
+                variant_labels.setdefault((v.label, plat), j)
             if labels and v.label not in labels:
                 out.add(
                     file,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from compat_service.domain.backends import PLUGIN_FAMILIES, PLUGINS, RUNTIME_COLUMNS, RUNTIME_NAMES
 from compat_service.domain.hardware_rules import (
@@ -11,13 +11,15 @@ from compat_service.domain.hardware_rules import (
     MVC_LIMITS_SOURCES,
     describe_archs,
 )
-from compat_service.domain.matrix.interface import per_matrix_memo
 from compat_service.domain.resolver.resolution import HostRequirement, Pin, Reason, Resolution
 from compat_service.domain.resolver.state import Candidate, ResolverState
 from compat_service.domain.versions import cached_version
 
+if TYPE_CHECKING:
+    from compat_service.domain.matrix.schema import AscendNpuRow, Platform, TorchMinor, TorchPatch
 
-def build_resolution(state: ResolverState, minor: Any, patch: Any, python: str, c: Candidate) -> Resolution:
+
+def build_resolution(state: ResolverState, minor: TorchMinor, patch: TorchPatch, python: str, c: Candidate) -> Resolution:
     r = state.r
     version = patch.version
     here = cached_version(version)
@@ -31,14 +33,13 @@ def build_resolution(state: ResolverState, minor: Any, patch: Any, python: str, 
     warnings = state.warnings
     # What depends only on matrix rows and bounded request fields is built once per matrix: the same
     # sentences for every request that lands on this (patch, Python, build, platform).
-    memo = per_matrix_memo(state.m)
-    key: tuple[Any, ...] = (
-        "answer-head", version, python, r.platform, c.label, state.family, r.backend.kind, r.python is None,
-        r.arch_defaulted,
+    heads = state.m.memo.answer_heads
+    head_key = (
+        version, python, r.platform, c.label, state.family, r.backend.kind, r.python is None, r.arch_defaulted,
     )
-    head = memo.get(key)
+    head = heads.get(head_key)
     if head is None:
-        head = memo[key] = _head(state, minor, patch, python, c)
+        head = heads[head_key] = _head(state, minor, patch, python, c)
     reasons.extend(head[0])
     warnings.extend(head[1])
 
@@ -51,11 +52,11 @@ def build_resolution(state: ResolverState, minor: Any, patch: Any, python: str, 
     if r.runtime is not None:
         _runtime_reason(state, c, reasons)
 
-    # the plugin row's id is stable while its matrix (the memo's owner) lives
-    key = ("answer-tail", version, python, r.platform, c.label, state.family, r.with_, id(c.plugin_row))
-    tail = memo.get(key)
+    tails = state.m.memo.answer_tails
+    tail_key = (version, python, r.platform, c.label, state.family, r.with_, _plugin_position(state, c))
+    tail = tails.get(tail_key)
     if tail is None:
-        tail = memo[key] = _tail(state, minor, patch, python, c)
+        tail = tails[tail_key] = _tail(state, minor, patch, python, c)
     reasons.extend(tail.reasons)
     warnings.extend(tail.warnings)
     evidence = _evidence(state, version, c.label, python, reasons)
@@ -79,8 +80,16 @@ def build_resolution(state: ResolverState, minor: Any, patch: Any, python: str, 
     )
 
 
+def _plugin_position(state: ResolverState, c: Candidate) -> int | None:
+    """Where the candidate's plugin row sits in its matrix table (the first equal row: equal rows give equal
+    answers); None without a plugin."""
+    if c.plugin_row is None:
+        return None
+    return list(getattr(state.m, PLUGINS[state.family].table)()).index(c.plugin_row)
+
+
 def _head(
-    state: ResolverState, minor: Any, patch: Any, python: str, c: Candidate
+    state: ResolverState, minor: TorchMinor, patch: TorchPatch, python: str, c: Candidate
 ) -> tuple[tuple[Reason, ...], tuple[str, ...]]:
     """The Python and build reasons, and the warnings about the release's data and the chosen Python."""
     r = state.r
@@ -127,7 +136,7 @@ class _Tail:
     no_deps: tuple[str, ...]
 
 
-def _tail(state: ResolverState, minor: Any, patch: Any, python: str, c: Candidate) -> _Tail:
+def _tail(state: ResolverState, minor: TorchMinor, patch: TorchPatch, python: str, c: Candidate) -> _Tail:
     r = state.r
     version = patch.version
     build = c.build_row
@@ -170,11 +179,13 @@ def _tail(state: ResolverState, minor: Any, patch: Any, python: str, c: Candidat
             )
         )
     torch_pin = version + local
-    plugin_pin = _plugin_torch_pin(c.plugin_row, r.platform)
-    if plugin_pin is not None and plugin_pin != torch_pin:
+    # torch-npu is the one plugin whose rows carry the torch its wheels require
+    npu_row = cast("AscendNpuRow", c.plugin_row) if state.family == "npu" else None
+    plugin_pin = _plugin_torch_pin(npu_row, r.platform)
+    if npu_row is not None and plugin_pin is not None and plugin_pin != torch_pin:
         # the plugin's wheel for this architecture requires this exact torch (2.11.0+cpu on x86_64)
-        reasons.append(Reason("torch-pin", f"torch-npu {c.plugin_row.torch_npu} for {r.platform} requires "
-                              f"torch=={plugin_pin}", tuple(c.plugin_row.source)))
+        reasons.append(Reason("torch-pin", f"torch-npu {npu_row.torch_npu} for {r.platform} requires "
+                              f"torch=={plugin_pin}", tuple(npu_row.source)))
         torch_pin = plugin_pin
     packages = [Pin("torch", torch_pin, index_url)]
     for name in r.with_:
@@ -183,8 +194,8 @@ def _tail(state: ResolverState, minor: Any, patch: Any, python: str, c: Candidat
         reasons.append(
             Reason(name, f"{name} {row.version} pairs with torch {version}", tuple(row.source))
         )
-    if c.plugin_row is not None and state.family == "npu":
-        packages.append(Pin("torch-npu", c.plugin_row.torch_npu, None))
+    if npu_row is not None:
+        packages.append(Pin("torch-npu", npu_row.torch_npu, None))
     if on_default:
         _triton_reason(state, patch, python, reasons)  # the requirement read is the default wheel's
     no_deps: tuple[str, ...] = ()
@@ -195,7 +206,7 @@ def _tail(state: ResolverState, minor: Any, patch: Any, python: str, c: Candidat
     return _Tail(tuple(reasons), tuple(warnings), tuple(packages), index_url, index_option, on_default, no_deps)
 
 
-def _triton_reason(state: ResolverState, patch: Any, python: str, reasons: list[Reason]) -> None:
+def _triton_reason(state: ResolverState, patch: TorchPatch, python: str, reasons: list[Reason]) -> None:
     """Whether pip pulls triton in on this target: the default wheel's requirement, its marker evaluated at
     load for each platform and Python (``triton.applies``)."""
     triton = patch.triton
@@ -214,10 +225,10 @@ def _triton_reason(state: ResolverState, patch: Any, python: str, reasons: list[
     reasons.append(Reason("triton", text, tuple(triton.source)))
 
 
-def _plugin_torch_pin(row: Any, platform: str) -> str | None:
+def _plugin_torch_pin(row: AscendNpuRow | None, platform: str) -> str | None:
     """The exact torch a plugin's wheel requires on this platform (``==2.11.0+cpu`` -> ``2.11.0+cpu``)."""
-    pins = getattr(row, "torch_requirement", None) if row is not None else None
-    text = (pins or {}).get(platform)
+    pins = row.torch_requirement if row is not None else None
+    text = (pins or {}).get(cast("Platform", platform))
     if not text or not text.startswith("==") or text.endswith(".*") or "," in text:
         return None
     return text[2:].strip()
@@ -255,6 +266,7 @@ def _driver_reason(
 ) -> None:
     """The driver the build needs and the rule that decided it (hardware_rules: two floors)."""
     rule = c.floor
+    assert rule is not None, "the driver stage rules every CUDA candidate"
     r = state.r
     runtime = c.build_row.runtime
     toolkit = rule.toolkit.version if rule.toolkit is not None else runtime
@@ -467,6 +479,7 @@ def _evidence(
         return None
     from compat_service.domain.evidence.steering import answer_notes
 
+    assert state.steering is not None, "a resolution with evidence steers by it"
     cell = state.steering.status(version, label, python)
     reason, warning = answer_notes(cell, version, label, state.r.platform)
     if reason is not None:

@@ -14,7 +14,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from packaging.version import Version
@@ -27,6 +27,7 @@ from compat_service.domain.resolver.state import Dropout, ResolverState
 
 if TYPE_CHECKING:
     from compat_service.domain.errors import UnsatisfiableError
+    from compat_service.domain.hardware_rules import DriverRule
     from compat_service.domain.matrix.interface import Matrix
     from compat_service.domain.resolver.request import ResolveRequest
     from compat_service.domain.resolver.resolution import Resolution
@@ -48,156 +49,180 @@ def torch_not_found(state: ResolverState) -> Conflict:
     )
 
 
+@dataclass(frozen=True)
+class Failure:
+    """What every stage's explanation reads: the furthest stage's dropouts, one per minor, and the --torch cause."""
+
+    state: ResolverState
+    deaths: list[Dropout]
+    #: the first dropout of each minor, newest first
+    by_minor: dict[str, Dropout]
+    #: "torch <the --torch text>"
+    asked: str
+    torch_cause: CauseRow
+
+
 def explain_failure(state: ResolverState, stage: str, deaths: list[Dropout]) -> Conflict:
+    """The `Conflict` for ``stage``, the furthest one any candidate patch reached (`EXPLAIN[stage]`)."""
     r = state.r
     asked = f"torch {r.torch.text}"
-    torch_cause: CauseRow = (asked, "request: --torch", f"matches {_span(deaths)}")
-    causes: list[CauseRow]
     by_minor: dict[str, Dropout] = {}
     for d in deaths:
         by_minor.setdefault(d.minor.minor, d)
-    if stage == "platform":
-        causes = [torch_cause] + [
-            (
-                f"torch {m} wheels",
-                f"matrix: torch_releases {m}",
-                f"published for {', '.join(d.info['platforms'])}",
-            )
-            for m, d in by_minor.items()
-        ]
-        causes.append((f"platform {r.platform}", "request: --os/--arch", None))
-        unknown = _unsourced(state, by_minor)
-        causes += unknown
-        if unknown and len(unknown) == len(by_minor):
-            return Conflict(
-                "platform-unsupported",
-                f"the matrix does not know whether {asked} publishes wheels for {r.platform}: "
-                "no source lists its builds there",
-                hint="run `accelenv matrix refresh` to read the package index, or pick a release the matrix "
-                "knows for this platform",
-                causes=causes,
-            )
+    torch_cause: CauseRow = (asked, "request: --torch", f"matches {_span(deaths)}")
+    return EXPLAIN[stage](Failure(state, deaths, by_minor, asked, torch_cause))
+
+
+def _explain_platform(f: Failure) -> Conflict:
+    r = f.state.r
+    causes = [f.torch_cause] + [
+        (
+            f"torch {m} wheels",
+            f"matrix: torch_releases {m}",
+            f"published for {', '.join(d.info['platforms'])}",
+        )
+        for m, d in f.by_minor.items()
+    ]
+    causes.append((f"platform {r.platform}", "request: --os/--arch", None))
+    unknown = _unsourced(f.state, f.by_minor)
+    causes += unknown
+    if unknown and len(unknown) == len(f.by_minor):
         return Conflict(
             "platform-unsupported",
-            f"{asked} publishes no wheels for {r.platform}",
-            hint="pick another torch version or platform",
+            f"the matrix does not know whether {f.asked} publishes wheels for {r.platform}: "
+            "no source lists its builds there",
+            hint="run `accelenv matrix refresh` to read the package index, or pick a release the matrix "
+            "knows for this platform",
             causes=causes,
         )
-    if stage == "python":
-        parts = [
-            f"torch {m} supports Python {_py_range(d.info['pythons'])} on {r.platform}"
-            for m, d in by_minor.items()
-        ]
-        message = "; ".join(parts) + f"; you asked for {r.python}"
-        causes = [
-            (f"python in {_py_range(d.info['pythons'])}", f"matrix: torch_releases {m} python", None)
-            for m, d in by_minor.items()
-        ]
-        everywhere = sorted({p for d in deaths for p in d.info["pythons"]}, key=python_sort_key)
-        if len(by_minor) > 3 and everywhere and r.python:
-            # Every release refused it: one line, the span of all of them (e.g. Python 2.7, 3.99).
-            message = (
-                f"no torch release in the matrix supports Python {r.python} on {r.platform}; "
-                f"{_span(deaths)} span Python {_py_range(everywhere)}"
-            )
-            causes = causes[:1] + causes[-1:]
-        causes.append((f"python == {r.python}", "request: --python", None))
-        return Conflict(
-            "python-unsupported",
-            message,
-            hint="use a Python the release supports, or a release that supports your Python",
-            causes=causes,
-            facts={"python": r.python},
-        )
-    if stage == "backend":
-        return _backend_conflict(state, asked, by_minor, torch_cause)
-    if stage == "plugin":
-        plugin = PLUGINS[state.family]
-        name = plugin.package
-        rows = getattr(state.m, plugin.table)()
-        torches = sorted({row.torch for row in rows}, key=Version, reverse=True)
-        causes = [
-            torch_cause,
-            (
-                f"{name} for torch {_span(deaths)} and Python {r.python or 'any'}",
-                "request: --backend " + r.backend.text,
-                f"vendor_backends lists {name} for torch {', '.join(torches[:8]) or 'nothing'}",
-            ),
-        ]
-        return Conflict(
-            "variant-not-published",
-            f"{name} is not published for {asked} (Python {r.python or 'any'})",
-            hint=f"choose a torch version {name} supports",
-            causes=causes,
-        )
-    if stage == "runtime":
-        return _runtime_conflict(state, asked, deaths, torch_cause)
-    if stage == "gpu_arch":
-        causes = [torch_cause, (f"gpu arch {r.gpu_arch}", "request: --gpu-arch", None)]
-        for d in list(by_minor.values())[:2]:
-            for label, verdict in d.info["verdicts"]:
-                causes.append(
-                    (
-                        f"{label} of torch {d.patch.version} ships {verdict.shipped}",
-                        f"matrix: gpu_archs ({', '.join(verdict.row.source)})",
-                        None,
-                    )
-                )
-        return Conflict(
-            "gpu-arch-unsupported",
-            f"no {state.family} build of {asked} for {r.platform} runs on {r.gpu_arch}",
-            hint="pick a torch release whose builds still (or already) ship this architecture",
-            causes=causes,
-            facts={"gpu_arch": r.gpu_arch},
-        )
-    if stage == "driver":
-        floors = [(label, f) for d in deaths for label, f in d.info["floors"]]
-        needed = min((f.version for _, f in floors if f.version), key=Version)
-        runs = newest_cuda_for_driver(state.m, r.driver or "0", r.os)
-        lowest_cuda = min(
-            (f.toolkit.version for _, f in floors if f.toolkit is not None), key=Version, default="?"
-        )
-        runs_text = (
-            f"runs CUDA <= {runs}" if runs else "is older than every CUDA toolkit the matrix lists"
-        )
+    return Conflict(
+        "platform-unsupported",
+        f"{f.asked} publishes no wheels for {r.platform}",
+        hint="pick another torch version or platform",
+        causes=causes,
+    )
+
+
+def _explain_python(f: Failure) -> Conflict:
+    r = f.state.r
+    parts = [
+        f"torch {m} supports Python {_py_range(d.info['pythons'])} on {r.platform}"
+        for m, d in f.by_minor.items()
+    ]
+    message = "; ".join(parts) + f"; you asked for {r.python}"
+    causes: list[CauseRow] = [
+        (f"python in {_py_range(d.info['pythons'])}", f"matrix: torch_releases {m} python", None)
+        for m, d in f.by_minor.items()
+    ]
+    everywhere = sorted({p for d in f.deaths for p in d.info["pythons"]}, key=python_sort_key)
+    if len(f.by_minor) > 3 and everywhere and r.python:
+        # Every release refused it: one line, the span of all of them (e.g. Python 2.7, 3.99).
         message = (
-            f"driver {r.driver} is below the floor of every {asked} CUDA build for {r.platform} "
-            f"(the lowest: >= {needed}; CUDA >= {lowest_cuda})"
+            f"no torch release in the matrix supports Python {r.python} on {r.platform}; "
+            f"{_span(f.deaths)} span Python {_py_range(everywhere)}"
         )
-        causes = [torch_cause, (f"driver {r.driver}", "request: --driver", runs_text)]
-        for label, f in dict(floors).items():
+        causes = causes[:1] + causes[-1:]
+    causes.append((f"python == {r.python}", "request: --python", None))
+    return Conflict(
+        "python-unsupported",
+        message,
+        hint="use a Python the release supports, or a release that supports your Python",
+        causes=causes,
+        facts={"python": r.python},
+    )
+
+
+def _explain_plugin(f: Failure) -> Conflict:
+    r = f.state.r
+    plugin = PLUGINS[f.state.family]
+    name = plugin.package
+    rows = getattr(f.state.m, plugin.table)()
+    torches = sorted({row.torch for row in rows}, key=Version, reverse=True)
+    causes = [
+        f.torch_cause,
+        (
+            f"{name} for torch {_span(f.deaths)} and Python {r.python or 'any'}",
+            "request: --backend " + r.backend.text,
+            f"vendor_backends lists {name} for torch {', '.join(torches[:8]) or 'nothing'}",
+        ),
+    ]
+    return Conflict(
+        "variant-not-published",
+        f"{name} is not published for {f.asked} (Python {r.python or 'any'})",
+        hint=f"choose a torch version {name} supports",
+        causes=causes,
+    )
+
+
+def _explain_gpu_arch(f: Failure) -> Conflict:
+    r = f.state.r
+    causes: list[CauseRow] = [f.torch_cause, (f"gpu arch {r.gpu_arch}", "request: --gpu-arch", None)]
+    for d in list(f.by_minor.values())[:2]:
+        for label, verdict in d.info["verdicts"]:
             causes.append(
                 (
-                    f"{label} needs driver >= {f.version} ({f.rule})",
-                    f"matrix: cuda {f.toolkit.version if f.toolkit else ''} "
-                    f"({', '.join(f.toolkit.source) if f.toolkit else 'unknown'})"
-                    + (f"; matrix: cuda minor_version_compatibility {f.major_row.cuda_major}.x from "
-                       f"{f.major_floor} ({', '.join(f.major_row.source)})"
-                       if f.major_row is not None and f.major_floor else ""),
-                    _rule_detail(f, r.gpu_arch),
+                    f"{label} of torch {d.patch.version} ships {verdict.shipped}",
+                    f"matrix: gpu_archs ({', '.join(verdict.row.source)})",
+                    None,
                 )
             )
-        hint = (
-            f"install NVIDIA driver >= {needed}, or use the CPU build. The rule: a CUDA build runs on a driver "
-            "that meets its CUDA major's minor-version-compatibility floor when the GPU has SASS in the build, "
-            "and needs its toolkit's own floor when the GPU runs it only through the build's PTX"
+    return Conflict(
+        "gpu-arch-unsupported",
+        f"no {f.state.family} build of {f.asked} for {r.platform} runs on {r.gpu_arch}",
+        hint="pick a torch release whose builds still (or already) ship this architecture",
+        causes=causes,
+        facts={"gpu_arch": r.gpu_arch},
+    )
+
+
+def _explain_driver(f: Failure) -> Conflict:
+    r = f.state.r
+    floors = [(label, rule) for d in f.deaths for label, rule in d.info["floors"]]
+    needed = min((rule.version for _, rule in floors if rule.version), key=Version)
+    runs = newest_cuda_for_driver(f.state.m, r.driver or "0", r.os)
+    lowest_cuda = min(
+        (rule.toolkit.version for _, rule in floors if rule.toolkit is not None), key=Version, default="?"
+    )
+    runs_text = f"runs CUDA <= {runs}" if runs else "is older than every CUDA toolkit the matrix lists"
+    message = (
+        f"driver {r.driver} is below the floor of every {f.asked} CUDA build for {r.platform} "
+        f"(the lowest: >= {needed}; CUDA >= {lowest_cuda})"
+    )
+    causes: list[CauseRow] = [f.torch_cause, (f"driver {r.driver}", "request: --driver", runs_text)]
+    for label, rule in dict(floors).items():
+        causes.append(
+            (
+                f"{label} needs driver >= {rule.version} ({rule.rule})",
+                f"matrix: cuda {rule.toolkit.version if rule.toolkit else ''} "
+                f"({', '.join(rule.toolkit.source) if rule.toolkit else 'unknown'})"
+                + (f"; matrix: cuda minor_version_compatibility {rule.major_row.cuda_major}.x from "
+                   f"{rule.major_floor} ({', '.join(rule.major_row.source)})"
+                   if rule.major_row is not None and rule.major_floor else ""),
+                _rule_detail(rule, r.gpu_arch),
+            )
         )
-        return Conflict(
-            "driver-too-old", message, hint=hint, causes=causes, facts={"driver_needed": needed}
-        )
-    missing = sorted({n for d in deaths for n in d.info["missing"]})
-    causes = [torch_cause] + [
+    hint = (
+        f"install NVIDIA driver >= {needed}, or use the CPU build. The rule: a CUDA build runs on a driver "
+        "that meets its CUDA major's minor-version-compatibility floor when the GPU has SASS in the build, "
+        "and needs its toolkit's own floor when the GPU runs it only through the build's PTX"
+    )
+    return Conflict("driver-too-old", message, hint=hint, causes=causes, facts={"driver_needed": needed})
+
+
+def _explain_companions(f: Failure) -> Conflict:
+    missing = sorted({n for d in f.deaths for n in d.info["missing"]})
+    causes = [f.torch_cause] + [
         (
             f"{n} for torch {d.patch.version}",
             f"matrix: torch_releases {d.patch.version}",
             "unknown (null)",
         )
-        for d in deaths[:4]
+        for d in f.deaths[:4]
         for n in d.info["missing"]
     ]
     return Conflict(
         "companion-unknown",
-        f"the matrix has no {' or '.join(missing)} version for {asked}",
+        f"the matrix has no {' or '.join(missing)} version for {f.asked}",
         hint="drop the companion with --with, or pick another torch version",
         causes=causes,
         facts={"missing": missing},
@@ -213,13 +238,12 @@ def _unsourced(state: ResolverState, by_minor: dict[str, Dropout]) -> list[Cause
             "no source lists them: unknown, not established as unpublished",
         )
         for m, d in by_minor.items()
-        if state.r.platform in (getattr(d.minor, "platforms_unsourced", None) or [])
+        if state.r.platform in (d.minor.platforms_unsourced or [])
     ]
 
 
-def _backend_conflict(
-    state: ResolverState, asked: str, by_minor: dict[str, Dropout], torch_cause: CauseRow
-) -> Conflict:
+def _explain_backend(f: Failure) -> Conflict:
+    state, asked, by_minor, torch_cause = f.state, f.asked, f.by_minor, f.torch_cause
     r = state.r
     wanted = r.backend.text
     if state.family == "mps" and r.os != "macos":
@@ -468,17 +492,34 @@ def _nearest_fitting_torch(
 ) -> ResolveRequest | None:
     """The request with the nearest torch minor (either side of the asked one, newer first on a tie) that
     resolves; the minors are tried in order of distance, so a close one is found in a few resolves."""
+    # Answers are kept per matrix (bounded): the search depends on the request but its torch and on where the
+    # asked minor sits, and many failing requests share both (a pipeline's matrix, the web selector).
+    memo = matrix.memo.nearest_torch
+    key = (replace(request, torch=_ANY_TORCH), asked)  # every field but the torch asked for
+    if key in memo:
+        found = memo[key]
+        return None if found is None else replace(request, torch=TorchSpec(minors[found], "minor"))
+    found = None
     by_distance = sorted(range(len(minors)), key=lambda i: (abs(i - asked), i))
     for index in by_distance:
         candidate = replace(request, torch=TorchSpec(minors[index], "minor"))
         if try_resolve(candidate, matrix) is not None:
-            return candidate
-    return None
+            found = index
+            break
+    if NEAREST_MEMO:
+        if len(memo) >= NEAREST_MEMO:
+            memo.pop(next(iter(memo)))
+        memo[key] = found
+    return None if found is None else replace(request, torch=TorchSpec(minors[found], "minor"))
 
 
-def _runtime_conflict(
-    state: ResolverState, asked: str, deaths: list[Dropout], torch_cause: tuple[str, str, str | None]
-) -> Conflict:
+#: how many answers `_nearest_fitting_torch` keeps per matrix (`DerivedMemo.nearest_torch`)
+NEAREST_MEMO = 4096
+_ANY_TORCH = TorchSpec("latest", "latest")
+
+
+def _explain_runtime(f: Failure) -> Conflict:
+    state, asked, deaths, torch_cause = f.state, f.asked, f.deaths, f.torch_cause
     r = state.r
     name = RUNTIME_NAMES.get(state.family, "runtime")
     what = PLUGINS[state.family].package if state.family in PLUGINS else f"{state.family} build"
@@ -504,12 +545,25 @@ def _runtime_conflict(
     )
 
 
-def _rule_detail(rule: Any, gpu_arch: str | None) -> str | None:
+def _rule_detail(rule: DriverRule, gpu_arch: str | None) -> str | None:
     if rule.rule == "toolkit-floor" and rule.coverage == "ptx":
         return f"{gpu_arch} runs it only through PTX JIT: the toolkit's own floor applies"
     if rule.rule == "toolkit-floor":
         return "no minor-version compatibility for this CUDA major: the toolkit's own floor applies"
     return None
+
+
+#: how a failure at each stage (state.STAGES, in order) is explained; a test pins the keys to the stages
+EXPLAIN: dict[str, Callable[[Failure], Conflict]] = {
+    "platform": _explain_platform,
+    "python": _explain_python,
+    "backend": _explain_backend,
+    "plugin": _explain_plugin,
+    "runtime": _explain_runtime,
+    "gpu_arch": _explain_gpu_arch,
+    "driver": _explain_driver,
+    "companions": _explain_companions,
+}
 
 
 def to_error(conflict: Conflict, alternatives: list[tuple[str, dict[str, Any]]]) -> UnsatisfiableError:

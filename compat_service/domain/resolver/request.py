@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, Literal
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
@@ -124,7 +125,13 @@ class Parameter:
 
     @property
     def flag(self) -> str:
+        """The CLI's flag (``--gpu-arch``)."""
         return "--" + self.name.replace("_", "-")
+
+    @property
+    def api_name(self) -> str:
+        """The API's query parameter as an error names it (``gpu_arch``; a switch ``strict=true``)."""
+        return f"{self.name}=true" if self.switch else self.name
 
     @property
     def dest(self) -> str:
@@ -176,6 +183,24 @@ PARAMETERS: tuple[Parameter, ...] = (
 )
 #: the values a switch is on with, in a query string
 _SWITCH_ON = ("1", "true", "yes")
+
+
+@lru_cache(maxsize=1)
+def _flag_pattern() -> tuple[re.Pattern[str], dict[str, str]]:
+    spoken = {p.flag: p.api_name for p in PARAMETERS}
+    spoken["--format"] = "format"
+    # longest first, and never inside a longer flag (--gpu must not eat --gpu-arch)
+    names = sorted(spoken, key=len, reverse=True)
+    return re.compile("(?:" + "|".join(re.escape(n) for n in names) + r")(?![\w-])"), spoken
+
+
+def api_wording(text: str) -> str:
+    """``text`` with each CLI flag of ``PARAMETERS`` said as the API's query parameter (``--torch 2.4`` ->
+    ``torch 2.4``, ``drop --require-verified`` -> ``drop require_verified=true``): API errors speak API names."""
+    if "--" not in text:
+        return text
+    pattern, spoken = _flag_pattern()
+    return pattern.sub(lambda m: spoken[m.group(0)], text)
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ fast path of `accelenv resolve`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 #: bump when a field changes meaning; additive fields keep it
@@ -136,7 +137,38 @@ def resolution_to_json(res: Resolution) -> dict[str, Any]:
              "sources": list(p.sources), "url": p.url, "no_deps": p.no_deps}
             for p in res.stack
         ],
+        "install": install_commands(res),
     }
+
+
+def install_commands(res: Resolution) -> dict[str, list[str]]:
+    """The install commands (one per index), as `--format pip` and the top of `--format uv` print them."""
+    pip, uv = _commands(res.packages, res.index_url, res.index_option, res.no_deps, res.stack)
+    return {"pip": list(pip), "uv": list(uv)}
+
+
+@lru_cache(maxsize=4096)
+def _commands(
+    packages: tuple[Pin, ...], index_url: str | None, index_option: str, no_deps: tuple[str, ...],
+    stack: tuple[StackPin, ...],
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The commands depend on these fields alone; kept, since many answers share them (the uncached
+    service writes them into every answer)."""
+    from compat_service.domain.resolver.install_formats import pip_commands  # it imports this module
+
+    shape = _CommandInput(packages, index_url, index_option, no_deps, stack)
+    return tuple(pip_commands(shape)), tuple(pip_commands(shape, tool="uv pip install"))  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class _CommandInput:
+    """The fields of a `Resolution` that `install_formats.pip_commands` reads."""
+
+    packages: tuple[Pin, ...]
+    index_url: str | None
+    index_option: str
+    no_deps: tuple[str, ...]
+    stack: tuple[StackPin, ...]
 
 
 def resolution_from_json(body: dict[str, Any]) -> Resolution:

@@ -97,6 +97,15 @@ class ResolutionBody(_Closed):
         description="the ecosystem packages (--with vllm), in install order after packages; each with its "
         "source and reason",
     )
+    install: InstallBody = Field(description="the install commands, as `--format pip` / `--format uv` print them")
+
+
+class InstallBody(_Closed):
+    pip: list[str] = Field(description="pip install commands, one per index, run in order")
+    uv: list[str] = Field(description="the same with uv pip install")
+
+
+ResolutionBody.model_rebuild()
 
 
 def resolution_json_schema() -> dict[str, Any]:

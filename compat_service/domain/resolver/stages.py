@@ -13,7 +13,7 @@ through `Matrix`; it never imports pydantic on the success path.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Union
 
 from packaging.version import Version
 
@@ -23,7 +23,6 @@ from compat_service.domain.backends import (
     PLUGINS,
     RUNTIME_COLUMNS,
     RUNTIME_NAMES,
-    python_sort_key,
 )
 from compat_service.domain.hardware_rules import (
     ArchVerdict,
@@ -35,7 +34,6 @@ from compat_service.domain.hardware_rules import (
     runtime_fits,
     too_new_for,
 )
-from compat_service.domain.matrix.interface import per_matrix_memo
 from compat_service.domain.resolver.answer import build_resolution
 from compat_service.domain.resolver.conflict import Conflict
 from compat_service.domain.resolver.explanation import (
@@ -56,8 +54,20 @@ from compat_service.domain.versions import cached_version
 if TYPE_CHECKING:
     from compat_service.domain.evidence.lookup import EvidenceLookup
     from compat_service.domain.matrix.interface import Matrix
+    from compat_service.domain.matrix.schema import (
+        AscendNpuRow,
+        BuildVariant,
+        CambriconMluRow,
+        TorchMinor,
+        TorchPatch,
+        VariantAvailability,
+    )
     from compat_service.domain.resolver.request import ResolveRequest
     from compat_service.domain.resolver.resolution import Resolution
+
+
+#: a vendor plugin's row (torch-npu, torch-mlu): `PLUGINS[family].table` names the matrix table
+PluginRow = Union["AscendNpuRow", "CambriconMluRow"]
 
 
 def resolve(request: ResolveRequest, matrix: Matrix, evidence: EvidenceLookup | None = None) -> Resolution:
@@ -112,12 +122,33 @@ def _with_gpu_reason(res: Resolution, gpu: GpuLookup | None) -> Resolution:
     return replace(res, reasons=(reason, *res.reasons), warnings=(*warnings, *res.warnings))
 
 
+#: how many alternatives-search answers are kept per matrix (each a request the search built and its answer)
+TRY_MEMO = 4096
+
+
 def try_resolve(request: ResolveRequest, matrix: Matrix) -> Resolution | None:
-    """Resolve without raising; for the alternatives search."""
+    """Resolve without raising and without explaining a failure (the search only needs yes or no); for the
+    alternatives search. Answers are kept per matrix (bounded): pipelines and the web selector send many
+    unsatisfiable requests, and their searches try the same nearby requests again and again."""
+    tried = matrix.memo.tried
+    if request in tried:
+        found: Resolution | None = tried[request]
+        return found
     try:
-        return run(ResolverState(matrix, request, None))
+        answer: Resolution | None = run(ResolverState(matrix, request, None), explain=False)
     except Conflict:
-        return None
+        answer = None
+    if TRY_MEMO:
+        if len(tried) >= TRY_MEMO:
+            tried.pop(next(iter(tried)))  # the oldest first: insertion order
+        tried[request] = answer
+    return answer
+
+
+def _unexplained() -> Conflict:
+    """What `run(..., explain=False)` raises: a failure nobody will read (a fresh one: a raised exception
+    object keeps its traceback)."""
+    return Conflict("unsatisfiable", "no answer (not explained)")
 
 
 def _check_request(request: ResolveRequest, matrix: Matrix) -> None:
@@ -152,8 +183,9 @@ def _check_request(request: ResolveRequest, matrix: Matrix) -> None:
             )
 
 
-def run(state: ResolverState) -> Resolution:
-    """The stages over every matching patch, newest first; raises a `Conflict` when none passes."""
+def run(state: ResolverState, *, explain: bool = True) -> Resolution:
+    """The stages over every matching patch, newest first; raises a `Conflict` when none passes (with
+    ``explain=False`` one that says nothing: building the explanation is most of a failure's cost)."""
     spec = state.r.torch
     named = spec.minor_named()
     matched = [
@@ -165,19 +197,19 @@ def run(state: ResolverState) -> Resolution:
         if spec.matches(patch.version, minor.minor)
     ]
     if not matched:
-        raise torch_not_found(state)
+        raise torch_not_found(state) if explain else _unexplained()
     deaths: list[Dropout] = []
-    fallback: tuple[Any, Any, str, list[Candidate]] | None = None
+    fallback: tuple[TorchMinor, TorchPatch, str, list[Candidate]] | None = None
     # With --gpu-arch, a patch whose every build has an *unknown* arch list waits until no patch
     # with a known, covering list remains: "unknown" must not beat "known to work".
-    unknown_arch: list[tuple[Any, Any, str, list[Candidate]]] = []
+    unknown_arch: list[tuple[TorchMinor, TorchPatch, str, list[Candidate]]] = []
     for minor, patch in matched:
         outcome = _try_patch(state, minor, patch)
         if isinstance(outcome, Dropout):
             deaths.append(outcome)
             why = _SKIP_REASONS[STAGES[outcome.stage]]
             if STAGES[outcome.stage] in ("platform", "backend") and state.r.platform in (
-                getattr(minor, "platforms_unsourced", None) or ()
+                minor.platforms_unsourced or ()
             ):
                 why = f"could not confirm: no source lists its {state.r.platform} builds yet"
             state.skipped.append((patch.version, why))
@@ -201,6 +233,8 @@ def run(state: ResolverState) -> Resolution:
             raise state.steering.not_verified(f"torch {state.r.torch.text}", state.family, state.r.python)
         minor, patch, python, candidates = fallback
         return _checked(state, build_resolution(state, minor, patch, python, _best(state, candidates)))
+    if not explain:
+        raise _unexplained()
     furthest = max(d.stage for d in deaths)
     raise explain_failure(state, STAGES[furthest], [d for d in deaths if d.stage == furthest])
 
@@ -234,7 +268,7 @@ def _checked(state: ResolverState, res: Resolution) -> Resolution:
 
 
 def _pick(
-    state: ResolverState, minor: Any, patch: Any, python: str, candidates: list[Candidate]
+    state: ResolverState, minor: TorchMinor, patch: TorchPatch, python: str, candidates: list[Candidate]
 ) -> Resolution | None:
     """The resolution from this patch's best build; None when the evidence passes over every build of
     it (broken, or unverified with --require-verified) and an alternative may remain
@@ -250,22 +284,16 @@ def _pick(
     return build_resolution(state, minor, patch, python, picked)
 
 
-def _try_patch(state: ResolverState, minor: Any, patch: Any) -> Dropout | tuple[str, list[Candidate]]:
+def _try_patch(state: ResolverState, minor: TorchMinor, patch: TorchPatch) -> Dropout | tuple[str, list[Candidate]]:
     platform = state.r.platform
     version = patch.version
-    memo = per_matrix_memo(state.m)
-    key = ("on-platform", version, platform)
-    on_platform = memo.get(key)
-    if on_platform is None:
-        on_platform = memo[key] = tuple(
-            v for v in minor.variants if (v.patches is None or version in v.patches) and platform in v.platforms
-        )
+    on_platform = state.m.variants_on_platform(minor, version, platform)
     if not on_platform:
         published = [v for v in minor.variants if v.patches is None or version in v.patches]
         platforms = sorted({p for v in published for p in v.platforms})
         return Dropout(STAGE["platform"], minor, patch, {"platforms": platforms})
 
-    pythons = _pythons(state, minor, patch)
+    pythons = state.m.pythons(minor, patch, platform)
     python = state.r.python or _newest_gil_python(pythons)
     if python is None or python not in pythons:
         return Dropout(STAGE["python"], minor, patch, {"pythons": pythons})
@@ -307,10 +335,7 @@ def _try_patch(state: ResolverState, minor: Any, patch: Any) -> Dropout | tuple[
         candidates = covered
 
     if state.family == "cuda":
-        key = ("default-toolkits", minor.minor, platform)
-        pinned = memo.get(key)
-        if pinned is None:
-            pinned = memo[key] = _default_toolkits(minor, platform)
+        pinned = state.m.default_toolkits(minor, platform)
         for c in candidates:
             toolkit = pinned.get(c.label) or c.build_row.runtime_full
             coverage = c.arch.coverage if c.arch is not None else None
@@ -320,7 +345,7 @@ def _try_patch(state: ResolverState, minor: Any, patch: Any) -> Dropout | tuple[
             fits = [
                 c
                 for c in candidates
-                if c.floor.version is None or cached_version(c.floor.version) <= have
+                if c.floor is None or c.floor.version is None or cached_version(c.floor.version) <= have
             ]
             if not fits:
                 return Dropout(
@@ -370,41 +395,25 @@ def _newer_known_no(
     return None
 
 
-def _pythons(state: ResolverState, minor: Any, patch: Any) -> list[str]:
-    memo = per_matrix_memo(state.m)
-    key = ("pythons", patch.version, state.r.platform)
-    found = memo.get(key)
-    if found is None:
-        found = memo[key] = _python_list(state, minor, patch)
-    return found
-
-
-def _python_list(state: ResolverState, minor: Any, patch: Any) -> list[str]:
-    entries = patch.python_override if patch.python_override is not None else minor.python
-    found: list[str] = []
-    for entry in entries:
-        if entry.platforms is None or state.r.platform in entry.platforms:
-            found.extend(v for v in entry.versions if v not in found)
-    return sorted(found, key=python_sort_key)
-
-
-def _variants(state: ResolverState, version: str, on_platform: tuple[Any, ...]) -> list[Candidate]:
+def _variants(state: ResolverState, version: str, on_platform: tuple[VariantAvailability, ...]) -> list[Candidate]:
     """Fresh candidates (the later stages annotate them) for the builds the backend request admits."""
     r = state.r
-    rows: tuple[tuple[Any, Any], ...] | None
+    rows: tuple[tuple[VariantAvailability, BuildVariant], ...] | None
     if r.backend.kind == "label":
         # keyed by nothing a request can vary without bound: an exact label filters directly
         rows = _variant_rows(state, on_platform)
     else:
-        key = ("variants", version, r.platform, r.backend.kind, state.family)
-        memo = per_matrix_memo(state.m)
+        key = (version, r.platform, r.backend.kind, state.family)
+        memo = state.m.memo.variant_rows
         rows = memo.get(key)
         if rows is None:
             rows = memo[key] = _variant_rows(state, on_platform)
     return [Candidate(v.label, v, build) for v, build in rows]
 
 
-def _variant_rows(state: ResolverState, on_platform: tuple[Any, ...]) -> tuple[tuple[Any, Any], ...]:
+def _variant_rows(
+    state: ResolverState, on_platform: tuple[VariantAvailability, ...]
+) -> tuple[tuple[VariantAvailability, BuildVariant], ...]:
     if state.family == "mps" and state.r.os != "macos":
         return ()
     if state.family in PLUGIN_FAMILIES:
@@ -427,7 +436,7 @@ def _variant_rows(state: ResolverState, on_platform: tuple[Any, ...]) -> tuple[t
     return tuple(out)
 
 
-def _same_rocm_line(label: str, build: Any) -> bool:
+def _same_rocm_line(label: str, build: BuildVariant) -> bool:
     """--backend rocm6.2 (a major.minor label) takes every rocm6.2.x build (rocm6.2.4 too)."""
     if build.family != "rocm" or not label.startswith("rocm") or build.runtime is None:
         return False
@@ -435,12 +444,12 @@ def _same_rocm_line(label: str, build: Any) -> bool:
     return len(asked) == 2 and build.runtime.split(".")[:2] == asked
 
 
-def _plugin_row(state: ResolverState, torch_version: str, python: str, platform: str) -> Any:
+def _plugin_row(state: ResolverState, torch_version: str, python: str, platform: str) -> PluginRow | None:
     fits = _plugin_rows(state, torch_version, python, platform)
     return fits[0] if fits else None
 
 
-def _plugin_rows(state: ResolverState, torch_version: str, python: str, platform: str) -> list[Any]:
+def _plugin_rows(state: ResolverState, torch_version: str, python: str, platform: str) -> list[PluginRow]:
     """The plugin rows for this torch and Python, best first: not end-of-life, then the newest release."""
     plugin = PLUGINS[state.family]
     rows = getattr(state.m, plugin.table)()
@@ -461,7 +470,7 @@ def _plugin_rows(state: ResolverState, torch_version: str, python: str, platform
 
 def _plugin_for_runtime(
     state: ResolverState, torch_version: str, python: str, platform: str
-) -> tuple[Any, str | None, list[tuple[str, str | None]]]:
+) -> tuple[PluginRow | None, str | None, list[tuple[str, str | None]]]:
     """The best plugin row for --runtime: one whose runtime the matrix maps to it, else one whose runtime is
     unknown (the answer says so); with neither, what the rows need instead."""
     plugin = PLUGINS[state.family]
@@ -480,16 +489,7 @@ def _plugin_for_runtime(
     return None, None, [(getattr(r, plugin.version_field), getattr(r, column)) for r in rows]
 
 
-def _default_toolkits(minor: Any, platform: str) -> dict[str, str]:
-    """label -> the toolkit release the default-index wheels pin on this platform (where they pin one)."""
-    return {
-        d.label: d.runtime_full
-        for d in minor.default_index
-        if d.platform == platform and d.label and getattr(d, "runtime_full", None)
-    }
-
-
-def _plugin_pythons(row: Any, platform: str, python: str) -> list[str]:
+def _plugin_pythons(row: PluginRow, platform: str, python: str) -> list[str]:
     """The Pythons a plugin row has wheels for on this platform: per architecture where the index gives
     them, else the row's list; a row without a list (unknown) admits the asked Python."""
     by_platform = getattr(row, "python_by_platform", None)

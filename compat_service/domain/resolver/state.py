@@ -12,8 +12,17 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from compat_service.domain.evidence.lookup import EvidenceLookup
-    from compat_service.domain.hardware_rules import ArchVerdict
+    from compat_service.domain.evidence.steering import EvidenceSteering
+    from compat_service.domain.hardware_rules import ArchVerdict, DriverRule
     from compat_service.domain.matrix.interface import Matrix
+    from compat_service.domain.matrix.schema import (
+        AscendNpuRow,
+        BuildVariant,
+        CambriconMluRow,
+        TorchMinor,
+        TorchPatch,
+        VariantAvailability,
+    )
     from compat_service.domain.resolver.request import ResolveRequest
 
 STAGES = ("platform", "python", "backend", "plugin", "runtime", "gpu_arch", "driver", "companions")
@@ -33,8 +42,8 @@ class ResolverState:
         self.unknowns: list[str] = []
         #: (build label, patch) -> a newer patch's known "no" for --gpu-arch that an older unknown list inherits (None:
         #: nothing to inherit); filled on the first unknown list of that label
-        self.arch_refused: dict[tuple[str, str], Any] = {}
-        self.steering: Any = None
+        self.arch_refused: dict[tuple[str, str], ArchVerdict | None] = {}
+        self.steering: EvidenceSteering | None = None
         #: (patch, why) for each patch passed over before the answer, newest first (the answer names them)
         self.skipped: list[tuple[str, str]] = []
         if evidence is not None:
@@ -51,11 +60,11 @@ class Candidate:
     """One variant of one patch that passed the stages so far."""
 
     label: str
-    variant_row: Any
-    build_row: Any
+    variant_row: VariantAvailability
+    build_row: BuildVariant
     arch: ArchVerdict | None = None
-    floor: Any = None
-    plugin_row: Any = None
+    floor: DriverRule | None = None
+    plugin_row: AscendNpuRow | CambriconMluRow | None = None
     #: what the build's fit to --runtime rests on when the matrix does not say (None: known, or no --runtime)
     runtime_unknown: str | None = None
 
@@ -65,6 +74,6 @@ class Dropout:
     """Where one patch dropped out, and what the message needs to say about it."""
 
     stage: int
-    minor: Any
-    patch: Any
+    minor: TorchMinor
+    patch: TorchPatch
     info: dict[str, Any] = field(default_factory=dict)

@@ -1,0 +1,117 @@
+"""`GET /v1/ci-matrix`: the CI test matrix (GitHub Actions' ``{"include": [...]}``), as `accelenv ci matrix` prints it.
+
+A thin route over `compat_service.domain.ci.matrix`: the parameters are parsed by the domain's
+`CiMatrixRequest.from_strings`, the answer is `ci_matrix()` over the loaded matrix and the stored evidence.
+Answers are kept per worker by (matrix content hash, evidence stamp, request), so a repeated pipeline asks
+the resolver nothing; the body carries an ETag like every GET (middleware/http_cache.py).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+import orjson
+from fastapi import APIRouter, Query, Request, Response
+from starlette.concurrency import run_in_threadpool
+
+from compat_service.api.deps import current_matrix, state_of
+from compat_service.api.service_reads import evidence_for_resolve
+from compat_service.api.strict_query import in_api_words
+from compat_service.domain.ci.matrix import CiMatrixRequest, ci_matrix
+from compat_service.domain.errors import AccelenvError, ErrorBody
+
+router = APIRouter(tags=["ci"])
+
+_EXAMPLE = {
+    "include": [
+        {
+            "name": "torch 2.3.1 cu121 py3.11 linux-x86_64",
+            "torch": "2.3.1",
+            "build": "cu121",
+            "family": "cuda",
+            "runtime": "12.1",
+            "python": "3.11",
+            "os": "linux",
+            "arch": "x86_64",
+            "platform": "linux-x86_64",
+            "pins": {"torch": "2.3.1", "torchvision": "0.18.1", "torchaudio": "2.3.1"},
+            "index_url": "https://example.invalid/whl/cu121",
+            "index_option": "--index-url",
+            "install": "pip install torch==2.3.1 torchvision==0.18.1 torchaudio==2.3.1 --index-url ...\n",
+            "requirements": [{"name": "nvidia-driver", "version": "525.60.13", "detail": "CUDA 12.1.0"}],
+            "driver_floor": "525.60.13",
+            "arch_list": ["sm_50", "sm_60", "sm_70", "sm_75", "sm_80", "sm_86", "sm_90"],
+            "ptx": "sm_90",
+            "evidence": "declared",
+            "status": "known",
+            "role": "oldest",
+            "check": "accelenv verify-env --expect torch==2.3.1+cu121 --expect torchvision==0.18.1 "
+            "--expect torchaudio==2.3.1 --python 3.11",
+        }
+    ],
+    "excluded": [
+        {
+            "torch": "2.3.1", "os": "linux", "arch": "x86_64", "python": "3.13", "code": "python-unsupported",
+            "reason": "no cp313 wheel for torch 2.3.1 on linux-x86_64",
+        }
+    ],
+    "request": {"torch": ">=2.3", "python": ["3.8", "3.12"], "family": ["cuda"], "build": None,
+                "platforms": ["linux-x86_64"], "with": ["torchvision", "torchaudio"], "mode": "full",
+                "format": "pip"},
+    "total": 1,
+}
+
+
+@router.get(
+    "/v1/ci-matrix",
+    summary="A CI test matrix: every (torch, build, Python, OS/arch) that exists, with install and check commands",
+    description=(
+        "Answers GitHub Actions' `strategy.matrix` shape: `include` holds one object per combination the "
+        "resolver accepts (pins, index, the install text in `format`, driver floor, GPU arch list, evidence "
+        "status, `role` oldest/newest/interior and the `check` command a job runs after installing), and "
+        "`excluded` each combination that does not exist with its `code` and `reason`. Feed `include` to "
+        "`strategy.matrix` with `fromJSON(...)`. `mode=pr` keeps the extremes (oldest and newest torch, each "
+        "with its oldest and newest Python) plus one cell per family."
+    ),
+    responses={
+        200: {"description": "the matrix", "content": {"application/json": {"example": _EXAMPLE}}},
+        404: {"model": ErrorBody, "description": "the torch range selects no release (torch-not-found)"},
+        422: {"model": ErrorBody, "description": "a parameter is malformed or unknown (invalid-request)"},
+    },
+)
+async def get_ci_matrix(
+    request: Request,
+    torch: Annotated[str | None, Query(max_length=64, description="latest (default), 2.3, 2.3.1 or a PEP 440 "
+                                       "range such as '>=2.3' or '>=2.2,<2.6'")] = None,
+    python: Annotated[str | None, Query(max_length=128, description="supported (default: every Python a "
+                                        "selected release has wheels for) or a list: 3.10,3.12")] = None,
+    family: Annotated[str | None, Query(max_length=64, description="wheel families: cpu,cuda,rocm,xpu "
+                                        "(default: all)")] = None,
+    build: Annotated[str | None, Query(max_length=256, description="build labels instead of families: "
+                                       "cu121,cu124")] = None,
+    os: Annotated[str | None, Query(max_length=64, description="linux (default), windows, macos; a list")] = None,
+    arch: Annotated[str | None, Query(max_length=64, description="x86_64 (default), aarch64, arm64; a list")] = None,
+    with_: Annotated[str | None, Query(alias="with", max_length=64, description="companions: torchvision,"
+                                       "torchaudio (default), a subset, or none")] = None,
+    mode: Annotated[Literal["full", "pr"] | None, Query(description="full (default) or pr")] = None,
+    format: Annotated[Literal["pip", "requirements", "uv", "conda", "docker", "dockerfile"] | None,
+                      Query(description="the cells' install text (default pip)")] = None,
+) -> Response:
+    try:
+        parsed = CiMatrixRequest.from_strings(
+            torch=torch, python=python, family=family, build=build, os=os, arch=arch, with_=with_, mode=mode,
+            format=format,
+        )
+    except AccelenvError as err:
+        raise in_api_words(err) from None
+    app = request.app
+    snapshot = await current_matrix(app)
+    evidence, stamp = evidence_for_resolve(app, None)
+    cache = state_of(app).ci_matrix_cache
+    key = (snapshot.content_hash, stamp, parsed)
+    body = cache.get(key)
+    if body is None:
+        # a full matrix is hundreds of resolutions: off the event loop
+        body = await run_in_threadpool(lambda: orjson.dumps(ci_matrix(parsed, snapshot.matrix, evidence)))
+        cache.put(key, body)
+    return Response(content=body, media_type="application/json")

@@ -1,0 +1,489 @@
+"""A CI test matrix: every (torch, build, Python, OS/arch) combination that exists, in GitHub Actions' shape.
+
+`ci_matrix(request, matrix, evidence=None)` is the one implementation behind ``GET /v1/ci-matrix`` and
+``accelenv ci matrix`` (same answer, JSON). It answers ``{"include": [cell, ...], "excluded": [...]}``:
+
+- the candidate combinations are the product of the request's axes: for each torch minor the range selects,
+  its newest matching patch; each Python (``supported``: every Python some selected release has a wheel for
+  on a selected platform; or the listed ones); each platform (OS x arch); each build label of the selected
+  families (or the listed builds) that the release publishes;
+- a combination the matrix rules out outright is excluded at the coarsest level that explains it, each with
+  its ``code`` (the resolver's code for the same failure) and a one-line ``reason``: a release with no wheel
+  for a platform, a Python with no wheel (``no cp313 wheel for torch 2.3 on linux-x86_64``), a family or a
+  listed build the release does not publish for the platform;
+- every other combination is resolved by the resolver itself (`resolve()` with the exact version, Python,
+  platform and build label), so a cell exists exactly when the resolver accepts it; one the resolver refuses
+  (no companion release, say) is excluded with the resolver's code and message.
+
+``mode=pr`` keeps the extremes of the full matrix: the oldest and newest torch, each with its oldest and newest
+Python (on the first requested family that has the cell, its newest-runtime build), plus one cell per family
+(that family's newest torch, newest Python, newest runtime). Each cell's ``role`` says where its torch sits: ``oldest``, ``newest`` or ``interior``.
+
+Pure domain code: it reads the matrix through `Matrix` and resolves through `resolve`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from compat_service.domain.backends import (
+    ARCHES,
+    LABEL_FAMILIES,
+    OSES,
+    is_build_label,
+    label_family,
+    normalise_arch,
+    python_sort_key,
+)
+from compat_service.domain.matrix.interface import parse_version
+from compat_service.domain.resolver.install_formats import render
+from compat_service.domain.resolver.request import (
+    BackendSpec,
+    ResolveRequest,
+    TorchSpec,
+    invalid_request,
+    parse_python,
+    parse_torch_spec,
+    parse_with_stack,
+)
+from compat_service.domain.resolver.stages import resolve
+
+#: the install formats a cell's ``install`` may be written in (`install_formats`; ``dockerfile`` = docker)
+INSTALL_FORMATS = ("pip", "requirements", "uv", "conda", "docker")
+FORMAT_ALIASES = {"dockerfile": "docker"}
+MODES = ("full", "pr")
+
+#: the one-line check a cell's job runs after installing (verify-env compares the job's environment)
+CHECK_COMMAND = "accelenv verify-env"
+
+
+@dataclass(frozen=True)
+class CiMatrixRequest:
+    """What `ci_matrix` is asked; built by `CiMatrixRequest.from_strings` (API query, CLI flags)."""
+
+    torch: TorchSpec
+    #: None = every Python a selected release supports
+    pythons: tuple[str, ...] | None
+    families: tuple[str, ...]
+    #: None = every build of the selected families
+    builds: tuple[str, ...] | None
+    platforms: tuple[tuple[str, str], ...]
+    with_: tuple[str, ...]
+    mode: str
+    fmt: str
+    #: ecosystem packages (``with=vllm``), resolved with torch per cell (compat_service.domain.stacks)
+    stack: tuple[Any, ...] = ()
+
+    @classmethod
+    def from_strings(
+        cls,
+        *,
+        torch: str | None = None,
+        python: str | None = None,
+        family: str | None = None,
+        build: str | None = None,
+        os: str | None = None,
+        arch: str | None = None,
+        with_: str | None = None,
+        mode: str | None = None,
+        format: str | None = None,
+    ) -> CiMatrixRequest:
+        spec = parse_torch_spec(torch)
+        pythons = _pythons(python)
+        builds = _builds(build)
+        families = _families(family, builds)
+        platforms = _platforms(os, arch)
+        mode_value = (mode or "full").strip().lower()
+        if mode_value not in MODES:
+            raise invalid_request(
+                f"mode {mode_value!r} is not a matrix mode",
+                "use mode=full (every combination) or mode=pr (the extremes plus one cell per family)",
+                "mode",
+                mode_value,
+            )
+        fmt = (format or "pip").strip().lower()
+        fmt = FORMAT_ALIASES.get(fmt, fmt)
+        if fmt not in INSTALL_FORMATS:
+            raise invalid_request(
+                f"format {fmt!r} is not an install format",
+                f"use one of: {', '.join(INSTALL_FORMATS)} (or dockerfile)",
+                "format",
+                fmt,
+            )
+        if fmt == "docker" and any(os_name != "linux" for os_name, _ in platforms):
+            raise invalid_request(
+                "format docker builds Linux images, and the matrix names another OS",
+                "ask for os=linux, or another format",
+                "format",
+                fmt,
+            )
+        companions, stack = parse_with_stack(with_)
+        return cls(spec, pythons, families, builds, platforms, companions, mode_value, fmt, stack)
+
+
+def _split(text: str | None) -> list[str]:
+    return [part.strip().lower() for part in (text or "").split(",") if part.strip()]
+
+
+def _pythons(text: str | None) -> tuple[str, ...] | None:
+    parts = _split(text)
+    if not parts or parts == ["supported"]:
+        return None
+    out = []
+    for part in parts:
+        value = parse_python(part)
+        if value is not None and value not in out:
+            out.append(value)
+    return tuple(sorted(out, key=python_sort_key))
+
+
+def _builds(text: str | None) -> tuple[str, ...] | None:
+    parts = _split(text)
+    if not parts:
+        return None
+    bad = [p for p in parts if not is_build_label(p)]
+    if bad:
+        raise invalid_request(
+            f"build {', '.join(bad)}: not a build label",
+            "use build labels such as cpu, cu121, rocm6.0 or xpu, comma-separated",
+            "build",
+            ",".join(bad),
+        )
+    return tuple(dict.fromkeys(parts))
+
+
+def _families(text: str | None, builds: tuple[str, ...] | None) -> tuple[str, ...]:
+    parts = _split(text)
+    if not parts:
+        if builds is not None:
+            return tuple(dict.fromkeys(label_family(b) or "" for b in builds))
+        return LABEL_FAMILIES
+    bad = [p for p in parts if p not in LABEL_FAMILIES]
+    if bad:
+        raise invalid_request(
+            f"family {', '.join(bad)}: not a wheel family of the CI matrix",
+            f"use {', '.join(LABEL_FAMILIES)} (macOS' MPS is its cpu wheel; npu and mlu are plugins: "
+            "resolve them with GET /v1/resolve)",
+            "family",
+            ",".join(bad),
+        )
+    if builds is not None:
+        outside = [b for b in builds if label_family(b) not in parts]
+        if outside:
+            raise invalid_request(
+                f"build {', '.join(outside)} is not of family {', '.join(parts)}",
+                "drop family= (the builds name their families) or list builds of those families",
+                "build",
+                ",".join(outside),
+            )
+    return tuple(dict.fromkeys(parts))
+
+
+def _platforms(os_text: str | None, arch_text: str | None) -> tuple[tuple[str, str], ...]:
+    oses = _split(os_text) or ["linux"]
+    arches = _split(arch_text) or ["x86_64"]
+    for value in oses:
+        if value not in OSES:
+            raise invalid_request(f"os {value!r} is not supported", f"use one of: {', '.join(OSES)}", "os", value)
+    out: list[tuple[str, str]] = []
+    for value in arches:
+        if normalise_arch("linux", value) not in ARCHES:
+            raise invalid_request(
+                f"arch {value!r} is not supported", f"use one of: {', '.join(ARCHES)}", "arch", value
+            )
+        for os_name in oses:
+            pair = (os_name, normalise_arch(os_name, value))
+            if pair not in out:
+                out.append(pair)
+    return tuple(out)
+
+
+# ------------------------------------------------------------------------------------------- the answer
+
+
+def ci_matrix(request: CiMatrixRequest, matrix: Any, evidence: Any = None) -> dict[str, Any]:
+    """The matrix for ``request`` (see the module's docstring); raises TorchNotFoundError when the torch
+    range selects no release."""
+    releases = _releases(request.torch, matrix)
+    platform_names = [f"{o}-{a}" for o, a in request.platforms]
+    pythons = request.pythons or tuple(
+        sorted(
+            {p for minor, patch in releases for plat in platform_names for p in python_list(minor, patch, plat)},
+            key=python_sort_key,
+        )
+    )
+    cells: list[dict[str, Any]] = []
+    excluded: list[dict[str, Any]] = []
+    catalog = None
+    if request.stack:
+        from compat_service.domain.stacks.catalog import load_catalog
+
+        catalog = load_catalog()
+    for minor, patch in releases:
+        version = patch.version
+        for (os_name, arch), platform in zip(request.platforms, platform_names):
+            where = {"torch": version, "os": os_name, "arch": arch}
+            published = [
+                v for v in minor.variants if (v.patches is None or version in v.patches) and platform in v.platforms
+            ]
+            if not published:
+                excluded.append(
+                    {**where, "code": "platform-unsupported", "reason": f"no torch {version} wheel for {platform}"}
+                )
+                continue
+            labels = _labels(request, matrix, published, version, platform, where, excluded)
+            if not labels:
+                continue
+            supported = python_list(minor, patch, platform)
+            for python in pythons:
+                if python not in supported:
+                    excluded.append(
+                        {
+                            **where,
+                            "python": python,
+                            "code": "python-unsupported",
+                            "reason": f"no cp{python.replace('.', '')} wheel for torch {version} on {platform}",
+                        }
+                    )
+                    continue
+                for label in labels:
+                    cell = _cell(request, matrix, evidence, catalog, version, label, python, os_name, arch,
+                                 excluded)
+                    if cell is not None:
+                        cells.append(cell)
+    _assign_roles(cells)
+    if request.mode == "pr":
+        cells = _pr_cells(cells, request.families)
+    return {
+        "include": cells,
+        "excluded": excluded,
+        "request": _request_echo(request, pythons),
+        "total": len(cells),
+    }
+
+
+def _releases(spec: TorchSpec, matrix: Any) -> list[tuple[Any, Any]]:
+    """(minor, newest patch matching ``spec``) per minor, oldest first; released minors unless named."""
+    out = []
+    for minor in matrix.torch_minors():
+        if minor.status != "released" and not spec.names_minor(minor.minor):
+            continue
+        patch = next((p for p in matrix.torch_patches(minor) if spec.matches(p.version, minor.minor)), None)
+        if patch is not None:
+            out.append((minor, patch))
+    if spec.kind == "latest":
+        out = out[:1]
+    if not out:
+        from compat_service.domain.errors import Cause, TorchNotFoundError
+
+        raise TorchNotFoundError(
+            f"no torch release matches torch={spec.text}",
+            hint="GET /v1/torch lists the releases the matrix knows; use a range such as >=2.3",
+            causes=[Cause(constraint=f"torch {spec.text}", origin="request")],
+        )
+    out.reverse()
+    return out
+
+
+def python_list(minor: Any, patch: Any, platform: str) -> list[str]:
+    """The Pythons ``patch`` has wheels for on ``platform`` (the resolver's rule: a patch's override wins)."""
+    entries = patch.python_override if patch.python_override is not None else minor.python
+    found: list[str] = []
+    for entry in entries:
+        if entry.platforms is None or platform in entry.platforms:
+            found.extend(v for v in entry.versions if v not in found)
+    return sorted(found, key=python_sort_key)
+
+
+def _labels(
+    request: CiMatrixRequest,
+    matrix: Any,
+    published: list[Any],
+    version: str,
+    platform: str,
+    where: dict[str, Any],
+    excluded: list[dict[str, Any]],
+) -> list[str]:
+    """The build labels of this release and platform the request selects; the gaps recorded in ``excluded``."""
+    families = {v.label: _family(matrix, v.label) for v in published}
+    if request.builds is not None:
+        labels = []
+        for label in request.builds:
+            if label in families:
+                labels.append(label)
+            else:
+                excluded.append(
+                    {
+                        **where,
+                        "build": label,
+                        "code": "variant-not-published",
+                        "reason": f"torch {version} has no {label} build for {platform}",
+                    }
+                )
+        return labels
+    labels = [label for label, family in families.items() if family in request.families]
+    for family in request.families:
+        if family not in families.values():
+            excluded.append(
+                {
+                    **where,
+                    "family": family,
+                    "code": "backend-unavailable",
+                    "reason": f"torch {version} has no {family} build for {platform}",
+                }
+            )
+    return labels
+
+
+def _family(matrix: Any, label: str) -> str | None:
+    row = matrix.build_variant(label)
+    return row.family if row is not None else label_family(label)
+
+
+def _cell(
+    request: CiMatrixRequest,
+    matrix: Any,
+    evidence: Any,
+    catalog: Any,
+    version: str,
+    label: str,
+    python: str,
+    os_name: str,
+    arch: str,
+    excluded: list[dict[str, Any]],
+) -> dict[str, Any] | None:
+    from compat_service.domain.errors import AccelenvError
+
+    family = _family(matrix, label)
+    resolve_request = ResolveRequest(
+        torch=TorchSpec(version, "exact"),
+        python=python,
+        os=os_name,
+        arch=arch,
+        backend=BackendSpec(label, "label", family),
+        with_=request.with_,
+        stack=request.stack,
+    )
+    try:
+        if request.stack:
+            from compat_service.domain.stacks.resolve import resolve_stack
+
+            res = resolve_stack(resolve_request, matrix, evidence, catalog)
+        else:
+            res = resolve(resolve_request, matrix, evidence)
+    except AccelenvError as exc:
+        excluded.append(
+            {
+                "torch": version,
+                "build": label,
+                "python": python,
+                "os": os_name,
+                "arch": arch,
+                "code": exc.code,
+                "reason": exc.message,
+            }
+        )
+        return None
+    build_row = matrix.build_variant(label)
+    arch_row = matrix.arch_list(version, label, res.platform)
+    pins = {**res.pins, **{p.name: p.version for p in res.stack}}
+    return {
+        "name": f"torch {version} {label} py{python} {res.platform}",
+        "torch": version,
+        "build": label,
+        "family": res.family,
+        "runtime": build_row.runtime if build_row is not None else None,
+        "python": python,
+        "os": os_name,
+        "arch": arch,
+        "platform": res.platform,
+        "pins": pins,
+        "index_url": res.index_url,
+        "index_option": res.index_option,
+        "install": render(res, request.fmt),
+        "requirements": [{"name": r.name, "version": r.version, "detail": r.detail} for r in res.requirements],
+        "driver_floor": next((r.version for r in res.requirements if r.name.endswith("driver")), None),
+        "arch_list": list(arch_row.archs) if arch_row is not None else None,
+        "ptx": arch_row.ptx if arch_row is not None else None,
+        "evidence": res.evidence["status"] if res.evidence else "declared",
+        "status": res.status,
+        "role": "interior",
+        "check": check_command(version, label, python, pins),
+    }
+
+
+def check_command(version: str, label: str, python: str, pins: dict[str, str]) -> str:
+    """The one-line `accelenv verify-env` a cell's job runs after its install."""
+    parts = [CHECK_COMMAND, f"--expect torch=={_public(version)}+{label}"]
+    parts += [f"--expect {name}=={_public(v)}" for name, v in pins.items() if name != "torch"]
+    parts.append(f"--python {python}")
+    return " ".join(parts)
+
+
+def _public(version: str) -> str:
+    return version.split("+", 1)[0]
+
+
+def _assign_roles(cells: list[dict[str, Any]]) -> None:
+    if not cells:
+        return
+    versions = sorted({c["torch"] for c in cells}, key=lambda v: parse_version(v) or v)
+    oldest, newest = versions[0], versions[-1]
+    for c in cells:
+        c["role"] = "newest" if c["torch"] == newest else "oldest" if c["torch"] == oldest else "interior"
+
+
+def _runtime_key(cell: dict[str, Any]) -> Any:
+    return parse_version(cell["runtime"] or "0") or parse_version("0")
+
+
+def _pr_cells(cells: list[dict[str, Any]], families: Iterable[str]) -> list[dict[str, Any]]:
+    """The extremes: the oldest and the newest torch of the matrix, each with its oldest and newest Python
+    (free-threaded builds aside; the family first in the request, then the newest runtime, where several
+    cells share a torch and Python), plus one cell per family (its newest torch, Python and runtime)."""
+    order = {f: i for i, f in enumerate(families)}
+    picked: list[dict[str, Any]] = []
+
+    def add(group: list[dict[str, Any]]) -> None:
+        gil = [c for c in group if not c["python"].endswith("t")] or group
+        for pick in (min, max):
+            python = pick((c["python"] for c in gil), key=python_sort_key)
+            same = [c for c in gil if c["python"] == python]
+            first = min(order.get(c["family"], len(order)) for c in same)
+            cell = max((c for c in same if order.get(c["family"], len(order)) == first), key=_runtime_key)
+            if cell not in picked:
+                picked.append(cell)
+
+    def newest_of(group: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        top = max((c["torch"] for c in group), key=lambda v: parse_version(v) or v)
+        return [c for c in group if c["torch"] == top]
+
+    if cells:
+        bottom = min((c["torch"] for c in cells), key=lambda v: parse_version(v) or v)
+        add([c for c in cells if c["torch"] == bottom])
+        add(newest_of(cells))
+    for family in order:
+        group = [c for c in cells if c["family"] == family]
+        if group:
+            newest = newest_of(group)
+            gil = [c for c in newest if not c["python"].endswith("t")] or newest
+            python = max((c["python"] for c in gil), key=python_sort_key)
+            cell = max((c for c in gil if c["python"] == python), key=_runtime_key)
+            if cell not in picked:
+                picked.append(cell)
+    return picked
+
+
+def _request_echo(request: CiMatrixRequest, pythons: tuple[str, ...]) -> dict[str, Any]:
+    return {
+        "torch": request.torch.text,
+        "python": list(pythons),
+        "family": list(request.families),
+        "build": list(request.builds) if request.builds is not None else None,
+        "platforms": [f"{o}-{a}" for o, a in request.platforms],
+        "with": [*request.with_, *(p.text for p in request.stack)],
+        "mode": request.mode,
+        "format": request.fmt,
+    }

@@ -1,0 +1,207 @@
+"""`accelenv verify-env`'s comparison: does the job's environment hold what its CI cell says?
+
+`expectations(...)` reads what is expected — ``--expect torch==2.3.1+cu121`` (any distribution; a local tag on
+torch names the build label), ``--python 3.11``, or a cell of ``GET /v1/ci-matrix`` — and `compare(expected,
+facts)` lists every difference against the facts ``probes/host/installed.py`` gathers in the job's
+interpreter: a package missing or at another version (the torch a later install replaced), a torch of
+another build (the CPU wheel that slipped into a GPU job: the build is the local tag, else what
+``torch.version.cuda`` / ``hip`` / ``xpu`` say), a build whose runtime is not the cell's (cu121 must carry
+CUDA 12.1), a CUDA/ROCm runtime library loaded that the build does not use, another Python.
+
+Pure: no I/O here (the CLI runs the script and prints).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from packaging.version import InvalidVersion, Version
+
+from compat_service.domain.backends import is_build_label, label_family
+from compat_service.domain.resolver.request import invalid_request, parse_python
+
+_EXPECT_RE = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*==\s*([^\s]+)\s*$")
+
+
+@dataclass(frozen=True)
+class Expected:
+    """What the cell says the environment holds."""
+
+    #: distribution name -> version as expected (a local tag only where one was given)
+    packages: dict[str, str] = field(default_factory=dict)
+    #: torch's build label (cu121, rocm6.0, cpu, xpu); None = not checked
+    build: str | None = None
+    #: "3.11" / "3.13t"; None = not checked
+    python: str | None = None
+    #: the CUDA/ROCm version the build stands for (12.1), from the cell; None = derived from the label
+    runtime: str | None = None
+
+
+@dataclass(frozen=True)
+class Difference:
+    what: str
+    expected: str
+    found: str
+    message: str
+
+    def to_json(self) -> dict[str, str]:
+        return {"what": self.what, "expected": self.expected, "found": self.found, "message": self.message}
+
+
+def expectations(expect: list[str], python: str | None = None, cell: dict[str, Any] | None = None) -> Expected:
+    """The expectations of ``--expect NAME==VERSION`` (repeatable), ``--python`` and a CI-matrix cell."""
+    packages: dict[str, str] = {}
+    build = runtime = None
+    want_python = None
+    if cell is not None:
+        if not isinstance(cell, dict) or "torch" not in cell or "pins" not in cell:
+            raise invalid_request(
+                "--cell is not a cell of GET /v1/ci-matrix (it needs torch, build, python and pins)",
+                "pass one object of the matrix's include list, e.g. --cell '${{ toJSON(matrix) }}'",
+                "--cell",
+                str(cell)[:60],
+            )
+        for name, version in dict(cell["pins"]).items():
+            packages[_normal(name)] = _public(str(version))
+        packages["torch"] = _public(str(cell["torch"]))
+        build = cell.get("build")
+        runtime = cell.get("runtime")
+        want_python = cell.get("python")
+    for text in expect:
+        match = _EXPECT_RE.match(text)
+        if not match:
+            raise invalid_request(
+                f"--expect {text!r} is not NAME==VERSION",
+                "write each expectation as NAME==VERSION, e.g. --expect torch==2.3.1+cu121",
+                "--expect",
+                text,
+            )
+        name, version = _normal(match.group(1)), match.group(2)
+        try:
+            parsed = Version(version)
+        except InvalidVersion:
+            raise invalid_request(
+                f"--expect {text!r}: {version!r} is not a version", "give an exact version such as 2.3.1",
+                "--expect", text,
+            ) from None
+        if name == "torch" and parsed.local:
+            if not is_build_label(parsed.local):
+                raise invalid_request(
+                    f"--expect {text!r}: +{parsed.local} is not a build label",
+                    "use torch==VERSION+LABEL with a label such as cpu, cu121, rocm6.0 or xpu",
+                    "--expect", text,
+                )
+            build, version = parsed.local, parsed.public
+        packages[name] = version
+    if python is not None:
+        want_python = python
+    return Expected(
+        packages=packages,
+        build=build,
+        python=parse_python(want_python) if want_python else None,
+        runtime=runtime,
+    )
+
+
+def _normal(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _public(version: str) -> str:
+    return version.split("+", 1)[0]
+
+
+def installed_build(torch: dict[str, Any]) -> str | None:
+    """The build label of the installed torch: its local tag, else what its build constants say."""
+    local = str(torch.get("version") or "").partition("+")[2]
+    if local and is_build_label(local):
+        return local
+    if torch.get("cuda"):
+        return "cu" + str(torch["cuda"]).replace(".", "")[:3]
+    if torch.get("hip"):
+        return "rocm" + ".".join(str(torch["hip"]).split(".")[:2])
+    if torch.get("xpu"):
+        return "xpu"
+    return "cpu" if torch.get("version") else None
+
+
+def _runtime_of(label: str) -> str | None:
+    if label.startswith("cu") and label[2:].isdigit():
+        digits = label[2:]
+        return f"{digits[:-1]}.{digits[-1]}"
+    if label.startswith("rocm"):
+        return label[4:]
+    return None
+
+
+def compare(expected: Expected, facts: dict[str, Any]) -> list[Difference]:
+    """Every way ``facts`` (probes/host/installed.py's object) differs from ``expected``."""
+    out: list[Difference] = []
+    installed = {_normal(k): v for k, v in (facts.get("packages") or {}).items()}
+    for name, want in expected.packages.items():
+        have = installed.get(name)
+        if have is None:
+            out.append(Difference(name, want, "not installed", f"{name} {want} is expected but not installed"))
+            continue
+        if _matches(want, have):
+            continue
+        out.append(Difference(
+            name, want, have,
+            f"{name} {have} is installed, the cell expects {want}"
+            + (" (a later install replaced it?)" if name == "torch" else ""),
+        ))
+    torch = facts.get("torch")
+    if expected.build is not None:
+        if not torch or torch.get("error"):
+            why = (torch or {}).get("error") or "torch was not examined"
+            out.append(Difference("torch build", expected.build, "no torch", f"torch does not import: {why}"))
+        else:
+            out.extend(_build_differences(expected, torch, facts.get("loaded")))
+    if expected.python is not None and facts.get("python") != expected.python:
+        out.append(Difference(
+            "python", expected.python, str(facts.get("python")),
+            f"the job runs Python {facts.get('python')}, the cell is for Python {expected.python}",
+        ))
+    return out
+
+
+def _matches(want: str, have: str) -> bool:
+    try:
+        w, h = Version(want), Version(have)
+    except InvalidVersion:
+        return want == have
+    return w == h if w.local else w.public == h.public and w.release == h.release
+
+
+def _build_differences(expected: Expected, torch: dict[str, Any], loaded: list[str] | None) -> list[Difference]:
+    out: list[Difference] = []
+    want = str(expected.build)
+    have = installed_build(torch) or "unknown"
+    version = torch.get("version")
+    if have != want:
+        kind = "a CPU build" if have == "cpu" else f"the {have} build"
+        out.append(Difference(
+            "torch build", want, have,
+            f"torch {version} is {kind}; the cell expects {want}"
+            + (" (the CPU wheel slipped in: install from the cell's index)" if have == "cpu" else ""),
+        ))
+        return out
+    family = label_family(want)
+    runtime = expected.runtime or _runtime_of(want)
+    carried = torch.get("cuda") if family == "cuda" else torch.get("hip") if family == "rocm" else None
+    if runtime and family in ("cuda", "rocm") and (not carried or not str(carried).startswith(runtime)):
+        out.append(Difference(
+            f"{family} runtime", runtime, str(carried),
+            f"torch {version} carries {family.upper()} {carried}, the cell's {want} build is {runtime}",
+        ))
+    if loaded:
+        foreign = [lib for lib in loaded if (lib.startswith("libcudart") and family != "cuda")
+                   or (lib.startswith("libamdhip64") and family != "rocm")]
+        for lib in foreign:
+            out.append(Difference(
+                "loaded runtime", f"none for {want}", lib,
+                f"{lib} is loaded into the job's Python, which a {want} torch does not use",
+            ))
+    return out

@@ -1,0 +1,59 @@
+"""The error path's memos (stages.try_resolve's answers, explanation's nearest fitting torch) change no answer:
+every failing request's error — message, causes, alternatives — is the same with the memos off, cold, and warm
+after many other failures, in any order."""
+
+from __future__ import annotations
+
+import itertools
+import random
+
+import pytest
+
+from compat_service.domain.errors import AccelenvError
+from compat_service.domain.matrix.interface import InMemoryMatrix
+from compat_service.domain.matrix.loader import load_matrix_data
+from compat_service.domain.resolver import explanation, stages
+from compat_service.domain.resolver.request import ResolveRequest
+
+
+def _requests() -> list[ResolveRequest]:
+    out = []
+    for torch, python, backend, extra in itertools.product(
+        ["1.13", "2.0", "2.3", "2.3.1", "2.6", "2.9", "2.13", ">=2.4,<2.7", "latest"],
+        ["3.8", "3.11", "3.13", "3.14"],
+        ["cpu", "cuda", "cu118", "cu126", "rocm", "xpu"],
+        [{}, {"driver": "450.80.02"}, {"gpu_arch": "sm_120", "driver": "570.86.10"}, {"with": "torchvision"}],
+    ):
+        if ("driver" in extra or "gpu_arch" in extra) and not backend.startswith("cu"):
+            continue
+        try:
+            out.append(ResolveRequest.from_query({"torch": torch, "python": python, "backend": backend, **extra}))
+        except AccelenvError:
+            continue
+    return out
+
+
+def _answers(matrix: InMemoryMatrix, requests: list[ResolveRequest]) -> dict[ResolveRequest, object]:
+    found: dict[ResolveRequest, object] = {}
+    for request in requests:
+        try:
+            found[request] = stages.resolve(request, matrix)
+        except AccelenvError as err:
+            found[request] = err.to_body().model_dump()
+    return found
+
+
+def test_memos_change_no_answer(monkeypatch: pytest.MonkeyPatch) -> None:
+    requests = _requests()
+    with monkeypatch.context() as off:
+        off.setattr(stages, "TRY_MEMO", 0)
+        off.setattr(explanation, "NEAREST_MEMO", 0)
+        reference = _answers(InMemoryMatrix(load_matrix_data()), requests)
+    failures = [r for r, a in reference.items() if isinstance(a, dict)]
+    assert len(failures) > 100 and len(failures) < len(requests)
+    assert any(a["alternatives"] for a in reference.values() if isinstance(a, dict))
+    warm = InMemoryMatrix(load_matrix_data())
+    shuffled = list(requests)
+    random.Random(7).shuffle(shuffled)
+    assert _answers(warm, shuffled) == reference  # cold memos, filled in another order
+    assert _answers(warm, list(reversed(requests))) == reference  # warm memos
