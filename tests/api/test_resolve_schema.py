@@ -82,7 +82,11 @@ def test_openapi_publishes_the_response_schema_and_the_one_parameter_table(clien
     ref = operation["responses"]["200"]["content"]["application/json"]["schema"]["$ref"]
     assert spec["components"]["schemas"][ref.rsplit("/", 1)[1]]["title"] == "Resolution"
     table = [p for p in operation["parameters"] if p["name"] != "format"]
-    assert [(p["name"], p["schema"]["maxLength"]) for p in table] == [(p.name, p.max_length) for p in PARAMETERS]
+    # a repeatable parameter (with=) is an array whose items carry the length limit
+    lengths = [(p["name"], p["schema"].get("items", p["schema"])["maxLength"]) for p in table]
+    assert lengths == [(p.name, p.max_length) for p in PARAMETERS]
+    repeatable = {p.name for p in PARAMETERS if p.repeatable}
+    assert repeatable and {p["name"] for p in table if p["schema"]["type"] == "array"} == repeatable
     fmt = next(p for p in operation["parameters"] if p["name"] == "format")
     assert {"json", "pip", "requirements", "uv", "conda", "dockerfile"} <= set(fmt["schema"]["enum"])
 
