@@ -74,8 +74,11 @@ class Settings(ConnectionLimits):
     #: freeze start-up objects and raise the garbage collector's thresholds when a worker starts (see
     #: compat_service/api/server/gc_tuning.py); off for an app embedded in a process that tunes its own GC
     tune_gc: bool = True
-    #: resolutions kept per worker (keyed by the normalized request and the matrix version)
-    resolve_cache_size: int = Field(default=4096, ge=0)
+    #: resolutions kept per worker (keyed by the normalized request and the matrix version); a full cache
+    #: costs ~6-7 KB of memory an entry (answer, key, memoized request: benchmarks/bench_memory_soak.md)
+    resolve_cache_size: int = Field(default=1024, ge=0)
+    #: and at most this many bytes of cached answers, so that large answers cannot grow a worker instead
+    resolve_cache_bytes: int = Field(default=4 * 1024 * 1024, ge=0)
     #: one line per request (method, path, status, duration, request id) on stderr; off for benchmarks
     access_log: bool = True
     #: FastAPI's native OpenTelemetry (spans, metrics and logs through the globally configured providers);

@@ -140,7 +140,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         settings=settings,
         engine=engine,
         matrix_repository=MatrixRepository(engine, refresh_s=settings.matrix_refresh_s),
-        resolve_cache=ResolveCache(settings.resolve_cache_size),
+        resolve_cache=ResolveCache(settings.resolve_cache_size, max_bytes=settings.resolve_cache_bytes),
         evidence_version=EvidenceVersion(engine, refresh_s=settings.matrix_refresh_s),
         matrix_rows_cache=MatrixRowsCache(),
         ingest_queue=IngestQueue(engine, max_batch=settings.ingest_group_max),

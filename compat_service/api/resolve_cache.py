@@ -110,9 +110,11 @@ class LruCache(Generic[V]):
 
 
 class ResolveCache:
-    def __init__(self, size: int) -> None:
+    """``size`` entries each; the bodies also ``max_bytes`` bytes at most (None: no byte bound)."""
+
+    def __init__(self, size: int, *, max_bytes: int | None = None) -> None:
         self.requests: LruCache[Any] = LruCache(size)
-        self.bodies: LruCache[bytes] = LruCache(size)
+        self.bodies: LruCache[bytes] = LruCache(size, max_bytes=max_bytes, weigh=len)
 
     def body(self, key: Hashable, resolve: Callable[[], Any]) -> bytes:
         """The JSON body for ``key``, computing ``resolve()`` (a JSON-able object) on a miss."""

@@ -84,3 +84,12 @@ def test_the_cache_is_bounded_by_bytes_as_well_as_entries() -> None:
     assert cache.get(19) is not None and cache.get(16) is None
     cache.put("big", b"x" * 5000)  # heavier than the whole budget: kept alone, never more
     assert len(cache) <= 1 and cache.bytes <= 5000
+
+
+def test_the_service_bounds_its_resolve_answers_by_bytes() -> None:
+    from compat_service.api.resolve_cache import ResolveCache
+
+    cache = ResolveCache(100, max_bytes=1000)
+    for n in range(20):
+        cache.body(("request", n), lambda n=n: {"answer": "x" * 290, "n": n})
+    assert 0 < cache.bodies.bytes <= 1000 and len(cache.bodies) == 3
