@@ -91,5 +91,6 @@ def test_the_service_bounds_its_resolve_answers_by_bytes() -> None:
 
     cache = ResolveCache(100, max_bytes=1000)
     for n in range(20):
-        cache.body(("request", n), lambda n=n: {"answer": "x" * 290, "n": n})
+        answer: dict[str, object] = {"answer": "x" * 290, "n": n}
+        cache.body(("request", n), answer.copy)
     assert 0 < cache.bodies.bytes <= 1000 and len(cache.bodies) == 3
