@@ -104,8 +104,8 @@ def _head_too_large(received: int, tail: bytes, data: bytes, limit: int) -> bool
 
 
 class _HeaderDeadline:
-    """The header read-time limit, shared by both protocols: armed when the connection opens and when a
-    response ends, disarmed when a request's headers are complete."""
+    """What both protocols share: the header read-time limit (armed when the connection opens and when a
+    response ends, disarmed when a request's headers are complete) and the JSON 400 for unparseable HTTP."""
 
     transport: asyncio.Transport
     loop: asyncio.AbstractEventLoop
@@ -122,6 +122,19 @@ class _HeaderDeadline:
         if self._header_timer is not None:
             self._header_timer.cancel()
             self._header_timer = None
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()  # type: ignore[misc]
+        if not self.transport.is_closing():
+            self._arm_header_deadline()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm_header_deadline()
+        super().connection_lost(exc)  # type: ignore[misc]
+
+    def send_400_response(self, msg: str) -> None:
+        self.transport.write(_response(self.server_state.default_headers, 400, _bad_request(msg)))
+        self.transport.close()
 
     def _awaiting_headers(self) -> bool:
         raise NotImplementedError
@@ -167,18 +180,6 @@ class JsonErrorsH11Protocol(_HeaderDeadline, H11Protocol):
     def _awaiting_headers(self) -> bool:
         return self.conn.their_state is h11.IDLE and (self.cycle is None or self.cycle.response_complete)
 
-    def on_response_complete(self) -> None:
-        super().on_response_complete()
-        if not self.transport.is_closing():
-            self._arm_header_deadline()
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self._disarm_header_deadline()
-        super().connection_lost(exc)
-
-    def send_400_response(self, msg: str) -> None:
-        self.transport.write(_response(self.server_state.default_headers, 400, _bad_request(msg)))
-        self.transport.close()
 
 
 if HttpToolsProtocol is not None:
@@ -223,18 +224,6 @@ if HttpToolsProtocol is not None:
         def _awaiting_headers(self) -> bool:
             return self._in_headers and (self.cycle is None or self.cycle.response_complete)
 
-        def on_response_complete(self) -> None:
-            super().on_response_complete()
-            if not self.transport.is_closing():
-                self._arm_header_deadline()
-
-        def connection_lost(self, exc: Exception | None) -> None:
-            self._disarm_header_deadline()
-            super().connection_lost(exc)
-
-        def send_400_response(self, msg: str) -> None:
-            self.transport.write(_response(self.server_state.default_headers, 400, _bad_request(msg)))
-            self.transport.close()
 
 #: what `accelenv serve` passes as uvicorn's ``http``
 HTTP_PROTOCOL = (
