@@ -21,6 +21,7 @@ from starlette.routing import Route
 
 from compat_service.api.deps import AppState
 from compat_service.api.errors import install_error_handlers, unhandled_error_response
+from compat_service.api.inputs.strict_query import strict_query
 from compat_service.api.metrics import ServiceMetrics
 from compat_service.api.middleware.body_limit import BodyLimitMiddleware
 from compat_service.api.middleware.http_cache import HttpCacheMiddleware
@@ -32,7 +33,6 @@ from compat_service.api.pages.routes import static_files as pages_static
 from compat_service.api.resolve_cache import LruCache, ResolveCache
 from compat_service.api.server.gc_tuning import tune_for_service
 from compat_service.api.server.lifecycle import announce_start, announce_stop
-from compat_service.api.strict_query import strict_query
 from compat_service.config import Settings, load_settings
 from compat_service.db.engine import make_engine
 from compat_service.db.evidence.lookup import EvidenceVersion
@@ -132,7 +132,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         static_url="/static/api-docs",
         openapi_url="/openapi.json",
         lifespan=lifespan,
-        # an unknown query parameter is a 422 naming the nearest known one (api/strict_query.py)
+        # an unknown query parameter is a 422 naming the nearest known one (api/inputs/strict_query.py)
         dependencies=[Depends(strict_query)],
         telemetry=None if settings.opentelemetry else {"tracing": False, "metrics": False, "logs": False},
     )

@@ -73,7 +73,7 @@ def read_query(raw: bytes) -> tuple[ResolveRequest, str]:
         given, repeated = _given(raw)
         for name in given:
             if name not in KNOWN:
-                from compat_service.api.strict_query import unknown_parameter
+                from compat_service.api.inputs.strict_query import unknown_parameter
 
                 raise unknown_parameter(name, KNOWN, "/v1/resolve")
         fmt_text = given.get("format")
@@ -86,7 +86,7 @@ def read_query(raw: bytes) -> tuple[ResolveRequest, str]:
             )
         return ResolveRequest.from_query(_values(given, repeated)), fmt
     except InvalidRequestError as err:
-        from compat_service.api.strict_query import in_api_words
+        from compat_service.api.inputs.strict_query import in_api_words
 
         raise in_api_words(err) from None
 
@@ -180,7 +180,7 @@ def _in_api_words(compute: Any) -> Any:
     try:
         return compute()
     except AccelenvError as err:
-        from compat_service.api.strict_query import in_api_words
+        from compat_service.api.inputs.strict_query import in_api_words
 
         raise in_api_words(err) from None
 

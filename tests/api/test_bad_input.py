@@ -149,7 +149,7 @@ def test_huge_queries_are_not_memoized(client: TestClient) -> None:
     memo = state_of(client.app).resolve_cache.requests
     before = len(memo)
     for i in range(5):
-        # an unknown parameter is refused (api/strict_query.py); refused or not, a huge query is not kept
+        # an unknown parameter is refused (api/inputs/strict_query.py); refused or not, a huge query is not kept
         res = client.get("/v1/resolve", params={"torch": "2.3", "padding": "x" * 5000 + str(i)})
         assert res.status_code == 422 and "'padding'" in res.json()["message"]
         res = client.get("/v1/resolve", params={"torch": "2.3", "python": "3.11" + " " * 5000 + str(i)})

@@ -22,7 +22,7 @@ def test_a_runtime_no_build_fits_is_a_409_naming_it(client: TestClient) -> None:
 def test_driver_on_a_rocm_target_is_refused_not_ignored(client: TestClient) -> None:
     res = client.get("/v1/resolve", params={"torch": "2.6", "backend": "rocm", "driver": "6.2", "python": "3.12"})
     assert res.status_code == 422
-    # the API names its own parameter (runtime), not the CLI's flag (api/strict_query.py: in_api_words)
+    # the API names its own parameter (runtime), not the CLI's flag (api/inputs/strict_query.py: in_api_words)
     assert "runtime" in res.json()["hint"] and "--runtime" not in res.json()["hint"]
 
 

@@ -1,4 +1,4 @@
-"""Strict query strings (api/strict_query.py): an unknown parameter is a 422 naming it and the nearest known
+"""Strict query strings (api/inputs/strict_query.py): an unknown parameter is a 422 naming it and the nearest known
 one on every API route; `/v1/resolve?format=` answers the CLI's text; API errors speak the API's names."""
 
 from __future__ import annotations

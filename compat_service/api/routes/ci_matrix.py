@@ -15,8 +15,8 @@ from fastapi import APIRouter, Query, Request, Response
 from starlette.concurrency import run_in_threadpool
 
 from compat_service.api.deps import current_matrix, state_of
+from compat_service.api.inputs.strict_query import in_api_words
 from compat_service.api.service_reads import evidence_for_resolve
-from compat_service.api.strict_query import in_api_words
 from compat_service.domain.ci.matrix import CiMatrixRequest, ci_matrix
 from compat_service.domain.errors import AccelenvError, ErrorBody
 

@@ -30,7 +30,7 @@ from sqlmodel import Session
 from starlette.concurrency import run_in_threadpool
 
 from compat_service.api.deps import PRIVATE, BearerDep, SessionDep, require_scope, state_of
-from compat_service.api.report_bodies import InvalidItem, is_ndjson, parse_batch, parse_report
+from compat_service.api.inputs.report_bodies import InvalidItem, is_ndjson, parse_batch, parse_report
 from compat_service.api.service_reads import report_json
 from compat_service.db.evidence.ingest import ingest_prepared
 from compat_service.db.evidence.prepare import PreparedReport, prepare_report, utcnow

@@ -14,7 +14,7 @@ responses for OpenAPI; its handler answers through the same function, for an app
 ``format=`` picks the answer's form: ``json`` (default) or the CLI's text formats (``pip``, ``requirements``,
 ``uv``, ``conda``, ``docker``/``dockerfile``, ``text``) as text/plain, the same text `accelenv resolve --format`
 prints. The query is strict: a parameter the table does not hold is a 422 naming the nearest one
-(api/strict_query.py). The domain's errors speak the CLI's flags; on their way out (and into the cache) they
+(api/inputs/strict_query.py). The domain's errors speak the CLI's flags; on their way out (and into the cache) they
 are reworded with the API's names (``strict_query.in_api_words``), and the endpoint writes them itself
 (`error_bytes`, the handler's exact body) — only the failure path pays for that.
 """

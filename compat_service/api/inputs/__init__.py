@@ -1,0 +1,1 @@
+"""What clients send, read strictly: query strings (`strict_query`) and probe-report bodies (`report_bodies`)."""
