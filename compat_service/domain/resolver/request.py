@@ -181,6 +181,9 @@ PARAMETERS: tuple[Parameter, ...] = (
               cli_help="fail (exit 5, rests-on-unknown) when the answer rests on data the matrix lacks",
               switch=True),
 )
+#: distinct values kept per field parser (each a pure function of one parameter's text; a malformed value
+#: raises, which is never kept): requests repeat a few values per parameter, so the service parses each once
+FIELD_MEMO = 512
 #: the values a switch is on with, in a query string
 _SWITCH_ON = ("1", "true", "yes")
 
@@ -298,7 +301,8 @@ class ResolveRequest:
         runtime: str | None = None,
         gpu: str | None = None,
     ) -> ResolveRequest:
-        companions, stack = parse_with_stack(with_)
+        # One value of a parameter (with=) parses the same every time: kept (_with_text, bounded)
+        companions, stack = _with_text(with_) if isinstance(with_, str) else parse_with_stack(with_)
         os_name = _parse_os(os)
         driver_value = _parse_driver(driver)
         arch_value = _parse_gpu_arch(gpu_arch)
@@ -394,6 +398,7 @@ def _given(text: str | None, flag: str, example: str) -> str | None:
     return text
 
 
+@lru_cache(maxsize=FIELD_MEMO)
 def parse_torch_spec(text: str | None) -> TorchSpec:
     value = (_given(text, "--torch", "2.3 or latest") or "latest").strip()
     if value == "latest":
@@ -421,6 +426,7 @@ def parse_torch_spec(text: str | None) -> TorchSpec:
     )
 
 
+@lru_cache(maxsize=FIELD_MEMO)
 def parse_python(text: str | None) -> str | None:
     if _given(text, "--python", "3.11") is None:
         return None
@@ -445,6 +451,7 @@ def _parse_os(text: str | None) -> str:
     return value
 
 
+@lru_cache(maxsize=FIELD_MEMO)
 def _parse_arch(text: str | None, os_name: str) -> str:
     # macOS without --arch means Apple silicon (Intel Macs have no torch wheels after 2.2); elsewhere x86_64
     value = (text or ("arm64" if os_name == "macos" else "x86_64")).strip().lower()
@@ -480,6 +487,7 @@ def implied_family(driver: str | None, gpu_arch: str | None) -> str | None:
     return "cuda" if driver is not None else None
 
 
+@lru_cache(maxsize=FIELD_MEMO)
 def _target_backend(text: str | None, driver: str | None, gpu_arch: str | None) -> BackendSpec:
     """`--backend`, or with none given the family that --gpu-arch/--driver imply; a contradiction is an error."""
     implied = implied_family(driver, gpu_arch)
@@ -531,6 +539,7 @@ _RUNTIME_EXAMPLES = {"npu": "8.0.0", "rocm": "6.2.4", "mlu": "2.15"}
 _RUNTIME_RE = re.compile(r"^(?:ctr\s*|cann\s*|rocm\s*)?v?(\d+(?:\.[0-9a-z]+){0,3})$")
 
 
+@lru_cache(maxsize=FIELD_MEMO)
 def _parse_runtime(text: str | None) -> str | None:
     """A vendor runtime version: 8.0.0, 8.0.RC3 (CANN), 6.2.4 (ROCm), 2.15 or 'CTR 2.15' (Cambricon)."""
     if text is None or text.strip() == "":
@@ -552,6 +561,7 @@ def _parse_runtime(text: str | None) -> str | None:
     return version.replace("rc", "RC")  # CANN writes 8.0.RC3
 
 
+@lru_cache(maxsize=FIELD_MEMO)
 def _parse_gpu(text: str | None) -> str | None:
     if text is None or text.strip() == "":
         return None
@@ -563,6 +573,7 @@ def _parse_gpu(text: str | None) -> str | None:
     return value
 
 
+@lru_cache(maxsize=FIELD_MEMO)
 def _parse_driver(text: str | None) -> str | None:
     if text is None or text.strip() == "":
         return None
@@ -579,6 +590,7 @@ def _parse_driver(text: str | None) -> str | None:
     return value
 
 
+@lru_cache(maxsize=FIELD_MEMO)
 def _parse_gpu_arch(text: str | None) -> str | None:
     if text is None or text.strip() == "":
         return None
@@ -625,6 +637,11 @@ def parse_with_stack(values: str | Sequence[str] | None) -> tuple[tuple[str, ...
             stack.append(package)
     chosen = parse_with(",".join(companions)) if companions else DEFAULT_COMPANIONS
     return chosen, tuple(stack)
+
+
+@lru_cache(maxsize=FIELD_MEMO)
+def _with_text(text: str) -> tuple[tuple[str, ...], tuple[PackageRequest, ...]]:
+    return parse_with_stack(text)
 
 
 def parse_with(text: str | None) -> tuple[str, ...]:
