@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import Any, Literal
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
@@ -280,7 +280,7 @@ class ResolveRequest:
     #: fail (rests-on-unknown) instead of answering when the answer rests on data the matrix does not have
     strict: bool = False
 
-    @property
+    @cached_property  # read at every stage; kept in the instance's dict (not a field: eq and hash ignore it)
     def platform(self) -> str:
         return f"{self.os}-{self.arch}"
 
