@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from functools import cached_property, lru_cache
+from operator import attrgetter
 from typing import Any, Literal
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
@@ -284,6 +285,32 @@ class ResolveRequest:
     def platform(self) -> str:
         return f"{self.os}-{self.arch}"
 
+    def __hash__(self) -> int:
+        # the dataclass's hash (of every field, in order), kept in the instance's dict: the alternatives
+        # search looks each request it builds up in the matrix's tables (DerivedMemo.tried, nearest_torch)
+        found: int | None = self.__dict__.get("_hash")
+        if found is None:
+            found = self.__dict__["_hash"] = hash(_field_values(self))
+        return found
+
+    def __getstate__(self) -> dict[str, Any]:
+        # what is derived stays behind (a str hash differs between processes)
+        return dict(zip(_REQUEST_FIELDS, _field_values(self), strict=True))
+
+    def changed(self, **fields: Any) -> ResolveRequest:
+        """``dataclasses.replace(self, **fields)`` without running ``__init__`` again (the values are already
+        parsed and there is no ``__post_init__``): the alternatives search builds several per failure."""
+        unknown = fields.keys() - _REQUEST_FIELD_SET
+        if unknown:
+            raise TypeError(f"ResolveRequest has no field {sorted(unknown)[0]!r}")
+        state = self.__dict__.copy()
+        for derived in _DERIVED:
+            state.pop(derived, None)
+        state.update(fields)
+        new = object.__new__(ResolveRequest)
+        new.__dict__.update(state)
+        return new
+
     @classmethod
     def from_strings(
         cls,
@@ -376,6 +403,14 @@ class ResolveRequest:
         if self.strict:
             out["strict"] = "true"
         return out
+
+
+_REQUEST_FIELDS = tuple(f.name for f in fields(ResolveRequest))
+_REQUEST_FIELD_SET = frozenset(_REQUEST_FIELDS)
+#: every field's value, in order: the tuple the dataclass's own hash and eq compare
+_field_values = attrgetter(*_REQUEST_FIELDS)
+#: what an instance keeps beside its fields (`platform`, the hash), never carried to a changed copy
+_DERIVED = ("platform", "_hash")
 
 
 def invalid_request(message: str, hint: str, flag: str, value: str) -> Exception:

@@ -13,7 +13,7 @@ through `Matrix`; it never imports pydantic on the success path.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING, Union
+from typing import TYPE_CHECKING, Any, Union
 
 from packaging.version import Version
 
@@ -109,7 +109,7 @@ def name_the_gpu(request: ResolveRequest, matrix: Matrix) -> tuple[ResolveReques
     backend = request.backend
     if request.backend_defaulted:
         backend = BackendSpec(found.family, "family", found.family)
-    return replace(request, gpu_arch=found.arch, backend=backend), found
+    return request.changed(gpu_arch=found.arch, backend=backend), found
 
 
 def _with_gpu_reason(res: Resolution, gpu: GpuLookup | None) -> Resolution:
@@ -127,13 +127,16 @@ def _with_gpu_reason(res: Resolution, gpu: GpuLookup | None) -> Resolution:
 TRY_MEMO = 4096
 
 
+_UNTRIED: Any = object()
+
+
 def try_resolve(request: ResolveRequest, matrix: Matrix) -> Resolution | None:
     """Resolve without raising and without explaining a failure (the search only needs yes or no); for the
     alternatives search. Answers are kept per matrix (bounded): pipelines and the web selector send many
     unsatisfiable requests, and their searches try the same nearby requests again and again."""
     tried = matrix.memo.tried
-    if request in tried:
-        found: Resolution | None = tried[request]
+    found: Resolution | None = tried.get(request, _UNTRIED)
+    if found is not _UNTRIED:
         return found
     try:
         answer: Resolution | None = run(ResolverState(matrix, request, None), explain=False)
