@@ -1,5 +1,5 @@
-"""The caches a matrix keeps for the resolver (InMemoryMatrix's own and its `DerivedMemo`) are keyed by facts drawn from the
-matrix, never by free text from a request: a flood of distinct requests must not grow it."""
+"""The caches a matrix keeps for the resolver (InMemoryMatrix's own and its `DerivedMemo`) are keyed by facts drawn
+from the matrix, never by free text from a request: a flood of distinct requests must not grow it."""
 
 from __future__ import annotations
 

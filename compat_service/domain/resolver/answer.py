@@ -19,7 +19,9 @@ if TYPE_CHECKING:
     from compat_service.domain.matrix.schema import AscendNpuRow, Platform, TorchMinor, TorchPatch
 
 
-def build_resolution(state: ResolverState, minor: TorchMinor, patch: TorchPatch, python: str, c: Candidate) -> Resolution:
+def build_resolution(
+    state: ResolverState, minor: TorchMinor, patch: TorchPatch, python: str, c: Candidate
+) -> Resolution:
     r = state.r
     version = patch.version
     here = cached_version(version)
@@ -111,7 +113,8 @@ def _head(
         )
     )
     build = c.build_row
-    variant_detail = f"{c.label} ({build.family}{' ' + build.runtime if build.runtime else ''}) is published for {r.platform}"
+    runtime = f" {build.runtime}" if build.runtime else ""
+    variant_detail = f"{c.label} ({build.family}{runtime}) is published for {r.platform}"
     if r.backend.kind == "family":
         variant_detail = (
             f"{c.label}: the newest {state.family} build of torch {version} that fits; " + variant_detail

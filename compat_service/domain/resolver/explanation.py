@@ -369,9 +369,8 @@ def nearby_requests(
     if code == "backend-unavailable" and request.backend.kind == "label" and request.backend.family == "cuda":
         # --backend cu122 (what nvidia-smi's "CUDA Version: 12.2" suggests): the nearest CUDA builds published
         for label in _nearest_cuda_labels(request, matrix):
-            tries.append(
-                (f"the nearest published CUDA build, {label}", request.changed(backend=BackendSpec(label, "label", "cuda")), {})
-            )
+            nearest = request.changed(backend=BackendSpec(label, "label", "cuda"))
+            tries.append((f"the nearest published CUDA build, {label}", nearest, {}))
         family = BackendSpec("cuda", "family", "cuda")
         tries.append(("the best CUDA build for the rest of the request", request.changed(backend=family), {}))
     if (

@@ -503,7 +503,8 @@ def _plugin_for_runtime(
     if unknown:
         row = unknown[0]
         name = RUNTIME_NAMES[state.family]
-        note = f"whether {plugin.package} {getattr(row, plugin.version_field)} runs on {name} {have} (no sourced {name} version)"
+        package = f"{plugin.package} {getattr(row, plugin.version_field)}"
+        note = f"whether {package} runs on {name} {have} (no sourced {name} version)"
         return row, note, []
     return None, None, [(getattr(r, plugin.version_field), getattr(r, column)) for r in rows]
 
