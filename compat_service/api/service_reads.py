@@ -180,7 +180,8 @@ async def resolution_answer(app: Any, raw: bytes) -> tuple[bytes, bytes]:
 
     if fmt == "json":
         return cache.body(
-            (matrix.content_hash, stamp, parsed), lambda: _in_api_words(lambda: resolution_to_json(answer(), for_orjson=True))
+            (matrix.content_hash, stamp, parsed),
+            lambda: _in_api_words(lambda: resolution_to_json(answer(), for_orjson=True)),
         ), JSON_TYPE
     text = cache.bodies.get_or_compute(
         (matrix.content_hash, stamp, parsed, fmt), lambda: _in_api_words(lambda: render(answer(), fmt).encode())
