@@ -185,6 +185,8 @@ PARAMETERS: tuple[Parameter, ...] = (
 #: distinct values kept per field parser (each a pure function of one parameter's text; a malformed value
 #: raises, which is never kept): requests repeat a few values per parameter, so the service parses each once
 FIELD_MEMO = 512
+#: (query parameter, `from_strings` keyword, is a switch) for each parameter
+_QUERY_KEYS = tuple((p.name, "with_" if p.name == "with" else p.name, p.switch) for p in PARAMETERS)
 #: the values a switch is on with, in a query string
 _SWITCH_ON = ("1", "true", "yes")
 
@@ -377,10 +379,9 @@ class ResolveRequest:
     def from_query(cls, values: dict[str, str | list[str] | None]) -> ResolveRequest:
         """The request from query parameters (``PARAMETERS`` names; absent ones None)."""
         kwargs: dict[str, object] = {}
-        for p in PARAMETERS:
-            value = values.get(p.name)
-            key = "with_" if p.name == "with" else p.name
-            kwargs[key] = (isinstance(value, str) and value.lower() in _SWITCH_ON) if p.switch else value
+        for name, key, switch in _QUERY_KEYS:
+            value = values.get(name)
+            kwargs[key] = (isinstance(value, str) and value.lower() in _SWITCH_ON) if switch else value
         return cls.from_strings(**kwargs)  # type: ignore[arg-type]
 
     def to_strings(self) -> dict[str, str]:
