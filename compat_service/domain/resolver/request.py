@@ -205,6 +205,18 @@ def api_wording(text: str) -> str:
     ``torch 2.4``, ``drop --require-verified`` -> ``drop require_verified=true``): API errors speak API names."""
     if "--" not in text:
         return text
+    if len(text) <= _MAX_KEPT_WORDING:
+        return _kept_wording(text)
+    pattern, spoken = _flag_pattern()
+    return pattern.sub(lambda m: spoken[m.group(0)], text)
+
+
+#: longest text whose API wording is kept (the unsatisfiable answers' causes and hints recur)
+_MAX_KEPT_WORDING = 512
+
+
+@lru_cache(maxsize=2048)
+def _kept_wording(text: str) -> str:
     pattern, spoken = _flag_pattern()
     return pattern.sub(lambda m: spoken[m.group(0)], text)
 
@@ -294,6 +306,12 @@ class ResolveRequest:
         if found is None:
             found = self.__dict__["_hash"] = hash(_field_values(self))
         return found
+
+    def __eq__(self, other: object) -> bool:
+        # the dataclass's eq (every field, in order), compared as two C-built tuples
+        if other.__class__ is not ResolveRequest:
+            return NotImplemented
+        return self is other or _field_values(self) == _field_values(other)
 
     def __getstate__(self) -> dict[str, Any]:
         # what is derived stays behind (a str hash differs between processes)
