@@ -190,10 +190,9 @@ async def resolution_answer(app: Any, raw: bytes) -> tuple[bytes, bytes]:
             return resolve_request(parsed, matrix.matrix, evidence)
 
     if fmt == "json":
-        return cache.body(
-            (matrix.content_hash, stamp, parsed),
-            lambda: _in_api_words(lambda: resolution_to_json(answer(), for_orjson=True)),
-        ), JSON_TYPE
+        # (only resolving raises: the JSON form of a resolution cannot fail)
+        key = (matrix.content_hash, stamp, parsed)
+        return cache.body(key, lambda: resolution_to_json(_in_api_words(answer), for_orjson=True)), JSON_TYPE
     text = cache.bodies.get_or_compute(
         (matrix.content_hash, stamp, parsed, fmt), lambda: _in_api_words(lambda: render(answer(), fmt).encode())
     )
