@@ -124,12 +124,15 @@ def _given(raw: bytes) -> tuple[dict[str, str], dict[str, list[str]]]:
     return given, repeated
 
 
+#: (name, longest value, repeatable) of each parameter
+_LIMITS = tuple((p.name, p.max_length, p.repeatable) for p in PARAMETERS)
+
+
 def _values(given: dict[str, str], repeated: dict[str, list[str]]) -> dict[str, str | list[str] | None]:
     values: dict[str, str | list[str] | None] = {}
-    for p in PARAMETERS:
-        name, limit = p.name, p.max_length
+    for name, limit, repeatable in _LIMITS:
         value = given.get(name)
-        if p.repeatable and name in repeated:
+        if repeatable and name in repeated:
             if len(repeated[name]) > MAX_REPEATS:
                 raise InvalidRequestError(
                     f"invalid query parameter {name}: given more than {MAX_REPEATS} times",
