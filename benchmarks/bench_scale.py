@@ -131,8 +131,9 @@ def load(database_url: str, args: argparse.Namespace) -> tuple[list[dict], list[
     started = time.perf_counter()
     with psycopg.connect(pg_url) as conn:
         cell_ids = list(range(1, len(cells) + 1))
-        _copy(conn, "evidence_cell", ["id", "key_hash", "torch_version", "torch_build", "python", "os", "arch", "backend",
-                                     "runtime_version", "driver_version", "device_arch", "first_seen", "last_seen"],
+        cell_columns = ["id", "key_hash", "torch_version", "torch_build", "python", "os", "arch", "backend",
+                        "runtime_version", "driver_version", "device_arch", "first_seen", "last_seen"]
+        _copy(conn, "evidence_cell", cell_columns,
               ([i, hashlib.sha256(json.dumps(list(c["key"])).encode()).hexdigest(), *c["key"], now, now]
                for i, c in zip(cell_ids, cells)))
         conn.execute("SELECT setval('evidence_cell_id_seq', %s)", (len(cells),))
@@ -168,7 +169,8 @@ def load(database_url: str, args: argparse.Namespace) -> tuple[list[dict], list[
                 k["required_bad_reports"] += v.required_bad
                 k["other_bad_reports"] += v.other_bad
                 k["smoke_passed_reports"] += v.smoke_passed
-                for row in (hosts.setdefault((cid, host.ljust(16, "0")), [0, 0]), subs.setdefault((cid, token), [0, 0])):
+                host_row = hosts.setdefault((cid, host.ljust(16, "0")), [0, 0])
+                for row in (host_row, subs.setdefault((cid, token), [0, 0])):
                     row[0] += 1
                     row[1] += int(v.passed)
                 for check_id, group, status, aten in zip(p.check_ids, p.check_groups, p.check_statuses, p.aten_ops):
@@ -189,11 +191,13 @@ def load(database_url: str, args: argparse.Namespace) -> tuple[list[dict], list[
         for (cid, _s), (_r, pr) in subs.items():
             counters[cid]["submitters"] += 1
             counters[cid]["passing_submitters"] += int(pr > 0)
-        _copy(conn, "evidence_host", ["cell_id", "host_fingerprint", "reports", "passing_reports", "first_seen", "last_seen"],
+        tally = ["reports", "passing_reports", "first_seen", "last_seen"]
+        _copy(conn, "evidence_host", ["cell_id", "host_fingerprint", *tally],
               ([cid, h, r, pr, now, now] for (cid, h), (r, pr) in hosts.items()))
-        _copy(conn, "evidence_submitter", ["cell_id", "submitter_id", "reports", "passing_reports", "first_seen", "last_seen"],
+        _copy(conn, "evidence_submitter", ["cell_id", "submitter_id", *tally],
               ([cid, s, r, pr, now, now] for (cid, s), (r, pr) in subs.items()))
-        _copy(conn, "evidence_check", ["cell_id", "check_id", "shard", '"group"', "aten_op", "last_failure", *CHECK_STATUSES],
+        _copy(conn, "evidence_check",
+              ["cell_id", "check_id", "shard", '"group"', "aten_op", "last_failure", *CHECK_STATUSES],
               ([cid, check_id, 0, *row] for (cid, check_id), row in checks.items()))
         with conn.cursor() as cur:
             for cid, k in counters.items():
@@ -261,8 +265,8 @@ def ingest(base_url: str, tokens: list[str], cells: list[dict], seconds: float, 
     def worker(i: int) -> None:
         nonlocal created
         rng = random.Random(i + (100 if read_matrix else 0))
-        with httpx.Client(base_url=base_url, timeout=60,
-                          headers={"Authorization": f"Bearer {tokens[i]}", "Content-Type": "application/x-ndjson"}) as c:
+        headers = {"Authorization": f"Bearer {tokens[i]}", "Content-Type": "application/x-ndjson"}
+        with httpx.Client(base_url=base_url, timeout=60, headers=headers) as c:
             while time.monotonic() < stop:
                 batch = []
                 for _ in range(50):
@@ -313,8 +317,9 @@ def explain(database_url: str, cells: list[dict]) -> None:
         "evidence: the cell by key": "SELECT * FROM evidence_cell WHERE key_hash = %s",
         "evidence: its checks": "SELECT check_id, sum(passed), sum(failed) FROM evidence_check WHERE cell_id = "
                                 "(SELECT id FROM evidence_cell WHERE key_hash = %s) GROUP BY check_id",
-        "evidence: recent report ids": "SELECT report_id FROM probe_report WHERE cell_id = (SELECT id FROM "
-                                       "evidence_cell WHERE key_hash = %s) ORDER BY received_at DESC, report_id LIMIT 20",
+        "evidence: recent report ids": "SELECT report_id FROM probe_report WHERE cell_id = "
+                                       "(SELECT id FROM evidence_cell WHERE key_hash = %s) "
+                                       "ORDER BY received_at DESC, report_id LIMIT 20",
     }
     with psycopg.connect(database_url.replace("postgresql+psycopg://", "postgresql://")) as conn:
         for name, sql in queries.items():

@@ -70,8 +70,9 @@ def rotation_paths(count: int = ROTATION) -> list[str]:
         torches, ["3.9", "3.10", "3.11", "3.12", "3.13"], ["cpu", "cuda", "cu118", "cu121", "cu126", "rocm"],
         ["torchvision,torchaudio", "none", "torchvision"],
     ):
-        query: dict[str, str | list[str] | None] = {"torch": torch, "python": python, "backend": backend, "with": with_, "os": "linux",
-                 "arch": "x86_64"}
+        query: dict[str, str | list[str] | None] = {
+            "torch": torch, "python": python, "backend": backend, "with": with_, "os": "linux", "arch": "x86_64"
+        }
         try:
             resolve(ResolveRequest.from_query(query), matrix)
         except AccelenvError:

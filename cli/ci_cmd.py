@@ -33,7 +33,9 @@ def matrix_command(
     arch: str | None = typer.Option(None, "--arch", help="x86_64 (default), aarch64, arm64; a list"),
     with_: str | None = typer.Option(None, "--with", help="companions: torchvision,torchaudio (default) or none"),
     mode: str | None = typer.Option(None, "--mode", help="full (default) or pr: the extremes plus one per family"),
-    fmt: str | None = typer.Option(None, "--format", help="install text: pip (default), requirements, uv, conda, docker"),
+    fmt: str | None = typer.Option(
+        None, "--format", help="install text: pip (default), requirements, uv, conda, docker"
+    ),
     include_only: bool = typer.Option(False, "--include-only", help="print only {\"include\": [...]}"),
     output: Path | None = typer.Option(None, "--output", help="write the JSON here instead of stdout"),
     server: str | None = typer.Option(None, "--server", envvar="ACCELENV_SERVER", help="ask this accelenv service"),

@@ -244,10 +244,11 @@ def _stack_findings(site_packages: Path | None, versions: dict[str, str | None],
                 fix = (f"keep torch {torch}: " + commands(torch, issue.package)).replace(": pip", ":\npip", 1)
             except AccelenvError:
                 try:
+                    pinned = f"{issue.package}=={issue.version}"
                     fix = (f"no {issue.package} release fits torch {torch}; install the stack of "
-                           f"{issue.package} {issue.version}:\n" + commands("latest", f"{issue.package}=={issue.version}"))
+                           f"{issue.package} {issue.version}:\n" + commands("latest", pinned))
                 except AccelenvError as err:
-                    fix = f"`accelenv resolve --with {issue.package}=={issue.version}` finds no stack here: {err.message}"
+                    fix = f"`accelenv resolve --with {pinned}` finds no stack here: {err.message}"
         severity = "error" if issue.severity == "error" else "warning"
         findings.append(Finding("stack", severity, issue.message, fix))  # type: ignore[arg-type]
     return findings

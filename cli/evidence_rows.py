@@ -11,7 +11,9 @@ from pathlib import Path
 from typing import Any
 
 
-def fetch_evidence_rows(torch: str, *, server: str | None, database: str | None, path: Path | None) -> list[dict[str, Any]]:
+def fetch_evidence_rows(
+    torch: str, *, server: str | None, database: str | None, path: Path | None
+) -> list[dict[str, Any]]:
     rows = _from_server(server, torch) if server else _from_database(database, torch, path) if database else []
     return [r for r in rows if r["reports"] > 0]
 
@@ -65,7 +67,8 @@ def fetch_observed_arch_lists(
             try:
                 found.extend(response.json().get("observed_arch_lists", []))
             except ValueError as exc:
-                raise ServerUnreachableError(f"could not read torch {version} from {server}: {exc}", hint=hint) from None
+                message = f"could not read torch {version} from {server}: {exc}"
+                raise ServerUnreachableError(message, hint=hint) from None
         return found
     if database:
         from compat_service.db.evidence.build_facts import observed_facts
@@ -111,9 +114,12 @@ def render_evidence(rows: list[dict[str, Any]]) -> None:
     for column in ("torch", "build", "Python", "platform", "device", "status", "reports", "hosts", "failing checks"):
         table.add_column(column)
     for r in rows:
-        device = " ".join(p for p in (r["backend"], r["device_arch"], r["driver_version"] and f"driver {r['driver_version']}") if p)
-        status = r["status"] if r["status"] == r["health"] or r["health"] in ("none", "unconfirmed") else f"{r['status']} ({r['health']})"
-        failing = ", ".join(r["failing_checks"][:5]) + (f" +{len(r['failing_checks']) - 5}" if len(r["failing_checks"]) > 5 else "")
+        driver = r["driver_version"] and f"driver {r['driver_version']}"
+        device = " ".join(p for p in (r["backend"], r["device_arch"], driver) if p)
+        plain_status = r["status"] == r["health"] or r["health"] in ("none", "unconfirmed")
+        status = r["status"] if plain_status else f"{r['status']} ({r['health']})"
+        more = len(r["failing_checks"]) - 5
+        failing = ", ".join(r["failing_checks"][:5]) + (f" +{more}" if more > 0 else "")
         cells = (r["torch_version"], r["torch_build"] or "?", r["python"], f"{r['os']}-{r['arch']}", device,
                  status, str(r["reports"]), str(r["hosts"]), failing or "-")
         # report text is data: never Rich markup, never terminal control (cli/terminal_text.py)

@@ -5,8 +5,9 @@ Reads torch, torchvision, torchaudio, triton and torch-npu from the index pip is
 ``--check`` writes nothing: it prints the diff and exits 11 (``matrix-out-of-date``) when the index has
 releases or wheels the generated layer lacks or contradicts, 0 when it is current. Other exit codes: 6 the
 index could not be read, 4 a matrix file is invalid, 2 a bad flag, 12 (``refresh-removes-facts``) the answer
-would remove more than 10 % of a project's facts and ``--allow-removals`` was not given (nothing written). Progress goes to stderr; the diff and
-the summary to stdout. httpx and the index package are imported inside the command only.
+would remove more than 10 % of a project's facts and ``--allow-removals`` was not given (nothing written).
+Progress goes to stderr; the diff and the summary to stdout. httpx and the index package are imported inside
+the command only.
 """
 
 from __future__ import annotations

@@ -39,12 +39,16 @@ def register(app: typer.Typer) -> None:
         probe_command
     )
     report_app = typer.Typer(help="Probe reports kept locally.", no_args_is_help=True)
-    report_app.command("submit", help="Send saved reports (or the spool) to the service; move refused ones aside.")(report_submit_command)
+    report_app.command(
+        "submit", help="Send saved reports (or the spool) to the service; move refused ones aside."
+    )(report_submit_command)
     app.add_typer(report_app, name="report")
 
 
 def probe_command(
-    device: str = typer.Option("auto", "--device", help="auto, cpu, cuda[:N], mps, xpu or a PrivateUse1 name (npu, refdev)"),
+    device: str = typer.Option(
+        "auto", "--device", help="auto, cpu, cuda[:N], mps, xpu or a PrivateUse1 name (npu, refdev)"
+    ),
     checks: str = typer.Option(ALL_GROUPS, "--checks", help="comma-separated groups"),
     output: Path | None = typer.Option(None, "--output", help="write the report here (default: stdout)"),
     submit_url: str | None = typer.Option(None, "--submit", help="post the report to this service URL"),
@@ -110,7 +114,8 @@ def _require_writable(path: Path, flag: str) -> None:
 def _invalid(message: str, hint: str, flag: str, value: object) -> Exception:
     from compat_service.domain.errors import Cause, InvalidRequestError
 
-    return InvalidRequestError(message, hint=hint, causes=[Cause(constraint=f"{flag} {value}", origin=f"request: {flag}")])
+    cause = Cause(constraint=f"{flag} {value}", origin=f"request: {flag}")
+    return InvalidRequestError(message, hint=hint, causes=[cause])
 
 
 def _validate(device: str, checks: str, timeout: float, python: str, inject: list[str], submit_url: str | None,
@@ -181,7 +186,8 @@ def run_probe(*, device: str, checks: str, output: Path | None, submit_url: str 
         try:
             proc = subprocess.run(argv, env=env, cwd=workdir, stdin=subprocess.DEVNULL)
         except OSError as exc:
-            raise _invalid(f"cannot start {python}: {exc.strerror or exc}", "check --python", "--python", python) from None
+            message = f"cannot start {python}: {exc.strerror or exc}"
+            raise _invalid(message, "check --python", "--python", python) from None
         if proc.returncode == 2:  # the probe rejected its device settings (e.g. an --inject op); it said why
             raise _invalid(f"the probe in {python} rejected its settings (its message above says which)",
                            "fix the --inject faults (or ACCELENV_REFDEV_* variables) it names", "--inject",

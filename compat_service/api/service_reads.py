@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 import uuid
 from typing import Any, TypeVar
-from urllib.parse import parse_qsl
+from urllib.parse import unquote
 
 from packaging.specifiers import SpecifierSet
 from pydantic import BaseModel
@@ -93,11 +93,24 @@ def read_query(raw: bytes) -> tuple[ResolveRequest, str]:
 
 
 def _given(raw: bytes) -> tuple[dict[str, str], dict[str, list[str]]]:
+    """The last value of each name, and every value of a name given more than once (in order).
+
+    Exactly ``parse_qsl(raw.decode("latin-1"), keep_blank_values=True)`` (Starlette's call): split on ``&``,
+    empty parts dropped, a part without ``=`` a blank value, ``+`` and %-escapes decoded as UTF-8 with
+    replacement; but only a part that holds ``+`` or ``%`` pays for decoding (most hold neither)."""
     given: dict[str, str] = {}
     repeated: dict[str, list[str]] = {}
-    for key, text in parse_qsl(raw.decode("latin-1"), keep_blank_values=True):
+    for part in raw.decode("latin-1").split("&"):
+        if not part:
+            continue
+        key, _, text = part.partition("=")
+        if "%" in key or "+" in key:
+            key = unquote(key.replace("+", " "))
+        if "%" in text or "+" in text:
+            text = unquote(text.replace("+", " "))
+        if key in given:
+            repeated.setdefault(key, [given[key]]).append(text)
         given[key] = text
-        repeated.setdefault(key, []).append(text)
     return given, repeated
 
 
@@ -106,7 +119,7 @@ def _values(given: dict[str, str], repeated: dict[str, list[str]]) -> dict[str, 
     for p in PARAMETERS:
         name, limit = p.name, p.max_length
         value = given.get(name)
-        if p.repeatable and len(repeated.get(name, ())) > 1:
+        if p.repeatable and name in repeated:
             if len(repeated[name]) > MAX_REPEATS:
                 raise InvalidRequestError(
                     f"invalid query parameter {name}: given more than {MAX_REPEATS} times",
@@ -168,7 +181,8 @@ async def resolution_answer(app: Any, raw: bytes) -> tuple[bytes, bytes]:
 
     if fmt == "json":
         return cache.body(
-            (matrix.content_hash, stamp, parsed), lambda: _in_api_words(lambda: resolution_to_json(answer()))
+            (matrix.content_hash, stamp, parsed),
+            lambda: _in_api_words(lambda: resolution_to_json(answer(), for_orjson=True)),
         ), JSON_TYPE
     text = cache.bodies.get_or_compute(
         (matrix.content_hash, stamp, parsed, fmt), lambda: _in_api_words(lambda: render(answer(), fmt).encode())

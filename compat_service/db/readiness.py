@@ -28,7 +28,8 @@ def readiness(engine) -> Readiness:
         require_existing(engine)
         current = migrate.current_revision(engine)
     except DatabaseNotReadyError as err:
-        checks.append(Check(name="database", ok=False, detail=f"{err.message}: {err.hint}" if err.hint else err.message))
+        detail = f"{err.message}: {err.hint}" if err.hint else err.message
+        checks.append(Check(name="database", ok=False, detail=detail))
         return Readiness(ready=False, checks=checks)
     checks.append(Check(name="database", ok=True, detail="reachable"))
     head = migrate.head_revision()

@@ -151,7 +151,8 @@ def _gpu_arch(c: _Context) -> list[Finding]:
             fix(patch.version) or "install a build whose arch list covers this GPU (`accelenv resolve`)",
         )]
     if verdict.coverage == "unknown":
-        return [Finding("gpu-arch", "warning", f"the matrix has no arch list for {build}: could not check {host.gpu_arch}")]
+        unchecked = f"the matrix has no arch list for {build}: could not check {host.gpu_arch}"
+        return [Finding("gpu-arch", "warning", unchecked)]
     return [Finding("gpu-arch", "ok", f"{build} runs on {host.gpu_arch} ({verdict.coverage})")]
 
 
@@ -228,8 +229,8 @@ def _evidence(c: _Context) -> list[Finding]:
                         "as failing")]
     detail = f" ({cell.detail})" if cell.detail else ""
     if cell.status == "broken":
-        return [Finding("evidence", "error",
-                        f"probe reports mark torch {patch.version} {build} on Python {python} {platform} as broken{detail}",
+        cell_name = f"torch {patch.version} {build} on Python {python} {platform}"
+        return [Finding("evidence", "error", f"probe reports mark {cell_name} as broken{detail}",
                         fix(None) or "install another combination: `accelenv resolve --database URL`")]
     if cell.status == "partial":
         return [Finding("evidence", "warning",

@@ -10,12 +10,12 @@ and it cannot share the domain's.
 
 Driver rule (NVIDIA's CUDA compatibility guide, two floors, both from cuda.yaml):
 
-| the GPU runs the build through                      | the driver needs                                 | rule                   |
-| --------------------------------------------------- | ------------------------------------------------ | ---------------------- |
-| SASS (a cubin of its major, minor <= its own)       | its CUDA major's minor-version-compat floor (the toolkit's, if lower) | minor-version-compat |
-| only the build's PTX (GPU newer than every cubin)   | the toolkit's own floor (the driver JIT-compiles that PTX) | toolkit-floor  |
-| unknown (no --gpu-arch, or no arch list)            | the major's floor; the answer says which GPUs that holds for | minor-version-compat |
-| a CUDA major without minor-version compatibility (10.x) | the toolkit's own floor                       | toolkit-floor          |
+| the GPU runs the build through            | the driver needs                                  | rule                 |
+| ----------------------------------------- | ------------------------------------------------- | -------------------- |
+| SASS (a cubin of its major, minor <= own) | its CUDA major's floor (the toolkit's, if lower)  | minor-version-compat |
+| only the PTX (GPU newer than every cubin) | the toolkit's own floor (the driver JITs the PTX) | toolkit-floor        |
+| unknown (no --gpu-arch, or no arch list)  | the major's floor; the answer says for which GPUs | minor-version-compat |
+| CUDA 10.x (no minor-version compat)       | the toolkit's own floor                           | toolkit-floor        |
 
 The toolkit's own floor is that of ``runtime_full`` when known, else the highest floor of that major.minor's
 updates. The major's floor applies on every OS: CUDA 13.x needs an R580+ driver on Windows too, where

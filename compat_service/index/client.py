@@ -337,7 +337,8 @@ def _parse_page(project: str, page: CachedPage) -> ProjectPage:
         raise
     except Exception as exc:  # pypi_simple's and json's errors: the page is unreadable, whatever the cause
         raise IndexResponseError(f"{page.url}: the project page cannot be parsed: {str(exc)[:200]}") from exc
-    ours = [p for p in parsed.packages if p.project is not None and canonicalize_name(p.project) == canonicalize_name(project)]
+    wanted = canonicalize_name(project)
+    ours = [p for p in parsed.packages if p.project is not None and canonicalize_name(p.project) == wanted]
     if not ours:
         # a project the index has is a page with its files; an empty or foreign page is a portal, an error
         # page or a mirror gone wrong, and trusting it would delete every fact of the project

@@ -278,7 +278,8 @@ def derive_package(
                     continue
                 if requirement.marker is not None and "extra" in str(requirement.marker):
                     continue  # optional extras are not what an install pulls in
-                if any(canonicalize_name(requirement.name) == canonicalize_name(r.requirement) for r in config.runtimes):
+                required = canonicalize_name(requirement.name)
+                if any(required == canonicalize_name(r.requirement) for r in config.runtimes):
                     continue  # recorded as the runtime
                 pythons = {w.python for w in wheels if w.platform == platform}
                 if not any(marker_applies(requirement.marker, _environment(config, platform, py)) for py in pythons):

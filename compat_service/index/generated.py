@@ -131,8 +131,9 @@ class FactsDiff:
             facts = [k for k in self.added if k[0] != "variant" and k[1] == version]
             wheels = [k for k in facts if k[0] == "wheel"]
             platforms = sorted({k[2] for k in wheels})
+            first_upload = self.added[("release", version, "first_upload")]
             out.append(
-                f"+ {self.package} {version}: new release, first upload {self.added[('release', version, 'first_upload')]}"
+                f"+ {self.package} {version}: new release, first upload {first_upload}"
                 f", {len(wheels)} platform x Python wheel facts ({', '.join(platforms) or 'no wheels'}), "
                 f"{len(facts)} facts in all"
             )

@@ -63,7 +63,8 @@ def autocast_matmul(ctx, dtype):
     b = torch.randn(64, 16, generator=gen)
     with torch.autocast(device_type=ctx.device_type, dtype=dtype):
         out = torch.mm(a.to(ctx.device), b.to(ctx.device))
-    data: Dict[str, Any] = {"autocast_dtype": str(dtype).replace("torch.", ""), "output_dtype": str(out.dtype).replace("torch.", "")}
+    data: Dict[str, Any] = {"autocast_dtype": str(dtype).replace("torch.", ""),
+                            "output_dtype": str(out.dtype).replace("torch.", "")}
     if out.dtype == torch.float32:
         # Autocast ran and changed nothing: the backend registers no autocast kernels, a gap.
         return checks.unsupported("autocast is a no-op on %s: matmul under %s autocast stayed float32 (the "
@@ -131,8 +132,8 @@ def train_step(ctx, dtype):
     data = {"autocast_dtype": str(dtype).replace("torch.", ""), "losses": losses, "grad_scaler": scaler is not None}
     if not all(loss == loss for loss in losses) or not losses[-1] < losses[0]:
         return checks.failed("mixed-precision training did not learn: %r" % losses, **data)
-    return checks.passed("loss fell from %.4f to %.4f under %s autocast" % (losses[0], losses[-1], data["autocast_dtype"]),
-                         **data)
+    return checks.passed(
+        "loss fell from %.4f to %.4f under %s autocast" % (losses[0], losses[-1], data["autocast_dtype"]), **data)
 
 
 def grad_scaler_skip(ctx, dtype):

@@ -5,8 +5,8 @@ CPU host takes a minute or more): dynamo with the ``eager`` backend (graph captu
 (plus AOTAutograd, forward and backward), ``inductor`` (generated kernels). ``eager`` and ``aot_eager``
 compile a small MLP (forward and backward) and two functions (an elementwise chain and a reduction with a
 matmul); ``inductor`` compiles the two functions as one graph (each graph is a C++ or Triton compile),
-and under ``--deep`` all three. Outputs and gradients are compared with eager on the same device. The failing stage names
-itself and keeps the first line of its error; a backend inductor has no code generator for is
+and under ``--deep`` all three. Outputs and gradients are compared with eager on the same device. The failing
+stage names itself and keeps the first line of its error; a backend inductor has no code generator for is
 ``unsupported``. The group runs in a worker of its own, without the breadcrumb dispatch mode.
 """
 

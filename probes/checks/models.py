@@ -176,7 +176,8 @@ def _compare_training(ctx, name, dev, cpu, tol, label, norm=False):
     data = {"losses": dev_losses, "cpu_losses": cpu_losses, "loss_rel_err": loss_err, "grad_rel_err": grad_err,
             "worst_grad": grad_at, "param_rel_err": param_err, "worst_param": param_at, "tolerance": tol,
             "steps": len(dev_losses)}
-    for what, err, at in (("loss", loss_err, None), ("gradient", grad_err, grad_at), ("parameter", param_err, param_at)):
+    compared = (("loss", loss_err, None), ("gradient", grad_err, grad_at), ("parameter", param_err, param_at))
+    for what, err, at in compared:
         if not err <= tol:
             return checks.failed("%s %s on %s differs from CPU: %s%s relative error %.3g (tolerance %g)" % (
                 name, label, ctx.device, what, " %s" % at if at else "", err, tol), **data)

@@ -217,7 +217,8 @@ def _moved(torch, sample, device, copy=True):
         if not isinstance(t, torch.Tensor):
             return t
         out = t.detach().to(device, copy=copy)
-        return out.requires_grad_(t.requires_grad) if (t.requires_grad and (out.is_floating_point() or out.is_complex())) else out
+        differentiable = out.is_floating_point() or out.is_complex()
+        return out.requires_grad_(t.requires_grad) if (t.requires_grad and differentiable) else out
 
     moved = sample.transform(move)
     if isinstance(moved.kwargs.get("device"), (str, torch.device)):  # factory samples name their device
@@ -481,7 +482,8 @@ def run_op(ctx, op):
                                 variants.setdefault(kind, {})[dtype_name] = v.status
                                 if v.missing and v.missing not in missing:
                                     missing.append(v.missing)
-                                if v.status != "passed" and (verdict is None or ORDER[v.status] < ORDER[verdict[0].status]):
+                                worse = verdict is None or ORDER[v.status] < ORDER[verdict[0].status]
+                                if v.status != "passed" and worse:
                                     verdict = (v, sample)
                             first = False
                     if verdict is None or ORDER[one.status] < ORDER[verdict[0].status]:
@@ -532,8 +534,9 @@ def _outcome(ctx, name, results, skipped, missing, first_failure, variants, samp
         return checks.failed("%s differs from CPU in %s (%s): %s" % (
             name, first_failure["dtype"], first_failure["phase"], first_failure["error"]), **data)
     if "unsupported" in statuses:
+        error = first_failure["error"] if first_failure else ""
         return checks.unsupported("%s: %s not implemented on %s (%s)" % (
-            name, ", ".join(missing) or "an op is", ctx.backend, first_failure["error"] if first_failure else ""), **data)
+            name, ", ".join(missing) or "an op is", ctx.backend, error), **data)
     if "passed" in statuses:
         detail = "%s matches CPU in %s" % (name, ", ".join(
             d + (" (forward only)" if d in forward_only else "") for d in checked))
@@ -541,8 +544,8 @@ def _outcome(ctx, name, results, skipped, missing, first_failure, variants, samp
             detail += " (device is CPU: proves the harness, not an accelerator)"
         return checks.passed(detail, **data)
     why = "; ".join("%s: %s" % (d, r) for d, r in sorted(skipped.items()))[:MAX_TEXT]
-    return checks.skipped("%s: nothing to compare (%s)" % (name, why or "no declared dtype in %s" % ",".join(TARGET_DTYPES)),
-                          **data)
+    why = why or "no declared dtype in %s" % ",".join(TARGET_DTYPES)
+    return checks.skipped("%s: nothing to compare (%s)" % (name, why), **data)
 
 
 def _selected(op, patterns):
@@ -576,7 +579,8 @@ def plan(ctx):
 def group_summary(entries):
     """The report's ``summary.groups.opinfo``: what the group's entries add up to. ``passed`` only when some
     op x dtype was compared and nothing failed; ``not_run`` when nothing was compared (no device, no OpInfo)."""
-    ops = [e for e in entries if e["group"] == "opinfo" and not e["id"].endswith((".unavailable", ".device_unavailable"))]
+    unavailable = (".unavailable", ".device_unavailable")
+    ops = [e for e in entries if e["group"] == "opinfo" and not e["id"].endswith(unavailable)]
     counts = dict((s, 0) for s in checks.STATUSES)
     missing: Dict[str, Any] = {}
     op_dtypes = forward_only = 0

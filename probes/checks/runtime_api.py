@@ -138,7 +138,8 @@ def generator(ctx):
     except Exception as exc:
         return _answer(ctx, "torch.Generator(device=%r)" % str(ctx.device), exc)
     data = {"generator_device": str(gen.device), "reproducible": bool(torch.equal(first, again)),
-            "seed_changes_values": not bool(torch.equal(first, other)), "state_replays": bool(torch.equal(after, replay))}
+            "seed_changes_values": not bool(torch.equal(first, other)),
+            "state_replays": bool(torch.equal(after, replay))}
     if not all(data[k] for k in ("reproducible", "seed_changes_values", "state_replays")):
         return checks.failed("the device Generator is not deterministic: %s" % ", ".join(
             k for k in ("reproducible", "seed_changes_values", "state_replays") if not data[k]), **data)
@@ -208,7 +209,8 @@ def manual_seed(ctx):
         other = _draws(torch, ctx)
     except Exception as exc:
         return _answer(ctx, "torch.%s.manual_seed" % ctx.device_type, exc)
-    data = {"follows_device_seed": bool(torch.equal(first, again)), "seed_changes_values": not bool(torch.equal(first, other))}
+    data = {"follows_device_seed": bool(torch.equal(first, again)),
+            "seed_changes_values": not bool(torch.equal(first, other))}
     if not data["follows_device_seed"]:
         return checks.failed("device draws changed with the CPU seed under the same torch.%s.manual_seed: the "
                              "device does not draw from its own generator" % ctx.device_type, **data)
@@ -306,7 +308,8 @@ def checkpoint_load(ctx):
     devices = sorted(set(str(t.device.type) for t in list(loaded["model"].values()) + [
         v for s in loaded["optim"]["state"].values() for v in s.values() if hasattr(v, "device")]))
     if devices != [ctx.device_type]:
-        return checks.failed("loaded tensors are on %s, not %s" % (", ".join(devices), ctx.device_type), devices=devices)
+        return checks.failed("loaded tensors are on %s, not %s" % (", ".join(devices), ctx.device_type),
+                             devices=devices)
     for m, o in ((model, opt), (twin, twin_opt)):
         o.zero_grad()
         m(x).square().sum().backward()

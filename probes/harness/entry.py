@@ -2,13 +2,13 @@
 
 Exit codes: 0 every check passed, skipped or unsupported (outside the required groups); 1 any check failed,
 timed out, crashed or errored, or a smoke or models check is not passed-or-skipped (``registry.REQUIRED``: a
-device that cannot train fails whatever else passed); 2 bad arguments or device settings (a bad ``ACCELENV_REFDEV_FAULTS``), with no report written;
-3 under ``--strict`` when nothing went wrong but some check is ``unsupported`` (a missing op, no
-collective backend, no device generator, ...).
+device that cannot train fails whatever else passed); 2 bad arguments or device settings (a bad
+``ACCELENV_REFDEV_FAULTS``), with no report written; 3 under ``--strict`` when nothing went wrong but some
+check is ``unsupported`` (a missing op, no collective backend, no device generator, ...).
 Progress goes to stderr, one line per check; the report is JSON on stdout or in ``--output``.
 
-The groups marked ``own_worker`` in ``probes.checks.registry`` (opinfo, compile, distributed) run in workers of their own,
-at the same time as the others; the report lists every check in group order either way.
+The groups marked ``own_worker`` in ``probes.checks.registry`` (opinfo, compile, distributed) run in workers
+of their own, at the same time as the others; the report lists every check in group order either way.
 """
 
 import argparse
@@ -70,7 +70,8 @@ def parser():
     p.add_argument("--output", help="write the report here instead of stdout")
     p.add_argument("--timeout", type=_timeout, default=DEFAULT_TIMEOUT_S, help="seconds per check")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
-    p.add_argument("--deep", action="store_true", help="opinfo: every sample input, not only the first per op and dtype")
+    p.add_argument("--deep", action="store_true",
+                   help="opinfo: every sample input, not only the first per op and dtype")
     p.add_argument("--strict", action="store_true",
                    help="exit %d when a check is unsupported (and nothing failed)" % EXIT_UNSUPPORTED)
     p.add_argument("--opinfo-ops", type=_patterns, default=None,

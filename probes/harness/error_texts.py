@@ -9,7 +9,9 @@ import re
 from typing import Dict
 
 _DISPATCH = re.compile(r"Could not run '(?P<op>[\w:.]+)' with arguments from the '(?P<backend>\w+)' backend")
-_OVERRIDEABLE = re.compile(r"(?P<op>\w+) not implemented\. You are likely triggering this with tensor backend other than")
+_OVERRIDEABLE = re.compile(
+    r"(?P<op>\w+) not implemented\. You are likely triggering this with tensor backend other than"
+)
 _MPS = re.compile(r"The operator '(?P<op>[\w:.]+)' is not current(?:ly)? implemented for the MPS device")
 _DTYPE = re.compile(r"\"(?P<kernel>\w+)\" not implemented for '(?P<dtype>\w+)'")
 _FALLBACK = re.compile(r"(?i)(?:fall(?:s|ing)? ?back|fallback) to (?:run on )?(?:the )?CPU")

@@ -11,7 +11,10 @@ import re
 import tempfile
 
 # An absolute POSIX path (two or more components) or a Windows drive path, inside any text.
-_PATH = re.compile(r"(?:(?<![\w.<>/-])/(?:[^\s\"'/:<>|]+/)+[^\s\"'/:<>|,)]*)|(?:\b[A-Za-z]:\\(?:[^\s\"'\\:<>|]+\\)+[^\s\"'\\:<>|,)]*)")
+_PATH = re.compile(
+    r"(?:(?<![\w.<>/-])/(?:[^\s\"'/:<>|]+/)+[^\s\"'/:<>|,)]*)"
+    r"|(?:\b[A-Za-z]:\\(?:[^\s\"'\\:<>|]+\\)+[^\s\"'\\:<>|,)]*)"
+)
 _PACKAGES = re.compile(r"[/\\](?:site|dist)-packages[/\\]")
 _BUNDLE = re.compile(r"accelenv_probe\.py[/\\]")
 

@@ -285,7 +285,8 @@ class Runner(object):
                         detail = "the worker %s while running this check" % how
                         detail += self._localise("crashed", current, data)
                         if data.get("faulthandler"):
-                            detail += "; innermost frame: " + data["faulthandler"][1 if len(data["faulthandler"]) > 1 else 0]
+                            frames = data["faulthandler"]
+                            detail += "; innermost frame: " + frames[1 if len(frames) > 1 else 0]
                         if tail:
                             detail += "; stderr tail: " + tail[-800:]
                         self._record(checks.result_entry(current, self._group_of(current), "crashed",

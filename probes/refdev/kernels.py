@@ -72,8 +72,8 @@ def select(catalogue: Dict[str, Any], target: str, kind: str) -> List[str]:
     """The overloads a fault target names: one overload, or every overload of a family.
 
     A family whose plain overload is CompositeImplicitAutograd (``aten::adaptive_avg_pool2d`` runs
-    ``_adaptive_avg_pool2d`` or ``mean``; only its ``.out`` has a CPU kernel) is refused: faulting the ``.out`` alone would leave the
-    op the user calls untouched, a fault with no effect.
+    ``_adaptive_avg_pool2d`` or ``mean``; only its ``.out`` has a CPU kernel) is refused: faulting the ``.out``
+    alone would leave the op the user calls untouched, a fault with no effect.
     """
     every = torch._C._dispatch_get_all_op_names()
     if "." in target[len("aten::"):]:
@@ -350,7 +350,7 @@ def _unwrapped_numbers(args: Any, kwargs: Any, positions: Tuple[int, ...], names
     if not any(isinstance(args[i], _NUMBERS) for i in positions if i < len(args)) and \
             not any(isinstance(kwargs.get(n), _NUMBERS) for n in names):
         return args, kwargs
-    tensors = [a for a in args if isinstance(a, torch.Tensor)] + [v for v in kwargs.values() if isinstance(v, torch.Tensor)]
+    tensors = [a for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor)]
     args = tuple(torch.tensor(a, dtype=_number_dtype(a, tensors)) if i in positions and isinstance(a, _NUMBERS) else a
                  for i, a in enumerate(args))
     kwargs = {k: torch.tensor(v, dtype=_number_dtype(v, tensors)) if k in names and isinstance(v, _NUMBERS) else v

@@ -27,9 +27,8 @@ def test_driver_on_a_rocm_target_is_refused_not_ignored(client: TestClient) -> N
 
 
 def test_gpu_name_maps_to_its_architecture(client: TestClient) -> None:
-    res = client.get(
-        "/v1/resolve", params={"gpu": "NVIDIA GeForce RTX 5090", "torch": "2.7", "driver": "570.86.15", "python": "3.12"}
-    )
+    params = {"gpu": "NVIDIA GeForce RTX 5090", "torch": "2.7", "driver": "570.86.15", "python": "3.12"}
+    res = client.get("/v1/resolve", params=params)
     assert res.status_code == 200, res.text
     body = res.json()
     assert (body["torch"], body["backend"]) == ("2.7.1", "cu128")

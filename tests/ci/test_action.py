@@ -57,7 +57,8 @@ def test_the_documented_workflow_passes_its_schema_and_actionlint(tmp_path: Path
     shutil.copy(REPO_ROOT / "action.yml", tmp_path / "action.yml")
     subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)  # actionlint reads local actions in a repo
     schema = subprocess.run([_tool("check-jsonschema"), "--builtin-schema", "vendor.github-workflows",
-                             *map(str, sorted(workflows.iterdir()))], capture_output=True, text=True, check=False, timeout=120)
+                             *map(str, sorted(workflows.iterdir()))],
+                            capture_output=True, text=True, check=False, timeout=120)
     assert schema.returncode == 0, schema.stdout + schema.stderr
     lint = subprocess.run([_tool("actionlint"), "-no-color", *map(str, sorted(workflows.iterdir()))],
                           cwd=tmp_path, capture_output=True, text=True, check=False, timeout=120)

@@ -19,7 +19,9 @@ PY = f"{sys.version_info[0]}.{sys.version_info[1]}"
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(ACCELENV), "verify-env", *args], capture_output=True, text=True, check=False, timeout=300)
+    return subprocess.run(
+        [str(ACCELENV), "verify-env", *args], capture_output=True, text=True, check=False, timeout=300
+    )
 
 
 def test_passes_for_what_the_venv_holds() -> None:

@@ -65,7 +65,8 @@ def test_0004_drops_the_write_only_matrix_tables_and_its_downgrade_refills_them(
         count = {t: conn.execute(sa.text(f"SELECT count(*) FROM {t}")).scalar() for t in sorted(DROPPED_IN_0004)}
         sources: dict[str, Any] = {key: c for key, c in conn.execute(sa.text("SELECT key, confidence FROM source"))}
         toolkit = conn.execute(
-            sa.text("SELECT min_driver_linux FROM cuda_toolkit WHERE version = :v"), {"v": data.cuda.toolkits[-1].version}
+            sa.text("SELECT min_driver_linux FROM cuda_toolkit WHERE version = :v"),
+            {"v": data.cuda.toolkits[-1].version},
         ).scalar()
         plugins = set(conn.execute(sa.text("SELECT plugin FROM vendor_plugin")).scalars())
     assert count == {

@@ -80,7 +80,8 @@ def test_no_combination_is_silently_dropped(matrix: InMemoryMatrix, cuda_matrix:
         for patch in matrix.torch_patches(minor)[:1]:
             if patch.version not in torches:
                 continue
-            labels = [v.label for v in minor.variants if getattr(matrix.build_variant(v.label), "family", None) == "cuda"
+            labels = [v.label for v in minor.variants
+                      if getattr(matrix.build_variant(v.label), "family", None) == "cuda"
                       and "linux-x86_64" in v.platforms and (v.patches is None or patch.version in v.patches)]
             for python in cuda_matrix["request"]["python"]:
                 for label in labels:

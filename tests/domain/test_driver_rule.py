@@ -59,7 +59,8 @@ def test_the_dockerfile_explains_forward_compatibility_for_cuda(matrix) -> None:
     from compat_service.domain.resolver.request import ResolveRequest
     from compat_service.domain.resolver.stages import resolve
 
-    res = resolve(ResolveRequest.from_strings(torch="2.8", gpu_arch="sm_80", driver="535.104.05", python="3.12"), matrix)
+    request = ResolveRequest.from_strings(torch="2.8", gpu_arch="sm_80", driver="535.104.05", python="3.12")
+    res = resolve(request, matrix)
     text = render(res, "docker")
     assert "cuda-compat-<major>-<minor>" in text and "New Feature Branch" in text
     assert "# host needs nvidia-driver >= 525.60.13" in text

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shlex
 from typing import Any
 
+import orjson
 import pytest
 import yaml
 from packaging.requirements import Requirement
@@ -15,7 +17,13 @@ from compat_service.domain.matrix.interface import InMemoryMatrix
 from compat_service.domain.matrix.loader import load_matrix_rows
 from compat_service.domain.resolver.install_formats import render
 from compat_service.domain.resolver.request import ResolveRequest
-from compat_service.domain.resolver.resolution import Resolution, resolution_from_json, resolution_to_json
+from compat_service.domain.resolver.resolution import (
+    HostRequirement,
+    Resolution,
+    StackPin,
+    resolution_from_json,
+    resolution_to_json,
+)
 from compat_service.domain.resolver.stages import resolve
 
 REQUESTS: dict[str, dict[str, Any]] = {
@@ -50,6 +58,21 @@ def test_json_has_the_contract_fields_and_round_trips(res: Resolution) -> None:
     assert all(r["sources"] is not None and r["decision"] for r in body["reasons"])
     assert resolution_from_json(body) == res
     assert resolution_to_json(resolution_from_json(body)) == body
+
+
+def test_orjson_writes_the_rows_as_the_plain_json_form(res: Resolution) -> None:
+    """The service writes `resolution_to_json(res, for_orjson=True)` (its rows the dataclasses themselves) with
+    orjson: the bytes must be those of the plain form, every kind of row included."""
+    assert orjson.dumps(resolution_to_json(res, for_orjson=True)) == orjson.dumps(resolution_to_json(res))
+    full = dataclasses.replace(
+        res,
+        stack=(StackPin("vllm", "0.15.1", "url", "pins torch", ("vllm-src",), "https://example.org/w.whl", True),),
+        requirements=(*res.requirements, HostRequirement("cann", None, "Ascend CANN")),
+        evidence={"status": "verified", "hosts": 3, "detail": None},
+        unknowns=("whether x",),
+        no_deps=("torchvision",),
+    )
+    assert orjson.dumps(resolution_to_json(full, for_orjson=True)) == orjson.dumps(resolution_to_json(full))
 
 
 def test_pip_commands_install_exactly_the_pins(res: Resolution) -> None:

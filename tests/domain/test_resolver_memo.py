@@ -1,5 +1,5 @@
-"""The caches a matrix keeps for the resolver (InMemoryMatrix's own and its `DerivedMemo`) are keyed by facts drawn from the
-matrix, never by free text from a request: a flood of distinct requests must not grow it."""
+"""The caches a matrix keeps for the resolver (InMemoryMatrix's own and its `DerivedMemo`) are keyed by facts drawn
+from the matrix, never by free text from a request: a flood of distinct requests must not grow it."""
 
 from __future__ import annotations
 
@@ -58,3 +58,24 @@ def test_memoized_answers_equal_fresh_ones() -> None:
         _resolve(warm, **flags)
     for flags in requests:
         assert _resolve(warm, **flags) == _resolve(InMemoryMatrix(load_matrix_rows()), **flags), flags
+
+
+def test_changed_requests_equal_replaced_ones() -> None:
+    """`ResolveRequest.changed` (the alternatives search's copy) is `dataclasses.replace` without ``__init__``:
+    equal, hashed alike, nothing derived carried over, an unknown field refused; a pickled request rehashes."""
+    import dataclasses
+    import pickle
+
+    from compat_service.domain.resolver.request import BackendSpec
+
+    request = ResolveRequest.from_strings(torch="2.3", python="3.10", backend="cu121", driver="535.104.05")
+    assert hash(request) == hash(request) and request.platform == "linux-x86_64"
+    for fields in ({"python": None}, {"backend": BackendSpec("cpu", "label", "cpu"), "driver": None},
+                   {"os": "windows", "arch": "x86_64"}, {}):
+        changed, replaced = request.changed(**fields), dataclasses.replace(request, **fields)
+        assert changed == replaced and hash(changed) == hash(replaced), fields
+        assert changed.platform == replaced.platform
+    with pytest.raises(TypeError):
+        request.changed(pyton="3.11")
+    again = pickle.loads(pickle.dumps(request))
+    assert again == request and hash(again) == hash(request) and "_hash" not in pickle.dumps(request).decode("latin-1")

@@ -28,7 +28,9 @@ def site_packages(tmp_path: Path, **versions: str) -> Path:
     return root
 
 
-def _host(monkeypatch: pytest.MonkeyPatch, backend: str, driver: str | None = None, gpu_arch: str | None = None) -> None:
+def _host(
+    monkeypatch: pytest.MonkeyPatch, backend: str, driver: str | None = None, gpu_arch: str | None = None
+) -> None:
     for name, value in zip(HOST_VARS, (backend, driver, gpu_arch), strict=True):
         if value is None:
             monkeypatch.delenv(name, raising=False)

@@ -199,4 +199,5 @@ def test_resolve_with_a_server_uses_the_observed_arch_list(
     assert [(a["variant"], a["source"]) for a in json.loads(shown.stdout)["observed_arch_lists"]] == [
         ("cu129", [f"report:{report['report_id']}"])
     ]
-    assert f"report:{report['report_id']}" in next(r for r in answer["reasons"] if r["decision"] == "gpu-arch")["sources"]
+    gpu_arch_reason = next(r for r in answer["reasons"] if r["decision"] == "gpu-arch")
+    assert f"report:{report['report_id']}" in gpu_arch_reason["sources"]

@@ -71,7 +71,8 @@ def build_wheel(filename: str) -> bytes:
     name, version, _build, _tags = parse_wheel_filename(filename)
     dist = filename.split("-")[0]
     recorded = FIXTURES / "metadata" / f"{filename}.METADATA"
-    metadata = recorded.read_bytes() if recorded.is_file() else f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n".encode()
+    minimal = f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n".encode()
+    metadata = recorded.read_bytes() if recorded.is_file() else minimal
     out = io.BytesIO()
     filler = random.Random(filename).randbytes(256 * 1024)
     with zipfile.ZipFile(out, "w") as wheel:

@@ -57,8 +57,10 @@ def test_platform_of_a_wheel_tag(platform_tag: str, expected: list[str]) -> None
 @pytest.mark.parametrize(
     ("requirement", "platform", "expected"),
     [
-        ('cuda-toolkit[cublas,cudart]==13.2.2; platform_system == "Linux"', "linux-x86_64", ("cuda", "cu132", "13.2.2")),
-        ('cuda-toolkit[cublas,cudart]==13.2.2; platform_system == "Linux"', "windows-x86_64", ("cpu", "cpu", None)),
+        ('cuda-toolkit[cublas,cudart]==13.2.2; platform_system == "Linux"', "linux-x86_64",
+         ("cuda", "cu132", "13.2.2")),
+        ('cuda-toolkit[cublas,cudart]==13.2.2; platform_system == "Linux"', "windows-x86_64",
+         ("cpu", "cpu", None)),
         ('nvidia-cuda-runtime-cu11==11.7.99; platform_system == "Linux"', "linux-x86_64", ("cuda", "cu117", "11.7.99")),
         ('nvidia-cuda-runtime-cu12==12.1.105; platform_machine == "x86_64"', "linux-aarch64", ("cpu", "cpu", None)),
         ("cuda-toolkit>=13.4", "linux-x86_64", ("cuda", None, None)),
@@ -81,7 +83,8 @@ def test_index_location_order(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PIP_INDEX_URL", "http://127.0.0.1:1/simple")
     assert resolve_index("http://127.0.0.1:2/simple").origin == "--index-url"
     env = resolve_index(None)
-    assert (env.url, env.label, env.origin) == ("http://127.0.0.1:1/simple/", "http://127.0.0.1:1/simple/", "PIP_INDEX_URL")
+    url = "http://127.0.0.1:1/simple/"
+    assert (env.url, env.label, env.origin) == (url, url, "PIP_INDEX_URL")
     default = pip_builtin_default()
     assert default is not None
     monkeypatch.setenv("PIP_INDEX_URL", default)
@@ -96,4 +99,5 @@ def test_generated_files_name_no_index_host() -> None:
         text = file.read_text()
         assert host not in text, file
         assert "index: pip-default" in text or file.name == "refresh.yaml"
-    assert all(host not in p.read_text(errors="ignore") for p in Path(__file__).parents[1].joinpath("data", "index").rglob("*") if p.is_file())
+    recorded = Path(__file__).parents[1].joinpath("data", "index").rglob("*")
+    assert all(host not in p.read_text(errors="ignore") for p in recorded if p.is_file())

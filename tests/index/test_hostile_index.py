@@ -197,7 +197,8 @@ def _bomb_wheel(filename: str) -> bytes:
     version = filename.split("-")[1]
     out = io.BytesIO()
     with zipfile.ZipFile(out, "w") as wheel:
-        metadata = b"Metadata-Version: 2.1\nName: torch\nVersion: " + version.encode() + b"\n" + b"\n" * (8 * 1024 * 1024)
+        headers = b"Metadata-Version: 2.1\nName: torch\nVersion: " + version.encode() + b"\n"
+        metadata = headers + b"\n" * (8 * 1024 * 1024)
         wheel.writestr(f"{dist}-{version}.dist-info/METADATA", metadata, zipfile.ZIP_DEFLATED)
     return out.getvalue()
 

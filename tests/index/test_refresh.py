@@ -256,7 +256,8 @@ def test_check_reports_a_curated_value_the_index_contradicts(index: LoopbackInde
 def test_ecosystem_projects_exact_and_range_pins_no_requirement_sdist_only_and_yanked(
     index: LoopbackIndex, matrix: Path
 ) -> None:
-    result = refresh(index, matrix, packages=["vllm", "vllm-ascend", "xformers", "torchao", "bitsandbytes", "flash-attn"])
+    packages = ["vllm", "vllm-ascend", "xformers", "torchao", "bitsandbytes", "flash-attn"]
+    result = refresh(index, matrix, packages=packages)
     assert result.counts()["removed"] == 0
     vllm = load_facts(matrix, "vllm")
     assert vllm is not None and vllm.index == index.simple

@@ -87,7 +87,8 @@ def old_python(version: str) -> str | None:
     """An interpreter of ``version`` (e.g. '3.8') on this machine, or None; used to run the bundle there."""
     import shutil
 
-    for candidate in (shutil.which(f"python{version}"), *sorted(Path("/root/.pyenv/versions").glob(f"{version}.*/bin/python"))):
+    pyenv = sorted(Path("/root/.pyenv/versions").glob(f"{version}.*/bin/python"))
+    for candidate in (shutil.which(f"python{version}"), *pyenv):
         if not candidate:
             continue
         try:

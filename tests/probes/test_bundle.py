@@ -50,8 +50,8 @@ def test_bundle_imports_nothing_but_the_stdlib_and_torch() -> None:
 
 def test_bundle_embeds_every_probe_module(bundle_file: Path) -> None:
     embedded = set(bundle.collect_sources())
-    expected = {"probes", "probes.harness.entry", "probes.harness.worker", "probes.harness.runner", "probes.checks.ops", "probes.checks.op_table",
-                "probes.refdev"}
+    expected = {"probes", "probes.harness.entry", "probes.harness.worker", "probes.harness.runner", "probes.checks.ops",
+                "probes.checks.op_table", "probes.refdev"}
     assert expected <= embedded
     text = bundle_file.read_text()
     compile(text, str(bundle_file), "exec")

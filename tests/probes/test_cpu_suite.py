@@ -142,7 +142,8 @@ def test_each_compile_stage_matches_eager_on_cpu(cpu_run: ProbeRun, stage: str) 
 @pytest.mark.parametrize(("check_id", "status"), [
     ("runtime.pin_memory", "skipped"), ("runtime.profiler", "skipped"), ("runtime.memory_functions", "skipped"),
     ("runtime.non_blocking", "passed"), ("runtime.generator", "passed"), ("runtime.rng_state", "passed"),
-    ("runtime.fork_rng", "passed"), ("runtime.checkpoint_load", "passed"), ("runtime.activation_checkpointing", "passed"),
+    ("runtime.fork_rng", "passed"), ("runtime.checkpoint_load", "passed"),
+    ("runtime.activation_checkpointing", "passed"),
 ])
 def test_runtime_apis_on_cpu(cpu_run: ProbeRun, check_id: str, status: str) -> None:
     assert cpu_run.check(check_id)["status"] == status

@@ -56,7 +56,8 @@ def test_real_missing_dtype_kernel() -> None:
             "Could not run 'aten::_adaptive_avg_pool2d_backward' with arguments from the 'refdev' backend. This "
             "could be because the operator doesn't exist for this backend, or was omitted during the "
             "selective/custom build process (if using custom build).",
-            NotImplementedError, "aten::_adaptive_avg_pool2d_backward", "refdev", "dispatcher", id="privateuse1-renamed"),
+            NotImplementedError, "aten::_adaptive_avg_pool2d_backward", "refdev", "dispatcher",
+            id="privateuse1-renamed"),
         pytest.param(
             "convolution_overrideable not implemented. You are likely triggering this with tensor backend other "
             "than CPU/CUDA/MKLDNN, if this is intended, please use TORCH_LIBRARY_IMPL to override this function",

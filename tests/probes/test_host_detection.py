@@ -73,7 +73,8 @@ def test_nvidia_host_from_proc_and_nvidia_smi(tmp_path: Path, fake_bin: Path) ->
 
 
 def test_a_multi_gpu_host_reports_the_lowest_capability_and_says_so(tmp_path: Path, fake_bin: Path) -> None:
-    _tool(fake_bin, "nvidia-smi", "535.104.05, 8.9, NVIDIA GeForce RTX 4090\n535.104.05, 8.6, NVIDIA GeForce RTX 3090\n")
+    _tool(fake_bin, "nvidia-smi",
+          "535.104.05, 8.9, NVIDIA GeForce RTX 4090\n535.104.05, 8.6, NVIDIA GeForce RTX 3090\n")
     host = _detect(tmp_path)
     assert host["device_arch"] == "sm_86"
     assert host["device_name"].startswith("NVIDIA GeForce RTX 3090 (lowest capability of 2 GPUs")
@@ -93,7 +94,8 @@ def test_a_driver_without_the_compute_cap_field_still_gives_its_version(tmp_path
     """Old drivers reject --query-gpu=...,compute_cap,...; the driver-only query is asked then."""
     script = fake_bin / "nvidia-smi"
     script.write_text(
-        "#!/bin/sh\ncase \"$1\" in *compute_cap*) echo 'Field \"compute_cap\" is not a valid field to query.'; exit 2;; esac\n"
+        "#!/bin/sh\n"
+        "case \"$1\" in *compute_cap*) echo 'Field \"compute_cap\" is not a valid field to query.'; exit 2;; esac\n"
         "echo 470.82.01\n"
     )
     script.chmod(script.stat().st_mode | stat.S_IXUSR)

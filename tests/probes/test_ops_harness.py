@@ -30,8 +30,8 @@ def _falls_back(torch: Any, x: Any) -> Any:
     return x * 2
 
 
-FALLBACK = op_table.OpCase("fallback_demo", "aten::mul.Tensor", op_table.F, lambda t, d, g: (op_table.rand(t, g, (4,), d),),
-                           _falls_back)
+FALLBACK = op_table.OpCase("fallback_demo", "aten::mul.Tensor", op_table.F,
+                           lambda t, d, g: (op_table.rand(t, g, (4,), d),), _falls_back)
 REF_BROKEN = op_table.OpCase("ref_broken", "aten::mm", op_table.F,
                              lambda t, d, g: (op_table.rand(t, g, (2, 3), d), op_table.rand(t, g, (4, 5), d)),
                              lambda t, a, b: t.mm(a, b))

@@ -99,8 +99,9 @@ def test_strict_exits_3_when_something_is_unsupported(clean: tuple[Any, dict[str
                                     "runtime.checkpoint_load": "passed"}, id="rng"),
     pytest.param("collective", "distributed", {"distributed.all_reduce": "failed", "distributed.ddp_step": "failed"},
                  id="collective"),
-    pytest.param("fallback:aten::mul", "ops,opinfo", {"ops.mul.Tensor.float32": "unsupported", "opinfo.mul": "unsupported",
-                                                      "opinfo.mm": "passed"}, id="cpu-fallback"),
+    pytest.param("fallback:aten::mul", "ops,opinfo",
+                 {"ops.mul.Tensor.float32": "unsupported", "opinfo.mul": "unsupported", "opinfo.mm": "passed"},
+                 id="cpu-fallback"),
     pytest.param("missing:aten::mm", "opinfo", {"opinfo.mm": "unsupported", "opinfo.add": "passed"}, id="missing"),
 ])
 def test_each_new_fault_is_caught_by_its_group(refdev_available: None, tmp_path: Path, faults: str, checks_arg: str,

@@ -68,7 +68,8 @@ def test_matrix_show_with_lists_releases_and_their_torch() -> None:
     vllm = load_catalog().get("vllm")
     assert vllm is not None
     assert [r["version"] for r in view["releases"]] == [r.version for r in vllm.releases if not r.prerelease]
-    narrowed = json.loads(runner.invoke(app, ["matrix", "show", "--with", "vllm", "--torch", "2.14.0", "--json"]).stdout)
+    narrowed_out = runner.invoke(app, ["matrix", "show", "--with", "vllm", "--torch", "2.14.0", "--json"]).stdout
+    narrowed = json.loads(narrowed_out)
     assert narrowed["releases"] and all(
         any(p["torch"] and "2.14" in p["torch"] or p["torch"] and p["torch"].startswith(">=") for p in r["platforms"])
         for r in narrowed["releases"]

@@ -98,11 +98,16 @@ def in_api_words(err: InvalidRequestError | Exception) -> Exception:
     err.message = api_wording(err.message)
     err.args = (err.message,)
     err.hint = api_wording(err.hint) if err.hint else err.hint
-    # reworded in place (the error is fresh: the domain raised it for this request); no validation to repeat
+    # reworded in place (the error is fresh: the domain raised it for this request); no validation to repeat,
+    # and only a text that names a flag is set again (setting a model's field costs more than reading it)
     for c in err.causes:
-        c.constraint, c.origin = api_wording(c.constraint), api_wording(c.origin)
-        if c.detail:
+        if "--" in c.constraint:
+            c.constraint = api_wording(c.constraint)
+        if "--" in c.origin:
+            c.origin = api_wording(c.origin)
+        if c.detail and "--" in c.detail:
             c.detail = api_wording(c.detail)
     for a in err.alternatives:
-        a.description = api_wording(a.description)
+        if "--" in a.description:
+            a.description = api_wording(a.description)
     return err

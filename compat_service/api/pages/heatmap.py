@@ -116,8 +116,9 @@ def build_heatmap(
         if cell.declared:
             listed_versions.add(cell.torch_version)
             listed_builds.add(build)
+        square = (cell.torch_version, build)
         reports_by_version[cell.torch_version] = reports_by_version.get(cell.torch_version, 0) + cell.reports
-        reports_by_square[(cell.torch_version, build)] = reports_by_square.get((cell.torch_version, build), 0) + cell.reports
+        reports_by_square[square] = reports_by_square.get(square, 0) + cell.reports
     kept_versions = _kept(reports_by_version, listed_versions, max_observed_rows)
     # the builds of the kept releases only: a column of squares all left off would show nothing
     reports_by_build: dict[str, int] = {}

@@ -110,7 +110,9 @@ async def token_before_body(
     return _authorize(engine, tokens, secret)
 
 
-def _prepare_and_queue(ingest_queue: IngestQueue, submitter_id: int, body: bytes) -> Future[IngestResult | AccelenvError]:
+def _prepare_and_queue(
+    ingest_queue: IngestQueue, submitter_id: int, body: bytes
+) -> Future[IngestResult | AccelenvError]:
     return ingest_queue.submit(prepare_report(parse_report(body), submitter_id=submitter_id))
 
 

@@ -75,8 +75,9 @@ _CHECK_CONFLICT = (
     "aten_op = coalesce(excluded.aten_op, evidence_check.aten_op), "
     "last_failure = coalesce(excluded.last_failure, evidence_check.last_failure)"
 )
-_INSERT_CHECKS = 'INSERT INTO evidence_check (cell_id, shard, check_id, "group", {counts}, aten_op, last_failure) '.format(
-    counts=", ".join(CHECK_STATUSES)
+_INSERT_CHECKS = (
+    f'INSERT INTO evidence_check (cell_id, shard, check_id, "group", {", ".join(CHECK_STATUSES)}, '
+    "aten_op, last_failure) "
 )
 _CHECK_UPSERT = {
     # The rows travel as ONE jsonb parameter (a list of lists, encoded in C by json.dumps): adapting them

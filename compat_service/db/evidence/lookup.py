@@ -75,14 +75,15 @@ class DatabaseEvidence:
     def status_for(self, torch_version: str, build: str, python: str, os: str, arch: str) -> CellVerdict | None:
         backends = accelerator_backends(build)
         with self._session() as session:
-            cells = [
-                c
-                for c in self._cells(session, torch_version=torch_version, torch_build=build, python=python, os=os, arch=arch)
-                if c.backend in backends
-            ]
+            found = self._cells(
+                session, torch_version=torch_version, torch_build=build, python=python, os=os, arch=arch
+            )
+            cells = [c for c in found if c.backend in backends]
             if not cells:
                 return None
-            healths = {c.id: cell_health(c, min_hosts=self._min_hosts, min_submitters=self._min_submitters) for c in cells}
+            healths = {
+                c.id: cell_health(c, min_hosts=self._min_hosts, min_submitters=self._min_submitters) for c in cells
+            }
             combined = combine_health(healths.values())
             worst = [cid for cid, h in healths.items() if h == combined and cid is not None]
             failing = list(dict.fromkeys(f for ids in failing_check_ids(session, worst).values() for f in ids))

@@ -17,7 +17,8 @@
 
 ``mode=pr`` keeps the extremes of the full matrix: the oldest and newest torch, each with its oldest and newest
 Python (on the first requested family that has the cell, its newest-runtime build), plus one cell per family
-(that family's newest torch, newest Python, newest runtime). Each cell's ``role`` says where its torch sits: ``oldest``, ``newest`` or ``interior``.
+(that family's newest torch, newest Python, newest runtime). Each cell's ``role`` says where its torch sits:
+``oldest``, ``newest`` or ``interior``.
 
 Pure domain code: it reads the matrix through `Matrix` and resolves through `resolve`.
 """

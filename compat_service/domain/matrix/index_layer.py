@@ -494,7 +494,8 @@ def _new_minor(key: str) -> dict[str, Any]:
 
 
 def _new_patch(version: str) -> dict[str, Any]:
-    unknown: dict[str, Any] = {"version": None, "source": [], "note": "no companion release on the index admits this torch"}
+    note = "no companion release on the index admits this torch"
+    unknown: dict[str, Any] = {"version": None, "source": [], "note": note}
     return {
         "version": version,
         "release_date": None,

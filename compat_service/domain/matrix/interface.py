@@ -54,7 +54,10 @@ class DerivedMemo:
     driver_rules: dict[tuple[str | None, str | None, str, str | None], Any] = field(default_factory=dict)
     #: os -> (the toolkit's own driver floor, the toolkit version), newest toolkit first
     toolkit_floors: dict[str, tuple[tuple[Version, str], ...]] = field(default_factory=dict)
-    #: (patch, platform, backend kind, family) -> (variant, build) rows the backend admits
+    #: (torch spec kind, its text naming latest or a minor or patch of the matrix) -> the (minor, patch) pairs
+    #: it matches, newest first (resolver.stages._matching_patches)
+    matching_patches: dict[tuple[str, str], list[tuple[TorchMinor, TorchPatch]]] = field(default_factory=dict)
+    #: (patch, platform, backend kind or a label the matrix publishes, family) -> (variant, build) rows it admits
     variant_rows: dict[tuple[str, str, str, str], tuple[tuple[VariantAvailability, BuildVariant], ...]] = field(
         default_factory=dict
     )
@@ -62,6 +65,10 @@ class DerivedMemo:
     answer_heads: dict[tuple[str, str, str, str, str, str, bool, bool], Any] = field(default_factory=dict)
     #: (patch, Python, platform, label, family, companions, plugin row's position in its table) -> answer's tail
     answer_tails: dict[tuple[str, str, str, str, str, tuple[str, ...], int | None], Any] = field(default_factory=dict)
+
+    #: (patch, label, platform, --gpu-arch the matrix names or None, coverage) -> the driver stage's (reasons,
+    #: warnings, requirements) for a request without --driver (resolver.answer._driver_notes)
+    driver_notes: dict[tuple[str, str, str, str | None, str | None], Any] = field(default_factory=dict)
 
     #: the error path's alternatives search, keyed by requests and so bounded by their modules (oldest dropped):
     #: a ResolveRequest -> its Resolution or None (resolver.stages.try_resolve, at most TRY_MEMO)

@@ -413,7 +413,8 @@ def _gpu_archs(rows: FileRows, labels: dict[str, Any], patches: list[Version]) -
                             out.add(
                                 file,
                                 base,
-                                f"torch {ver} {label} on {plat} has an arch list (arch_lists[{claimed[(label, plat, ver)]}]): "
+                                f"torch {ver} {label} on {plat} has an arch list "
+                                f"(arch_lists[{claimed[(label, plat, ver)]}]): "
                                 "a searched record is only for builds without one",
                             )
     return out

@@ -21,7 +21,9 @@ if TYPE_CHECKING:
     from compat_service.domain.matrix.rows import TorchMinor, TorchPatch
 
 
-def build_resolution(state: ResolverState, minor: TorchMinor, patch: TorchPatch, python: str, c: Candidate) -> Resolution:
+def build_resolution(
+    state: ResolverState, minor: TorchMinor, patch: TorchPatch, python: str, c: Candidate
+) -> Resolution:
     r = state.r
     version = patch.version
     here = cached_version(version)
@@ -49,7 +51,7 @@ def build_resolution(state: ResolverState, minor: TorchMinor, patch: TorchPatch,
     if c.arch is not None:
         _arch_reason(state, c, reasons, warnings)
     if state.family == "cuda":
-        _driver_reason(state, version, c, reasons, warnings, requirements)
+        _driver_notes(state, version, c, reasons, warnings, requirements)
     _family_notes(state, version, c, reasons, warnings, requirements)
     if r.runtime is not None:
         _runtime_reason(state, c, reasons)
@@ -113,7 +115,8 @@ def _head(
         )
     )
     build = c.build_row
-    variant_detail = f"{c.label} ({build.family}{' ' + build.runtime if build.runtime else ''}) is published for {r.platform}"
+    runtime = f" {build.runtime}" if build.runtime else ""
+    variant_detail = f"{c.label} ({build.family}{runtime}) is published for {r.platform}"
     if r.backend.kind == "family":
         variant_detail = (
             f"{c.label}: the newest {state.family} build of torch {version} that fits; " + variant_detail
@@ -256,6 +259,33 @@ def _arch_reason(state: ResolverState, c: Candidate, reasons: list[Reason], warn
         warnings.append(
             f"{gpu} runs {c.label} through PTX JIT: the first use of each kernel compiles it (slow start)"
         )
+
+
+def _driver_notes(
+    state: ResolverState,
+    version: str,
+    c: Candidate,
+    reasons: list[Reason],
+    warnings: list[str],
+    requirements: list[HostRequirement],
+) -> None:
+    """`_driver_reason`, kept per matrix where the request gives no --driver (then nothing in it is free text:
+    the rule, the coverage and the sentences follow from the patch, the build, the platform and a --gpu-arch
+    the matrix names)."""
+    r = state.r
+    if r.driver is not None or (r.gpu_arch is not None and r.gpu_arch not in state.m.gpu_archs()):
+        _driver_reason(state, version, c, reasons, warnings, requirements)
+        return
+    memo = state.m.memo.driver_notes
+    key = (version, c.label, r.platform, r.gpu_arch, c.arch.coverage if c.arch is not None else None)
+    notes = memo.get(key)
+    if notes is None:
+        said: tuple[list[Reason], list[str], list[HostRequirement]] = ([], [], [])
+        _driver_reason(state, version, c, *said)
+        notes = memo[key] = (tuple(said[0]), tuple(said[1]), tuple(said[2]))
+    reasons.extend(notes[0])
+    warnings.extend(notes[1])
+    requirements.extend(notes[2])
 
 
 def _driver_reason(

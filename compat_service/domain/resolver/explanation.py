@@ -14,7 +14,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from packaging.version import Version
@@ -356,24 +356,23 @@ def nearby_requests(
         if nearest is not None:
             tries.append(("the nearest torch release that fits the rest of the request", nearest, {}))
     if code == "python-unsupported":
-        tries.append(("a Python the asked torch supports", replace(request, python=None), {}))
+        tries.append(("a Python the asked torch supports", request.changed(python=None), {}))
     if code == "runtime-mismatch":
         name = RUNTIME_NAMES.get(request.backend.family or "", "runtime")
         for runtime in conflict.facts.get("runtimes", [])[:2]:
-            tries.append((f"with {name} {runtime} installed", replace(request, runtime=runtime), {"runtime": runtime}))
+            tries.append((f"with {name} {runtime} installed", request.changed(runtime=runtime), {"runtime": runtime}))
     if code == "driver-too-old":
         needed = conflict.facts["driver_needed"]
         tries.append(
-            (f"install NVIDIA driver >= {needed}", replace(request, driver=needed), {"driver": needed})
+            (f"install NVIDIA driver >= {needed}", request.changed(driver=needed), {"driver": needed})
         )
     if code == "backend-unavailable" and request.backend.kind == "label" and request.backend.family == "cuda":
         # --backend cu122 (what nvidia-smi's "CUDA Version: 12.2" suggests): the nearest CUDA builds published
         for label in _nearest_cuda_labels(request, matrix):
-            tries.append(
-                (f"the nearest published CUDA build, {label}", replace(request, backend=BackendSpec(label, "label", "cuda")), {})
-            )
+            nearest = request.changed(backend=BackendSpec(label, "label", "cuda"))
+            tries.append((f"the nearest published CUDA build, {label}", nearest, {}))
         family = BackendSpec("cuda", "family", "cuda")
-        tries.append(("the best CUDA build for the rest of the request", replace(request, backend=family), {}))
+        tries.append(("the best CUDA build for the rest of the request", request.changed(backend=family), {}))
     if (
         code == "variant-not-published"
         and request.backend.kind == "label"
@@ -383,14 +382,14 @@ def nearby_requests(
         tries.append(
             (
                 f"the best {request.backend.family} build of the asked torch",
-                replace(request, backend=family),
+                request.changed(backend=family),
                 {},
             )
         )
     if code == "gpu-arch-unsupported" and request.torch.kind == "latest":
         # Older releases may still ship an architecture newer ones dropped (sm_50, sm_61, sm_70).
         for minor in matrix.torch_minors():
-            older = replace(request, torch=TorchSpec(minor.minor, "minor"))
+            older = request.changed(torch=TorchSpec(minor.minor, "minor"))
             if try_resolve(older, matrix) is not None:
                 tries.append(("the newest torch whose builds still ship this GPU architecture", older, {}))
                 break
@@ -399,13 +398,13 @@ def nearby_requests(
         tries.append(
             (
                 "without the companions the matrix cannot pin",
-                replace(request, with_=known),
+                request.changed(with_=known),
                 {"with": ",".join(known) or "none"},
             )
         )
     if request.backend.family != "cpu":
         tries.append(
-            ("the CPU build", replace(request, backend=_CPU, driver=None, gpu_arch=None), {"backend": "cpu"})
+            ("the CPU build", request.changed(backend=_CPU, driver=None, gpu_arch=None), {"backend": "cpu"})
         )
 
     out: list[tuple[str, dict[str, Any]]] = []
@@ -495,14 +494,14 @@ def _nearest_fitting_torch(
     # Answers are kept per matrix (bounded): the search depends on the request but its torch and on where the
     # asked minor sits, and many failing requests share both (a pipeline's matrix, the web selector).
     memo = matrix.memo.nearest_torch
-    key = (replace(request, torch=_ANY_TORCH), asked)  # every field but the torch asked for
+    key = (request.changed(torch=_ANY_TORCH), asked)  # every field but the torch asked for
     if key in memo:
         found = memo[key]
-        return None if found is None else replace(request, torch=TorchSpec(minors[found], "minor"))
+        return None if found is None else request.changed(torch=TorchSpec(minors[found], "minor"))
     found = None
     by_distance = sorted(range(len(minors)), key=lambda i: (abs(i - asked), i))
     for index in by_distance:
-        candidate = replace(request, torch=TorchSpec(minors[index], "minor"))
+        candidate = request.changed(torch=TorchSpec(minors[index], "minor"))
         if try_resolve(candidate, matrix) is not None:
             found = index
             break
@@ -510,7 +509,7 @@ def _nearest_fitting_torch(
         if len(memo) >= NEAREST_MEMO:
             memo.pop(next(iter(memo)))
         memo[key] = found
-    return None if found is None else replace(request, torch=TorchSpec(minors[found], "minor"))
+    return None if found is None else request.changed(torch=TorchSpec(minors[found], "minor"))
 
 
 #: how many answers `_nearest_fitting_torch` keeps per matrix (`DerivedMemo.nearest_torch`)

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
-from functools import lru_cache
+from dataclasses import dataclass, field, fields
+from functools import cached_property, lru_cache
+from operator import attrgetter
 from typing import Any, Literal
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
@@ -181,6 +182,9 @@ PARAMETERS: tuple[Parameter, ...] = (
               cli_help="fail (exit 5, rests-on-unknown) when the answer rests on data the matrix lacks",
               switch=True),
 )
+#: distinct values kept per field parser (each a pure function of one parameter's text; a malformed value
+#: raises, which is never kept): requests repeat a few values per parameter, so the service parses each once
+FIELD_MEMO = 512
 #: the values a switch is on with, in a query string
 _SWITCH_ON = ("1", "true", "yes")
 
@@ -277,9 +281,35 @@ class ResolveRequest:
     #: fail (rests-on-unknown) instead of answering when the answer rests on data the matrix does not have
     strict: bool = False
 
-    @property
+    @cached_property  # read at every stage; kept in the instance's dict (not a field: eq and hash ignore it)
     def platform(self) -> str:
         return f"{self.os}-{self.arch}"
+
+    def __hash__(self) -> int:
+        # the dataclass's hash (of every field, in order), kept in the instance's dict: the alternatives
+        # search looks each request it builds up in the matrix's tables (DerivedMemo.tried, nearest_torch)
+        found: int | None = self.__dict__.get("_hash")
+        if found is None:
+            found = self.__dict__["_hash"] = hash(_field_values(self))
+        return found
+
+    def __getstate__(self) -> dict[str, Any]:
+        # what is derived stays behind (a str hash differs between processes)
+        return dict(zip(_REQUEST_FIELDS, _field_values(self), strict=True))
+
+    def changed(self, **fields: Any) -> ResolveRequest:
+        """``dataclasses.replace(self, **fields)`` without running ``__init__`` again (the values are already
+        parsed and there is no ``__post_init__``): the alternatives search builds several per failure."""
+        unknown = fields.keys() - _REQUEST_FIELD_SET
+        if unknown:
+            raise TypeError(f"ResolveRequest has no field {sorted(unknown)[0]!r}")
+        state = self.__dict__.copy()
+        for derived in _DERIVED:
+            state.pop(derived, None)
+        state.update(fields)
+        new = object.__new__(ResolveRequest)
+        new.__dict__.update(state)
+        return new
 
     @classmethod
     def from_strings(
@@ -298,7 +328,8 @@ class ResolveRequest:
         runtime: str | None = None,
         gpu: str | None = None,
     ) -> ResolveRequest:
-        companions, stack = parse_with_stack(with_)
+        # One value of a parameter (with=) parses the same every time: kept (_with_text, bounded)
+        companions, stack = _with_text(with_) if isinstance(with_, str) else parse_with_stack(with_)
         os_name = _parse_os(os)
         driver_value = _parse_driver(driver)
         arch_value = _parse_gpu_arch(gpu_arch)
@@ -374,6 +405,14 @@ class ResolveRequest:
         return out
 
 
+_REQUEST_FIELDS = tuple(f.name for f in fields(ResolveRequest))
+_REQUEST_FIELD_SET = frozenset(_REQUEST_FIELDS)
+#: every field's value, in order: the tuple the dataclass's own hash and eq compare
+_field_values = attrgetter(*_REQUEST_FIELDS)
+#: what an instance keeps beside its fields (`platform`, the hash), never carried to a changed copy
+_DERIVED = ("platform", "_hash")
+
+
 def invalid_request(message: str, hint: str, flag: str, value: str) -> Exception:
     # errors.py builds pydantic models: only the failure path pays (the start-up benchmarks/bench_resolve.py times).
     from compat_service.domain.errors import Cause, InvalidRequestError
@@ -394,6 +433,7 @@ def _given(text: str | None, flag: str, example: str) -> str | None:
     return text
 
 
+@lru_cache(maxsize=FIELD_MEMO)
 def parse_torch_spec(text: str | None) -> TorchSpec:
     value = (_given(text, "--torch", "2.3 or latest") or "latest").strip()
     if value == "latest":
@@ -421,6 +461,7 @@ def parse_torch_spec(text: str | None) -> TorchSpec:
     )
 
 
+@lru_cache(maxsize=FIELD_MEMO)
 def parse_python(text: str | None) -> str | None:
     if _given(text, "--python", "3.11") is None:
         return None
@@ -445,6 +486,7 @@ def _parse_os(text: str | None) -> str:
     return value
 
 
+@lru_cache(maxsize=FIELD_MEMO)
 def _parse_arch(text: str | None, os_name: str) -> str:
     # macOS without --arch means Apple silicon (Intel Macs have no torch wheels after 2.2); elsewhere x86_64
     value = (text or ("arm64" if os_name == "macos" else "x86_64")).strip().lower()
@@ -480,6 +522,7 @@ def implied_family(driver: str | None, gpu_arch: str | None) -> str | None:
     return "cuda" if driver is not None else None
 
 
+@lru_cache(maxsize=FIELD_MEMO)
 def _target_backend(text: str | None, driver: str | None, gpu_arch: str | None) -> BackendSpec:
     """`--backend`, or with none given the family that --gpu-arch/--driver imply; a contradiction is an error."""
     implied = implied_family(driver, gpu_arch)
@@ -531,6 +574,7 @@ _RUNTIME_EXAMPLES = {"npu": "8.0.0", "rocm": "6.2.4", "mlu": "2.15"}
 _RUNTIME_RE = re.compile(r"^(?:ctr\s*|cann\s*|rocm\s*)?v?(\d+(?:\.[0-9a-z]+){0,3})$")
 
 
+@lru_cache(maxsize=FIELD_MEMO)
 def _parse_runtime(text: str | None) -> str | None:
     """A vendor runtime version: 8.0.0, 8.0.RC3 (CANN), 6.2.4 (ROCm), 2.15 or 'CTR 2.15' (Cambricon)."""
     if text is None or text.strip() == "":
@@ -552,6 +596,7 @@ def _parse_runtime(text: str | None) -> str | None:
     return version.replace("rc", "RC")  # CANN writes 8.0.RC3
 
 
+@lru_cache(maxsize=FIELD_MEMO)
 def _parse_gpu(text: str | None) -> str | None:
     if text is None or text.strip() == "":
         return None
@@ -563,6 +608,7 @@ def _parse_gpu(text: str | None) -> str | None:
     return value
 
 
+@lru_cache(maxsize=FIELD_MEMO)
 def _parse_driver(text: str | None) -> str | None:
     if text is None or text.strip() == "":
         return None
@@ -579,6 +625,7 @@ def _parse_driver(text: str | None) -> str | None:
     return value
 
 
+@lru_cache(maxsize=FIELD_MEMO)
 def _parse_gpu_arch(text: str | None) -> str | None:
     if text is None or text.strip() == "":
         return None
@@ -625,6 +672,11 @@ def parse_with_stack(values: str | Sequence[str] | None) -> tuple[tuple[str, ...
             stack.append(package)
     chosen = parse_with(",".join(companions)) if companions else DEFAULT_COMPANIONS
     return chosen, tuple(stack)
+
+
+@lru_cache(maxsize=FIELD_MEMO)
+def _with_text(text: str) -> tuple[tuple[str, ...], tuple[PackageRequest, ...]]:
+    return parse_with_stack(text)
 
 
 def parse_with(text: str | None) -> tuple[str, ...]:

@@ -105,8 +105,24 @@ class Resolution:
         return {p.name: p.version for p in self.packages}
 
 
-def resolution_to_json(res: Resolution) -> dict[str, Any]:
-    """The wire form, shared by the CLI (--format json) and the service (GET /v1/resolve)."""
+def resolution_to_json(res: Resolution, *, for_orjson: bool = False) -> dict[str, Any]:
+    """The wire form, shared by the CLI (--format json) and the service (GET /v1/resolve).
+
+    With ``for_orjson`` the rows stay the frozen dataclasses and the lists the tuples they are: orjson writes
+    a dataclass as the object of its fields in their order, which are exactly the keys below, and a tuple as
+    an array, so its bytes are the same (a test holds them equal), and the uncached service builds no dict
+    per row (a third of the time it spent writing an answer)."""
+    if for_orjson:
+        pip, uv = _commands(res.packages, res.index_url, res.index_option, res.no_deps, res.stack)
+        return {
+            "version": JSON_VERSION, "status": res.status, "unknowns": res.unknowns, "no_deps": res.no_deps,
+            "torch": res.torch_version, "pins": res.pins, "index_url": res.index_url,
+            "index_option": res.index_option, "default_index_has_variant": res.default_index_has_variant,
+            "backend": res.backend, "family": res.family, "python": res.python, "os": res.os, "arch": res.arch,
+            "platform": res.platform, "packages": res.packages, "requirements": res.requirements,
+            "reasons": res.reasons, "warnings": res.warnings, "evidence": res.evidence, "stack": res.stack,
+            "install": {"pip": pip, "uv": uv},
+        }
     return {
         "version": JSON_VERSION,
         "status": res.status,

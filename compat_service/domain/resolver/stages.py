@@ -13,7 +13,7 @@ through `Matrix`; it never imports pydantic on the success path.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING, Union
+from typing import TYPE_CHECKING, Any, Union
 
 from packaging.version import Version
 
@@ -43,6 +43,7 @@ from compat_service.domain.resolver.explanation import (
     to_error,
     torch_not_found,
 )
+from compat_service.domain.resolver.request import implied_family, invalid_request
 from compat_service.domain.resolver.state import (
     STAGE,
     STAGES,
@@ -63,7 +64,7 @@ if TYPE_CHECKING:
         TorchPatch,
         VariantAvailability,
     )
-    from compat_service.domain.resolver.request import ResolveRequest
+    from compat_service.domain.resolver.request import ResolveRequest, TorchSpec
     from compat_service.domain.resolver.resolution import Resolution
 
 
@@ -109,7 +110,7 @@ def name_the_gpu(request: ResolveRequest, matrix: Matrix) -> tuple[ResolveReques
     backend = request.backend
     if request.backend_defaulted:
         backend = BackendSpec(found.family, "family", found.family)
-    return replace(request, gpu_arch=found.arch, backend=backend), found
+    return request.changed(gpu_arch=found.arch, backend=backend), found
 
 
 def _with_gpu_reason(res: Resolution, gpu: GpuLookup | None) -> Resolution:
@@ -127,13 +128,16 @@ def _with_gpu_reason(res: Resolution, gpu: GpuLookup | None) -> Resolution:
 TRY_MEMO = 4096
 
 
+_UNTRIED: Any = object()
+
+
 def try_resolve(request: ResolveRequest, matrix: Matrix) -> Resolution | None:
     """Resolve without raising and without explaining a failure (the search only needs yes or no); for the
     alternatives search. Answers are kept per matrix (bounded): pipelines and the web selector send many
     unsatisfiable requests, and their searches try the same nearby requests again and again."""
     tried = matrix.memo.tried
-    if request in tried:
-        found: Resolution | None = tried[request]
+    found: Resolution | None = tried.get(request, _UNTRIED)
+    if found is not _UNTRIED:
         return found
     try:
         answer: Resolution | None = run(ResolverState(matrix, request, None), explain=False)
@@ -153,8 +157,6 @@ def _unexplained() -> Conflict:
 
 
 def _check_request(request: ResolveRequest, matrix: Matrix) -> None:
-    from compat_service.domain.resolver.request import implied_family, invalid_request
-
     if request.backend.kind == "auto":
         raise invalid_request(
             "--backend auto needs host detection, which only runs on the target host",
@@ -187,16 +189,7 @@ def _check_request(request: ResolveRequest, matrix: Matrix) -> None:
 def run(state: ResolverState, *, explain: bool = True) -> Resolution:
     """The stages over every matching patch, newest first; raises a `Conflict` when none passes (with
     ``explain=False`` one that says nothing: building the explanation is most of a failure's cost)."""
-    spec = state.r.torch
-    named = spec.minor_named()
-    matched = [
-        (minor, patch)
-        for minor in state.m.torch_minors()
-        if (named is None or minor.minor == named)
-        and (minor.status == "released" or spec.names_minor(minor.minor))
-        for patch in state.m.torch_patches(minor)
-        if spec.matches(patch.version, minor.minor)
-    ]
+    matched = _matching_patches(state.r.torch, state.m)
     if not matched:
         raise torch_not_found(state) if explain else _unexplained()
     deaths: list[Dropout] = []
@@ -238,6 +231,30 @@ def run(state: ResolverState, *, explain: bool = True) -> Resolution:
         raise _unexplained()
     furthest = max(d.stage for d in deaths)
     raise explain_failure(state, STAGES[furthest], [d for d in deaths if d.stage == furthest])
+
+
+def _matching_patches(spec: TorchSpec, matrix: Matrix) -> list[tuple[TorchMinor, TorchPatch]]:
+    """The (minor, patch) pairs --torch matches, newest first; kept per matrix for a --torch that names what
+    the matrix holds (latest, one of its minors or patch versions), computed for any other."""
+    named = spec.minor_named()
+    memo = matrix.memo.matching_patches
+    key = (spec.kind, spec.text)
+    found = memo.get(key)
+    if found is not None:
+        return found
+    found = [
+        (minor, patch)
+        for minor in matrix.torch_minors()
+        if (named is None or minor.minor == named)
+        and (minor.status == "released" or spec.names_minor(minor.minor))
+        for patch in matrix.torch_patches(minor)
+        if spec.matches(patch.version, minor.minor)
+    ]
+    if spec.kind == "latest" or (spec.kind in ("minor", "exact") and any(
+        (minor.minor if spec.kind == "minor" else patch.version) == spec.text for minor, patch in found
+    )):
+        memo[key] = found
+    return found
 
 
 #: why a patch was passed over, per stage (the answer lists the skipped newer patches with these)
@@ -400,11 +417,13 @@ def _variants(state: ResolverState, version: str, on_platform: tuple[VariantAvai
     """Fresh candidates (the later stages annotate them) for the builds the backend request admits."""
     r = state.r
     rows: tuple[tuple[VariantAvailability, BuildVariant], ...] | None
-    if r.backend.kind == "label":
-        # keyed by nothing a request can vary without bound: an exact label filters directly
+    # keyed by the backend kind, or by a label the matrix publishes (a label is free text: any other one
+    # filters directly)
+    asked = r.backend.kind if r.backend.kind != "label" else r.backend.label or ""
+    if r.backend.kind == "label" and state.m.build_variant(asked) is None:
         rows = _variant_rows(state, on_platform)
     else:
-        key = (version, r.platform, r.backend.kind, state.family)
+        key = (version, r.platform, asked, state.family)
         memo = state.m.memo.variant_rows
         rows = memo.get(key)
         if rows is None:
@@ -485,7 +504,8 @@ def _plugin_for_runtime(
     if unknown:
         row = unknown[0]
         name = RUNTIME_NAMES[state.family]
-        note = f"whether {plugin.package} {getattr(row, plugin.version_field)} runs on {name} {have} (no sourced {name} version)"
+        package = f"{plugin.package} {getattr(row, plugin.version_field)}"
+        note = f"whether {package} runs on {name} {have} (no sourced {name} version)"
         return row, note, []
     return None, None, [(getattr(r, plugin.version_field), getattr(r, column)) for r in rows]
 

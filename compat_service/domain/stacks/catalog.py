@@ -370,8 +370,11 @@ def compile_catalog(data_dir: Path) -> dict[str, Any]:
         keys = set()
     for name, package in curated.items():
         if name not in names:
-            problems.append(Problem(ECOSYSTEM_FILE, name, "not an ecosystem package: add its line to index/refresh.yaml"))
-        cited = [*package.source, *(s for row in (*package.torch, *package.wheels, *package.policy) for s in row.source)]
+            problems.append(
+                Problem(ECOSYSTEM_FILE, name, "not an ecosystem package: add its line to index/refresh.yaml")
+            )
+        rows = (*package.torch, *package.wheels, *package.policy)
+        cited = [*package.source, *(s for row in rows for s in row.source)]
         for key in cited:
             if key not in keys:
                 problems.append(Problem(ECOSYSTEM_FILE, f"{name}.source", f"source key {key!r} is not in sources.yaml"))
@@ -380,7 +383,8 @@ def compile_catalog(data_dir: Path) -> dict[str, Any]:
                 try:
                     SpecifierSet(spec)
                 except InvalidSpecifier:
-                    problems.append(Problem(ECOSYSTEM_FILE, f"{name}.torch.{row.version}", f"{spec!r} is not a specifier"))
+                    where = f"{name}.torch.{row.version}"
+                    problems.append(Problem(ECOSYSTEM_FILE, where, f"{spec!r} is not a specifier"))
     packages = []
     for name in names:
         facts, found = read_index_file(data_dir, f"{name}.yaml", PackageFacts)

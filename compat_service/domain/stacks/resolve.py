@@ -467,7 +467,8 @@ def _finish(search: Search, plan: Plan, res: Resolution) -> Resolution | None:
         else:
             stated = release.torch_specifier(platform, res.python)
             no_deps = stated is not None and not SpecifierSet(stated).contains(res.torch_version, prereleases=True)
-            if package.torch_build == "default-index" and stated and not release.pins(platform, res.python).get("torch"):
+            pinned_torch = release.pins(platform, res.python).get("torch")
+            if package.torch_build == "default-index" and stated and not pinned_torch:
                 unknowns.append(f"{package.name} {release.version} requires torch{stated} (a range): which torch its "
                                 "binaries were built against is not in the matrix; only torch released before it "
                                 f"({release.first_upload}) was considered")
@@ -562,7 +563,8 @@ def _prebuilt(search: Search, package: Package, release: Release, res: Resolutio
         row = max(nearest, key=lambda r: Version(r["version"]))
         warnings.append(f"no prebuilt {package.name} wheel for torch {minor} + cu{major} + Python {res.python}: the "
                         f"nearest that has one is {package.name} {row['version']} for torch {', '.join(row['torch'])} "
-                        f"+ cu{row['cuda_major']} (ask --torch {row['torch'][-1]} --with {package.name}=={row['version']})")
+                        f"+ cu{row['cuda_major']} "
+                        f"(ask --torch {row['torch'][-1]} --with {package.name}=={row['version']})")
     return StackPin(package.name, release.version, "sdist",
                     f"{package.name} {release.version}: no prebuilt wheel for torch {minor} + cu{major} + Python "
                     f"{res.python} on {platform}; built from the sdist on the index (nvcc {major}.x, C++ compiler)",

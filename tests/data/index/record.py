@@ -6,8 +6,9 @@ Reads the index pip is configured with (or --index-url), keeps only the files li
 for each project ``pages/<project>.json`` (PEP 691) and ``pages/<project>.html`` (PEP 503) as the index
 served them, with every file URL rewritten to ``../../files/<filename>`` (relative to ``/simple/<project>/``,
 so the loopback server serves them and no index or file host is kept), plus the real ``METADATA`` of each
-kept wheel's headers (the description body dropped) under ``metadata/`` (read with HTTP range requests, never whole wheels). The loopback server
-(`tests/index/loopback_index.py`) builds a small real zip per wheel around that METADATA.
+kept wheel's headers (the description body dropped) under ``metadata/`` (read with HTTP range requests, never
+whole wheels). The loopback server (`tests/index/loopback_index.py`) builds a small real zip per wheel around
+that METADATA.
 """
 
 from __future__ import annotations
@@ -126,7 +127,9 @@ def main() -> None:
                 # the headers only: the long description after the first blank line is not a fact we read
                 (ROOT / "metadata" / f"{f['filename']}.METADATA").write_bytes(raw.split(b"\n\n", 1)[0] + b"\n")
                 f["url"] = _relative(f["filename"])
-            versions = sorted({v for v in data.get("versions", []) if any(f"-{v}-" in k or k.endswith(f"-{v}.tar.gz") for k in keep)})
+            versions = sorted(
+                {v for v in data.get("versions", []) if any(f"-{v}-" in k or k.endswith(f"-{v}.tar.gz") for k in keep)}
+            )
             page = {"meta": data["meta"], "name": data["name"], "versions": versions, "files": files}
             (ROOT / "pages" / f"{project}.json").write_text(json.dumps(page, indent=1) + "\n")
             html = http.get(url, headers={"Accept": "text/html"}).text
