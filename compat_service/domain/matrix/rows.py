@@ -59,6 +59,8 @@ __all__ = [
 _set = object.__setattr__
 #: (attribute, JSON key) of every field of a row class, in the schema's order
 Fields = tuple[tuple[str, str], ...]
+#: one row in the schema's JSON form, as json.loads or model_dump(mode="json", by_alias=True) give it
+JsonObject = dict[str, Any]
 _Frozen_T = TypeVar("_Frozen_T", bound="Frozen")
 
 
@@ -130,7 +132,7 @@ class IndexOverride(Frozen):
         _set(self, "source", source)
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> IndexOverride:
+    def from_json(cls, data: JsonObject) -> IndexOverride:
         return cls(
             field=data["field"],
             reason=data["reason"],
@@ -156,7 +158,7 @@ class Row(Frozen):
         _set(self, "note", note)
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Row:
+    def from_json(cls, data: JsonObject) -> Row:
         return cls(
             source=data["source"],
             note=data.get("note", None),
@@ -200,7 +202,7 @@ class Versioned(Frozen):
         _set(self, "applies", applies)
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Versioned:
+    def from_json(cls, data: JsonObject) -> Versioned:
         return cls(
             version=data["version"],
             source=data.get("source", []),
@@ -248,7 +250,7 @@ class Source(Frozen):
         _set(self, "note", note)
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Source:
+    def from_json(cls, data: JsonObject) -> Source:
         retrieved = data.get("retrieved", None)
         if retrieved is not None:
             retrieved = dt.date.fromisoformat(retrieved)
@@ -280,7 +282,7 @@ class SourcesFile(Frozen):
         _set(self, "sources", sources)
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> SourcesFile:
+    def from_json(cls, data: JsonObject) -> SourcesFile:
         sources = [Source.from_json(x0) for x0 in data["sources"]]
         return cls(
             schema_=data["schema"],
@@ -327,7 +329,7 @@ class BuildVariant(Row):
         _set(self, "index_url", index_url)
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> BuildVariant:
+    def from_json(cls, data: JsonObject) -> BuildVariant:
         return cls(
             source=data["source"],
             note=data.get("note", None),
@@ -357,7 +359,7 @@ class BuildVariantsFile(Frozen):
         _set(self, "variants", variants)
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> BuildVariantsFile:
+    def from_json(cls, data: JsonObject) -> BuildVariantsFile:
         variants = [BuildVariant.from_json(x0) for x0 in data["variants"]]
         return cls(
             schema_=data["schema"],
@@ -396,7 +398,7 @@ class VariantAvailability(Row):
         _set(self, "patches", patches)
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> VariantAvailability:
+    def from_json(cls, data: JsonObject) -> VariantAvailability:
         return cls(
             source=data["source"],
             note=data.get("note", None),
@@ -433,7 +435,7 @@ class PythonSupport(Row):
         _set(self, "platforms", platforms)
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> PythonSupport:
+    def from_json(cls, data: JsonObject) -> PythonSupport:
         return cls(
             source=data["source"],
             note=data.get("note", None),
@@ -501,7 +503,7 @@ class TorchPatch(Frozen):
         _set(self, "index_overrides", [] if index_overrides is None else index_overrides)
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> TorchPatch:
+    def from_json(cls, data: JsonObject) -> TorchPatch:
         release_date = data["release_date"]
         if release_date is not None:
             release_date = dt.date.fromisoformat(release_date)
@@ -560,7 +562,7 @@ class DefaultIndexEntry(Row):
         _set(self, "index_overrides", [] if index_overrides is None else index_overrides)
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> DefaultIndexEntry:
+    def from_json(cls, data: JsonObject) -> DefaultIndexEntry:
         index_overrides = [IndexOverride.from_json(x0) for x0 in data.get("index_overrides", [])]
         return cls(
             source=data["source"],
@@ -636,7 +638,7 @@ class TorchMinor(Frozen):
         _set(self, "note", note)
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> TorchMinor:
+    def from_json(cls, data: JsonObject) -> TorchMinor:
         python = [PythonSupport.from_json(x0) for x0 in data["python"]]
         variants = [VariantAvailability.from_json(x0) for x0 in data["variants"]]
         default_index = [DefaultIndexEntry.from_json(x0) for x0 in data["default_index"]]
@@ -673,7 +675,7 @@ class TorchReleasesFile(Frozen):
         _set(self, "minors", minors)
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> TorchReleasesFile:
+    def from_json(cls, data: JsonObject) -> TorchReleasesFile:
         minors = [TorchMinor.from_json(x0) for x0 in data["minors"]]
         return cls(
             schema_=data["schema"],
@@ -712,7 +714,7 @@ class CudaToolkit(Row):
         _set(self, "min_driver_windows", min_driver_windows)
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> CudaToolkit:
+    def from_json(cls, data: JsonObject) -> CudaToolkit:
         return cls(
             source=data["source"],
             note=data.get("note", None),
@@ -757,7 +759,7 @@ class MinorVersionCompat(Row):
         _set(self, "below_driver", below_driver)
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> MinorVersionCompat:
+    def from_json(cls, data: JsonObject) -> MinorVersionCompat:
         return cls(
             source=data["source"],
             note=data.get("note", None),
@@ -799,7 +801,7 @@ class ToolkitArchRange(Row):
         _set(self, "max_arch", max_arch)
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> ToolkitArchRange:
+    def from_json(cls, data: JsonObject) -> ToolkitArchRange:
         return cls(
             source=data["source"],
             note=data.get("note", None),
@@ -831,7 +833,7 @@ class GpuName(Row):
         _set(self, "arch", arch)
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> GpuName:
+    def from_json(cls, data: JsonObject) -> GpuName:
         return cls(
             source=data["source"],
             note=data.get("note", None),
@@ -873,7 +875,7 @@ class CudaFile(Frozen):
         _set(self, "gpu_names", [] if gpu_names is None else gpu_names)
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> CudaFile:
+    def from_json(cls, data: JsonObject) -> CudaFile:
         toolkits = [CudaToolkit.from_json(x0) for x0 in data["toolkits"]]
         minor_version_compatibility = [MinorVersionCompat.from_json(x0) for x0 in data["minor_version_compatibility"]]
         toolkit_archs = [ToolkitArchRange.from_json(x0) for x0 in data.get("toolkit_archs", [])]
@@ -926,7 +928,7 @@ class ArchList(Row):
         _set(self, "ptx", ptx)
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> ArchList:
+    def from_json(cls, data: JsonObject) -> ArchList:
         return cls(
             source=data["source"],
             note=data.get("note", None),
@@ -973,7 +975,7 @@ class ArchSearch(Row):
         _set(self, "searched", searched)
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> ArchSearch:
+    def from_json(cls, data: JsonObject) -> ArchSearch:
         return cls(
             source=data["source"],
             note=data.get("note", None),
@@ -1005,7 +1007,7 @@ class GpuArchsFile(Frozen):
         _set(self, "searched", [] if searched is None else searched)
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> GpuArchsFile:
+    def from_json(cls, data: JsonObject) -> GpuArchsFile:
         arch_lists = [ArchList.from_json(x0) for x0 in data["arch_lists"]]
         searched = [ArchSearch.from_json(x0) for x0 in data.get("searched", [])]
         return cls(
@@ -1050,7 +1052,7 @@ class RocmRelease(Row):
         _set(self, "amd_tested_torch", amd_tested_torch)
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> RocmRelease:
+    def from_json(cls, data: JsonObject) -> RocmRelease:
         return cls(
             source=data["source"],
             note=data.get("note", None),
@@ -1082,7 +1084,7 @@ class RocmFile(Frozen):
         _set(self, "gpu_names", [] if gpu_names is None else gpu_names)
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> RocmFile:
+    def from_json(cls, data: JsonObject) -> RocmFile:
         releases = [RocmRelease.from_json(x0) for x0 in data["releases"]]
         gpu_names = [GpuName.from_json(x0) for x0 in data.get("gpu_names", [])]
         return cls(
@@ -1123,7 +1125,7 @@ class XpuSupport(Row):
         _set(self, "hardware", hardware)
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> XpuSupport:
+    def from_json(cls, data: JsonObject) -> XpuSupport:
         return cls(
             source=data["source"],
             note=data.get("note", None),
@@ -1151,7 +1153,7 @@ class XpuFile(Frozen):
         _set(self, "support", support)
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> XpuFile:
+    def from_json(cls, data: JsonObject) -> XpuFile:
         support = [XpuSupport.from_json(x0) for x0 in data["support"]]
         return cls(
             schema_=data["schema"],
@@ -1186,7 +1188,7 @@ class MpsSupport(Row):
         _set(self, "min_macos", min_macos)
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> MpsSupport:
+    def from_json(cls, data: JsonObject) -> MpsSupport:
         return cls(
             source=data["source"],
             note=data.get("note", None),
@@ -1213,7 +1215,7 @@ class MpsFile(Frozen):
         _set(self, "support", support)
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> MpsFile:
+    def from_json(cls, data: JsonObject) -> MpsFile:
         support = [MpsSupport.from_json(x0) for x0 in data["support"]]
         return cls(
             schema_=data["schema"],
@@ -1286,7 +1288,7 @@ class AscendNpuRow(Row):
         _set(self, "index_overrides", [] if index_overrides is None else index_overrides)
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> AscendNpuRow:
+    def from_json(cls, data: JsonObject) -> AscendNpuRow:
         index_overrides = [IndexOverride.from_json(x0) for x0 in data.get("index_overrides", [])]
         return cls(
             source=data["source"],
@@ -1342,7 +1344,7 @@ class CambriconMluRow(Row):
         _set(self, "python", python)
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> CambriconMluRow:
+    def from_json(cls, data: JsonObject) -> CambriconMluRow:
         return cls(
             source=data["source"],
             note=data.get("note", None),
@@ -1381,7 +1383,7 @@ class VendorInstall(Row):
         _set(self, "companions_no_deps", companions_no_deps)
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> VendorInstall:
+    def from_json(cls, data: JsonObject) -> VendorInstall:
         return cls(
             source=data["source"],
             note=data.get("note", None),
@@ -1423,7 +1425,7 @@ class VendorFile(Frozen):
         _set(self, "installs", {} if installs is None else installs)
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> VendorFile:
+    def from_json(cls, data: JsonObject) -> VendorFile:
         ascend_npu = [AscendNpuRow.from_json(x0) for x0 in data["ascend_npu"]]
         cambricon_mlu = [CambriconMluRow.from_json(x0) for x0 in data["cambricon_mlu"]]
         installs = {k0: VendorInstall.from_json(x0) for k0, x0 in data.get("installs", {}).items()}
@@ -1495,7 +1497,7 @@ class MatrixTables(Frozen):
         _set(self, "vendor_backends", vendor_backends)
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> MatrixTables:
+    def from_json(cls, data: JsonObject) -> MatrixTables:
         sources = SourcesFile.from_json(data["sources"])
         build_variants = BuildVariantsFile.from_json(data["build_variants"])
         torch_releases = TorchReleasesFile.from_json(data["torch_releases"])

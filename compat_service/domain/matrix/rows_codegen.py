@@ -66,6 +66,8 @@ __all__ = [
 _set = object.__setattr__
 #: (attribute, JSON key) of every field of a row class, in the schema's order
 Fields = tuple[tuple[str, str], ...]
+#: one row in the schema's JSON form, as json.loads or model_dump(mode="json", by_alias=True) give it
+JsonObject = dict[str, Any]
 _Frozen_T = TypeVar("_Frozen_T", bound="Frozen")
 
 
@@ -262,7 +264,7 @@ def _class(model: type[BaseModel]) -> str:
         default = _default(info)
         value = f"{default} if {n} is None else {n}" if default in ("[]", "{}") else n
         lines.append(f"        _set(self, {_literal(n)}, {value})")
-    lines += ["", "    @classmethod", f"    def from_json(cls, data: dict[str, Any]) -> {name}:"]
+    lines += ["", "    @classmethod", f"    def from_json(cls, data: JsonObject) -> {name}:"]
     arguments = []
     for n, info in fields.items():
         key, default = info.alias or n, _default(info)
