@@ -110,7 +110,6 @@ def replace(row: _Frozen_T, **changes: Any) -> _Frozen_T:
     return type(row)(**{**values, **changes})
 
 
-
 class IndexOverride(Frozen):
     """A curated value kept over what the package index states (matrix_data/index/): why, and who says so."""
 

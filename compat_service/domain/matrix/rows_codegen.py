@@ -286,7 +286,7 @@ def render() -> str:
     """rows.py as the schema asks for it now."""
     models = _models(ROOT)
     names = "\n".join(f'    "{n}",' for n in sorted([*(_name(m) for m in models), "Frozen", "as_json", "replace"]))
-    return _HEADER.format(names=names) + "".join(_class(m) for m in models) + "\n"
+    return _HEADER.format(names=names).rstrip("\n") + "".join(_class(m) for m in models) + "\n"
 
 
 def main() -> int:
