@@ -113,8 +113,8 @@ def replace(row: _Frozen_T, **changes: Any) -> _Frozen_T:
 class IndexOverride(Frozen):
     """A curated value kept over what the package index states (matrix_data/index/): why, and who says so."""
 
-    __slots__ = ("field", "reason", "source",)
-    _fields: ClassVar[Fields] = (("field", "field"), ("reason", "reason"), ("source", "source"),)
+    __slots__ = ("field", "reason", "source")
+    _fields: ClassVar[Fields] = (("field", "field"), ("reason", "reason"), ("source", "source"))
     field: str
     reason: str
     source: list[str]
@@ -142,8 +142,8 @@ class IndexOverride(Frozen):
 class Row(Frozen):
     """Base of every data row: strict keys, and a source that is never empty."""
 
-    __slots__ = ("source", "note",)
-    _fields: ClassVar[Fields] = (("source", "source"), ("note", "note"),)
+    __slots__ = ("source", "note")
+    _fields: ClassVar[Fields] = (("source", "source"), ("note", "note"))
     source: list[str]
     note: str | None
 
@@ -167,7 +167,7 @@ class Row(Frozen):
 class Versioned(Frozen):
     """A single sourced value: ``{version: "0.18.1", source: [...]}``; version null = unknown."""
 
-    __slots__ = ("version", "source", "note", "requirement", "marker", "applies",)
+    __slots__ = ("version", "source", "note", "requirement", "marker", "applies")
     _fields: ClassVar[Fields] = (
         ("version", "version"),
         ("source", "source"),
@@ -215,7 +215,7 @@ class Versioned(Frozen):
 class Source(Frozen):
     """Mirrors schema.Source."""
 
-    __slots__ = ("key", "title", "url", "confidence", "retrieved", "note",)
+    __slots__ = ("key", "title", "url", "confidence", "retrieved", "note")
     _fields: ClassVar[Fields] = (
         ("key", "key"),
         ("title", "title"),
@@ -266,8 +266,8 @@ class Source(Frozen):
 class SourcesFile(Frozen):
     """Mirrors schema.SourcesFile."""
 
-    __slots__ = ("schema_", "sources",)
-    _fields: ClassVar[Fields] = (("schema_", "schema"), ("sources", "sources"),)
+    __slots__ = ("schema_", "sources")
+    _fields: ClassVar[Fields] = (("schema_", "schema"), ("sources", "sources"))
     schema_: Literal["sources/v1"]
     sources: list[Source]
 
@@ -292,7 +292,7 @@ class SourcesFile(Frozen):
 class BuildVariant(Row):
     """A build label and the wheel index it lives on, e.g. cu121 -> .../whl/cu121."""
 
-    __slots__ = ("label", "family", "runtime", "runtime_full", "index_url",)
+    __slots__ = ("label", "family", "runtime", "runtime_full", "index_url")
     _fields: ClassVar[Fields] = (
         ("source", "source"),
         ("note", "note"),
@@ -343,8 +343,8 @@ class BuildVariant(Row):
 class BuildVariantsFile(Frozen):
     """Mirrors schema.BuildVariantsFile."""
 
-    __slots__ = ("schema_", "variants",)
-    _fields: ClassVar[Fields] = (("schema_", "schema"), ("variants", "variants"),)
+    __slots__ = ("schema_", "variants")
+    _fields: ClassVar[Fields] = (("schema_", "schema"), ("variants", "variants"))
     schema_: Literal["build_variants/v1"]
     variants: list[BuildVariant]
 
@@ -369,7 +369,7 @@ class BuildVariantsFile(Frozen):
 class VariantAvailability(Row):
     """One build variant of a torch minor and the platforms it was published for."""
 
-    __slots__ = ("label", "platforms", "patches",)
+    __slots__ = ("label", "platforms", "patches")
     _fields: ClassVar[Fields] = (
         ("source", "source"),
         ("note", "note"),
@@ -410,7 +410,7 @@ class VariantAvailability(Row):
 class PythonSupport(Row):
     """The CPython versions (``3.13t`` = free-threaded) with wheels; ``platforms`` limits an entry."""
 
-    __slots__ = ("versions", "platforms",)
+    __slots__ = ("versions", "platforms")
     _fields: ClassVar[Fields] = (
         ("source", "source"),
         ("note", "note"),
@@ -529,7 +529,7 @@ class TorchPatch(Frozen):
 class DefaultIndexEntry(Row):
     """Which build the plain default package index serves for a platform (no index option)."""
 
-    __slots__ = ("platform", "label", "runtime_full", "index_overrides",)
+    __slots__ = ("platform", "label", "runtime_full", "index_overrides")
     _fields: ClassVar[Fields] = (
         ("source", "source"),
         ("note", "note"),
@@ -659,8 +659,8 @@ class TorchMinor(Frozen):
 class TorchReleasesFile(Frozen):
     """Mirrors schema.TorchReleasesFile."""
 
-    __slots__ = ("schema_", "minors",)
-    _fields: ClassVar[Fields] = (("schema_", "schema"), ("minors", "minors"),)
+    __slots__ = ("schema_", "minors")
+    _fields: ClassVar[Fields] = (("schema_", "schema"), ("minors", "minors"))
     schema_: Literal["torch_releases/v1"]
     minors: list[TorchMinor]
 
@@ -685,7 +685,7 @@ class TorchReleasesFile(Frozen):
 class CudaToolkit(Row):
     """A CUDA toolkit release and the driver that shipped with it (no minor-version compatibility)."""
 
-    __slots__ = ("version", "min_driver_linux", "min_driver_windows",)
+    __slots__ = ("version", "min_driver_linux", "min_driver_windows")
     _fields: ClassVar[Fields] = (
         ("source", "source"),
         ("note", "note"),
@@ -726,7 +726,7 @@ class CudaToolkit(Row):
 class MinorVersionCompat(Row):
     """NVIDIA minor-version compatibility: CUDA ``major``.x runs on a driver >= floor (with caveats)."""
 
-    __slots__ = ("cuda_major", "min_driver_linux", "min_driver_windows", "below_driver",)
+    __slots__ = ("cuda_major", "min_driver_linux", "min_driver_windows", "below_driver")
     _fields: ClassVar[Fields] = (
         ("source", "source"),
         ("note", "note"),
@@ -772,7 +772,7 @@ class MinorVersionCompat(Row):
 class ToolkitArchRange(Row):
     """What one CUDA toolkit's nvcc can compile SASS for (offline compilation): ``min_arch`` … ``max_arch``."""
 
-    __slots__ = ("cuda", "min_arch", "max_arch",)
+    __slots__ = ("cuda", "min_arch", "max_arch")
     _fields: ClassVar[Fields] = (
         ("source", "source"),
         ("note", "note"),
@@ -813,8 +813,8 @@ class ToolkitArchRange(Row):
 class GpuName(Row):
     """A GPU product name (as nvidia-smi / rocminfo print it, matched without case) -> its architecture."""
 
-    __slots__ = ("name", "arch",)
-    _fields: ClassVar[Fields] = (("source", "source"), ("note", "note"), ("name", "name"), ("arch", "arch"),)
+    __slots__ = ("name", "arch")
+    _fields: ClassVar[Fields] = (("source", "source"), ("note", "note"), ("name", "name"), ("arch", "arch"))
     name: str
     arch: str
 
@@ -844,7 +844,7 @@ class GpuName(Row):
 class CudaFile(Frozen):
     """Mirrors schema.CudaFile."""
 
-    __slots__ = ("schema_", "toolkits", "minor_version_compatibility", "toolkit_archs", "gpu_names",)
+    __slots__ = ("schema_", "toolkits", "minor_version_compatibility", "toolkit_archs", "gpu_names")
     _fields: ClassVar[Fields] = (
         ("schema_", "schema"),
         ("toolkits", "toolkits"),
@@ -891,7 +891,7 @@ class CudaFile(Frozen):
 class ArchList(Row):
     """The GPU architectures a build variant ships kernels (and PTX) for, for a range of torch releases."""
 
-    __slots__ = ("torch", "variant", "platforms", "archs", "ptx",)
+    __slots__ = ("torch", "variant", "platforms", "archs", "ptx")
     _fields: ClassVar[Fields] = (
         ("source", "source"),
         ("note", "note"),
@@ -942,7 +942,7 @@ class ArchList(Row):
 class ArchSearch(Row):
     """Builds whose arch list no reachable source states: what was searched, so "unknown" is an answer."""
 
-    __slots__ = ("torch", "variants", "platforms", "searched",)
+    __slots__ = ("torch", "variants", "platforms", "searched")
     _fields: ClassVar[Fields] = (
         ("source", "source"),
         ("note", "note"),
@@ -988,8 +988,8 @@ class ArchSearch(Row):
 class GpuArchsFile(Frozen):
     """Mirrors schema.GpuArchsFile."""
 
-    __slots__ = ("schema_", "arch_lists", "searched",)
-    _fields: ClassVar[Fields] = (("schema_", "schema"), ("arch_lists", "arch_lists"), ("searched", "searched"),)
+    __slots__ = ("schema_", "arch_lists", "searched")
+    _fields: ClassVar[Fields] = (("schema_", "schema"), ("arch_lists", "arch_lists"), ("searched", "searched"))
     schema_: Literal["gpu_archs/v1"]
     arch_lists: list[ArchList]
     searched: list[ArchSearch]
@@ -1019,7 +1019,7 @@ class GpuArchsFile(Frozen):
 class RocmRelease(Row):
     """Mirrors schema.RocmRelease."""
 
-    __slots__ = ("version", "gfx_targets", "min_driver", "amd_tested_torch",)
+    __slots__ = ("version", "gfx_targets", "min_driver", "amd_tested_torch")
     _fields: ClassVar[Fields] = (
         ("source", "source"),
         ("note", "note"),
@@ -1065,8 +1065,8 @@ class RocmRelease(Row):
 class RocmFile(Frozen):
     """Mirrors schema.RocmFile."""
 
-    __slots__ = ("schema_", "releases", "gpu_names",)
-    _fields: ClassVar[Fields] = (("schema_", "schema"), ("releases", "releases"), ("gpu_names", "gpu_names"),)
+    __slots__ = ("schema_", "releases", "gpu_names")
+    _fields: ClassVar[Fields] = (("schema_", "schema"), ("releases", "releases"), ("gpu_names", "gpu_names"))
     schema_: Literal["rocm/v1"]
     releases: list[RocmRelease]
     gpu_names: list[GpuName]
@@ -1096,7 +1096,7 @@ class RocmFile(Frozen):
 class XpuSupport(Row):
     """Mirrors schema.XpuSupport."""
 
-    __slots__ = ("torch", "driver_requirement", "hardware",)
+    __slots__ = ("torch", "driver_requirement", "hardware")
     _fields: ClassVar[Fields] = (
         ("source", "source"),
         ("note", "note"),
@@ -1137,8 +1137,8 @@ class XpuSupport(Row):
 class XpuFile(Frozen):
     """Mirrors schema.XpuFile."""
 
-    __slots__ = ("schema_", "support",)
-    _fields: ClassVar[Fields] = (("schema_", "schema"), ("support", "support"),)
+    __slots__ = ("schema_", "support")
+    _fields: ClassVar[Fields] = (("schema_", "schema"), ("support", "support"))
     schema_: Literal["xpu/v1"]
     support: list[XpuSupport]
 
@@ -1163,13 +1163,8 @@ class XpuFile(Frozen):
 class MpsSupport(Row):
     """Mirrors schema.MpsSupport."""
 
-    __slots__ = ("torch", "min_macos",)
-    _fields: ClassVar[Fields] = (
-        ("source", "source"),
-        ("note", "note"),
-        ("torch", "torch"),
-        ("min_macos", "min_macos"),
-    )
+    __slots__ = ("torch", "min_macos")
+    _fields: ClassVar[Fields] = (("source", "source"), ("note", "note"), ("torch", "torch"), ("min_macos", "min_macos"))
     torch: str
     min_macos: str | None
 
@@ -1199,8 +1194,8 @@ class MpsSupport(Row):
 class MpsFile(Frozen):
     """Mirrors schema.MpsFile."""
 
-    __slots__ = ("schema_", "support",)
-    _fields: ClassVar[Fields] = (("schema_", "schema"), ("support", "support"),)
+    __slots__ = ("schema_", "support")
+    _fields: ClassVar[Fields] = (("schema_", "schema"), ("support", "support"))
     schema_: Literal["mps/v1"]
     support: list[MpsSupport]
 
@@ -1307,7 +1302,7 @@ class AscendNpuRow(Row):
 class CambriconMluRow(Row):
     """torch_mlu <-> torch <-> Cambricon toolkit (CTR) <-> driver, as Cambricon documents it."""
 
-    __slots__ = ("torch_mlu", "torch", "toolkit", "driver", "python",)
+    __slots__ = ("torch_mlu", "torch", "toolkit", "driver", "python")
     _fields: ClassVar[Fields] = (
         ("source", "source"),
         ("note", "note"),
@@ -1358,7 +1353,7 @@ class CambriconMluRow(Row):
 class VendorInstall(Row):
     """Where a vendor's plugin runs and how its companions install (one per vendor, keyed like install_notes)."""
 
-    __slots__ = ("platforms", "companions_no_deps",)
+    __slots__ = ("platforms", "companions_no_deps")
     _fields: ClassVar[Fields] = (
         ("source", "source"),
         ("note", "note"),
@@ -1394,7 +1389,7 @@ class VendorInstall(Row):
 class VendorFile(Frozen):
     """Mirrors schema.VendorFile."""
 
-    __slots__ = ("schema_", "ascend_npu", "cambricon_mlu", "install_notes", "installs",)
+    __slots__ = ("schema_", "ascend_npu", "cambricon_mlu", "install_notes", "installs")
     _fields: ClassVar[Fields] = (
         ("schema_", "schema"),
         ("ascend_npu", "ascend_npu"),

@@ -216,7 +216,7 @@ def _optional(annotation: object) -> bool:
 
 def _tuple(start: str, items: list[str]) -> list[str]:
     """``start`` and a tuple display, on one line when it fits in 120 columns, else one item a line."""
-    line = f"{start}({' '.join(f'{item},' for item in items)})"
+    line = f"{start}({', '.join(items)}{',' if len(items) == 1 else ''})"
     if len(line) <= 120:
         return [line]
     return [f"{start}(", *(f"        {item}," for item in items), "    )"]
