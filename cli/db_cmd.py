@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -37,6 +39,7 @@ DatabaseUrl = Annotated[
     ),
 ]
 JsonFlag = Annotated[bool, typer.Option("--json", help="print JSON instead of text")]
+TokenId = Annotated[int, typer.Argument(help="the id `accelenv token list` shows")]
 
 
 def _settings(database_url: str | None) -> Settings:
@@ -45,10 +48,21 @@ def _settings(database_url: str | None) -> Settings:
     return load_settings(database_url=database_url) if database_url else load_settings()
 
 
-def _engine(database_url: str | None) -> Engine:
+@contextmanager
+def _database(database_url: str | None, *, at_head: bool = False) -> Iterator[Engine]:
+    """An engine on the database, disposed afterwards (also when the command fails); ``at_head``: refuse a
+    schema that is not migrated (DatabaseNotReadyError, exit 9, with the `accelenv db upgrade` hint)."""
     from compat_service.db.engine import make_engine
 
-    return make_engine(_settings(database_url).database_url)
+    engine = make_engine(_settings(database_url).database_url)
+    try:
+        if at_head:
+            from compat_service.db import migrate
+
+            migrate.require_head(engine)
+        yield engine
+    finally:
+        engine.dispose()
 
 
 def _say(text: str) -> None:
@@ -62,10 +76,9 @@ def db_init(database_url: DatabaseUrl = None) -> None:
         from compat_service.db import migrate
         from compat_service.db.engine import describe
 
-        engine = _engine(database_url)
-        migrate.upgrade(engine)
-        _say(f"database {describe(engine)} is at schema {migrate.current_revision(engine)}")
-        engine.dispose()
+        with _database(database_url) as engine:
+            migrate.upgrade(engine)
+            _say(f"database {describe(engine)} is at schema {migrate.current_revision(engine)}")
 
 
 @db_app.command("upgrade")
@@ -75,13 +88,12 @@ def db_upgrade(database_url: DatabaseUrl = None) -> None:
         from compat_service.db import migrate
         from compat_service.db.engine import describe
 
-        engine = _engine(database_url)
-        before = migrate.current_revision(engine)
-        migrate.upgrade(engine)
-        after = migrate.current_revision(engine)
+        with _database(database_url) as engine:
+            before = migrate.current_revision(engine)
+            migrate.upgrade(engine)
+            after = migrate.current_revision(engine)
         change = "already at" if before == after else f"{before or 'empty'} ->"
         _say(f"database {describe(engine)}: {change} {after}")
-        engine.dispose()
 
 
 @db_app.command("wait")
@@ -96,19 +108,18 @@ def db_wait(
         from compat_service.db.engine import check_reachable, describe
         from compat_service.domain.errors import DatabaseNotReadyError
 
-        engine = _engine(database_url)
         deadline = time.monotonic() + timeout
-        while True:
-            try:
-                check_reachable(engine)
-                break
-            except DatabaseNotReadyError as err:
-                if time.monotonic() >= deadline:
-                    err.message += f" (waited {timeout:g} s)"
-                    raise
-                time.sleep(1.0)
+        with _database(database_url) as engine:
+            while True:
+                try:
+                    check_reachable(engine)
+                    break
+                except DatabaseNotReadyError as err:
+                    if time.monotonic() >= deadline:
+                        err.message += f" (waited {timeout:g} s)"
+                        raise
+                    time.sleep(1.0)
         _say(f"database {describe(engine)} is reachable")
-        engine.dispose()
 
 
 @db_app.command("current")
@@ -118,9 +129,8 @@ def db_current(database_url: DatabaseUrl = None, as_json: JsonFlag = False) -> N
         from compat_service.db.engine import describe
         from compat_service.db.readiness import readiness
 
-        engine = _engine(database_url)
-        report = readiness(engine)
-        engine.dispose()
+        with _database(database_url) as engine:
+            report = readiness(engine)
         if as_json:
             dump_json(report.model_dump(mode="json"))
         else:
@@ -142,13 +152,10 @@ def db_load(
 ) -> None:
     """Validate matrix_data and load it (idempotent; a bad file set is rejected whole, exit 4)."""
     with guarded(as_json=as_json):
-        from compat_service.db import migrate
         from compat_service.db.matrix.loader import import_matrix
 
-        engine = _engine(database_url)
-        migrate.require_head(engine)
-        result = import_matrix(engine, path)
-        engine.dispose()
+        with _database(database_url, at_head=True) as engine:
+            result = import_matrix(engine, path)
         if as_json:
             dump_json(
                 {
@@ -175,14 +182,11 @@ def token_create(
 ) -> None:
     """Create a token and print it once (only its hash is stored); --json prints it with its record."""
     with guarded(as_json=as_json):
-        from compat_service.db import migrate
         from compat_service.db.tokens import create_token, token_request
 
         request = token_request(scope, note)  # before touching the database: a bad note changes nothing
-        engine = _engine(database_url)
-        migrate.require_head(engine)
-        public, secret = create_token(engine, request)
-        engine.dispose()
+        with _database(database_url, at_head=True) as engine:
+            public, secret = create_token(engine, request)
         if as_json:
             dump_json({**public.model_dump(mode="json"), "token": secret})
             return
@@ -192,36 +196,30 @@ def token_create(
 
 @token_app.command("revoke")
 def token_revoke(
-    token_id: Annotated[int, typer.Argument(help="the id `accelenv token list` shows")],
+    token_id: TokenId,
     database_url: DatabaseUrl = None,
 ) -> None:
     """Revoke a token: requests with it get 401 once running workers forget it (ACCELENV_TOKEN_CACHE_S, 5 s)."""
     with guarded():
-        from compat_service.db import migrate
         from compat_service.db.tokens import revoke_token
 
-        engine = _engine(database_url)
-        migrate.require_head(engine)
-        public = revoke_token(engine, token_id)
-        engine.dispose()
+        with _database(database_url, at_head=True) as engine:
+            public = revoke_token(engine, token_id)
         _say(f"token {public.id} (scope {public.scope}) revoked at {public.revoked_at:%Y-%m-%d %H:%M:%S} UTC; "
              "running services refuse it within their ACCELENV_TOKEN_CACHE_S (5 s by default)")
 
 
 @token_app.command("withdraw")
 def token_withdraw(
-    token_id: Annotated[int, typer.Argument(help="the id `accelenv token list` shows")],
+    token_id: TokenId,
     database_url: DatabaseUrl = None,
 ) -> None:
     """Revoke a token and withdraw every report it submitted from the evidence (docs/service.md, trust model)."""
     with guarded():
-        from compat_service.db import migrate
         from compat_service.db.evidence.withdraw import withdraw_submitter
 
-        engine = _engine(database_url)
-        migrate.require_head(engine)
-        result = withdraw_submitter(engine, token_id)
-        engine.dispose()
+        with _database(database_url, at_head=True) as engine:
+            result = withdraw_submitter(engine, token_id)
         _say(f"token {token_id} revoked; {result.reports_withdrawn} report(s) withdrawn from "
              f"{result.cells} evidence cell(s)")
 
@@ -230,13 +228,10 @@ def token_withdraw(
 def token_list(database_url: DatabaseUrl = None, as_json: JsonFlag = False) -> None:
     """List tokens (ids, scopes, notes, dates; never secrets)."""
     with guarded(as_json=as_json):
-        from compat_service.db import migrate
         from compat_service.db.tokens import list_tokens
 
-        engine = _engine(database_url)
-        migrate.require_head(engine)
-        tokens = list_tokens(engine)
-        engine.dispose()
+        with _database(database_url, at_head=True) as engine:
+            tokens = list_tokens(engine)
         if as_json:
             dump_json([t.model_dump(mode="json") for t in tokens])
             return
@@ -265,15 +260,14 @@ def serve(
         settings = _settings(database_url)
         if auto_migrate is not None:
             settings.auto_migrate = auto_migrate
-        engine = _engine(settings.database_url)
         # Prepare once here, before the workers start, so they never race to migrate or load.
-        prepare_database(
-            engine,
-            migrate_schema=settings.migrates_on_start(),
-            load_matrix=settings.load_matrix_on_start,
-            matrix_path=settings.matrix_path,
-        )
-        engine.dispose()
+        with _database(settings.database_url) as engine:
+            prepare_database(
+                engine,
+                migrate_schema=settings.migrates_on_start(),
+                load_matrix=settings.load_matrix_on_start,
+                matrix_path=settings.matrix_path,
+            )
     # Workers build their own app from the environment.
     os.environ["ACCELENV_DATABASE_URL"] = settings.database_url
     if auto_migrate is not None:

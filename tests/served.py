@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import queue
 import re
-import signal
 import subprocess
 import sys
 import threading
@@ -18,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO_ROOT
+from tests.server_process import stop
 
 START = re.compile(
     r"accelenv worker (?P<pid>\d+) listening on (?P<url>http://\S+) database=(?P<db>\S+) "
@@ -84,13 +84,7 @@ def serve_port_zero(
     try:
         yield served
     finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        stop(proc, timeout_s=30)
         if proc.stdout is not None:
             proc.stdout.close()
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import uuid
+from functools import lru_cache
 from typing import Any, TypeVar
 from urllib.parse import unquote
 
@@ -92,6 +93,16 @@ def read_query(raw: bytes) -> tuple[ResolveRequest, str]:
         raise in_api_words(err) from None
 
 
+#: longest escaped name or value whose decoding is kept (every parameter's limit is within it)
+MAX_MEMO_VALUE = 128
+
+
+@lru_cache(maxsize=1024)
+def _decoded(text: str) -> str:
+    """An escaped name or value decoded (``with=torchvision%2Ctorchaudio`` recurs in many queries)."""
+    return unquote(text.replace("+", " "))
+
+
 def _given(raw: bytes) -> tuple[dict[str, str], dict[str, list[str]]]:
     """The last value of each name, and every value of a name given more than once (in order).
 
@@ -105,9 +116,9 @@ def _given(raw: bytes) -> tuple[dict[str, str], dict[str, list[str]]]:
             continue
         key, _, text = part.partition("=")
         if "%" in key or "+" in key:
-            key = unquote(key.replace("+", " "))
+            key = _decoded(key) if len(key) <= MAX_MEMO_VALUE else unquote(key.replace("+", " "))
         if "%" in text or "+" in text:
-            text = unquote(text.replace("+", " "))
+            text = _decoded(text) if len(text) <= MAX_MEMO_VALUE else unquote(text.replace("+", " "))
         if key in given:
             repeated.setdefault(key, [given[key]]).append(text)
         given[key] = text

@@ -16,18 +16,20 @@ import httpx
 import pytest
 
 from tests.conftest import REPO_ROOT
+from tests.server_process import free_port, stop
 
 pytestmark = pytest.mark.slow
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def accelenv_cmd(*args: str) -> list[str]:
     return [sys.executable, "-m", "cli.main", *args]
+
+
+def run_accelenv(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    """`accelenv ARGS` run to its end with ``env``, its output captured."""
+    return subprocess.run(
+        accelenv_cmd(*args), cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=60, check=False
+    )
 
 
 @contextmanager
@@ -61,12 +63,7 @@ def served(args: list[str], env: dict[str, str], timeout_s: float = 60) -> Itera
             time.sleep(0.2)
         yield base
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc)
 
 
 def raw_status(base: str, target: str) -> int:
@@ -106,27 +103,11 @@ def test_first_start_on_the_embedded_default_needs_no_set_up(tmp_path: Path) -> 
 
 def test_postgres_needs_upgrade_then_serves_with_workers(postgres_database: str) -> None:
     env = _env(ACCELENV_DATABASE_URL=postgres_database)
-    refused = subprocess.run(
-        accelenv_cmd("serve", "--port", str(free_port())),
-        cwd=REPO_ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    refused = run_accelenv(env, "serve", "--port", str(free_port()))
     assert refused.returncode == 9
     assert "accelenv db upgrade" in refused.stderr and "Traceback" not in refused.stderr
 
-    upgraded = subprocess.run(
-        accelenv_cmd("db", "upgrade"),
-        cwd=REPO_ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    upgraded = run_accelenv(env, "db", "upgrade")
     assert upgraded.returncode == 0, upgraded.stderr
     with served(["--workers", "2"], env) as base:
         assert set(_hammer(base)) == {200}

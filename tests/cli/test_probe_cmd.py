@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 
 from cli import probe_cmd
 from compat_service.domain.evidence.report import ProbeReport
+from tests.server_process import free_port
 
 pytestmark = pytest.mark.torch
 
@@ -116,12 +117,7 @@ def stored(report_id: str) -> tuple[int, dict[str, Any]]:
 
 
 def closed_port_url() -> str:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    return f"http://127.0.0.1:{port}"  # nothing listens once the socket is closed
+    return f"http://127.0.0.1:{free_port()}"  # nothing listens once the socket is closed
 
 
 @pytest.fixture(scope="module")

@@ -79,3 +79,19 @@ def test_changed_requests_equal_replaced_ones() -> None:
         request.changed(pyton="3.11")
     again = pickle.loads(pickle.dumps(request))
     assert again == request and hash(again) == hash(request) and "_hash" not in pickle.dumps(request).decode("latin-1")
+
+
+@pytest.mark.parametrize("flags", [
+    {}, {"torch": "2.3", "python": "3.10", "backend": "cu121", "with_": "torchvision"},
+    {"os": "macos", "backend": "mps"}, {"gpu": "A100", "driver": "535.104.05"},
+    {"backend": "npu", "runtime": "8.0.0", "with_": ["vllm", "torchvision"], "strict": True},
+])
+def test_parsed_requests_equal_dataclass_built_ones(flags: dict[str, Any]) -> None:
+    """`from_strings` makes its request without the dataclass's __init__: it holds every field, equal to one
+    the dataclass builds from the same values, and the same platform."""
+    import dataclasses
+
+    parsed = ResolveRequest.from_strings(**flags)
+    built = ResolveRequest(**{f.name: getattr(parsed, f.name) for f in dataclasses.fields(ResolveRequest)})
+    assert parsed == built and hash(parsed) == hash(built) and parsed.platform == built.platform
+    assert dataclasses.asdict(parsed) == dataclasses.asdict(built)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -20,6 +19,8 @@ from pathlib import Path
 from typing import IO
 
 import httpx
+
+from tests.server_process import free_port, stop
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 STARTUP_TIMEOUT_S = 60
@@ -52,12 +53,6 @@ class LiveServer:
         return {"Authorization": f"Bearer {self.token}"}
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def prepare_database(database_url: str) -> str:
     """Migrate ``database_url`` and return a new `report` token."""
     from compat_service.db import migrate
@@ -83,7 +78,7 @@ def live_server(
     from compat_service.api.server.http_protocol import HTTP_PROTOCOL
 
     token = prepare_database(database_url)
-    port = _free_port()
+    port = free_port()
     env = os.environ | (env or {}) | {
         "ACCELENV_DATABASE_URL": database_url,
         "ACCELENV_LOAD_MATRIX_ON_START": str(load_matrix).lower(),
@@ -105,12 +100,7 @@ def live_server(
         _wait_ready(proc, base_url, log)
         yield LiveServer(base_url=base_url, token=token, database_url=database_url, log=log, process=proc)
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc)
         log.close()
 
 

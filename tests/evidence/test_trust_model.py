@@ -48,6 +48,11 @@ class Trust:
         assert found, page.text[:300]
         return found[1]
 
+    def resolve_verified(self) -> Any:
+        """GET /v1/resolve for CELL's torch and Python with require_verified: 200 only on a verified cell."""
+        return self.client.get("/v1/resolve", params={"torch": CELL["torch"], "python": CELL["python"],
+                                                      "require_verified": "true"})
+
     def matrix_status(self) -> str:
         rows = self.client.get("/v1/matrix", params={k: CELL[k] for k in ("torch", "build", "python", "os")}).json()
         (row,) = [r for r in rows["items"] if r["arch"] == "x86_64" and r["backend"] in ("cpu", None)]
@@ -80,8 +85,7 @@ def test_one_token_with_made_up_fingerprints_does_not_verify(trust: Trust) -> No
     assert cell["status"] == "declared" and cell["health"] == "unconfirmed"
     assert trust.matrix_status() == "declared"
     assert trust.heatmap_status() == "declared"  # the matrix page applies the same thresholds
-    resolved = trust.client.get("/v1/resolve", params={"torch": "2.13.0", "python": "3.11",
-                                                         "require_verified": "true"})
+    resolved = trust.resolve_verified()
     assert resolved.status_code == 409, resolved.text
 
 
@@ -90,8 +94,7 @@ def test_two_tokens_on_two_hosts_verify(trust: Trust) -> None:
     assert trust.post("bob", synthetic_report(host="b")).status_code == 201
     cell = trust.cell()
     assert (cell["passing_hosts"], cell["passing_submitters"], cell["status"]) == (2, 2, "verified")
-    resolved = trust.client.get("/v1/resolve", params={"torch": "2.13.0", "python": "3.11",
-                                                         "require_verified": "true"})
+    resolved = trust.resolve_verified()
     assert resolved.status_code == 200, resolved.text
 
 

@@ -51,12 +51,22 @@ class HttpCacheMiddleware:
             await send({"type": "http.response.body", "body": body})
             return
         etag = '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
-        # Raw header list, not MutableHeaders: this runs on every GET.
-        headers = [(k, v) for k, v in start["headers"] if k != b"etag"]
+        # Raw header list, one pass, not MutableHeaders: this runs on every GET.
+        headers = []
+        has_cache_control = False
+        for k, v in start["headers"]:
+            if k == b"etag":
+                continue
+            has_cache_control = has_cache_control or k == b"cache-control"
+            headers.append((k, v))
         headers.append((b"etag", etag.encode()))
-        if not any(k == b"cache-control" for k, _ in headers):
+        if not has_cache_control:
             headers.append((b"cache-control", self.cache_control))
-        if_none_match = next((v for k, v in scope["headers"] if k == b"if-none-match"), None)
+        if_none_match = None
+        for k, v in scope["headers"]:
+            if k == b"if-none-match":
+                if_none_match = v
+                break
         if if_none_match is not None and _matches(if_none_match.decode("latin-1"), etag):
             kept = [(k, v) for k, v in headers if k not in (b"content-length", b"content-type")]
             await send({"type": "http.response.start", "status": 304, "headers": kept})

@@ -31,8 +31,17 @@ REDACTED_QUERY = b"(redacted:token-in-query)"
 _TOKEN_PARAM = re.compile(rb"(?:^|&)(?:[a-z_]*token|api_?key|access_key|secret|password)=", re.IGNORECASE)
 
 
+#: what a query must hold (in any case) for `_TOKEN_PARAM` to match it: checked first, since nearly none does
+_TOKEN_WORDS = (b"token", b"key", b"secret", b"password")
+
+
 def token_in_query(query: bytes) -> bool:
-    return bool(query) and (b"acv_" in query or _TOKEN_PARAM.search(query) is not None)
+    if not query:
+        return False
+    if b"acv_" in query:
+        return True
+    lowered = query.lower()
+    return any(word in lowered for word in _TOKEN_WORDS) and _TOKEN_PARAM.search(query) is not None
 
 
 def with_security_headers(status: int, headers: list[Any], scope: MutableMapping[str, Any]) -> list[Any]:

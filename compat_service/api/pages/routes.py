@@ -39,6 +39,7 @@ from compat_service.domain.visible_text import visible
 PAGES = Path(__file__).resolve().parents[1] / "pages"
 templates = Jinja2Templates(directory=str(PAGES / "templates"))
 templates.env.filters["perf_figure"] = describe_perf_figure  # "matmul.float32 1.2 TFLOP/s (cpu ..., 4% of peak)"
+templates.env.globals["status_letter"] = heatmap.LETTER  # the legend's letters, for the status_badge macro
 
 
 def _finalize(value: Any) -> Any:
@@ -99,6 +100,7 @@ async def selector_page(request: Request) -> Response:
             "matrix_version": matrix.version,
             "state": state,
             "choices": selector.choices(matrix.data),
+            "fields": selector.FIELD_LABELS,
             "answer": answer,
             "formats": selector.FORMATS,
             "chosen_format": state.get("format", "pip"),

@@ -69,6 +69,21 @@ def _later(column: sa.ColumnElement, other: sa.ColumnElement) -> sa.ColumnElemen
     return sa.case((column < other, other), else_=column)
 
 
+def _tally_upsert(insert: Any, who: str) -> Any:
+    """Add rows to evidence_host or evidence_submitter, whose key is (cell, ``who``): their reports and
+    passing reports summed, last_seen the later; RETURNING the key and both sums, from which the caller
+    sees whether the host or submitter is new to the cell (or newly passing)."""
+    table = insert.table
+    return insert.on_conflict_do_update(
+        index_elements=["cell_id", who],
+        set_={
+            "reports": table.c.reports + insert.excluded.reports,
+            "passing_reports": table.c.passing_reports + insert.excluded.passing_reports,
+            "last_seen": _later(table.c.last_seen, insert.excluded.last_seen),
+        },
+    ).returning(table.c.cell_id, table.c[who], table.c.reports, table.c.passing_reports)
+
+
 _ADD_COUNTS = ", ".join(f"{s} = evidence_check.{s} + excluded.{s}" for s in CHECK_STATUSES)
 _CHECK_CONFLICT = (
     f"ON CONFLICT (cell_id, check_id, shard) DO UPDATE SET {_ADD_COUNTS}, "
@@ -112,26 +127,8 @@ class _Statements:
         self.stored_sha = sa.select(_REPORT.c.report_id, _REPORT.c.body_sha256).where(
             _REPORT.c.report_id.in_(sa.bindparam("rids", expanding=True))
         )
-        host = insert(_HOST)
-        self.host_upsert = host.on_conflict_do_update(
-            index_elements=["cell_id", "host_fingerprint"],
-            set_={
-                "reports": _HOST.c.reports + host.excluded.reports,
-                "passing_reports": _HOST.c.passing_reports + host.excluded.passing_reports,
-                "last_seen": _later(_HOST.c.last_seen, host.excluded.last_seen),
-            },
-        ).returning(_HOST.c.cell_id, _HOST.c.host_fingerprint, _HOST.c.reports, _HOST.c.passing_reports)
-        submitter = insert(_SUBMITTER)
-        self.submitter_upsert = submitter.on_conflict_do_update(
-            index_elements=["cell_id", "submitter_id"],
-            set_={
-                "reports": _SUBMITTER.c.reports + submitter.excluded.reports,
-                "passing_reports": _SUBMITTER.c.passing_reports + submitter.excluded.passing_reports,
-                "last_seen": _later(_SUBMITTER.c.last_seen, submitter.excluded.last_seen),
-            },
-        ).returning(
-            _SUBMITTER.c.cell_id, _SUBMITTER.c.submitter_id, _SUBMITTER.c.reports, _SUBMITTER.c.passing_reports
-        )
+        self.host_upsert = _tally_upsert(insert(_HOST), "host_fingerprint")
+        self.submitter_upsert = _tally_upsert(insert(_SUBMITTER), "submitter_id")
         # the submitting tokens, share-locked: a withdrawal (evidence_withdraw) revokes a token by updating
         # its row, so it waits for this transaction, or this one sees the token revoked
         live = sa.select(_TOKEN.c.id).where(
@@ -367,26 +364,10 @@ def _add_evidence(
     by_cell: dict[int, list[PreparedReport]] = {}
     for p in created:
         by_cell.setdefault(cell_ids[p.digest], []).append(p)
-    hosts: dict[tuple[int, str], list[int]] = {}  # (cell, fingerprint) -> [reports, passing reports]
-    for p in created:
-        counts = hosts.setdefault((cell_ids[p.digest], p.report_row["host_fingerprint"]), [0, 0])
-        counts[0] += 1
-        counts[1] += int(p.verdict.passed)
-    new_hosts: dict[int, list[int]] = {cell_id: [0, 0] for cell_id in by_cell}  # cell -> [hosts, passing]
-    new_submitters = _add_submitters(conn, sql, cell_ids, created, now)
-    # one multi-row upsert, rows in key order (the order their locks are taken)
-    host_rows = [
-        {
-            "cell_id": cell_id, "host_fingerprint": fingerprint, "reports": reports,
-            "passing_reports": passing, "first_seen": now, "last_seen": now,
-        }
-        for (cell_id, fingerprint), (reports, passing) in sorted(hosts.items())
-    ]
-    for cell_id, fingerprint, host_reports, host_passing in conn.execute(sql.host_upsert, host_rows):
-        added_reports, added_passing = hosts[(cell_id, fingerprint)]
-        # the row lock makes exactly one writer see its own additions as the whole count
-        new_hosts[cell_id][0] += int(host_reports == added_reports)
-        new_hosts[cell_id][1] += int(added_passing > 0 and host_passing == added_passing)
+    by_submitter = [(cell_ids[p.digest], p.submitter, p.verdict.passed) for p in created]
+    new_submitters = _add_tally(conn, sql.submitter_upsert, "submitter_id", by_submitter, now)
+    by_host = [(cell_ids[p.digest], p.report_row["host_fingerprint"], p.verdict.passed) for p in created]
+    new_hosts = _add_tally(conn, sql.host_upsert, "host_fingerprint", by_host, now)
     for cell_id, reports in sorted(by_cell.items()):
         cell_rows = precomputed[reports[0].digest]
         rows = cell_rows.rows if cell_rows.reports == len(reports) else check_rows(reports)
@@ -405,8 +386,8 @@ def _add_evidence(
                 "cid": cell_id,
                 "digest": reports[0].digest,
                 "add_reports": len(reports),
-                "add_hosts": new_hosts[cell_id][0],
-                "add_passing_hosts": new_hosts[cell_id][1],
+                "add_hosts": new_hosts.get(cell_id, (0, 0))[0],
+                "add_passing_hosts": new_hosts.get(cell_id, (0, 0))[1],
                 "add_submitters": new_submitters.get(cell_id, (0, 0))[0],
                 "add_passing_submitters": new_submitters.get(cell_id, (0, 0))[1],
                 "add_required_bad_reports": sum(int(p.verdict.required_bad) for p in reports),
@@ -428,25 +409,26 @@ def _add_evidence(
             )
 
 
-def _add_submitters(
-    conn: sa.Connection, sql: _Statements, cell_ids: dict[str, int], created: list[PreparedReport],
-    now: dt.datetime,
+def _add_tally(
+    conn: sa.Connection, upsert: Any, who: str, added: list[tuple[int, Any, bool]], now: dt.datetime
 ) -> dict[int, tuple[int, int]]:
-    """Add the created reports to their (cell, submitter) rows; returns cell -> (new submitters, new passing
-    submitters), told apart as for hosts: a count equal to what this batch added is new."""
-    counts: dict[tuple[int, int], list[int]] = {}
-    for p in created:
-        row = counts.setdefault((cell_ids[p.digest], p.submitter), [0, 0])
+    """Add the created reports (``added``: cell, host fingerprint or submitter, passed; one per report) to
+    their (cell, ``who``) rows in one multi-row upsert, rows in key order (the order their locks are
+    taken); returns cell -> (new hosts or submitters, newly passing ones). The row lock makes exactly one
+    writer see its own additions as the whole count: a count equal to what this batch added is new."""
+    counts: dict[tuple[int, Any], list[int]] = {}
+    for cell_id, key, passed in added:
+        row = counts.setdefault((cell_id, key), [0, 0])
         row[0] += 1
-        row[1] += int(p.verdict.passed)
+        row[1] += int(passed)
     rows = [
-        {"cell_id": cell_id, "submitter_id": submitter, "reports": reports, "passing_reports": passing,
+        {"cell_id": cell_id, who: key, "reports": reports, "passing_reports": passing,
          "first_seen": now, "last_seen": now}
-        for (cell_id, submitter), (reports, passing) in sorted(counts.items())
+        for (cell_id, key), (reports, passing) in sorted(counts.items())
     ]
     new: dict[int, tuple[int, int]] = {}
-    for cell_id, submitter, total, total_passing in conn.execute(sql.submitter_upsert, rows):
-        reports, passing = counts[(cell_id, submitter)]
-        added = new.get(cell_id, (0, 0))
-        new[cell_id] = (added[0] + int(total == reports), added[1] + int(passing > 0 and total_passing == passing))
+    for cell_id, key, total, total_passing in conn.execute(upsert, rows):
+        reports, passing = counts[(cell_id, key)]
+        was = new.get(cell_id, (0, 0))
+        new[cell_id] = (was[0] + int(total == reports), was[1] + int(passing > 0 and total_passing == passing))
     return new

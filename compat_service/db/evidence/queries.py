@@ -65,19 +65,22 @@ class MatrixFilter(BaseModel):
     def cache_key(self) -> tuple[str | None, ...]:
         return (self.torch, self.build, self.python, self.backend, self.os, self.arch, self.status, self.family)
 
-    def considers(self, torch_version: str, torch_build: str | None, python: str, os: str, backend: str) -> bool:
-        """Whether an evidence cell takes part in the answer: a declared cell none of whose evidence cells
-        takes part is listed as declared without evidence (which ``keeps`` may then drop). Arch and status
-        do not take part here: an evidence cell's arch is its declared cell's, and a declared cell whose
-        evidence has another status is not one without evidence."""
+    def _release_matches(self, torch_version: str, torch_build: str | None, python: str, os: str) -> bool:
+        """The part both ``considers`` and ``keeps`` apply: torch, build, family, Python and OS."""
         return (
             self.torch_matches(torch_version)
             and self.build in (None, torch_build)
             and self.family_matches(torch_build)
             and self.python in (None, python)
             and self.os in (None, os)
-            and self.backend in (None, backend)
         )
+
+    def considers(self, torch_version: str, torch_build: str | None, python: str, os: str, backend: str) -> bool:
+        """Whether an evidence cell takes part in the answer: a declared cell none of whose evidence cells
+        takes part is listed as declared without evidence (which ``keeps`` may then drop). Arch and status
+        do not take part here: an evidence cell's arch is its declared cell's, and a declared cell whose
+        evidence has another status is not one without evidence."""
+        return self._release_matches(torch_version, torch_build, python, os) and self.backend in (None, backend)
 
     def keeps_values(
         self, torch_version: str, torch_build: str | None, python: str, os: str, arch: str, backend: str | None,
@@ -85,11 +88,7 @@ class MatrixFilter(BaseModel):
     ) -> bool:
         """Whether a matrix row with these values is in the answer (``keeps`` on plain values)."""
         return (
-            self.torch_matches(torch_version)
-            and self.build in (None, torch_build)
-            and self.family_matches(torch_build)
-            and self.python in (None, python)
-            and self.os in (None, os)
+            self._release_matches(torch_version, torch_build, python, os)
             and (self.arch is None or normalise_arch(os, self.arch) == arch)
             and (self.backend is None or backend in (None, self.backend))
             and self.status in (None, status)

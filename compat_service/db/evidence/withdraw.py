@@ -113,29 +113,33 @@ def withdraw_submitter(engine: Engine, token_id: int, *, now: dt.datetime | None
     return WithdrawResult(token=token, reports_withdrawn=withdrawn, cells=len(sums.cells))
 
 
+def _take_tally(
+    conn: sa.Connection, table: sa.Table, who: sa.ColumnElement[bool], cell_id: int, taken: list[int],
+    cell: Counter[str], distinct: str,
+) -> None:
+    """Take ``taken`` (reports, passing reports) off the evidence_host or evidence_submitter row ``who``
+    names in ``cell_id``; a row left at 0 (or at 0 passing) no longer counts among the cell's distinct
+    ``hosts`` / ``submitters`` (or their passing ones)."""
+    reports, passing = taken
+    left, left_passing = conn.execute(
+        sa.update(table)
+        .where(table.c.cell_id == cell_id, who)
+        .values(reports=table.c.reports - reports, passing_reports=table.c.passing_reports - passing)
+        .returning(table.c.reports, table.c.passing_reports)
+    ).one()
+    cell[distinct] += int(left == 0)
+    cell[f"passing_{distinct}"] += int(passing > 0 and left_passing == 0)
+
+
 def _subtract(conn: sa.Connection, sums: _Sums, token_id: int) -> None:
     host_t, sub_t, check_t, cell_t = (
         core_table(EvidenceHost), core_table(EvidenceSubmitter), core_table(EvidenceCheck), core_table(EvidenceCell),
     )
-    for (cell_id, host), (reports, passing) in sorted(sums.hosts.items()):
-        left, left_passing = conn.execute(
-            sa.update(host_t)
-            .where(host_t.c.cell_id == cell_id, host_t.c.host_fingerprint == host)
-            .values(reports=host_t.c.reports - reports, passing_reports=host_t.c.passing_reports - passing)
-            .returning(host_t.c.reports, host_t.c.passing_reports)
-        ).one()
-        cell = sums.cells[cell_id]
-        cell["hosts"] += int(left == 0)
-        cell["passing_hosts"] += int(passing > 0 and left_passing == 0)
-    for cell_id, (reports, passing) in sorted(sums.submitter.items()):
-        left, left_passing = conn.execute(
-            sa.update(sub_t)
-            .where(sub_t.c.cell_id == cell_id, sub_t.c.submitter_id == token_id)
-            .values(reports=sub_t.c.reports - reports, passing_reports=sub_t.c.passing_reports - passing)
-            .returning(sub_t.c.reports, sub_t.c.passing_reports)
-        ).one()
-        sums.cells[cell_id]["submitters"] += int(left == 0)
-        sums.cells[cell_id]["passing_submitters"] += int(passing > 0 and left_passing == 0)
+    for (cell_id, host), taken in sorted(sums.hosts.items()):
+        _take_tally(conn, host_t, host_t.c.host_fingerprint == host, cell_id, taken, sums.cells[cell_id], "hosts")
+    for cell_id, taken in sorted(sums.submitter.items()):
+        who = sub_t.c.submitter_id == token_id
+        _take_tally(conn, sub_t, who, cell_id, taken, sums.cells[cell_id], "submitters")
     for (cell_id, check_id), take in sorted(sums.checks.items()):
         # the counts live in shards (evidence_models.CHECK_SHARDS): take them from whichever shard holds them
         shards = conn.execute(

@@ -70,6 +70,10 @@ class DerivedMemo:
     #: warnings, requirements) for a request without --driver (resolver.answer._driver_notes)
     driver_notes: dict[tuple[str, str, str, str | None, str | None], Any] = field(default_factory=dict)
 
+    #: (platform, backend kind, family or a label the matrix publishes) -> whether any release publishes such a
+    #: build there (resolver.explanation._published_anywhere)
+    published_anywhere: dict[tuple[str, str, str], bool] = field(default_factory=dict)
+
     #: the error path's alternatives search, keyed by requests and so bounded by their modules (oldest dropped):
     #: a ResolveRequest -> its Resolution or None (resolver.stages.try_resolve, at most TRY_MEMO)
     tried: dict[Hashable, Any] = field(default_factory=dict)

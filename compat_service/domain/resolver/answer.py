@@ -340,13 +340,13 @@ def _driver_reason(
         )
         if r.driver is not None:
             detail += f"; driver {r.driver} meets >= {rule.version}"
-        if below_own:
+        if below_own and r.driver is not None:  # with no --driver, the warning below says it once
             warnings.append(
-                f"driver {r.driver or '(not given)'} is below CUDA {toolkit}'s own floor {own}: "
+                f"driver {r.driver} is below CUDA {toolkit}'s own floor {own}: "
                 + MVC_LIMITS
                 + f" (sources: {', '.join(MVC_LIMITS_SOURCES)})"
             )
-            if r.driver is not None and (c.arch is None or c.arch.coverage == "unknown"):
+            if c.arch is None or c.arch.coverage == "unknown":
                 state.unknowns.append(
                     f"whether the GPU has SASS in {c.label} ({covers}): driver {r.driver} is below CUDA "
                     f"{toolkit}'s own floor {own} (give --gpu-arch or --gpu)"
@@ -375,10 +375,16 @@ def _driver_reason(
             "a GPU none of them runs on (a cubin runs within its major, same or newer minor) gets no kernels"
         )
     if r.driver is None:
+        two_floors = own is not None and own != rule.version
         warnings.append(
             f"no --driver given: {c.label} needs an NVIDIA driver >= {rule.version} ({rule.rule}"
-            + (f"; >= {own} for CUDA {toolkit}'s own floor" if own and own != rule.version else "")
+            + (f"; >= {own} for CUDA {toolkit}'s own floor" if two_floors else "")
             + ")"
+            + (
+                f": below that floor, {MVC_LIMITS} (sources: {', '.join(MVC_LIMITS_SOURCES)})"
+                if two_floors and rule.rule == "minor-version-compat"
+                else ""
+            )
         )
     reasons.append(Reason("driver", detail, sources))
 

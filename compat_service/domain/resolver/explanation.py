@@ -275,11 +275,7 @@ def _explain_backend(f: Failure) -> Conflict:
                     (f"platform {r.platform}", "request: --os/--arch", None),
                 ],
             )
-    anywhere = any(
-        r.platform in v.platforms and _family_matches(state, v.label)
-        for m in state.m.torch_minors()
-        for v in m.variants
-    )
+    anywhere = _published_anywhere(state)
     causes = [torch_cause, (f"backend {wanted}", "request: --backend", None)]
     for m, d in list(by_minor.items())[:3]:
         causes.append(
@@ -314,6 +310,25 @@ def _explain_backend(f: Failure) -> Conflict:
         hint="pick a build label that release publishes, or a torch release that has it",
         causes=causes,
     )
+
+
+def _published_anywhere(state: ResolverState) -> bool:
+    """Whether any release publishes the asked build (a label, or the family's) for the platform; kept per
+    matrix for a family or a label the matrix publishes, computed for any other label."""
+    r = state.r
+    asked = r.backend.label if r.backend.kind == "label" else None
+    key = (r.platform, r.backend.kind, asked or state.family)
+    memo = state.m.memo.published_anywhere
+    found = memo.get(key)
+    if found is None:
+        found = any(
+            r.platform in v.platforms and _family_matches(state, v.label)
+            for m in state.m.torch_minors()
+            for v in m.variants
+        )
+        if asked is None or state.m.build_variant(asked) is not None:
+            memo[key] = found
+    return found
 
 
 def _family_matches(state: ResolverState, label: str) -> bool:

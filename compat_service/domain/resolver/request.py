@@ -12,7 +12,7 @@ No pydantic here on purpose: the request is parsed on the fast path of `accelenv
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from functools import cached_property, lru_cache
 from operator import attrgetter
@@ -185,17 +185,33 @@ PARAMETERS: tuple[Parameter, ...] = (
 #: distinct values kept per field parser (each a pure function of one parameter's text; a malformed value
 #: raises, which is never kept): requests repeat a few values per parameter, so the service parses each once
 FIELD_MEMO = 512
+#: (query parameter, `from_strings` keyword, is a switch) for each parameter
+_QUERY_KEYS = tuple((p.name, "with_" if p.name == "with" else p.name, p.switch) for p in PARAMETERS)
 #: the values a switch is on with, in a query string
 _SWITCH_ON = ("1", "true", "yes")
 
 
 @lru_cache(maxsize=1)
 def _flag_pattern() -> tuple[re.Pattern[str], dict[str, str]]:
-    spoken = {p.flag: p.api_name for p in PARAMETERS}
-    spoken["--format"] = "format"
+    """The CLI flags of ``PARAMETERS`` (and ``--format``) as one pattern, and each flag's parameter name."""
+    named = {p.flag: p.name for p in PARAMETERS}
+    named["--format"] = "format"
     # longest first, and never inside a longer flag (--gpu must not eat --gpu-arch)
-    names = sorted(spoken, key=len, reverse=True)
-    return re.compile("(?:" + "|".join(re.escape(n) for n in names) + r")(?![\w-])"), spoken
+    flags = sorted(named, key=len, reverse=True)
+    return re.compile("(?:" + "|".join(re.escape(n) for n in flags) + r")(?![\w-])"), named
+
+
+#: the API's words for the parameters: their query parameter (a switch with its ``=true``)
+API_WORDS: dict[str, str] = {p.name: p.api_name for p in PARAMETERS} | {"format": "format"}
+
+
+def flag_wording(text: str, words: Mapping[str, str]) -> str:
+    """``text`` with each CLI flag of ``PARAMETERS`` said as ``words`` names its parameter (keyed by
+    ``Parameter.name``, and ``format``): the API's query parameters, the selector page's field labels."""
+    if "--" not in text:
+        return text
+    pattern, named = _flag_pattern()
+    return pattern.sub(lambda m: words[named[m.group(0)]], text)
 
 
 def api_wording(text: str) -> str:
@@ -203,8 +219,18 @@ def api_wording(text: str) -> str:
     ``torch 2.4``, ``drop --require-verified`` -> ``drop require_verified=true``): API errors speak API names."""
     if "--" not in text:
         return text
-    pattern, spoken = _flag_pattern()
-    return pattern.sub(lambda m: spoken[m.group(0)], text)
+    if len(text) <= _MAX_KEPT_WORDING:
+        return _kept_wording(text)
+    return flag_wording(text, API_WORDS)
+
+
+#: longest text whose API wording is kept (the unsatisfiable answers' causes and hints recur)
+_MAX_KEPT_WORDING = 512
+
+
+@lru_cache(maxsize=2048)
+def _kept_wording(text: str) -> str:
+    return flag_wording(text, API_WORDS)
 
 
 @dataclass(frozen=True)
@@ -293,6 +319,12 @@ class ResolveRequest:
             found = self.__dict__["_hash"] = hash(_field_values(self))
         return found
 
+    def __eq__(self, other: object) -> bool:
+        # the dataclass's eq (every field, in order), compared as two C-built tuples
+        if other.__class__ is not ResolveRequest:
+            return NotImplemented
+        return self is other or _field_values(self) == _field_values(other)
+
     def __getstate__(self) -> dict[str, Any]:
         # what is derived stays behind (a str hash differs between processes)
         return dict(zip(_REQUEST_FIELDS, _field_values(self), strict=True))
@@ -307,9 +339,7 @@ class ResolveRequest:
         for derived in _DERIVED:
             state.pop(derived, None)
         state.update(fields)
-        new = object.__new__(ResolveRequest)
-        new.__dict__.update(state)
-        return new
+        return _made(state)
 
     @classmethod
     def from_strings(
@@ -336,23 +366,26 @@ class ResolveRequest:
         runtime_value = _parse_runtime(runtime)
         backend_spec = _target_backend(backend, driver_value, arch_value)
         _check_target_flags(backend_spec, driver_value, runtime_value)
-        return cls(
-            torch=parse_torch_spec(torch),
-            python=parse_python(python),
-            os=os_name,
-            arch=_parse_arch(arch, os_name),
-            backend=backend_spec,
-            driver=driver_value,
-            gpu_arch=arch_value,
-            with_=companions,
-            stack=stack,
-            require_verified=require_verified,
-            strict=strict,
-            runtime=runtime_value,
-            gpu=_parse_gpu(gpu),
-            backend_defaulted=backend is None and implied_family(driver_value, arch_value) is None,
-            arch_defaulted=arch is None or arch.strip() == "",
-        )
+        fields: dict[str, Any] = {
+            "torch": parse_torch_spec(torch),
+            "python": parse_python(python),
+            "os": os_name,
+            "arch": _parse_arch(arch, os_name),
+            "backend": backend_spec,
+            "driver": driver_value,
+            "gpu_arch": arch_value,
+            "with_": companions,
+            "stack": stack,
+            "require_verified": require_verified,
+            "strict": strict,
+            "runtime": runtime_value,
+            "gpu": _parse_gpu(gpu),
+            "backend_defaulted": backend is None and implied_family(driver_value, arch_value) is None,
+            "arch_defaulted": arch is None or arch.strip() == "",
+        }
+        if cls is not ResolveRequest:  # a subclass runs its own __init__
+            return cls(**fields)
+        return _made(fields)
 
     @classmethod
     def for_host(cls, host: HostFacts, **flags: Any) -> ResolveRequest:
@@ -377,10 +410,9 @@ class ResolveRequest:
     def from_query(cls, values: dict[str, str | list[str] | None]) -> ResolveRequest:
         """The request from query parameters (``PARAMETERS`` names; absent ones None)."""
         kwargs: dict[str, object] = {}
-        for p in PARAMETERS:
-            value = values.get(p.name)
-            key = "with_" if p.name == "with" else p.name
-            kwargs[key] = (isinstance(value, str) and value.lower() in _SWITCH_ON) if p.switch else value
+        for name, key, switch in _QUERY_KEYS:
+            value = values.get(name)
+            kwargs[key] = (isinstance(value, str) and value.lower() in _SWITCH_ON) if switch else value
         return cls.from_strings(**kwargs)  # type: ignore[arg-type]
 
     def to_strings(self) -> dict[str, str]:
@@ -411,6 +443,15 @@ _REQUEST_FIELD_SET = frozenset(_REQUEST_FIELDS)
 _field_values = attrgetter(*_REQUEST_FIELDS)
 #: what an instance keeps beside its fields (`platform`, the hash), never carried to a changed copy
 _DERIVED = ("platform", "_hash")
+
+
+def _made(fields: dict[str, Any]) -> ResolveRequest:
+    """A ResolveRequest of ``fields`` (every field, already parsed), made without the frozen dataclass's
+    ``__init__``, which sets each of its 15 fields through ``object.__setattr__`` (a fifth of parsing a query
+    string); its platform is set now."""
+    new = object.__new__(ResolveRequest)
+    new.__dict__.update(fields, platform=f"{fields['os']}-{fields['arch']}")
+    return new
 
 
 def invalid_request(message: str, hint: str, flag: str, value: str) -> Exception:
