@@ -21,7 +21,7 @@ from packaging.version import Version
 from compat_service.api.service_reads import resolution_body
 from compat_service.domain.backends import ARCHES, OSES, REQUEST_FAMILIES
 from compat_service.domain.errors import AccelenvError
-from compat_service.domain.matrix.schema import MatrixData
+from compat_service.domain.matrix.rows import MatrixTables
 from compat_service.domain.resolver.install_formats import render
 from compat_service.domain.resolver.request import API_WORDS, COMPANIONS, PARAMETERS, flag_wording, split_with
 from compat_service.domain.resolver.resolution import Resolution, resolution_from_json
@@ -71,7 +71,7 @@ def _py_key(version: str) -> tuple[int, int, int]:
     return int(major), int(minor), 1 if version.endswith("t") else 0
 
 
-def choices(data: MatrixData) -> dict[str, Any]:
+def choices(data: MatrixTables) -> dict[str, Any]:
     """The values each control offers, from the loaded matrix (data, not code)."""
     minors = sorted(data.torch_releases.minors, key=lambda m: Version(m.minor), reverse=True)
     patches = sorted(

@@ -11,12 +11,14 @@ from compat_service.domain.hardware_rules import (
     MVC_LIMITS_SOURCES,
     describe_archs,
 )
+from compat_service.domain.matrix.rows import AscendNpuRow, CambriconMluRow
 from compat_service.domain.resolver.resolution import HostRequirement, Pin, Reason, Resolution
 from compat_service.domain.resolver.state import Candidate, ResolverState
 from compat_service.domain.versions import cached_version
 
 if TYPE_CHECKING:
-    from compat_service.domain.matrix.schema import AscendNpuRow, Platform, TorchMinor, TorchPatch
+    from compat_service.domain.backends import Platform
+    from compat_service.domain.matrix.rows import TorchMinor, TorchPatch
 
 
 def build_resolution(
@@ -213,11 +215,10 @@ def _triton_reason(state: ResolverState, patch: TorchPatch, python: str, reasons
     """Whether pip pulls triton in on this target: the default wheel's requirement, its marker evaluated at
     load for each platform and Python (``triton.applies``)."""
     triton = patch.triton
-    requirement = getattr(triton, "requirement", None)
+    requirement = triton.requirement
     if not requirement:
         return
-    marker = getattr(triton, "marker", None)
-    applies = getattr(triton, "applies", None)
+    marker, applies = triton.marker, triton.applies
     platform = state.r.platform
     if applies is None or platform not in applies:
         text = f"torch {patch.version} requires {requirement}" + (f"; {marker}" if marker else "")
@@ -245,6 +246,7 @@ def _arch_reason(state: ResolverState, c: Candidate, reasons: list[Reason], warn
         warnings.append(f"the matrix has no architecture list for {c.label}; could not check {gpu}")
         state.unknowns.append(f"whether {c.label} ships kernels for {gpu} (no sourced arch list)")
         return
+    assert verdict.row is not None  # a known coverage always rests on a row
     how = (
         "ships kernels that run on"
         if verdict.coverage == "kernels"
@@ -459,12 +461,12 @@ def _family_notes(
 
 def _plugin_notes(
     state: ResolverState,
-    row: Any,
+    row: AscendNpuRow | CambriconMluRow,
     reasons: list[Reason],
     warnings: list[str],
     requirements: list[HostRequirement],
 ) -> None:
-    if state.family == "npu":
+    if isinstance(row, AscendNpuRow):  # npu; mlu reads the Cambricon table
         reasons.append(
             Reason(
                 "torch-npu",

@@ -295,7 +295,7 @@ def load_catalog(data_dir: Path | None = None) -> Catalog:
         if compiled is not None:
             from compat_service.domain.matrix.snapshot import _write_atomically
 
-            _write_atomically(compiled, json.dumps(raw, separators=(",", ":")))
+            _write_atomically(compiled, json.dumps(raw, separators=(",", ":")).encode())
     catalog = _from_raw(raw)
     _LOADED[key] = catalog
     return catalog
