@@ -63,9 +63,9 @@ CHECK_STATUSES = ("passed", "failed", "unsupported", "skipped", "timeout", "cras
 
 def _cells(n: int, rng: random.Random) -> list[dict]:
     from compat_service.domain.evidence.cells import DeclaredMatrix
-    from compat_service.domain.matrix.loader import load_matrix_data
+    from compat_service.domain.matrix.loader import load_matrix_rows
 
-    declared = [c for c in DeclaredMatrix(load_matrix_data()).cells if c.platform == "linux-x86_64"]
+    declared = [c for c in DeclaredMatrix(load_matrix_rows()).cells if c.platform == "linux-x86_64"]
     cells: list[dict] = []
     seen: set[tuple] = set()
     drivers = ["535.104.05", "550.54.15", "560.35.03", "570.86.10", "575.51.02"]

@@ -58,11 +58,11 @@ def rotation_paths(count: int = ROTATION) -> list[str]:
 
     from compat_service.domain.errors import AccelenvError
     from compat_service.domain.matrix.interface import InMemoryMatrix
-    from compat_service.domain.matrix.loader import load_matrix_data
+    from compat_service.domain.matrix.loader import load_matrix_rows
     from compat_service.domain.resolver.request import ResolveRequest
     from compat_service.domain.resolver.stages import resolve
 
-    matrix = InMemoryMatrix(load_matrix_data())
+    matrix = InMemoryMatrix(load_matrix_rows())
     torches = [p.version for m in matrix.torch_minors() for p in matrix.torch_patches(m)]
     torches += [m.minor for m in matrix.torch_minors()] + ["latest"]
     paths: list[str] = []
@@ -97,11 +97,11 @@ def mixed_paths(count: int = ROTATION, share: float = UNSATISFIABLE_SHARE) -> li
 
     from compat_service.domain.errors import AccelenvError, UnsatisfiableError
     from compat_service.domain.matrix.interface import InMemoryMatrix
-    from compat_service.domain.matrix.loader import load_matrix_data
+    from compat_service.domain.matrix.loader import load_matrix_rows
     from compat_service.domain.resolver.request import ResolveRequest
     from compat_service.domain.resolver.stages import resolve
 
-    matrix = InMemoryMatrix(load_matrix_data())
+    matrix = InMemoryMatrix(load_matrix_rows())
     failing: list[str] = []
     wanted = round(count * share)
     torches = [p.version for m in matrix.torch_minors() for p in matrix.torch_patches(m)]

@@ -31,11 +31,11 @@ def _from_database(database: str, torch: str, path: Path | None) -> list[dict[st
     from compat_service.db.evidence.matrix_cells import matrix_cells
     from compat_service.db.evidence.queries import MatrixFilter, with_failing_checks
     from compat_service.domain.evidence.cells import DeclaredMatrix
-    from compat_service.domain.matrix.loader import load_matrix_data
+    from compat_service.domain.matrix.snapshot import load_matrix_cached
 
     engine, settings = open_evidence_database(database)
     try:
-        declared = DeclaredMatrix(load_matrix_data(path))
+        declared = DeclaredMatrix(load_matrix_cached(path).data)
         with Session(engine) as session:
             rows = matrix_cells(
                 session, declared, MatrixFilter(torch=torch), min_hosts=settings.verified_min_hosts,
@@ -74,15 +74,16 @@ def fetch_observed_arch_lists(
         from compat_service.db.evidence.build_facts import observed_facts
         from compat_service.db.evidence.lookup import open_evidence_database
         from compat_service.domain.matrix.interface import InMemoryMatrix
-        from compat_service.domain.matrix.loader import load_matrix_data
+        from compat_service.domain.matrix.rows import as_json
+        from compat_service.domain.matrix.snapshot import load_matrix_cached
 
         engine, _settings = open_evidence_database(database)
         try:
             rows = [b.as_arch_list() for b in observed_facts(engine).builds.values()]
         finally:
             engine.dispose()
-        matrix = InMemoryMatrix(load_matrix_data(path), rows)
-        return [row.model_dump(mode="json") for v in versions for row in matrix.observed_arch_lists(v)]
+        matrix = InMemoryMatrix(load_matrix_cached(path).data, rows)
+        return [as_json(row) for v in versions for row in matrix.observed_arch_lists(v)]
     return []
 
 

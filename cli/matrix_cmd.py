@@ -17,7 +17,7 @@ from cli import matrix_refresh_cmd
 from cli.error_render import dump_json, guarded
 
 if TYPE_CHECKING:
-    from compat_service.domain.matrix.schema import MatrixData
+    from compat_service.domain.matrix.rows import MatrixTables
 
 matrix_app = typer.Typer(name="matrix", help="Check and read the compatibility matrix.", no_args_is_help=True)
 
@@ -42,7 +42,7 @@ def validate(
 ) -> None:
     """Check every file and cross-file rule; print each problem with its file and key."""
     from compat_service.domain.errors import MatrixDataError
-    from compat_service.domain.matrix.loader import default_path, load_matrix_data, matrix_data_problems
+    from compat_service.domain.matrix.loader import default_path, load_matrix_rows, matrix_data_problems
     from compat_service.domain.stacks.catalog import ecosystem_problems
 
     where = path if path is not None else default_path()
@@ -63,7 +63,7 @@ def validate(
         raise typer.Exit(MatrixDataError.exit_code)
     from compat_service.domain.matrix.arch_coverage import arch_list_coverage
 
-    data = load_matrix_data(path)
+    data = load_matrix_rows(path)
     counts = _counts(data)
     unknown = [b for b in arch_list_coverage(data) if not b.known]
     if as_json:
@@ -79,7 +79,7 @@ def validate(
             sys.stdout.write(f"  torch {b.torch} {b.variant} {b.platform}: {why}\n")
 
 
-def _counts(data: MatrixData) -> dict[str, int]:
+def _counts(data: MatrixTables) -> dict[str, int]:
     minors = data.torch_releases.minors
     return {
         "torch_minors": len(minors),
@@ -116,10 +116,10 @@ def show(
         if with_ is not None:
             _show_package(with_, torch, path, as_json)
             return
-        from compat_service.domain.matrix.loader import load_matrix_data
         from compat_service.domain.matrix.release_view import release_view, releases_overview
+        from compat_service.domain.matrix.snapshot import load_matrix_cached
 
-        data = load_matrix_data(path)
+        data = load_matrix_cached(path).data
         if torch is None:
             if server or database:
                 raise _needs_torch("--server" if server else "--database")

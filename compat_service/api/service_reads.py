@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 import uuid
 from functools import lru_cache
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import unquote
 
 import orjson
@@ -36,6 +36,7 @@ from compat_service.domain.errors import (
     NotFoundError,
 )
 from compat_service.domain.evidence.cells import CellEvidence, CellKey, CheckCounts, python_minor
+from compat_service.domain.matrix import rows as matrix_rows
 from compat_service.domain.matrix.schema import ArchList, Source, TorchMinor
 from compat_service.domain.resolver.install_formats import render
 from compat_service.domain.resolver.request import PARAMETERS, ResolveRequest
@@ -382,11 +383,20 @@ def torch_release(session: Session, matrix: MatrixSnapshot, version: str) -> Tor
             for companion in (patch.torchvision, patch.torchaudio, patch.triton):
                 cited.update(companion.source)
     sources = [s for s in data.sources.sources if s.key in cited]
-    observed = getattr(matrix.matrix, "observed_arch_lists", None)
     return TorchReleaseDetail(
-        matrix_version=matrix.version, release=release, minor=minor, arch_lists=arch_lists, sources=sources,
-        observed_arch_lists=observed(version) if observed is not None else [],
+        matrix_version=matrix.version, release=release, minor=_published(TorchMinor, minor),
+        arch_lists=[_published(ArchList, a) for a in arch_lists],
+        sources=[_published(Source, s) for s in sources],
+        observed_arch_lists=[_published(ArchList, a) for a in matrix.matrix.observed_arch_lists(version)],
     )
+
+
+_Published = TypeVar("_Published", bound=BaseModel)
+
+
+def _published(model: type[_Published], row: matrix_rows.Frozen) -> _Published:
+    """A matrix row as the schema model the API publishes it with (the response's OpenAPI is the schema's)."""
+    return model.model_validate(matrix_rows.as_json(row))
 
 
 # --- GET /v1/reports/{id} -----------------------------------------------------------------------------------

@@ -21,6 +21,7 @@ from compat_service.domain.evidence.lookup import EvidenceLookup
 from compat_service.domain.hardware_rules import MVC_LIMITS, arch_coverage, driver_rule
 from compat_service.domain.host import HostFacts
 from compat_service.domain.matrix.interface import Matrix
+from compat_service.domain.matrix.rows import TorchMinor, TorchPatch
 from compat_service.domain.resolver.request import COMPANIONS
 from compat_service.domain.versions import cached_version
 
@@ -61,7 +62,7 @@ class _Context:
     installed: Installed
     host: HostFacts
     matrix: Matrix
-    patch: Any
+    patch: TorchPatch
     build: str | None
     platform: str
     evidence: EvidenceLookup | None
@@ -77,7 +78,7 @@ def split_local(version: str) -> tuple[str, str | None]:
     return public, local or None
 
 
-def _patch(matrix: Matrix, version: str) -> tuple[Any, Any] | tuple[None, None]:
+def _patch(matrix: Matrix, version: str) -> tuple[TorchMinor, TorchPatch] | tuple[None, None]:
     for minor in matrix.torch_minors():
         for patch in matrix.torch_patches(minor):
             if patch.version == version:
@@ -85,7 +86,7 @@ def _patch(matrix: Matrix, version: str) -> tuple[Any, Any] | tuple[None, None]:
     return None, None
 
 
-def installed_build(matrix: Matrix, minor: Any, local: str | None, platform: str) -> str | None:
+def installed_build(matrix: Matrix, minor: TorchMinor, local: str | None, platform: str) -> str | None:
     """The build label of an installed torch: its local tag, else what the default index serves."""
     if local is not None and is_build_label(local):
         return local
@@ -109,7 +110,7 @@ def diagnose(
                                               fix(None) or "run `accelenv resolve` and install what it prints")])
     version, local = split_local(installed.torch)
     minor, patch = _patch(matrix, version)
-    if patch is None:
+    if minor is None or patch is None:
         return Diagnosis(version, local, [Finding(
             "torch", "warning", f"torch {installed.torch} is not in the matrix: nothing to check it against",
             "update accelenv (a newer matrix), or install a release the matrix lists (`accelenv resolve`)")])

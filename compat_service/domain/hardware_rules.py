@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from packaging.version import InvalidVersion, Version
 
@@ -40,7 +40,7 @@ from probes.host.arch_compat import cubin_runs_on, ptx_runs_on
 
 if TYPE_CHECKING:
     from compat_service.domain.matrix.interface import Matrix
-    from compat_service.domain.matrix.schema import CudaToolkit, MinorVersionCompat
+    from compat_service.domain.matrix.rows import ArchList, CudaToolkit, GpuName, MinorVersionCompat, Row
 
 Coverage = Literal["kernels", "ptx", "no", "unknown"]
 #: what a verdict rests on: the build's own arch list, its toolkit's compile range, ROCm's gfx list
@@ -51,7 +51,7 @@ Basis = Literal["list", "toolkit", "rocm", "none"]
 class ArchVerdict:
     coverage: Coverage
     #: the matrix row behind the verdict (an ArchList, a ToolkitArchRange or a RocmRelease), None = unknown
-    row: Any = None
+    row: Row | None = None
     #: what the build ships, for messages ("sm_50 … sm_90 + PTX sm_90")
     shipped: str | None = None
     basis: Basis = "list"
@@ -227,7 +227,7 @@ def _sm_major(arch: str) -> int:
     return number // 10
 
 
-def too_new_for(gpu_arch: str, row: Any) -> bool:
+def too_new_for(gpu_arch: str, row: ArchList) -> bool:
     """True when an NVIDIA GPU is newer than every cubin and PTX a known arch list ships."""
     if not gpu_arch.startswith("sm_"):
         return False
@@ -281,7 +281,7 @@ def _words(text: str) -> list[str]:
     return [w for w in "".join(ch if ch.isalnum() else " " for ch in text.lower()).split() if w]
 
 
-def gpu_for_name(matrix: Matrix, product: str) -> Any:
+def gpu_for_name(matrix: Matrix, product: str) -> GpuName | None:
     """The matrix's GpuName row for a product string ("NVIDIA GeForce RTX 5090"): every word of the row's name
     appears, in order and adjacent, among the product's words; the longest such name wins. None: unknown."""
     words = _words(product)

@@ -13,7 +13,7 @@ from cli.main import app as cli_app
 from compat_service.api.deps import state_of
 from compat_service.domain.ci.matrix import CiMatrixRequest, ci_matrix
 from compat_service.domain.matrix.interface import InMemoryMatrix
-from compat_service.domain.matrix.loader import load_matrix_data
+from compat_service.domain.matrix.loader import load_matrix_rows
 from compat_service.domain.resolver.request import ResolveRequest
 from compat_service.domain.resolver.stages import resolve
 
@@ -24,7 +24,7 @@ def test_the_issue_query_returns_cells_the_resolver_accepts(client: TestClient) 
     res = client.get("/v1/ci-matrix", params=QUERY)
     assert res.status_code == 200 and res.headers["content-type"] == "application/json"
     body = res.json()
-    matrix = InMemoryMatrix(load_matrix_data())
+    matrix = InMemoryMatrix(load_matrix_rows())
     assert body == ci_matrix(CiMatrixRequest.from_strings(**QUERY), matrix)
     assert body["include"] and body["excluded"]
     for cell in body["include"]:

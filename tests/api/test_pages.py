@@ -134,6 +134,38 @@ def test_an_answer_resting_on_unknown_is_shown_as_such(client: TestClient) -> No
     assert "Rests on unknown:" in page.text
 
 
+def _label_texts(page: str) -> dict[str, str]:
+    """Each selector field's label as the form shows it (without its "(optional)" note)."""
+    return {m[1]: m[2].strip() for m in re.finditer(r'<label for="(f-[\w-]+)">(?:<span>)?\s*([^<]+)', page)}
+
+
+def _list_items(page: str, css_class: str) -> list[str]:
+    block = re.search(rf'<(?:ul|ol) class="{css_class}">(.*?)</(?:ul|ol)>', page, re.DOTALL)
+    assert block, f"the page has no {css_class} list"
+    return [html.unescape(re.sub(r"<[^>]+>", "", item)).strip() for item in re.findall(r"<li>(.*?)</li>", block[1])]
+
+
+def test_the_selector_warnings_name_the_form_fields_and_say_each_thing_once(client: TestClient) -> None:
+    """The resolver speaks the CLI's flags (--driver); the page names its own fields, and a missing driver is
+    one warning (both floors and what lies below the toolkit's own), not also "driver (not given) is below"."""
+    page = client.get("/?" + urlencode({"torch": "2.3", "backend": "cu121"})).text
+    labels = _label_texts(page)
+    warnings = [w.removeprefix("warning").strip() for w in _list_items(page, "warnings")]
+    assert not [w for w in warnings if re.search(r"--[a-z]", w)], warnings
+    assert f"no {labels['f-python']} given: chose Python 3.12, the newest torch 2.3.1 supports" in warnings
+    assert any(w.startswith(f"no {labels['f-gpu']} (or GPU name) given: cu121 has SASS") for w in warnings)
+    (driver,) = [w for w in warnings if "driver" in w.lower()]
+    assert driver.startswith(f"no {labels['f-driver']} given: cu121 needs an NVIDIA driver >= 525.60.13")
+    assert "530.30.02" in driver and "does not cover PTX JIT" in driver
+    assert len(set(warnings)) == len(warnings)
+    reasons = _list_items(page, "reasons")
+    assert any(f"newest patch matching {labels['f-torch']} 2.3 " in r for r in reasons), reasons
+    # the install texts' comments say the same; the API's JSON on the page stays the API's own answer
+    assert f"# warning: no {labels['f-driver']} given" in html.unescape(page)
+    assert embedded(page) == {k: v for k, v in client.get("/v1/resolve?torch=2.3&backend=cu121").json().items()
+                              if k != "request_id"}
+
+
 def test_the_accelerator_field_labels_auto_honestly(client: TestClient) -> None:
     page = client.get("/")
     assert "auto: CPU, or the GPU the driver / GPU fields name" in page.text

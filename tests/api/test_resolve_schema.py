@@ -17,7 +17,7 @@ from fastapi.testclient import TestClient
 
 from compat_service.domain.evidence.lookup import CellVerdict
 from compat_service.domain.matrix.interface import InMemoryMatrix
-from compat_service.domain.matrix.loader import load_matrix_data
+from compat_service.domain.matrix.loader import load_matrix_rows
 from compat_service.domain.resolver.request import PARAMETERS, ResolveRequest
 from compat_service.domain.resolver.resolution import resolution_to_json
 from compat_service.domain.resolver.resolution_schema import (
@@ -42,7 +42,7 @@ def _requests() -> list[Any]:
 
 @pytest.fixture(scope="module")
 def matrix() -> InMemoryMatrix:
-    return InMemoryMatrix(load_matrix_data())
+    return InMemoryMatrix(load_matrix_rows())
 
 
 def test_schema_file_matches_the_model() -> None:

@@ -7,7 +7,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from compat_service.domain.matrix.interface import InMemoryMatrix
-from compat_service.domain.matrix.loader import load_matrix_data
+from compat_service.domain.matrix.loader import load_matrix_rows
 from compat_service.domain.resolver.install_formats import render
 from compat_service.domain.resolver.request import ResolveRequest
 from compat_service.domain.resolver.stages import resolve
@@ -49,7 +49,7 @@ def test_format_answers_the_cli_text(client: TestClient, fmt: str) -> None:
     params = {"torch": "2.3", "python": "3.11", "backend": "cu121", "os": "linux", "arch": "x86_64"}
     res = client.get("/v1/resolve", params={**params, "format": fmt})
     assert res.status_code == 200 and res.headers["content-type"].startswith("text/plain")
-    expected = resolve(ResolveRequest.from_query(dict(params)), InMemoryMatrix(load_matrix_data()))
+    expected = resolve(ResolveRequest.from_query(dict(params)), InMemoryMatrix(load_matrix_rows()))
     assert res.text == render(expected, "docker" if fmt == "dockerfile" else fmt)
 
 

@@ -15,7 +15,7 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 
 from compat_service.domain.matrix.interface import InMemoryMatrix
-from compat_service.domain.matrix.loader import load_matrix_data
+from compat_service.domain.matrix.loader import load_matrix_rows
 from compat_service.domain.resolver.request import ResolveRequest
 from compat_service.domain.resolver.resolution import resolution_to_json
 from compat_service.domain.resolver.stages import resolve
@@ -118,7 +118,7 @@ class _Handler(BaseHTTPRequestHandler):
             query: dict[str, Any] = {k: v[0] for k, v in parse_qs(urlparse(self.path).query).items()}
             query["with_"] = query.pop("with", None)
             request = ResolveRequest.from_strings(**query)
-            status, body = 200, resolution_to_json(resolve(request, InMemoryMatrix(load_matrix_data())))
+            status, body = 200, resolution_to_json(resolve(request, InMemoryMatrix(load_matrix_rows())))
         payload = json.dumps(body).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")

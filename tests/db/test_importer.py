@@ -25,7 +25,8 @@ from compat_service.db.matrix.loader import (
 from compat_service.db.matrix.snapshot_follower import MatrixRepository, read_snapshot
 from compat_service.db.matrix.tables import MATRIX_TABLES, MatrixLoad, TorchRelease, TorchWheel
 from compat_service.domain.errors import MatrixDataError
-from compat_service.domain.matrix.loader import default_path, load_matrix_data
+from compat_service.domain.matrix.loader import default_path, load_matrix_data, load_matrix_rows
+from compat_service.domain.matrix.rows import MatrixTables
 from compat_service.domain.matrix.schema import SourcesFile
 
 
@@ -51,6 +52,14 @@ def test_load_fills_every_table_and_records_the_load(engine: Engine) -> None:
         assert release.minor == "2.3"
         labels = set(session.exec(select(TorchWheel.label).where(TorchWheel.torch_version == "2.3.1")))
         assert {"cpu", "cu121"} <= labels
+
+
+def test_the_service_reads_the_rows_the_cli_reads(engine: Engine) -> None:
+    """The stored load builds the same row classes, equal row for row, as the YAML does on the CLI."""
+    import_matrix(engine)
+    snapshot = read_snapshot(engine)
+    assert snapshot is not None and type(snapshot.data) is MatrixTables
+    assert snapshot.data == load_matrix_rows()
 
 
 def test_loading_twice_changes_nothing(engine: Engine, tmp_path: Path) -> None:

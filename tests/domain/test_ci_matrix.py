@@ -13,7 +13,7 @@ from compat_service.domain.backends import python_sort_key
 from compat_service.domain.ci.matrix import CiMatrixRequest, check_command, ci_matrix
 from compat_service.domain.errors import AccelenvError, InvalidRequestError, TorchNotFoundError
 from compat_service.domain.matrix.interface import InMemoryMatrix
-from compat_service.domain.matrix.loader import load_matrix_data
+from compat_service.domain.matrix.loader import load_matrix_rows
 from compat_service.domain.resolver.install_formats import render
 from compat_service.domain.resolver.request import ResolveRequest
 from compat_service.domain.resolver.stages import resolve
@@ -23,7 +23,7 @@ ISSUE_QUERY = {"torch": ">=2.3", "family": "cuda", "os": "linux"}
 
 @pytest.fixture(scope="module")
 def matrix() -> InMemoryMatrix:
-    return InMemoryMatrix(load_matrix_data())
+    return InMemoryMatrix(load_matrix_rows())
 
 
 @pytest.fixture(scope="module")

@@ -6,12 +6,12 @@ import pytest
 
 from compat_service.domain.hardware_rules import arch_coverage, arch_in_range, driver_rule
 from compat_service.domain.matrix.interface import InMemoryMatrix
-from compat_service.domain.matrix.loader import load_matrix_data
+from compat_service.domain.matrix.loader import load_matrix_rows
 
 
 @pytest.fixture(scope="module")
 def matrix() -> InMemoryMatrix:
-    return InMemoryMatrix(load_matrix_data())
+    return InMemoryMatrix(load_matrix_rows())
 
 
 @pytest.mark.parametrize(

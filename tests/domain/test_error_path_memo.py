@@ -11,7 +11,7 @@ import pytest
 
 from compat_service.domain.errors import AccelenvError
 from compat_service.domain.matrix.interface import InMemoryMatrix
-from compat_service.domain.matrix.loader import load_matrix_data
+from compat_service.domain.matrix.loader import load_matrix_rows
 from compat_service.domain.resolver import explanation, stages
 from compat_service.domain.resolver.request import ResolveRequest
 
@@ -48,11 +48,11 @@ def test_memos_change_no_answer(monkeypatch: pytest.MonkeyPatch) -> None:
     with monkeypatch.context() as off:
         off.setattr(stages, "TRY_MEMO", 0)
         off.setattr(explanation, "NEAREST_MEMO", 0)
-        reference = _answers(InMemoryMatrix(load_matrix_data()), requests)
+        reference = _answers(InMemoryMatrix(load_matrix_rows()), requests)
     failures = [r for r, a in reference.items() if isinstance(a, dict)]
     assert len(failures) > 100 and len(failures) < len(requests)
     assert any(a["alternatives"] for a in reference.values() if isinstance(a, dict))
-    warm = InMemoryMatrix(load_matrix_data())
+    warm = InMemoryMatrix(load_matrix_rows())
     shuffled = list(requests)
     random.Random(7).shuffle(shuffled)
     assert _answers(warm, shuffled) == reference  # cold memos, filled in another order

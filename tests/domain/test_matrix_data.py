@@ -12,14 +12,9 @@ import yaml
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from compat_service.domain.matrix.loader import load_matrix_data, matrix_data_problems
-from compat_service.domain.matrix.schema import (
-    MATRIX_FILES,
-    MatrixData,
-    TorchMinor,
-    TorchPatch,
-    python_sort_key,
-)
+from compat_service.domain.matrix.loader import load_matrix_data, load_matrix_rows, matrix_data_problems
+from compat_service.domain.matrix.rows import MatrixTables, TorchMinor, TorchPatch
+from compat_service.domain.matrix.schema import MATRIX_FILES, python_sort_key
 from compat_service.domain.matrix.validation import source_references
 from matrix_data import DATA_DIR
 
@@ -36,27 +31,27 @@ PARTIAL = ["2.14.0", "2.14.1", "2.15.0"]
 
 
 @pytest.fixture(scope="module")
-def data() -> MatrixData:
-    return load_matrix_data()
+def data() -> MatrixTables:
+    return load_matrix_rows()
 
 
-def _minor(data: MatrixData, minor: str) -> TorchMinor:
+def _minor(data: MatrixTables, minor: str) -> TorchMinor:
     return next(m for m in data.torch_releases.minors if m.minor == minor)
 
 
-def _patch(data: MatrixData, version: str) -> TorchPatch:
+def _patch(data: MatrixTables, version: str) -> TorchPatch:
     v = Version(version)
     return next(p for p in _minor(data, f"{v.major}.{v.minor}").patches if p.version == version)
 
 
-def _python(data: MatrixData, version: str, platform: str) -> set[str]:
+def _python(data: MatrixTables, version: str, platform: str) -> set[str]:
     patch = _patch(data, version)
     minor = _minor(data, f"{Version(version).major}.{Version(version).minor}")
     entries = patch.python_override if patch.python_override is not None else minor.python
     return {v for e in entries if e.platforms is None or platform in e.platforms for v in e.versions}
 
 
-def _labels(data: MatrixData, minor: str, platform: str) -> set[str]:
+def _labels(data: MatrixTables, minor: str, platform: str) -> set[str]:
     return {v.label for v in _minor(data, minor).variants if platform in v.platforms}
 
 
@@ -77,7 +72,7 @@ def test_every_bundled_file_exists_and_parses_as_its_model(name: str) -> None:
 # ----------------------------------------------------------------------------------------- invariants
 
 
-def test_every_release_from_1_13_to_2_15_is_present_and_released(data: MatrixData) -> None:
+def test_every_release_from_1_13_to_2_15_is_present_and_released(data: MatrixTables) -> None:
     patches = {p.version: m.status for m in data.torch_releases.minors for p in m.patches}
     assert sorted(patches, key=Version) == sorted(RELEASED + PARTIAL, key=Version)
     # the curated partial minors are released once the generated layer (package index) gives their wheels
@@ -87,7 +82,7 @@ def test_every_release_from_1_13_to_2_15_is_present_and_released(data: MatrixDat
             assert all("package_index" in e.source for e in minor.default_index)
 
 
-def test_no_duplicates(data: MatrixData) -> None:
+def test_no_duplicates(data: MatrixTables) -> None:
     duplicates: dict[str, Counter[Any]] = {
         "patches": Counter(p.version for m in data.torch_releases.minors for p in m.patches),
         "variant labels": Counter(v.label for v in data.build_variants.variants),
@@ -100,7 +95,7 @@ def test_no_duplicates(data: MatrixData) -> None:
     }
 
 
-def test_every_cuda_variant_used_by_a_release_has_a_driver_row(data: MatrixData) -> None:
+def test_every_cuda_variant_used_by_a_release_has_a_driver_row(data: MatrixTables) -> None:
     variants = {v.label: v for v in data.build_variants.variants}
     toolkits = {Version(t.version) for t in data.cuda.toolkits}
     used = {
@@ -116,7 +111,7 @@ def test_every_cuda_variant_used_by_a_release_has_a_driver_row(data: MatrixData)
             assert any(t.release[:2] == Version(variant.runtime).release[:2] for t in toolkits), label
 
 
-def test_python_lists_are_non_empty_and_ordered(data: MatrixData) -> None:
+def test_python_lists_are_non_empty_and_ordered(data: MatrixTables) -> None:
     for minor in data.torch_releases.minors:
         entries = list(minor.python) + [e for p in minor.patches for e in (p.python_override or [])]
         if minor.status == "released":
@@ -125,7 +120,8 @@ def test_python_lists_are_non_empty_and_ordered(data: MatrixData) -> None:
             assert entry.versions == sorted(entry.versions, key=python_sort_key), minor.minor
 
 
-def test_every_row_cites_a_source_that_exists(data: MatrixData) -> None:
+def test_every_row_cites_a_source_that_exists() -> None:
+    data = load_matrix_data()  # the validated models: source_references walks them as validation does
     known = {s.key for s in data.sources.sources}
     cited = []
     for name in MATRIX_FILES:
@@ -140,7 +136,7 @@ def test_every_row_cites_a_source_that_exists(data: MatrixData) -> None:
     assert [c for c in cited if c[2] not in known] == []
 
 
-def test_released_patches_have_dates_or_say_why(data: MatrixData) -> None:
+def test_released_patches_have_dates_or_say_why(data: MatrixTables) -> None:
     missing = [
         p.version
         for m in data.torch_releases.minors
@@ -188,7 +184,7 @@ def test_every_url_in_the_data_points_at_a_cited_host() -> None:
     ],
     ids=lambda v: v,
 )
-def test_companions(data: MatrixData, torch: str, torchvision: str, torchaudio: str) -> None:
+def test_companions(data: MatrixTables, torch: str, torchvision: str, torchaudio: str) -> None:
     patch = _patch(data, torch)
     assert (patch.torchvision.version, patch.torchaudio.version) == (torchvision, torchaudio)
 
@@ -199,11 +195,11 @@ def test_companions(data: MatrixData, torch: str, torchvision: str, torchaudio: 
      ("2.9.1", "3.5.1"), ("2.11.0", "3.6.0"), ("2.12.1", "3.7.1"), ("2.14.0", None)],
     ids=lambda v: str(v),
 )  # fmt: skip
-def test_triton_pins(data: MatrixData, torch: str, triton: str | None) -> None:
+def test_triton_pins(data: MatrixTables, torch: str, triton: str | None) -> None:
     assert _patch(data, torch).triton.version == triton
 
 
-def test_torch_2_0_depends_on_the_triton_package_not_pytorch_triton(data: MatrixData) -> None:
+def test_torch_2_0_depends_on_the_triton_package_not_pytorch_triton(data: MatrixTables) -> None:
     triton = _patch(data, "2.0.0").triton
     assert triton.version == "2.0.0"
     assert "package triton (not pytorch-triton" in (triton.note or "")
@@ -212,11 +208,11 @@ def test_torch_2_0_depends_on_the_triton_package_not_pytorch_triton(data: Matrix
 
 
 @pytest.mark.parametrize("minor", ["2.9", "2.10", "2.11"])
-def test_cu129_is_published_for(data: MatrixData, minor: str) -> None:
+def test_cu129_is_published_for(data: MatrixTables, minor: str) -> None:
     assert "cu129" in _labels(data, minor, "linux-x86_64")
 
 
-def test_cu129_is_gone_from_2_12(data: MatrixData) -> None:
+def test_cu129_is_gone_from_2_12(data: MatrixTables) -> None:
     assert "cu129" not in _labels(data, "2.12", "linux-x86_64")
 
 
@@ -227,7 +223,7 @@ def test_cu129_is_gone_from_2_12(data: MatrixData) -> None:
     ids=lambda v: str(v),
 )  # fmt: skip
 def test_python_3_13_of_2_5_is_linux_x86_64_only(
-    data: MatrixData, torch: str, platform: str, has_313: bool
+    data: MatrixTables, torch: str, platform: str, has_313: bool
 ) -> None:
     assert ("3.13" in _python(data, torch, platform)) is has_313
 
@@ -235,7 +231,7 @@ def test_python_3_13_of_2_5_is_linux_x86_64_only(
 @pytest.mark.parametrize(
     ("torch", "has_313t"), [("2.12.0", True), ("2.12.1", False), ("2.9.0", True), ("2.13.0", False)]
 )
-def test_free_threaded_3_13t(data: MatrixData, torch: str, has_313t: bool) -> None:
+def test_free_threaded_3_13t(data: MatrixTables, torch: str, has_313t: bool) -> None:
     assert ("3.13t" in _python(data, torch, "linux-x86_64")) is has_313t
 
 
@@ -247,12 +243,12 @@ def test_free_threaded_3_13t(data: MatrixData, torch: str, has_313t: bool) -> No
      ("2.13", "windows-x86_64", "cpu"), ("2.13", "macos-arm64", "cpu"), ("2.14", "linux-x86_64", "cu130")],
     ids=lambda v: str(v),
 )  # fmt: skip
-def test_default_index_variant(data: MatrixData, minor: str, platform: str, label: str) -> None:
+def test_default_index_variant(data: MatrixTables, minor: str, platform: str, label: str) -> None:
     entry = next(d for d in _minor(data, minor).default_index if d.platform == platform)
     assert entry.label == label
 
 
-def test_macos_x86_64_ends_with_2_2(data: MatrixData) -> None:
+def test_macos_x86_64_ends_with_2_2(data: MatrixTables) -> None:
     assert "cpu" in _labels(data, "2.2", "macos-x86_64")
     assert _labels(data, "2.3", "macos-x86_64") == set()
     assert "macos-x86_64" not in _minor(data, "2.3").platforms_unsourced
@@ -262,7 +258,7 @@ def test_macos_x86_64_ends_with_2_2(data: MatrixData) -> None:
     ("minor", "option"),
     [("1.13", "--extra-index-url"), ("2.0", "--index-url"), ("2.12", "--index-url"), ("2.15", None)],
 )
-def test_index_option(data: MatrixData, minor: str, option: str | None) -> None:
+def test_index_option(data: MatrixTables, minor: str, option: str | None) -> None:
     assert _minor(data, minor).index_option == option
 
 
@@ -272,12 +268,12 @@ def test_index_option(data: MatrixData, minor: str, option: str | None) -> None:
      ("13.0.2", "580.95.05", None)],
     ids=lambda v: str(v),
 )  # fmt: skip
-def test_cuda_driver_rows(data: MatrixData, toolkit: str, linux: str, windows: str | None) -> None:
+def test_cuda_driver_rows(data: MatrixTables, toolkit: str, linux: str, windows: str | None) -> None:
     row = next(t for t in data.cuda.toolkits if t.version == toolkit)
     assert (row.min_driver_linux, row.min_driver_windows) == (linux, windows)
 
 
-def test_minor_version_compatibility_floors(data: MatrixData) -> None:
+def test_minor_version_compatibility_floors(data: MatrixTables) -> None:
     floors = {
         m.cuda_major: (m.min_driver_linux, m.below_driver) for m in data.cuda.minor_version_compatibility
     }
@@ -286,7 +282,7 @@ def test_minor_version_compatibility_floors(data: MatrixData) -> None:
     assert windows == {11: "452.39", 12: "527.41", 13: "580"}
 
 
-def _archs(data: MatrixData, torch: str, variant: str, platform: str) -> list[str] | None:
+def _archs(data: MatrixTables, torch: str, variant: str, platform: str) -> list[str] | None:
     for row in data.gpu_archs.arch_lists:
         if row.variant == variant and platform in row.platforms and SpecifierSet(row.torch).contains(torch):
             return row.archs
@@ -304,19 +300,19 @@ def _archs(data: MatrixData, torch: str, variant: str, platform: str) -> list[st
      ("2.0.1", "cu118", "sm_90", True), ("1.13.1", "cu117", "sm_37", True), ("2.3.1", "cu121", "sm_37", False)],
     ids=lambda v: str(v),
 )  # fmt: skip
-def test_gpu_arch_lists(data: MatrixData, torch: str, variant: str, arch: str, shipped: bool) -> None:
+def test_gpu_arch_lists(data: MatrixTables, torch: str, variant: str, arch: str, shipped: bool) -> None:
     archs = _archs(data, torch, variant, "linux-x86_64")
     assert archs is not None
     assert (arch in archs) is shipped
 
 
-def test_arch_lists_are_unknown_where_unsourced(data: MatrixData) -> None:
+def test_arch_lists_are_unknown_where_unsourced(data: MatrixTables) -> None:
     assert _archs(data, "2.7.1", "cu126", "linux-x86_64") is None
     assert _archs(data, "2.6.0", "rocm6.2.4", "linux-x86_64") is None
     assert _archs(data, "2.11.0", "cu129", "linux-x86_64") is None
 
 
-def test_rocm_gfx_lists(data: MatrixData) -> None:
+def test_rocm_gfx_lists(data: MatrixTables) -> None:
     assert _archs(data, "2.3.1", "rocm6.0", "linux-x86_64") == [
         "gfx900", "gfx906", "gfx908", "gfx90a", "gfx1030", "gfx1100", "gfx942"
     ]
@@ -324,7 +320,7 @@ def test_rocm_gfx_lists(data: MatrixData) -> None:
     assert "gfx942" not in (_archs(data, "2.3.1", "rocm5.7", "linux-x86_64") or [])
 
 
-def test_every_unknown_build_is_counted_and_searched_builds_say_what_was_searched(data: MatrixData) -> None:
+def test_every_unknown_build_is_counted_and_searched_builds_say_what_was_searched(data: MatrixTables) -> None:
     from compat_service.domain.matrix.arch_coverage import arch_list_coverage
 
     builds = {(b.torch, b.variant, b.platform): b for b in arch_list_coverage(data)}
@@ -336,7 +332,7 @@ def test_every_unknown_build_is_counted_and_searched_builds_say_what_was_searche
     assert builds[("2.7.1", "cu128", "linux-x86_64")].known and builds[("2.14.0", "rocm7.2", "linux-x86_64")].known
 
 
-def test_vendor_backends(data: MatrixData) -> None:
+def test_vendor_backends(data: MatrixTables) -> None:
     npu = {(r.torch_npu, r.torch): r for r in data.vendor_backends.ascend_npu}
     assert npu[("2.12.0", "2.12.0")].cann == "9.1.0"
     # Ascend's table says 3.10-3.14; the wheels on the index are cp310-cp313 (the generated layer wins)
@@ -348,7 +344,7 @@ def test_vendor_backends(data: MatrixData) -> None:
 
 
 @pytest.mark.skipif(not FACTS.is_dir(), reason="shared/facts is not present on this machine")
-def test_every_patch_in_the_facts_is_in_the_matrix(data: MatrixData) -> None:
+def test_every_patch_in_the_facts_is_in_the_matrix(data: MatrixTables) -> None:
     facts = yaml.safe_load((FACTS / "torch_releases.yaml").read_text(encoding="utf-8"))
     fact_patches = {p["version"] for minor in facts["releases"].values() for p in minor["patches"]}
     ours = {p.version for m in data.torch_releases.minors for p in m.patches}

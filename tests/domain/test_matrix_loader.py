@@ -10,7 +10,7 @@ import yaml
 from compat_service.domain.errors import MatrixDataError
 from compat_service.domain.matrix import loader as matrix_loader
 from compat_service.domain.matrix.interface import InMemoryMatrix
-from compat_service.domain.matrix.loader import load_matrix_data
+from compat_service.domain.matrix.loader import load_matrix_data, load_matrix_rows
 from compat_service.domain.matrix.problems import Problem, format_loc
 
 
@@ -45,7 +45,7 @@ def test_problem_becomes_a_cause_naming_file_and_key() -> None:
 
 
 def test_bundled_matrix_loads_into_the_resolver_interface() -> None:
-    matrix = InMemoryMatrix(load_matrix_data())
+    matrix = InMemoryMatrix(load_matrix_rows())
     minors = [m.minor for m in matrix.torch_minors()]
     assert minors[0] == "2.15" and minors[-1] == "1.13"
     variant, arch_list = matrix.build_variant("cu121"), matrix.arch_list("2.13.0", "cu130", "linux-x86_64")

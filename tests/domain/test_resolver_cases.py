@@ -10,7 +10,7 @@ import yaml
 
 from compat_service.domain.errors import AccelenvError
 from compat_service.domain.matrix.interface import InMemoryMatrix
-from compat_service.domain.matrix.loader import load_matrix_data
+from compat_service.domain.matrix.loader import load_matrix_rows
 from compat_service.domain.resolver.request import ResolveRequest
 from compat_service.domain.resolver.stages import resolve
 
@@ -27,7 +27,7 @@ def _cases() -> list[Any]:
 
 @pytest.fixture(scope="module")
 def matrix() -> InMemoryMatrix:
-    return InMemoryMatrix(load_matrix_data())
+    return InMemoryMatrix(load_matrix_rows())
 
 
 def _request(raw: dict[str, Any]) -> ResolveRequest:
@@ -87,6 +87,10 @@ def test_golden_case(case: dict[str, Any], matrix: InMemoryMatrix) -> None:
         assert name in res.no_deps, res.no_deps
     for text in expect.get("warnings_include", []):
         assert any(text in w for w in res.warnings), res.warnings
+    for text in expect.get("warnings_exclude", []):
+        assert not any(text in w for w in res.warnings), res.warnings
+    # each warning says its thing once
+    assert len(set(res.warnings)) == len(res.warnings), res.warnings
     for text in expect.get("reasons_include", []):
         assert any(text in r.detail for r in res.reasons), [r.detail for r in res.reasons]
     if "backend_not" in expect:

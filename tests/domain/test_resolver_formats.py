@@ -14,7 +14,7 @@ from packaging.requirements import Requirement
 
 from compat_service.domain.errors import InvalidRequestError
 from compat_service.domain.matrix.interface import InMemoryMatrix
-from compat_service.domain.matrix.loader import load_matrix_data
+from compat_service.domain.matrix.loader import load_matrix_rows
 from compat_service.domain.resolver.install_formats import render
 from compat_service.domain.resolver.request import ResolveRequest
 from compat_service.domain.resolver.resolution import (
@@ -39,7 +39,7 @@ REQUESTS: dict[str, dict[str, Any]] = {
 
 @pytest.fixture(scope="module")
 def matrix() -> InMemoryMatrix:
-    return InMemoryMatrix(load_matrix_data())
+    return InMemoryMatrix(load_matrix_rows())
 
 
 @pytest.fixture(params=list(REQUESTS), ids=list(REQUESTS))

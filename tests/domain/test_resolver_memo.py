@@ -9,7 +9,7 @@ import pytest
 
 from compat_service.domain.errors import AccelenvError
 from compat_service.domain.matrix.interface import InMemoryMatrix
-from compat_service.domain.matrix.loader import load_matrix_data
+from compat_service.domain.matrix.loader import load_matrix_rows
 from compat_service.domain.resolver import explanation, stages
 from compat_service.domain.resolver.request import ResolveRequest
 from compat_service.domain.resolver.resolution import resolution_to_json
@@ -27,7 +27,7 @@ def test_distinct_free_text_requests_do_not_grow_the_memo(monkeypatch: pytest.Mo
     # the error path's two request-keyed tables are bounded instead: small bounds, which the flood exceeds
     monkeypatch.setattr(stages, "TRY_MEMO", 40)
     monkeypatch.setattr(explanation, "NEAREST_MEMO", 30)
-    matrix = InMemoryMatrix(load_matrix_data())
+    matrix = InMemoryMatrix(load_matrix_rows())
 
     def flood(start: int) -> None:
         for i in range(start, start + 150):
@@ -46,7 +46,7 @@ def test_distinct_free_text_requests_do_not_grow_the_memo(monkeypatch: pytest.Mo
 
 def test_memoized_answers_equal_fresh_ones() -> None:
     """The same request on a matrix with a warm memo and on a fresh matrix answers the same."""
-    warm = InMemoryMatrix(load_matrix_data())
+    warm = InMemoryMatrix(load_matrix_rows())
     requests = [
         {"torch": "2.3", "python": "3.10", "backend": "cu121"},
         {"torch": "2.4.0", "python": "3.10", "backend": "npu", "with_": "none"},
@@ -57,7 +57,7 @@ def test_memoized_answers_equal_fresh_ones() -> None:
     for flags in requests * 2:  # the second round answers from the memo
         _resolve(warm, **flags)
     for flags in requests:
-        assert _resolve(warm, **flags) == _resolve(InMemoryMatrix(load_matrix_data()), **flags), flags
+        assert _resolve(warm, **flags) == _resolve(InMemoryMatrix(load_matrix_rows()), **flags), flags
 
 
 def test_changed_requests_equal_replaced_ones() -> None:

@@ -10,7 +10,8 @@ import pytest
 from compat_service.domain.errors import RESOLVER_ERROR_CODES, CompanionUnknownError, InvalidRequestError
 from compat_service.domain.evidence.lookup import CellVerdict, EvidenceStatus
 from compat_service.domain.matrix.interface import InMemoryMatrix
-from compat_service.domain.matrix.loader import load_matrix_data
+from compat_service.domain.matrix.loader import load_matrix_rows
+from compat_service.domain.matrix.rows import MatrixTables, replace
 from compat_service.domain.matrix.snapshot import load_matrix_cached
 from compat_service.domain.resolver.request import ResolveRequest, parse_torch_spec
 from compat_service.domain.resolver.resolution import resolution_to_json
@@ -19,8 +20,8 @@ from probes.host.arch_compat import cubin_runs_on, ptx_runs_on
 
 
 @pytest.fixture(scope="module")
-def data():
-    return load_matrix_data()
+def data() -> MatrixTables:
+    return load_matrix_rows()
 
 
 @pytest.mark.parametrize(
@@ -106,19 +107,14 @@ def test_gpu_arch_accepts_compute_capability_form() -> None:
     assert ResolveRequest.from_strings(gpu_arch="9.0").gpu_arch == "sm_90"
 
 
-def test_companion_unknown_names_the_missing_package(data) -> None:
+def test_companion_unknown_names_the_missing_package(data: MatrixTables) -> None:
     minors = []
     for minor in data.torch_releases.minors:
         if minor.minor == "2.3":
-            patches = [
-                p.model_copy(update={"torchaudio": p.torchaudio.model_copy(update={"version": None})})
-                for p in minor.patches
-            ]
-            minor = minor.model_copy(update={"patches": patches})
+            patches = [replace(p, torchaudio=replace(p.torchaudio, version=None)) for p in minor.patches]
+            minor = replace(minor, patches=patches)
         minors.append(minor)
-    edited = data.model_copy(
-        update={"torch_releases": data.torch_releases.model_copy(update={"minors": minors})}
-    )
+    edited = replace(data, torch_releases=replace(data.torch_releases, minors=minors))
     request = ResolveRequest.from_strings(torch="2.3", backend="cpu", python="3.11")
     with pytest.raises(CompanionUnknownError) as caught:
         resolve(request, InMemoryMatrix(edited))
@@ -160,7 +156,9 @@ def test_snapshot_gives_the_same_answers_as_the_validated_matrix(
     first = load_matrix_cached()  # validates the YAML and writes the snapshot
     assert len(list(tmp_path.glob("matrix-*.json"))) == 1
     second = load_matrix_cached()  # reads the snapshot
-    assert not isinstance(second.data, type(data))
+    # one row family on both paths: the same classes, the same rows
+    assert type(first.data) is type(second.data) is MatrixTables
+    assert second.data == first.data == data
     requests: list[dict[str, Any]] = [
         {"torch": "2.3", "backend": "cu118", "python": "3.10"},
         {"torch": "2.12", "backend": "npu", "python": "3.11"},
@@ -183,3 +181,16 @@ def test_damaged_snapshot_is_rebuilt_from_the_yaml(tmp_path: Path, monkeypatch: 
     request = ResolveRequest.from_strings(torch="2.3", backend="cu121", python="3.10")
     assert resolve(request, load_matrix_cached()).pins["torch"] == "2.3.1"
     assert snapshot.read_text().startswith('{"sources"')
+
+
+def test_snapshot_that_no_longer_fits_the_rows_is_rebuilt(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Valid JSON of another layout (a required field missing) is a mismatch, rebuilt like a damaged file."""
+    monkeypatch.setenv("ACCELENV_CACHE_DIR", str(tmp_path))
+    load_matrix_cached()
+    (snapshot,) = tmp_path.glob("matrix-*.json")
+    good = snapshot.read_text()
+    snapshot.write_text(good.replace('"cuda_major":', '"major":', 1))
+    assert snapshot.read_text() != good
+    request = ResolveRequest.from_strings(torch="2.3", backend="cu121", python="3.10")
+    assert resolve(request, load_matrix_cached()).pins["torch"] == "2.3.1"
+    assert snapshot.read_text() == good

@@ -79,6 +79,31 @@ def test_copy_puts_the_command_on_the_clipboard(visit: Visit) -> None:
     visit.screenshot("selector")
 
 
+def field_name(visit: Visit, field_id: str) -> str:
+    """What the form calls a field: its label's own text (without the "(optional)" note or the control)."""
+    return visit.page.locator(f"label[for={field_id}]").evaluate(
+        "el => (el.firstChild.nodeType === Node.TEXT_NODE ? el.firstChild : el.firstChild.firstChild)"
+        ".textContent.trim()"
+    )
+
+
+def test_the_warnings_name_the_fields_the_form_shows(visit: Visit) -> None:
+    visit.open("/?torch=2.3")
+    with visit.page.expect_navigation():
+        visit.page.select_option("#f-backend", "cu121")
+    warnings = [w.removeprefix("warning").strip() for w in visit.page.locator("ul.warnings li").all_inner_texts()]
+    assert warnings and not [w for w in warnings if re.search(r"--[a-z]", w)], warnings
+    python, driver, gpu = (field_name(visit, f) for f in ("f-python", "f-driver", "f-gpu"))
+    assert (python, driver, gpu) == ("Python", "Driver version", "GPU architecture")
+    assert any(w.startswith(f"no {python} given: chose Python") for w in warnings), warnings
+    assert any(w.startswith(f"no {gpu} (or GPU name) given") for w in warnings), warnings
+    # a missing driver: one warning with both floors and what lies below the toolkit's own
+    (about_driver,) = [w for w in warnings if "driver" in w.lower()]
+    assert about_driver.startswith(f"no {driver} given: cu121 needs an NVIDIA driver >= ")
+    assert "own floor" in about_driver and "does not cover PTX JIT" in about_driver
+    assert len(set(warnings)) == len(warnings)
+
+
 def test_an_impossible_choice_shows_the_error_and_alternatives_that_fill_the_selector(
     visit: Visit, site: Site
 ) -> None:

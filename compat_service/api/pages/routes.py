@@ -100,6 +100,7 @@ async def selector_page(request: Request) -> Response:
             "matrix_version": matrix.version,
             "state": state,
             "choices": selector.choices(matrix.data),
+            "fields": selector.FIELD_LABELS,
             "answer": answer,
             "formats": selector.FORMATS,
             "chosen_format": state.get("format", "pip"),

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import urlencode
 
@@ -21,9 +21,9 @@ from packaging.version import Version
 from compat_service.api.service_reads import resolution_body
 from compat_service.domain.backends import ARCHES, OSES, REQUEST_FAMILIES
 from compat_service.domain.errors import AccelenvError
-from compat_service.domain.matrix.schema import MatrixData
+from compat_service.domain.matrix.rows import MatrixTables
 from compat_service.domain.resolver.install_formats import render
-from compat_service.domain.resolver.request import COMPANIONS, PARAMETERS, split_with
+from compat_service.domain.resolver.request import API_WORDS, COMPANIONS, PARAMETERS, flag_wording, split_with
 from compat_service.domain.resolver.resolution import Resolution, resolution_from_json
 from probes.host import parsers as tool_parsers
 
@@ -35,6 +35,26 @@ FORMATS: tuple[tuple[str, str], ...] = (
     ("conda", "conda environment.yml"),
     ("docker", "Dockerfile"),
 )
+#: the form's label of each resolve parameter (the template's labels read them)
+FIELD_LABELS = {
+    "torch": "PyTorch",
+    "python": "Python",
+    "os": "OS",
+    "arch": "CPU",
+    "backend": "Accelerator",
+    "driver": "Driver version",
+    "gpu_arch": "GPU architecture",
+    "with": "With",
+    "require_verified": "Only combinations probe reports verify",
+    "format": "Install as",
+}
+#: how the answer's texts name a parameter on the page: by its field, where the resolver (which speaks the
+#: CLI's flags) says ``--driver``; the GPU name comes from a pasted nvidia-smi output, and the parameters
+#: the form has no field for (runtime, strict: only in a URL) keep their query parameter's name
+PAGE_WORDS = API_WORDS | FIELD_LABELS | {
+    "gpu": "GPU name",
+    "require_verified": f"“{FIELD_LABELS['require_verified']}”",
+}
 #: query parameters of the page itself (not passed on to the resolver: it ignores them anyway)
 PAGE_PARAMS = ("format", "gpu_seen", "notice")
 STATE_PARAMS = (*(p.name for p in PARAMETERS), *PAGE_PARAMS)
@@ -51,7 +71,7 @@ def _py_key(version: str) -> tuple[int, int, int]:
     return int(major), int(minor), 1 if version.endswith("t") else 0
 
 
-def choices(data: MatrixData) -> dict[str, Any]:
+def choices(data: MatrixTables) -> dict[str, Any]:
     """The values each control offers, from the loaded matrix (data, not code)."""
     minors = sorted(data.torch_releases.minors, key=lambda m: Version(m.minor), reverse=True)
     patches = sorted(
@@ -161,7 +181,7 @@ async def answer(request: Request, state: dict[str, str]) -> Answer:
         ]
         return Answer(body=body, error=body, alternatives=alternatives)
     body = json.loads(raw)
-    resolution = resolution_from_json(body)
+    resolution = in_page_words(resolution_from_json(body))
     formats: list[tuple[str, str, str | None, str | None]] = []
     for fmt, label in FORMATS:
         try:
@@ -169,6 +189,24 @@ async def answer(request: Request, state: dict[str, str]) -> Answer:
         except AccelenvError as exc:  # e.g. no Dockerfile for a Windows target
             formats.append((fmt, label, None, exc.message))
     return Answer(body=body, resolution=resolution, formats=formats)
+
+
+def in_page_words(res: Resolution) -> Resolution:
+    """The answer's texts with each CLI flag they name said as the page's field (``--driver`` -> Driver
+    version): what the page shows and the install texts' comments. The API's JSON on the page stays the
+    API's."""
+
+    def say(text: str) -> str:
+        return flag_wording(text, PAGE_WORDS)
+
+    return replace(
+        res,
+        warnings=tuple(say(w) for w in res.warnings),
+        unknowns=tuple(say(u) for u in res.unknowns),
+        reasons=tuple(replace(r, detail=say(r.detail)) for r in res.reasons),
+        requirements=tuple(replace(q, detail=say(q.detail)) for q in res.requirements),
+        stack=tuple(replace(p, reason=say(p.reason)) for p in res.stack),
+    )
 
 
 def _without_page(state: dict[str, str]) -> dict[str, str]:

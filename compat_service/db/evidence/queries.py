@@ -33,7 +33,7 @@ from compat_service.domain.evidence.cells import (
 from compat_service.domain.evidence.perf import parse as parse_perf
 from compat_service.domain.evidence.report import CHECK_STATUSES
 from compat_service.domain.evidence.status import REQUIRED_GROUPS, UNSUPPORTED_FAILS, cell_health, cell_status
-from compat_service.domain.matrix.schema import MatrixData
+from compat_service.domain.matrix.rows import MatrixTables
 
 RECENT_REPORTS = 20
 
@@ -248,7 +248,7 @@ _declared_lock = threading.Lock()
 _declared: LRUCache[str, DeclaredMatrix] = LRUCache(maxsize=4)
 
 
-def declared_for(content_hash: str, data: MatrixData) -> DeclaredMatrix:
+def declared_for(content_hash: str, data: MatrixTables) -> DeclaredMatrix:
     """The declared cells of one matrix load, built once per process per load."""
     with _declared_lock:
         found = _declared.get(content_hash)

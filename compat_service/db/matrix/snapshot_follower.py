@@ -1,8 +1,9 @@
 """The resolver's matrix, read from what is loaded in the database.
 
-Each ``matrix_load`` row keeps the validated MatrixData document; the repository rebuilds the domain's
-in-memory matrix from the latest one, so the service resolves from exactly the data the CLI would resolve
-from with the same files. The built matrix is cached per process and rebuilt only when a newer load
+Each ``matrix_load`` row keeps the validated MatrixData document; the repository decodes the latest one into
+the matrix's rows (``rows.MatrixTables.from_json``: no pydantic on the way) and builds the domain's in-memory
+matrix over them, so the service resolves from exactly the rows the CLI would resolve from with the
+same files. The built matrix is cached per process and rebuilt only when a newer load
 appears (checked at most every ``refresh_s`` seconds), so a request costs no query in the steady state.
 
 The matrix also carries the arch lists learned from agreeing probe reports (``observed_build``), below the
@@ -12,28 +13,29 @@ curated rows: the same check notices new observations and rebuilds the matrix (t
 from __future__ import annotations
 
 import hashlib
+import json
 import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
 from compat_service.db.matrix.tables import MatrixLoad
 from compat_service.domain.errors import DatabaseNotReadyError
-from compat_service.domain.matrix.schema import MatrixData
+from compat_service.domain.matrix.interface import InMemoryMatrix
+from compat_service.domain.matrix.rows import ArchList, MatrixTables
 
 
 @dataclass(frozen=True)
 class MatrixSnapshot:
-    """One loaded matrix: its load id, content hash, the parsed data and the resolver's view of it."""
+    """One loaded matrix: its load id, content hash, its rows and the resolver's view of them."""
 
     load_id: int
     content_hash: str
-    data: MatrixData
-    matrix: Any  # compat_service.domain.matrix.interface.Matrix
+    data: MatrixTables
+    matrix: InMemoryMatrix
     #: (rows, newest received_at) of observed_build when the matrix was built; (0, None) = none
     observed: tuple[int, str | None] = (0, None)
 
@@ -45,14 +47,12 @@ class MatrixSnapshot:
         return hashlib.sha256(f"{self.content_hash}|{self.observed}".encode()).hexdigest()[:16]
 
 
-def build_matrix(data: MatrixData, observed: Sequence[Any] = ()) -> Any:
-    """The domain's in-memory Matrix over ``data`` and the observed arch lists (ArchList rows)."""
-    from compat_service.domain.matrix.interface import InMemoryMatrix
-
+def build_matrix(data: MatrixTables, observed: Sequence[ArchList] = ()) -> InMemoryMatrix:
+    """The domain's in-memory Matrix over ``data`` and the observed arch lists."""
     return InMemoryMatrix(data, observed)
 
 
-def _observed_rows(engine: Engine) -> tuple[tuple[int, str | None], list[Any]]:
+def _observed_rows(engine: Engine) -> tuple[tuple[int, str | None], list[ArchList]]:
     from compat_service.db.evidence.build_facts import observed_facts, observed_state
 
     state = observed_state(engine)
@@ -76,7 +76,7 @@ def read_snapshot(engine: Engine, load_id: int | None = None) -> MatrixSnapshot 
         row = session.exec(query.order_by(MatrixLoad.id.desc()).limit(1)).first()  # type: ignore[union-attr]
     if row is None:
         return None
-    data = MatrixData.model_validate_json(row.data)
+    data = MatrixTables.from_json(json.loads(row.data))  # validated when it was loaded (db/matrix/loader.py)
     state, observed = _observed_rows(engine)
     return MatrixSnapshot(row.id or 0, row.content_hash, data, build_matrix(data, observed), state)
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from compat_service.domain.backends import (
     ARCHES,
@@ -50,6 +50,12 @@ from compat_service.domain.resolver.request import (
     parse_with_stack,
 )
 from compat_service.domain.resolver.stages import resolve
+
+if TYPE_CHECKING:
+    from compat_service.domain.evidence.lookup import EvidenceLookup
+    from compat_service.domain.matrix.interface import Matrix
+    from compat_service.domain.matrix.rows import TorchMinor, TorchPatch, VariantAvailability
+    from compat_service.domain.stacks.catalog import Catalog
 
 #: the install formats a cell's ``install`` may be written in (`install_formats`; ``dockerfile`` = docker)
 INSTALL_FORMATS = ("pip", "requirements", "uv", "conda", "docker")
@@ -204,7 +210,7 @@ def _platforms(os_text: str | None, arch_text: str | None) -> tuple[tuple[str, s
 # ------------------------------------------------------------------------------------------- the answer
 
 
-def ci_matrix(request: CiMatrixRequest, matrix: Any, evidence: Any = None) -> dict[str, Any]:
+def ci_matrix(request: CiMatrixRequest, matrix: Matrix, evidence: EvidenceLookup | None = None) -> dict[str, Any]:
     """The matrix for ``request`` (see the module's docstring); raises TorchNotFoundError when the torch
     range selects no release."""
     releases = _releases(request.torch, matrix)
@@ -265,7 +271,7 @@ def ci_matrix(request: CiMatrixRequest, matrix: Any, evidence: Any = None) -> di
     }
 
 
-def _releases(spec: TorchSpec, matrix: Any) -> list[tuple[Any, Any]]:
+def _releases(spec: TorchSpec, matrix: Matrix) -> list[tuple[TorchMinor, TorchPatch]]:
     """(minor, newest patch matching ``spec``) per minor, oldest first; released minors unless named."""
     out = []
     for minor in matrix.torch_minors():
@@ -288,7 +294,7 @@ def _releases(spec: TorchSpec, matrix: Any) -> list[tuple[Any, Any]]:
     return out
 
 
-def python_list(minor: Any, patch: Any, platform: str) -> list[str]:
+def python_list(minor: TorchMinor, patch: TorchPatch, platform: str) -> list[str]:
     """The Pythons ``patch`` has wheels for on ``platform`` (the resolver's rule: a patch's override wins)."""
     entries = patch.python_override if patch.python_override is not None else minor.python
     found: list[str] = []
@@ -300,8 +306,8 @@ def python_list(minor: Any, patch: Any, platform: str) -> list[str]:
 
 def _labels(
     request: CiMatrixRequest,
-    matrix: Any,
-    published: list[Any],
+    matrix: Matrix,
+    published: list[VariantAvailability],
     version: str,
     platform: str,
     where: dict[str, Any],
@@ -338,16 +344,16 @@ def _labels(
     return labels
 
 
-def _family(matrix: Any, label: str) -> str | None:
+def _family(matrix: Matrix, label: str) -> str | None:
     row = matrix.build_variant(label)
     return row.family if row is not None else label_family(label)
 
 
 def _cell(
     request: CiMatrixRequest,
-    matrix: Any,
-    evidence: Any,
-    catalog: Any,
+    matrix: Matrix,
+    evidence: EvidenceLookup | None,
+    catalog: Catalog | None,
     version: str,
     label: str,
     python: str,

@@ -32,7 +32,7 @@ from compat_service.domain.backends import (
 from compat_service.domain.errors import Cause, ReportInvalidError
 from compat_service.domain.evidence.report import CHECK_STATUSES, Environment
 from compat_service.domain.evidence.status import CellStatus, Health
-from compat_service.domain.matrix.schema import MatrixData
+from compat_service.domain.matrix.rows import MatrixTables
 
 #: PrivateUse1 vendor backends the matrix declares through its vendor tables (plugin on a CPU torch)
 VENDOR_BACKEND_TABLES: dict[str, str] = {family: plugin.table for family, plugin in PLUGINS.items()}
@@ -148,7 +148,7 @@ class DeclaredCell(BaseModel):
         return self.platform.split("-", 1)[1]
 
 
-def iter_declared_cells(data: MatrixData) -> Iterator[DeclaredCell]:
+def iter_declared_cells(data: MatrixTables) -> Iterator[DeclaredCell]:
     """torch patch × build label × Python × platform, as torch_releases.yaml publishes them."""
     for minor in data.torch_releases.minors:
         for patch in minor.patches:
@@ -173,7 +173,7 @@ def iter_declared_cells(data: MatrixData) -> Iterator[DeclaredCell]:
 class DeclaredMatrix:
     """Answers "does the matrix list this evidence cell?" and enumerates the declared cells."""
 
-    def __init__(self, data: MatrixData) -> None:
+    def __init__(self, data: MatrixTables) -> None:
         self._cells = list(dict.fromkeys(iter_declared_cells(data)))
         self._set = frozenset(self._cells)
         self._family = {v.label: v.family for v in data.build_variants.variants}

@@ -16,10 +16,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import cast
 
-from compat_service.domain.backends import PLATFORMS, label_family, normalise_arch
+from compat_service.domain.backends import PLATFORMS, Platform, label_family, normalise_arch
 from compat_service.domain.evidence.report import ProbeReport
-from compat_service.domain.matrix.schema import ArchList
+from compat_service.domain.matrix.rows import ArchList
 
 #: what one entry of a compiled arch list may be: sm_90, sm_90a, compute_120, gfx942 (a ":xnack-" feature is cut)
 _ARCH_RE = re.compile(r"^(sm_\d+[af]?|compute_\d+[af]?|gfx[0-9a-f]+)$")
@@ -122,7 +123,7 @@ class ObservedBuild:
         return ArchList(
             torch=f"=={self.torch}",
             variant=self.variant,
-            platforms=[self.platform],
+            platforms=[cast(Platform, self.platform)],  # one of PLATFORMS: observation_of keeps no other
             archs=archs or list(self.arch_flags),
             ptx=ptx,
             source=[f"report:{rid}" for rid in self.report_ids],

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
-from compat_service.domain.matrix.schema import MatrixData
+from compat_service.domain.matrix.rows import MatrixTables
 
 
 @dataclass(frozen=True)
@@ -33,7 +33,7 @@ def _spec(text: str) -> SpecifierSet | None:
         return None
 
 
-def arch_list_coverage(data: MatrixData) -> list[BuildArchStatus]:
+def arch_list_coverage(data: MatrixTables) -> list[BuildArchStatus]:
     families = {v.label: v.family for v in data.build_variants.variants}
     lists = [(_spec(a.torch), a) for a in data.gpu_archs.arch_lists]
     searches = [(_spec(s.torch), s) for s in data.gpu_archs.searched]

@@ -1,9 +1,9 @@
 """The read interface the resolver uses (`Matrix`) and its in-memory implementation.
 
-`Matrix` hands out the row models of ``schema`` (or objects with the same attributes: the compiled
-snapshot in ``snapshot`` gives plain namespaces so `accelenv resolve` need not build pydantic
-models). Ordering is part of the contract: torch minors and patches come newest first, CUDA toolkits
-oldest first. The database layer implements the same Protocol over its tables.
+`Matrix` hands out the rows of ``rows`` (frozen classes generated from ``schema``), the same
+classes whether the data came from the YAML files, the compiled snapshot (``snapshot``) or the service's
+stored load. Ordering is part of the contract: torch minors and patches come newest first, CUDA toolkits
+oldest first.
 
 Deliberately no pydantic import here: this module is on the fast path of `accelenv resolve`.
 """
@@ -12,34 +12,32 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from compat_service.domain.backends import python_sort_key
+from compat_service.domain.matrix.rows import (
+    ArchList,
+    AscendNpuRow,
+    BuildVariant,
+    CambriconMluRow,
+    CudaToolkit,
+    GpuName,
+    MatrixTables,
+    MinorVersionCompat,
+    MpsSupport,
+    RocmRelease,
+    Source,
+    ToolkitArchRange,
+    TorchMinor,
+    TorchPatch,
+    VariantAvailability,
+    VendorInstall,
+    XpuSupport,
+)
 from compat_service.domain.versions import parse_specifier, parse_version
-
-if TYPE_CHECKING:
-    from compat_service.domain.matrix.schema import (
-        ArchList,
-        AscendNpuRow,
-        BuildVariant,
-        CambriconMluRow,
-        CudaToolkit,
-        GpuName,
-        MatrixData,
-        MinorVersionCompat,
-        MpsSupport,
-        RocmRelease,
-        Source,
-        ToolkitArchRange,
-        TorchMinor,
-        TorchPatch,
-        VariantAvailability,
-        VendorInstall,
-        XpuSupport,
-    )
 
 
 @dataclass
@@ -157,9 +155,9 @@ def _release_key(text: str | None) -> tuple[int, ...]:
 
 
 class InMemoryMatrix:
-    """`Matrix` over a parsed `MatrixData` (or its compiled snapshot), with the orderings precomputed."""
+    """`Matrix` over the matrix's rows (from the YAML or its compiled snapshot), with the orderings precomputed."""
 
-    def __init__(self, data: MatrixData | Any, observed_arch_lists: Sequence[ArchList] = ()) -> None:
+    def __init__(self, data: MatrixTables, observed_arch_lists: Sequence[ArchList] = ()) -> None:
         """``observed_arch_lists``: arch lists learned from agreeing probe reports (the service's evidence,
         ``compat_service.domain.evidence.observed_builds``), read below a curated row and above unknown."""
         self.data = data
@@ -173,8 +171,8 @@ class InMemoryMatrix:
         self._variants = {v.label: v for v in data.build_variants.variants}
         self._toolkits = sorted(data.cuda.toolkits, key=lambda t: _release_key(t.version))
         self._mvc = {row.cuda_major: row for row in data.cuda.minor_version_compatibility}
-        self._toolkit_archs = [(parse_specifier(row.cuda), row) for row in getattr(data.cuda, "toolkit_archs", ())]
-        self._gpu_names = tuple(getattr(data.cuda, "gpu_names", ())) + tuple(getattr(data.rocm, "gpu_names", ()))
+        self._toolkit_archs = [(parse_specifier(row.cuda), row) for row in data.cuda.toolkit_archs]
+        self._gpu_names = (*data.cuda.gpu_names, *data.rocm.gpu_names)
         # Specifiers are parsed once: the resolver asks for arch lists in its inner loop.
         self._arch_lists = [(parse_specifier(row.torch), row) for row in data.gpu_archs.arch_lists]
         self._arch_memo: dict[tuple[str, str, str], ArchList | None] = {}

@@ -1,4 +1,5 @@
-"""Read matrix_data/ into a validated `MatrixData`, collecting every problem before failing.
+"""Read matrix_data/ into a validated `MatrixData`, collecting every problem before failing; `load_matrix_rows`
+hands the same data on as the runtime rows (``rows.MatrixTables``) everything that reads the matrix takes.
 
 Three layers of problems, all reported together, each naming the file and the key path:
 1. the file itself: missing, unreadable, YAML syntax (with line and column), a key written twice;
@@ -25,6 +26,7 @@ from compat_service.domain.matrix.index_layer import (
     merge_layer,
 )
 from compat_service.domain.matrix.problems import Problem, format_loc
+from compat_service.domain.matrix.rows import MatrixTables
 from compat_service.domain.matrix.schema import MATRIX_FILES, MatrixData
 from compat_service.domain.matrix.validation import FileRows, cross_file_problems
 
@@ -199,3 +201,13 @@ def load_matrix_data(path: Path | None = None, *, index_layer: bool = True) -> M
             causes=[p.to_cause() for p in problems],
         )
     return data
+
+
+def rows_of(data: MatrixData) -> MatrixTables:
+    """The validated ``data`` as the runtime rows (the same fields, read by attribute)."""
+    return MatrixTables.from_json(data.model_dump(mode="json", by_alias=True))
+
+
+def load_matrix_rows(path: Path | None = None) -> MatrixTables:
+    """`load_matrix_data` as the rows the matrix's readers take (`InMemoryMatrix`, the release views)."""
+    return rows_of(load_matrix_data(path))

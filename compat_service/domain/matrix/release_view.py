@@ -1,7 +1,8 @@
 """What the matrix says about one torch release, flattened per patch and platform (for `matrix show`).
 
-Pure: takes a `MatrixData` and a request like "2.3" or "2.3.1", returns plain JSON-ready dicts. An unknown
-or malformed release is an `AccelenvError` that names the nearest releases the matrix does hold.
+Pure: takes the matrix's rows (`MatrixTables`) and a request like "2.3" or "2.3.1", returns plain JSON-ready
+dicts. An unknown or malformed release is an `AccelenvError` that names the nearest releases the matrix does
+hold.
 """
 
 from __future__ import annotations
@@ -10,14 +11,15 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
+from compat_service.domain.backends import PLATFORMS
 from compat_service.domain.errors import Alternative, Cause, InvalidRequestError, NotFoundError
-from compat_service.domain.matrix.schema import (
-    PLATFORMS,
+from compat_service.domain.matrix.rows import (
     DefaultIndexEntry,
-    MatrixData,
+    MatrixTables,
     PythonSupport,
     TorchMinor,
     TorchPatch,
+    as_json,
 )
 
 _NEARBY = 3
@@ -48,7 +50,7 @@ def _nearby(known: list[str], wanted: Version) -> list[str]:
     return below + above
 
 
-def _not_found(data: MatrixData, torch: str, wanted: Version) -> NotFoundError:
+def _not_found(data: MatrixTables, torch: str, wanted: Version) -> NotFoundError:
     minors = [m.minor for m in data.torch_releases.minors]
     minor = next((m for m in data.torch_releases.minors if m.minor == f"{wanted.major}.{wanted.minor}"), None)
     if minor is not None:
@@ -104,15 +106,15 @@ def _patch_view(minor: TorchMinor, patch: TorchPatch) -> dict[str, Any]:
         "version": patch.version,
         "release_date": patch.release_date.isoformat() if patch.release_date else None,
         "platforms": platforms,
-        "torchvision": patch.torchvision.model_dump(mode="json"),
-        "torchaudio": patch.torchaudio.model_dump(mode="json"),
-        "triton": patch.triton.model_dump(mode="json"),
+        "torchvision": as_json(patch.torchvision),
+        "torchaudio": as_json(patch.torchaudio),
+        "triton": as_json(patch.triton),
         "note": patch.note,
         "sources": sorted(sources),
     }
 
 
-def latest_released(data: MatrixData) -> str:
+def latest_released(data: MatrixTables) -> str:
     """What ``--torch latest`` means, as in resolve: the newest minor whose status is ``released`` (a
     ``partial`` minor is chosen only when named)."""
     released = [m.minor for m in data.torch_releases.minors if m.status == "released"]
@@ -123,7 +125,7 @@ def _python_key(version: str) -> tuple[Version, bool]:
     return Version(version.rstrip("t")), version.endswith("t")
 
 
-def releases_overview(data: MatrixData) -> list[dict[str, Any]]:
+def releases_overview(data: MatrixTables) -> list[dict[str, Any]]:
     """One row per torch minor, newest first: patches, newest release date, Python versions, build labels,
     the default-index build per platform and the status (for `matrix show` without ``--torch``)."""
     rows = []
@@ -143,7 +145,7 @@ def releases_overview(data: MatrixData) -> list[dict[str, Any]]:
     return rows
 
 
-def release_view(data: MatrixData, torch: str) -> dict[str, Any]:
+def release_view(data: MatrixTables, torch: str) -> dict[str, Any]:
     """The minor holding ``torch`` (a minor, a patch, or ``latest`` as in resolve) with one entry per
     matching patch."""
     wanted = _parse(latest_released(data) if torch.strip() == "latest" else torch)
@@ -167,8 +169,8 @@ def release_view(data: MatrixData, torch: str) -> dict[str, Any]:
         "index_option": minor.index_option,
         "platforms_unsourced": list(minor.platforms_unsourced),
         "note": minor.note,
-        "variants": [v.model_dump(mode="json") for v in minor.variants],
-        "default_index": [d.model_dump(mode="json") for d in minor.default_index],
+        "variants": [as_json(v) for v in minor.variants],
+        "default_index": [as_json(d) for d in minor.default_index],
         "patches": views,
         "sources": {key: titles.get(key) for key in sorted(sources)},
     }

@@ -1,9 +1,13 @@
 """A compiled cache of the validated matrix, so `accelenv resolve` starts without YAML or pydantic.
 
 Loading matrix_data means parsing YAML and validating it with pydantic: ~0.3 s, most of it building the
-models. The first load writes the validated data as JSON into the user cache directory, keyed by a hash
-of the data files *and* of the schema module, so any edit to either misses the cache. Later loads read
-the JSON into plain namespaces with the same attribute names as the models; `InMemoryMatrix` reads both.
+models. The first load validates, converts the models to the matrix's rows (``rows.MatrixTables``, frozen
+classes generated from the schema) and writes the rows in the schema's JSON form into the user cache
+directory, keyed by the stats of the data files *and* of the modules that shape them (the schema, the rows,
+the index layer; ``data_digest``), so any edit to one misses the cache. Later loads build the same row
+classes from that JSON (``MatrixTables.from_json``, no pydantic imported): both paths hand `InMemoryMatrix`
+one row family, through one constructor. A snapshot that does not parse or lacks a field is rebuilt from
+the YAML.
 
 Override the directory with ACCELENV_CACHE_DIR; ACCELENV_NO_MATRIX_CACHE=1 turns the cache off.
 """
@@ -15,20 +19,18 @@ import json
 import os
 import tempfile
 from pathlib import Path
-from types import SimpleNamespace
-from typing import Any
 
 from compat_service.domain.matrix.interface import InMemoryMatrix
+from compat_service.domain.matrix.rows import MatrixTables, as_json
 
 #: bump when the snapshot layout changes
-SNAPSHOT_FORMAT = "1"
-#: mappings in the schema that stay dicts (every other JSON object is a row); their values stay plain
-_DICT_FIELDS = frozenset({"install_notes", "python_by_platform", "torch_requirement", "applies"})
-#: mappings in the schema that stay dicts of rows (name -> row)
-_ROW_DICT_FIELDS = frozenset({"installs"})
-_SCHEMA_FILE = Path(__file__).with_name("schema.py")
-#: the merge of the generated layer shapes the data too: an edit to it must miss the cache
-_LAYER_FILES = tuple(Path(__file__).with_name(name) for name in ("index_layer.py", "index_facts.py", "markers.py"))
+SNAPSHOT_FORMAT = "2"
+#: the modules that shape the data (schema and rows, and the merge of the generated layer): an edit to one
+#: must miss the cache
+_SHAPING_FILES = tuple(
+    Path(__file__).with_name(name)
+    for name in ("schema.py", "rows.py", "index_layer.py", "index_facts.py", "markers.py")
+)
 
 
 def bundled_data_dir() -> Path:
@@ -47,12 +49,15 @@ def cache_dir() -> Path:
 
 
 def data_digest(data_dir: Path) -> str:
+    """The snapshot's key: the format, and the path, size, mtime and ctime of each shaping module and data file.
+
+    File stats, as Python's own bytecode cache uses, not the files' bytes: hashing ~0.9 MB of YAML cost ~1.5 ms
+    of the start-up budget. Writing a file changes its ctime, which no tool sets back, so an edit always misses;
+    a fresh checkout or install misses once, with the same content, and writes the snapshot again."""
     digest = hashlib.sha256(SNAPSHOT_FORMAT.encode())
-    digest.update(_SCHEMA_FILE.read_bytes())
-    for layer_file in _LAYER_FILES:
-        digest.update(layer_file.read_bytes())
-    for path in sorted([*data_dir.glob("*.yaml"), *data_dir.glob("index/*.yaml")]):
-        digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    for path in [*_SHAPING_FILES, *sorted([*data_dir.glob("*.yaml"), *data_dir.glob("index/*.yaml")])]:
+        stat = path.stat()
+        digest.update(f"{path}\0{stat.st_size}\0{stat.st_mtime_ns}\0{stat.st_ctime_ns}\0".encode())
     return digest.hexdigest()
 
 
@@ -63,35 +68,23 @@ def load_matrix_cached(path: Path | None = None) -> InMemoryMatrix:
     snapshot = cache_dir() / f"matrix-{data_digest(data_dir)[:32]}.json" if use_cache else None
     if snapshot is not None and snapshot.is_file():
         try:
-            return InMemoryMatrix(_namespaces(json.loads(snapshot.read_text(encoding="utf-8"))))
-        except (ValueError, KeyError, AttributeError, TypeError):
+            return InMemoryMatrix(MatrixTables.from_json(json.loads(snapshot.read_bytes())))
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
             pass  # a damaged snapshot is rebuilt from the YAML below
-    from compat_service.domain.matrix.loader import load_matrix_data
+    from compat_service.domain.matrix.loader import load_matrix_rows
 
-    data = load_matrix_data(data_dir)
+    rows = load_matrix_rows(data_dir)
     if snapshot is not None:
-        _write_atomically(snapshot, json.dumps(data.model_dump(mode="json", by_alias=False)))
-    return InMemoryMatrix(data)
+        _write_atomically(snapshot, json.dumps(as_json(rows), separators=(",", ":")).encode())
+    return InMemoryMatrix(rows)
 
 
-def _namespaces(value: Any, key: str | None = None) -> Any:
-    if isinstance(value, dict):
-        if key in _DICT_FIELDS:
-            return dict(value)
-        if key in _ROW_DICT_FIELDS:
-            return {k: _namespaces(v) for k, v in value.items()}
-        return SimpleNamespace(**{k: _namespaces(v, k) for k, v in value.items()})
-    if isinstance(value, list):
-        return [_namespaces(v) for v in value]
-    return value
-
-
-def _write_atomically(target: Path, text: str) -> None:
+def _write_atomically(target: Path, content: bytes) -> None:
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".matrix-", suffix=".tmp")
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(content)
         os.replace(tmp, target)
     except OSError:
         # A read-only or full cache directory only costs speed, never correctness.

@@ -11,12 +11,14 @@ from compat_service.domain.hardware_rules import (
     MVC_LIMITS_SOURCES,
     describe_archs,
 )
+from compat_service.domain.matrix.rows import AscendNpuRow, CambriconMluRow
 from compat_service.domain.resolver.resolution import HostRequirement, Pin, Reason, Resolution, made_resolution
 from compat_service.domain.resolver.state import Candidate, ResolverState
 from compat_service.domain.versions import cached_version
 
 if TYPE_CHECKING:
-    from compat_service.domain.matrix.schema import AscendNpuRow, Platform, TorchMinor, TorchPatch
+    from compat_service.domain.backends import Platform
+    from compat_service.domain.matrix.rows import TorchMinor, TorchPatch
 
 
 def build_resolution(
@@ -213,11 +215,10 @@ def _triton_reason(state: ResolverState, patch: TorchPatch, python: str, reasons
     """Whether pip pulls triton in on this target: the default wheel's requirement, its marker evaluated at
     load for each platform and Python (``triton.applies``)."""
     triton = patch.triton
-    requirement = getattr(triton, "requirement", None)
+    requirement = triton.requirement
     if not requirement:
         return
-    marker = getattr(triton, "marker", None)
-    applies = getattr(triton, "applies", None)
+    marker, applies = triton.marker, triton.applies
     platform = state.r.platform
     if applies is None or platform not in applies:
         text = f"torch {patch.version} requires {requirement}" + (f"; {marker}" if marker else "")
@@ -245,6 +246,7 @@ def _arch_reason(state: ResolverState, c: Candidate, reasons: list[Reason], warn
         warnings.append(f"the matrix has no architecture list for {c.label}; could not check {gpu}")
         state.unknowns.append(f"whether {c.label} ships kernels for {gpu} (no sourced arch list)")
         return
+    assert verdict.row is not None  # a known coverage always rests on a row
     how = (
         "ships kernels that run on"
         if verdict.coverage == "kernels"
@@ -338,13 +340,13 @@ def _driver_reason(
         )
         if r.driver is not None:
             detail += f"; driver {r.driver} meets >= {rule.version}"
-        if below_own:
+        if below_own and r.driver is not None:  # with no --driver, the warning below says it once
             warnings.append(
-                f"driver {r.driver or '(not given)'} is below CUDA {toolkit}'s own floor {own}: "
+                f"driver {r.driver} is below CUDA {toolkit}'s own floor {own}: "
                 + MVC_LIMITS
                 + f" (sources: {', '.join(MVC_LIMITS_SOURCES)})"
             )
-            if r.driver is not None and (c.arch is None or c.arch.coverage == "unknown"):
+            if c.arch is None or c.arch.coverage == "unknown":
                 state.unknowns.append(
                     f"whether the GPU has SASS in {c.label} ({covers}): driver {r.driver} is below CUDA "
                     f"{toolkit}'s own floor {own} (give --gpu-arch or --gpu)"
@@ -373,10 +375,16 @@ def _driver_reason(
             "a GPU none of them runs on (a cubin runs within its major, same or newer minor) gets no kernels"
         )
     if r.driver is None:
+        two_floors = own is not None and own != rule.version
         warnings.append(
             f"no --driver given: {c.label} needs an NVIDIA driver >= {rule.version} ({rule.rule}"
-            + (f"; >= {own} for CUDA {toolkit}'s own floor" if own and own != rule.version else "")
+            + (f"; >= {own} for CUDA {toolkit}'s own floor" if two_floors else "")
             + ")"
+            + (
+                f": below that floor, {MVC_LIMITS} (sources: {', '.join(MVC_LIMITS_SOURCES)})"
+                if two_floors and rule.rule == "minor-version-compat"
+                else ""
+            )
         )
     reasons.append(Reason("driver", detail, sources))
 
@@ -453,12 +461,12 @@ def _family_notes(
 
 def _plugin_notes(
     state: ResolverState,
-    row: Any,
+    row: AscendNpuRow | CambriconMluRow,
     reasons: list[Reason],
     warnings: list[str],
     requirements: list[HostRequirement],
 ) -> None:
-    if state.family == "npu":
+    if isinstance(row, AscendNpuRow):  # npu; mlu reads the Cambricon table
         reasons.append(
             Reason(
                 "torch-npu",

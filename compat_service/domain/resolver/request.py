@@ -12,7 +12,7 @@ No pydantic here on purpose: the request is parsed on the fast path of `accelenv
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from functools import cached_property, lru_cache
 from operator import attrgetter
@@ -193,11 +193,25 @@ _SWITCH_ON = ("1", "true", "yes")
 
 @lru_cache(maxsize=1)
 def _flag_pattern() -> tuple[re.Pattern[str], dict[str, str]]:
-    spoken = {p.flag: p.api_name for p in PARAMETERS}
-    spoken["--format"] = "format"
+    """The CLI flags of ``PARAMETERS`` (and ``--format``) as one pattern, and each flag's parameter name."""
+    named = {p.flag: p.name for p in PARAMETERS}
+    named["--format"] = "format"
     # longest first, and never inside a longer flag (--gpu must not eat --gpu-arch)
-    names = sorted(spoken, key=len, reverse=True)
-    return re.compile("(?:" + "|".join(re.escape(n) for n in names) + r")(?![\w-])"), spoken
+    flags = sorted(named, key=len, reverse=True)
+    return re.compile("(?:" + "|".join(re.escape(n) for n in flags) + r")(?![\w-])"), named
+
+
+#: the API's words for the parameters: their query parameter (a switch with its ``=true``)
+API_WORDS: dict[str, str] = {p.name: p.api_name for p in PARAMETERS} | {"format": "format"}
+
+
+def flag_wording(text: str, words: Mapping[str, str]) -> str:
+    """``text`` with each CLI flag of ``PARAMETERS`` said as ``words`` names its parameter (keyed by
+    ``Parameter.name``, and ``format``): the API's query parameters, the selector page's field labels."""
+    if "--" not in text:
+        return text
+    pattern, named = _flag_pattern()
+    return pattern.sub(lambda m: words[named[m.group(0)]], text)
 
 
 def api_wording(text: str) -> str:
@@ -207,8 +221,7 @@ def api_wording(text: str) -> str:
         return text
     if len(text) <= _MAX_KEPT_WORDING:
         return _kept_wording(text)
-    pattern, spoken = _flag_pattern()
-    return pattern.sub(lambda m: spoken[m.group(0)], text)
+    return flag_wording(text, API_WORDS)
 
 
 #: longest text whose API wording is kept (the unsatisfiable answers' causes and hints recur)
@@ -217,8 +230,7 @@ _MAX_KEPT_WORDING = 512
 
 @lru_cache(maxsize=2048)
 def _kept_wording(text: str) -> str:
-    pattern, spoken = _flag_pattern()
-    return pattern.sub(lambda m: spoken[m.group(0)], text)
+    return flag_wording(text, API_WORDS)
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,7 @@ from compat_service.domain.hardware_rules import (
     runtime_fits,
     too_new_for,
 )
+from compat_service.domain.matrix.rows import ArchList
 from compat_service.domain.resolver.answer import build_resolution
 from compat_service.domain.resolver.conflict import Conflict
 from compat_service.domain.resolver.explanation import (
@@ -55,7 +56,7 @@ from compat_service.domain.versions import cached_version
 if TYPE_CHECKING:
     from compat_service.domain.evidence.lookup import EvidenceLookup
     from compat_service.domain.matrix.interface import Matrix
-    from compat_service.domain.matrix.schema import (
+    from compat_service.domain.matrix.rows import (
         AscendNpuRow,
         BuildVariant,
         CambriconMluRow,
@@ -406,7 +407,7 @@ def _newer_known_no(
         known = arch_coverage(state.m, other, c.label, c.build_row.runtime, platform, gpu)
         if known.coverage == "unknown":
             continue
-        if known.coverage == "no" and known.basis == "list" and too_new_for(gpu, known.row):
+        if known.coverage == "no" and isinstance(known.row, ArchList) and too_new_for(gpu, known.row):
             return known
         return None
     return None

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from compat_service.domain.errors import AccelenvError
     from compat_service.domain.evidence.lookup import EvidenceLookup
     from compat_service.domain.matrix.interface import Matrix
+    from compat_service.domain.matrix.rows import TorchMinor, TorchPatch
     from compat_service.domain.resolver.request import ResolveRequest
 
 #: combinations of package releases tried before giving up (newest first)
@@ -248,7 +249,7 @@ def _admits(plan: Plan, version: str) -> bool:
     return all(any(SpecifierSet(s).contains(version, prereleases=True) for s in row) for row in plan.any_of)
 
 
-def _patches(search: Search, plan: Plan) -> Iterator[tuple[Any, Any]]:
+def _patches(search: Search, plan: Plan) -> Iterator[tuple[TorchMinor, TorchPatch]]:
     spec = search.request.torch
     named = spec.minor_named()
     count = 0
@@ -258,8 +259,8 @@ def _patches(search: Search, plan: Plan) -> Iterator[tuple[Any, Any]]:
         if minor.status != "released" and not spec.names_minor(minor.minor):
             continue
         for patch in search.matrix.torch_patches(minor):
-            released = getattr(patch, "release_date", None)
-            if plan.not_after and released is not None and str(released) > plan.not_after[0]:
+            released = patch.release_date
+            if plan.not_after and released is not None and released.isoformat() > plan.not_after[0]:
                 continue  # released after the package: its binaries cannot have been built against it
             if spec.matches(patch.version, minor.minor) and _admits(plan, patch.version):
                 yield minor, patch
@@ -268,11 +269,11 @@ def _patches(search: Search, plan: Plan) -> Iterator[tuple[Any, Any]]:
                     return
 
 
-def _default_label(minor: Any, platform: str) -> str | None:
+def _default_label(minor: TorchMinor, platform: str) -> str | None:
     return next((row.label for row in minor.default_index if row.platform == platform), None)
 
 
-def _labels(search: Search, plan: Plan, minor: Any) -> tuple[list[str | None], str | None]:
+def _labels(search: Search, plan: Plan, minor: TorchMinor) -> tuple[list[str | None], str | None]:
     """The torch build labels the stack allows for a minor (None: the resolver chooses), or why none."""
     request, platform = search.request, search.request.platform
     rules = {package.torch_build for package, _ in plan.chosen}
