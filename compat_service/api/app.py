@@ -159,11 +159,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     built_in = {"/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc", "/static/api-docs"}
     app.router.routes.sort(key=lambda route: getattr(route, "path", None) in built_in)
     # GET /v1/resolve is answered by its raw ASGI endpoint, tried first (routes/resolve.py says why), and
-    # reached from the innermost of the middlewares (FastLane; its handlers: the app's, 500 left to them)
+    # reached from the innermost of the middlewares (FastLane)
     resolve_route = importlib.import_module("compat_service.api.routes.resolve")
     app.router.routes.insert(0, resolve_route.route)
     _same_origin_only(app, ("/docs", "/redoc"))
-    app.add_middleware(resolve_route.FastLane, handlers=app.exception_handlers)
+    app.add_middleware(resolve_route.FastLane)
     # Added last = outermost: the size limit applies before anything reads the body.
     app.add_middleware(HttpCacheMiddleware, max_age_s=settings.cache_max_age_s)
     app.add_middleware(

@@ -21,13 +21,13 @@ are reworded with the API's names (``strict_query.in_api_words``), and the endpo
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 import orjson
 from fastapi import APIRouter, Request, Response
+from starlette.exceptions import HTTPException
 from starlette.routing import Route
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from compat_service.api.middleware.observability import current_request_id
 from compat_service.api.service_reads import FORMATS, JSON_TYPE, MAX_REPEATS, resolution_answer
@@ -93,16 +93,33 @@ class _Answer:
         status = 200
         try:
             body, content_type = await resolution_answer(scope["app"], scope["query_string"])
-        except AccelenvError as err:
-            # Answered here, in the one error shape, from bytes kept on the error (a cached error is sent
-            # again as is): the unsatisfiable answers pipelines send many of skip the exception middleware,
-            # pydantic and the JSON encoder. Anything else still leaves through the app's handlers.
-            if err.http_status == 401:
-                raise
-            status, body, content_type = err.http_status, error_bytes(err), JSON_TYPE
+        except Exception as exc:
+            # An AccelenvError is answered here, in the one error shape, from bytes kept on the error (a cached
+            # error is sent again as is): the unsatisfiable answers pipelines send many of skip pydantic and
+            # the JSON encoder. Any other (and a 401, which adds its header) by the app's handler for it, as
+            # Starlette's exception middleware would (nothing was sent yet); one without a handler leaves as
+            # before (the observability middleware answers 500).
+            if isinstance(exc, AccelenvError) and exc.http_status != 401:
+                status, body, content_type = exc.http_status, error_bytes(exc), JSON_TYPE
+            else:
+                handler = _handler_for(scope["app"], exc)
+                if handler is None:
+                    raise
+                response = await handler(Request(scope, receive), exc)
+                await response(scope, receive, send)
+                return
         headers = [(b"content-type", content_type), (b"content-length", str(len(body)).encode())]
         await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": body})
+
+
+def _handler_for(app: Any, exc: Exception) -> Any:
+    """The app's exception handler for ``exc`` as Starlette picks it: by status code for an HTTPException,
+    then by the nearest class; None when there is none."""
+    handlers = app.exception_handlers
+    if isinstance(exc, HTTPException) and exc.status_code in handlers:
+        return handlers[exc.status_code]
+    return next((handlers[c] for c in type(exc).__mro__ if c in handlers), None)
 
 
 #: the route that answers GET /v1/resolve (the app puts it ahead of every other route)
@@ -113,13 +130,11 @@ route.methods = {"GET"}  # Starlette adds HEAD to a GET route; the API declares 
 class FastLane:
     """The innermost of the app's middlewares: a request ``route`` matches goes straight to it, past Starlette's
     exception middleware, FastAPI's exit stack and the router, which cost every resolve more than its own
-    middlewares and do nothing for it (it opens no dependency; the router would pick it first). An exception
-    it raises is answered by the app's handler for it (``handlers``: the app's, by class), as the exception
-    middleware would; one without a handler leaves as before (the observability middleware answers 500)."""
+    middlewares and do nothing for it (it opens no dependency; it answers its errors itself, with the app's
+    handlers; the router would pick it first)."""
 
-    def __init__(self, app: ASGIApp, handlers: Mapping[Any, Any]) -> None:
+    def __init__(self, app: ASGIApp) -> None:
         self.app = app
-        self.handlers = handlers
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         # the route's own path, under no root path: anything else (HEAD, another path, a mounted app) goes the
@@ -128,21 +143,7 @@ class FastLane:
             await self.app(scope, receive, send)
             return
         scope["endpoint"], scope["path_params"] = route.endpoint, {}  # what the router's match would set
-        started = False
-
-        async def tracking_send(message: Message) -> None:
-            nonlocal started
-            started = started or message["type"] == "http.response.start"
-            await send(message)
-
-        try:
-            await route.app(scope, receive, tracking_send)
-        except Exception as exc:
-            handler = next((self.handlers[c] for c in type(exc).__mro__ if c in self.handlers), None)
-            if handler is None or started:
-                raise
-            response = await handler(Request(scope, receive), exc)
-            await response(scope, receive, send)
+        await route.app(scope, receive, send)
 
 
 @router.get(
