@@ -117,6 +117,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             tune_for_service()
         announce_start(state)
         yield
+        if access_log is not None:
+            access_log.flush()  # the last turn's lines
         state.ingest_queue.close()
         engine.dispose()
         announce_stop(state, state.metrics.served)
@@ -174,10 +176,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.add_middleware(NulGuardMiddleware)
     # Outermost of ours: request id, access log, metrics, and the one log line of an unhandled error.
+    access_log = AccessLog(settings.log_format) if settings.access_log else None
     app.add_middleware(
         ObservabilityMiddleware,
         metrics=state.metrics,
-        access_log=AccessLog(settings.log_format) if settings.access_log else None,
+        access_log=access_log,
         on_unhandled=unhandled_error_response,
     )
     return app
