@@ -52,8 +52,9 @@ def data_digest(data_dir: Path) -> str:
     """The snapshot's key: the format, and the path, size, mtime and ctime of each shaping module and data file.
 
     File stats, as Python's own bytecode cache uses, not the files' bytes: hashing ~0.9 MB of YAML cost ~1.5 ms
-    of the start-up budget. Writing a file changes its ctime, which no tool sets back, so an edit always misses;
-    a fresh checkout or install misses once, with the same content, and writes the snapshot again."""
+    of the start-up budget. On POSIX writing a file changes its ctime, which no tool sets back, so an edit always
+    misses (on Windows ctime is the creation time: size and mtime decide); a fresh checkout or install misses
+    once, with the same content, and writes the snapshot again."""
     digest = hashlib.sha256(SNAPSHOT_FORMAT.encode())
     for path in [*_SHAPING_FILES, *sorted([*data_dir.glob("*.yaml"), *data_dir.glob("index/*.yaml")])]:
         stat = path.stat()
