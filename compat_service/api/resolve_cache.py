@@ -115,6 +115,8 @@ class ResolveCache:
     def __init__(self, size: int, *, max_bytes: int | None = None) -> None:
         self.requests: LruCache[Any] = LruCache(size)
         self.bodies: LruCache[bytes] = LruCache(size, max_bytes=max_bytes, weigh=len)
+        #: False when the settings turned the cache off (size 0): callers then compute directly
+        self.enabled = size > 0
 
     def body(self, key: Hashable, resolve: Callable[[], Any]) -> bytes:
         """The JSON body for ``key``, computing ``resolve()`` (a JSON-able object) on a miss."""

@@ -15,6 +15,7 @@ from functools import lru_cache
 from typing import Any, TypeVar
 from urllib.parse import unquote
 
+import orjson
 from packaging.specifiers import SpecifierSet
 from pydantic import BaseModel
 from sqlmodel import Session
@@ -125,12 +126,15 @@ def _given(raw: bytes) -> tuple[dict[str, str], dict[str, list[str]]]:
     return given, repeated
 
 
+#: (name, longest value, repeatable) of each parameter
+_LIMITS = tuple((p.name, p.max_length, p.repeatable) for p in PARAMETERS)
+
+
 def _values(given: dict[str, str], repeated: dict[str, list[str]]) -> dict[str, str | list[str] | None]:
     values: dict[str, str | list[str] | None] = {}
-    for p in PARAMETERS:
-        name, limit = p.name, p.max_length
+    for name, limit, repeatable in _LIMITS:
         value = given.get(name)
-        if p.repeatable and name in repeated:
+        if repeatable and name in repeated:
             if len(repeated[name]) > MAX_REPEATS:
                 raise InvalidRequestError(
                     f"invalid query parameter {name}: given more than {MAX_REPEATS} times",
@@ -166,13 +170,16 @@ async def resolution_body(app: Any, raw: bytes) -> bytes:
 async def resolution_answer(app: Any, raw: bytes) -> tuple[bytes, bytes]:
     """The body and its content type answering the query string ``raw``; raises the AccelenvError that
     refuses it (in the API's words)."""
-    cache = state_of(app).resolve_cache
+    state = state_of(app)
+    cache = state.resolve_cache
     # Only plausible query strings are memoized: a flood of huge ones must not fill memory.
-    if len(raw) <= MAX_MEMO_QUERY:
+    if cache.enabled and len(raw) <= MAX_MEMO_QUERY:
         parsed, fmt = cache.requests.get_or_compute(raw, lambda: read_query(raw))
     else:
         parsed, fmt = read_query(raw)
-    matrix = await current_matrix(app)
+    repository = state.matrix_repository
+    # current_matrix's steady state inline (a clock check); a refresh reads the database off the loop
+    matrix = repository.current() if repository.is_fresh() else await current_matrix(app)
     # gpu= names a GPU: its architecture (matrix data) selects the evidence too
     gpu_arch = name_the_gpu(parsed, matrix.matrix)[0].gpu_arch if parsed.gpu else parsed.gpu_arch
     # Evidence from the stored probe reports (routes/evidence.py); its stamp keeps the cache current.
@@ -191,10 +198,11 @@ async def resolution_answer(app: Any, raw: bytes) -> tuple[bytes, bytes]:
             return resolve_request(parsed, matrix.matrix, evidence)
 
     if fmt == "json":
-        return cache.body(
-            (matrix.content_hash, stamp, parsed),
-            lambda: _in_api_words(lambda: resolution_to_json(answer(), for_orjson=True)),
-        ), JSON_TYPE
+        # (only resolving raises: the JSON form of a resolution cannot fail)
+        if not cache.enabled:  # ResolveCache.body's serialisation, without its cache's layers
+            return orjson.dumps(resolution_to_json(_in_api_words(answer), for_orjson=True)), JSON_TYPE
+        key = (matrix.content_hash, stamp, parsed)
+        return cache.body(key, lambda: resolution_to_json(_in_api_words(answer), for_orjson=True)), JSON_TYPE
     text = cache.bodies.get_or_compute(
         (matrix.content_hash, stamp, parsed, fmt), lambda: _in_api_words(lambda: render(answer(), fmt).encode())
     )

@@ -31,8 +31,6 @@ Override variables (the one list; the README and the CLI point here), for CI and
 
 import os
 import platform
-import shutil
-import subprocess
 import sys
 import sysconfig
 
@@ -186,6 +184,10 @@ def read_text(path, limit=65536):
 
 def run_tool(argv, timeout=TOOL_TIMEOUT_S):
     """(stdout, problem) for a vendor tool; never raises."""
+    # imported here: `accelenv resolve` with its target named runs no tool and need not pay for them (~2 ms)
+    import shutil
+    import subprocess
+
     if shutil.which(argv[0]) is None:
         return None, "absent"
     try:

@@ -21,6 +21,7 @@ from compat_service.domain.resolver.resolution import (
     HostRequirement,
     Resolution,
     StackPin,
+    made_resolution,
     resolution_from_json,
     resolution_to_json,
 )
@@ -73,6 +74,16 @@ def test_orjson_writes_the_rows_as_the_plain_json_form(res: Resolution) -> None:
         no_deps=("torchvision",),
     )
     assert orjson.dumps(resolution_to_json(full, for_orjson=True)) == orjson.dumps(resolution_to_json(full))
+
+
+def test_made_resolutions_equal_dataclass_built_ones(res: Resolution) -> None:
+    """The resolver makes its answers with `made_resolution` (no __init__): every field there, defaults too."""
+    values = {f.name: getattr(res, f.name) for f in dataclasses.fields(Resolution)}
+    assert made_resolution(**values) == Resolution(**values) == res
+    assert dataclasses.asdict(res) == dataclasses.asdict(Resolution(**values))
+    required = {f.name: values[f.name] for f in dataclasses.fields(Resolution)
+                if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING}
+    assert made_resolution(**required) == Resolution(**required)
 
 
 def test_pip_commands_install_exactly_the_pins(res: Resolution) -> None:

@@ -26,7 +26,7 @@ from typing import Any
 
 import orjson
 from fastapi import APIRouter, Request, Response
-from starlette.routing import Match, Route
+from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from compat_service.api.middleware.observability import current_request_id
@@ -122,14 +122,12 @@ class FastLane:
         self.handlers = handlers
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["method"] != "GET":
+        # the route's own path, under no root path: anything else (HEAD, another path, a mounted app) goes the
+        # router's way, which answers it as before
+        if scope["type"] != "http" or scope["method"] != "GET" or scope["path"] != route.path or scope.get("root_path"):
             await self.app(scope, receive, send)
             return
-        match, child_scope = route.matches(scope)
-        if match is not Match.FULL:
-            await self.app(scope, receive, send)
-            return
-        scope.update(child_scope)
+        scope["endpoint"], scope["path_params"] = route.endpoint, {}  # what the router's match would set
         started = False
 
         async def tracking_send(message: Message) -> None:

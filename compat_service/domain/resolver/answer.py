@@ -12,7 +12,7 @@ from compat_service.domain.hardware_rules import (
     describe_archs,
 )
 from compat_service.domain.matrix.rows import AscendNpuRow, CambriconMluRow
-from compat_service.domain.resolver.resolution import HostRequirement, Pin, Reason, Resolution
+from compat_service.domain.resolver.resolution import HostRequirement, Pin, Reason, Resolution, made_resolution
 from compat_service.domain.resolver.state import Candidate, ResolverState
 from compat_service.domain.versions import cached_version
 
@@ -64,7 +64,7 @@ def build_resolution(
     reasons.extend(tail.reasons)
     warnings.extend(tail.warnings)
     evidence = _evidence(state, version, c.label, python, reasons)
-    return Resolution(
+    return made_resolution(
         torch_version=version,
         backend=c.label,
         family=state.family,

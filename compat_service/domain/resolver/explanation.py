@@ -105,16 +105,16 @@ def _explain_platform(f: Failure) -> Conflict:
 
 def _explain_python(f: Failure) -> Conflict:
     r = f.state.r
-    parts = [
-        f"torch {m} supports Python {_py_range(d.info['pythons'])} on {r.platform}"
-        for m, d in f.by_minor.items()
-    ]
+    ranges = {m: _py_range(d.info["pythons"]) for m, d in f.by_minor.items()}
+    parts = [f"torch {m} supports Python {span} on {r.platform}" for m, span in ranges.items()]
     message = "; ".join(parts) + f"; you asked for {r.python}"
     causes: list[CauseRow] = [
-        (f"python in {_py_range(d.info['pythons'])}", f"matrix: torch_releases {m} python", None)
-        for m, d in f.by_minor.items()
+        (f"python in {span}", f"matrix: torch_releases {m} python", None) for m, span in ranges.items()
     ]
-    everywhere = sorted({p for d in f.deaths for p in d.info["pythons"]}, key=python_sort_key)
+    # (the Pythons of every refusing release: read only when more than three minors refused)
+    everywhere = (
+        sorted({p for d in f.deaths for p in d.info["pythons"]}, key=python_sort_key) if len(f.by_minor) > 3 else []
+    )
     if len(f.by_minor) > 3 and everywhere and r.python:
         # Every release refused it: one line, the span of all of them (e.g. Python 2.7, 3.99).
         message = (

@@ -8,7 +8,7 @@ fast path of `accelenv resolve`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import MISSING, dataclass, field, fields
 from functools import lru_cache
 from typing import Any
 
@@ -103,6 +103,20 @@ class Resolution:
     @property
     def pins(self) -> dict[str, str]:
         return {p.name: p.version for p in self.packages}
+
+
+_DEFAULTS = {f.name: f.default for f in fields(Resolution) if f.default is not MISSING}
+_FACTORIES = {f.name: f.default_factory for f in fields(Resolution) if f.default_factory is not MISSING}
+
+
+def made_resolution(**values: Any) -> Resolution:
+    """``Resolution(**values)`` without the frozen dataclass's ``__init__``, which sets each of its 18 fields
+    through ``object.__setattr__`` (the resolver makes one per request); the fields left out take their
+    defaults. For the resolver's own answers, whose values it has just built; a test holds the two equal."""
+    new = object.__new__(Resolution)
+    new.__dict__.update(_DEFAULTS, **{name: make() for name, make in _FACTORIES.items()})
+    new.__dict__.update(values)
+    return new
 
 
 def resolution_to_json(res: Resolution, *, for_orjson: bool = False) -> dict[str, Any]:

@@ -8,7 +8,8 @@ with, torchao's table, flash-attn's prebuilt wheels, vllm-ascend's policy).
 
 Built once per content: the compiled catalog is JSON in the matrix cache directory, keyed by a hash of the
 files it is made of and of this module and the schema, so `accelenv resolve --with vllm` reads one small JSON
-file and never YAML or pydantic. No pydantic on the fast path.
+file and never YAML or pydantic. No pydantic on the fast path. Each package is kept in it as a JSON text of
+its own, parsed when the package is first asked for: `--with vllm` parses vllm's facts, not every package's.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from packaging.version import InvalidVersion, Version
 
 ECOSYSTEM_FILE = "ecosystem.yaml"
 #: bump when the compiled layout changes
-CATALOG_FORMAT = "2"
+CATALOG_FORMAT = "3"
 _OWN_FILES = tuple(Path(__file__).with_name(name) for name in ("catalog.py", "schema.py"))
 
 
@@ -171,9 +172,10 @@ class Package:
 
 
 class Catalog:
-    """The ecosystem packages by name; each is built from the compiled JSON the first time it is asked for."""
+    """The ecosystem packages by name; each is parsed and built from its compiled JSON text the first time it
+    is asked for."""
 
-    def __init__(self, raw: dict[str, dict[str, Any]]) -> None:
+    def __init__(self, raw: dict[str, str]) -> None:
         self._raw = raw
         self._built: dict[str, Package] = {}
 
@@ -189,7 +191,7 @@ class Catalog:
             raw = self._raw.get(name)
             if raw is None:
                 return None
-            self._built[name] = _package(raw)
+            self._built[name] = _package(json.loads(raw))
         return self._built[name]
 
     def fact_count(self) -> int:
@@ -284,7 +286,12 @@ def load_catalog(data_dir: Path | None = None) -> Catalog:
         except ValueError:
             raw = None
     if raw is None:
-        raw = compile_catalog(base)
+        built = compile_catalog(base)
+        raw = {
+            "format": built["format"],
+            "marker_env": built["marker_env"],
+            "packages": {p["name"]: json.dumps(p, separators=(",", ":")) for p in built["packages"]},
+        }
         if compiled is not None:
             from compat_service.domain.matrix.snapshot import _write_atomically
 
@@ -295,8 +302,9 @@ def load_catalog(data_dir: Path | None = None) -> Catalog:
 
 
 def _from_raw(raw: dict[str, Any]) -> Catalog:
+    """The catalog of the compiled file: the marker environments, and each package's JSON text by name."""
     _MARKER_ENV.update(raw.get("marker_env", {}))
-    return Catalog({p["name"]: p for p in raw["packages"]})
+    return Catalog(raw["packages"])
 
 
 def _package(p: dict[str, Any]) -> Package:
