@@ -173,6 +173,23 @@ def test_snapshot_gives_the_same_answers_as_the_validated_matrix(
         )
 
 
+def test_old_snapshots_are_pruned(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Keyed by file stats, every checkout writes its own snapshot: the cache keeps the newest KEEP_SNAPSHOTS."""
+    import os
+
+    from compat_service.domain.matrix.snapshot import KEEP_SNAPSHOTS
+
+    monkeypatch.setenv("ACCELENV_CACHE_DIR", str(tmp_path))
+    for i in range(KEEP_SNAPSHOTS + 3):
+        old = tmp_path / f"matrix-old{i:02d}.json"
+        old.write_text("{}")
+        os.utime(old, (1_000_000 + i, 1_000_000 + i))
+    load_matrix_cached()  # writes the current snapshot and prunes
+    kept = sorted(p.name for p in tmp_path.glob("matrix-*.json"))
+    assert len(kept) == KEEP_SNAPSHOTS and not any(f"old{i:02d}" in name for i in range(4) for name in kept)
+    assert any(not name.startswith("matrix-old") for name in kept)
+
+
 def test_damaged_snapshot_is_rebuilt_from_the_yaml(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ACCELENV_CACHE_DIR", str(tmp_path))
     load_matrix_cached()

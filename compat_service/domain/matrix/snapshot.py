@@ -25,6 +25,8 @@ from compat_service.domain.matrix.rows import MatrixTables, as_json
 
 #: bump when the snapshot layout changes
 SNAPSHOT_FORMAT = "2"
+#: snapshots kept in the cache directory (the newest; one per checkout or install of matrix_data in use)
+KEEP_SNAPSHOTS = 8
 #: the modules that shape the data (schema and rows, and the merge of the generated layer): an edit to one
 #: must miss the cache
 _SHAPING_FILES = tuple(
@@ -52,8 +54,9 @@ def data_digest(data_dir: Path) -> str:
     """The snapshot's key: the format, and the path, size, mtime and ctime of each shaping module and data file.
 
     File stats, as Python's own bytecode cache uses, not the files' bytes: hashing ~0.9 MB of YAML cost ~1.5 ms
-    of the start-up budget. Writing a file changes its ctime, which no tool sets back, so an edit always misses;
-    a fresh checkout or install misses once, with the same content, and writes the snapshot again."""
+    of the start-up budget. On POSIX writing a file changes its ctime, which no tool sets back, so an edit always
+    misses (on Windows ctime is the creation time: size and mtime decide); a fresh checkout or install misses
+    once, with the same content, and writes the snapshot again."""
     digest = hashlib.sha256(SNAPSHOT_FORMAT.encode())
     for path in [*_SHAPING_FILES, *sorted([*data_dir.glob("*.yaml"), *data_dir.glob("index/*.yaml")])]:
         stat = path.stat()
@@ -76,7 +79,18 @@ def load_matrix_cached(path: Path | None = None) -> InMemoryMatrix:
     rows = load_matrix_rows(data_dir)
     if snapshot is not None:
         _write_atomically(snapshot, json.dumps(as_json(rows), separators=(",", ":")).encode())
+        _prune(snapshot.parent)
     return InMemoryMatrix(rows)
+
+
+def _prune(directory: Path) -> None:
+    """Keep the KEEP_SNAPSHOTS newest snapshots: keyed by file stats, each checkout or install writes its own."""
+    try:
+        found = sorted(directory.glob("matrix-*.json"), key=lambda p: p.stat().st_mtime, reverse=True)
+        for old in found[KEEP_SNAPSHOTS:]:
+            old.unlink(missing_ok=True)
+    except OSError:
+        pass  # another process pruned or wrote at the same time: the next write prunes again
 
 
 def _write_atomically(target: Path, content: bytes) -> None:

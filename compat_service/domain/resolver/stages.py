@@ -13,7 +13,7 @@ through `Matrix`; it never imports pydantic on the success path.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Any, Union, cast
 
 from packaging.version import Version
 
@@ -34,7 +34,7 @@ from compat_service.domain.hardware_rules import (
     runtime_fits,
     too_new_for,
 )
-from compat_service.domain.matrix.rows import ArchList
+from compat_service.domain.matrix.rows import ArchList, AscendNpuRow
 from compat_service.domain.resolver.answer import build_resolution
 from compat_service.domain.resolver.conflict import Conflict
 from compat_service.domain.resolver.explanation import (
@@ -54,10 +54,10 @@ from compat_service.domain.resolver.state import (
 from compat_service.domain.versions import cached_version
 
 if TYPE_CHECKING:
+    from compat_service.domain.backends import Platform
     from compat_service.domain.evidence.lookup import EvidenceLookup
     from compat_service.domain.matrix.interface import Matrix
     from compat_service.domain.matrix.rows import (
-        AscendNpuRow,
         BuildVariant,
         CambriconMluRow,
         TorchMinor,
@@ -483,7 +483,7 @@ def _plugin_rows(state: ResolverState, torch_version: str, python: str, platform
         and python in _plugin_pythons(r, platform, python)
     ]
     fits.sort(
-        key=lambda r: (getattr(r, "status", None) != "eol", Version(getattr(r, name))), reverse=True
+        key=lambda r: (not isinstance(r, AscendNpuRow) or r.status != "eol", Version(getattr(r, name))), reverse=True
     )
     return fits
 
@@ -513,9 +513,9 @@ def _plugin_for_runtime(
 def _plugin_pythons(row: PluginRow, platform: str, python: str) -> list[str]:
     """The Pythons a plugin row has wheels for on this platform: per architecture where the index gives
     them, else the row's list; a row without a list (unknown) admits the asked Python."""
-    by_platform = getattr(row, "python_by_platform", None)
-    if by_platform:
-        return list(by_platform.get(platform) or [])
+    by_platform = row.python_by_platform if isinstance(row, AscendNpuRow) else None  # Cambricon's has none
+    if by_platform:  # the request's platform is one of PLATFORMS (parsing checks it), the Literal the rows key by
+        return list(by_platform.get(cast("Platform", platform)) or [])
     return list(row.python) if row.python is not None else [python]
 
 
