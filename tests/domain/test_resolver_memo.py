@@ -20,13 +20,14 @@ def _resolve(matrix: InMemoryMatrix, **flags: Any) -> dict | str:
     try:
         return resolution_to_json(resolve(ResolveRequest.from_strings(**flags), matrix))
     except AccelenvError as err:
-        return err.code
+        return err.to_body().model_dump_json()  # the whole error: causes and alternatives too
 
 
 def test_distinct_free_text_requests_do_not_grow_the_memo(monkeypatch: pytest.MonkeyPatch) -> None:
     # the error path's two request-keyed tables are bounded instead: small bounds, which the flood exceeds
     monkeypatch.setattr(stages, "TRY_MEMO", 40)
     monkeypatch.setattr(explanation, "NEAREST_MEMO", 30)
+    monkeypatch.setattr(explanation, "NEARBY_MEMO", 20)
     matrix = InMemoryMatrix(load_matrix_rows())
 
     def flood(start: int) -> None:
@@ -42,6 +43,7 @@ def test_distinct_free_text_requests_do_not_grow_the_memo(monkeypatch: pytest.Mo
     assert matrix.cache_size() == size
     assert len(matrix.memo.tried) == 40
     assert len(matrix.memo.nearest_torch) == 30
+    assert len(matrix.memo.nearby) == 20
 
 
 def test_memoized_answers_equal_fresh_ones() -> None:
@@ -53,6 +55,10 @@ def test_memoized_answers_equal_fresh_ones() -> None:
         {"torch": "2.4.0", "python": "3.10", "backend": "mlu", "with_": "none"},
         {"torch": "latest", "backend": "cuda", "gpu_arch": "sm_90", "driver": "550.54.14"},
         {"torch": "2.7", "os": "macos", "arch": "arm64", "backend": "mps"},
+        # failures: their nearby requests are kept too (DerivedMemo.nearby)
+        {"torch": "2.3", "python": "3.13", "backend": "cu121"},
+        {"torch": "2.6", "backend": "cuda", "driver": "450.80.02"},
+        {"torch": "2.4", "backend": "cu126", "python": "3.10"},
     ]
     for flags in requests * 2:  # the second round answers from the memo
         _resolve(warm, **flags)

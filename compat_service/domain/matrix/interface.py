@@ -45,7 +45,7 @@ class DerivedMemo:
     """What the resolver and the hardware rules derive from one matrix, kept by the matrix (as pip keeps its
     caches in the provider): one typed table per question, each keyed only by facts drawn from the matrix
     (versions, labels, platforms, OSes; never free text from a request, which would grow it without bound),
-    but for the error path's two request-keyed tables, which their modules bound.
+    but for the error path's three request-keyed tables, which their modules bound.
     The values are owned by their modules (hardware_rules, resolver.answer); the matrix only holds them."""
 
     #: (runtime, runtime_full, os) -> hardware_rules.DriverFloor
@@ -80,11 +80,18 @@ class DerivedMemo:
     #: (a ResolveRequest with its torch blanked, the asked minor's position) -> the position of the nearest minor
     #: that resolves, None = none (resolver.explanation._nearest_fitting_torch, at most NEAREST_MEMO)
     nearest_torch: dict[tuple[Hashable, int], int | None] = field(default_factory=dict)
+    #: (a ResolveRequest, its failure's code and facts) -> the nearby requests that resolve, as the error lists
+    #: them (resolver.explanation.nearby_requests, at most NEARBY_MEMO)
+    nearby: dict[Hashable, Any] = field(default_factory=dict)
 
     def size(self) -> int:
         """Entries held over the tables keyed by matrix facts (tests check distinct requests do not grow it;
-        the two request-keyed tables are bounded instead)."""
-        return sum(len(table) for name, table in vars(self).items() if name not in ("tried", "nearest_torch"))
+        the three request-keyed tables are bounded instead)."""
+        return sum(len(table) for name, table in vars(self).items() if name not in _REQUEST_KEYED)
+
+
+#: the DerivedMemo tables keyed by requests (each bounded by the module that fills it)
+_REQUEST_KEYED = ("tried", "nearest_torch", "nearby")
 
 
 class Matrix(Protocol):

@@ -362,6 +362,34 @@ _CPU = BackendSpec("cpu", "label", "cpu")
 def nearby_requests(
     conflict: Conflict, request: ResolveRequest, matrix: Matrix, try_resolve: TryResolve
 ) -> list[tuple[str, dict[str, Any]]]:
+    """The nearby requests that resolve, nearest first (`_search_nearby`). Kept per matrix (bounded, oldest
+    dropped), like the searches' own answers (`DerivedMemo.tried`): the search is a function of the request, its
+    failure's code and facts, and the matrix, and pipelines and the web selector send the same failing requests
+    again and again. The failure itself is found and explained for every request."""
+    memo = matrix.memo.nearby
+    facts = tuple((k, tuple(v) if isinstance(v, list) else v) for k, v in sorted(conflict.facts.items()))
+    key = (request, conflict.code, facts, try_resolve)
+    try:
+        found = memo.get(key)
+    except TypeError:  # a fact that is no key (none is today): searched, not kept
+        return _search_nearby(conflict, request, matrix, try_resolve)
+    if found is None:
+        searched = _search_nearby(conflict, request, matrix, try_resolve)
+        found = tuple((text, tuple(flags.items())) for text, flags in searched)
+        if NEARBY_MEMO:
+            if len(memo) >= NEARBY_MEMO:
+                memo.pop(next(iter(memo)))  # the oldest first: insertion order
+            memo[key] = found
+    return [(text, dict(flags)) for text, flags in found]
+
+
+#: how many nearby-request lists `nearby_requests` keeps per matrix (`DerivedMemo.nearby`)
+NEARBY_MEMO = 4096
+
+
+def _search_nearby(
+    conflict: Conflict, request: ResolveRequest, matrix: Matrix, try_resolve: TryResolve
+) -> list[tuple[str, dict[str, Any]]]:
     tries: list[tuple[str, ResolveRequest, dict[str, Any]]] = []
     code = conflict.code
     minors = [m.minor for m in matrix.torch_minors()]  # newest first
