@@ -141,7 +141,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     state = app.state.service = AppState(
         settings=settings,
         engine=engine,
-        matrix_repository=MatrixRepository(engine, refresh_s=settings.matrix_refresh_s),
+        matrix_repository=MatrixRepository(
+            engine, refresh_s=settings.matrix_refresh_s, resolver_memo_size=settings.resolver_memo_size
+        ),
         resolve_cache=ResolveCache(settings.resolve_cache_size, max_bytes=settings.resolve_cache_bytes),
         evidence_version=EvidenceVersion(engine, refresh_s=settings.matrix_refresh_s),
         matrix_rows_cache=MatrixRowsCache(),

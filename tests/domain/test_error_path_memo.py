@@ -7,12 +7,10 @@ from __future__ import annotations
 import itertools
 import random
 
-import pytest
-
 from compat_service.domain.errors import AccelenvError
 from compat_service.domain.matrix.interface import InMemoryMatrix
 from compat_service.domain.matrix.loader import load_matrix_rows
-from compat_service.domain.resolver import explanation, stages
+from compat_service.domain.resolver import stages
 from compat_service.domain.resolver.request import ResolveRequest
 
 
@@ -43,12 +41,12 @@ def _answers(matrix: InMemoryMatrix, requests: list[ResolveRequest]) -> dict[Res
     return found
 
 
-def test_memos_change_no_answer(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_memos_change_no_answer() -> None:
     requests = _requests()
-    with monkeypatch.context() as off:
-        off.setattr(stages, "TRY_MEMO", 0)
-        off.setattr(explanation, "NEAREST_MEMO", 0)
-        reference = _answers(InMemoryMatrix(load_matrix_rows()), requests)
+    off = InMemoryMatrix(load_matrix_rows())
+    off.memo.request_limit = 0
+    reference = _answers(off, requests)
+    assert not (off.memo.tried or off.memo.nearest_torch or off.memo.nearby)
     failures = [r for r, a in reference.items() if isinstance(a, dict)]
     assert len(failures) > 100 and len(failures) < len(requests)
     assert any(a["alternatives"] for a in reference.values() if isinstance(a, dict))

@@ -10,7 +10,6 @@ import pytest
 from compat_service.domain.errors import AccelenvError
 from compat_service.domain.matrix.interface import InMemoryMatrix
 from compat_service.domain.matrix.loader import load_matrix_rows
-from compat_service.domain.resolver import explanation, stages
 from compat_service.domain.resolver.request import ResolveRequest
 from compat_service.domain.resolver.resolution import resolution_to_json
 from compat_service.domain.resolver.stages import resolve
@@ -23,12 +22,10 @@ def _resolve(matrix: InMemoryMatrix, **flags: Any) -> dict | str:
         return err.to_body().model_dump_json()  # the whole error: causes and alternatives too
 
 
-def test_distinct_free_text_requests_do_not_grow_the_memo(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_distinct_free_text_requests_do_not_grow_the_memo() -> None:
     # the error path's two request-keyed tables are bounded instead: small bounds, which the flood exceeds
-    monkeypatch.setattr(stages, "TRY_MEMO", 40)
-    monkeypatch.setattr(explanation, "NEAREST_MEMO", 30)
-    monkeypatch.setattr(explanation, "NEARBY_MEMO", 20)
     matrix = InMemoryMatrix(load_matrix_rows())
+    matrix.memo.request_limit = 20
 
     def flood(start: int) -> None:
         for i in range(start, start + 150):
@@ -41,8 +38,8 @@ def test_distinct_free_text_requests_do_not_grow_the_memo(monkeypatch: pytest.Mo
     assert size > 0, "the flood went through the cached stages"
     flood(1000)
     assert matrix.cache_size() == size
-    assert len(matrix.memo.tried) == 40
-    assert len(matrix.memo.nearest_torch) == 30
+    assert len(matrix.memo.tried) == 20
+    assert len(matrix.memo.nearest_torch) == 20
     assert len(matrix.memo.nearby) == 20
 
 

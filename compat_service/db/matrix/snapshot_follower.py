@@ -84,9 +84,11 @@ def read_snapshot(engine: Engine, load_id: int | None = None) -> MatrixSnapshot 
 class MatrixRepository:
     """Hands out the current MatrixSnapshot, following new loads in the database."""
 
-    def __init__(self, engine: Engine, *, refresh_s: float = 5.0) -> None:
+    def __init__(self, engine: Engine, *, refresh_s: float = 5.0, resolver_memo_size: int = 4096) -> None:
         self._engine = engine
         self._refresh_s = refresh_s
+        #: set on every matrix it builds (DerivedMemo.request_limit; Settings.resolver_memo_size)
+        self._resolver_memo_size = resolver_memo_size
         self._lock = threading.Lock()
         self._snapshot: MatrixSnapshot | None = None
         self._checked_at = float("-inf")
@@ -113,6 +115,12 @@ class MatrixRepository:
         return self._snapshot
 
     def _refresh(self) -> None:
+        before = self._snapshot
+        self._follow()
+        if self._snapshot is not None and self._snapshot is not before:
+            self._snapshot.matrix.memo.request_limit = self._resolver_memo_size
+
+    def _follow(self) -> None:
         ref = latest_load_ref(self._engine)
         if ref is None:
             self._snapshot = None

@@ -75,23 +75,38 @@ class DerivedMemo:
     published_anywhere: dict[tuple[str, str, str], bool] = field(default_factory=dict)
 
     #: the error path's alternatives search, keyed by requests and so bounded by their modules (oldest dropped):
-    #: a ResolveRequest -> its Resolution or None (resolver.stages.try_resolve, at most TRY_MEMO)
+    #: a ResolveRequest -> its Resolution or None (resolver.stages.try_resolve)
     tried: dict[Hashable, Any] = field(default_factory=dict)
     #: (a ResolveRequest with its torch blanked, the asked minor's position) -> the position of the nearest minor
-    #: that resolves, None = none (resolver.explanation._nearest_fitting_torch, at most NEAREST_MEMO)
+    #: that resolves, None = none (resolver.explanation._nearest_fitting_torch)
     nearest_torch: dict[tuple[Hashable, int], int | None] = field(default_factory=dict)
     #: (a ResolveRequest, its failure's code and facts) -> the nearby requests that resolve, as the error lists
-    #: them (resolver.explanation.nearby_requests, at most NEARBY_MEMO)
+    #: them (resolver.explanation.nearby_requests)
     nearby: dict[Hashable, Any] = field(default_factory=dict)
+    #: the most entries each of the three request-keyed tables keeps (0 = none kept: every failing request is
+    #: searched afresh); the service sets it from ACCELENV_RESOLVER_MEMO_SIZE, the CLI keeps the default
+    request_limit: int = 4096
 
     def size(self) -> int:
         """Entries held over the tables keyed by matrix facts (tests check distinct requests do not grow it;
         the three request-keyed tables are bounded instead)."""
-        return sum(len(table) for name, table in vars(self).items() if name not in _REQUEST_KEYED)
+        return sum(len(table) for name, table in vars(self).items() if name in _MATRIX_KEYED)
+
+    def keep(self, table: dict[Any, Any], key: Hashable, value: Any) -> None:
+        """Store ``value`` in one of the request-keyed tables, dropping its oldest entry (insertion order) when it
+        holds `request_limit`; nothing is kept when the limit is 0."""
+        if self.request_limit <= 0:
+            return
+        if len(table) >= self.request_limit:
+            table.pop(next(iter(table)))
+        table[key] = value
 
 
-#: the DerivedMemo tables keyed by requests (each bounded by the module that fills it)
+#: the DerivedMemo tables keyed by requests (each bounded by `DerivedMemo.request_limit`)
 _REQUEST_KEYED = ("tried", "nearest_torch", "nearby")
+_MATRIX_KEYED = tuple(
+    name for name in DerivedMemo.__dataclass_fields__ if name not in (*_REQUEST_KEYED, "request_limit")
+)
 
 
 class Matrix(Protocol):

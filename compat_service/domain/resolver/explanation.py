@@ -376,15 +376,8 @@ def nearby_requests(
     if found is None:
         searched = _search_nearby(conflict, request, matrix, try_resolve)
         found = tuple((text, tuple(flags.items())) for text, flags in searched)
-        if NEARBY_MEMO:
-            if len(memo) >= NEARBY_MEMO:
-                memo.pop(next(iter(memo)))  # the oldest first: insertion order
-            memo[key] = found
+        matrix.memo.keep(memo, key, found)
     return [(text, dict(flags)) for text, flags in found]
-
-
-#: how many nearby-request lists `nearby_requests` keeps per matrix (`DerivedMemo.nearby`)
-NEARBY_MEMO = 4096
 
 
 def _search_nearby(
@@ -548,15 +541,10 @@ def _nearest_fitting_torch(
         if try_resolve(candidate, matrix) is not None:
             found = index
             break
-    if NEAREST_MEMO:
-        if len(memo) >= NEAREST_MEMO:
-            memo.pop(next(iter(memo)))
-        memo[key] = found
+    matrix.memo.keep(memo, key, found)
     return None if found is None else request.changed(torch=TorchSpec(minors[found], "minor"))
 
 
-#: how many answers `_nearest_fitting_torch` keeps per matrix (`DerivedMemo.nearest_torch`)
-NEAREST_MEMO = 4096
 _ANY_TORCH = TorchSpec("latest", "latest")
 
 

@@ -124,10 +124,6 @@ def _with_gpu_reason(res: Resolution, gpu: GpuLookup | None) -> Resolution:
     return replace(res, reasons=(reason, *res.reasons), warnings=(*warnings, *res.warnings))
 
 
-#: how many alternatives-search answers are kept per matrix (each a request the search built and its answer)
-TRY_MEMO = 4096
-
-
 _UNTRIED: Any = object()
 
 
@@ -143,10 +139,7 @@ def try_resolve(request: ResolveRequest, matrix: Matrix) -> Resolution | None:
         answer: Resolution | None = run(ResolverState(matrix, request, None), explain=False)
     except Conflict:
         answer = None
-    if TRY_MEMO:
-        if len(tried) >= TRY_MEMO:
-            tried.pop(next(iter(tried)))  # the oldest first: insertion order
-        tried[request] = answer
+    matrix.memo.keep(tried, request, answer)
     return answer
 
 
