@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import re
 import uuid
-from functools import lru_cache
 from typing import Any, TypeVar
-from urllib.parse import unquote
+from urllib.parse import parse_qsl
 
 import orjson
 from packaging.specifiers import SpecifierSet
@@ -94,32 +93,13 @@ def read_query(raw: bytes) -> tuple[ResolveRequest, str]:
         raise in_api_words(err) from None
 
 
-#: longest escaped name or value whose decoding is kept (every parameter's limit is within it)
-MAX_MEMO_VALUE = 128
-
-
-@lru_cache(maxsize=1024)
-def _decoded(text: str) -> str:
-    """An escaped name or value decoded (``with=torchvision%2Ctorchaudio`` recurs in many queries)."""
-    return unquote(text.replace("+", " "))
-
-
 def _given(raw: bytes) -> tuple[dict[str, str], dict[str, list[str]]]:
-    """The last value of each name, and every value of a name given more than once (in order).
-
-    Exactly ``parse_qsl(raw.decode("latin-1"), keep_blank_values=True)`` (Starlette's call): split on ``&``,
-    empty parts dropped, a part without ``=`` a blank value, ``+`` and %-escapes decoded as UTF-8 with
-    replacement; but only a part that holds ``+`` or ``%`` pays for decoding (most hold neither)."""
+    """The last value of each name, and every value of a name given more than once (in order), read with
+    Starlette's own call, ``parse_qsl(raw.decode("latin-1"), keep_blank_values=True)``: the standard library's
+    reading of a query string, not a second one written here (a split by hand measured ~4 us a request less)."""
     given: dict[str, str] = {}
     repeated: dict[str, list[str]] = {}
-    for part in raw.decode("latin-1").split("&"):
-        if not part:
-            continue
-        key, _, text = part.partition("=")
-        if "%" in key or "+" in key:
-            key = _decoded(key) if len(key) <= MAX_MEMO_VALUE else unquote(key.replace("+", " "))
-        if "%" in text or "+" in text:
-            text = _decoded(text) if len(text) <= MAX_MEMO_VALUE else unquote(text.replace("+", " "))
+    for key, text in parse_qsl(raw.decode("latin-1"), keep_blank_values=True):
         if key in given:
             repeated.setdefault(key, [given[key]]).append(text)
         given[key] = text

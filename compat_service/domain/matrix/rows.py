@@ -14,9 +14,11 @@ defaults are the schema's; its checks are not repeated here. ``as_json`` writes 
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any, ClassVar, Literal, TypeVar
+from typing import ClassVar, Literal
 
 from compat_service.domain.backends import Platform
+from compat_service.domain.matrix.row_base import Fields, Frozen, JsonObject, as_json, replace
+from compat_service.domain.matrix.row_base import set_slot as _set
 
 __all__ = [
     "ArchList",
@@ -55,59 +57,6 @@ __all__ = [
     "as_json",
     "replace",
 ]
-
-_set = object.__setattr__
-#: (attribute, JSON key) of every field of a row class, in the schema's order
-Fields = tuple[tuple[str, str], ...]
-#: one row in the schema's JSON form, as json.loads or model_dump(mode="json", by_alias=True) give it
-JsonObject = dict[str, Any]
-_Frozen_T = TypeVar("_Frozen_T", bound="Frozen")
-
-
-class Frozen:
-    """Base of every row class: slotted, immutable once built, equal when of one class with equal fields."""
-
-    __slots__ = ()
-    _fields: ClassVar[Fields] = ()
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError(f"{type(self).__name__} is frozen: build a changed copy with rows.replace")
-
-    def __delattr__(self, name: str) -> None:
-        raise AttributeError(f"{type(self).__name__} is frozen")
-
-    def __eq__(self, other: object) -> bool:
-        if type(other) is not type(self):
-            return NotImplemented
-        return all(getattr(self, name) == getattr(other, name) for name, _ in self._fields)
-
-    __hash__ = None  # type: ignore[assignment]  # rows hold lists, as the schema's frozen models do
-
-    def __repr__(self) -> str:
-        fields = ", ".join(f"{name}={getattr(self, name)!r}" for name, _ in self._fields)
-        return f"{type(self).__name__}({fields})"
-
-
-def as_json(value: Any) -> Any:
-    """A row (or a list or dict of rows) in the schema's JSON form: ``model_dump(mode="json", by_alias=True)``."""
-    if isinstance(value, Frozen):
-        return {key: as_json(getattr(value, name)) for name, key in value._fields}
-    if isinstance(value, list):
-        return [as_json(item) for item in value]
-    if isinstance(value, dict):
-        return {key: as_json(item) for key, item in value.items()}
-    if isinstance(value, dt.date):
-        return value.isoformat()
-    return value
-
-
-def replace(row: _Frozen_T, **changes: Any) -> _Frozen_T:
-    """A copy of ``row`` with ``changes`` (attribute names) applied."""
-    values = {name: getattr(row, name) for name, _ in row._fields}
-    unknown = set(changes) - set(values)
-    if unknown:
-        raise TypeError(f"{type(row).__name__} has no field {sorted(unknown)}")
-    return type(row)(**{**values, **changes})
 
 
 class IndexOverride(Frozen):

@@ -31,7 +31,7 @@ KEEP_SNAPSHOTS = 8
 #: must miss the cache
 _SHAPING_FILES = tuple(
     Path(__file__).with_name(name)
-    for name in ("schema.py", "rows.py", "index_layer.py", "index_facts.py", "markers.py")
+    for name in ("schema.py", "rows.py", "row_base.py", "index_layer.py", "index_facts.py", "markers.py")
 )
 
 
