@@ -55,3 +55,32 @@ def test_memos_change_no_answer() -> None:
     random.Random(7).shuffle(shuffled)
     assert _answers(warm, shuffled) == reference  # cold memos, filled in another order
     assert _answers(warm, list(reversed(requests))) == reference  # warm memos
+
+
+def test_the_minors_the_nearest_torch_search_skips_do_not_resolve() -> None:
+    """`minors_past_first_stages` only leaves out minors the stages refuse (the search skips them unresolved),
+    and keeps the ones that resolve: checked against `run` itself, which `try_resolve` now skips for them."""
+    from compat_service.domain.resolver.conflict import Conflict
+    from compat_service.domain.resolver.request import TorchSpec
+    from compat_service.domain.resolver.state import ResolverState
+
+    def resolves(request: ResolveRequest) -> bool:
+        try:
+            stages.run(ResolverState(matrix, request, None), explain=False)
+        except Conflict:
+            return False
+        return True
+
+    matrix = InMemoryMatrix(load_matrix_rows())
+    matrix.memo.request_limit = 0
+    checked = 0
+    for request in _requests()[::3]:
+        passing = stages.minors_past_first_stages(request, matrix)
+        for minor in matrix.torch_minors():
+            answer = resolves(request.changed(torch=TorchSpec(minor.minor, "minor")))
+            if minor.minor not in passing:
+                assert not answer, (request, minor.minor)
+                checked += 1
+            elif answer:
+                checked += 1
+    assert checked > 500

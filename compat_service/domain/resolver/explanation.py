@@ -34,6 +34,9 @@ if TYPE_CHECKING:
 
 #: resolves a request without raising (None when it does not resolve): the stages' `try_resolve`
 TryResolve = Callable[["ResolveRequest", "Matrix"], "Resolution | None"]
+#: the torch minors that pass the first stages for a request with its --torch set to them (the stages'
+#: `minors_past_first_stages`): the others cannot resolve, so the nearest-torch search skips them unresolved
+FirstStages = Callable[["ResolveRequest", "Matrix"], frozenset[str]]
 
 
 def torch_not_found(state: ResolverState) -> Conflict:
@@ -360,7 +363,7 @@ _CPU = BackendSpec("cpu", "label", "cpu")
 
 
 def nearby_requests(
-    conflict: Conflict, request: ResolveRequest, matrix: Matrix, try_resolve: TryResolve
+    conflict: Conflict, request: ResolveRequest, matrix: Matrix, try_resolve: TryResolve, first_stages: FirstStages
 ) -> list[tuple[str, dict[str, Any]]]:
     """The nearby requests that resolve, nearest first (`_search_nearby`). Kept per matrix (bounded, oldest
     dropped), like the searches' own answers (`DerivedMemo.tried`): the search is a function of the request, its
@@ -372,23 +375,31 @@ def nearby_requests(
     try:
         found = memo.get(key)
     except TypeError:  # a fact that is no key (none is today): searched, not kept
-        return _search_nearby(conflict, request, matrix, try_resolve)
+        return _search_nearby(conflict, request, matrix, try_resolve, first_stages)
     if found is None:
-        searched = _search_nearby(conflict, request, matrix, try_resolve)
+        searched = _search_nearby(conflict, request, matrix, try_resolve, first_stages)
         found = tuple((text, tuple(flags.items())) for text, flags in searched)
         matrix.memo.keep(memo, key, found)
     return [(text, dict(flags)) for text, flags in found]
 
 
 def _search_nearby(
-    conflict: Conflict, request: ResolveRequest, matrix: Matrix, try_resolve: TryResolve
+    conflict: Conflict, request: ResolveRequest, matrix: Matrix, try_resolve: TryResolve, first_stages: FirstStages
 ) -> list[tuple[str, dict[str, Any]]]:
+    # the requests this search resolves, each once (the nearest torch's is listed again below)
+    answers: dict[ResolveRequest, Resolution | None] = {}
+
+    def resolved(candidate: ResolveRequest, m: Matrix) -> Resolution | None:
+        if candidate not in answers:
+            answers[candidate] = try_resolve(candidate, m)
+        return answers[candidate]
+
     tries: list[tuple[str, ResolveRequest, dict[str, Any]]] = []
     code = conflict.code
     minors = [m.minor for m in matrix.torch_minors()]  # newest first
     asked = _asked_minor(request, minors)
     if request.torch.kind != "latest":
-        nearest = _nearest_fitting_torch(request, matrix, minors, asked, try_resolve)
+        nearest = _nearest_fitting_torch(request, matrix, minors, asked, resolved, first_stages)
         if nearest is not None:
             tries.append(("the nearest torch release that fits the rest of the request", nearest, {}))
     if code == "python-unsupported":
@@ -426,7 +437,7 @@ def _search_nearby(
         # Older releases may still ship an architecture newer ones dropped (sm_50, sm_61, sm_70).
         for minor in matrix.torch_minors():
             older = request.changed(torch=TorchSpec(minor.minor, "minor"))
-            if try_resolve(older, matrix) is not None:
+            if resolved(older, matrix) is not None:
                 tries.append(("the newest torch whose builds still ship this GPU architecture", older, {}))
                 break
     if code == "companion-unknown":
@@ -447,7 +458,7 @@ def _search_nearby(
     distance: list[tuple[int, int]] = []
     seen: set[tuple[tuple[str, str], ...]] = set()
     for description, candidate, fixed in tries:
-        res = try_resolve(candidate, matrix)
+        res = resolved(candidate, matrix)
         if res is None:
             continue
         flags = {"torch": res.torch_version, "python": res.python, **fixed}
@@ -523,7 +534,12 @@ def _distance(version: str, minors: list[str], asked: int) -> int:
 
 
 def _nearest_fitting_torch(
-    request: ResolveRequest, matrix: Matrix, minors: list[str], asked: int, try_resolve: TryResolve
+    request: ResolveRequest,
+    matrix: Matrix,
+    minors: list[str],
+    asked: int,
+    try_resolve: TryResolve,
+    first_stages: FirstStages,
 ) -> ResolveRequest | None:
     """The request with the nearest torch minor (either side of the asked one, newer first on a tie) that
     resolves; the minors are tried in order of distance, so a close one is found in a few resolves."""
@@ -535,7 +551,8 @@ def _nearest_fitting_torch(
         found = memo[key]
         return None if found is None else request.changed(torch=TorchSpec(minors[found], "minor"))
     found = None
-    by_distance = sorted(range(len(minors)), key=lambda i: (abs(i - asked), i))
+    passing = first_stages(request, matrix)
+    by_distance = sorted((i for i in range(len(minors)) if minors[i] in passing), key=lambda i: (abs(i - asked), i))
     for index in by_distance:
         candidate = request.changed(torch=TorchSpec(minors[index], "minor"))
         if try_resolve(candidate, matrix) is not None:

@@ -79,7 +79,9 @@ def resolve(request: ResolveRequest, matrix: Matrix, evidence: EvidenceLookup | 
     try:
         res = run(ResolverState(matrix, request, evidence))
     except Conflict as conflict:
-        raise to_error(conflict, nearby_requests(conflict, request, matrix, try_resolve)) from None
+        raise to_error(
+            conflict, nearby_requests(conflict, request, matrix, try_resolve, minors_past_first_stages)
+        ) from None
     return _with_gpu_reason(res, gpu)
 
 
@@ -135,12 +137,71 @@ def try_resolve(request: ResolveRequest, matrix: Matrix) -> Resolution | None:
     found: Resolution | None = tried.get(request, _UNTRIED)
     if found is not _UNTRIED:
         return found
-    try:
-        answer: Resolution | None = run(ResolverState(matrix, request, None), explain=False)
-    except Conflict:
-        answer = None
+    state = ResolverState(matrix, request, None)
+    answer: Resolution | None = None
+    if _passes_first_stages(state):
+        try:
+            answer = run(state, explain=False)
+        except Conflict:
+            pass
     matrix.memo.keep(tried, request, answer)
     return answer
+
+
+def _passes_first_stages(state: ResolverState) -> bool:
+    """Whether a patch --torch matches passes the platform, Python and backend stages, read from the matrix's
+    memoized tables without building a failure: most of the alternatives search's requests stop there (the
+    nearest torch for a Python, a label the release lacks), and then `run` cannot answer either."""
+    matched = _matching_patches(state.r.torch, state.m)
+    return any(_patch_passes_first_stages(state, minor, patch) for minor, patch in matched)
+
+
+def _patch_passes_first_stages(state: ResolverState, minor: TorchMinor, patch: TorchPatch) -> bool:
+    """`_try_patch`'s platform, Python and backend stages, as a yes or no."""
+    on_platform = state.m.variants_on_platform(minor, patch.version, state.r.platform)
+    if not on_platform:
+        return False
+    pythons = state.m.pythons(minor, patch, state.r.platform)
+    python = state.r.python or _newest_gil_python(pythons)
+    return python is not None and python in pythons and bool(_variants(state, patch.version, on_platform))
+
+
+def minors_past_first_stages(request: ResolveRequest, matrix: Matrix) -> frozenset[str]:
+    """The torch minors of which a patch passes the platform, Python and backend stages for ``request`` with
+    its --torch set to that minor: the only ones the nearest-torch search need resolve. Kept per matrix when the
+    Python and the backend are ones the matrix lists (the platform is one of OSES x ARCHES)."""
+    r = request
+    asked = r.backend.label if r.backend.kind == "label" else None
+    key = (r.platform, r.python, r.backend.kind, asked, r.backend.family)
+    memo = matrix.memo.first_stage_minors
+    found = memo.get(key)
+    if found is not None:
+        return found
+    state = ResolverState(matrix, request, None)
+    found = frozenset(
+        minor.minor
+        for minor in matrix.torch_minors()
+        if any(_patch_passes_first_stages(state, minor, patch) for patch in matrix.torch_patches(minor))
+    )
+    if (asked is None or matrix.build_variant(asked) is not None) and (
+        r.python is None or r.python in _listed_pythons(matrix, r.platform)
+    ):
+        memo[key] = found
+    return found
+
+
+def _listed_pythons(matrix: Matrix, platform: str) -> frozenset[str]:
+    """Every Python some patch publishes wheels for on ``platform`` (kept per matrix)."""
+    memo = matrix.memo.listed_pythons
+    found = memo.get(platform)
+    if found is None:
+        found = memo[platform] = frozenset(
+            p
+            for m in matrix.torch_minors()
+            for patch in matrix.torch_patches(m)
+            for p in matrix.pythons(m, patch, platform)
+        )
+    return found
 
 
 def _unexplained() -> Conflict:
@@ -375,13 +436,29 @@ def _arch_verdict(state: ResolverState, version: str, c: Candidate, platform: st
     list for this label is known and the GPU is newer than everything it ships, an older patch of the same
     label (whose list is unknown) cannot ship it either, so it inherits that "no"."""
     gpu = state.r.gpu_arch or ""
-    verdict = arch_coverage(state.m, version, c.label, c.build_row.runtime, platform, gpu)
+    verdict = _arch_coverage(state, version, c.label, c.build_row.runtime, platform, gpu)
     if verdict.coverage != "unknown":
         return verdict
     key = (c.label, version)
     if key not in state.arch_refused:
         state.arch_refused[key] = _newer_known_no(state, version, c, platform, gpu)
     return state.arch_refused[key] or verdict
+
+
+def _arch_coverage(
+    state: ResolverState, version: str, label: str, runtime: str | None, platform: str, gpu: str
+) -> ArchVerdict:
+    """`arch_coverage`, kept per matrix for a GPU architecture the matrix names (the patch, its build label and
+    runtime and the platform it publishes them for are the matrix's own): the nearest-torch search asks it for
+    every build of every minor it tries."""
+    key = (version, label, runtime, platform, gpu)
+    memo = state.m.memo.arch_coverage
+    found = memo.get(key)
+    if found is None:
+        found = arch_coverage(state.m, version, label, runtime, platform, gpu)
+        if gpu in state.m.gpu_archs():
+            memo[key] = found
+    return found
 
 
 def _newer_known_no(
@@ -397,7 +474,7 @@ def _newer_known_no(
         if cached_version(p.version) > here
     ]
     for other in sorted(newer, key=cached_version):
-        known = arch_coverage(state.m, other, c.label, c.build_row.runtime, platform, gpu)
+        known = _arch_coverage(state, other, c.label, c.build_row.runtime, platform, gpu)
         if known.coverage == "unknown":
             continue
         if known.coverage == "no" and isinstance(known.row, ArchList) and too_new_for(gpu, known.row):
