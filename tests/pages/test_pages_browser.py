@@ -99,7 +99,7 @@ def test_the_warnings_name_the_fields_the_form_shows(visit: Visit) -> None:
     assert any(w.startswith(f"no {gpu} (or GPU name) given") for w in warnings), warnings
     # a missing driver: one warning with both floors and what lies below the toolkit's own
     (about_driver,) = [w for w in warnings if "driver" in w.lower()]
-    assert about_driver.startswith(f"no {driver} given: cu121 needs an NVIDIA driver >= ")
+    assert about_driver.startswith(f"no {driver.lower()} given: cu121 needs an NVIDIA driver >= ")
     assert "own floor" in about_driver and "does not cover PTX JIT" in about_driver
     assert len(set(warnings)) == len(warnings)
 

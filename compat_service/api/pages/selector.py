@@ -49,9 +49,14 @@ FIELD_LABELS = {
     "format": "Install as",
 }
 #: how the answer's texts name a parameter on the page: by its field, where the resolver (which speaks the
-#: CLI's flags) says ``--driver``; the GPU name comes from a pasted nvidia-smi output, and the parameters
-#: the form has no field for (runtime, strict: only in a URL) keep their query parameter's name
+#: CLI's flags) says ``--driver``; mid-sentence a label that is no name reads in lower case ("no driver
+#: version given") and "With" in quotes (a bare "drop With vllm" misreads); the GPU name comes from a pasted
+#: nvidia-smi output, and the parameters the form has no field for (runtime, strict: only in a URL) keep
+#: their query parameter's name
 PAGE_WORDS = API_WORDS | FIELD_LABELS | {
+    "driver": FIELD_LABELS["driver"].lower(),
+    "backend": FIELD_LABELS["backend"].lower(),
+    "with": f"“{FIELD_LABELS['with']}”",
     "gpu": "GPU name",
     "require_verified": f"“{FIELD_LABELS['require_verified']}”",
 }
