@@ -137,23 +137,12 @@ def try_resolve(request: ResolveRequest, matrix: Matrix) -> Resolution | None:
     found: Resolution | None = tried.get(request, _UNTRIED)
     if found is not _UNTRIED:
         return found
-    state = ResolverState(matrix, request, None)
-    answer: Resolution | None = None
-    if _passes_first_stages(state):
-        try:
-            answer = run(state, explain=False)
-        except Conflict:
-            pass
+    try:
+        answer: Resolution | None = run(ResolverState(matrix, request, None), explain=False)
+    except Conflict:
+        answer = None
     matrix.memo.keep(tried, request, answer)
     return answer
-
-
-def _passes_first_stages(state: ResolverState) -> bool:
-    """Whether a patch --torch matches passes the platform, Python and backend stages, read from the matrix's
-    memoized tables without building a failure: most of the alternatives search's requests stop there (the
-    nearest torch for a Python, a label the release lacks), and then `run` cannot answer either."""
-    matched = _matching_patches(state.r.torch, state.m)
-    return any(_patch_passes_first_stages(state, minor, patch) for minor, patch in matched)
 
 
 def _patch_passes_first_stages(state: ResolverState, minor: TorchMinor, patch: TorchPatch) -> bool:
