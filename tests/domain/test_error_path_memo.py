@@ -74,7 +74,18 @@ def test_the_minors_the_nearest_torch_search_skips_do_not_resolve() -> None:
     matrix = InMemoryMatrix(load_matrix_rows())
     matrix.memo.request_limit = 0
     checked = 0
-    for request in _requests()[::3]:
+    gpus = [
+        ResolveRequest.from_query({"torch": "2.3", "python": python, "backend": backend, **extra})
+        for python in ("3.10", "3.13")
+        for backend, extra in [
+            ("rocm", {"gpu_arch": "gfx90a"}),
+            ("rocm", {"gpu_arch": "gfx1100", "runtime": "6.1"}),
+            ("rocm6.0", {"gpu_arch": "gfx942"}),
+            ("cuda", {"gpu_arch": "sm_50"}),
+            ("cu118", {"gpu_arch": "sm_120"}),
+        ]
+    ]
+    for request in _requests()[::3] + gpus:
         passing = stages.minors_past_first_stages(request, matrix)
         for minor in matrix.torch_minors():
             answer = resolves(request.changed(torch=TorchSpec(minor.minor, "minor")))

@@ -146,22 +146,32 @@ def try_resolve(request: ResolveRequest, matrix: Matrix) -> Resolution | None:
 
 
 def _patch_passes_first_stages(state: ResolverState, minor: TorchMinor, patch: TorchPatch) -> bool:
-    """`_try_patch`'s platform, Python and backend stages, as a yes or no."""
+    """`_try_patch`'s platform, Python and backend stages, as a yes or no; and its --gpu-arch stage for a CUDA
+    or ROCm request without --runtime (no plugin or runtime stage comes between them then)."""
     on_platform = state.m.variants_on_platform(minor, patch.version, state.r.platform)
     if not on_platform:
         return False
     pythons = state.m.pythons(minor, patch, state.r.platform)
     python = state.r.python or _newest_gil_python(pythons)
-    return python is not None and python in pythons and bool(_variants(state, patch.version, on_platform))
+    if python is None or python not in pythons:
+        return False
+    candidates = _variants(state, patch.version, on_platform)
+    if not candidates:
+        return False
+    if state.r.gpu_arch and state.family in ("cuda", "rocm") and state.r.runtime is None:
+        platform = state.r.platform
+        return any(_arch_verdict(state, patch.version, c, platform).coverage != "no" for c in candidates)
+    return True
 
 
 def minors_past_first_stages(request: ResolveRequest, matrix: Matrix) -> frozenset[str]:
-    """The torch minors of which a patch passes the platform, Python and backend stages for ``request`` with
-    its --torch set to that minor: the only ones the nearest-torch search need resolve. Kept per matrix when the
-    Python and the backend are ones the matrix lists (the platform is one of OSES x ARCHES)."""
+    """The torch minors of which a patch passes the platform, Python, backend (and --gpu-arch) stages for
+    ``request`` with its --torch set to that minor: the only ones the nearest-torch search need resolve. Kept per
+    matrix when the Python, the backend and the GPU architecture are ones the matrix lists (the platform is one
+    of OSES x ARCHES; the --runtime text is read by no stage checked here, only whether there is one)."""
     r = request
     asked = r.backend.label if r.backend.kind == "label" else None
-    key = (r.platform, r.python, r.backend.kind, asked, r.backend.family)
+    key = (r.platform, r.python, r.backend.kind, asked, r.backend.family, r.gpu_arch, r.runtime is None)
     memo = matrix.memo.first_stage_minors
     found = memo.get(key)
     if found is not None:
@@ -172,8 +182,10 @@ def minors_past_first_stages(request: ResolveRequest, matrix: Matrix) -> frozens
         for minor in matrix.torch_minors()
         if any(_patch_passes_first_stages(state, minor, patch) for patch in matrix.torch_patches(minor))
     )
-    if (asked is None or matrix.build_variant(asked) is not None) and (
-        r.python is None or r.python in _listed_pythons(matrix, r.platform)
+    if (
+        (asked is None or matrix.build_variant(asked) is not None)
+        and (r.python is None or r.python in _listed_pythons(matrix, r.platform))
+        and (r.gpu_arch is None or r.gpu_arch in matrix.gpu_archs())
     ):
         memo[key] = found
     return found
