@@ -58,7 +58,8 @@ def test_memos_change_no_answer() -> None:
 
 
 def test_the_minors_the_nearest_torch_search_skips_do_not_resolve() -> None:
-    """`minors_past_first_stages` only leaves out minors the stages refuse (the search skips them unresolved),
+    """`minors_past_first_stages` (platform, Python, backend, --gpu-arch and driver stages) only leaves out minors
+    the stages refuse (the search skips them unresolved),
     and keeps the ones that resolve: checked against `run` itself."""
     from compat_service.domain.resolver.conflict import Conflict
     from compat_service.domain.resolver.request import TorchSpec
@@ -83,6 +84,10 @@ def test_the_minors_the_nearest_torch_search_skips_do_not_resolve() -> None:
             ("rocm6.0", {"gpu_arch": "gfx942"}),
             ("cuda", {"gpu_arch": "sm_50"}),
             ("cu118", {"gpu_arch": "sm_120"}),
+            ("cuda", {"driver": "535.54.03"}),
+            ("cu126", {"driver": "525.60.13"}),
+            ("cu118", {"driver": "450.80.02", "gpu_arch": "sm_86"}),
+            ("rocm", {"gpu_arch": "gfx90a", "runtime": "5.7"}),
         ]
     ]
     for request in _requests()[::3] + gpus:

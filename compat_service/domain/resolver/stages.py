@@ -145,30 +145,65 @@ def try_resolve(request: ResolveRequest, matrix: Matrix) -> Resolution | None:
     return answer
 
 
-def _patch_passes_first_stages(state: ResolverState, minor: TorchMinor, patch: TorchPatch) -> bool:
-    """`_try_patch`'s platform, Python and backend stages, as a yes or no; and its --gpu-arch stage for a CUDA
-    or ROCm request without --runtime (no plugin or runtime stage comes between them then)."""
+#: a patch the first stages refuse (`_first_stages_need`)
+_REFUSED: Any = object()
+
+
+def _first_stages_need(state: ResolverState, minor: TorchMinor, patch: TorchPatch) -> Any:
+    """`_try_patch`'s platform, Python and backend stages, then for a CUDA or ROCm request without --runtime
+    (no plugin or runtime stage comes between them then) its --gpu-arch stage: `_REFUSED` when one refuses the
+    patch, else the lowest driver (a Version) its remaining CUDA builds need, None when one needs none that
+    is known (the driver stage then passes whatever --driver says) or the driver stage was not reached here."""
     on_platform = state.m.variants_on_platform(minor, patch.version, state.r.platform)
     if not on_platform:
-        return False
+        return _REFUSED
     pythons = state.m.pythons(minor, patch, state.r.platform)
     python = state.r.python or _newest_gil_python(pythons)
     if python is None or python not in pythons:
-        return False
+        return _REFUSED
     candidates = _variants(state, patch.version, on_platform)
     if not candidates:
-        return False
-    if state.r.gpu_arch and state.family in ("cuda", "rocm") and state.r.runtime is None:
-        platform = state.r.platform
-        return any(_arch_verdict(state, patch.version, c, platform).coverage != "no" for c in candidates)
-    return True
+        return _REFUSED
+    platform = state.r.platform
+    if state.r.gpu_arch and state.family in ("cuda", "rocm"):
+        if state.r.runtime is not None:
+            return None
+        for c in candidates:
+            c.arch = _arch_verdict(state, patch.version, c, platform)
+        candidates = [c for c in candidates if c.arch is not None and c.arch.coverage != "no"]
+        if not candidates:
+            return _REFUSED
+    if state.family != "cuda":
+        return None
+    pinned = state.m.default_toolkits(minor, platform)
+    lowest = None
+    for c in candidates:  # as the driver stage derives each build's floor
+        toolkit = pinned.get(c.label) or c.build_row.runtime_full
+        coverage = c.arch.coverage if c.arch is not None else None
+        floor = driver_rule(state.m, c.build_row.runtime, toolkit, state.r.os, coverage)
+        if floor is None or floor.version is None:
+            return None
+        needed = cached_version(floor.version)
+        lowest = needed if lowest is None or needed < lowest else lowest
+    return lowest
 
 
 def minors_past_first_stages(request: ResolveRequest, matrix: Matrix) -> frozenset[str]:
-    """The torch minors of which a patch passes the platform, Python, backend (and --gpu-arch) stages for
-    ``request`` with its --torch set to that minor: the only ones the nearest-torch search need resolve. Kept per
-    matrix when the Python, the backend and the GPU architecture are ones the matrix lists (the platform is one
-    of OSES x ARCHES; the --runtime text is read by no stage checked here, only whether there is one)."""
+    """The torch minors of which a patch passes the platform, Python, backend, --gpu-arch and driver stages
+    for ``request`` with its --torch set to that minor (`_first_stages_need`): the only ones the nearest-torch
+    search need resolve."""
+    needs = _first_stage_needs(request, matrix)
+    if request.driver is None or request.backend.family != "cuda":
+        return frozenset(needs)
+    have = cached_version(request.driver)
+    return frozenset(minor for minor, need in needs.items() if need is None or need <= have)
+
+
+def _first_stage_needs(request: ResolveRequest, matrix: Matrix) -> dict[str, Any]:
+    """minor -> the lowest driver a patch of it past the first stages needs (None: none known), for the minors
+    with such a patch. Kept per matrix when the Python, the backend and the GPU architecture are ones the
+    matrix lists (the platform is one of OSES x ARCHES; no stage checked here reads the --runtime or --driver
+    text, only whether there is a --runtime)."""
     r = request
     asked = r.backend.label if r.backend.kind == "label" else None
     key = (r.platform, r.python, r.backend.kind, asked, r.backend.family, r.gpu_arch, r.runtime is None)
@@ -177,11 +212,12 @@ def minors_past_first_stages(request: ResolveRequest, matrix: Matrix) -> frozens
     if found is not None:
         return found
     state = ResolverState(matrix, request, None)
-    found = frozenset(
-        minor.minor
-        for minor in matrix.torch_minors()
-        if any(_patch_passes_first_stages(state, minor, patch) for patch in matrix.torch_patches(minor))
-    )
+    found = {}
+    for minor in matrix.torch_minors():
+        needs = [_first_stages_need(state, minor, patch) for patch in matrix.torch_patches(minor)]
+        needs = [need for need in needs if need is not _REFUSED]
+        if needs:
+            found[minor.minor] = None if None in needs else min(needs)
     if (
         (asked is None or matrix.build_variant(asked) is not None)
         and (r.python is None or r.python in _listed_pythons(matrix, r.platform))
