@@ -64,7 +64,7 @@ def _exchange(server: LiveServer, raw: bytes) -> httpx.Response:
             chunks.append(chunk)
     head, _, body = b"".join(chunks).partition(b"\r\n\r\n")
     status_line, *lines = head.decode("latin-1").split("\r\n")
-    headers = [tuple(part.strip() for part in line.split(":", 1)) for line in lines]
+    headers = [(name.strip(), value.strip()) for name, _, value in (line.partition(":") for line in lines)]
     return httpx.Response(int(status_line.split()[1]), headers=headers, content=body)
 
 
