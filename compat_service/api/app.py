@@ -134,8 +134,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         static_url="/static/api-docs",
         openapi_url="/openapi.json",
         lifespan=lifespan,
-        # an unknown query parameter is a 422 naming the nearest known one (api/inputs/strict_query.py)
-        dependencies=[Depends(strict_query)],
         telemetry=None if settings.opentelemetry else {"tracing": False, "metrics": False, "logs": False},
     )
     state = app.state.service = AppState(
@@ -155,19 +153,16 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     install_error_handlers(app)
     for name in ROUTERS:
         module = importlib.import_module(ROUTER_MODULES.get(name, f"compat_service.api.routes.{name}"))
-        app.include_router(module.router)
+        # an unknown query parameter is a 422 naming the nearest known one (api/inputs/strict_query.py);
+        # GET /v1/resolve reads its query string itself and refuses an unknown name while reading it
+        app.include_router(module.router, dependencies=[] if name == "resolve" else [Depends(strict_query)])
     install_openapi(app)
     app.mount("/static/site", pages_static, name="site-static")
     # Routes match in list order: ours (the hot /v1/resolve first) ahead of the OpenAPI, docs and docs-asset
     # routes the app class registers when it is built (each route tried first costs every resolve a match).
     built_in = {"/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc", "/static/api-docs"}
     app.router.routes.sort(key=lambda route: getattr(route, "path", None) in built_in)
-    # GET /v1/resolve is answered by its raw ASGI endpoint, tried first (routes/resolve.py says why), and
-    # reached from the innermost of the middlewares (FastLane)
-    resolve_route = importlib.import_module("compat_service.api.routes.resolve")
-    app.router.routes.insert(0, resolve_route.route)
     _same_origin_only(app, ("/docs", "/redoc"))
-    app.add_middleware(resolve_route.FastLane)
     # Added last = outermost: the size limit applies before anything reads the body.
     app.add_middleware(HttpCacheMiddleware, max_age_s=settings.cache_max_age_s)
     app.add_middleware(
