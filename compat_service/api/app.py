@@ -26,7 +26,7 @@ from compat_service.api.metrics import ServiceMetrics
 from compat_service.api.middleware.body_limit import BodyLimitMiddleware
 from compat_service.api.middleware.http_cache import HttpCacheMiddleware
 from compat_service.api.middleware.nul_guard import NulGuardMiddleware
-from compat_service.api.middleware.observability import AccessLog, ObservabilityMiddleware, configure_logging
+from compat_service.api.middleware.observability import ObservabilityMiddleware, configure_logging, flush_log_lines
 from compat_service.api.openapi_doc import install_openapi
 from compat_service.api.pages.routes import PAGE_CACHE_BYTES, PAGE_CACHE_SIZE, page_weight
 from compat_service.api.pages.routes import static_files as pages_static
@@ -117,8 +117,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             tune_for_service()
         announce_start(state)
         yield
-        if access_log is not None:
-            access_log.flush()  # the last turn's lines
+        flush_log_lines()  # the last turn's lines
         state.ingest_queue.close()
         engine.dispose()
         announce_stop(state, state.metrics.served)
@@ -173,11 +172,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.add_middleware(NulGuardMiddleware)
     # Outermost of ours: request id, access log, metrics, and the one log line of an unhandled error.
-    access_log = AccessLog(settings.log_format) if settings.access_log else None
     app.add_middleware(
         ObservabilityMiddleware,
         metrics=state.metrics,
-        access_log=access_log,
+        access_log=settings.access_log,
         on_unhandled=unhandled_error_response,
     )
     return app
