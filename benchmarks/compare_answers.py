@@ -82,6 +82,10 @@ def _failing(count: int) -> list[dict[str, str]]:
     return out
 
 
+#: where ``--dump`` writes every answer (to find what differs)
+_DUMP: list[io.BufferedWriter] = []
+
+
 def _digest(answers: Iterator[bytes]) -> tuple[str, int, dict[int, int]]:
     sha = hashlib.sha256()
     n = 0
@@ -90,6 +94,8 @@ def _digest(answers: Iterator[bytes]) -> tuple[str, int, dict[int, int]]:
         status = int(answer[:3])
         statuses[status] = statuses.get(status, 0) + 1
         sha.update(len(answer).to_bytes(8, "big") + answer)
+        for dump in _DUMP:
+            dump.write(answer + b"\n\x1e\n")
         n += 1
     return sha.hexdigest(), n, dict(sorted(statuses.items()))
 
@@ -130,10 +136,12 @@ def _app(database: str, cache: int, memo: int):
     return TestClient(create_app(settings), raise_server_exceptions=False)
 
 
-def measure(count: int) -> dict[str, dict[str, object]]:
+def measure(count: int, only: set[str] | None = None) -> dict[str, dict[str, object]]:
     results: dict[str, dict[str, object]] = {}
 
     def record(name: str, answers: Iterator[bytes]) -> None:
+        if only and name not in only:
+            return
         digest, n, statuses = _digest(answers)
         results[name] = {"sha256": digest, "requests": n, "statuses": statuses}
         print(f"{name}: {n} requests {statuses}", file=sys.stderr)
@@ -158,14 +166,18 @@ def main() -> int:
     parser.add_argument("--count", type=int, default=10_000)
     parser.add_argument("--out", required=True)
     parser.add_argument("--against", help="a file written by the other tree: exit 1 unless every digest matches")
+    parser.add_argument("--paths", help="only these paths (comma-separated names)")
+    parser.add_argument("--dump", help="also write every answer to this file")
     args = parser.parse_args()
-    results = measure(args.count)
+    if args.dump:
+        _DUMP.append(open(args.dump, "wb"))  # noqa: SIM115 - closed at exit
+    results = measure(args.count, set(args.paths.split(",")) if args.paths else None)
     with open(args.out, "w") as fh:
         json.dump(results, fh, indent=2)
     if args.against:
         with open(args.against) as fh:
             before = json.load(fh)
-        differ = [name for name in results if results[name] != before.get(name)]
+        differ = [name for name, r in results.items() if r["sha256"] != before.get(name, {}).get("sha256")]
         print(json.dumps({"identical": not differ, "differ": differ,
                           "requests": {name: r["requests"] for name, r in results.items()}}))
         return 1 if differ else 0
