@@ -78,6 +78,7 @@ __all__ = [
     "MatrixDataError",
     "MatrixOutOfDateError",
     "MethodNotAllowedError",
+    "NoLockForHostError",
     "NotFoundError",
     "NotVerifiedError",
     "PlatformUnsupportedError",
@@ -401,6 +402,12 @@ class HttpError(BadRequestError):
     """Any other refusal of the HTTP framework (the API's handler sets the framework's status on it)."""
 
     code = "http-error"
+
+
+class NoLockForHostError(NotFoundError):
+    """`accelenv install --locks`: no lock of the directory is for this host's answer."""
+
+    code = "no-lock-for-host"
 
 
 def _tree(cls: type[AccelenvError]) -> list[type[AccelenvError]]:
