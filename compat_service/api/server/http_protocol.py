@@ -3,8 +3,9 @@ bounding what a client may send before its headers are complete.
 
 uvicorn refuses a malformed request (a garbage request line, a header with a space in its name, two
 Content-Length headers, a broken chunk) itself, before the app sees it, with a plain-text 400. These
-subclasses answer with ``{code: "bad-request", message, hint, causes, alternatives}`` instead, as every
-other error of the API does. `accelenv serve` (and the tests' live server) run with
+subclasses answer with the API's one error body instead (`BadRequestError`, written by
+``compat_service.domain.errors.error_json``, ``request_id`` null: the request never got one), as every other
+error of the API does. `accelenv serve` (and the tests' live server) run with
 ``--http compat_service.api.server.http_protocol:JsonErrorsHttpToolsProtocol`` (httptools is a dependency; the h11
 variant is for installs without it).
 
@@ -29,7 +30,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import json
 import logging
 from typing import Any
 
@@ -37,7 +37,14 @@ import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from compat_service.config import ConnectionLimits
-from compat_service.domain.errors import ErrorBody
+from compat_service.domain.errors import (
+    AccelenvError,
+    BadRequestError,
+    HeadersTooLargeError,
+    RequestTimeoutError,
+    TooManyConnectionsError,
+    error_json,
+)
 
 try:
     from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
@@ -73,57 +80,52 @@ def connection_limits() -> ConnectionLimits:
     return ConnectionLimits()
 
 
-def _bad_request(msg: str) -> ErrorBody:
-    return ErrorBody(
-        code="bad-request",
-        message=f"the HTTP request is malformed: {msg}",
+def _bad_request(msg: str) -> BadRequestError:
+    return BadRequestError(
+        f"the HTTP request is malformed: {msg}",
         hint="check the request line, the header names and Content-Length / Transfer-Encoding",
     )
 
 
-def _headers_too_large(limit: int) -> ErrorBody:
-    return ErrorBody(
-        code="headers-too-large",
-        message=f"the request line and headers are larger than this service accepts ({limit} bytes)",
+def _headers_too_large(limit: int) -> HeadersTooLargeError:
+    return HeadersTooLargeError(
+        f"the request line and headers are larger than this service accepts ({limit} bytes)",
         hint="send fewer or shorter headers; the limit is the service setting ACCELENV_MAX_HEADER_BYTES",
     )
 
 
-def _headers_too_slow(timeout_s: float) -> ErrorBody:
-    return ErrorBody(
-        code="request-timeout",
-        message=f"the request headers did not arrive within {timeout_s:g} s",
+def _headers_too_slow(timeout_s: float) -> RequestTimeoutError:
+    return RequestTimeoutError(
+        f"the request headers did not arrive within {timeout_s:g} s",
         hint="send the whole request at once; the limit is the service setting ACCELENV_HEADER_READ_TIMEOUT_S",
     )
 
 
-def _body_too_slow(limits: ConnectionLimits) -> ErrorBody:
-    return ErrorBody(
-        code="request-timeout",
-        message=f"the request body did not arrive within {limits.body_read_timeout_s:g} s or came slower "
+def _body_too_slow(limits: ConnectionLimits) -> RequestTimeoutError:
+    return RequestTimeoutError(
+        f"the request body did not arrive within {limits.body_read_timeout_s:g} s or came slower "
         f"than {limits.body_min_rate_bps} bytes/s",
         hint="send the whole body at once; the limits are the service settings ACCELENV_BODY_READ_TIMEOUT_S "
         "and ACCELENV_BODY_MIN_RATE_BPS",
     )
 
 
-def _too_many_connections(limit: int) -> ErrorBody:
-    return ErrorBody(
-        code="too-many-connections",
-        message=f"this service worker holds its most open connections ({limit}); try again in a moment",
+def _too_many_connections(limit: int) -> TooManyConnectionsError:
+    return TooManyConnectionsError(
+        f"this service worker holds its most open connections ({limit}); try again in a moment",
         hint="reuse one keep-alive connection rather than opening many; the limit is the service setting "
         "ACCELENV_MAX_CONNECTIONS",
     )
 
 
-def _response(default_headers: list[tuple[bytes, bytes]], status: int, error: ErrorBody) -> bytes:
-    body = json.dumps(error.model_dump(mode="json")).encode()
-    lines = [b"HTTP/1.1 %d %s\r\n" % (status, _REASONS[status])]
+def _response(default_headers: list[tuple[bytes, bytes]], error: AccelenvError) -> bytes:
+    body = error_json(error)
+    lines = [b"HTTP/1.1 %d %s\r\n" % (error.http_status, _REASONS[error.http_status])]
     lines += [name + b": " + value + b"\r\n" for name, value in default_headers]
     lines += [
         b"content-type: application/json\r\n",
         b"content-length: " + str(len(body)).encode("ascii") + b"\r\n",
-        *([b"retry-after: 1\r\n"] if status == 503 else []),
+        *([b"retry-after: 1\r\n"] if error.http_status == 503 else []),
         b"connection: close\r\n\r\n",
         body,
     ]
@@ -174,7 +176,7 @@ class _HeaderDeadline:
         super().connection_lost(exc)  # type: ignore[misc]
 
     def send_400_response(self, msg: str) -> None:
-        self.transport.write(_response(self.server_state.default_headers, 400, _bad_request(msg)))
+        self.transport.write(_response(self.server_state.default_headers, _bad_request(msg)))
         self.transport.close()
 
     def _awaiting_headers(self) -> bool:
@@ -186,7 +188,7 @@ class _HeaderDeadline:
         if not cap or len(self.connections) <= cap:  # type: ignore[attr-defined]
             return False
         error = _too_many_connections(cap)
-        self.transport.write(_response(self.server_state.default_headers, 503, error))
+        self.transport.write(_response(self.server_state.default_headers, error))
         self.transport.close()
         return True
 
@@ -195,7 +197,7 @@ class _HeaderDeadline:
         if self.transport.is_closing() or not self._awaiting_headers():
             return
         error = _headers_too_slow(connection_limits().header_read_timeout_s)
-        self.transport.write(_response(self.server_state.default_headers, 408, error))
+        self.transport.write(_response(self.server_state.default_headers, error))
         self.transport.close()
 
 
@@ -225,7 +227,7 @@ class JsonErrorsH11Protocol(_HeaderDeadline, H11Protocol):
         if not _head_too_large(len(buffered), bytes(buffered[-3:]), data, limit):
             return False
         if not self.transport.is_closing():
-            self.transport.write(_response(self.server_state.default_headers, 431, _headers_too_large(limit)))
+            self.transport.write(_response(self.server_state.default_headers, _headers_too_large(limit)))
             self.transport.close()
         return True
 
@@ -311,7 +313,7 @@ if HttpToolsProtocol is not None:
                 # head read at once: stop it before it parses
                 if not self.transport.is_closing():
                     error = _headers_too_large(limit)
-                    self.transport.write(_response(self.server_state.default_headers, 431, error))
+                    self.transport.write(_response(self.server_state.default_headers, error))
                     self.transport.close()
                 return
             if self._in_headers:
@@ -371,7 +373,7 @@ if HttpToolsProtocol is not None:
                 return
             cycle = self.cycle
             if cycle is not None and not cycle.response_started and self._running is cycle:
-                self.transport.write(_response(self.server_state.default_headers, 408, _body_too_slow(limits)))
+                self.transport.write(_response(self.server_state.default_headers, _body_too_slow(limits)))
             # the app (if it waits for the body, or answers) sees the client gone, not a closed transport
             for seen in {id(c): c for c in (cycle, self._running) if c is not None}.values():
                 self._mark_disconnected(seen)
