@@ -38,6 +38,7 @@ The HTTP layer's refusals, before or instead of a route (all `BadRequestError`: 
 | request-timeout     | 408    | the headers or the body did not arrive within the service's time limit      |
 | body-too-large      | 413    | the body is larger than the service accepts                                 |
 | headers-too-large   | 431    | the request line and headers are larger than the service accepts            |
+| too-many-connections | 503   | the worker holds ACCELENV_MAX_CONNECTIONS connections (Retry-After: 1)       |
 | http-error          | any    | any other refusal of the HTTP framework (its status kept)                   |
 
 `error_json` is the one writer of an error body on the wire, whichever layer refuses the request.
@@ -396,6 +397,13 @@ class BodyTooLargeError(BadRequestError):
 class HeadersTooLargeError(BadRequestError):
     code = "headers-too-large"
     http_status = 431
+
+
+class TooManyConnectionsError(BadRequestError):
+    """The worker holds its most open connections (ACCELENV_MAX_CONNECTIONS); the client may retry."""
+
+    code = "too-many-connections"
+    http_status = 503
 
 
 class HttpError(BadRequestError):
