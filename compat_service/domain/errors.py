@@ -96,6 +96,7 @@ __all__ = [
     "ServerUnreachableError",
     "StackConflictError",
     "TokenInQueryError",
+    "TooManyConnectionsError",
     "TorchNotFoundError",
     "UnsatisfiableError",
     "VariantNotPublishedError",
