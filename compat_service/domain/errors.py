@@ -79,6 +79,7 @@ __all__ = [
     "MatrixDataError",
     "MatrixOutOfDateError",
     "MethodNotAllowedError",
+    "NoLockForHostError",
     "NotFoundError",
     "NotVerifiedError",
     "PlatformUnsupportedError",
@@ -95,6 +96,7 @@ __all__ = [
     "ServerUnreachableError",
     "StackConflictError",
     "TokenInQueryError",
+    "TooManyConnectionsError",
     "TorchNotFoundError",
     "UnsatisfiableError",
     "VariantNotPublishedError",
@@ -409,6 +411,12 @@ class HttpError(BadRequestError):
     """Any other refusal of the HTTP framework (the API's handler sets the framework's status on it)."""
 
     code = "http-error"
+
+
+class NoLockForHostError(NotFoundError):
+    """`accelenv install --locks`: no lock of the directory is for this host's answer."""
+
+    code = "no-lock-for-host"
 
 
 def _tree(cls: type[AccelenvError]) -> list[type[AccelenvError]]:
