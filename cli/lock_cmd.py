@@ -43,6 +43,8 @@ def lock_command(
                                            "standing for the build label"),
     require_index_hashes: bool = typer.Option(False, "--require-index-hashes", help="refuse files whose index "
                                               "states no sha256 instead of hashing the download"),
+    glibc: str | None = typer.Option(None, "--glibc", help="the Linux target's glibc (default 2.31): which "
+                                     "manylinux wheels the closure may take"),
     as_json: bool = typer.Option(False, "--json", help="print what was written as JSON"),
 ) -> None:
     from cli.error_render import dump_json, guarded
@@ -51,10 +53,10 @@ def lock_command(
         from compat_service.domain.lock.hosts import INDEX_FILE, group_by_answer, lock_file_name, lock_index
         from compat_service.domain.lock.pylock import dumps
         from compat_service.index.location import resolve_index
-        from compat_service.index.locking import LockInputs, lock_resolution
+        from compat_service.index.locking import DEFAULT_GLIBC, LockInputs, lock_resolution
 
         inputs = LockInputs(index_url=resolve_index(index_url).url, torch_index=torch_index,
-                            require_index_hashes=require_index_hashes)
+                            require_index_hashes=require_index_hashes, glibc=glibc or DEFAULT_GLIBC)
         if for_file is not None:
             descriptions = _read_hosts(for_file)
         else:

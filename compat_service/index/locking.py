@@ -37,11 +37,14 @@ from compat_service.index.facts import platforms_of, python_of
 from compat_service.index.generated import load_config
 from compat_service.index.resolution_oracle import OracleTarget, resolve_closure
 
-#: accelenv platform -> uv's ``--python-platform`` (uv's names; manylinux_2_28 is the glibc torch's Linux
-#: wheels need from 2.6) and the PEP 508 marker of a lock's environment
+#: the glibc a Linux lock assumes unless told (``--glibc``): vLLM's wheels need 2.31 (manylinux_2_31), torch's
+#: 2.28 from 2.6; PEP 508 has no glibc marker, so the lock records it under [tool.accelenv]
+DEFAULT_GLIBC = "2.31"
+#: accelenv platform -> uv's ``--python-platform`` ({glibc}: the target's, for Linux) and the PEP 508 marker
+#: of a lock's environment
 TARGETS: dict[str, tuple[str, str]] = {
-    "linux-x86_64": ("x86_64-manylinux_2_28", 'sys_platform == "linux" and platform_machine == "x86_64"'),
-    "linux-aarch64": ("aarch64-manylinux_2_28", 'sys_platform == "linux" and platform_machine == "aarch64"'),
+    "linux-x86_64": ("x86_64-manylinux_{glibc}", 'sys_platform == "linux" and platform_machine == "x86_64"'),
+    "linux-aarch64": ("aarch64-manylinux_{glibc}", 'sys_platform == "linux" and platform_machine == "aarch64"'),
     "windows-x86_64": ("x86_64-pc-windows-msvc", 'sys_platform == "win32" and platform_machine == "AMD64"'),
     "macos-arm64": ("aarch64-apple-darwin", 'sys_platform == "darwin" and platform_machine == "arm64"'),
     "macos-x86_64": ("x86_64-apple-darwin", 'sys_platform == "darwin" and platform_machine == "x86_64"'),
@@ -56,6 +59,8 @@ class LockInputs:
     torch_index: str | None = None
     require_index_hashes: bool = False
     matrix_path: Path | None = None
+    #: the target's glibc (Linux): which manylinux wheels the closure may take
+    glibc: str = DEFAULT_GLIBC
 
 
 def _fits(filename: str, platform: str, python: str, config: Any) -> bool:
@@ -140,6 +145,7 @@ def lock_resolution(resolution: Resolution, inputs: LockInputs, *, host_classes:
     if resolution.platform not in TARGETS:
         raise InvalidRequestError(f"no lock target for {resolution.platform}", hint=f"one of: {', '.join(TARGETS)}")
     python_platform, marker = TARGETS[resolution.platform]
+    python_platform = python_platform.format(glibc=inputs.glibc.replace(".", "_"))
     torch_index = resolution.index_url
     if torch_index and inputs.torch_index:
         torch_index = inputs.torch_index.format(label=resolution.backend)
@@ -153,7 +159,9 @@ def lock_resolution(resolution: Resolution, inputs: LockInputs, *, host_classes:
     if not closure.resolvable:
         raise InvalidRequestError(
             f"the resolver finds no closure for {', '.join(requirements)}: {closure.failing_requirement}",
-            causes=closure.causes(), hint="check that the index serves these releases for the target")
+            causes=closure.causes(),
+            hint=f"check that the index serves these releases for the target; a Linux wheel newer than glibc "
+            f"{inputs.glibc} needs --glibc (the target's)")
     config = load_config(inputs.matrix_path or _bundled())
     own = client is None
     client = client or IndexClient(user_agent="accelenv-lock")
@@ -173,6 +181,7 @@ def lock_resolution(resolution: Resolution, inputs: LockInputs, *, host_classes:
         packages, python=resolution.python.rstrip("t"), environment=marker,
         tool={
             "answer": answer_of(resolution),
+            **({"glibc": inputs.glibc} if resolution.os == "linux" else {}),
             "index-url": inputs.index_url,
             "torch-index": torch_index or inputs.index_url,
             "files": counts.files,

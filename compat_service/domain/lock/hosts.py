@@ -93,12 +93,13 @@ def pick_lock(index: Mapping[str, Any], resolution: Resolution) -> tuple[dict[st
     )
 
 
-def resolve_request(request: ResolveRequest, data_dir: Any = None) -> Resolution:
-    """accelenv's answer for one host class (the stack resolver when it names ecosystem packages)."""
+def resolve_request(request: ResolveRequest, data_dir: Any = None, matrix: Any = None) -> Resolution:
+    """accelenv's answer for one host class (the stack resolver when it names ecosystem packages), against
+    ``matrix`` (the service's) or the matrix in ``data_dir`` (default: the bundled one)."""
     from compat_service.domain.matrix.snapshot import load_matrix_cached
     from compat_service.domain.resolver.stages import resolve
 
-    matrix = load_matrix_cached(data_dir)
+    matrix = matrix if matrix is not None else load_matrix_cached(data_dir)
     if request.stack:
         from compat_service.domain.stacks.catalog import load_catalog
         from compat_service.domain.stacks.resolve import resolve_stack
