@@ -37,10 +37,10 @@ class _Hostile(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
-    def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
+    def do_GET(self) -> None:
         self._send(422, _error_body())
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         lines = [line for line in self.rfile.read(length).split(b"\n") if line.strip()]
         if self.path == "/v1/reports/batch":
