@@ -1,6 +1,6 @@
 """`accelenv ci matrix`: the CI test matrix, the same JSON as ``GET /v1/ci-matrix``.
 
-Offline by default (the bundled matrix; `compat_service.domain.ci.matrix` builds it), or `--server URL` /
+Offline by default (the bundled matrix; `compat_service.domain.ci.job_matrix` builds it), or `--server URL` /
 ACCELENV_SERVER asks a service, whose answer also carries the stored evidence. ``--include-only`` prints just
 the ``include`` list, ready for a workflow's ``strategy.matrix`` (``fromJSON``); ``--output FILE`` writes it
 to a file. `accelenv verify-env` (cli/verify_env_cmd.py) is the check each cell's job runs.
@@ -68,7 +68,7 @@ def build_matrix(query: dict[str, str], *, server: str | None, matrix_path: Path
         from cli.service_client import ServiceClient
 
         return ServiceClient(server, token=os.environ.get("ACCELENV_TOKEN") or None).ci_matrix(query)
-    from compat_service.domain.ci.matrix import CiMatrixRequest, ci_matrix
+    from compat_service.domain.ci.job_matrix import CiMatrixRequest, ci_matrix
     from compat_service.domain.matrix.snapshot import load_matrix_cached
 
     request = CiMatrixRequest.from_strings(**{("with_" if k == "with" else k): v for k, v in query.items()})

@@ -1,4 +1,4 @@
-"""The CI matrix (compat_service/domain/ci/matrix.py): every cell is a combination the resolver accepts, every
+"""The CI matrix (compat_service/domain/ci/job_matrix.py): every cell is a combination the resolver accepts, every
 combination of the request's axes is either a cell or an exclusion the resolver also refuses, and mode=pr
 keeps the documented extremes."""
 
@@ -10,7 +10,7 @@ import pytest
 from packaging.version import Version
 
 from compat_service.domain.backends import python_sort_key
-from compat_service.domain.ci.matrix import CiMatrixRequest, check_command, ci_matrix
+from compat_service.domain.ci.job_matrix import CiMatrixRequest, check_command, ci_matrix
 from compat_service.domain.errors import AccelenvError, InvalidRequestError, TorchNotFoundError
 from compat_service.domain.matrix.interface import InMemoryMatrix
 from compat_service.domain.matrix.loader import load_matrix_rows

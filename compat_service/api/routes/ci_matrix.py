@@ -1,6 +1,6 @@
 """`GET /v1/ci-matrix`: the CI test matrix (GitHub Actions' ``{"include": [...]}``), as `accelenv ci matrix` prints it.
 
-A thin route over `compat_service.domain.ci.matrix`: the parameters are parsed by the domain's
+A thin route over `compat_service.domain.ci.job_matrix`: the parameters are parsed by the domain's
 `CiMatrixRequest.from_strings`, the answer is `ci_matrix()` over the loaded matrix and the stored evidence.
 Answers are kept per worker by (matrix content hash, evidence stamp, request), so a repeated pipeline asks
 the resolver nothing; the body carries an ETag like every GET (middleware/http_cache.py).
@@ -17,7 +17,7 @@ from starlette.concurrency import run_in_threadpool
 from compat_service.api.deps import current_matrix, state_of
 from compat_service.api.inputs.strict_query import in_api_words
 from compat_service.api.service_reads import evidence_for_resolve
-from compat_service.domain.ci.matrix import CiMatrixRequest, ci_matrix
+from compat_service.domain.ci.job_matrix import CiMatrixRequest, ci_matrix
 from compat_service.domain.errors import AccelenvError, ErrorBody
 
 router = APIRouter(tags=["ci"])
