@@ -331,6 +331,21 @@ class RefreshRemovesFactsError(AccelenvError):
     exit_code = 12
 
 
+class MatrixTooLargeError(InvalidRequestError):
+    """A CI matrix (or one shard of it) holds more cells than one GitHub Actions matrix may (256 jobs), or its
+    ``include`` JSON is over the 1 MB job-output limit; the message names both limits and the ways out
+    (``max_cells``, ``shard=I/N``, a narrower request)."""
+
+    code = "matrix-too-large"
+
+
+class InstallPlanRefusedError(InvalidRequestError):
+    """`accelenv ci check`: a cell's install plan is not a list of ``pip install`` argument lists (what a
+    service sends is data, run without a shell, never a command line)."""
+
+    code = "install-plan-refused"
+
+
 def _tree(cls: type[AccelenvError]) -> list[type[AccelenvError]]:
     return [cls, *(sub for child in cls.__subclasses__() for sub in _tree(child))]
 
