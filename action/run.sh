@@ -3,9 +3,10 @@
 # Inputs come from the environment (action.yml maps each input to ACCELENV_<NAME>), so the same script runs
 # in any CI system or shell:
 #   ACCELENV_BIN       the folder holding the Action's accelenv (install.sh's bin output)
-#   ACCELENV_COMMAND   matrix | check
+#   ACCELENV_COMMAND   matrix | install | check
 #   matrix: ACCELENV_SERVER (empty: the bundled matrix, offline), ACCELENV_TORCH, _PYTHON, _FAMILY, _BUILD, _OS,
 #           _ARCH, _WITH, _MODE, _MAX_CELLS, _SHARD
+#   install: ACCELENV_CELL, ACCELENV_PYTHON_EXE (the cell's install steps; writes constraints.txt)
 #   check:  ACCELENV_CELL (toJSON(matrix)), ACCELENV_PYTHON_EXE (the Python under test; a name on PATH or a
 #           path), ACCELENV_SERVER + ACCELENV_TOKEN (where the report goes), ACCELENV_INSTALL (true|false),
 #           ACCELENV_CHECKS, ACCELENV_DEVICE, ACCELENV_FAIL_ON_SUBMIT (true|false), ACCELENV_WORKDIR
@@ -26,13 +27,18 @@ case "${ACCELENV_COMMAND:-}" in
     done
     "$accelenv" ci matrix "${args[@]}" --require-cells --include-only "${github_output[@]}"
     ;;
-  check)
-    : "${ACCELENV_CELL:?the check needs the cell: cell: \${{ toJSON(matrix) }}}"
+  install|check)
+    : "${ACCELENV_CELL:?the $ACCELENV_COMMAND step needs the cell: cell: \${{ toJSON(matrix) }}}"
     exe="${ACCELENV_PYTHON_EXE:-python}"
     resolved="$(command -v -- "$exe" || true)"
     if [[ -z "$resolved" ]]; then
       echo "accelenv: python-exe '$exe' is not an interpreter on this runner (set up the cell's Python first)" >&2
       exit 2
+    fi
+    if [[ "$ACCELENV_COMMAND" == "install" ]]; then
+      "$accelenv" ci install --cell "$ACCELENV_CELL" --python-exe "$resolved" \
+        --workdir "${ACCELENV_WORKDIR:-accelenv-check}" "${github_output[@]}"
+      exit 0
     fi
     args=(--cell "$ACCELENV_CELL" --python-exe "$resolved" --checks "${ACCELENV_CHECKS:-detect,smoke}"
           --device "${ACCELENV_DEVICE:-auto}" --workdir "${ACCELENV_WORKDIR:-accelenv-check}")
@@ -41,7 +47,7 @@ case "${ACCELENV_COMMAND:-}" in
     "$accelenv" ci check "${args[@]}" "${github_output[@]}"
     ;;
   *)
-    echo "accelenv: command must be matrix or check, not '${ACCELENV_COMMAND:-}'" >&2
+    echo "accelenv: command must be matrix, install or check, not '${ACCELENV_COMMAND:-}'" >&2
     exit 2
     ;;
 esac

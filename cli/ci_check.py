@@ -28,13 +28,8 @@ def _end_group() -> None:
     _say("::endgroup::")
 
 
-def run_check(*, cell_text: str, python_exe: Path, install: bool, checks: str, device: str, server: str | None,
-              token: str | None, fail_on_submit: bool, workdir: Path, github_output: Path | None) -> int:
-    """The whole check; returns the exit code (0, or the probe's 1/3), raises an AccelenvError for a refused
-    plan, a failed install or verification (exit 1 via its class), or, with ``fail_on_submit``, a report the
-    service did not take."""
+def _cell_and_python(cell_text: str, python_exe: Path, workdir: Path) -> dict[str, Any]:
     from cli.verify_env_cmd import _cell
-    from compat_service.domain.ci.install_plan import checked_install_argv
     from compat_service.domain.errors import InvalidRequestError
 
     cell = _cell(cell_text)
@@ -45,20 +40,46 @@ def run_check(*, cell_text: str, python_exe: Path, install: bool, checks: str, d
                                   hint="pass the job's interpreter, e.g. --python-exe \"$(command -v python)\"")
     workdir.mkdir(parents=True, exist_ok=True)
     (workdir / "cell.json").write_text(json.dumps(cell, indent=2), encoding="utf-8")
-    steps = checked_install_argv(cell)  # refused before anything runs
-    outputs: dict[str, str] = {}
+    return cell
 
+
+def run_install(*, cell_text: str, python_exe: Path, workdir: Path, run: bool = True) -> dict[str, str]:
+    """The cell's install steps in the job's Python (checked first, no shell), then ``constraints.txt``: the
+    cell's pins, for the project's own install (``pip install -e . --constraint ...``) to keep them."""
+    from compat_service.domain.ci.install_plan import checked_install_argv
+
+    cell = _cell_and_python(cell_text, python_exe, workdir)
+    steps = checked_install_argv(cell)  # refused before anything runs
     _group(f"install ({cell.get('name', 'the cell')})")
     for step in steps:
         argv = [str(python_exe), "-m", *step]
         _say("+ " + " ".join(argv))
-        if install:
+        if run:
             done = subprocess.run(argv, stdin=subprocess.DEVNULL, check=False)
             if done.returncode != 0:
                 _end_group()
                 raise _failed(f"the install step `{' '.join(step)}` ended with exit code {done.returncode}",
                               "its output above says why; the cell's index and versions are in cell.json")
     _end_group()
+    constraints = workdir / "constraints.txt"
+    pins = dict(cell.get("pins") or {})
+    constraints.write_text(
+        "# the cell's pins (accelenv ci install): pip install ... --constraint this file keeps them\n"
+        + "".join(f"{name}=={str(version).split('+', 1)[0]}\n" for name, version in pins.items()),
+        encoding="utf-8",
+    )
+    return {"constraints": str(constraints.resolve())}
+
+
+def run_check(*, cell_text: str, python_exe: Path, install: bool, checks: str, device: str, server: str | None,
+              token: str | None, fail_on_submit: bool, workdir: Path, github_output: Path | None) -> int:
+    """The whole check; returns the exit code (0, or the probe's 1/3), raises an AccelenvError for a refused
+    plan, a failed install or verification (exit 1 via its class), or, with ``fail_on_submit``, a report the
+    service did not take."""
+    cell = _cell_and_python(cell_text, python_exe, workdir)
+    outputs: dict[str, str] = {}
+    if install:
+        outputs |= run_install(cell_text=cell_text, python_exe=python_exe, workdir=workdir)
 
     _group("verify-env")
     _verify(cell, python_exe)
@@ -79,10 +100,14 @@ def run_check(*, cell_text: str, python_exe: Path, install: bool, checks: str, d
         outputs |= _submit(server, token, report_path, workdir, fail_on_submit)
     else:
         _say(f"accelenv: no server or token: the report stays in {report_path}")
+    write_github_output(github_output, outputs)
+    return code
+
+
+def write_github_output(github_output: Path | None, outputs: dict[str, str]) -> None:
     if github_output is not None:
         with github_output.open("a", encoding="utf-8") as out:
             out.writelines(f"{k}={v}\n" for k, v in outputs.items())
-    return code
 
 
 def _failed(message: str, hint: str) -> Exception:

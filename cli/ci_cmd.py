@@ -8,7 +8,8 @@
 ``shards-needed=`` and ``unknown=`` lines (the Action's outputs). ``--max-cells`` / ``--shard I/N`` keep the
 answer within GitHub's limits (`compat_service.domain.ci.github_limits`).
 
-`ci check` runs in the Action's own environment and touches the job's interpreter (``--python-exe``) only
+`ci install` runs a cell's install steps and writes ``constraints.txt`` (its pins) for the project's own
+install; `ci check` runs in the Action's own environment and touches the job's interpreter (``--python-exe``) only
 through subprocesses: the cell's ``install_argv`` steps as ``python -m pip ...`` without a shell (checked by
 `compat_service.domain.ci.install_plan` first), ``probes/host/installed.py`` for `verify-env`'s facts, and
 the single-file probe bundle; nothing of accelenv is installed there. A report the service does not take is
@@ -137,3 +138,21 @@ def check_command(
                          server=server or None, token=token or None, fail_on_submit=fail_on_submit,
                          workdir=workdir, github_output=github_output)
     raise typer.Exit(code)
+
+
+@ci_app.command("install", help="Install a cell's plan in the job's Python (argument lists, no shell) and write "
+                "constraints.txt with its pins, for the project's own install to keep them.")
+def install_command(
+    cell: str = typer.Option(..., "--cell", help="the job's cell: JSON (toJSON(matrix)) or a file holding it"),
+    python_exe: Path = typer.Option(..., "--python-exe", help="the job's interpreter (the Python under test)"),
+    workdir: Path = typer.Option(Path("accelenv-check"), "--workdir", help="where cell.json and constraints.txt "
+                                 "land"),
+    github_output: Path | None = typer.Option(None, "--github-output", help="append constraints= "
+                                              "($GITHUB_OUTPUT)"),
+) -> None:
+    from cli.error_render import guarded
+
+    with guarded():
+        from cli.ci_check import run_install, write_github_output
+
+        write_github_output(github_output, run_install(cell_text=cell, python_exe=python_exe, workdir=workdir))
