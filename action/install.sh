@@ -7,8 +7,8 @@
 #   ACCELENV_TOOL_VENV    where its virtual environment goes (default: $RUNNER_TEMP/accelenv-tool)
 set -euo pipefail
 
-py="${ACCELENV_TOOL_PYTHON:?ACCELENV_TOOL_PYTHON must name the Action's own Python (setup-python's python-path)}"
-source_dir="${GITHUB_ACTION_PATH:?GITHUB_ACTION_PATH must name the Action's checkout}"
+py="${ACCELENV_TOOL_PYTHON:?must name the Python of the Action (the python-path output of setup-python)}"
+source_dir="${GITHUB_ACTION_PATH:?must name the checkout of the Action}"
 venv="${ACCELENV_TOOL_VENV:-${RUNNER_TEMP:-/tmp}/accelenv-tool}"
 
 "$py" -m venv "$venv"
@@ -19,4 +19,5 @@ bin="$venv/bin"
 if [[ -n "${GITHUB_OUTPUT:-}" ]]; then
   echo "bin=$bin" >> "$GITHUB_OUTPUT"
 fi
-echo "accelenv: installed from $source_dir into $venv (Python $("$bin/python" -c 'import sys; print(sys.version.split()[0])'))"
+version="$("$bin/python" -c 'import platform; print(platform.python_version())')"
+echo "accelenv: installed from $source_dir into $venv (Python $version)"

@@ -13,7 +13,7 @@
 # Nothing the service sends is evaluated by a shell: the check runs the cell's install_argv as argument lists.
 set -euo pipefail
 
-accelenv="${ACCELENV_BIN:?ACCELENV_BIN must name the folder of the Action's accelenv (install.sh)}/accelenv"
+accelenv="${ACCELENV_BIN:?must name the folder holding the accelenv of the Action (install.sh)}/accelenv"
 github_output=()
 if [[ -n "${GITHUB_OUTPUT:-}" ]]; then github_output=(--github-output "$GITHUB_OUTPUT"); fi
 
@@ -28,7 +28,10 @@ case "${ACCELENV_COMMAND:-}" in
     "$accelenv" ci matrix "${args[@]}" --require-cells --include-only "${github_output[@]}"
     ;;
   install|check)
-    : "${ACCELENV_CELL:?the $ACCELENV_COMMAND step needs the cell: cell: \${{ toJSON(matrix) }}}"
+    if [[ -z "${ACCELENV_CELL:-}" ]]; then
+      echo "accelenv: the $ACCELENV_COMMAND step needs the job's cell (the cell input: toJSON(matrix))" >&2
+      exit 2
+    fi
     exe="${ACCELENV_PYTHON_EXE:-python}"
     resolved="$(command -v -- "$exe" || true)"
     if [[ -z "$resolved" ]]; then

@@ -154,8 +154,9 @@ def _submit(server: str, token: str, report_path: Path, workdir: Path, fail_on_s
     except AccelenvError as err:
         if fail_on_submit:
             raise
-        _say(f"::warning title=accelenv report not sent::{err.message}. The report is saved at {report_path}; "
-             f"send it later with: accelenv report submit --server {server} {report_path}")
+        saved = report_path.resolve()
+        _say(f"::warning title=accelenv report not sent::{err.message}. The report is saved at {saved}; "
+             f"send it later with: accelenv report submit --server {server} {saved}")
         return {}
     _say(f"accelenv: report {stored.get('report_id')} stored; the cell's evidence: {status}")
     return {"submitted": "true", "evidence-status": status or ""}
