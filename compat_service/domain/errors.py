@@ -25,7 +25,9 @@ The resolver's failure kinds (all `UnsatisfiableError`: exit 5, HTTP 409):
 |                        | wheels, the torch build its binaries need); a host-only failure of every       |
 |                        | candidate keeps the torch resolver's code (driver-too-old, ...)                |
 
-Malformed flags are `InvalidRequestError` (exit 2, HTTP 422).
+Malformed flags are `InvalidRequestError` (exit 2, HTTP 422); two kinds of it name a CI matrix's problems:
+``matrix-too-large`` (over GitHub Actions' 256 jobs or 1 MB output: shard it) and ``install-plan-refused``
+(a cell's install steps are not ``pip install`` argument lists; nothing ran).
 
 The HTTP layer's refusals, before or instead of a route (all `BadRequestError`: exit 1):
 
@@ -74,10 +76,12 @@ __all__ = [
     "HttpError",
     "IndexResponseError",
     "IndexUnreachableError",
+    "InstallPlanRefusedError",
     "InternalError",
     "InvalidRequestError",
     "MatrixDataError",
     "MatrixOutOfDateError",
+    "MatrixTooLargeError",
     "MethodNotAllowedError",
     "NoLockForHostError",
     "NotFoundError",
