@@ -14,13 +14,18 @@ from tests.evidence.live_server import LiveServer, live_server
 
 pytestmark = pytest.mark.timeout(180)
 BODY_TIMEOUT_S = 2.0
+MAX_CONNECTIONS = 24
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     url = f"sqlite:///{tmp_path_factory.mktemp('bounds34') / 'accelenv.sqlite3'}"
-    env = {"ACCELENV_BODY_READ_TIMEOUT_S": str(BODY_TIMEOUT_S), "ACCELENV_HEADER_READ_TIMEOUT_S": "2"}
-    with live_server(url, workers=1, env=env) as running:
+    env = {
+        "ACCELENV_BODY_READ_TIMEOUT_S": str(BODY_TIMEOUT_S),
+        "ACCELENV_HEADER_READ_TIMEOUT_S": "2",
+        "ACCELENV_MAX_CONNECTIONS": str(MAX_CONNECTIONS),
+    }
+    with live_server(url, workers=1, load_matrix=True, env=env) as running:
         yield running
 
 
@@ -77,3 +82,114 @@ def test_an_item_larger_than_a_report_may_be_refuses_the_batch(server: LiveServe
     status, error, _ = _post(server, "/v1/reports/batch", b"[" + huge + b"]")
     assert (status, error["code"]) == (413, "report-too-large"), error
     assert "item 0" in error["message"] and "ACCELENV_MAX_BODY_BYTES" in error["hint"]
+
+
+def _closed_within(sock: socket.socket, seconds: float) -> tuple[bytes, float]:
+    """Everything the server sends until it closes the connection, and when it closed (s from now)."""
+    sock.settimeout(seconds)
+    started, data = time.monotonic(), b""
+    while True:
+        try:
+            chunk = sock.recv(65536)
+        except ConnectionResetError:
+            break
+        if not chunk:
+            break
+        data += chunk
+    return data, time.monotonic() - started
+
+
+def _rss_mb(server: LiveServer) -> float:
+    assert server.process is not None  # one worker: uvicorn serves in the process it started
+    with open(f"/proc/{server.process.pid}/status") as status:
+        return next(int(line.split()[1]) for line in status if line.startswith("VmRSS:")) / 1024
+
+
+def test_a_slow_body_is_cut_off_at_the_body_deadline(server: LiveServer) -> None:
+    """A valid token, a declared body, one byte a second: 408 and closed at the deadline, not held."""
+    with _connect(server) as sock:
+        sock.sendall(
+            f"POST /v1/reports HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {server.token}\r\n"
+            "Content-Type: application/json\r\nContent-Length: 900000\r\n\r\n".encode()
+        )
+        started = time.monotonic()
+        sock.settimeout(0.5)
+        answer = b""
+        while time.monotonic() - started < BODY_TIMEOUT_S + 5:
+            try:
+                sock.sendall(b" ")
+                chunk = sock.recv(65536)
+            except TimeoutError:
+                continue
+            except (BrokenPipeError, ConnectionResetError):
+                break
+            if not chunk:
+                break
+            answer += chunk
+        closed_after = time.monotonic() - started
+    assert answer.startswith(b"HTTP/1.1 408"), answer[:300]
+    assert b"request-timeout" in answer
+    assert closed_after < BODY_TIMEOUT_S + 2.5, f"closed only after {closed_after:.1f} s"
+
+
+def test_an_early_answer_closes_the_connection_instead_of_draining_the_body(server: LiveServer) -> None:
+    with _connect(server) as sock:
+        sock.sendall(
+            b"POST /v1/reports/batch HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            b"Content-Length: 1000000000\r\n\r\n["
+        )
+        answer, closed_after = _closed_within(sock, 5)
+    assert answer.startswith(b"HTTP/1.1 413") or answer.startswith(b"HTTP/1.1 401"), answer[:300]
+    assert closed_after < 1.0, f"the connection stayed open {closed_after:.1f} s after the answer"
+
+
+def test_a_connection_past_the_cap_gets_503_and_the_rest_are_served(server: LiveServer) -> None:
+    held = [_connect(server) for _ in range(MAX_CONNECTIONS)]
+    try:
+        time.sleep(0.3)
+        with _connect(server) as extra:
+            answer, _ = _closed_within(extra, 5)
+        status, _, body = answer.partition(b"\r\n\r\n")
+        assert status.startswith(b"HTTP/1.1 503") and b"retry-after: 1" in status.lower(), answer[:300]
+        assert json.loads(body)["code"] == "too-many-connections"
+    finally:
+        for sock in held:
+            sock.close()
+    time.sleep(0.3)
+    with _connect(server) as sock:
+        sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert sock.recv(65536).startswith(b"HTTP/1.1 200")
+
+
+def test_pipelined_requests_are_read_only_as_fast_as_they_are_answered(server: LiveServer) -> None:
+    """8 MB of pipelined GETs from a client that reads nothing: the worker parses a few ahead and stops
+    reading; its memory stays put, and a second client is served meanwhile."""
+    before = _rss_mb(server)
+    request = b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+    pipelined = request * (8_000_000 // len(request))
+    with _connect(server) as sock:
+        sock.settimeout(3)
+        sent = 0
+        try:
+            while sent < len(pipelined):
+                sent += sock.send(pipelined[sent:sent + 1_000_000])
+        except TimeoutError:
+            pass  # the server stopped reading: what flow control is for
+        with _connect(server) as other:
+            other.sendall(request)
+            assert other.recv(65536).startswith(b"HTTP/1.1 200")
+        grown = _rss_mb(server) - before
+    assert sent < len(pipelined), "the server read 8 MB of requests it had not answered"
+    assert grown < 30, f"the worker grew {grown:.0f} MB"
+
+
+def test_a_client_hanging_up_on_pipelined_answers_is_no_server_error(server: LiveServer) -> None:
+    for path in ("/v1/ci-matrix", "/v1/matrix?limit=1000", "/matrix") * 5:
+        with _connect(server) as sock:
+            sock.sendall(f"GET {path} HTTP/1.1\r\nHost: x\r\n\r\n".encode() * 3)
+            time.sleep(0.5)
+            # RST: the answers being written meet a closed socket
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, (1).to_bytes(4, "little") * 2)
+    time.sleep(1)
+    output = server.output()
+    assert "Traceback" not in output and "Exception in ASGI application" not in output, output[-2000:]
