@@ -170,7 +170,7 @@ def main() -> int:
     parser.add_argument("--dump", help="also write every answer to this file")
     args = parser.parse_args()
     if args.dump:
-        _DUMP.append(open(args.dump, "wb"))  # noqa: SIM115 - closed at exit
+        _DUMP.append(open(args.dump, "wb"))
     results = measure(args.count, set(args.paths.split(",")) if args.paths else None)
     with open(args.out, "w") as fh:
         json.dump(results, fh, indent=2)

@@ -8,7 +8,9 @@ import asyncio
 import json
 import logging
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Coroutine, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
 
 import pytest
 
@@ -20,9 +22,17 @@ from compat_service.api.middleware.observability import (
     log_request,
 )
 
+T = TypeVar("T")
+
 
 def _scope(i: int) -> dict[str, object]:
     return {"method": "GET", "path": "/v1/resolve", "raw_path": b"/v1/resolve", "query_string": f"torch=2.{i}".encode()}
+
+
+def _run(main: Callable[[], Coroutine[Any, Any, T]]) -> T:
+    """``asyncio.run(main())`` on a thread of its own (an earlier test's loop may still be set on this one)."""
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(lambda: asyncio.run(main())).result()
 
 
 def _read(fd: int) -> str:
@@ -67,7 +77,7 @@ def test_a_busy_turn_is_written_once_at_its_end_and_a_quiet_line_at_once(
         after = _read(read_end)
         return first, within, after
 
-    first, within, after = asyncio.run(serve())
+    first, within, after = _run(serve)
     assert "INFO accelenv.access GET /v1/resolve?torch=2.0 200 0.10ms request_id=" + "a" * 16 in first
     assert first.count("\n") == 1
     assert within == ""
@@ -84,10 +94,11 @@ def test_flush_writes_what_waits_and_off_a_loop_lines_go_at_once(piped: tuple[in
         log_request(_scope(1), 200, 0.0001, "a" * 16)
         handler.flush()  # as the app's lifespan does when it stops
 
-    asyncio.run(busy())
+    _run(busy)
     records = [json.loads(line) for line in _read(read_end).splitlines()]
     assert [r["logger"] for r in records] == ["accelenv.access"] * 2
     assert list(records[0]) == ["time", "level", "logger", "message", "method", "path", "status", "duration_ms",
                                 "request_id"]
-    log_request(_scope(2), 404, 0.0001, "c" * 16)  # no running loop: written at once
+    with ThreadPoolExecutor(1) as pool:  # a thread with no running loop: written at once
+        pool.submit(log_request, _scope(2), 404, 0.0001, "c" * 16).result()
     assert '"status":404' in _read(read_end)

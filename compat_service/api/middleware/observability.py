@@ -138,7 +138,7 @@ def configure_logging(log_format: str) -> None:
             return
         if getattr(handler, "_accelenv", None) is not None:
             root.removeHandler(handler)
-    handler = TurnBatchingHandler(sys.stderr)
+    handler = TurnBatchingHandler()
     handler._accelenv = log_format  # type: ignore[attr-defined]
     handler.setFormatter(JsonFormatter() if log_format == "json" else PlainFormatter())
     handler.addFilter(_RequestIdFilter())
@@ -273,7 +273,8 @@ BATCH_WINDOW_S = 0.001
 
 class TurnBatchingHandler(logging.Handler):
     """The service's log handler: each record formatted by the handler's formatter (`PlainFormatter` or
-    `JsonFormatter`, as every ``accelenv.*`` line), written to ``stream``.
+    `JsonFormatter`, as every ``accelenv.*`` line), written to ``stream`` (by default whatever ``sys.stderr``
+    is when the line is written, as `logging.lastResort` does).
 
     A line is written at once when the previous write is more than ``BATCH_WINDOW_S`` old (a quiet service,
     tests); under load the lines of one turn of the event loop are written together at its end (`flush`,
@@ -281,7 +282,7 @@ class TurnBatchingHandler(logging.Handler):
     (benchmarks/bench_service.py --no-service-log). Every record still gets its line, within the turn, in
     order; off an event loop a line is written at once."""
 
-    def __init__(self, stream: TextIO) -> None:
+    def __init__(self, stream: TextIO | None = None) -> None:
         super().__init__()
         self.stream = stream
         #: lines waiting for this turn's flush (a flush is scheduled while this is not empty)
@@ -324,7 +325,8 @@ class TurnBatchingHandler(logging.Handler):
 
     def _write(self, text: str) -> None:
         try:
-            self.stream.write(text)
-            self.stream.flush()
+            stream = self.stream if self.stream is not None else sys.stderr
+            stream.write(text)
+            stream.flush()
         except (OSError, ValueError):  # stderr closed or full: serving matters more than the log
             pass
