@@ -66,8 +66,8 @@ class Settings(ConnectionLimits):
     token_cache_s: float = Field(default=5.0, ge=0, le=300)
     #: distinct hosts whose passing reports make a matrix cell "verified"
     verified_min_hosts: int = Field(default=2, ge=1)
-    #: ... and distinct submitters (report tokens) among them: a host fingerprint is the client's word, a
-    #: token is issued by an admin (docs/service.md, trust model)
+    #: ... and distinct submitters among them, counted by token owner (two tokens of one owner are one): a
+    #: host fingerprint is the client's word, a token and its owner are set by an admin (docs/service.md)
     verified_min_submitters: int = Field(default=2, ge=1)
     #: Cache-Control max-age for GET responses
     cache_max_age_s: int = Field(default=60, ge=0)
