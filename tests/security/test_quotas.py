@@ -1,0 +1,58 @@
+"""Issue 34: per-client quotas (requests by address and by token, body bytes by address) answer 429
+`quota-exceeded` with Retry-After and count on /metrics, through the real app."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from compat_service.api.app import create_app
+from compat_service.config import Settings
+
+
+def _client(tmp_path: Path, **quotas: int) -> Iterator[TestClient]:
+    settings = Settings(database_url=f"sqlite:///{tmp_path / 'q.sqlite3'}", auto_migrate=True,
+                        load_matrix_on_start=False, access_log=False, **quotas)
+    with TestClient(create_app(settings)) as client:
+        yield client
+
+
+@pytest.fixture
+def client(tmp_path: Path) -> Iterator[TestClient]:
+    yield from _client(tmp_path, quota_requests_per_min=5, quota_token_requests_per_min=3,
+                       quota_bytes_per_min=10_000)
+
+
+def test_an_address_past_its_request_quota_gets_429_with_retry_after(client: TestClient) -> None:
+    assert [client.get("/healthz").status_code for _ in range(5)] == [200] * 5
+    refused = client.get("/healthz")
+    assert refused.status_code == 429 and refused.json()["code"] == "quota-exceeded"
+    assert 1 <= int(refused.headers["retry-after"]) <= 60
+    assert "ACCELENV_QUOTA_REQUESTS_PER_MIN" in refused.json()["hint"]
+
+
+def test_a_token_past_its_quota_gets_429_whatever_the_route(client: TestClient) -> None:
+    auth = {"Authorization": "Bearer acv_whatever"}
+    statuses = [client.get("/healthz", headers=auth).status_code for _ in range(4)]
+    assert statuses == [200, 200, 200, 429]
+    assert "ACCELENV_QUOTA_TOKEN_REQUESTS_PER_MIN" in client.get("/healthz", headers=auth).json()["hint"]
+
+
+def test_body_bytes_past_the_quota_get_429_and_the_refusals_are_counted(tmp_path: Path) -> None:
+    for client in _client(tmp_path, quota_requests_per_min=0, quota_token_requests_per_min=0,
+                          quota_bytes_per_min=10_000):
+        first = client.post("/v1/reports", content=b" " * 9_000)
+        assert first.status_code == 401  # counted, then refused for its missing token
+        second = client.post("/v1/reports", content=b" " * 2_000)
+        assert second.status_code == 429 and "bytes" in second.json()["message"]
+        metrics = client.get("/metrics").text
+        assert 'accelenv_quota_refusals_total{kind="bytes"} 1.0' in metrics
+
+
+def test_no_quota_when_the_settings_say_0(tmp_path: Path) -> None:
+    for client in _client(tmp_path, quota_requests_per_min=0, quota_token_requests_per_min=0,
+                          quota_bytes_per_min=0):
+        assert {client.get("/healthz").status_code for _ in range(50)} == {200}
