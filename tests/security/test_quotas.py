@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
@@ -13,7 +14,7 @@ from compat_service.api.app import create_app
 from compat_service.config import Settings
 
 
-def _client(tmp_path: Path, **quotas: int) -> Iterator[TestClient]:
+def _client(tmp_path: Path, **quotas: Any) -> Iterator[TestClient]:
     settings = Settings(database_url=f"sqlite:///{tmp_path / 'q.sqlite3'}", auto_migrate=True,
                         load_matrix_on_start=False, access_log=False, **quotas)
     with TestClient(create_app(settings)) as client:
@@ -42,13 +43,26 @@ def test_a_token_past_its_quota_gets_429_whatever_the_route(client: TestClient) 
 
 
 def test_body_bytes_past_the_quota_get_429_and_the_refusals_are_counted(tmp_path: Path) -> None:
+    from compat_service.api.deps import state_of
+    from compat_service.db.matrix.tables import ApiTokenCreate
+    from compat_service.db.tokens import create_token
+
     for client in _client(tmp_path, quota_requests_per_min=0, quota_token_requests_per_min=0,
                           quota_bytes_per_min=10_000):
-        first = client.post("/v1/reports", content=b" " * 9_000)
-        assert first.status_code == 401  # counted, then refused for its missing token
-        second = client.post("/v1/reports", content=b" " * 2_000)
-        assert second.status_code == 429 and "bytes" in second.json()["message"]
-        metrics = client.get("/metrics").text
+        # a declared length refused unread costs nothing
+        for _ in range(3):
+            assert client.post("/v1/reports", content=b" " * 9_000).status_code == 401
+        secret = create_token(state_of(client.app).engine, ApiTokenCreate(scope="report"))[1]
+        token = {"Authorization": f"Bearer {secret}"}
+        # bodies read are counted as they arrive (9 000 blanks: an empty report, 422)
+        assert [client.post("/v1/reports", content=b" " * 9_000, headers=token).status_code
+                for _ in range(2)] == [422, 422]
+        refused = client.post("/v1/reports", content=b"{}", headers=token)
+        assert refused.status_code == 429 and "bytes" in refused.json()["message"]
+        # /metrics is refused too for this minute: read what it would show
+        from prometheus_client import generate_latest
+
+        metrics = generate_latest(state_of(client.app).metrics.registry).decode()
         assert 'accelenv_quota_refusals_total{kind="bytes"} 1.0' in metrics
 
 

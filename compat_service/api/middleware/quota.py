@@ -5,8 +5,8 @@ Each worker counts on its own, in fixed one-minute windows: a client spread over
 times the quota, which bounds what one client costs each worker. The counters sit in a bounded TTL map
 (cachetools), so a flood of distinct addresses or tokens costs a bounded amount of memory: past
 ``MAX_CLIENTS`` the least recently seen windows are forgotten (a forgotten client starts a fresh window).
-A token is counted by the hash of its secret, whether or not it is valid; the body bytes are the declared
-Content-Length (a body sent chunked is counted by the body limit as it arrives, not here).
+A token is counted by the hash of its secret, whether or not it is valid; body bytes are counted as they
+arrive (a declared length refused unread costs nothing) and checked when the client's next request starts.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import time
 from typing import Any
 
 from cachetools import TTLCache
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from compat_service.api.errors import error_response
 from compat_service.domain.errors import QuotaExceededError
@@ -48,21 +48,31 @@ class QuotaMiddleware:
             return
         now = time.monotonic()
         client = scope.get("client")
-        declared = 0
         bearer = None
         for name, value in scope["headers"]:
-            if name == b"content-length" and value.isdigit():
-                declared = int(value)
-            elif name == b"authorization" and value[:7].lower() == b"bearer ":
+            if name == b"authorization" and value[:7].lower() == b"bearer ":
                 bearer = value[7:].strip()
         refused = None
+        window = None
         if client is not None:
-            refused = self._count(f"a:{client[0]}", now, self.requests_per_min, declared, "requests")
+            window = self._window(f"a:{client[0]}", now)
+            refused = self._check(window, now, self.requests_per_min, "requests")
         if refused is None and bearer and self.token_requests_per_min:
             key = "t:" + hashlib.sha256(bearer).hexdigest()[:32]
-            refused = self._count(key, now, self.token_requests_per_min, 0, "token-requests")
+            refused = self._check(self._window(key, now), now, self.token_requests_per_min, "token-requests")
         if refused is None:
-            await self.app(scope, receive, send)
+            if window is None or not self.bytes_per_min or scope["method"] in ("GET", "HEAD"):
+                await self.app(scope, receive, send)
+                return
+            counted = window
+
+            async def counting_receive() -> Message:
+                message = await receive()
+                if message["type"] == "http.request":
+                    counted[2] += len(message.get("body", b""))
+                return message
+
+            await self.app(scope, counting_receive, send)
             return
         kind, retry_after = refused
         if self.refusals is not None:
@@ -71,17 +81,20 @@ class QuotaMiddleware:
             scope, receive, send
         )
 
-    def _count(self, key: str, now: float, max_requests: int, body: int, kind: str) -> tuple[str, int] | None:
+    def _window(self, key: str, now: float) -> list[float]:
+        """This client's window (a new one when its minute is over), with this request counted."""
         window = self._windows.get(key)
         if window is None or now - window[0] >= WINDOW_S:
             window = [now, 0.0, 0.0]
         window[1] += 1
-        window[2] += body
         self._windows[key] = window
+        return window
+
+    def _check(self, window: list[float], now: float, max_requests: int, kind: str) -> tuple[str, int] | None:
         retry_after = max(1, math.ceil(window[0] + WINDOW_S - now))
         if max_requests and window[1] > max_requests:
             return kind, retry_after
-        if body and self.bytes_per_min and window[2] > self.bytes_per_min:
+        if kind == "requests" and self.bytes_per_min and window[2] > self.bytes_per_min:
             return "bytes", retry_after
         return None
 
