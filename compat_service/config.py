@@ -70,12 +70,13 @@ class Settings(ConnectionLimits):
     #: host fingerprint is the client's word, a token and its owner are set by an admin (docs/service.md)
     verified_min_submitters: int = Field(default=2, ge=1)
     #: per worker, requests a minute one client address may send (429 `quota-exceeded` + Retry-After past it;
-    #: compat_service/api/middleware/quota.py); 0 = no quota
-    quota_requests_per_min: int = Field(default=12_000, ge=0)
+    #: compat_service/api/middleware/quota.py); 0 = no quota (the default: a fleet behind one NAT address,
+    #: or a benchmark on loopback, is one address; docs/service.md suggests values for a public service)
+    quota_requests_per_min: int = Field(default=0, ge=0)
     #: ... and with one token (counted by its secret's hash, valid or not); 0 = no quota
-    quota_token_requests_per_min: int = Field(default=12_000, ge=0)
-    #: ... and bytes of request bodies (declared Content-Length) one address may send a minute; 0 = none
-    quota_bytes_per_min: int = Field(default=1_000_000_000, ge=0)
+    quota_token_requests_per_min: int = Field(default=0, ge=0)
+    #: ... and bytes of request bodies one address may send a minute (counted as they arrive); 0 = none
+    quota_bytes_per_min: int = Field(default=0, ge=0)
     #: Cache-Control max-age for GET responses
     cache_max_age_s: int = Field(default=60, ge=0)
     #: load the bundled matrix into an empty database when the service starts
