@@ -227,7 +227,8 @@ def ci_paths(count: int) -> list[str]:
 
 
 def stack_paths(count: int) -> list[str]:
-    return [f"/v1/resolve?backend=cuda&with={'xformers' if n % 2 else 'vllm'}%3E%3D0.{n % 20}.{n}" for n in range(count)]
+    packages = ("xformers", "vllm")
+    return [f"/v1/resolve?backend=cuda&with={packages[n % 2]}%3E%3D0.{n % 20}.{n}" for n in range(count)]
 
 
 def attacks(server: object, base: str, token: str, pid: int, args: argparse.Namespace) -> dict[str, object]:
