@@ -79,6 +79,7 @@ __all__ = [
     "InstallPlanRefusedError",
     "InternalError",
     "InvalidRequestError",
+    "LockNotConfiguredError",
     "MatrixDataError",
     "MatrixOutOfDateError",
     "MatrixTooLargeError",
@@ -415,6 +416,14 @@ class HttpError(BadRequestError):
     """Any other refusal of the HTTP framework (the API's handler sets the framework's status on it)."""
 
     code = "http-error"
+
+
+class LockNotConfiguredError(AccelenvError):
+    """`GET /v1/lock`: the service names no index to resolve locks against (ACCELENV_LOCK_INDEX_URL)."""
+
+    code = "lock-not-configured"
+    http_status = 503
+    exit_code = 1
 
 
 class NoLockForHostError(NotFoundError):
