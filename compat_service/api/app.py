@@ -24,9 +24,12 @@ from compat_service.api.errors import install_error_handlers, unhandled_error_re
 from compat_service.api.inputs.strict_query import strict_query
 from compat_service.api.metrics import ServiceMetrics
 from compat_service.api.middleware.body_limit import BodyLimitMiddleware
+from compat_service.api.middleware.compression import LargeBodyCompression
+from compat_service.api.middleware.head_requests import HeadRequestsMiddleware
 from compat_service.api.middleware.http_cache import HttpCacheMiddleware
 from compat_service.api.middleware.nul_guard import NulGuardMiddleware
 from compat_service.api.middleware.observability import ObservabilityMiddleware, configure_logging, flush_log_lines
+from compat_service.api.middleware.quota import QuotaMiddleware
 from compat_service.api.openapi_doc import install_openapi
 from compat_service.api.pages.routes import PAGE_CACHE_BYTES, PAGE_CACHE_SIZE, page_weight
 from compat_service.api.pages.routes import static_files as pages_static
@@ -164,6 +167,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     _same_origin_only(app, ("/docs", "/redoc"))
     # Added last = outermost: the size limit applies before anything reads the body.
     app.add_middleware(HttpCacheMiddleware, max_age_s=settings.cache_max_age_s)
+    # the ETag is the uncompressed body's; HEAD runs as its GET (tag, compression and all) with no body
+    app.add_middleware(LargeBodyCompression)
+    app.add_middleware(HeadRequestsMiddleware)
     app.add_middleware(
         BodyLimitMiddleware,
         max_body_bytes=settings.max_body_bytes,
@@ -171,6 +177,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         read_timeout_s=settings.body_read_timeout_s,
     )
     app.add_middleware(NulGuardMiddleware)
+    # before anything else of ours runs for the request (after observability, which logs the 429)
+    app.add_middleware(
+        QuotaMiddleware,
+        requests_per_min=settings.quota_requests_per_min,
+        token_requests_per_min=settings.quota_token_requests_per_min,
+        bytes_per_min=settings.quota_bytes_per_min,
+        refusals=state.metrics.quota_refusals,
+    )
     # Outermost of ours: request id, access log, metrics, and the one log line of an unhandled error.
     app.add_middleware(
         ObservabilityMiddleware,
