@@ -29,6 +29,7 @@ from compat_service.api.middleware.head_requests import HeadRequestsMiddleware
 from compat_service.api.middleware.http_cache import HttpCacheMiddleware
 from compat_service.api.middleware.nul_guard import NulGuardMiddleware
 from compat_service.api.middleware.observability import AccessLog, ObservabilityMiddleware, configure_logging
+from compat_service.api.middleware.quota import QuotaMiddleware
 from compat_service.api.openapi_doc import install_openapi
 from compat_service.api.pages.routes import PAGE_CACHE_BYTES, PAGE_CACHE_SIZE, page_weight
 from compat_service.api.pages.routes import static_files as pages_static
@@ -182,6 +183,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         read_timeout_s=settings.body_read_timeout_s,
     )
     app.add_middleware(NulGuardMiddleware)
+    # before anything else of ours runs for the request (after observability, which logs the 429)
+    app.add_middleware(
+        QuotaMiddleware,
+        requests_per_min=settings.quota_requests_per_min,
+        token_requests_per_min=settings.quota_token_requests_per_min,
+        bytes_per_min=settings.quota_bytes_per_min,
+        refusals=state.metrics.quota_refusals,
+    )
     # Outermost of ours: request id, access log, metrics, and the one log line of an unhandled error.
     access_log = AccessLog(settings.log_format) if settings.access_log else None
     app.add_middleware(

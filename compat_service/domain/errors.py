@@ -41,6 +41,7 @@ The HTTP layer's refusals, before or instead of a route (all `BadRequestError`: 
 | body-too-large      | 413    | the body is larger than the service accepts                                 |
 | headers-too-large   | 431    | the request line and headers are larger than the service accepts            |
 | too-many-connections | 503   | the worker holds ACCELENV_MAX_CONNECTIONS connections (Retry-After: 1)       |
+| quota-exceeded      | 429    | the client's address or token used its ACCELENV_QUOTA_* (Retry-After)        |
 | http-error          | any    | any other refusal of the HTTP framework (its status kept)                   |
 
 `error_json` is the one writer of an error body on the wire, whichever layer refuses the request.
@@ -89,6 +90,7 @@ __all__ = [
     "NotVerifiedError",
     "PlatformUnsupportedError",
     "PythonUnsupportedError",
+    "QuotaExceededError",
     "RESOLVER_ERROR_CODES",
     "RefreshRemovesFactsError",
     "ReportConflictError",
@@ -410,6 +412,14 @@ class TooManyConnectionsError(BadRequestError):
 
     code = "too-many-connections"
     http_status = 503
+
+
+class QuotaExceededError(BadRequestError):
+    """A client (its address or its token) used up its request or byte quota; `Retry-After` says when it
+    may go on (compat_service/api/middleware/quota.py)."""
+
+    code = "quota-exceeded"
+    http_status = 429
 
 
 class HttpError(BadRequestError):
