@@ -120,8 +120,8 @@ def _invalid(message: str, hint: str, flag: str, value: object) -> Exception:
 
 def _validate(device: str, checks: str, timeout: float, python: str, inject: list[str], submit_url: str | None,
               token: str | None, output: Path | None) -> None:
+    from probes.checks.device_activation import DeviceError, parse_device
     from probes.checks.registry import NAMES as GROUPS
-    from probes.harness.device_activation import DeviceError, parse_device
 
     try:
         parse_device(device)

@@ -11,9 +11,9 @@ import os
 import subprocess
 import sys
 
+from probes.checks import error_texts
 from probes.checks import outcome as checks
 from probes.checks.memory_api import MemoryApi
-from probes.harness import error_texts
 
 MIB = 1 << 20
 CPU_REASON = (

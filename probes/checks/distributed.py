@@ -24,8 +24,8 @@ import os
 import shutil
 import tempfile
 
+from probes.checks import error_texts
 from probes.checks import outcome as checks
-from probes.harness import error_texts
 
 # device type -> collective backend name (NCCL also serves ROCm builds as RCCL), where torch has no entry.
 DEVICE_BACKENDS = {"cuda": "nccl", "npu": "hccl", "mlu": "cncl", "xpu": "xccl", "hpu": "hccl"}
@@ -124,9 +124,9 @@ def rank_main(requested, work, backend, tensor_device, store, rank, out):
     try:
         import torch
 
-        from probes.harness import worker
+        from probes.checks import context
 
-        worker.build_context(torch, requested)  # activates the device (refdev, a plugin) as the worker does
+        context.build_context(torch, requested)  # activates the device (refdev, a plugin) as the worker does
         dist = torch.distributed
         dist.init_process_group(backend, init_method="file://" + store, rank=rank, world_size=WORLD,
                                 timeout=datetime.timedelta(seconds=TIMEOUT_S))
@@ -165,9 +165,7 @@ def _launch_ranks(ctx, work, backend, tensor_device):
     import json
     import subprocess
 
-    from probes.harness import runner
-
-    launch = runner.default_launch()
+    launch = ctx.launch
     workdir = tempfile.mkdtemp(prefix="accelenv-dist-")
     try:
         store = os.path.join(workdir, "store")

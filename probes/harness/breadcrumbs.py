@@ -23,18 +23,14 @@ import contextlib
 import mmap
 import os
 
+from probes.checks import outcome
+
 SIZE = 512
 ENTERED = "E"
 RETURNED = "R"
 
 
-class BlockedOp(RuntimeError):
-    """An op that hung or crashed earlier in this suite; not called again."""
-
-    def __init__(self, op, why):
-        RuntimeError.__init__(self, "not run: %s %s" % (op, why))
-        self.op = op
-
+BlockedOp = outcome.BlockedOp  # checks catch it, so it lives below them
 
 def base_name(op):
     """'aten::mm.default' -> 'aten::mm': the family a block applies to."""

@@ -18,10 +18,10 @@ import sys
 import threading
 from typing import Any, List
 
+from probes.checks import device_activation, registry
 from probes.checks import outcome as checks
-from probes.checks import registry
-from probes.harness import device_activation, runner
 from probes.harness import report as report_assembly
+from probes.harness import runner
 from probes.host import fingerprint
 
 DEFAULT_TIMEOUT_S = 120.0

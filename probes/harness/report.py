@@ -166,7 +166,11 @@ def render_figure(figure):
     """One perf figure as a line: name, value, the host CPU's figure, the fraction of peak."""
     unit = figure.get("unit") or ""
     text = "%-34s %12s" % (figure.get("name"), _number(figure.get("value"), unit))
+    spread = figure.get("spread")
+    text += " %-7s" % ("+/-%.0f%%" % (50.0 * spread) if spread is not None else "")
     text += " | cpu %12s" % _number(figure.get("cpu_value"), unit)
+    if figure.get("valid") is False:
+        return text + "  INVALID: %s" % (figure.get("invalid_reason") or "cannot be trusted")
     if figure.get("peak_fraction") is not None:
         text += " | %.1f%% of peak" % (100.0 * figure["peak_fraction"])
     if figure.get("note"):

@@ -22,8 +22,9 @@ import threading
 import time
 from typing import Any, Dict
 
+from probes.checks import error_texts
 from probes.checks import outcome as checks
-from probes.harness import breadcrumbs, error_texts, redaction
+from probes.harness import breadcrumbs, redaction
 
 STARTUP_ALLOWANCE_S = 120  # torch import + plugin activation + detection, on a slow host
 STDERR_TAIL = 1500

@@ -25,8 +25,9 @@ RunPython = Callable[..., subprocess.CompletedProcess[str]]
 RUN_CHECK = """
 import json
 import torch
+from probes.checks import context
 from probes.harness import worker
-ctx = worker.build_context(torch, %(device)r)
+ctx = context.build_context(torch, %(device)r)
 %(stub)s
 from probes.checks import %(module)s as group
 planned = group.plan(ctx, []) if group.__name__.endswith("capabilities") else group.plan(ctx)
@@ -174,9 +175,24 @@ def test_a_fallback_warned_once_marks_every_check_of_the_op(refdev_available: No
     adds = {cid: c for cid, c in checks.items() if cid.startswith("ops.add.Tensor.")}
     assert len(adds) >= 3
     for c in adds.values():
-        assert c["status"] == "unsupported", c
+        assert c["status"] == "failed", c
         assert c["data"]["cpu_fallback"] is True and c["data"]["fallback_op"] == "aten::add.Tensor"
     assert checks["ops.mul.Tensor.float32"]["status"] == "passed"
+
+
+def test_fallback_fails_the_run_naming_the_op_whatever_ran_first(refdev_available: None, tmp_path: Path) -> None:
+    """The smoke step reaches mm first (and looks at no warning); mm's checks, the smoke step, the models and
+    the perf figures taken through it all fail naming aten::mm, and the figure says it is invalid."""
+    proc, report = run_probe(["--checks", "smoke,models,ops,perf"], tmp_path / "r.json", faults="fallback:aten::mm")
+    checks = by_id(report)
+    assert proc.returncode == 1 and report["summary"]["ok"] is False
+    for cid in ("smoke.train_step", "models.resnet.train.float32", "ops.mm.float32", "ops.mm.bfloat16",
+                "perf.matmul"):
+        assert checks[cid]["status"] == "failed", checks[cid]
+        assert "aten::mm" in checks[cid]["detail"], checks[cid]
+    assert checks["ops.add.Tensor.float32"]["status"] == "passed"
+    matmul = [f for f in report["perf"]["figures"] if f["name"] == "matmul.float32"][0]
+    assert matmul["valid"] is False and "CPU fallback of aten::mm" in matmul["invalid_reason"]
 
 
 def test_the_blocklist_refuses_the_op_on_the_device_only() -> None:
