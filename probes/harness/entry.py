@@ -8,7 +8,8 @@ check is ``unsupported`` (a missing op, no collective backend, no device generat
 Progress goes to stderr, one line per check; the report is JSON on stdout or in ``--output``.
 
 The groups marked ``own_worker`` in ``probes.checks.registry`` (opinfo, compile, distributed) run in workers
-of their own, at the same time as the others; the report lists every check in group order either way.
+of their own, at the same time as the others; the ``alone`` ones (perf) after them, by themselves, with every
+core. The report lists every check in group order either way.
 """
 
 import argparse
@@ -157,13 +158,16 @@ def _worker_flags(args, threads=None):
 
 
 def run_phases(args, groups, progress):
-    """Run each phase's Runner in its own thread; returns (hello, entries in group order, fatal, usage)."""
+    """Run each phase's Runner in its own thread, the ``alone`` groups (perf) after all the others, one at a time
+    with every core; returns (hello, entries in group order, fatal, usage)."""
     launch = runner.default_launch()
     blocklist = runner.Blocklist()
     phases = _phases(groups)
-    flags = _worker_flags(args, worker_threads(len(phases)))
-    runners = [runner.Runner(launch, args.device, phase, args.timeout, progress, flags, describe=i == 0,
-                             blocklist=blocklist)
+    together = [p for p in phases if p[0] not in registry.ALONE]
+    flags = _worker_flags(args, worker_threads(len(together)))
+    runners = [runner.Runner(launch, args.device, phase, args.timeout, progress,
+                             flags if phase in together else _worker_flags(args, worker_threads(1)),
+                             describe=i == 0, blocklist=blocklist)
                for i, phase in enumerate(phases)]
     progress.runners = runners
     outcomes: List[Any] = [None] * len(runners)
@@ -171,11 +175,14 @@ def run_phases(args, groups, progress):
     def work(i):
         outcomes[i] = runners[i].run()
 
-    threads = [threading.Thread(target=work, args=(i,)) for i in range(len(runners))]
+    threads = [threading.Thread(target=work, args=(i,)) for i, phase in enumerate(phases) if phase in together]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
+    for i, phase in enumerate(phases):
+        if phase not in together:
+            work(i)
     blocklist.close()
     hello = outcomes[0][0] if outcomes else None
     entries = [entry for _, phase_entries in outcomes for entry in phase_entries]
