@@ -80,7 +80,7 @@ def main() -> int:
                               "independent_gflops": round(other["flops"] / 1e9, 2), "ratio": round(ratio, 3),
                               "within": ok, "n": figure["n"], "threads": figure["threads"],
                               "load_1m": [round(load_before, 2), round(load_after, 2)]}))
-    print("%d of %d runs within %.1f-%.1fx of the independent timing" % (inside, args.runs, LOW, HIGH))
+    print(f"{inside} of {args.runs} runs within {LOW}-{HIGH}x of the independent timing")
     return 0 if inside == args.runs else 1
 
 
