@@ -19,7 +19,7 @@ import sys
 import threading
 from typing import Any, List
 
-from probes.checks import device_activation, registry
+from probes.checks import device_activation, dispatcher, registry
 from probes.checks import outcome as checks
 from probes.harness import report as report_assembly
 from probes.harness import runner
@@ -190,6 +190,8 @@ def run_phases(args, groups, progress):
     entries.sort(key=lambda e: order.get(e["group"], len(order)))  # stable: each group keeps its own order
     usage = next((r.usage_error for r in runners if r.usage_error), None)
     fatal = next((r.fatal for r in runners if r.fatal), None)
+    if hello is not None:
+        hello["exercised"] = sorted(set().union(*(r.exercised for r in runners)))
     return hello, entries, fatal, usage
 
 
@@ -224,7 +226,10 @@ def main(argv=None):
                                                            fatal or "the probe worker never described torch")
         devices = []
     digest, stable = fingerprint.host_fingerprint()
-    report = report_assembly.assemble(environment, devices, entries, digest, stable)
+    coverage = None
+    if hello and hello.get("backend_relevant"):
+        coverage = dispatcher.summarise(hello["backend_relevant"], hello.get("exercised") or (), entries)
+    report = report_assembly.assemble(environment, devices, entries, digest, stable, coverage)
     text = json.dumps(report, indent=2, default=str)
     if args.output:
         tmp = args.output + ".tmp"

@@ -78,10 +78,13 @@ def without_nul(value):
     return value
 
 
-def assemble(environment, devices, entries, fingerprint, fingerprint_stable):
-    """The report; the checks' texts carry no host paths (``probes.harness.redaction``) and no NUL characters."""
+def assemble(environment, devices, entries, fingerprint, fingerprint_stable, coverage=None):
+    """The report; the checks' texts carry no host paths (``probes.harness.redaction``) and no NUL characters.
+    ``coverage``: the dispatcher coverage block (``probes.checks.dispatcher.summarise``), when counted."""
     entries = [redaction.redact(entry) for entry in entries]
     report = _assemble(environment, devices, entries, fingerprint, fingerprint_stable)
+    if coverage is not None:
+        report["coverage"] = coverage
     return without_nul(report)
 
 
@@ -129,6 +132,13 @@ def render_summary(report):
     bad = [e for e in report["checks"] if registry.is_failing(e["group"], e["status"])]
     for name, group in sorted((report["summary"].get("groups") or {}).items()):
         lines.append("%s: %s" % (name, group.get("detail") or group.get("status")))
+    coverage = report.get("coverage")
+    if coverage and coverage.get("backend_relevant"):
+        lines.append("dispatcher coverage: %d of %d backend-relevant aten overloads exercised on the device (%.1f%%); "
+                     "%d missing, %d fell back to CPU" % (coverage["exercised"], coverage["backend_relevant"],
+                                                          100.0 * (coverage.get("fraction") or 0.0),
+                                                          len(coverage.get("missing") or ()),
+                                                          len(coverage.get("fell_back") or ())))
     perf = report.get("perf") or {}
     if perf.get("figures"):
         lines.append("")

@@ -18,7 +18,7 @@ import time
 import traceback
 import warnings
 
-from probes.checks import context, detect, device_activation, error_texts, registry
+from probes.checks import context, detect, device_activation, dispatcher, error_texts, registry
 from probes.checks import outcome as checks
 from probes.harness import breadcrumbs, faults, runner
 
@@ -100,6 +100,7 @@ class Tracing(object):
         self.trail = breadcrumbs.open_trail(trail_file)
         self.blocked_file = blocked_file
         self._stamp = None
+        self.seen = set()  # the aten overloads traced checks called on the device (coverage)
         self.blocked = {}
         self.why = {}
         self.refresh()
@@ -124,7 +125,7 @@ class Tracing(object):
         if self.torch is None or check.group in registry.UNTRACED or (self.trail is None and not self.blocked):
             return None
         try:
-            return breadcrumbs.make_mode(self.torch, self.trail, self.why, self.device_type)
+            return breadcrumbs.make_mode(self.torch, self.trail, self.why, self.device_type, self.seen)
         except Exception:  # a torch without TorchDispatchMode: checks run untraced
             return None
 
@@ -154,7 +155,11 @@ def _run_outcome(ctx, check, injected, tracing):
     mode = tracing.mode(check) if tracing is not None else None
     if mode is None:
         return check.run(ctx), None
-    backward = breadcrumbs.untraced_backward(ctx.torch, tracing.trail) if not ctx.is_cpu else _nothing()
+    def blocked_in_backward(name, why):
+        mode.hit_blocked = (name, why)
+
+    backward = breadcrumbs.untraced_backward(ctx.torch, tracing.trail, tracing.why, blocked_in_backward) \
+        if not ctx.is_cpu else _nothing()
     try:
         with backward, mode:
             outcome = check.run(ctx)
@@ -235,6 +240,10 @@ def main(requested, groups, only=None, send_environment=True, options=None, trai
     if send_environment:
         hello["environment"] = facts["environment"]
         hello["devices"] = facts["devices"]
+        try:
+            hello["backend_relevant"] = dispatcher.backend_relevant(torch)
+        except Exception:  # a torch without the dispatcher queries: no coverage figure
+            pass
     _send(stream, hello)
     tracing = Tracing(torch, trail_file, blocked_file, ctx.device_type if ctx.device is not None else None)
     for check in planned:
@@ -242,6 +251,7 @@ def main(requested, groups, only=None, send_environment=True, options=None, trai
             continue
         _send(stream, {"type": "start", "id": check.id})
         _send(stream, {"type": "result", "check": run_check(ctx, check, injected, tracing)})
+    _send(stream, {"type": "coverage", "exercised": sorted(tracing.seen)})
     _send(stream, {"type": "done"})
     sys.stderr.flush()
     return 0

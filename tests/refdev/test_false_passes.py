@@ -134,3 +134,23 @@ def test_a_64_mib_device_fails_the_capacity_check(refdev_available: None, tmp_pa
     assert entry["status"] == "failed", entry
     assert "reports 64 MiB of memory" in entry["detail"]
     assert proc.returncode == 1
+
+
+def test_a_crash_in_mm_is_contained_in_forward_and_backward(refdev_available: None, tmp_path: Path) -> None:
+    """The backward pass (untraced on a device) is followed node by node: a crash in mm's kernel reached from
+    AddmmBackward0 names that node and blocks its type, as a forward crash blocks aten::mm; 13 worker deaths
+    before, two now (one per place the kernel is reached from)."""
+    _, report = run_probe(["--checks", "smoke,models,ops,runtime"], tmp_path / "r.json", faults="crash:aten::mm")
+    checks = by_id(report)
+    died = {cid: c for cid, c in checks.items() if c["status"] == "crashed" and c["data"].get("ran") is not False}
+    assert len(died) <= 2, sorted(died)
+    assert checks["smoke.train_step"]["data"]["backward_node"] == "AddmmBackward0"
+    blocked = checks["ops.linear.float32"]
+    assert blocked["status"] == "crashed" and blocked["data"]["ran"] is False, blocked
+
+
+def test_rank_r_runs_on_device_r_where_the_host_has_them() -> None:
+    from probes.checks.distributed import rank_device
+
+    assert [rank_device("cuda:*", r) for r in range(2)] == ["cuda:0", "cuda:1"]
+    assert [rank_device("refdev", r) for r in range(2)] == ["refdev", "refdev"]  # one device: shared, and said so
