@@ -204,7 +204,7 @@ def capacity(ctx, api):
                              "bytes per float32 parameter)" % (ctx.device, total // MIB, MIN_DEVICE_MEMORY // MIB),
                              **data)
     want = min(HELD_BYTES, total // 2)
-    held = []
+    held = []  # type: list
     try:
         while len(held) * 64 * MIB < want:
             held.append(torch.empty(64 * MIB, dtype=torch.uint8, device=ctx.device))

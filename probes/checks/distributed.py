@@ -133,8 +133,9 @@ def rank_main(requested, work, backend, tensor_device, store, rank, out):
         context.build_context(torch, requested)  # activates the device (refdev, a plugin) as the worker does
         device = torch.device(tensor_device)
         module = getattr(torch, device.type, None) if device.type != "cpu" else None
-        if device.index is not None and hasattr(module, "set_device"):
-            module.set_device(device.index)  # NCCL and its kind bind a rank to its current device
+        set_device = getattr(module, "set_device", None)
+        if device.index is not None and set_device is not None:
+            set_device(device.index)  # NCCL and its kind bind a rank to its current device
         dist = torch.distributed
         dist.init_process_group(backend, init_method="file://" + store, rank=rank, world_size=WORLD,
                                 timeout=datetime.timedelta(seconds=TIMEOUT_S))

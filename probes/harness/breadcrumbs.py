@@ -142,7 +142,8 @@ BACKWARD = "autograd backward"
 def _graph_nodes(roots, limit=20000):
     """The autograd graph's nodes reachable from the ``roots`` tensors' grad_fn (each once)."""
     stack = [getattr(t, "grad_fn", None) for t in (roots if isinstance(roots, (list, tuple)) else (roots,))]
-    seen, nodes = set(), []
+    seen = set()  # type: set
+    nodes = []  # type: list
     while stack and len(nodes) < limit:
         node = stack.pop()
         if node is None or id(node) in seen:
@@ -181,7 +182,7 @@ def untraced_backward(torch, trail, blocked=None, on_blocked=None):
         return pre_hook
 
     def run(*args, **kwargs):
-        handles = []
+        handles = []  # type: list
         if trail is not None or blocked:
             for node in _graph_nodes(args[0] if args else ()):
                 label = BACKWARD_NODE + node.name()
