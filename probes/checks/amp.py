@@ -247,6 +247,9 @@ def grad_scaler_overflow(ctx, dtype):
     if out.dtype != dtype:
         return checks.failed("under %s autocast the Linear's output is %s: autocast did nothing for it"
                              % (name, data["output_dtype"]), **data)
+    if grads_finite and scale0 <= 1.0:
+        return checks.failed("the GradScaler's scale is %g: it does not scale the loss, so a %s gradient that "
+                             "would underflow is lost and nothing here could overflow" % (scale0, name), **data)
     if grads_finite:
         return checks.failed("the scaled %s gradients of inputs of %g stayed finite: nothing overflowed, so the "
                              "step ran in a wider dtype" % (name, OVERFLOW_INPUT[name]), **data)
