@@ -26,10 +26,27 @@ The resolver's failure kinds (all `UnsatisfiableError`: exit 5, HTTP 409):
 |                        | candidate keeps the torch resolver's code (driver-too-old, ...)                |
 
 Malformed flags are `InvalidRequestError` (exit 2, HTTP 422).
+
+The HTTP layer's refusals, before or instead of a route (all `BadRequestError`: exit 1):
+
+| code                | status | raised when                                                                 |
+| ------------------- | ------ | --------------------------------------------------------------------------- |
+| bad-request         | 400    | the HTTP request cannot be parsed (request line, header, Content-Length)    |
+| token-in-query      | 400    | a token was sent in the query string (refused, never logged)                |
+| client-disconnected | 400    | the client hung up while sending its body (nobody reads the answer)         |
+| method-not-allowed  | 405    | the path exists, the method does not                                        |
+| request-timeout     | 408    | the headers or the body did not arrive within the service's time limit      |
+| body-too-large      | 413    | the body is larger than the service accepts                                 |
+| headers-too-large   | 431    | the request line and headers are larger than the service accepts            |
+| too-many-connections | 503   | the worker holds ACCELENV_MAX_CONNECTIONS connections (Retry-After: 1)       |
+| http-error          | any    | any other refusal of the HTTP framework (its status kept)                   |
+
+`error_json` is the one writer of an error body on the wire, whichever layer refuses the request.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
@@ -41,7 +58,10 @@ __all__ = [
     "Alternative",
     "AuthError",
     "BackendUnavailableError",
+    "BadRequestError",
+    "BodyTooLargeError",
     "Cause",
+    "ClientDisconnectedError",
     "CompanionUnknownError",
     "ConflictError",
     "DatabaseNotReadyError",
@@ -50,12 +70,16 @@ __all__ = [
     "ErrorBody",
     "ForbiddenError",
     "GpuArchUnsupportedError",
+    "HeadersTooLargeError",
+    "HttpError",
     "IndexResponseError",
     "IndexUnreachableError",
     "InternalError",
     "InvalidRequestError",
     "MatrixDataError",
     "MatrixOutOfDateError",
+    "MethodNotAllowedError",
+    "NoLockForHostError",
     "NotFoundError",
     "NotVerifiedError",
     "PlatformUnsupportedError",
@@ -65,16 +89,20 @@ __all__ = [
     "ReportConflictError",
     "ReportInvalidError",
     "ReportTooLargeError",
+    "RequestTimeoutError",
     "RestsOnUnknownError",
     "RuntimeMismatchError",
     "ServerFailedError",
     "ServerUnreachableError",
     "StackConflictError",
+    "TokenInQueryError",
+    "TooManyConnectionsError",
     "TorchNotFoundError",
     "UnsatisfiableError",
     "VariantNotPublishedError",
     "error_class",
     "error_from_body",
+    "error_json",
 ]
 
 
@@ -331,6 +359,66 @@ class RefreshRemovesFactsError(AccelenvError):
     exit_code = 12
 
 
+class BadRequestError(AccelenvError):
+    """The service refused the HTTP request itself, before a route read it; subclasses name how (the table
+    in this module's docstring)."""
+
+    code = "bad-request"
+    http_status = 400
+    exit_code = 1
+
+
+class TokenInQueryError(BadRequestError):
+    """A token in the URL's query string: refused unread, and redacted from the access log."""
+
+    code = "token-in-query"
+
+
+class ClientDisconnectedError(BadRequestError):
+    code = "client-disconnected"
+
+
+class MethodNotAllowedError(BadRequestError):
+    code = "method-not-allowed"
+    http_status = 405
+
+
+class RequestTimeoutError(BadRequestError):
+    """The request's headers or body did not arrive within the service's time limit."""
+
+    code = "request-timeout"
+    http_status = 408
+
+
+class BodyTooLargeError(BadRequestError):
+    code = "body-too-large"
+    http_status = 413
+
+
+class HeadersTooLargeError(BadRequestError):
+    code = "headers-too-large"
+    http_status = 431
+
+
+class TooManyConnectionsError(BadRequestError):
+    """The worker holds its most open connections (ACCELENV_MAX_CONNECTIONS); the client may retry."""
+
+    code = "too-many-connections"
+    http_status = 503
+
+
+class HttpError(BadRequestError):
+    """Any other refusal of the HTTP framework (the API's handler sets the framework's status on it)."""
+
+    code = "http-error"
+
+
+class NoLockForHostError(NotFoundError):
+    """`accelenv install --locks`: no lock of the directory is for this host's answer."""
+
+    code = "no-lock-for-host"
+
+
 def _tree(cls: type[AccelenvError]) -> list[type[AccelenvError]]:
     return [cls, *(sub for child in cls.__subclasses__() for sub in _tree(child))]
 
@@ -365,3 +453,13 @@ def error_from_body(body: ErrorBody, http_status: int | None = None) -> Accelenv
     )
     err.code = body.code
     return err
+
+
+def error_json(err: AccelenvError, request_id: str | None = None) -> bytes:
+    """The one writer of an error body on the wire: `ErrorBody`'s fields in order, then ``request_id`` (the
+    request's id in the access log; null where the HTTP parser refused the request before it had one), as
+    compact UTF-8 JSON. uvicorn's protocol, the middlewares, the app's error handler and the pages all send
+    these bytes."""
+    body = err.to_body().model_dump(mode="json")
+    body["request_id"] = request_id
+    return json.dumps(body, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode()
