@@ -228,9 +228,49 @@ def _bound(fn, ctx_case, dtype_name, claimed):
     return run
 
 
+#: the data types the compute-platform quality rubric scores (Feature Support row 2), as torch names them
+RUBRIC_DTYPES = (("float64", "float64"), ("float32", "float32"), ("float16", "float16"), ("bfloat16", "bfloat16"),
+                 ("float8", "float8_e4m3fn"), ("float4", "float4_e2m1fn_x2"), ("int64", "int64"),
+                 ("int32", "int32"), ("int16", "int16"), ("int8", "int8"), ("int4", "int4"))
+
+
+def dtype_support(ctx):
+    """Which of the rubric's data types the device holds: a tensor of each copied to the device and back
+    comes back bit for bit (fails when one comes back changed; a dtype torch or the device cannot hold is
+    listed as not held)."""
+    torch = ctx.torch
+    held, changed = [], []  # type: list, list
+    missing = {}  # type: dict
+    for label, name in RUBRIC_DTYPES:
+        dtype = getattr(torch, name, None)
+        if dtype is None:
+            missing[label] = "torch %s has no torch.%s" % (torch.__version__, name)
+            continue
+        try:
+            one_byte = torch.empty(0, dtype=dtype).element_size() == 1
+            if one_byte:
+                src = torch.arange(16, dtype=torch.uint8).view(dtype)
+            else:
+                src = torch.arange(16).to(dtype)
+            back = src.to(ctx.device).cpu()
+            same = bool(torch.equal(back.view(torch.uint8), src.view(torch.uint8))) if one_byte else \
+                bool(torch.equal(back, src))
+        except Exception as exc:
+            missing[label] = error_texts.first_line(exc, 160)
+            continue
+        (held if same else changed).append(label)
+    data = {"held": held, "not_held": missing, "changed": changed, "rubric_dtypes": len(RUBRIC_DTYPES)}
+    if changed:
+        return checks.failed("%s tensors came back from %s changed: %s" % (len(changed), ctx.device,
+                                                                           ", ".join(changed)), **data)
+    return checks.passed("%s holds %d of the %d data types the quality rubric scores (%s)%s" % (
+        ctx.device, len(held), len(RUBRIC_DTYPES), ", ".join(held),
+        "; not: %s" % ", ".join(sorted(missing)) if missing else ""), **data)
+
+
 def plan(ctx):
     claimed = ctx.claimed_dtypes()
-    planned = []
+    planned = [checks.Check("ops.dtype_support", "ops", dtype_support)]
     for case in op_table.OP_CASES:
         for dtype_name in claimed:
             if op_table.KIND_OF_DTYPE[dtype_name] in case.kinds:

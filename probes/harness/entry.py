@@ -21,8 +21,8 @@ from typing import Any, List
 
 from probes.checks import device_activation, dispatcher, registry
 from probes.checks import outcome as checks
+from probes.harness import certify, runner
 from probes.harness import report as report_assembly
-from probes.harness import runner
 from probes.host import fingerprint
 
 DEFAULT_TIMEOUT_S = 120.0
@@ -73,6 +73,9 @@ def parser():
     p.add_argument("--quiet", action="store_true", help="no progress lines")
     p.add_argument("--deep", action="store_true",
                    help="opinfo: every sample input, not only the first per op and dtype")
+    p.add_argument("--certify", action="store_true",
+                   help="map the run onto the measurable rows of the PyTorch Compute Platform Quality Levels rubric "
+                        "(report.certification, with the points and evidence per row)")
     p.add_argument("--strict", action="store_true",
                    help="exit %d when a check is unsupported (and nothing failed)" % EXIT_UNSUPPORTED)
     p.add_argument("--opinfo-ops", type=_patterns, default=None,
@@ -230,6 +233,8 @@ def main(argv=None):
     if hello and hello.get("backend_relevant"):
         coverage = dispatcher.summarise(hello["backend_relevant"], hello.get("exercised") or (), entries)
     report = report_assembly.assemble(environment, devices, entries, digest, stable, coverage)
+    if args.certify:
+        report["certification"] = certify.certification(report)
     text = json.dumps(report, indent=2, default=str)
     if args.output:
         tmp = args.output + ".tmp"
@@ -240,6 +245,8 @@ def main(argv=None):
         sys.stdout.write(text + "\n")
     if not args.quiet:
         sys.stderr.write("\n" + report_assembly.render_summary(report) + "\n")
+        if report.get("certification"):
+            sys.stderr.write(certify.render(report["certification"]) + "\n")
     if not report["summary"]["ok"]:
         return 1
     if args.strict and report["summary"]["counts"].get("unsupported"):

@@ -202,6 +202,9 @@ class ProbeReport(_Strict):
     #: the dispatcher's backend-relevant overloads this run reached on the device, fell back or found
     #: missing (see probes.checks.dispatcher); absent from probes that did not count them
     coverage: FreeData | None = Field(default=None, max_length=64)
+    #: ``--certify``: the run scored on the measurable rows of the PyTorch Compute Platform Quality Levels
+    #: rubric (probes.harness.certify), with the evidence per row; absent without --certify
+    certification: FreeData | None = Field(default=None, max_length=64)
 
 
 #: JSON's escape for U+0000 (a raw NUL byte is not valid JSON, so this is the only way one gets in)
