@@ -38,6 +38,7 @@ def summarise(relevant, exercised, entries):
         data = entry.get("data") or {}
         if entry.get("status") == "unsupported" and data.get("aten_op") and data.get("kind") != "dtype":
             missing.add(qualified(str(data["aten_op"])))
+        missing.update(qualified(str(op)) for op in data.get("missing_aten_ops") or ())
         for op in data.get("cpu_fallback_ops") or ([data["fallback_op"]] if data.get("fallback_op") else []):
             fell_back.add(qualified(str(op)))
     total = len(relevant_set)
