@@ -263,9 +263,12 @@ def dtype_support(ctx):
     if changed:
         return checks.failed("%s tensors came back from %s changed: %s" % (len(changed), ctx.device,
                                                                            ", ".join(changed)), **data)
-    return checks.passed("%s holds %d of the %d data types the quality rubric scores (%s)%s" % (
+    detail = "%s holds %d of the %d data types the quality rubric scores (%s)%s" % (
         ctx.device, len(held), len(RUBRIC_DTYPES), ", ".join(held),
-        "; not: %s" % ", ".join(sorted(missing)) if missing else ""), **data)
+        "; not: %s" % ", ".join(sorted(missing)) if missing else "")
+    if ctx.is_cpu:
+        detail += "; " + CPU_SAME_DEVICE
+    return checks.passed(detail, **data)
 
 
 def plan(ctx):
