@@ -25,6 +25,7 @@ from typing import Any
 
 import typer
 
+from cli.terminal_text import say
 from probes.checks.registry import DEFAULT as _DEFAULT_GROUPS  # stdlib only: the one group registry
 
 ALL_GROUPS = ",".join(_DEFAULT_GROUPS)
@@ -75,7 +76,7 @@ def probe_command(
                 from cli.error_render import dump_json
 
                 dump_json({"bundle": str(target)})
-            sys.stderr.write(f"wrote {target}: run it with `python -I {target.name}` where torch is installed\n")
+            say(f"wrote {target}: run it with `python -I {target.name}` where torch is installed")
             return
         code = run_probe(device=device, checks=checks, output=output, submit_url=submit_url, token=token,
                          timeout=timeout, python=python, inject=inject or [], quiet=quiet, as_json=as_json,
@@ -325,14 +326,14 @@ def _submit_or_spool(report: dict[str, Any], server: str, token: str) -> str:
         status = report_spool.submit(server, token, body)
     except ServerUnreachableError as err:
         path = report_spool.spool(report)
-        sys.stderr.write(f"warning: {err.message}\nthe report is kept at {path}; send it later with "
-                         "`accelenv report submit --server URL`\n")
+        say(f"warning: {err.message}")
+        say(f"the report is kept at {path}; send it later with `accelenv report submit --server URL`")
         return "spooled"
     except Exception:
         report_spool.spool(report)
         raise
     word = "stored" if status == 201 else "already stored"
-    sys.stderr.write(f"submitted report {report['report_id']} to {server} ({word})\n")
+    say(f"submitted report {report['report_id']} to {server} ({word})")
     return "stored" if status == 201 else "exists"
 
 
@@ -364,7 +365,7 @@ def report_submit_command(
                 if as_json:
                     dump_json({"sent": [], "kept": [], "moved": [], "spool": str(directory)})
                 else:
-                    sys.stderr.write(f"nothing spooled in {directory}\n")
+                    say(f"nothing spooled in {directory}")
                 return
             result = report_spool.submit_spooled(server, token, directory)
             where = str(directory)
@@ -379,12 +380,11 @@ def report_submit_command(
             if headline is not None:
                 raise typer.Exit(headline.exit_code)
             return
-        sys.stderr.write(f"sent {len(result.sent)} report(s), kept {len(result.kept)} in {where}"
-                         + (f", moved {len(result.moved)} aside" if result.moved else "") + "\n")
+        say(f"sent {len(result.sent)} report(s), kept {len(result.kept)} in {where}"
+            + (f", moved {len(result.moved)} aside" if result.moved else ""))
         for path, err in result.kept:
-            sys.stderr.write(f"  kept {path.name}: {err.code}: {err.message}\n")
+            say(f"  kept {path.name}: {err.code}: {err.message}")
         for path, err in result.moved:
-            sys.stderr.write(f"  moved {path.name} to {path.parent} (reason in {path.stem}.reason.json): "
-                             f"{err.code}: {err.message}\n")
+            say(f"  moved {path.name} to {path.parent} (reason in {path.stem}.reason.json): {err.code}: {err.message}")
         if headline is not None:
             raise headline

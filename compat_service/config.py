@@ -100,7 +100,7 @@ class Settings(ConnectionLimits):
     log_format: Literal["plain", "json"] = "plain"
     #: set by `accelenv serve` for its workers: the URL its socket listens on (named in the start-up line)
     listen_url: str | None = None
-    #: `GET /v1/lock`: the default index the closure is resolved against (None: pip's configured one)
+    #: `GET /v1/lock`: the default index the closure is resolved against (None: the endpoint answers 503)
     lock_index_url: str | None = None
     #: `GET /v1/lock`: a mirror of the torch indexes, ``{label}`` standing for the build label (None: the
     #: matrix's own index URLs)

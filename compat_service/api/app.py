@@ -24,6 +24,8 @@ from compat_service.api.errors import install_error_handlers, unhandled_error_re
 from compat_service.api.inputs.strict_query import strict_query
 from compat_service.api.metrics import ServiceMetrics
 from compat_service.api.middleware.body_limit import BodyLimitMiddleware
+from compat_service.api.middleware.compression import LargeBodyCompression
+from compat_service.api.middleware.head_requests import HeadRequestsMiddleware
 from compat_service.api.middleware.http_cache import HttpCacheMiddleware
 from compat_service.api.middleware.nul_guard import NulGuardMiddleware
 from compat_service.api.middleware.observability import AccessLog, ObservabilityMiddleware, configure_logging
@@ -170,6 +172,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(resolve_route.FastLane)
     # Added last = outermost: the size limit applies before anything reads the body.
     app.add_middleware(HttpCacheMiddleware, max_age_s=settings.cache_max_age_s)
+    # the ETag is the uncompressed body's; HEAD runs as its GET (tag, compression and all) with no body
+    app.add_middleware(LargeBodyCompression)
+    app.add_middleware(HeadRequestsMiddleware)
     app.add_middleware(
         BodyLimitMiddleware,
         max_body_bytes=settings.max_body_bytes,

@@ -25,7 +25,9 @@ The resolver's failure kinds (all `UnsatisfiableError`: exit 5, HTTP 409):
 |                        | wheels, the torch build its binaries need); a host-only failure of every       |
 |                        | candidate keeps the torch resolver's code (driver-too-old, ...)                |
 
-Malformed flags are `InvalidRequestError` (exit 2, HTTP 422).
+Malformed flags are `InvalidRequestError` (exit 2, HTTP 422); two kinds of it name a CI matrix's problems:
+``matrix-too-large`` (over GitHub Actions' 256 jobs or 1 MB output: shard it) and ``install-plan-refused``
+(a cell's install steps are not ``pip install`` argument lists; nothing ran).
 
 The HTTP layer's refusals, before or instead of a route (all `BadRequestError`: exit 1):
 
@@ -74,10 +76,13 @@ __all__ = [
     "HttpError",
     "IndexResponseError",
     "IndexUnreachableError",
+    "InstallPlanRefusedError",
     "InternalError",
     "InvalidRequestError",
+    "LockNotConfiguredError",
     "MatrixDataError",
     "MatrixOutOfDateError",
+    "MatrixTooLargeError",
     "MethodNotAllowedError",
     "NoLockForHostError",
     "NotFoundError",
@@ -413,10 +418,33 @@ class HttpError(BadRequestError):
     code = "http-error"
 
 
+class LockNotConfiguredError(AccelenvError):
+    """`GET /v1/lock`: the service names no index to resolve locks against (ACCELENV_LOCK_INDEX_URL)."""
+
+    code = "lock-not-configured"
+    http_status = 503
+    exit_code = 1
+
+
 class NoLockForHostError(NotFoundError):
     """`accelenv install --locks`: no lock of the directory is for this host's answer."""
 
     code = "no-lock-for-host"
+
+
+class MatrixTooLargeError(InvalidRequestError):
+    """A CI matrix (or one shard of it) holds more cells than one GitHub Actions matrix may (256 jobs), or its
+    ``include`` JSON is over the 1 MB job-output limit; the message names both limits and the ways out
+    (``max_cells``, ``shard=I/N``, a narrower request)."""
+
+    code = "matrix-too-large"
+
+
+class InstallPlanRefusedError(InvalidRequestError):
+    """`accelenv ci check`: a cell's install plan is not a list of ``pip install`` argument lists (what a
+    service sends is data, run without a shell, never a command line)."""
+
+    code = "install-plan-refused"
 
 
 def _tree(cls: type[AccelenvError]) -> list[type[AccelenvError]]:

@@ -46,3 +46,10 @@ def test_an_unknown_parameter_and_a_bad_request_are_error_bodies(client: TestCli
     assert unknown.status_code == 422 and "index_url" in unknown.json()["message"]
     bad = client.get("/v1/lock", params={"torch": "1.0", "python": "3.11", "os": "linux", "arch": "x86_64"})
     assert bad.status_code == 409 and bad.json()["code"] == "torch-not-found"
+
+
+def test_a_service_without_a_lock_index_answers_503(tmp_path: Path) -> None:
+    settings = Settings(database_url=f"sqlite:///{tmp_path / 'a.sqlite3'}", auto_migrate=True)
+    with TestClient(create_app(settings), raise_server_exceptions=False) as c:
+        response = c.get("/v1/lock", params={"torch": "2.13.0", "backend": "cpu"})
+    assert response.status_code == 503 and response.json()["code"] == "lock-not-configured"

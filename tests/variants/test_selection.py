@@ -82,3 +82,10 @@ def test_a_known_bad_build_is_the_installers_pick_and_accelenvs_refusal() -> Non
     assert explained.provider_choice == "cu126" and explained.accelenv_choice == "null"
     assert explained.differences[0].code == "known-bad"
     assert "probe reports: broken" in explained.differences[0].message
+
+
+def test_a_variants_json_without_a_null_variant_still_ranks_the_null_fallback() -> None:
+    document = {**DOC, "variants": {k: v for k, v in DOC["variants"].items() if k != "null"}}
+    explained = explain_selection(MATRIX, VariantHost(driver="535.104.05", cuda_driver_version="12.4",
+                                                      gpus=("sm_90", "sm_80"), rocm_version="7.2.1"), document)
+    assert explained.provider_order[-1] == "null"

@@ -102,6 +102,7 @@ async def selector_page(request: Request) -> Response:
             "choices": selector.choices(matrix.data),
             "fields": selector.FIELD_LABELS,
             "answer": answer,
+            "variant_lines": selector.variant_lines(matrix.matrix, answer.resolution, state),
             "formats": selector.FORMATS,
             "chosen_format": state.get("format", "pip"),
             "notice": selector.NOTICES.get(state.get("notice", "")),

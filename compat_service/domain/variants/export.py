@@ -11,6 +11,10 @@ A build is one (torch patch, build label, platform) the matrix lists. Its proper
 - XPU: no property is sourced (the matrix has no per-build Intel device IPs), so the build is not exported
   and ``unknown`` says so. Nothing is filled in by pattern.
 
+Where the matrix has no arch list for a build and the package index's own variants JSON states one (`matrix
+refresh` reads ``{name}-{version}-variants.json`` into the generated layer), that list is used, cited as
+``package_index``.
+
 The index-level file is ``{name}-{version}-variants.json`` (PEP 825; keys ``default-priorities``,
 ``providers``, ``variants``, the schema of PEP 817's appendix), one per platform here, because a label's arch
 list can differ by platform and a label maps to one property set.
@@ -19,6 +23,8 @@ list can differ by platform and a label maps to one property set.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
 from typing import Any
 
 from compat_service.domain.errors import NotFoundError
@@ -60,8 +66,27 @@ def _sm_value(arch: str, kind: str) -> str | None:
     return f"{digits}_{kind}" if digits.isdigit() else None
 
 
-def build_properties(matrix: Matrix, torch: str, label: str, platform: str) -> BuildVariantProperties:
-    """The properties of one build, as far as the matrix's sourced rows give them."""
+@cache
+def index_stated_properties(data_dir: Path | None = None) -> dict[tuple[str, str], Properties]:
+    """(torch version, label) -> the properties a PEP 825 variants JSON on the package index states for that
+    variant (read by `matrix refresh` into ``matrix_data/index/torch.yaml``: ``variants_json``)."""
+    from compat_service.domain.matrix.index_facts import PackageFacts
+    from compat_service.domain.matrix.index_layer import read_index_file
+
+    if data_dir is None:
+        from matrix_data import DATA_DIR
+
+        data_dir = Path(DATA_DIR)
+    facts, _problems = read_index_file(Path(data_dir), "torch.yaml", PackageFacts)
+    if facts is None:
+        return {}
+    return {(found.version, label): props for found in facts.variants_json for label, props in found.variants.items()}
+
+
+def build_properties(matrix: Matrix, torch: str, label: str, platform: str,
+                     stated: Properties | None = None) -> BuildVariantProperties:
+    """The properties of one build, as far as the matrix's sourced rows give them; ``stated``: what the
+    index's variants JSON states for it, which fills an arch list the matrix lacks (source ``package_index``)."""
     build = matrix.build_variant(label)
     family = build.family if build is not None else "unknown"
     props: Properties = {}
@@ -77,7 +102,12 @@ def build_properties(matrix: Matrix, torch: str, label: str, platform: str) -> B
         else:
             unknown.append(f"{label}: the runtime version is not sourced")
         row = matrix.arch_list(torch, label, platform)
-        if row is None:
+        arch_feature = "sm_arch" if family == "cuda" else "gfx_arch"
+        from_index = (stated or {}).get(namespace, {}).get(arch_feature)
+        if row is None and from_index:
+            props.setdefault(namespace, {})[arch_feature] = list(from_index)
+            sources.append("package_index")
+        elif row is None:
             unknown.append(f"{label} on {platform}: the arch list is not sourced (gpu_archs.yaml)")
         elif family == "cuda":
             values = [v for a in row.archs if (v := _sm_value(a, "real"))]
@@ -117,7 +147,9 @@ def release_builds(matrix: Matrix, version: str, platform: str) -> list[BuildVar
     """Every build the matrix lists for ``version`` on ``platform``, with its properties."""
     minor, patch = find_patch(matrix, version)
     labels = dict.fromkeys(v.label for v in matrix.variants_on_platform(minor, patch.version, platform))
-    return [build_properties(matrix, patch.version, label, platform) for label in labels]
+    stated = index_stated_properties()
+    return [build_properties(matrix, patch.version, label, platform, stated.get((patch.version, label)))
+            for label in labels]
 
 
 def _providers_json(providers: Providers, namespaces: set[str]) -> dict[str, Any]:

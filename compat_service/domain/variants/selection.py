@@ -142,7 +142,7 @@ def _provider_side(variants: Variants, configs: list[FeatureConfig], namespaces:
 
     def rank(label: str) -> tuple[tuple[int, ...], str]:
         ranks = [big] * len(keys)
-        for ns, features in variants[label].items():
+        for ns, features in variants.get(label, {}).items():
             for feature, values in features.items():
                 if (ns, feature) in keys:
                     i = keys.index((ns, feature))
