@@ -178,6 +178,11 @@ def token_create(
         str, typer.Option("--scope", help="report (submit probe reports), read (raw reports) or admin (everything)")
     ],
     note: Annotated[str | None, typer.Option("--note", help="who or what the token is for")] = None,
+    owner: Annotated[
+        str | None,
+        typer.Option("--owner", help="the person or organisation holding it: a cell is verified by reports of "
+                     "distinct owners, so give all tokens of one owner the same --owner (default: its own)"),
+    ] = None,
     database_url: DatabaseUrl = None,
     as_json: JsonFlag = False,
 ) -> None:
@@ -185,14 +190,15 @@ def token_create(
     with guarded(as_json=as_json):
         from compat_service.db.tokens import create_token, token_request
 
-        request = token_request(scope, note)  # before touching the database: a bad note changes nothing
+        request = token_request(scope, note, owner)  # before touching the database: a bad note changes nothing
         with _database(database_url, at_head=True) as engine:
             public, secret = create_token(engine, request)
         if as_json:
             dump_json({**public.model_dump(mode="json"), "token": secret})
             return
         sys.stdout.write(secret + "\n")
-        _say(f"token {public.id} (scope {public.scope}) created; it is shown only now, store it safely")
+        _say(f"token {public.id} (scope {public.scope}, owner {public.owner}) created; it is shown only now, "
+             "store it safely")
 
 
 @token_app.command("revoke")
@@ -238,7 +244,7 @@ def token_list(database_url: DatabaseUrl = None, as_json: JsonFlag = False) -> N
             return
         for t in tokens:
             state = f"revoked {t.revoked_at:%Y-%m-%d}" if t.revoked_at else "active"
-            say(f"{t.id}\t{t.scope}\t{state}\t{t.created_at:%Y-%m-%d}\t{t.note or ''}", sys.stdout)
+            say(f"{t.id}\t{t.scope}\t{state}\t{t.created_at:%Y-%m-%d}\t{t.owner or ''}\t{t.note or ''}", sys.stdout)
 
 
 def serve(
