@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import uuid
+from collections.abc import Iterable
 from typing import Any, TypeVar
 from urllib.parse import parse_qsl
 
@@ -65,14 +66,21 @@ def query_strings(raw: bytes) -> dict[str, str | list[str] | None]:
     UTF-8 with replacement, blank values kept), the last of a repeated name winning, without the multidict;
     a repeatable parameter (``with=vllm&with=flash-attn``) keeps every value, in order. Names the route does
     not take are ignored here (`read_query` refuses them)."""
-    return _values(*_given(raw))
+    return _values(*_given(_pairs(raw)))
 
 
-def read_query(raw: bytes) -> tuple[ResolveRequest, str]:
-    """The request and the answer's format of a raw query string; an unknown parameter, a malformed value
-    or format is an InvalidRequestError in the API's words."""
+def _pairs(raw: bytes) -> list[tuple[str, str]]:
+    """A raw query string's (name, value) pairs, read with Starlette's own call (``QueryParams`` holds the
+    same pairs, `QueryParams.multi_items`): the standard library's reading of a query string."""
+    return parse_qsl(raw.decode("latin-1"), keep_blank_values=True)
+
+
+def read_query(raw: bytes, pairs: Iterable[tuple[str, str]] | None = None) -> tuple[ResolveRequest, str]:
+    """The request and the answer's format of a raw query string (``pairs``: its pairs, where the framework
+    has read them already); an unknown parameter, a malformed value or format is an InvalidRequestError in
+    the API's words."""
     try:
-        given, repeated = _given(raw)
+        given, repeated = _given(_pairs(raw) if pairs is None else pairs)
         for name in given:
             if name not in KNOWN:
                 from compat_service.api.inputs.strict_query import unknown_parameter
@@ -93,13 +101,11 @@ def read_query(raw: bytes) -> tuple[ResolveRequest, str]:
         raise in_api_words(err) from None
 
 
-def _given(raw: bytes) -> tuple[dict[str, str], dict[str, list[str]]]:
-    """The last value of each name, and every value of a name given more than once (in order), read with
-    Starlette's own call, ``parse_qsl(raw.decode("latin-1"), keep_blank_values=True)``: the standard library's
-    reading of a query string, not a second one written here (a split by hand measured ~4 us a request less)."""
+def _given(pairs: Iterable[tuple[str, str]]) -> tuple[dict[str, str], dict[str, list[str]]]:
+    """The last value of each name, and every value of a name given more than once (in order)."""
     given: dict[str, str] = {}
     repeated: dict[str, list[str]] = {}
-    for key, text in parse_qsl(raw.decode("latin-1"), keep_blank_values=True):
+    for key, text in pairs:
         if key in given:
             repeated.setdefault(key, [given[key]]).append(text)
         given[key] = text
@@ -147,16 +153,18 @@ async def resolution_body(app: Any, raw: bytes) -> bytes:
     return (await resolution_answer(app, raw))[0]
 
 
-async def resolution_answer(app: Any, raw: bytes) -> tuple[bytes, bytes]:
-    """The body and its content type answering the query string ``raw``; raises the AccelenvError that
-    refuses it (in the API's words)."""
+async def resolution_answer(
+    app: Any, raw: bytes, pairs: Iterable[tuple[str, str]] | None = None
+) -> tuple[bytes, bytes]:
+    """The body and its content type answering the query string ``raw`` (``pairs``: its pairs, where the
+    framework has read them already); raises the AccelenvError that refuses it (in the API's words)."""
     state = state_of(app)
     cache = state.resolve_cache
     # Only plausible query strings are memoized: a flood of huge ones must not fill memory.
     if cache.enabled and len(raw) <= MAX_MEMO_QUERY:
-        parsed, fmt = cache.requests.get_or_compute(raw, lambda: read_query(raw))
+        parsed, fmt = cache.requests.get_or_compute(raw, lambda: read_query(raw, pairs))
     else:
-        parsed, fmt = read_query(raw)
+        parsed, fmt = read_query(raw, pairs)
     repository = state.matrix_repository
     # current_matrix's steady state inline (a clock check); a refresh reads the database off the loop
     matrix = repository.current() if repository.is_fresh() else await current_matrix(app)

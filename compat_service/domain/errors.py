@@ -498,6 +498,16 @@ def error_json(err: AccelenvError, request_id: str | None = None) -> bytes:
     request's id in the access log; null where the HTTP parser refused the request before it had one), as
     compact UTF-8 JSON. uvicorn's protocol, the middlewares, the app's error handler and the pages all send
     these bytes."""
-    body = err.to_body().model_dump(mode="json")
-    body["request_id"] = request_id
+    body = {
+        "code": err.code,
+        "message": err.message,
+        "hint": err.hint,
+        "causes": [{name: getattr(c, name) for name in _CAUSE_FIELDS} for c in err.causes],
+        "alternatives": [{name: getattr(a, name) for name in _ALTERNATIVE_FIELDS} for a in err.alternatives],
+        "request_id": request_id,
+    }  # `ErrorBody`'s dump, read off the error (building an ErrorBody validates every cause again)
     return json.dumps(body, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode()
+
+
+_CAUSE_FIELDS = tuple(Cause.model_fields)
+_ALTERNATIVE_FIELDS = tuple(Alternative.model_fields)
