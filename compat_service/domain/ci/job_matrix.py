@@ -40,6 +40,7 @@ from compat_service.domain.backends import (
     python_sort_key,
 )
 from compat_service.domain.ci.github_limits import GITHUB_MAX_JOBS, fit_github_limits, parse_max_cells, parse_shard
+from compat_service.domain.ci.runners import runner_for
 from compat_service.domain.matrix.interface import parse_version
 from compat_service.domain.resolver.install_formats import pip_commands, render
 from compat_service.domain.resolver.request import (
@@ -442,6 +443,7 @@ def _cell(
     build_row = matrix.build_variant(label)
     arch_row = matrix.arch_list(version, label, res.platform)
     pins = {**res.pins, **{p.name: p.version for p in res.stack}}
+    runs_on, container = runner_for(res.platform, res.family)
     return {
         "name": f"torch {version} {label} py{python} {res.platform}",
         "torch": version,
@@ -464,6 +466,8 @@ def _cell(
         "evidence": res.evidence["status"] if res.evidence else "declared",
         "status": res.status,
         "role": "interior",
+        "runs_on": runs_on,
+        "container": container,
         "check": check_command(version, label, python, pins),
     }
 
