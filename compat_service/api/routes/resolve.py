@@ -22,7 +22,8 @@ from typing import Any
 
 from fastapi import APIRouter, Request, Response
 
-from compat_service.api.service_reads import FORMATS, MAX_REPEATS, resolution_answer
+from compat_service.api.inputs.resolve_query import FORMATS, MAX_REPEATS
+from compat_service.api.service_reads import resolution_answer
 from compat_service.domain.errors import ErrorBody
 from compat_service.domain.resolver.request import PARAMETERS, Parameter
 from compat_service.domain.resolver.resolution_schema import ResolutionBody
