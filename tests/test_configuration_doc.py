@@ -31,6 +31,7 @@ def _in_the_tree() -> set[str]:
             "docker",
             ".ci",
             "action",
+            "action.yml",
         ],
         cwd=REPO_ROOT,
         capture_output=True,
