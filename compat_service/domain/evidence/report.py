@@ -71,6 +71,9 @@ def _timestamp_text(value: Any) -> Any:
 
 #: an integer: no strings or booleans
 StrictInt = Annotated[int, Strict(), BeforeValidator(_integral)]
+#: a count or size that may be absent: the bound sits before the validator so the JSON Schema states it
+#: (`minimum`; Annotated[StrictInt, Field(ge=0)] | None publishes an unknown `ge` keyword)
+Count = Annotated[int, Strict(), Field(ge=0), BeforeValidator(_integral)]
 #: ... and not negative (the bound inside: outside a union it would be published as an unknown keyword)
 Count = Annotated[int, Strict(), Field(ge=0), BeforeValidator(_integral)]
 #: free-form facts: any JSON, numbers finite
@@ -171,12 +174,12 @@ class PerfFigure(_Strict):
     valid: StrictBool | None = None
     invalid_reason: str | None = Field(default=None, max_length=400)
     #: how many timed samples the value is the median of, and their spread ((max - min) / median)
-    samples: StrictInt | None = Field(default=None, ge=0)
+    samples: Count | None = None
     spread: StrictFloat | None = Field(default=None, ge=0)
     #: what bounds the figure at the size measured: the arithmetic units, memory bandwidth or launch latency
     regime: Literal["compute-bound", "memory-bound", "latency-bound"] | None = None
     #: intra-op threads torch used while measuring (torch.get_num_threads())
-    threads: StrictInt | None = Field(default=None, ge=0)
+    threads: Count | None = None
     #: where the peak behind ``peak_fraction`` comes from: a sourced datasheet row, or this host measured
     peak_source: str | None = Field(default=None, max_length=400)
 
