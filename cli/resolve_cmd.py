@@ -55,6 +55,9 @@ def build_parser() -> argparse.ArgumentParser:
         else:
             help_text = p.cli_help or p.description
             action = "append" if p.repeatable else "store"
+            if p.bare_value is not None:  # --musl alone, or --musl 1.2
+                add(p.flag, dest=p.dest, metavar=p.metavar, help=help_text, nargs="?", const=p.bare_value)
+                continue
             add(p.flag, dest=p.dest, metavar=p.metavar, default=p.cli_default, help=help_text, action=action)
     add("--format", dest="fmt", metavar="FORMAT", default="text", help=f"one of: {', '.join(FORMATS)}")
     add(
@@ -140,6 +143,9 @@ def run_resolve(
     strict: bool = False,
     runtime: str | None = None,
     gpu: str | None = None,
+    glibc: str | None = None,
+    musl: str | None = None,
+    macos: str | None = None,
 ) -> str:
     from compat_service.domain.backends import normalise_arch
     from compat_service.domain.host import HostFacts
@@ -176,6 +182,7 @@ def run_resolve(
         request = ResolveRequest.for_host(
             host, torch=torch, python=python, os=os_name, arch=(arch or None) if arch is not None else None,
             with_=with_, require_verified=require_verified, strict=strict, runtime=runtime, gpu=gpu,
+            **_platform_flags(glibc, musl, macos),
         )
     else:
         request = ResolveRequest.from_strings(
@@ -191,6 +198,7 @@ def run_resolve(
             strict=strict,
             runtime=runtime,
             gpu=gpu,
+            **(_platform_flags(glibc, musl, macos) if not foreign else {"glibc": glibc, "musl": musl, "macos": macos}),
         )
     if require_verified and not (server or database):
         raise invalid_request(
@@ -231,6 +239,16 @@ def run_resolve(
 
         resolution = dataclasses.replace(resolution, warnings=(note, *resolution.warnings))
     return render(resolution, fmt)
+
+
+def _platform_flags(glibc: str | None, musl: str | None, macos: str | None) -> dict[str, str | None]:
+    """--glibc/--musl/--macos as given; with none given, this host's (resolving for it), as pip reads them."""
+    if glibc is not None or musl is not None or macos is not None:
+        return {"glibc": glibc, "musl": musl, "macos": macos}
+    from compat_service.domain.host import platform_versions
+    from probes.host import facts as host_facts
+
+    return platform_versions(host_facts.os_name())
 
 
 def _check_backend_override(host_facts) -> None:  # host_facts: the probes module

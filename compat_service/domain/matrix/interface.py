@@ -35,6 +35,7 @@ from compat_service.domain.matrix.rows import (
     TorchPatch,
     VariantAvailability,
     VendorInstall,
+    WheelFloor,
     XpuSupport,
 )
 from compat_service.domain.versions import parse_specifier, parse_version
@@ -164,6 +165,9 @@ class Matrix(Protocol):
 
     def source(self, key: str) -> Source | None: ...
 
+    def wheel_floor(self, torch_version: str, label: str, platform: str) -> WheelFloor | None:
+        """The platform tag of a build whose wheel files the index layer does not record; None = no row."""
+
     def variants_on_platform(self, minor: TorchMinor, version: str, platform: str) -> tuple[VariantAvailability, ...]:
         """The variants of ``minor`` that patch ``version`` publishes for ``platform``."""
 
@@ -215,6 +219,7 @@ class InMemoryMatrix:
         self._gpu_archs = tuple(sorted(named, key=_arch_key))
         self._xpu = [(parse_specifier(row.torch), row) for row in data.xpu.support]
         self._mps = [(parse_specifier(row.torch), row) for row in data.mps.support]
+        self._wheel_floors = [(parse_specifier(row.torch), row) for row in data.host_rules.wheel_floors]
         self._sources = {s.key: s for s in data.sources.sources}
         self._on_platform: dict[tuple[str, str], tuple[VariantAvailability, ...]] = {}
         self._pythons: dict[tuple[str, str], list[str]] = {}
@@ -332,6 +337,19 @@ class InMemoryMatrix:
 
     def source(self, key: str) -> Source | None:
         return self._sources.get(key)
+
+    def wheel_floor(self, torch_version: str, label: str, platform: str) -> WheelFloor | None:
+        return next(
+            (
+                row
+                for spec, row in self._wheel_floors
+                if label in row.variants
+                and platform in row.platforms
+                and spec is not None
+                and spec.contains(torch_version, prereleases=True)
+            ),
+            None,
+        )
 
 
 def _arch_key(arch: str) -> tuple[bool, int, str]:

@@ -14,6 +14,7 @@ from compat_service.domain.hardware_rules import (
 from compat_service.domain.matrix.rows import AscendNpuRow, CambriconMluRow
 from compat_service.domain.resolver.resolution import HostRequirement, Pin, Reason, Resolution, made_resolution
 from compat_service.domain.resolver.state import Candidate, ResolverState
+from compat_service.domain.resolver.wheel_tags import describes_host, floor_needed, full_python, host_words
 from compat_service.domain.versions import cached_version
 
 if TYPE_CHECKING:
@@ -53,6 +54,7 @@ def build_resolution(
     if state.family == "cuda":
         _driver_notes(state, version, c, reasons, warnings, requirements)
     _family_notes(state, version, c, reasons, warnings, requirements)
+    _platform_notes(state, patch, python, c, reasons, requirements)
     if r.runtime is not None:
         _runtime_reason(state, c, reasons)
 
@@ -457,6 +459,56 @@ def _family_notes(
             )
     elif state.family in PLUGIN_FAMILIES and c.plugin_row is not None:
         _plugin_notes(state, c.plugin_row, reasons, warnings, requirements)
+
+
+def _platform_notes(
+    state: ResolverState,
+    patch: TorchPatch,
+    python: str,
+    c: Candidate,
+    reasons: list[Reason],
+    requirements: list[HostRequirement],
+) -> None:
+    """What the pinned wheels' platform tags ask of the host (glibc, macOS), said as a host requirement: the
+    target's own version when the request gives it, else the floor the answer assumes; and why newer releases
+    were passed over for it. The full Python, where given, against the pins' Requires-Python."""
+    r = state.r
+    floor = floor_needed(state, patch, c.label)
+    flag = "--glibc" if floor is not None and floor.needs == "glibc" else "--macos"
+    if floor is not None:
+        version = f"{floor.version[0]}.{floor.version[1]}"
+        name = floor.needs.lower()
+        given = describes_host(state)
+        detail = (
+            f"the pinned wheels' platform tags need {floor.text}; the target has {host_words(state)}"
+            if given
+            else f"the pinned wheels' platform tags need {floor.text} (no {flag} given: assumed)"
+        )
+        if not any(
+            q.name == name and q.version is not None and cached_version(q.version) >= cached_version(version)
+            for q in requirements
+        ):
+            requirements.append(HostRequirement(name, version, detail))
+        if given:
+            reasons.append(Reason("platform", detail, ("package_index",)))
+    if state.wheel_skips:
+        newer = [(v, b) for v, b in state.wheel_skips if cached_version(v) > cached_version(patch.version)]
+        if newer:
+            oldest, blocked = newer[-1]
+            need = f" need {blocked.floor.text}" if blocked.floor is not None else " do not install"
+            reasons.append(
+                Reason(
+                    "platform",
+                    f"torch >= {oldest}:{need} ({blocked.why}); torch {patch.version} is the newest that installs",
+                    ("package_index", "pytorch_rfc_123649") if blocked.floor and blocked.floor.needs == "glibc"
+                    else ("package_index",),
+                )
+            )
+    full = full_python(state, python)
+    if r.python_version is not None and full == r.python_version:
+        reasons.append(
+            Reason("python", f"Python {full}: every pin's Requires-Python admits it", ("package_index",))
+        )
 
 
 def _plugin_notes(

@@ -24,6 +24,7 @@ from compat_service.domain.hardware_rules import newest_cuda_for_driver
 from compat_service.domain.resolver.conflict import CauseRow, Conflict
 from compat_service.domain.resolver.request import BackendSpec, TorchSpec
 from compat_service.domain.resolver.state import Dropout, ResolverState
+from compat_service.domain.resolver.wheel_tags import host_words
 
 if TYPE_CHECKING:
     from compat_service.domain.errors import UnsatisfiableError
@@ -132,6 +133,45 @@ def _explain_python(f: Failure) -> Conflict:
         hint="use a Python the release supports, or a release that supports your Python",
         causes=causes,
         facts={"python": r.python},
+    )
+
+
+def _explain_wheels(f: Failure) -> Conflict:
+    """A pinned wheel that does not install on the target: its platform tags (glibc, musl, macOS) or its
+    Python (no wheel, or a Requires-Python that excludes the full version)."""
+    r = f.state.r
+    blocked = [b for d in f.deaths for b in d.info["blocked"]]
+    lines = list(dict.fromkeys(b.why for b in blocked))
+    causes: list[CauseRow] = [f.torch_cause]
+    origin = "matrix: package index wheel files (torch_releases wheels, host_rules, mps)"
+    causes += [(why, origin, None) for why in lines[:4]]
+    if all(b.kind == "python" for b in blocked):
+        causes.append((f"python == {r.python_version or r.python}", "request: --python", None))
+        return Conflict(
+            "python-unsupported",
+            f"no {f.asked} install fits Python {r.python_version or r.python}: {lines[0]}",
+            hint="use another Python patch or minor, or another torch release",
+            causes=causes,
+            facts={"python": r.python},
+        )
+    host = host_words(f.state)
+    causes.append((host, "request: --glibc/--musl/--macos (or this host's)", None))
+    if r.musl is not None:
+        return Conflict(
+            "platform-unsupported",
+            f"PyTorch publishes no musllinux wheels: no torch release installs on a {host} host (Alpine)",
+            hint="use a glibc-based image or host (Debian, Ubuntu: e.g. python:3.12-slim) and resolve with "
+            "--glibc for it",
+            causes=causes,
+        )
+    floors = [b.floor for b in blocked if b.floor is not None]
+    lowest = min(floors, key=lambda fl: fl.version).text if floors else "a newer platform"
+    return Conflict(
+        "platform-unsupported",
+        f"no {f.asked} wheel installs on {host}: {lines[0]} (the lowest need: {lowest})",
+        hint=f"pick an older torch release whose wheels the target's {host.split()[0]} meets, or upgrade the "
+        f"target to {lowest}",
+        causes=causes,
     )
 
 
@@ -403,7 +443,9 @@ def _search_nearby(
         if nearest is not None:
             tries.append(("the nearest torch release that fits the rest of the request", nearest, {}))
     if code == "python-unsupported":
-        tries.append(("a Python the asked torch supports", request.changed(python=None), {}))
+        tries.append(
+            ("a Python the asked torch supports", request.changed(python=None, python_version=None), {})
+        )
     if code == "runtime-mismatch":
         name = RUNTIME_NAMES.get(request.backend.family or "", "runtime")
         for runtime in conflict.facts.get("runtimes", [])[:2]:
@@ -604,6 +646,7 @@ def _rule_detail(rule: DriverRule, gpu_arch: str | None) -> str | None:
 EXPLAIN: dict[str, Callable[[Failure], Conflict]] = {
     "platform": _explain_platform,
     "python": _explain_python,
+    "wheels": _explain_wheels,
     "backend": _explain_backend,
     "plugin": _explain_plugin,
     "runtime": _explain_runtime,
