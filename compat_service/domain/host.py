@@ -53,12 +53,14 @@ def platform_versions(os_name: str) -> dict[str, str | None]:
     if os_name == "linux":
         import sys
 
-        from packaging import _manylinux, _musllinux
+        from packaging import _manylinux
 
         glibc = _manylinux._get_glibc_version()
         if glibc[0] > 0:
             out["glibc"] = f"{glibc[0]}.{glibc[1]}"
         else:
+            from packaging import _musllinux
+
             musl = _musllinux._get_musl_version(sys.executable)
             if musl is not None:
                 out["musl"] = f"{musl.major}.{musl.minor}"

@@ -452,6 +452,10 @@ def _search_nearby(
             tries.append((f"with {name} {runtime} installed", request.changed(runtime=runtime), {"runtime": runtime}))
     if code == "driver-too-old":
         needed = conflict.facts["driver_needed"]
+        if request.backend.kind == "label":
+            # cu130 asked on a driver of CUDA 12.x: the build of the family that driver runs (cu128, ...)
+            family = BackendSpec("cuda", "family", "cuda")
+            tries.append((f"the CUDA build driver {request.driver} runs", request.changed(backend=family), {}))
         tries.append(
             (f"install NVIDIA driver >= {needed}", request.changed(driver=needed), {"driver": needed})
         )
@@ -492,9 +496,8 @@ def _search_nearby(
             )
         )
     if request.backend.family != "cpu":
-        tries.append(
-            ("the CPU build", request.changed(backend=_CPU, driver=None, gpu_arch=None), {"backend": "cpu"})
-        )
+        cpu = request.changed(backend=_CPU, driver=None, gpu_arch=None, gpu=None, runtime=None)
+        tries.append(("the CPU build", cpu, {"backend": "cpu"}))
 
     out: list[tuple[str, dict[str, Any]]] = []
     distance: list[tuple[int, int]] = []
@@ -503,17 +506,13 @@ def _search_nearby(
         res = resolved(candidate, matrix)
         if res is None:
             continue
-        flags = {"torch": res.torch_version, "python": res.python, **fixed}
-        if candidate.backend != request.backend:
-            flags.setdefault("backend", res.backend)
-        elif request.backend.kind == "family":
-            flags["backend"] = res.backend
+        flags = _changes(request, candidate, res) | fixed
         key = tuple(sorted((k, str(v)) for k, v in flags.items()))
         if key in seen:
             continue
         seen.add(key)
         out.append(
-            (f"{description}: torch {res.torch_version} ({res.backend}) on Python {res.python}", flags)
+            (f"{description}: torch {res.torch_version} ({_build_words(res)}) on Python {res.python}", flags)
         )
         distance.append((_distance(res.torch_version, minors, asked), _host_change(request, candidate)))
     # Nearest to the request first: the asked torch (fewest minors away), then the smallest change to the
@@ -521,6 +520,28 @@ def _search_nearby(
     # ones keep the order they were tried in.
     order = sorted(range(len(out)), key=lambda i: distance[i])
     return [out[i] for i in order]
+
+
+def _build_words(res: Resolution) -> str:
+    """``cu126``; a plugin or MPS answer as its family on the CPU wheel (``npu on cpu``)."""
+    return res.backend if res.family in (res.backend, "cuda", "rocm", "xpu") else f"{res.family} on {res.backend}"
+
+
+def _changes(request: ResolveRequest, candidate: ResolveRequest, res: Resolution) -> dict[str, Any]:
+    """What to change in ``request`` to run ``candidate`` as resolved: every parameter whose value differs (None:
+    drop it), with --torch and --python pinned to the answer's and --backend to its build where that build is the
+    family's own (an npu, mlu or mps answer's build label is the CPU wheel's: the family stays). The request with
+    these changes applied is an answer, run as given (tests/domain/test_every_alternative_resolves.py)."""
+    before, after = request.to_strings(), candidate.to_strings()
+    flags: dict[str, Any] = {k: v for k, v in after.items() if before.get(k) != v}
+    flags.update({k: None for k in before if k not in after})
+    flags["torch"] = res.torch_version
+    python = candidate.python_version
+    flags["python"] = python if python is not None and python.startswith(res.python + ".") else res.python
+    if res.family == res.backend or res.family in ("cuda", "rocm", "xpu") and res.backend != "cpu":
+        if candidate.backend != request.backend or request.backend.kind == "family":
+            flags["backend"] = res.backend
+    return {k: flags[k] for k in ("torch", "python", *sorted(k for k in flags if k not in ("torch", "python")))}
 
 
 def _host_change(request: ResolveRequest, candidate: ResolveRequest) -> int:
