@@ -47,7 +47,7 @@ def main() -> None:
     from compat_service.api.deps import state_of
     from compat_service.api.resolve_cache import LruCache
     from compat_service.config import Settings
-    from compat_service.domain.ci.matrix import CiMatrixRequest, ci_matrix
+    from compat_service.domain.ci.job_matrix import CiMatrixRequest, ci_matrix
 
     with tempfile.TemporaryDirectory() as tmp:
         settings = Settings(database_url=f"sqlite:///{Path(tmp) / 'bench.sqlite3'}", access_log=False)

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from cli.error_render import dump_json, guarded
+from cli.terminal_text import say
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
@@ -66,7 +67,7 @@ def _database(database_url: str | None, *, at_head: bool = False) -> Iterator[En
 
 
 def _say(text: str) -> None:
-    sys.stderr.write(text + "\n")
+    say(text)
 
 
 @db_app.command("init")
@@ -136,7 +137,7 @@ def db_current(database_url: DatabaseUrl = None, as_json: JsonFlag = False) -> N
         else:
             sys.stdout.write(f"database {describe(engine)}\n")
             for check in report.checks:
-                sys.stdout.write(f"  {'ok ' if check.ok else 'NOT'} {check.name}: {check.detail}\n")
+                say(f"  {'ok ' if check.ok else 'NOT'} {check.name}: {check.detail}", sys.stdout)
         schema_ok = any(c.name == "schema" and c.ok for c in report.checks)
         if not schema_ok:
             raise typer.Exit(9)
@@ -237,7 +238,7 @@ def token_list(database_url: DatabaseUrl = None, as_json: JsonFlag = False) -> N
             return
         for t in tokens:
             state = f"revoked {t.revoked_at:%Y-%m-%d}" if t.revoked_at else "active"
-            sys.stdout.write(f"{t.id}\t{t.scope}\t{state}\t{t.created_at:%Y-%m-%d}\t{t.note or ''}\n")
+            say(f"{t.id}\t{t.scope}\t{state}\t{t.created_at:%Y-%m-%d}\t{t.note or ''}", sys.stdout)
 
 
 def serve(

@@ -23,7 +23,8 @@ if TYPE_CHECKING:
 
 def render_error(err: AccelenvError, *, as_json: bool = False) -> None:
     if as_json:
-        sys.stdout.write(err.to_body().model_dump_json(indent=2) + "\n")
+        # ASCII JSON: a server's control and bidi characters travel as \u escapes, never raw
+        sys.stdout.write(json.dumps(err.to_body().model_dump(mode="json"), indent=2) + "\n")
         return
     from cli.terminal_text import visible as v
 

@@ -8,7 +8,18 @@ from __future__ import annotations
 
 import typer
 
-from cli import ci_cmd, db_cmd, doctor_cmd, matrix_cmd, probe_cmd, resolve_cmd, verify_env_cmd
+from cli import (
+    ci_cmd,
+    db_cmd,
+    doctor_cmd,
+    install_cmd,
+    lock_cmd,
+    matrix_cmd,
+    probe_cmd,
+    resolve_cmd,
+    variants_cmd,
+    verify_env_cmd,
+)
 
 app = typer.Typer(
     name="accelenv",
@@ -18,7 +29,8 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-for module in (resolve_cmd, matrix_cmd, db_cmd, probe_cmd, doctor_cmd, ci_cmd, verify_env_cmd):
+for module in (resolve_cmd, matrix_cmd, db_cmd, probe_cmd, doctor_cmd, ci_cmd, verify_env_cmd, variants_cmd, lock_cmd,
+               install_cmd):
     module.register(app)
 
 

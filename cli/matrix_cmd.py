@@ -110,9 +110,22 @@ def show(
         typer.Option("--with", help="an ecosystem package (vllm, xformers, ...): its releases and the torch each "
                      "pins; with --torch, only the releases that admit it", show_default=False),
     ] = None,
+    variants: Annotated[
+        bool,
+        typer.Option("--variants", help="print the release's builds as a PEP 825 variants JSON (--platform's; "
+                     "--json adds what each build lacks)"),
+    ] = False,
+    platform: Annotated[str, typer.Option("--platform", help="with --variants: the platform")] = "linux-x86_64",
 ) -> None:
     """The releases the matrix holds, or what it says about one: Python, variants, default index, companions."""
     with guarded(as_json=as_json):
+        if variants:
+            from compat_service.domain.matrix.snapshot import load_matrix_cached
+            from compat_service.domain.variants.export import release_variants
+
+            exported = release_variants(load_matrix_cached(path), torch or "latest", platform)
+            dump_json(exported if as_json else exported["document"])
+            return
         if with_ is not None:
             _show_package(with_, torch, path, as_json)
             return

@@ -19,6 +19,7 @@ from typing import Annotated, Any
 import typer
 
 from cli.error_render import dump_json, guarded
+from cli.terminal_text import say
 
 CHECK_EXIT_CODE = 11
 
@@ -134,12 +135,13 @@ def refresh(
                 "requests": result.stats, "metadata_reads": result.metadata_reads,
             })
         else:
+            # an index's words: printed as data
             for line in lines:
-                sys.stdout.write(line + "\n")
+                say(line, sys.stdout)
             for conflict in conflicts:
-                sys.stdout.write(f"! {conflict}\n")
+                say(f"! {conflict}", sys.stdout)
             for notice in result.notices:
-                sys.stderr.write(f"notice: {notice}\n")
+                say(f"notice: {notice}")
             verb = "would change" if check else "changed"
             sys.stdout.write(
                 f"index {index.label} ({index.origin}): {counts['added']} facts added, {counts['changed']} changed, "

@@ -25,6 +25,7 @@ from typing import Any
 
 import typer
 
+from cli.terminal_text import say
 from probes.checks.registry import DEFAULT as _DEFAULT_GROUPS  # stdlib only: the one group registry
 
 ALL_GROUPS = ",".join(_DEFAULT_GROUPS)
@@ -73,7 +74,7 @@ def probe_command(
                 from cli.error_render import dump_json
 
                 dump_json({"bundle": str(target)})
-            sys.stderr.write(f"wrote {target}: run it with `python -I {target.name}` where torch is installed\n")
+            say(f"wrote {target}: run it with `python -I {target.name}` where torch is installed")
             return
         code = run_probe(device=device, checks=checks, output=output, submit_url=submit_url, token=token,
                          timeout=timeout, python=python, inject=inject or [], quiet=quiet, as_json=as_json,
@@ -97,10 +98,13 @@ def write_bundle_file(bundle: Path) -> Path:
 
 
 def _require_writable(path: Path, flag: str) -> None:
-    """Refuse, before any work, a file path that cannot be written: a directory, a missing or read-only folder."""
-    if path.is_dir():
-        raise _invalid(f"{flag} {path} is a directory", f"give a file path, e.g. {flag} {path / 'report.json'}",
-                       flag, path)
+    """Refuse, before any work, a path that cannot be written as a new regular file: a directory, a missing
+    or read-only folder, and anything that exists there but a regular file (a symbolic link, a FIFO, a
+    device): the report is never written through a link (probes often run as root) or into a special file."""
+    reason = _not_a_report_file(path)
+    if reason is not None:
+        raise _invalid(f"{flag} {path} {reason}", f"give a path to a regular file (or a new one), e.g. "
+                       f"{flag} {path.parent / 'report.json'}", flag, path)
     folder = path.parent
     if not folder.is_dir():
         raise _invalid(f"{flag} {path}: the folder {folder} does not exist",
@@ -109,6 +113,25 @@ def _require_writable(path: Path, flag: str) -> None:
     if not writable:
         raise _invalid(f"{flag} {path} is not writable", f"choose a file in a folder you can write to for {flag}",
                        flag, path)
+
+
+def _not_a_report_file(path: Path) -> str | None:
+    """Why ``path`` cannot be replaced by a report (None when it is absent or a regular file)."""
+    import stat
+
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return f"cannot be examined ({exc.strerror or exc})"
+    if stat.S_ISLNK(mode):
+        return "is a symbolic link (the report is never written through one)"
+    if stat.S_ISDIR(mode):
+        return "is a directory"
+    if not stat.S_ISREG(mode):
+        return "is not a regular file (a FIFO, a device or a socket)"
+    return None
 
 
 def _invalid(message: str, hint: str, flag: str, value: object) -> Exception:
@@ -220,11 +243,33 @@ def run_probe(*, device: str, checks: str, output: Path | None, submit_url: str 
 
 
 def _write_report(text: str, output: Path) -> str | None:
-    """Write the report to ``output``; the reason when that failed (the report is then spooled)."""
+    """Write the report to ``output``: a new temporary file in its folder (O_EXCL | O_NOFOLLOW), synced,
+    then renamed over ``output``, which is checked again just before (it must still be absent or a regular
+    file). The reason when that failed (the report is then spooled)."""
+    reason = _not_a_report_file(output)
+    if reason is not None:
+        return f"it {reason}"
     try:
-        output.write_text(text, encoding="utf-8")
+        fd, temporary = tempfile.mkstemp(dir=output.parent, prefix=f".{output.name}.", suffix=".tmp")
     except OSError as exc:
         return exc.strerror or str(exc)
+    try:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.fchmod(fd, 0o666 & ~umask)  # what a plain open() would have created
+        with os.fdopen(fd, "w", encoding="utf-8") as stream:
+            stream.write(text)
+            stream.flush()
+            os.fsync(stream.fileno())
+        reason = _not_a_report_file(output)
+        if reason is not None:
+            return f"it {reason}"
+        os.replace(temporary, output)
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    finally:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
     return None
 
 
@@ -256,13 +301,17 @@ def _validated(text: str) -> dict[str, Any]:
     from compat_service.domain.evidence.report import ProbeReport
 
     try:
-        ProbeReport.model_validate_json(text)
-    except ValidationError as exc:
+        data = json.loads(text)  # parsed once: validated from it, and returned
+        ProbeReport.model_validate(data)
+    except ValueError as exc:
+        if not isinstance(exc, ValidationError):
+            raise ReportInvalidError(f"the probe wrote a report that is not JSON: {exc}",
+                                     hint="this is a probe bug: please report it with the probe's output") from None
         causes = [Cause(constraint=str(e["msg"]), origin="report " + ".".join(str(p) for p in e["loc"]))
                   for e in exc.errors(include_url=False)[:20]]
         raise ReportInvalidError("the probe wrote a report that does not match schema v1", causes=causes,
                                  hint="this is a probe bug: please report it with the probe's output") from None
-    return json.loads(text)
+    return data
 
 
 def _submit_or_spool(report: dict[str, Any], server: str, token: str) -> str:
@@ -275,14 +324,14 @@ def _submit_or_spool(report: dict[str, Any], server: str, token: str) -> str:
         status = report_spool.submit(server, token, body)
     except ServerUnreachableError as err:
         path = report_spool.spool(report)
-        sys.stderr.write(f"warning: {err.message}\nthe report is kept at {path}; send it later with "
-                         "`accelenv report submit --server URL`\n")
+        say(f"warning: {err.message}")
+        say(f"the report is kept at {path}; send it later with `accelenv report submit --server URL`")
         return "spooled"
     except Exception:
         report_spool.spool(report)
         raise
     word = "stored" if status == 201 else "already stored"
-    sys.stderr.write(f"submitted report {report['report_id']} to {server} ({word})\n")
+    say(f"submitted report {report['report_id']} to {server} ({word})")
     return "stored" if status == 201 else "exists"
 
 
@@ -314,7 +363,7 @@ def report_submit_command(
                 if as_json:
                     dump_json({"sent": [], "kept": [], "moved": [], "spool": str(directory)})
                 else:
-                    sys.stderr.write(f"nothing spooled in {directory}\n")
+                    say(f"nothing spooled in {directory}")
                 return
             result = report_spool.submit_spooled(server, token, directory)
             where = str(directory)
@@ -329,12 +378,11 @@ def report_submit_command(
             if headline is not None:
                 raise typer.Exit(headline.exit_code)
             return
-        sys.stderr.write(f"sent {len(result.sent)} report(s), kept {len(result.kept)} in {where}"
-                         + (f", moved {len(result.moved)} aside" if result.moved else "") + "\n")
+        say(f"sent {len(result.sent)} report(s), kept {len(result.kept)} in {where}"
+            + (f", moved {len(result.moved)} aside" if result.moved else ""))
         for path, err in result.kept:
-            sys.stderr.write(f"  kept {path.name}: {err.code}: {err.message}\n")
+            say(f"  kept {path.name}: {err.code}: {err.message}")
         for path, err in result.moved:
-            sys.stderr.write(f"  moved {path.name} to {path.parent} (reason in {path.stem}.reason.json): "
-                             f"{err.code}: {err.message}\n")
+            say(f"  moved {path.name} to {path.parent} (reason in {path.stem}.reason.json): {err.code}: {err.message}")
         if headline is not None:
             raise headline

@@ -80,6 +80,16 @@ def build_parser() -> argparse.ArgumentParser:
         default=os.environ.get("ACCELENV_MATRIX_PATH") or None,
         help="a matrix_data directory (default: the bundled one) [env ACCELENV_MATRIX_PATH]",
     )
+    add(
+        "--explain-variants",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="VARIANTS_JSON",
+        help="also say which wheel variant a PEP 817 installer would take for this target and which accelenv "
+        "takes, and why they differ (of this variants JSON file; default: the matrix's export of the answer's "
+        "torch)",
+    )
     return parser
 
 
@@ -146,6 +156,7 @@ def run_resolve(
     glibc: str | None = None,
     musl: str | None = None,
     macos: str | None = None,
+    explain_variants: str | None = None,
 ) -> str:
     from compat_service.domain.backends import normalise_arch
     from compat_service.domain.host import HostFacts
@@ -238,7 +249,12 @@ def run_resolve(
         import dataclasses
 
         resolution = dataclasses.replace(resolution, warnings=(note, *resolution.warnings))
-    return render(resolution, fmt)
+    text = render(resolution, fmt)
+    if explain_variants is not None:
+        from cli.variants_cmd import explain_for_resolution
+
+        text = explain_for_resolution(text, fmt, resolution, request, explain_variants, matrix_path)
+    return text
 
 
 def _platform_flags(glibc: str | None, musl: str | None, macos: str | None) -> dict[str, str | None]:

@@ -19,6 +19,8 @@ from typing import Any
 
 import typer
 
+from cli.terminal_text import say
+
 
 def register(app: typer.Typer) -> None:
     """Attach this module's commands to the root app."""
@@ -55,9 +57,9 @@ def verify_env_command(
         }, indent=2))
     else:
         torch = facts.get("torch") or {}
-        typer.echo(f"environment: Python {facts.get('python')}, torch {torch.get('version', 'not installed')}")
+        say(f"environment: Python {facts.get('python')}, torch {torch.get('version', 'not installed')}", sys.stdout)
         for d in differences:
-            typer.echo(f"  ✗ {d.message}")
+            say(f"  ✗ {d.message}", sys.stdout)
         typer.echo("verify-env: ok, the environment is the cell's" if not differences
                    else f"verify-env: {len(differences)} difference(s) from the cell")
     raise typer.Exit(1 if differences else 0)

@@ -35,6 +35,16 @@ class ConnectionLimits(BaseSettings):
     #: seconds a request's headers may take to arrive, from the connection's opening or the previous
     #: response's end (408, connection closed); bytes trickling in do not extend it
     header_read_timeout_s: float = Field(default=10.0, gt=0, le=3600)
+    #: seconds a client may take to send a request body, from its headers' end (408 after, connection
+    #: closed, whether or not the app reads the body); a slow or stalled upload must not hold a connection
+    #: and a worker's memory for ever
+    body_read_timeout_s: float = Field(default=30.0, gt=0, le=3600)
+    #: least average rate (bytes a second) of a body after its first ``BODY_RATE_GRACE_S`` seconds (408 and
+    #: closed below it); 0 = only the deadline
+    body_min_rate_bps: int = Field(default=1024, ge=0)
+    #: most open connections per worker; one more is answered 503 `too-many-connections` and closed (each
+    #: connection is a file descriptor: keep it under the process's `ulimit -n`); 0 = no cap
+    max_connections: int = Field(default=4096, ge=0)
 
 
 class Settings(ConnectionLimits):
@@ -45,9 +55,6 @@ class Settings(ConnectionLimits):
     matrix_path: Path | None = None
     #: largest request body the API accepts, in bytes
     max_body_bytes: int = Field(default=1_000_000, ge=1)
-    #: seconds a client may take to send a request body (408 after); a slow or stalled upload must not hold
-    #: a connection and a worker's memory for ever
-    body_read_timeout_s: float = Field(default=30.0, gt=0, le=3600)
     #: most reports one `POST /v1/reports/batch` may carry
     max_batch_reports: int = Field(default=100, ge=1, le=10_000)
     #: largest body `POST /v1/reports/batch` accepts, in bytes (a full batch of ~65 KB reports fits)
@@ -93,6 +100,11 @@ class Settings(ConnectionLimits):
     log_format: Literal["plain", "json"] = "plain"
     #: set by `accelenv serve` for its workers: the URL its socket listens on (named in the start-up line)
     listen_url: str | None = None
+    #: `GET /v1/lock`: the default index the closure is resolved against (None: the endpoint answers 503)
+    lock_index_url: str | None = None
+    #: `GET /v1/lock`: a mirror of the torch indexes, ``{label}`` standing for the build label (None: the
+    #: matrix's own index URLs)
+    lock_torch_index: str | None = None
 
     def migrates_on_start(self) -> bool:
         if self.auto_migrate is not None:

@@ -46,7 +46,7 @@ from compat_service.db.tokens import TokenCache
 #: matrix and probe are owned by other parts of the project; pages are the HTML site (api/pages/)
 ROUTERS = (
     "resolve", "health", "torch", "packages", "matrix", "ci_matrix", "reports", "evidence", "probe", "tokens",
-    "metrics", "pages",
+    "metrics", "variants", "lock", "pages",
 )
 #: where a router's module lives when not under api/routes/ (the pages are a self-contained package)
 ROUTER_MODULES = {"pages": "compat_service.api.pages.routes"}

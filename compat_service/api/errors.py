@@ -19,7 +19,7 @@ from collections.abc import Mapping
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import Response
 from sqlalchemy.exc import OperationalError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
@@ -27,27 +27,34 @@ from starlette.requests import ClientDisconnect
 from compat_service.api.middleware.observability import current_request_id
 from compat_service.domain.errors import (
     AccelenvError,
+    BadRequestError,
+    BodyTooLargeError,
     Cause,
+    ClientDisconnectedError,
     DatabaseNotReadyError,
-    ErrorBody,
+    HttpError,
     InternalError,
     InvalidRequestError,
+    MethodNotAllowedError,
+    NotFoundError,
+    error_json,
 )
 
 log = logging.getLogger("accelenv.api")
 
-_HTTP_CODES = {
-    400: ("bad-request", "the request is malformed", "check the request syntax"),
-    404: ("not-found", "no such endpoint", "see /docs for the endpoints of this API"),
-    405: ("method-not-allowed", "this method is not allowed here", "see /docs for the allowed methods"),
-    413: ("body-too-large", "the request body is too large", "send a smaller body"),
+#: the framework's refusals (Starlette's HTTPException) by status: the class and what it says
+_HTTP_ERRORS: dict[int, tuple[type[AccelenvError], str, str]] = {
+    400: (BadRequestError, "the request is malformed", "check the request syntax"),
+    404: (NotFoundError, "no such endpoint", "see /docs for the endpoints of this API"),
+    405: (MethodNotAllowedError, "this method is not allowed here", "see /docs for the allowed methods"),
+    413: (BodyTooLargeError, "the request body is too large", "send a smaller body"),
 }
 
 
-def error_response(status: int, body: ErrorBody, headers: Mapping[str, str] | None = None) -> JSONResponse:
-    content = body.model_dump(mode="json")
-    content["request_id"] = current_request_id()
-    return JSONResponse(content, status_code=status, headers=headers)
+def error_response(err: AccelenvError, headers: Mapping[str, str] | None = None) -> Response:
+    """``err`` as the API answers it: its status, and the one error body (`error_json`) with this request's id."""
+    body = error_json(err, current_request_id())
+    return Response(body, status_code=err.http_status, headers=headers, media_type="application/json")
 
 
 def _location(loc: tuple[object, ...] | list[object]) -> str:
@@ -66,13 +73,13 @@ def _safe_input(value: object) -> str | None:
     return text if len(text) <= 120 else text[:117] + "..."
 
 
-async def _accelenv_error(_request: Request, exc: Exception) -> JSONResponse:
+async def _accelenv_error(_request: Request, exc: Exception) -> Response:
     assert isinstance(exc, AccelenvError)
     headers = {"WWW-Authenticate": "Bearer"} if exc.http_status == 401 else None
-    return error_response(exc.http_status, exc.to_body(), headers)
+    return error_response(exc, headers)
 
 
-async def _validation_error(_request: Request, exc: Exception) -> JSONResponse:
+async def _validation_error(_request: Request, exc: Exception) -> Response:
     assert isinstance(exc, RequestValidationError)
     causes = [
         Cause(
@@ -86,20 +93,21 @@ async def _validation_error(_request: Request, exc: Exception) -> JSONResponse:
     err = InvalidRequestError(
         f"invalid {names}", hint="fix the named parameters; /docs describes every parameter", causes=causes
     )
-    return error_response(err.http_status, err.to_body())
+    return error_response(err)
 
 
-async def _http_error(_request: Request, exc: Exception) -> JSONResponse:
+async def _http_error(_request: Request, exc: Exception) -> Response:
     assert isinstance(exc, StarletteHTTPException)
-    code, message, hint = _HTTP_CODES.get(exc.status_code, ("http-error", str(exc.detail), None))
-    return error_response(exc.status_code, ErrorBody(code=code, message=message, hint=hint), exc.headers)
+    cls, message, hint = _HTTP_ERRORS.get(exc.status_code, (HttpError, str(exc.detail), None))
+    err = cls(message, hint=hint)
+    err.http_status = exc.status_code
+    return error_response(err, exc.headers)
 
 
-async def _database_error(request: Request, exc: Exception) -> JSONResponse:
+async def _database_error(request: Request, exc: Exception) -> Response:
     # The database went away or lost its schema after start-up: say so, as /readyz would.
     log.warning("database error on %s %s: %s", request.method, request.url.path, exc)
-    err = database_not_ready()
-    return error_response(err.http_status, err.to_body())
+    return error_response(database_not_ready())
 
 
 def database_not_ready() -> DatabaseNotReadyError:
@@ -110,20 +118,19 @@ def database_not_ready() -> DatabaseNotReadyError:
     )
 
 
-async def _client_gone(request: Request, exc: Exception) -> JSONResponse:
+async def _client_gone(request: Request, exc: Exception) -> Response:
     # The client hung up while sending its body: nobody will read an answer, and it is not a bug.
     log.info("client disconnected during %s %s", request.method, request.url.path)
-    body = ErrorBody(code="client-disconnected", message="the client closed the connection mid-request")
-    return error_response(400, body)
+    return error_response(ClientDisconnectedError("the client closed the connection mid-request"))
 
 
-async def unhandled_error_response(_scope: object, _exc: BaseException) -> JSONResponse:
+async def unhandled_error_response(_scope: object, _exc: BaseException) -> Response:
     """The 500 answer to a bug (the observability middleware has logged it, once)."""
     err = InternalError(
         "the service failed unexpectedly",
         hint="this is a bug in accelenv; please report it with the request that caused it",
     )
-    return error_response(err.http_status, err.to_body())
+    return error_response(err)
 
 
 def install_error_handlers(app: FastAPI) -> None:

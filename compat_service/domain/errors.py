@@ -25,11 +25,30 @@ The resolver's failure kinds (all `UnsatisfiableError`: exit 5, HTTP 409):
 |                        | wheels, the torch build its binaries need); a host-only failure of every       |
 |                        | candidate keeps the torch resolver's code (driver-too-old, ...)                |
 
-Malformed flags are `InvalidRequestError` (exit 2, HTTP 422).
+Malformed flags are `InvalidRequestError` (exit 2, HTTP 422); two kinds of it name a CI matrix's problems:
+``matrix-too-large`` (over GitHub Actions' 256 jobs or 1 MB output: shard it) and ``install-plan-refused``
+(a cell's install steps are not ``pip install`` argument lists; nothing ran).
+
+The HTTP layer's refusals, before or instead of a route (all `BadRequestError`: exit 1):
+
+| code                | status | raised when                                                                 |
+| ------------------- | ------ | --------------------------------------------------------------------------- |
+| bad-request         | 400    | the HTTP request cannot be parsed (request line, header, Content-Length)    |
+| token-in-query      | 400    | a token was sent in the query string (refused, never logged)                |
+| client-disconnected | 400    | the client hung up while sending its body (nobody reads the answer)         |
+| method-not-allowed  | 405    | the path exists, the method does not                                        |
+| request-timeout     | 408    | the headers or the body did not arrive within the service's time limit      |
+| body-too-large      | 413    | the body is larger than the service accepts                                 |
+| headers-too-large   | 431    | the request line and headers are larger than the service accepts            |
+| too-many-connections | 503   | the worker holds ACCELENV_MAX_CONNECTIONS connections (Retry-After: 1)       |
+| http-error          | any    | any other refusal of the HTTP framework (its status kept)                   |
+
+`error_json` is the one writer of an error body on the wire, whichever layer refuses the request.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
@@ -41,7 +60,10 @@ __all__ = [
     "Alternative",
     "AuthError",
     "BackendUnavailableError",
+    "BadRequestError",
+    "BodyTooLargeError",
     "Cause",
+    "ClientDisconnectedError",
     "CompanionUnknownError",
     "ConflictError",
     "DatabaseNotReadyError",
@@ -50,12 +72,19 @@ __all__ = [
     "ErrorBody",
     "ForbiddenError",
     "GpuArchUnsupportedError",
+    "HeadersTooLargeError",
+    "HttpError",
     "IndexResponseError",
     "IndexUnreachableError",
+    "InstallPlanRefusedError",
     "InternalError",
     "InvalidRequestError",
+    "LockNotConfiguredError",
     "MatrixDataError",
     "MatrixOutOfDateError",
+    "MatrixTooLargeError",
+    "MethodNotAllowedError",
+    "NoLockForHostError",
     "NotFoundError",
     "NotVerifiedError",
     "PlatformUnsupportedError",
@@ -65,16 +94,20 @@ __all__ = [
     "ReportConflictError",
     "ReportInvalidError",
     "ReportTooLargeError",
+    "RequestTimeoutError",
     "RestsOnUnknownError",
     "RuntimeMismatchError",
     "ServerFailedError",
     "ServerUnreachableError",
     "StackConflictError",
+    "TokenInQueryError",
+    "TooManyConnectionsError",
     "TorchNotFoundError",
     "UnsatisfiableError",
     "VariantNotPublishedError",
     "error_class",
     "error_from_body",
+    "error_json",
 ]
 
 
@@ -331,6 +364,89 @@ class RefreshRemovesFactsError(AccelenvError):
     exit_code = 12
 
 
+class BadRequestError(AccelenvError):
+    """The service refused the HTTP request itself, before a route read it; subclasses name how (the table
+    in this module's docstring)."""
+
+    code = "bad-request"
+    http_status = 400
+    exit_code = 1
+
+
+class TokenInQueryError(BadRequestError):
+    """A token in the URL's query string: refused unread, and redacted from the access log."""
+
+    code = "token-in-query"
+
+
+class ClientDisconnectedError(BadRequestError):
+    code = "client-disconnected"
+
+
+class MethodNotAllowedError(BadRequestError):
+    code = "method-not-allowed"
+    http_status = 405
+
+
+class RequestTimeoutError(BadRequestError):
+    """The request's headers or body did not arrive within the service's time limit."""
+
+    code = "request-timeout"
+    http_status = 408
+
+
+class BodyTooLargeError(BadRequestError):
+    code = "body-too-large"
+    http_status = 413
+
+
+class HeadersTooLargeError(BadRequestError):
+    code = "headers-too-large"
+    http_status = 431
+
+
+class TooManyConnectionsError(BadRequestError):
+    """The worker holds its most open connections (ACCELENV_MAX_CONNECTIONS); the client may retry."""
+
+    code = "too-many-connections"
+    http_status = 503
+
+
+class HttpError(BadRequestError):
+    """Any other refusal of the HTTP framework (the API's handler sets the framework's status on it)."""
+
+    code = "http-error"
+
+
+class LockNotConfiguredError(AccelenvError):
+    """`GET /v1/lock`: the service names no index to resolve locks against (ACCELENV_LOCK_INDEX_URL)."""
+
+    code = "lock-not-configured"
+    http_status = 503
+    exit_code = 1
+
+
+class NoLockForHostError(NotFoundError):
+    """`accelenv install --locks`: no lock of the directory is for this host's answer."""
+
+    code = "no-lock-for-host"
+
+
+class MatrixTooLargeError(InvalidRequestError):
+    """A CI matrix (or one shard of it) holds more cells than one GitHub Actions matrix may (256 jobs), or its
+    ``include`` JSON is over the 1 MB job-output limit; the message names both limits and the ways out
+    (``max_cells``, ``shard=I/N``, a narrower request)."""
+
+    code = "matrix-too-large"
+
+
+class InstallPlanRefusedError(InvalidRequestError):
+    """`accelenv ci check`: a cell's install plan is not a list of ``pip install`` argument lists (what a
+    service sends is data, run without a shell, never a command line)."""
+
+    code = "install-plan-refused"
+
+
 def _tree(cls: type[AccelenvError]) -> list[type[AccelenvError]]:
     return [cls, *(sub for child in cls.__subclasses__() for sub in _tree(child))]
 
@@ -365,3 +481,13 @@ def error_from_body(body: ErrorBody, http_status: int | None = None) -> Accelenv
     )
     err.code = body.code
     return err
+
+
+def error_json(err: AccelenvError, request_id: str | None = None) -> bytes:
+    """The one writer of an error body on the wire: `ErrorBody`'s fields in order, then ``request_id`` (the
+    request's id in the access log; null where the HTTP parser refused the request before it had one), as
+    compact UTF-8 JSON. uvicorn's protocol, the middlewares, the app's error handler and the pages all send
+    these bytes."""
+    body = err.to_body().model_dump(mode="json")
+    body["request_id"] = request_id
+    return json.dumps(body, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode()

@@ -122,7 +122,7 @@ def wheel_facts(parsed: ParsedFile, config: RefreshConfig) -> list[WheelFact]:
             continue
         for platform in platforms_of(tag.platform, config):
             found.add((platform, python))
-    return [WheelFact(platform=p, python=py, file=parsed.file.filename) for p, py in found]
+    return [WheelFact(platform=p, python=py, file=parsed.file.filename, sha256=parsed.file.sha256) for p, py in found]
 
 
 def _python_rank(python: str) -> tuple[int, int, int]:

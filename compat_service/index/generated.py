@@ -96,6 +96,12 @@ def fact_atoms(facts: PackageFacts | None) -> dict[tuple[str, ...], Any]:
         for requirement in release.requirements:
             key = ("requirement", v, requirement.platform, requirement.name)
             atoms[key] = f"{requirement.specifier}" + (f"; {requirement.marker}" if requirement.marker else "")
+    for found in facts.variants_json:
+        for label, props in found.variants.items():
+            atoms[("variants-json", found.version, label)] = "; ".join(
+                f"{ns} :: {feature} :: {', '.join(values)}"
+                for ns, features in sorted(props.items()) for feature, values in sorted(features.items())
+            )
     for variant in facts.variant_indexes:
         if variant.status != "read":
             continue

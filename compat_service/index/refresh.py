@@ -22,6 +22,7 @@ from compat_service.domain.matrix.index_facts import (
     PackageFacts,
     RefreshConfig,
     VariantIndexFacts,
+    VariantsJsonFact,
 )
 from compat_service.index.client import IndexClient, RetryPolicy
 from compat_service.index.errors import IndexUnreachableError, RefreshRemovesFactsError
@@ -191,6 +192,18 @@ def run_refresh(
             result.metadata_reads[how] = result.metadata_reads.get(how, 0) + 1
             result.notices.extend(metadata_notices(raw, ref.filename))  # nothing skipped silently
 
+        variants_json: dict[str, list[VariantsJsonFact]] = {}
+        listed = [(package, index.url, f) for package, files in found for f in files
+                  if variants_json_version(f.filename, package.name) is not None]
+        if listed:
+            progress.stage("variants JSON", len(listed))
+            read = _map(pool, lambda job: _read_variants_json(client, *job), listed, progress)
+            for (package, _url, _file), (fact, notice) in zip(listed, read, strict=True):
+                if fact is not None:
+                    variants_json.setdefault(package.name, []).append(fact)
+                if notice:
+                    result.notices.append(notice)
+
         variant_facts: dict[str, list[VariantIndexFacts]] = {}
         if variants:
             variant_client = IndexClient(
@@ -224,6 +237,8 @@ def run_refresh(
             package, config, files, metadata, labels,
             index=index.label, retrieved=retrieved, variant_indexes=variant_facts.get(package.name),
         )
+        if variants_json.get(package.name):
+            facts = facts.model_copy(update={"variants_json": variants_json[package.name]})
         old = previous_facts(package.name)
         diff = diff_facts(package.name, old, facts)
         result.diffs[package.name] = diff
@@ -253,3 +268,39 @@ def _read_variant(client: IndexClient, config: RefreshConfig, package: PackageCo
         label=label, index=url, status="read",
         releases=variant_wheels(index_files(page), package, config, label),
     )
+
+
+def variants_json_version(filename: str, project: str) -> str | None:
+    """The version of a PEP 825 ``{name}-{version}-variants.json`` of ``project``; None for any other file."""
+    from packaging.utils import canonicalize_name
+
+    if not filename.endswith("-variants.json"):
+        return None
+    name, _, version = filename.removesuffix("-variants.json").rpartition("-")
+    return version if name and canonicalize_name(name) == canonicalize_name(project) else None
+
+
+def _read_variants_json(client: IndexClient, package: PackageConfig, index_url: str,
+                        file: IndexFile) -> tuple[VariantsJsonFact | None, str | None]:
+    """The variant properties a linked variants JSON states (PEP 825), or a notice why none were read."""
+    import hashlib
+    import json
+
+    version = variants_json_version(file.filename, package.name) or ""
+    body = client.get_optional(file.url)
+    if body is None:
+        return None, f"{package.name}: {file.filename} is linked but not served (404)"
+    if file.sha256 and hashlib.sha256(body).hexdigest() != file.sha256:
+        return None, f"{package.name}: {file.filename} does not match the sha256 its page states; not read"
+    try:
+        data = json.loads(body)
+        variants = {
+            str(label): {str(ns): {str(f): [str(v) for v in values] for f, values in features.items()}
+                         for ns, features in props.items()}
+            for label, props in data["variants"].items()
+        }
+        namespaces = [str(n) for n in data.get("default-priorities", {}).get("namespace", [])]
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        return None, f"{package.name}: {file.filename} is not a PEP 825 variants JSON ({exc}); not read"
+    return VariantsJsonFact(version=version, index=index_url, file=file.filename, sha256=file.sha256,
+                            default_namespaces=namespaces, variants=variants), None

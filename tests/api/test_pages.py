@@ -251,3 +251,11 @@ def test_pages_are_not_in_the_openapi_document(client: TestClient) -> None:
 def test_static_files_ship_with_the_package() -> None:
     pages = Path(__file__).resolve().parents[2] / "compat_service" / "api" / "pages"
     assert (pages / "static" / "site.js").is_file() and (pages / "templates" / "selector.html").is_file()
+
+
+def test_the_selector_says_which_wheel_variant_an_installer_and_accelenv_take(client: TestClient) -> None:
+    page = client.get("/", params={"torch": "2.13.0", "backend": "cuda", "driver": "535.54.03", "gpu_arch": "sm_80",
+                                   "python": "3.11", "os": "linux", "arch": "x86_64"})
+    assert page.status_code == 200
+    assert "Wheel variants (PEP 817)" in page.text
+    assert "differs (minor-version-compat)" in page.text

@@ -4,6 +4,8 @@ real loopback HTTP server standing in for the service's POST /v1/reports."""
 from __future__ import annotations
 
 import json
+import os
+import sys
 import threading
 import uuid
 from collections.abc import Callable, Iterator
@@ -392,28 +394,54 @@ def test_report_submit_with_nothing_spooled(app: typer.Typer) -> None:
     [
         pytest.param("missing/dir/report.json", "does not exist", id="missing-folder"),
         pytest.param(".", "is a directory", id="a-directory"),
+        pytest.param("link.json", "is a symbolic link", id="a-symlink"),
+        pytest.param("fifo.json", "is not a regular file", id="a-fifo"),
+        pytest.param("/dev/null", "is not a regular file", id="a-device"),
     ],
 )
 def test_an_unwritable_output_is_refused_before_the_probe_runs(app: typer.Typer, tmp_path: Path,
                                                                isolated_dirs: Path, where: str, message: str) -> None:
     target = tmp_path / where
+    victim = tmp_path / "victim.txt"
+    victim.write_text("kept")
+    if where == "link.json":
+        target.symlink_to(victim)  # a planted link: the report must never overwrite its target
+    elif where == "fifo.json":
+        os.mkfifo(target)
     result = CliRunner().invoke(app, ["probe", "--checks", "detect", "--quiet", "--output", str(target)])
     assert result.exit_code == 2, result.output
     assert "error: invalid-request" in result.output and message in result.output
     assert "progress" not in result.output and not isolated_dirs.exists()  # nothing ran, nothing spooled
+    assert victim.read_text() == "kept"
 
 
-@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full (a file whose writes fail)")
-def test_a_report_that_cannot_be_written_afterwards_is_kept_in_the_spool(app: typer.Typer,
+def test_a_report_that_cannot_be_written_afterwards_is_kept_in_the_spool(app: typer.Typer, tmp_path: Path,
                                                                          isolated_dirs: Path) -> None:
+    """The folder of --output goes away while the probe runs (the interpreter given removes it first)."""
+    folder = tmp_path / "gone"
+    folder.mkdir()
+    wrapper = tmp_path / "python-that-removes-the-folder"
+    wrapper.write_text(f"#!/bin/sh\nrm -rf {folder}\nexec {sys.executable} \"$@\"\n")
+    wrapper.chmod(0o755)
     result = CliRunner().invoke(app, ["probe", "--device", "cpu", "--checks", "detect", "--quiet",
-                                      "--output", "/dev/full"])
+                                      "--python", str(wrapper), "--output", str(folder / "report.json")])
     assert result.exit_code == 2, result.output
     kept = list(isolated_dirs.iterdir())
     assert len(kept) == 1
     assert json.loads(kept[0].read_text())["schema_version"] == "1"
-    assert "No space left on device" in result.output and f"kept at {kept[0]}" in result.output
+    assert "No such file or directory" in result.output and f"kept at {kept[0]}" in result.output
     assert "Traceback" not in result.output
+
+
+def test_the_report_replaces_a_regular_file_through_a_temporary_one(app: typer.Typer, tmp_path: Path) -> None:
+    target = tmp_path / "out" / "report.json"
+    target.parent.mkdir()
+    target.write_text("old")
+    result = CliRunner().invoke(app, ["probe", "--device", "cpu", "--checks", "detect", "--quiet",
+                                      "--output", str(target)])
+    assert result.exit_code == 0, result.output
+    assert json.loads(target.read_text())["schema_version"] == "1"
+    assert [p.name for p in target.parent.iterdir()] == ["report.json"]  # no temporary file left beside it
 
 
 def test_bundle_into_a_directory_leaves_nothing_beside_it(app: typer.Typer, tmp_path: Path) -> None:

@@ -158,6 +158,8 @@ CITED_HOSTS = {
     "docs.pytorch.org", "gitcode.com", "github.com", "rocm.docs.amd.com", "zhidx.com",
     # the ecosystem's sources (ecosystem.yaml): vLLM's and bitsandbytes' documentation sites
     "docs.vllm.ai", "huggingface.co",
+    # the wheel-variant PEPs (825, 817) the exported variant metadata follows
+    "peps.python.org",
 }
 
 

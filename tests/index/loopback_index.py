@@ -248,12 +248,19 @@ class LoopbackIndex:
 
 
 @contextmanager
-def loopback_index(state: IndexState | None = None) -> Iterator[LoopbackIndex]:
-    server = _Server(state or IndexState())
+def serving(server: ThreadingHTTPServer) -> Iterator[str]:
+    """Serve on a thread until the block ends; yields the base URL."""
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        yield LoopbackIndex(f"http://127.0.0.1:{server.server_address[1]}", server.state)
+        yield f"http://127.0.0.1:{server.server_address[1]}"
     finally:
         server.shutdown()
         server.server_close()
+
+
+@contextmanager
+def loopback_index(state: IndexState | None = None) -> Iterator[LoopbackIndex]:
+    server = _Server(state or IndexState())
+    with serving(server) as base:
+        yield LoopbackIndex(base, server.state)

@@ -16,29 +16,24 @@ from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from compat_service.api.errors import error_response
-from compat_service.domain.errors import ErrorBody
+from compat_service.domain.errors import BadRequestError, BodyTooLargeError, RequestTimeoutError
 
 
-def _too_large(limit: int, batch: bool = False) -> ErrorBody:
+def _too_large(limit: int, batch: bool = False) -> BodyTooLargeError:
     if batch:
         hint = "send fewer reports per batch; the limit is the service setting ACCELENV_MAX_BATCH_BODY_BYTES"
     else:
         hint = "send a smaller body; the limit is the service setting ACCELENV_MAX_BODY_BYTES"
-    return ErrorBody(
-        code="body-too-large",
-        message=f"the request body is larger than this service accepts ({limit} bytes)",
-        hint=hint,
-    )
+    return BodyTooLargeError(f"the request body is larger than this service accepts ({limit} bytes)", hint=hint)
 
 
 class _BodyTimeout(Exception):
     pass
 
 
-def _too_slow(timeout_s: float) -> ErrorBody:
-    return ErrorBody(
-        code="request-timeout",
-        message=f"the request body did not arrive within {timeout_s:g} s",
+def _too_slow(timeout_s: float) -> RequestTimeoutError:
+    return RequestTimeoutError(
+        f"the request body did not arrive within {timeout_s:g} s",
         hint="send the whole body at once; the limit is the service setting ACCELENV_BODY_READ_TIMEOUT_S",
     )
 
@@ -63,16 +58,15 @@ class BodyLimitMiddleware:
         declared = dict(scope["headers"]).get(b"content-length")
         if declared is not None:
             if not declared.isdigit():
-                body = ErrorBody(
-                    code="bad-request",
-                    message="the Content-Length header is not a number",
+                bad = BadRequestError(
+                    "the Content-Length header is not a number",
                     hint="send a valid Content-Length or use chunked transfer encoding",
                 )
-                await error_response(400, body)(scope, receive, send)
+                await error_response(bad)(scope, receive, send)
                 return
             if int(declared) > limit:
                 too_large = _too_large(limit, scope["path"] in self.limits_by_path)
-                await error_response(413, too_large)(scope, receive, send)
+                await error_response(too_large)(scope, receive, send)
                 return
         received = 0
         started = False
@@ -102,9 +96,9 @@ class BodyLimitMiddleware:
             if started:
                 raise
             # the rest of the body may still come: close the connection rather than read it
-            await error_response(408, _too_slow(self.read_timeout_s), {"Connection": "close"})(scope, receive, send)
+            await error_response(_too_slow(self.read_timeout_s), {"Connection": "close"})(scope, receive, send)
         except HTTPException as exc:
             if exc.status_code != 413 or started:
                 raise
             too_large = _too_large(limit, scope["path"] in self.limits_by_path)
-            await error_response(413, too_large)(scope, receive, send)
+            await error_response(too_large)(scope, receive, send)

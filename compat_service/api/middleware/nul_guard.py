@@ -10,13 +10,14 @@ from __future__ import annotations
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from compat_service.api.errors import error_response
-from compat_service.domain.errors import ErrorBody
+from compat_service.domain.errors import InvalidRequestError
 
-_NUL_BODY = ErrorBody(
-    code="invalid-request",
-    message="the request's path or query string holds a NUL character (%00)",
-    hint="remove the %00 from the URL; no parameter of this API contains one",
-)
+
+def _nul_error() -> InvalidRequestError:
+    return InvalidRequestError(
+        "the request's path or query string holds a NUL character (%00)",
+        hint="remove the %00 from the URL; no parameter of this API contains one",
+    )
 
 
 class NulGuardMiddleware:
@@ -25,6 +26,6 @@ class NulGuardMiddleware:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and (b"%00" in scope["query_string"] or "\x00" in scope["path"]):
-            await error_response(422, _NUL_BODY)(scope, receive, send)
+            await error_response(_nul_error())(scope, receive, send)
             return
         await self.app(scope, receive, send)

@@ -26,6 +26,7 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 from compat_service.api.middleware.security_headers import REDACTED_QUERY, token_in_query, with_security_headers
+from compat_service.domain.errors import TokenInQueryError, error_json
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -201,14 +202,13 @@ class ObservabilityMiddleware:
 
 
 async def _token_in_query_response(scope: Scope, receive: Receive, send: Send) -> None:
-    body = json.dumps({
-        "code": "token-in-query",
-        "message": "a token was sent in the URL's query string; it was not read, and it is not logged",
-        "hint": "send the token in the Authorization header (`Authorization: Bearer <token>`); a URL is kept "
+    err = TokenInQueryError(
+        "a token was sent in the URL's query string; it was not read, and it is not logged",
+        hint="send the token in the Authorization header (`Authorization: Bearer <token>`); a URL is kept "
         "in logs and histories, so treat this token as exposed and ask an admin for a new one",
-        "causes": [], "alternatives": [], "request_id": scope.get("state", {}).get("request_id"),
-    }).encode()
-    await send({"type": "http.response.start", "status": 400, "headers": [
+    )
+    body = error_json(err, scope.get("state", {}).get("request_id"))
+    await send({"type": "http.response.start", "status": err.http_status, "headers": [
         (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
         (b"cache-control", b"no-store"),
     ]})

@@ -8,6 +8,7 @@ what the API would refuse that visitor, and a refusal keeps the API's status and
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -20,7 +21,7 @@ from starlette.concurrency import run_in_threadpool
 from compat_service.api.deps import bearer_secret, state_of
 from compat_service.api.errors import database_not_ready
 from compat_service.api.middleware.observability import current_request_id
-from compat_service.domain.errors import AccelenvError
+from compat_service.domain.errors import AccelenvError, error_json
 
 
 @dataclass(frozen=True)
@@ -42,9 +43,7 @@ class ApiAnswer:
 
 def refusal(exc: AccelenvError) -> ApiAnswer:
     """An AccelenvError as the API's error answer (status, and the body its error handler writes)."""
-    body = exc.to_body().model_dump(mode="json")
-    body["request_id"] = current_request_id()
-    return ApiAnswer(exc.http_status, body)
+    return ApiAnswer(exc.http_status, json.loads(error_json(exc, current_request_id())))
 
 
 def answered(read: Callable[[], Any]) -> ApiAnswer:

@@ -30,7 +30,7 @@ from compat_service.db.evidence.matrix_cells import cell_of, view_of
 from compat_service.db.evidence.queries import MatrixFilter
 from compat_service.db.matrix.snapshot_follower import MatrixSnapshot
 from compat_service.domain.backends import PLATFORMS
-from compat_service.domain.errors import AccelenvError
+from compat_service.domain.errors import AccelenvError, NotFoundError
 from compat_service.domain.evidence.perf import describe as describe_perf_figure
 from compat_service.domain.evidence.status import BAD_STATUSES, is_bad
 from compat_service.domain.hardware_rules import driver_rule
@@ -102,6 +102,7 @@ async def selector_page(request: Request) -> Response:
             "choices": selector.choices(matrix.data),
             "fields": selector.FIELD_LABELS,
             "answer": answer,
+            "variant_lines": selector.variant_lines(matrix.matrix, answer.resolution, state),
             "formats": selector.FORMATS,
             "chosen_format": state.get("format", "pip"),
             "notice": selector.NOTICES.get(state.get("notice", "")),
@@ -189,12 +190,11 @@ async def matrix_page(request: Request) -> Response:
     torch, build = q.get("torch", "").strip() or None, q.get("build", "").strip() or None
     if (torch and not any(v == torch for v, _ in heat.rows)) or (build and build not in heat.columns):
         what = " ".join(f"{n} {v[:40]!r}" for n, v in (("torch", torch), ("build", build)) if v)
-        error = {
-            "code": "not-found",
-            "message": f"the matrix page has no square for {what}",
-            "hint": "open a square of the heatmap; GET /v1/matrix lists every cell, observed ones included",
-        }
-        return _error_page(request, "Matrix", ApiAnswer(404, error))
+        missing = NotFoundError(
+            f"the matrix page has no square for {what}",
+            hint="open a square of the heatmap; GET /v1/matrix lists every cell, observed ones included",
+        )
+        return _error_page(request, "Matrix", refusal(missing))
     state = {**filters, **({"torch": torch} if torch else {}), **({"build": build} if build else {})}
     selected = []
     if torch and build:

@@ -246,3 +246,24 @@ def from_nvidia_smi(text: str, state: dict[str, str]) -> str:
     if not _CUDA_BACKEND.match(base.get("backend", "cpu")):
         changes["backend"] = "cuda"  # an NVIDIA host: its builds, not the CPU one
     return url_for_state(base, **changes)
+
+
+def variant_lines(matrix: Any, resolution: Resolution | None, state: dict[str, str]) -> list[str]:
+    """For a CUDA or ROCm answer: which wheel variant a PEP 817 installer (the published providers) and accelenv
+    take for the selected host, and why they differ (compat_service/domain/variants/selection.py)."""
+    if resolution is None or resolution.family not in ("cuda", "rocm"):
+        return []
+    from compat_service.domain.errors import AccelenvError
+    from compat_service.domain.variants.export import release_variants
+    from compat_service.domain.variants.selection import explain_selection, explanation_lines, variant_host
+
+    try:
+        document = release_variants(matrix, resolution.torch_version, resolution.platform)["document"]
+        host = variant_host(matrix, os=resolution.os, driver=state.get("driver") or None,
+                            gpu_archs=state.get("gpu_arch") or None, gpu_names=state.get("gpu") or None,
+                            rocm_version=(state.get("runtime") or None) if resolution.family == "rocm" else None)
+        if not host.gpus:
+            return []
+        return explanation_lines(explain_selection(matrix, host, document))
+    except AccelenvError:
+        return []

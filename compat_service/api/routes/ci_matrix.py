@@ -1,6 +1,6 @@
 """`GET /v1/ci-matrix`: the CI test matrix (GitHub Actions' ``{"include": [...]}``), as `accelenv ci matrix` prints it.
 
-A thin route over `compat_service.domain.ci.matrix`: the parameters are parsed by the domain's
+A thin route over `compat_service.domain.ci.job_matrix`: the parameters are parsed by the domain's
 `CiMatrixRequest.from_strings`, the answer is `ci_matrix()` over the loaded matrix and the stored evidence.
 Answers are kept per worker by (matrix content hash, evidence stamp, request), so a repeated pipeline asks
 the resolver nothing; the body carries an ETag like every GET (middleware/http_cache.py).
@@ -17,7 +17,7 @@ from starlette.concurrency import run_in_threadpool
 from compat_service.api.deps import current_matrix, state_of
 from compat_service.api.inputs.strict_query import in_api_words
 from compat_service.api.service_reads import evidence_for_resolve
-from compat_service.domain.ci.matrix import CiMatrixRequest, ci_matrix
+from compat_service.domain.ci.job_matrix import CiMatrixRequest, ci_matrix
 from compat_service.domain.errors import AccelenvError, ErrorBody
 
 router = APIRouter(tags=["ci"])
@@ -38,6 +38,8 @@ _EXAMPLE = {
             "index_url": "https://example.invalid/whl/cu121",
             "index_option": "--index-url",
             "install": "pip install torch==2.3.1 torchvision==0.18.1 torchaudio==2.3.1 --index-url ...\n",
+            "install_argv": [["pip", "install", "torch==2.3.1", "torchvision==0.18.1", "torchaudio==2.3.1",
+                              "--index-url", "https://example.invalid/whl/cu121"]],
             "requirements": [{"name": "nvidia-driver", "version": "525.60.13", "detail": "CUDA 12.1.0"}],
             "driver_floor": "525.60.13",
             "arch_list": ["sm_50", "sm_60", "sm_70", "sm_75", "sm_80", "sm_86", "sm_90"],
@@ -55,10 +57,20 @@ _EXAMPLE = {
             "reason": "no cp313 wheel for torch 2.3.1 on linux-x86_64",
         }
     ],
+    "unknown": [
+        {
+            "torch": "2.15.0", "os": "linux", "arch": "x86_64", "family": "cuda", "code": "variant-unknown",
+            "status": "unknown", "reason": "the matrix does not know whether torch 2.15.0 publishes a cuda build "
+            "for linux-x86_64: no source lists its builds there",
+        }
+    ],
     "request": {"torch": ">=2.3", "python": ["3.8", "3.12"], "family": ["cuda"], "build": None,
                 "platforms": ["linux-x86_64"], "with": ["torchvision", "torchaudio"], "mode": "full",
-                "format": "pip"},
+                "format": "pip", "max_cells": 256, "shard": None},
     "total": 1,
+    "cells_total": 1,
+    "limits": {"max_cells": 256, "max_output_bytes": 1000000, "output_bytes": 2410, "shard": "1/1",
+               "shards_needed": 1},
 }
 
 
@@ -70,13 +82,17 @@ _EXAMPLE = {
         "resolver accepts (pins, index, the install text in `format`, driver floor, GPU arch list, evidence "
         "status, `role` oldest/newest/interior and the `check` command a job runs after installing), and "
         "`excluded` each combination that does not exist with its `code` and `reason`. Feed `include` to "
-        "`strategy.matrix` with `fromJSON(...)`. `mode=pr` keeps the extremes (oldest and newest torch, each "
+        "`strategy.matrix` with `fromJSON(...)`. `unknown` lists the combinations the matrix cannot say exist (a "
+        "release whose builds no source lists yet), apart from `excluded`. The answer fits GitHub's limits (256 "
+        "jobs per matrix, 1 MB per job output) or is a 422 naming them: `shard=I/N` answers one of N parts, "
+        "`limits.shards_needed` says how many. `mode=pr` keeps the extremes (oldest and newest torch, each "
         "with its oldest and newest Python) plus one cell per family."
     ),
     responses={
         200: {"description": "the matrix", "content": {"application/json": {"example": _EXAMPLE}}},
         404: {"model": ErrorBody, "description": "the torch range selects no release (torch-not-found)"},
-        422: {"model": ErrorBody, "description": "a parameter is malformed or unknown (invalid-request)"},
+        422: {"model": ErrorBody, "description": "a parameter is malformed or unknown (invalid-request), or the "
+              "answer would be over GitHub Actions' limits (matrix-too-large: use shard=I/N)"},
     },
 )
 async def get_ci_matrix(
@@ -96,11 +112,16 @@ async def get_ci_matrix(
     mode: Annotated[Literal["full", "pr"] | None, Query(description="full (default) or pr")] = None,
     format: Annotated[Literal["pip", "requirements", "uv", "conda", "docker", "dockerfile"] | None,
                       Query(description="the cells' install text (default pip)")] = None,
+    max_cells: Annotated[str | None, Query(max_length=8, description="the most cells the answer may hold, 1 to "
+                                           "256 (default 256: GitHub Actions' jobs per matrix); over it, or "
+                                           "over the 1 MB job-output limit, is a 422 matrix-too-large")] = None,
+    shard: Annotated[str | None, Query(max_length=16, description="I/N: the I-th of N balanced parts of the "
+                                       "matrix (limits.shards_needed says how many it needs)")] = None,
 ) -> Response:
     try:
         parsed = CiMatrixRequest.from_strings(
             torch=torch, python=python, family=family, build=build, os=os, arch=arch, with_=with_, mode=mode,
-            format=format,
+            format=format, max_cells=max_cells, shard=shard,
         )
     except AccelenvError as err:
         raise in_api_words(err) from None
@@ -112,6 +133,9 @@ async def get_ci_matrix(
     body = cache.get(key)
     if body is None:
         # a full matrix is hundreds of resolutions: off the event loop
-        body = await run_in_threadpool(lambda: orjson.dumps(ci_matrix(parsed, snapshot.matrix, evidence)))
+        try:
+            body = await run_in_threadpool(lambda: orjson.dumps(ci_matrix(parsed, snapshot.matrix, evidence)))
+        except AccelenvError as err:  # over GitHub's limits (matrix-too-large), a shard past the cells
+            raise in_api_words(err) from None
         cache.put(key, body)
     return Response(content=body, media_type="application/json")

@@ -166,21 +166,22 @@ async def submit_batch(request: Request, credentials: BearerDep) -> BatchAccepte
     token = await token_before_body(state.engine, state.token_cache, credentials)
     body = await request.body()
     ndjson = is_ndjson(request.headers.get("content-type"))
+    settings = state.settings
     results = await run_in_threadpool(
-        _ingest_batch, state.engine, token.id, body, state.settings.max_batch_reports, ndjson,
+        _ingest_batch, state.engine, token.id, body, settings.max_batch_reports, ndjson, settings.max_body_bytes,
     )
     return BatchAccepted(results=results)
 
 
 def _ingest_batch(
-    engine: Engine, submitter_id: int, body: bytes, max_reports: int, ndjson: bool
+    engine: Engine, submitter_id: int, body: bytes, max_reports: int, ndjson: bool, max_item_bytes: int
 ) -> list[BatchItemResult]:
     now = utcnow()
     # each parsed report is reduced at once, so the batch holds compact records, not object trees; no
     # database connection is held meanwhile
     items = [
         _prepare_item(item, now, submitter_id) if isinstance(item, ProbeReport) else item
-        for item in parse_batch(body, max_reports, ndjson=ndjson)
+        for item in parse_batch(body, max_reports, ndjson=ndjson, max_item_bytes=max_item_bytes)
     ]
     valid = [item for item in items if not isinstance(item, InvalidItem)]
     with Session(engine) as session:

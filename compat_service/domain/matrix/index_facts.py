@@ -66,6 +66,8 @@ class WheelFact(_Strict):
     platform: Platform
     python: str
     file: str
+    #: the sha256 the index states for the file (None: it states none, or an earlier refresh did not record it)
+    sha256: str | None = None
 
 
 class RequirementFact(_Strict):
@@ -122,6 +124,19 @@ class VariantIndexFacts(_Strict):
     releases: dict[str, list[WheelFact]] = Field(default_factory=dict)
 
 
+class VariantsJsonFact(_Strict):
+    """A PEP 825 ``{name}-{version}-variants.json`` the index links: each variant label's properties, as the
+    file states them (namespace -> feature -> values), the file being their source."""
+
+    version: str
+    #: the page the file is linked from (the index, or a build label's index)
+    index: str
+    file: str
+    sha256: str | None = None
+    default_namespaces: list[str] = Field(default_factory=list)
+    variants: dict[str, dict[str, dict[str, list[str]]]] = Field(default_factory=dict)
+
+
 class PackageFacts(_Strict):
     schema_: Literal["index_facts/v1"] = Field(alias="schema", default=FACTS_SCHEMA)
     package: str
@@ -129,6 +144,8 @@ class PackageFacts(_Strict):
     retrieved: dt.date
     releases: list[ReleaseFact]
     variant_indexes: list[VariantIndexFacts] = Field(default_factory=list)
+    #: the PEP 825 variants JSON files the index links, one per release and page
+    variants_json: list[VariantsJsonFact] = Field(default_factory=list)
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 

@@ -25,6 +25,7 @@ Pure domain code: it reads the matrix through `Matrix` and resolves through `res
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -38,8 +39,9 @@ from compat_service.domain.backends import (
     normalise_arch,
     python_sort_key,
 )
+from compat_service.domain.ci.github_limits import GITHUB_MAX_JOBS, fit_github_limits, parse_max_cells, parse_shard
 from compat_service.domain.matrix.interface import parse_version
-from compat_service.domain.resolver.install_formats import render
+from compat_service.domain.resolver.install_formats import pip_commands, render
 from compat_service.domain.resolver.request import (
     BackendSpec,
     ResolveRequest,
@@ -55,6 +57,7 @@ if TYPE_CHECKING:
     from compat_service.domain.evidence.lookup import EvidenceLookup
     from compat_service.domain.matrix.interface import Matrix
     from compat_service.domain.matrix.rows import TorchMinor, TorchPatch, VariantAvailability
+    from compat_service.domain.resolver.resolution import Resolution
     from compat_service.domain.stacks.catalog import Catalog
 
 #: the install formats a cell's ``install`` may be written in (`install_formats`; ``dockerfile`` = docker)
@@ -82,6 +85,10 @@ class CiMatrixRequest:
     fmt: str
     #: ecosystem packages (``with=vllm``), resolved with torch per cell (compat_service.domain.stacks)
     stack: tuple[Any, ...] = ()
+    #: the most cells the answer (one shard) may hold (github_limits: 256 jobs per matrix)
+    max_cells: int = GITHUB_MAX_JOBS
+    #: (I, N): the I-th of N balanced parts of the matrix; None = the whole matrix
+    shard: tuple[int, int] | None = None
 
     @classmethod
     def from_strings(
@@ -96,6 +103,8 @@ class CiMatrixRequest:
         with_: str | None = None,
         mode: str | None = None,
         format: str | None = None,
+        max_cells: str | int | None = None,
+        shard: str | None = None,
     ) -> CiMatrixRequest:
         spec = parse_torch_spec(torch)
         pythons = _pythons(python)
@@ -127,7 +136,8 @@ class CiMatrixRequest:
                 fmt,
             )
         companions, stack = parse_with_stack(with_)
-        return cls(spec, pythons, families, builds, platforms, companions, mode_value, fmt, stack)
+        return cls(spec, pythons, families, builds, platforms, companions, mode_value, fmt, stack,
+                   parse_max_cells(max_cells), parse_shard(shard))
 
 
 def _split(text: str | None) -> list[str]:
@@ -212,74 +222,79 @@ def _platforms(os_text: str | None, arch_text: str | None) -> tuple[tuple[str, s
 
 def ci_matrix(request: CiMatrixRequest, matrix: Matrix, evidence: EvidenceLookup | None = None) -> dict[str, Any]:
     """The matrix for ``request`` (see the module's docstring); raises TorchNotFoundError when the torch
-    range selects no release."""
+    range selects no release, MatrixTooLargeError when the answer would not fit GitHub's limits."""
     releases = _releases(request.torch, matrix)
     platform_names = [f"{o}-{a}" for o, a in request.platforms]
     pythons = request.pythons or tuple(
         sorted(
-            {p for minor, patch in releases for plat in platform_names for p in python_list(minor, patch, plat)},
+            {
+                p
+                for minor, patches in releases
+                for patch in patches
+                for plat in platform_names
+                for p in python_list(minor, patch, plat)
+            },
             key=python_sort_key,
         )
     )
     cells: list[dict[str, Any]] = []
     excluded: list[dict[str, Any]] = []
+    unknown: list[dict[str, Any]] = []
     catalog = None
     if request.stack:
         from compat_service.domain.stacks.catalog import load_catalog
 
         catalog = load_catalog()
-    for minor, patch in releases:
-        version = patch.version
+    for minor, patches in releases:
         for (os_name, arch), platform in zip(request.platforms, platform_names):
-            where = {"torch": version, "os": os_name, "arch": arch}
-            published = [
-                v for v in minor.variants if (v.patches is None or version in v.patches) and platform in v.platforms
-            ]
-            if not published:
-                excluded.append(
-                    {**where, "code": "platform-unsupported", "reason": f"no torch {version} wheel for {platform}"}
-                )
-                continue
-            labels = _labels(request, matrix, published, version, platform, where, excluded)
-            if not labels:
-                continue
-            supported = python_list(minor, patch, platform)
-            for python in pythons:
-                if python not in supported:
-                    excluded.append(
-                        {
-                            **where,
-                            "python": python,
-                            "code": "python-unsupported",
-                            "reason": f"no cp{python.replace('.', '')} wheel for torch {version} on {platform}",
-                        }
-                    )
-                    continue
-                for label in labels:
-                    cell = _cell(request, matrix, evidence, catalog, version, label, python, os_name, arch,
-                                 excluded)
-                    if cell is not None:
-                        cells.append(cell)
+            chosen = _chosen_builds(request, matrix, minor, patches, platform, (os_name, arch), excluded, unknown)
+            for patch, labels in chosen:
+                version = patch.version
+                where = {"torch": version, "os": os_name, "arch": arch}
+                supported = python_list(minor, patch, platform)
+                for python in pythons:
+                    if python not in supported:
+                        excluded.append(
+                            {
+                                **where,
+                                "python": python,
+                                "code": "python-unsupported",
+                                "reason": f"no cp{python.replace('.', '')} wheel for torch {version} on {platform}",
+                            }
+                        )
+                        continue
+                    for label in labels:
+                        cell = _cell(request, matrix, evidence, catalog, version, label, python, os_name, arch,
+                                     excluded)
+                        if cell is not None:
+                            cells.append(cell)
     _assign_roles(cells)
     if request.mode == "pr":
         cells = _pr_cells(cells, request.families)
+    cells_total = len(cells)
+    cells, limits = fit_github_limits(cells, request.max_cells, request.shard)
     return {
         "include": cells,
         "excluded": excluded,
+        "unknown": unknown,
         "request": _request_echo(request, pythons),
         "total": len(cells),
+        "cells_total": cells_total,
+        "limits": limits,
     }
 
 
-def _releases(spec: TorchSpec, matrix: Matrix) -> list[tuple[TorchMinor, TorchPatch]]:
-    """(minor, newest patch matching ``spec``) per minor, oldest first; released minors unless named."""
+def _releases(spec: TorchSpec, matrix: Matrix) -> list[tuple[TorchMinor, list[TorchPatch]]]:
+    """(minor, its patches matching ``spec``, newest first) per minor, oldest minor first; released minors
+    unless named. The newest patch is the one a cell uses; an older one only stands in for a build the
+    matrix cannot say the newest publishes (see `_chosen_builds`)."""
     out = []
     for minor in matrix.torch_minors():
         if minor.status != "released" and not spec.names_minor(minor.minor):
             continue
-        patch = next((p for p in matrix.torch_patches(minor) if spec.matches(p.version, minor.minor)), None)
-        if patch is not None:
-            out.append((minor, patch))
+        patches = [p for p in matrix.torch_patches(minor) if spec.matches(p.version, minor.minor)]
+        if patches:
+            out.append((minor, patches))
     if spec.kind == "latest":
         out = out[:1]
     if not out:
@@ -294,6 +309,78 @@ def _releases(spec: TorchSpec, matrix: Matrix) -> list[tuple[TorchMinor, TorchPa
     return out
 
 
+def _published(minor: TorchMinor, patch: TorchPatch, platform: str) -> list[VariantAvailability]:
+    return [v for v in minor.variants if (v.patches is None or patch.version in v.patches) and platform in v.platforms]
+
+
+def _chosen_builds(
+    request: CiMatrixRequest,
+    matrix: Matrix,
+    minor: TorchMinor,
+    patches: list[TorchPatch],
+    platform: str,
+    os_arch: tuple[str, str],
+    excluded: list[dict[str, Any]],
+    unknown: list[dict[str, Any]],
+) -> list[tuple[TorchPatch, list[str]]]:
+    """The (patch, build labels) pairs this minor contributes on ``platform``.
+
+    Each selected build comes from the newest matching patch. Where the matrix cannot say whether that patch
+    publishes it (the platform is in the minor's ``platforms_unsourced``), the combination is listed in
+    ``unknown`` (never in ``excluded``: it is not known to be missing), and the newest older patch known to
+    publish the build stands in for it, so a release the matrix is still learning about never empties a matrix.
+    A gap the matrix does know of is excluded, at the newest patch, as before."""
+    os_name, arch = os_arch
+    newest = patches[0]
+    unsourced = platform in (minor.platforms_unsourced or ())
+    where = {"torch": newest.version, "os": os_name, "arch": arch}
+    by_patch = [(patch, {v.label: _family(matrix, v.label) for v in _published(minor, patch, platform)})
+                for patch in patches]
+    if not any(families for _, families in by_patch):
+        if unsourced:
+            unknown.append({**where, "code": "platform-unknown", "status": "unknown",
+                            "reason": f"the matrix does not know whether torch {newest.version} publishes wheels "
+                                      f"for {platform}: no source lists its builds there"})
+        else:
+            excluded.append({**where, "code": "platform-unsupported",
+                             "reason": f"no torch {newest.version} wheel for {platform}"})
+        return []
+    wanted: list[tuple[str, str, Any]] = (
+        [("build", label, lambda fams, label=label: [label] if label in fams else []) for label in request.builds]
+        if request.builds is not None
+        else [("family", family, lambda fams, family=family: [lb for lb, f in fams.items() if f == family])
+              for family in request.families]
+    )
+    chosen: dict[str, list[str]] = {}
+    order: dict[str, TorchPatch] = {}
+    for key, value, pick in wanted:
+        labels = pick(by_patch[0][1])
+        if labels:
+            chosen.setdefault(newest.version, []).extend(lb for lb in labels if lb not in chosen[newest.version])
+            order[newest.version] = newest
+            continue
+        fallback = next(((p, pick(fams)) for p, fams in by_patch[1:] if pick(fams)), None) if unsourced else None
+        if unsourced:
+            stand_in = (f"; torch {fallback[0].version}, the newest patch known to publish it, is in the matrix "
+                        "instead" if fallback else "")
+            unknown.append({**where, key: value, "code": "variant-unknown", "status": "unknown",
+                            "reason": f"the matrix does not know whether torch {newest.version} publishes a {value} "
+                                      f"build for {platform}: no source lists its builds there{stand_in}"})
+            if fallback is not None:
+                patch, labels = fallback
+                chosen.setdefault(patch.version, []).extend(
+                    lb for lb in labels if lb not in chosen.get(patch.version, []))
+                order[patch.version] = patch
+            continue
+        if key == "build":
+            excluded.append({**where, "build": value, "code": "variant-not-published",
+                             "reason": f"torch {newest.version} has no {value} build for {platform}"})
+        else:
+            excluded.append({**where, "family": value, "code": "backend-unavailable",
+                             "reason": f"torch {newest.version} has no {value} build for {platform}"})
+    return [(order[version], labels) for version, labels in chosen.items()]
+
+
 def python_list(minor: TorchMinor, patch: TorchPatch, platform: str) -> list[str]:
     """The Pythons ``patch`` has wheels for on ``platform`` (the resolver's rule: a patch's override wins)."""
     entries = patch.python_override if patch.python_override is not None else minor.python
@@ -302,46 +389,6 @@ def python_list(minor: TorchMinor, patch: TorchPatch, platform: str) -> list[str
         if entry.platforms is None or platform in entry.platforms:
             found.extend(v for v in entry.versions if v not in found)
     return sorted(found, key=python_sort_key)
-
-
-def _labels(
-    request: CiMatrixRequest,
-    matrix: Matrix,
-    published: list[VariantAvailability],
-    version: str,
-    platform: str,
-    where: dict[str, Any],
-    excluded: list[dict[str, Any]],
-) -> list[str]:
-    """The build labels of this release and platform the request selects; the gaps recorded in ``excluded``."""
-    families = {v.label: _family(matrix, v.label) for v in published}
-    if request.builds is not None:
-        labels = []
-        for label in request.builds:
-            if label in families:
-                labels.append(label)
-            else:
-                excluded.append(
-                    {
-                        **where,
-                        "build": label,
-                        "code": "variant-not-published",
-                        "reason": f"torch {version} has no {label} build for {platform}",
-                    }
-                )
-        return labels
-    labels = [label for label, family in families.items() if family in request.families]
-    for family in request.families:
-        if family not in families.values():
-            excluded.append(
-                {
-                    **where,
-                    "family": family,
-                    "code": "backend-unavailable",
-                    "reason": f"torch {version} has no {family} build for {platform}",
-                }
-            )
-    return labels
 
 
 def _family(matrix: Matrix, label: str) -> str | None:
@@ -410,6 +457,7 @@ def _cell(
         "index_url": res.index_url,
         "index_option": res.index_option,
         "install": render(res, request.fmt),
+        "install_argv": install_argv(res),
         "requirements": [{"name": r.name, "version": r.version, "detail": r.detail} for r in res.requirements],
         "driver_floor": next((r.version for r in res.requirements if r.name.endswith("driver")), None),
         "arch_list": list(arch_row.archs) if arch_row is not None else None,
@@ -419,6 +467,13 @@ def _cell(
         "role": "interior",
         "check": check_command(version, label, python, pins),
     }
+
+
+def install_argv(res: Resolution) -> list[list[str]]:
+    """The cell's pip commands as argument lists (``["pip", "install", ...]``): data a job runs without a shell
+    (``python -m pip install ...``), never a command line to evaluate. Split from `pip_commands`, the one
+    rendering of the install, by shlex on the service's side."""
+    return [shlex.split(command) for command in pip_commands(res)]
 
 
 def check_command(version: str, label: str, python: str, pins: dict[str, str]) -> str:
@@ -493,4 +548,6 @@ def _request_echo(request: CiMatrixRequest, pythons: tuple[str, ...]) -> dict[st
         "with": [*request.with_, *(p.text for p in request.stack)],
         "mode": request.mode,
         "format": request.fmt,
+        "max_cells": request.max_cells,
+        "shard": f"{request.shard[0]}/{request.shard[1]}" if request.shard else None,
     }
