@@ -49,7 +49,8 @@ def _sweep() -> list[dict[str, str]]:
     requests: list[dict[str, str]] = []
     for torch, python in itertools.product(["1.13", "2.3", "2.6", "2.10", "2.14"], ["3.8", "3.13", "3.14.1"]):
         requests.append({"torch": torch, "python": python, "backend": "cpu"})
-    for backend, driver in itertools.product(["cu118", "cu126", "cu130", "cuda"], ["450.80.02", "525.60.13", "575.57.08"]):
+    drivers = ["450.80.02", "525.60.13", "575.57.08"]
+    for backend, driver in itertools.product(["cu118", "cu126", "cu130", "cuda"], drivers):
         requests.append({"backend": backend, "driver": driver, "gpu_arch": "sm_80", "python": "3.12"})
     for arch, torch in itertools.product(["sm_37", "sm_50", "sm_61", "sm_120"], ["latest", "2.3", "2.7"]):
         requests.append({"backend": "cuda", "gpu_arch": arch, "torch": torch, "python": "3.11"})
