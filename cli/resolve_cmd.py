@@ -209,7 +209,9 @@ def run_resolve(
             strict=strict,
             runtime=runtime,
             gpu=gpu,
-            **(_platform_flags(glibc, musl, macos) if not foreign else {"glibc": glibc, "musl": musl, "macos": macos}),
+            glibc=glibc,
+            musl=musl,
+            macos=macos,
         )
     if require_verified and not (server or database):
         raise invalid_request(
@@ -258,7 +260,8 @@ def run_resolve(
 
 
 def _platform_flags(glibc: str | None, musl: str | None, macos: str | None) -> dict[str, str | None]:
-    """--glibc/--musl/--macos as given; with none given, this host's (resolving for it), as pip reads them."""
+    """--glibc/--musl/--macos as given; with none given, this host's, as pip reads them (resolving for this host:
+    --backend auto; a request that names its target states the floor its wheels need instead)."""
     if glibc is not None or musl is not None or macos is not None:
         return {"glibc": glibc, "musl": musl, "macos": macos}
     from compat_service.domain.host import platform_versions

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, cast
 from compat_service.domain.backends import PLUGIN_FAMILIES, PLUGINS, RUNTIME_COLUMNS, RUNTIME_NAMES
 from compat_service.domain.hardware_rules import (
     MVC_LIMITS,
+    MVC_LIMITS_SHORT,
     MVC_LIMITS_SOURCES,
     describe_archs,
 )
@@ -345,9 +346,9 @@ def _driver_reason(
         if below_own and r.driver is not None:  # with no --driver, the warning below says it once
             warnings.append(
                 f"driver {r.driver} is below CUDA {toolkit}'s own floor {own}: "
-                + MVC_LIMITS
-                + f" (sources: {', '.join(MVC_LIMITS_SOURCES)})"
+                + _mvc_short(r.os)
             )
+            detail += f"; below CUDA {toolkit}'s own floor, {MVC_LIMITS}"
             if c.arch is None or c.arch.coverage == "unknown":
                 state.unknowns.append(
                     f"whether the GPU has SASS in {c.label} ({covers}): driver {r.driver} is below CUDA "
@@ -383,12 +384,21 @@ def _driver_reason(
             + (f"; >= {own} for CUDA {toolkit}'s own floor" if two_floors else "")
             + ")"
             + (
-                f": below that floor, {MVC_LIMITS} (sources: {', '.join(MVC_LIMITS_SOURCES)})"
+                f"; {_mvc_short(r.os)}"
                 if two_floors and rule.rule == "minor-version-compat"
                 else ""
             )
         )
+        if two_floors and rule.rule == "minor-version-compat":
+            detail += f"; below CUDA {toolkit}'s own floor, {MVC_LIMITS}"
     reasons.append(Reason("driver", detail, sources))
+
+
+def _mvc_short(os_name: str) -> str:
+    """What minor-version compatibility does not cover, in one line with its sources (no Triton on Windows)."""
+    if os_name == "windows":
+        return f"{MVC_LIMITS_SHORT['windows']} ({MVC_LIMITS_SOURCES[0]})"
+    return f"{MVC_LIMITS_SHORT['linux']} ({', '.join(MVC_LIMITS_SOURCES)})"
 
 
 def _build_covers(state: ResolverState, version: str, c: Candidate) -> str:
