@@ -34,6 +34,7 @@ from compat_service.domain.matrix.rows import (
     TorchMinor,
     TorchPatch,
     VariantAvailability,
+    CapabilityFloor,
     VendorInstall,
     WheelFloor,
     XpuSupport,
@@ -168,6 +169,9 @@ class Matrix(Protocol):
     def wheel_floor(self, torch_version: str, label: str, platform: str) -> WheelFloor | None:
         """The platform tag of a build whose wheel files the index layer does not record; None = no row."""
 
+    def capability_floors(self, torch_version: str, platform: str) -> Sequence[CapabilityFloor]:
+        """The GPU floors of parts of this release's CUDA builds on ``platform`` (cuDNN, Triton)."""
+
     def variants_on_platform(self, minor: TorchMinor, version: str, platform: str) -> tuple[VariantAvailability, ...]:
         """The variants of ``minor`` that patch ``version`` publishes for ``platform``."""
 
@@ -220,6 +224,7 @@ class InMemoryMatrix:
         self._xpu = [(parse_specifier(row.torch), row) for row in data.xpu.support]
         self._mps = [(parse_specifier(row.torch), row) for row in data.mps.support]
         self._wheel_floors = [(parse_specifier(row.torch), row) for row in data.host_rules.wheel_floors]
+        self._capability_floors = [(parse_specifier(row.torch), row) for row in data.host_rules.capability_floors]
         self._sources = {s.key: s for s in data.sources.sources}
         self._on_platform: dict[tuple[str, str], tuple[VariantAvailability, ...]] = {}
         self._pythons: dict[tuple[str, str], list[str]] = {}
@@ -337,6 +342,13 @@ class InMemoryMatrix:
 
     def source(self, key: str) -> Source | None:
         return self._sources.get(key)
+
+    def capability_floors(self, torch_version: str, platform: str) -> Sequence[CapabilityFloor]:
+        return [
+            row
+            for spec, row in self._capability_floors
+            if platform in row.platforms and spec is not None and spec.contains(torch_version, prereleases=True)
+        ]
 
     def wheel_floor(self, torch_version: str, label: str, platform: str) -> WheelFloor | None:
         return next(

@@ -27,6 +27,7 @@ __all__ = [
     "BuildVariant",
     "BuildVariantsFile",
     "CambriconMluRow",
+    "CapabilityFloor",
     "CudaFile",
     "CudaToolkit",
     "DefaultIndexEntry",
@@ -1275,29 +1276,89 @@ class WheelFloor(Row):
         )
 
 
+class CapabilityFloor(Row):
+    """A part of a CUDA build that needs a newer GPU than the build's own kernels: the cuDNN it bundles, the"""
+
+    __slots__ = ("torch", "component", "min_arch", "platforms", "effect")
+    _fields: ClassVar[Fields] = (
+        ("source", "source"),
+        ("note", "note"),
+        ("torch", "torch"),
+        ("component", "component"),
+        ("min_arch", "min_arch"),
+        ("platforms", "platforms"),
+        ("effect", "effect"),
+    )
+    torch: str
+    component: str
+    min_arch: str
+    platforms: list[Platform]
+    effect: str
+
+    def __init__(
+        self,
+        *,
+        source: list[str],
+        note: str | None = None,
+        torch: str,
+        component: str,
+        min_arch: str,
+        platforms: list[Platform],
+        effect: str,
+    ) -> None:
+        _set(self, "source", source)
+        _set(self, "note", note)
+        _set(self, "torch", torch)
+        _set(self, "component", component)
+        _set(self, "min_arch", min_arch)
+        _set(self, "platforms", platforms)
+        _set(self, "effect", effect)
+
+    @classmethod
+    def from_json(cls, data: JsonObject) -> CapabilityFloor:
+        return cls(
+            source=data["source"],
+            note=data.get("note", None),
+            torch=data["torch"],
+            component=data["component"],
+            min_arch=data["min_arch"],
+            platforms=data["platforms"],
+            effect=data["effect"],
+        )
+
+
 class HostRulesFile(Frozen):
     """Mirrors schema.HostRulesFile."""
 
-    __slots__ = ("schema_", "wheel_floors")
-    _fields: ClassVar[Fields] = (("schema_", "schema"), ("wheel_floors", "wheel_floors"))
+    __slots__ = ("schema_", "wheel_floors", "capability_floors")
+    _fields: ClassVar[Fields] = (
+        ("schema_", "schema"),
+        ("wheel_floors", "wheel_floors"),
+        ("capability_floors", "capability_floors"),
+    )
     schema_: Literal["host_rules/v1"]
     wheel_floors: list[WheelFloor]
+    capability_floors: list[CapabilityFloor]
 
     def __init__(
         self,
         *,
         schema_: Literal["host_rules/v1"],
         wheel_floors: list[WheelFloor] | None = None,
+        capability_floors: list[CapabilityFloor] | None = None,
     ) -> None:
         _set(self, "schema_", schema_)
         _set(self, "wheel_floors", [] if wheel_floors is None else wheel_floors)
+        _set(self, "capability_floors", [] if capability_floors is None else capability_floors)
 
     @classmethod
     def from_json(cls, data: JsonObject) -> HostRulesFile:
         wheel_floors = [WheelFloor.from_json(x0) for x0 in data.get("wheel_floors", [])]
+        capability_floors = [CapabilityFloor.from_json(x0) for x0 in data.get("capability_floors", [])]
         return cls(
             schema_=data["schema"],
             wheel_floors=wheel_floors,
+            capability_floors=capability_floors,
         )
 
 

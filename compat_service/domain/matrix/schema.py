@@ -437,12 +437,27 @@ class WheelFloor(Row):
     platform_tag: str = Field(pattern=r"^(manylinux_\d+_\d+|manylinux1|manylinux2010|manylinux2014)$")
 
 
+class CapabilityFloor(Row):
+    """A part of a CUDA build that needs a newer GPU than the build's own kernels: the cuDNN it bundles, the
+    Triton that torch.compile uses. A GPU below ``min_arch`` runs the build, but not that part."""
+
+    torch: TorchSpecifier
+    #: what needs the floor, as the answer names it ("cuDNN 9", "torch.compile (Triton)")
+    component: str = Field(min_length=1)
+    min_arch: str = Field(pattern=r"^sm_\d{2,3}$")
+    platforms: list[Platform] = Field(min_length=1)
+    #: what fails below the floor, in one line
+    effect: str = Field(min_length=1)
+
+
 class HostRulesFile(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     schema_: Literal["host_rules/v1"] = Field(alias="schema")
     #: per torch range and build: the platform tag of wheels the index layer does not record
     wheel_floors: list[WheelFloor] = Field(default_factory=list)
+    #: GPU floors of parts of the CUDA builds (bundled cuDNN, torch.compile's Triton)
+    capability_floors: list[CapabilityFloor] = Field(default_factory=list)
 
 
 # --------------------------------------------------------------------------- vendor PrivateUse1 plugins

@@ -52,6 +52,8 @@ def build_resolution(
     requirements: list[HostRequirement] = []
     if c.arch is not None:
         _arch_reason(state, c, reasons, warnings)
+    if state.family == "cuda" and r.gpu_arch is not None and r.gpu_arch.startswith("sm_"):
+        _capability_floors(state, version, warnings)
     if state.family == "cuda":
         _driver_notes(state, version, c, reasons, warnings, requirements)
     _family_notes(state, version, c, reasons, warnings, requirements)
@@ -262,6 +264,19 @@ def _arch_reason(state: ResolverState, c: Candidate, reasons: list[Reason], warn
         warnings.append(
             f"{gpu} runs {c.label} through PTX JIT: the first use of each kernel compiles it (slow start)"
         )
+
+
+def _capability_floors(state: ResolverState, version: str, warnings: list[str]) -> None:
+    """Parts of the build the GPU is too old for (host_rules.yaml capability_floors), one line each."""
+    gpu = state.r.gpu_arch or ""
+    have = int("".join(ch for ch in gpu if ch.isdigit()) or 0)
+    for row in state.m.capability_floors(version, state.r.platform):
+        need = int("".join(ch for ch in row.min_arch if ch.isdigit()))
+        if have < need:
+            warnings.append(
+                f"{row.component} needs {row.min_arch} or newer, the GPU is {gpu}: {row.effect} "
+                f"({', '.join(row.source)})"
+            )
 
 
 def _driver_notes(
