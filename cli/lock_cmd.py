@@ -77,7 +77,7 @@ def lock_command(
             written.append({"lock": str(path), "answer": answer, "files": tool["files"],
                             "files_with_index_hash": tool["files-with-index-hash"],
                             "files_hashed_from_download": tool["files-hashed-from-download"],
-                            "host_classes": len(hosts)})
+                            "host_classes": len(hosts), "not_locked": tool["not-locked"]})
             entries.append((answer, name, hosts))
         if directory is not None:
             (directory / INDEX_FILE).write_text(json.dumps(lock_index(entries), indent=2) + "\n", encoding="utf-8")
@@ -90,6 +90,9 @@ def lock_command(
                    f"{item['files']} files, {item['files_with_index_hash']} with the index's sha256, "
                    f"{item['files_hashed_from_download']} hashed from the download; {item['host_classes']} host "
                    "class(es)")
+        for p in item["not_locked"]:
+            typer.echo(f"  ! {p['name']} {p['version']} is not in the lock: it is no index release ({p['origin']}); "
+                       "install it as `accelenv resolve` says")
     if directory is not None:
         typer.echo(f"{directory / INDEX_FILE}: which host class takes which lock")
 

@@ -17,6 +17,8 @@ from cli import (
     matrix_cmd,
     probe_cmd,
     resolve_cmd,
+    serve_cmd,
+    token_cmd,
     variants_cmd,
     verify_env_cmd,
 )
@@ -29,8 +31,8 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-for module in (resolve_cmd, matrix_cmd, db_cmd, probe_cmd, doctor_cmd, ci_cmd, verify_env_cmd, variants_cmd, lock_cmd,
-               install_cmd):
+for module in (resolve_cmd, matrix_cmd, db_cmd, token_cmd, serve_cmd, probe_cmd, doctor_cmd, ci_cmd,
+               verify_env_cmd, variants_cmd, lock_cmd, install_cmd):
     module.register(app)
 
 

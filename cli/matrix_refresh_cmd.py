@@ -7,7 +7,9 @@ releases or wheels the generated layer lacks or contradicts, 0 when it is curren
 index could not be read, 4 a matrix file is invalid, 2 a bad flag, 12 (``refresh-removes-facts``) the answer
 would remove more than 10 % of a project's facts and ``--allow-removals`` was not given (nothing written).
 Progress goes to stderr; the diff and the summary to stdout. httpx and the index package are imported inside
-the command only.
+the command only. ``--oracle`` then checks the stack answers of the ecosystem packages with a real resolver
+(``uv pip compile``, the ``refresh`` extra) against the same index and writes ``index/stack-oracle.yaml``
+(compat_service/index/stack_oracle.py); with ``--check`` it writes nothing and prints the counts.
 """
 
 from __future__ import annotations
@@ -93,6 +95,10 @@ def refresh(
     allow_removals: Annotated[
         bool, typer.Option("--allow-removals", help="write even when a project would lose more than 10% of its facts")
     ] = False,
+    oracle: Annotated[
+        bool, typer.Option("--oracle", help="also check each ecosystem stack answer with uv pip compile against the "
+                           "index (index/stack-oracle.yaml)")
+    ] = False,
 ) -> None:
     """Read the package index and update the generated layer of the matrix (matrix_data/index/)."""
     with guarded(as_json=as_json):
@@ -149,6 +155,17 @@ def refresh(
                 f"{result.stats.get('requests', 0)} requests, {result.stats.get('not_modified', 0)} not modified"
                 + (f"; {len(conflicts)} curated value(s) contradict the index" if conflicts else "") + "\n"
             )
+        if oracle:
+            from compat_service.index.stack_oracle import run_stack_oracle
+
+            checked = run_stack_oracle(matrix_path, index, packages=package or None, write=not check)
+            counts_text = ", ".join(f"{v} {k}" for k, v in checked.counts().items())
+            sys.stderr.write(f"oracle (uv pip compile against {index.label}): {counts_text}\n")
+            for found in checked.outcomes:
+                if not found.resolvable:
+                    why = found.failing or ", ".join(found.changed)
+                    sys.stderr.write(f"notice: {found.package} {found.version} on {found.platform} Python "
+                                     f"{found.python} does not install: {why}\n")
         if check and (result.changed or conflicts):
             raise MatrixOutOfDateError(
                 "the package index has releases or wheels the matrix lacks or contradicts",

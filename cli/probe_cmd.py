@@ -62,6 +62,8 @@ def probe_command(
     quiet: bool = typer.Option(False, "--quiet", help="no progress lines"),
     deep: bool = typer.Option(False, "--deep", help="opinfo: every sample input, not only the first per op and dtype"),
     strict: bool = typer.Option(False, "--strict", help="exit 3 when a check is unsupported (and nothing failed)"),
+    certify: bool = typer.Option(False, "--certify", help="score the run on the measurable rows of the PyTorch "
+                                 "Compute Platform Quality Levels rubric (report.certification)"),
     as_json: bool = typer.Option(False, "--json", help="print a JSON summary on stdout (with the report when "
                                  "there is no --output); errors as JSON too"),
 ) -> None:
@@ -78,7 +80,7 @@ def probe_command(
             return
         code = run_probe(device=device, checks=checks, output=output, submit_url=submit_url, token=token,
                          timeout=timeout, python=python, inject=inject or [], quiet=quiet, as_json=as_json,
-                         deep=deep, strict=strict)
+                         deep=deep, strict=strict, certify=certify)
     raise typer.Exit(code)
 
 
@@ -143,8 +145,8 @@ def _invalid(message: str, hint: str, flag: str, value: object) -> Exception:
 
 def _validate(device: str, checks: str, timeout: float, python: str, inject: list[str], submit_url: str | None,
               token: str | None, output: Path | None) -> None:
+    from probes.checks.device_activation import DeviceError, parse_device
     from probes.checks.registry import NAMES as GROUPS
-    from probes.harness.device_activation import DeviceError, parse_device
 
     try:
         parse_device(device)
@@ -184,7 +186,7 @@ def _validate(device: str, checks: str, timeout: float, python: str, inject: lis
 
 def run_probe(*, device: str, checks: str, output: Path | None, submit_url: str | None, token: str | None,
               timeout: float, python: str | None, inject: list[str], quiet: bool, as_json: bool = False,
-              deep: bool = False, strict: bool = False) -> int:
+              deep: bool = False, strict: bool = False, certify: bool = False) -> int:
     """Run the probe in the target interpreter; returns the probe's exit code (0 ok, 1 something failed,
     3 under ``strict`` when something is unsupported).
 
@@ -202,7 +204,7 @@ def run_probe(*, device: str, checks: str, output: Path | None, submit_url: str 
         report_path = os.path.join(workdir, "report.json")
         argv = [python, "-I", bundle_path, "--device", device, "--checks", checks, "--timeout", str(timeout),
                 "--output", report_path] + (["--quiet"] if quiet else []) + (["--deep"] if deep else []) + \
-            (["--strict"] if strict else [])
+            (["--strict"] if strict else []) + (["--certify"] if certify else [])
         env = dict(os.environ)
         if inject:
             env[REFDEV_FAULTS_ENV] = ",".join(inject)

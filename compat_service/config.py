@@ -66,9 +66,17 @@ class Settings(ConnectionLimits):
     token_cache_s: float = Field(default=5.0, ge=0, le=300)
     #: distinct hosts whose passing reports make a matrix cell "verified"
     verified_min_hosts: int = Field(default=2, ge=1)
-    #: ... and distinct submitters (report tokens) among them: a host fingerprint is the client's word, a
-    #: token is issued by an admin (docs/service.md, trust model)
+    #: ... and distinct submitters among them, counted by token owner (two tokens of one owner are one): a
+    #: host fingerprint is the client's word, a token and its owner are set by an admin (docs/service.md)
     verified_min_submitters: int = Field(default=2, ge=1)
+    #: per worker, requests a minute one client address may send (429 `quota-exceeded` + Retry-After past it;
+    #: compat_service/api/middleware/quota.py); 0 = no quota (the default: a fleet behind one NAT address,
+    #: or a benchmark on loopback, is one address; docs/service.md suggests values for a public service)
+    quota_requests_per_min: int = Field(default=0, ge=0)
+    #: ... and with one token (counted by its secret's hash, valid or not); 0 = no quota
+    quota_token_requests_per_min: int = Field(default=0, ge=0)
+    #: ... and bytes of request bodies one address may send a minute (counted as they arrive); 0 = none
+    quota_bytes_per_min: int = Field(default=0, ge=0)
     #: Cache-Control max-age for GET responses
     cache_max_age_s: int = Field(default=60, ge=0)
     #: load the bundled matrix into an empty database when the service starts

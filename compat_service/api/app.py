@@ -24,9 +24,12 @@ from compat_service.api.errors import install_error_handlers, unhandled_error_re
 from compat_service.api.inputs.strict_query import strict_query
 from compat_service.api.metrics import ServiceMetrics
 from compat_service.api.middleware.body_limit import BodyLimitMiddleware
+from compat_service.api.middleware.compression import LargeBodyCompression
+from compat_service.api.middleware.head_requests import HeadRequestsMiddleware
 from compat_service.api.middleware.http_cache import HttpCacheMiddleware
 from compat_service.api.middleware.nul_guard import NulGuardMiddleware
-from compat_service.api.middleware.observability import AccessLog, ObservabilityMiddleware, configure_logging
+from compat_service.api.middleware.observability import ObservabilityMiddleware, configure_logging, flush_log_lines
+from compat_service.api.middleware.quota import QuotaMiddleware
 from compat_service.api.openapi_doc import install_openapi
 from compat_service.api.pages.routes import PAGE_CACHE_BYTES, PAGE_CACHE_SIZE, page_weight
 from compat_service.api.pages.routes import static_files as pages_static
@@ -117,8 +120,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             tune_for_service()
         announce_start(state)
         yield
-        if access_log is not None:
-            access_log.flush()  # the last turn's lines
+        flush_log_lines()  # the last turn's lines
         state.ingest_queue.close()
         engine.dispose()
         announce_stop(state, state.metrics.served)
@@ -134,8 +136,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         static_url="/static/api-docs",
         openapi_url="/openapi.json",
         lifespan=lifespan,
-        # an unknown query parameter is a 422 naming the nearest known one (api/inputs/strict_query.py)
-        dependencies=[Depends(strict_query)],
         telemetry=None if settings.opentelemetry else {"tracing": False, "metrics": False, "logs": False},
     )
     state = app.state.service = AppState(
@@ -155,21 +155,21 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     install_error_handlers(app)
     for name in ROUTERS:
         module = importlib.import_module(ROUTER_MODULES.get(name, f"compat_service.api.routes.{name}"))
-        app.include_router(module.router)
+        # an unknown query parameter is a 422 naming the nearest known one (api/inputs/strict_query.py);
+        # GET /v1/resolve reads its query string itself and refuses an unknown name while reading it
+        app.include_router(module.router, dependencies=[] if name == "resolve" else [Depends(strict_query)])
     install_openapi(app)
     app.mount("/static/site", pages_static, name="site-static")
     # Routes match in list order: ours (the hot /v1/resolve first) ahead of the OpenAPI, docs and docs-asset
     # routes the app class registers when it is built (each route tried first costs every resolve a match).
     built_in = {"/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc", "/static/api-docs"}
     app.router.routes.sort(key=lambda route: getattr(route, "path", None) in built_in)
-    # GET /v1/resolve is answered by its raw ASGI endpoint, tried first (routes/resolve.py says why), and
-    # reached from the innermost of the middlewares (FastLane)
-    resolve_route = importlib.import_module("compat_service.api.routes.resolve")
-    app.router.routes.insert(0, resolve_route.route)
     _same_origin_only(app, ("/docs", "/redoc"))
-    app.add_middleware(resolve_route.FastLane)
     # Added last = outermost: the size limit applies before anything reads the body.
     app.add_middleware(HttpCacheMiddleware, max_age_s=settings.cache_max_age_s)
+    # the ETag is the uncompressed body's; HEAD runs as its GET (tag, compression and all) with no body
+    app.add_middleware(LargeBodyCompression)
+    app.add_middleware(HeadRequestsMiddleware)
     app.add_middleware(
         BodyLimitMiddleware,
         max_body_bytes=settings.max_body_bytes,
@@ -177,12 +177,19 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         read_timeout_s=settings.body_read_timeout_s,
     )
     app.add_middleware(NulGuardMiddleware)
+    # before anything else of ours runs for the request (after observability, which logs the 429)
+    app.add_middleware(
+        QuotaMiddleware,
+        requests_per_min=settings.quota_requests_per_min,
+        token_requests_per_min=settings.quota_token_requests_per_min,
+        bytes_per_min=settings.quota_bytes_per_min,
+        refusals=state.metrics.quota_refusals,
+    )
     # Outermost of ours: request id, access log, metrics, and the one log line of an unhandled error.
-    access_log = AccessLog(settings.log_format) if settings.access_log else None
     app.add_middleware(
         ObservabilityMiddleware,
         metrics=state.metrics,
-        access_log=access_log,
+        access_log=settings.access_log,
         on_unhandled=unhandled_error_response,
     )
     return app

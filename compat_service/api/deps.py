@@ -43,8 +43,15 @@ class AppState:
     metrics: ServiceMetrics
     #: the pages' models (heatmaps) of this worker
     page_cache: LruCache[Any]
-    #: GET /v1/ci-matrix's answers (routes/ci_matrix.py): a full matrix is ~0.6 MB, pipelines ask a few
-    ci_matrix_cache: LruCache[bytes] = field(default_factory=lambda: LruCache(64))
+    #: GET /v1/ci-matrix's answers (routes/ci_matrix.py): a full matrix is ~0.6-1.5 MB, pipelines ask a few;
+    #: bounded in bytes (CI_MATRIX_CACHE_BYTES), not only by count: 80 distinct answers once cost 100 MB
+    ci_matrix_cache: LruCache[bytes] = field(
+        default_factory=lambda: LruCache(64, max_bytes=CI_MATRIX_CACHE_BYTES, weigh=len)
+    )
+
+
+#: bytes of GET /v1/ci-matrix answers a worker keeps (a handful of full matrices)
+CI_MATRIX_CACHE_BYTES = 8 * 1024 * 1024
 
 
 def state_of(app: Starlette | Any) -> AppState:

@@ -54,6 +54,10 @@ class ServiceMetrics:
             "accelenv_reports_ingested", "Probe reports submitted, by outcome (created, exists, conflict, invalid)",
             ("outcome",), registry=reg,
         )
+        self.quota_refusals = Counter(
+            "accelenv_quota_refusals", "Requests refused 429 for a client's quota, by kind (requests, "
+            "token-requests, bytes)", ("kind",), registry=reg,
+        )
         self.queue_depth = Gauge(
             "accelenv_ingest_queue_depth", "Single reports waiting for a worker's writer",
             registry=reg, multiprocess_mode="livesum",

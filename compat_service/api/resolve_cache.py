@@ -109,11 +109,21 @@ class LruCache(Generic[V]):
         return len(self._entries) if self._entries is not None else 0
 
 
+#: bytes of parsed resolve requests a worker keeps, weighed by `_request_weight`
+REQUEST_CACHE_BYTES = 4 * 1024 * 1024
+
+
+def _request_weight(entry: Any) -> int:
+    return 2048 + len(repr(entry))
+
+
 class ResolveCache:
     """``size`` entries each; the bodies also ``max_bytes`` bytes at most (None: no byte bound)."""
 
     def __init__(self, size: int, *, max_bytes: int | None = None) -> None:
-        self.requests: LruCache[Any] = LruCache(size)
+        # parsed requests are small but their queries are the client's (a long with= stack): bounded in bytes
+        # too, by the query's length plus what a parsed request holds (~2 KB)
+        self.requests: LruCache[Any] = LruCache(size, max_bytes=REQUEST_CACHE_BYTES, weigh=_request_weight)
         self.bodies: LruCache[bytes] = LruCache(size, max_bytes=max_bytes, weigh=len)
         #: False when the settings turned the cache off (size 0): callers then compute directly
         self.enabled = size > 0

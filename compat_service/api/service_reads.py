@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import re
 import uuid
+from collections.abc import Iterable
 from typing import Any, TypeVar
-from urllib.parse import parse_qsl
 
 import orjson
 from packaging.specifiers import SpecifierSet
@@ -20,6 +20,7 @@ from pydantic import BaseModel
 from sqlmodel import Session
 
 from compat_service.api.deps import current_matrix, state_of
+from compat_service.api.inputs.resolve_query import read_query
 from compat_service.db.evidence.lookup import DatabaseEvidence
 from compat_service.db.evidence.matrix_cells import MatrixRows, MatrixRowsBuilder
 from compat_service.db.evidence.queries import cell_evidence as stored_cell_evidence
@@ -38,104 +39,15 @@ from compat_service.domain.evidence.cells import CellEvidence, CellKey, CheckCou
 from compat_service.domain.matrix import rows as matrix_rows
 from compat_service.domain.matrix.schema import ArchList, Source, TorchMinor
 from compat_service.domain.resolver.install_formats import render
-from compat_service.domain.resolver.request import PARAMETERS, ResolveRequest
+from compat_service.domain.resolver.request import ResolveRequest
 from compat_service.domain.resolver.resolution import resolution_to_json
 from compat_service.domain.resolver.stages import name_the_gpu
 from compat_service.domain.resolver.stages import resolve as resolve_request
 
-# --- GET /v1/resolve ----------------------------------------------------------------------------------------
+# --- GET /v1/resolve (its query string is read by api/inputs/resolve_query.py) ------------------------------
 
 #: longest query string whose parse is memoized (every parameter at its limit fits well within it)
 MAX_MEMO_QUERY = 1024
-
-#: format= -> the install_formats renderer (json: the Resolution object itself)
-FORMATS = {f: f for f in ("json", "text", "pip", "requirements", "uv", "conda", "docker")}
-FORMATS["dockerfile"] = "docker"
-#: every query parameter the route takes
-KNOWN = frozenset([*(p.name for p in PARAMETERS), "format"])
-
-#: how many times a repeatable parameter (``with``) may be given
-MAX_REPEATS = 8
-
-
-def query_strings(raw: bytes) -> dict[str, str | list[str] | None]:
-    """The resolve parameters of a raw query string; an over-long value is an InvalidRequestError.
-
-    Parsed as Starlette's ``QueryParams`` parses it, with the same call (latin-1 bytes, ``+`` and %-escapes as
-    UTF-8 with replacement, blank values kept), the last of a repeated name winning, without the multidict;
-    a repeatable parameter (``with=vllm&with=flash-attn``) keeps every value, in order. Names the route does
-    not take are ignored here (`read_query` refuses them)."""
-    return _values(*_given(raw))
-
-
-def read_query(raw: bytes) -> tuple[ResolveRequest, str]:
-    """The request and the answer's format of a raw query string; an unknown parameter, a malformed value
-    or format is an InvalidRequestError in the API's words."""
-    try:
-        given, repeated = _given(raw)
-        for name in given:
-            if name not in KNOWN:
-                from compat_service.api.inputs.strict_query import unknown_parameter
-
-                raise unknown_parameter(name, KNOWN, "/v1/resolve")
-        fmt_text = given.get("format")
-        fmt = FORMATS.get((fmt_text or "json").strip().lower())
-        if fmt is None:
-            raise InvalidRequestError(
-                f"format {fmt_text!r} is not an answer format",
-                hint=f"use one of: {', '.join(sorted(FORMATS))}",
-                causes=[Cause(constraint=f"format {fmt_text}", origin="request")],
-            )
-        return ResolveRequest.from_query(_values(given, repeated)), fmt
-    except InvalidRequestError as err:
-        from compat_service.api.inputs.strict_query import in_api_words
-
-        raise in_api_words(err) from None
-
-
-def _given(raw: bytes) -> tuple[dict[str, str], dict[str, list[str]]]:
-    """The last value of each name, and every value of a name given more than once (in order), read with
-    Starlette's own call, ``parse_qsl(raw.decode("latin-1"), keep_blank_values=True)``: the standard library's
-    reading of a query string, not a second one written here (a split by hand measured ~4 us a request less)."""
-    given: dict[str, str] = {}
-    repeated: dict[str, list[str]] = {}
-    for key, text in parse_qsl(raw.decode("latin-1"), keep_blank_values=True):
-        if key in given:
-            repeated.setdefault(key, [given[key]]).append(text)
-        given[key] = text
-    return given, repeated
-
-
-#: (name, longest value, repeatable) of each parameter
-_LIMITS = tuple((p.name, p.max_length, p.repeatable) for p in PARAMETERS)
-
-
-def _values(given: dict[str, str], repeated: dict[str, list[str]]) -> dict[str, str | list[str] | None]:
-    values: dict[str, str | list[str] | None] = {}
-    for name, limit, repeatable in _LIMITS:
-        value = given.get(name)
-        if repeatable and name in repeated:
-            if len(repeated[name]) > MAX_REPEATS:
-                raise InvalidRequestError(
-                    f"invalid query parameter {name}: given more than {MAX_REPEATS} times",
-                    hint=f"name at most {MAX_REPEATS} packages",
-                    causes=[Cause(constraint=f"at most {MAX_REPEATS} values", origin=f"query parameter {name}")],
-                )
-            longest = max(repeated[name], key=len)
-            if len(longest) > limit:
-                value = longest  # refused below, like a single over-long value
-            else:
-                values[name] = list(repeated[name])
-                continue
-        if value is not None and len(value) > limit:
-            raise InvalidRequestError(
-                f"invalid query parameter {name}: longer than {limit} characters",
-                hint="fix the named parameter; /docs describes every parameter",
-                causes=[Cause(constraint=f"at most {limit} characters", origin=f"query parameter {name}")],
-            )
-        values[name] = value
-    return values
-
 
 def parse_request(raw: bytes) -> ResolveRequest:
     """The query string as the domain's ResolveRequest (the one parser the CLI uses too)."""
@@ -147,16 +59,18 @@ async def resolution_body(app: Any, raw: bytes) -> bytes:
     return (await resolution_answer(app, raw))[0]
 
 
-async def resolution_answer(app: Any, raw: bytes) -> tuple[bytes, bytes]:
-    """The body and its content type answering the query string ``raw``; raises the AccelenvError that
-    refuses it (in the API's words)."""
+async def resolution_answer(
+    app: Any, raw: bytes, pairs: Iterable[tuple[str, str]] | None = None
+) -> tuple[bytes, bytes]:
+    """The body and its content type answering the query string ``raw`` (``pairs``: its pairs, where the
+    framework has read them already); raises the AccelenvError that refuses it (in the API's words)."""
     state = state_of(app)
     cache = state.resolve_cache
     # Only plausible query strings are memoized: a flood of huge ones must not fill memory.
     if cache.enabled and len(raw) <= MAX_MEMO_QUERY:
-        parsed, fmt = cache.requests.get_or_compute(raw, lambda: read_query(raw))
+        parsed, fmt = cache.requests.get_or_compute(raw, lambda: read_query(raw, pairs))
     else:
-        parsed, fmt = read_query(raw)
+        parsed, fmt = read_query(raw, pairs)
     repository = state.matrix_repository
     # current_matrix's steady state inline (a clock check); a refresh reads the database off the loop
     matrix = repository.current() if repository.is_fresh() else await current_matrix(app)

@@ -35,17 +35,17 @@ def _now() -> dt.datetime:
     return dt.datetime.now(dt.timezone.utc)
 
 
-def token_request(scope: str, note: str | None) -> ApiTokenCreate:
+def token_request(scope: str, note: str | None, owner: str | None = None) -> ApiTokenCreate:
     """The request to create a token, checked against the model's own limits (scope, note length): each
     problem an InvalidRequestError cause naming the ``--scope`` / ``--note`` option, not a validation trace."""
     try:
-        request = ApiTokenCreate(scope=scope, note=note)
+        request = ApiTokenCreate(scope=scope, note=note, owner=owner)
     except ValidationError as exc:
         errors = exc.errors(include_url=False)
         fields = [f"--{err['loc'][0]}" if err["loc"] else "the request" for err in errors]
         raise InvalidRequestError(
             f"invalid {', '.join(dict.fromkeys(fields))}",
-            hint=f"--scope is one of {', '.join(SCOPES)}; shorten --note to the length each cause names",
+            hint=f"--scope is one of {', '.join(SCOPES)}; shorten --note or --owner to the length each cause names",
             causes=[Cause(constraint=str(err["msg"]), origin=f"request: {field}",
                           detail=f"got {len(err['input'])} characters" if isinstance(err.get("input"), str) else None)
                     for field, err in zip(fields, errors, strict=True)],
@@ -66,10 +66,20 @@ def create_token(engine: Engine, request: ApiTokenCreate) -> tuple[ApiTokenPubli
         )
     secret = TOKEN_PREFIX + secrets.token_urlsafe(32)
     with session_scope(engine) as session:
+        first = None
+        if request.owner is not None:
+            # the owner's first token: every token of one owner counts as that one submitter
+            first = session.exec(
+                select(ApiToken.id).where(ApiToken.owner == request.owner).order_by(ApiToken.id)
+            ).first()
         row = ApiToken(
-            scope=request.scope, note=request.note, token_hash=hash_token(secret), created_at=_now()
+            scope=request.scope, note=request.note, owner=request.owner, token_hash=hash_token(secret),
+            created_at=_now(),
         )
         session.add(row)
+        session.flush()
+        row.owner_key = first if first is not None else row.id
+        row.owner = row.owner or f"token-{row.id}"
         session.flush()
         public = ApiTokenPublic.model_validate(row, from_attributes=True)
     return public, secret

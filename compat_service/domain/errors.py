@@ -41,6 +41,7 @@ The HTTP layer's refusals, before or instead of a route (all `BadRequestError`: 
 | body-too-large      | 413    | the body is larger than the service accepts                                 |
 | headers-too-large   | 431    | the request line and headers are larger than the service accepts            |
 | too-many-connections | 503   | the worker holds ACCELENV_MAX_CONNECTIONS connections (Retry-After: 1)       |
+| quota-exceeded      | 429    | the client's address or token used its ACCELENV_QUOTA_* (Retry-After)        |
 | http-error          | any    | any other refusal of the HTTP framework (its status kept)                   |
 
 `error_json` is the one writer of an error body on the wire, whichever layer refuses the request.
@@ -89,6 +90,7 @@ __all__ = [
     "NotVerifiedError",
     "PlatformUnsupportedError",
     "PythonUnsupportedError",
+    "QuotaExceededError",
     "RESOLVER_ERROR_CODES",
     "RefreshRemovesFactsError",
     "ReportConflictError",
@@ -412,6 +414,14 @@ class TooManyConnectionsError(BadRequestError):
     http_status = 503
 
 
+class QuotaExceededError(BadRequestError):
+    """A client (its address or its token) used up its request or byte quota; `Retry-After` says when it
+    may go on (compat_service/api/middleware/quota.py)."""
+
+    code = "quota-exceeded"
+    http_status = 429
+
+
 class HttpError(BadRequestError):
     """Any other refusal of the HTTP framework (the API's handler sets the framework's status on it)."""
 
@@ -488,6 +498,16 @@ def error_json(err: AccelenvError, request_id: str | None = None) -> bytes:
     request's id in the access log; null where the HTTP parser refused the request before it had one), as
     compact UTF-8 JSON. uvicorn's protocol, the middlewares, the app's error handler and the pages all send
     these bytes."""
-    body = err.to_body().model_dump(mode="json")
-    body["request_id"] = request_id
+    body = {
+        "code": err.code,
+        "message": err.message,
+        "hint": err.hint,
+        "causes": [{name: getattr(c, name) for name in _CAUSE_FIELDS} for c in err.causes],
+        "alternatives": [{name: getattr(a, name) for name in _ALTERNATIVE_FIELDS} for a in err.alternatives],
+        "request_id": request_id,
+    }  # `ErrorBody`'s dump, read off the error (building an ErrorBody validates every cause again)
     return json.dumps(body, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode()
+
+
+_CAUSE_FIELDS = tuple(Cause.model_fields)
+_ALTERNATIVE_FIELDS = tuple(Alternative.model_fields)

@@ -336,7 +336,7 @@ def _parse_page(project: str, page: CachedPage) -> ProjectPage:
     except IndexResponseError:
         raise
     except Exception as exc:  # pypi_simple's and json's errors: the page is unreadable, whatever the cause
-        raise IndexResponseError(f"{page.url}: the project page cannot be parsed: {str(exc)[:200]}") from exc
+        raise IndexResponseError(f"{page.url}: the project page cannot be parsed: {_why_unreadable(exc)}") from exc
     wanted = canonicalize_name(project)
     ours = [p for p in parsed.packages if p.project is not None and canonicalize_name(p.project) == wanted]
     if not ours:
@@ -348,3 +348,16 @@ def _parse_page(project: str, page: CachedPage) -> ProjectPage:
             hint="check --index-url and that the index is reachable without signing in; nothing was changed",
         )
     return parsed
+
+
+def _why_unreadable(exc: Exception) -> str:
+    """One line saying why a page could not be read: a validation error's first problems by place (its
+    own text is a multi-line dump quoting the input), anything else its message, cut to 200 characters."""
+    from pydantic import ValidationError
+
+    if isinstance(exc, ValidationError):
+        errors = exc.errors(include_url=False, include_input=False, include_context=False)
+        shown = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'the page'}: {e['msg']}" for e in errors[:3])
+        more = f" (and {len(errors) - 3} more)" if len(errors) > 3 else ""
+        return (shown + more)[:200]
+    return " ".join(str(exc).split())[:200]

@@ -188,6 +188,9 @@ def lock_resolution(resolution: Resolution, inputs: LockInputs, *, host_classes:
             "files-with-index-hash": counts.index_hashes,
             "files-hashed-from-download": counts.downloaded_hashes,
             "host-classes": list(host_classes),
+            # stack packages that are no index release (a prebuilt wheel by URL, a source build): not in the lock
+            "not-locked": [{"name": p.name, "version": p.version, "origin": p.origin}
+                           for p in resolution.stack if p.origin != "index"],
         },
     )
     validate(document)

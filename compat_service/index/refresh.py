@@ -194,7 +194,8 @@ def run_refresh(
 
         variants_json: dict[str, list[VariantsJsonFact]] = {}
         listed = [(package, index.url, f) for package, files in found for f in files
-                  if variants_json_version(f.filename, package.name) is not None]
+                  if variants_json_version(f.filename, package.name) is not None
+                  or variant_wheel(f.filename, package.name) is not None]
         if listed:
             progress.stage("variants JSON", len(listed))
             read = _map(pool, lambda job: _read_variants_json(client, *job), listed, progress)
@@ -280,18 +281,48 @@ def variants_json_version(filename: str, project: str) -> str | None:
     return version if name and canonicalize_name(name) == canonicalize_name(project) else None
 
 
+def variant_wheel(filename: str, project: str) -> tuple[str, str] | None:
+    """(version, variant label) of a PEP 825 variant wheel of ``project``
+    (``{name}-{version}(-{build})?-{python}-{abi}-{platform}-{label}.whl``); None for any other file."""
+    from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
+
+    if not filename.endswith(".whl"):
+        return None
+    parts = filename.removesuffix(".whl").split("-")
+    if len(parts) not in (6, 7) or (len(parts) == 6 and parts[2][:1].isdigit()):
+        return None  # a plain wheel (a build tag starts with a digit)
+    try:
+        name, version, _build, _tags = parse_wheel_filename("-".join(parts[:-1]) + ".whl")
+    except InvalidWheelFilename:
+        return None
+    return (str(version), parts[-1]) if canonicalize_name(name) == canonicalize_name(project) else None
+
+
 def _read_variants_json(client: IndexClient, package: PackageConfig, index_url: str,
                         file: IndexFile) -> tuple[VariantsJsonFact | None, str | None]:
-    """The variant properties a linked variants JSON states (PEP 825), or a notice why none were read."""
+    """The variant properties a linked variants JSON, or a variant wheel's ``*.dist-info/variant.json`` (read
+    with range requests, like METADATA), states (PEP 825), or a notice why none were read."""
     import hashlib
     import json
 
-    version = variants_json_version(file.filename, package.name) or ""
-    body = client.get_optional(file.url)
-    if body is None:
-        return None, f"{package.name}: {file.filename} is linked but not served (404)"
-    if file.sha256 and hashlib.sha256(body).hexdigest() != file.sha256:
-        return None, f"{package.name}: {file.filename} does not match the sha256 its page states; not read"
+    wheel = variant_wheel(file.filename, package.name)
+    version = wheel[0] if wheel else variants_json_version(file.filename, package.name) or ""
+    if wheel is not None:
+        from compat_service.index.errors import IndexResponseError
+        from compat_service.index.wheel_metadata import RangeFile, dist_info_member
+
+        try:
+            body = dist_info_member(RangeFile(client, file.url.split("#", 1)[0]), file.filename,
+                                    "variant.json", client.limits.metadata_bytes)
+        except IndexResponseError as exc:
+            return None, f"{package.name}: {file.filename}: {exc.message}; its variant properties were not read"
+    else:
+        linked = client.get_optional(file.url)
+        if linked is None:
+            return None, f"{package.name}: {file.filename} is linked but not served (404)"
+        body = linked
+        if file.sha256 and hashlib.sha256(body).hexdigest() != file.sha256:
+            return None, f"{package.name}: {file.filename} does not match the sha256 its page states; not read"
     try:
         data = json.loads(body)
         variants = {

@@ -20,6 +20,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -33,13 +34,15 @@ from compat_service.index.errors import IndexUnreachableError
 __all__ = ["OracleTarget", "Pin", "Resolution", "find_uv", "resolve_closure"]
 
 #: uv's messages naming the requirement a resolution fails on, most specific first
+_REQ = r"(?P<req>(?<![\w.])[A-Za-z][A-Za-z0-9._\-]*(?:\[[^\]]*\])?(?:[=<>!~]=?[^\s]+)?)"
 _FAILING = (
-    re.compile(r"there is no version of (?P<req>[^\s,]+)"),
-    re.compile(r"(?P<req>[A-Za-z0-9][A-Za-z0-9._\-\[\]]*(?:[=<>!~]=?[^\s,]+)?) was not found in the package registry"),
-    re.compile(r"(?P<req>[A-Za-z0-9][A-Za-z0-9._\-\[\]]*(?:[=<>!~]=?[^\s,]+)?) has no (?:usable )?wheels"),
-    re.compile(r"only (?P<req>[A-Za-z0-9][A-Za-z0-9._\-]*[=<>!~]=?[^\s,]+) is available"),
-    re.compile(r"Because (?P<req>[^\s,]+) depends on"),
+    re.compile(r"there is no version of " + _REQ),
+    re.compile(_REQ + r" was not found in the package registry"),
+    re.compile(_REQ + r" has no (?:usable )?wheels"),
+    re.compile(r"Because " + _REQ + r" depends on"),
 )
+#: the markers uv writes into a requirement (``llguidance{platform_machine == 'x86_64'}>=1.7``)
+_MARKER = re.compile(r"\{[^}]*\}")
 _PIN = re.compile(r"^(?P<name>[A-Za-z0-9][A-Za-z0-9._\-]*)(?:\[[^\]]*\])?==(?P<version>[^\s;\\]+)")
 _HASH = re.compile(r"--hash=(?P<hash>[a-z0-9]+:[0-9a-f]+)")
 _FROM = re.compile(r"^\s+# from (?P<index>\S+)")
@@ -48,10 +51,12 @@ _FROM = re.compile(r"^\s+# from (?P<index>\S+)")
 @dataclass(frozen=True)
 class OracleTarget:
     """One host to resolve for: uv's ``--python-platform`` (``x86_64-manylinux_2_28``, ``aarch64-manylinux_2_28``,
-    ``x86_64-pc-windows-msvc``, ``aarch64-apple-darwin``, ...) and a Python ``major.minor``."""
+    ``x86_64-pc-windows-msvc``, ``aarch64-apple-darwin``, ...), a Python ``major.minor`` and, for macOS, the
+    macOS version (``14.0``; uv's own default otherwise, the oldest macOS Apple still supports)."""
 
     python_platform: str
     python_version: str
+    macos: str | None = None
 
 
 @dataclass(frozen=True)
@@ -130,8 +135,9 @@ def parse_compiled(text: str) -> dict[str, Pin]:
 
 def failing_requirement(explanation: str) -> str | None:
     """The requirement uv's explanation names first as missing, wheel-less or conflicting."""
+    plain = _MARKER.sub("", explanation)
     for pattern in _FAILING:
-        match = pattern.search(explanation)
+        match = pattern.search(plain)
         if match:
             return match["req"].rstrip(".")
     return None
@@ -178,6 +184,8 @@ def resolve_closure(
             uv, "pip", "compile", str(req_file),
             "--python-platform", target.python_platform,
             "--python-version", target.python_version,
+            # this interpreter, named: uv's search for one of --python-version costs ~2 s a run (nothing is built)
+            "--python", sys.executable,
             "--index-url", index_url,
             "--index-strategy", index_strategy,
             "--generate-hashes", "--emit-index-annotation",
@@ -196,6 +204,9 @@ def resolve_closure(
             args += ["--prerelease", "allow"]
         env = {k: v for k, v in os.environ.items() if not k.startswith("UV_")}
         env["NO_COLOR"] = "1"
+        env.pop("MACOSX_DEPLOYMENT_TARGET", None)
+        if target.macos:
+            env["MACOSX_DEPLOYMENT_TARGET"] = target.macos  # how uv takes the macOS version of --python-platform
         try:
             done = subprocess.run(args, capture_output=True, text=True, timeout=timeout, env=env, check=False)
         except subprocess.TimeoutExpired as exc:

@@ -94,25 +94,33 @@ class RangeFile(io.RawIOBase):
 def metadata_from_zip(fileobj: io.RawIOBase | io.BytesIO, filename: str, max_bytes: int = 8 * 1024 * 1024) -> bytes:
     """The ``METADATA`` member of a wheel (the one in the top-level ``*.dist-info`` directory), refused when
     it inflates past ``max_bytes`` (whatever size the zip's directory claims: reading stops there)."""
+    return dist_info_member(fileobj, filename, "METADATA", max_bytes)
+
+
+def dist_info_member(fileobj: io.RawIOBase | io.BytesIO, filename: str, member_name: str,
+                     max_bytes: int = 8 * 1024 * 1024) -> bytes:
+    """One member of a wheel's top-level ``*.dist-info`` directory (``METADATA``, PEP 825's ``variant.json``),
+    refused when it inflates past ``max_bytes``."""
     try:
         with zipfile.ZipFile(fileobj) as wheel:
-            names = [n for n in wheel.namelist() if n.count("/") == 1 and n.endswith(".dist-info/METADATA")]
+            suffix = f".dist-info/{member_name}"
+            names = [n for n in wheel.namelist() if n.count("/") == 1 and n.endswith(suffix)]
             if len(names) != 1:
                 raise IndexResponseError(
-                    f"{filename}: expected one *.dist-info/METADATA in the wheel, found {len(names)}"
+                    f"{filename}: expected one *{suffix} in the wheel, found {len(names)}"
                 )
             info = wheel.getinfo(names[0])
             if info.file_size > max_bytes:
                 raise IndexResponseError(
-                    f"{filename}: its METADATA inflates to {info.file_size} bytes; at most {max_bytes} are read",
-                    hint="a wheel's METADATA is a few KB; this file is not trusted",
+                    f"{filename}: its {member_name} inflates to {info.file_size} bytes; at most {max_bytes} are read",
+                    hint=f"a wheel's {member_name} is a few KB; this file is not trusted",
                 )
             with wheel.open(info) as member:
                 data = member.read(max_bytes + 1)
             if len(data) > max_bytes:
                 raise IndexResponseError(
-                    f"{filename}: its METADATA inflates past {max_bytes} bytes; the rest was not read",
-                    hint="a wheel's METADATA is a few KB; this file is not trusted",
+                    f"{filename}: its {member_name} inflates past {max_bytes} bytes; the rest was not read",
+                    hint=f"a wheel's {member_name} is a few KB; this file is not trusted",
                 )
             return data
     except zipfile.BadZipFile as exc:

@@ -1,5 +1,6 @@
 """allocator: the device's caching allocator behaves: stats move, freed blocks are reused, the cache can
-be emptied, an impossible allocation raises OOM and the process carries on, the config variable works.
+be emptied, an impossible allocation raises OOM and the process carries on, the config variable works, and
+the device has (and really holds) the memory a training run needs.
 
 On CPU every check is skipped: CPU tensors go through the system allocator and torch keeps no
 allocator statistics for them.
@@ -11,9 +12,9 @@ import os
 import subprocess
 import sys
 
+from probes.checks import error_texts
 from probes.checks import outcome as checks
 from probes.checks.memory_api import MemoryApi
-from probes.harness import error_texts
 
 MIB = 1 << 20
 CPU_REASON = (
@@ -182,6 +183,48 @@ def alloc_conf(ctx, api):
     return checks.passed("%s honoured (max_split_size %d MiB)" % ("/".join(names), PROBE_SPLIT_MB), **data)
 
 
+#: the least device memory the probe calls usable: AdamW training holds 16 bytes per float32 parameter
+#: (weights, gradients, two moments), so 1 GiB is a ~67M-parameter model before any activation
+MIN_DEVICE_MEMORY = 1 << 30
+#: what the check actually allocates (in 64 MiB blocks), at most half the reported total
+HELD_BYTES = 256 * MIB
+
+
+def capacity(ctx, api):
+    """The device holds what a training run needs: it reports at least ``MIN_DEVICE_MEMORY`` and really holds
+    ``HELD_BYTES`` in 64 MiB tensors (a device that reports more than it can hold fails too)."""
+    torch = ctx.torch
+    total = api.total()
+    data = {"total_bytes": total, "min_bytes": MIN_DEVICE_MEMORY}
+    if total is None:
+        return checks.unsupported("%s reports no total memory (get_device_properties().total_memory, "
+                                  "mem_get_info)" % ctx.backend, **data)
+    if total < MIN_DEVICE_MEMORY:
+        return checks.failed("%s reports %d MiB of memory, under the %d MiB a training run needs (AdamW holds 16 "
+                             "bytes per float32 parameter)" % (ctx.device, total // MIB, MIN_DEVICE_MEMORY // MIB),
+                             **data)
+    want = min(HELD_BYTES, total // 2)
+    held = []  # type: list
+    try:
+        while len(held) * 64 * MIB < want:
+            held.append(torch.empty(64 * MIB, dtype=torch.uint8, device=ctx.device))
+        ctx.synchronize()
+    except Exception as exc:
+        got = len(held) * 64 * MIB
+        del held
+        gc.collect()
+        api.empty_cache()
+        data.update(held_bytes=got, error=error_texts.first_line(exc, 300))
+        return checks.failed("%s reports %d MiB but held only %d MiB before %s" % (
+            ctx.device, total // MIB, got // MIB, data["error"]), **data)
+    data["held_bytes"] = len(held) * 64 * MIB
+    del held
+    gc.collect()
+    api.empty_cache()
+    return checks.passed("%s reports %d MiB and holds %d MiB in 64 MiB tensors" % (
+        ctx.device, total // MIB, data["held_bytes"] // MIB), **data)
+
+
 def plan(ctx):
     return [
         checks.Check("allocator.stats_move", "allocator", _gated(stats_move)),
@@ -189,4 +232,5 @@ def plan(ctx):
         checks.Check("allocator.empty_cache", "allocator", _gated(empty_cache)),
         checks.Check("allocator.oom_recovery", "allocator", _gated(oom_recovery)),
         checks.Check("allocator.alloc_conf", "allocator", _gated(alloc_conf)),
+        checks.Check("allocator.capacity", "allocator", _gated(capacity)),
     ]

@@ -160,7 +160,12 @@ def grad_scaler_skip(ctx, dtype):
     scaler.step(opt)
     scaler.update()
     moved = not all(bool(torch.equal(b, p.detach())) for b, p in zip(before, model.parameters()))
-    data = {"scale_before": scale0, "scale_after_inf": scale1, "skipped_inf_step": held, "finite_step_applied": moved}
+    scale2 = float(scaler.get_scale())
+    data = {"scale_before": scale0, "scale_after_inf": scale1, "skipped_inf_step": held, "finite_step_applied": moved,
+            "scale_after_finite": scale2}
+    if scale2 < scale1:  # torch's GradScaler keeps the scale for growth_interval (2000) finite steps, then grows it
+        return checks.failed("GradScaler lowered its scale after a step with finite gradients (%g -> %g): it backs "
+                             "off without an overflow" % (scale1, scale2), **data)
     if not held:
         return checks.failed("GradScaler applied a step whose gradients held inf: the weights changed", **data)
     if not scale1 < scale0:
@@ -176,10 +181,38 @@ def grad_scaler_skip(ctx, dtype):
 OVERFLOW_INPUT = {"float16": 1e3, "bfloat16": 1e34}
 
 
+def _overflow_dtype(ctx, dtype):
+    """float16 where the device's autocast takes it (the half dtype with a narrow range), else ``dtype``."""
+    torch = ctx.torch
+    try:
+        a = torch.ones(2, 2, device=ctx.device)
+        with torch.autocast(device_type=ctx.device_type, dtype=torch.float16):
+            if torch.mm(a, a).dtype == torch.float16:
+                return torch.float16
+    except Exception:
+        pass
+    return dtype
+
+
+def _scaled_grads_finite(torch, model, x, scale, device_type=None, dtype=None):
+    model.zero_grad()
+    if device_type is None:
+        out = model(x)
+    else:
+        with torch.autocast(device_type=device_type, dtype=dtype):
+            out = model(x)
+    (out.float().square().mean() * scale).backward()
+    return out, all(bool(torch.isfinite(p.grad).all()) for p in model.parameters() if p.grad is not None)
+
+
 def grad_scaler_overflow(ctx, dtype):
     """A real overflow, not a planted inf: an autocast step whose scaled gradients exceed the half dtype's
-    range must be caught by GradScaler (the step skipped, the scale lowered)."""
+    range must be caught by GradScaler (the step skipped, the scale lowered). float16 where the device's
+    autocast takes it: bfloat16 has float32's exponent range, so a bfloat16 "overflow" overflows in float32
+    too and proves nothing; the same step without autocast, in float32, must stay finite, and the Linear's
+    output under autocast must be in the half dtype, or the overflow is not the half dtype's."""
     torch = ctx.torch
+    dtype = _overflow_dtype(ctx, dtype)
     name = str(dtype).replace("torch.", "")
     if name not in OVERFLOW_INPUT:
         return checks.skipped("autocast dtype %s is not a half dtype that can overflow" % name)
@@ -193,8 +226,14 @@ def grad_scaler_overflow(ctx, dtype):
     model = torch.nn.Linear(8, 4).to(ctx.device)
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     x = torch.full((16, 8), OVERFLOW_INPUT[name]).to(ctx.device)
-    before = [p.detach().clone() for p in model.parameters()]
     scale0 = float(scaler.get_scale())
+    _, control_finite = _scaled_grads_finite(torch, model, x, scale0)
+    data = {"autocast_dtype": name, "input": OVERFLOW_INPUT[name], "float32_grads_finite": control_finite}
+    if not control_finite:
+        return checks.skipped("the same step in float32, without autocast, overflows too: an overflow under %s "
+                              "autocast would not be the half dtype's (bfloat16 has float32's range)" % name, **data)
+    model.zero_grad()
+    before = [p.detach().clone() for p in model.parameters()]
     with torch.autocast(device_type=ctx.device_type, dtype=dtype):
         out = model(x)
     scaler.scale(out.float().square().mean()).backward()
@@ -203,8 +242,14 @@ def grad_scaler_overflow(ctx, dtype):
     scaler.update()
     held = all(bool(torch.equal(b, p.detach())) for b, p in zip(before, model.parameters()))
     scale1 = float(scaler.get_scale())
-    data = {"autocast_dtype": name, "input": OVERFLOW_INPUT[name], "output_dtype": str(out.dtype).replace("torch.", ""),
-            "scaled_grads_finite": grads_finite, "scale_before": scale0, "scale_after": scale1, "step_skipped": held}
+    data.update(output_dtype=str(out.dtype).replace("torch.", ""), scaled_grads_finite=grads_finite,
+                scale_before=scale0, scale_after=scale1, step_skipped=held)
+    if out.dtype != dtype:
+        return checks.failed("under %s autocast the Linear's output is %s: autocast did nothing for it"
+                             % (name, data["output_dtype"]), **data)
+    if grads_finite and scale0 <= 1.0:
+        return checks.failed("the GradScaler's scale is %g: it does not scale the loss, so a %s gradient that "
+                             "would underflow is lost and nothing here could overflow" % (scale0, name), **data)
     if grads_finite:
         return checks.failed("the scaled %s gradients of inputs of %g stayed finite: nothing overflowed, so the "
                              "step ran in a wider dtype" % (name, OVERFLOW_INPUT[name]), **data)
@@ -214,8 +259,8 @@ def grad_scaler_overflow(ctx, dtype):
     if not scale1 < scale0:
         return checks.failed("GradScaler did not lower its scale after the overflow (%g -> %g)" % (scale0, scale1),
                              **data)
-    return checks.passed("a real %s overflow was caught: step skipped, scale %g -> %g" % (name, scale0, scale1),
-                         **data)
+    return checks.passed("a real %s overflow was caught: step skipped, scale %g -> %g (the same step in float32 "
+                         "stays finite)" % (name, scale0, scale1), **data)
 
 
 def plan(ctx):

@@ -11,8 +11,8 @@ answer is ``failed``.
 import functools
 from typing import Any, Dict
 
+from probes.checks import error_texts
 from probes.checks import outcome as checks
-from probes.harness import error_texts
 
 PROBE_BYTES = 1 << 20  # one allocation, large enough to show up in any allocator's counters
 
@@ -62,6 +62,29 @@ def _current_stream(ctx, stream_cls):
     return None
 
 
+#: kernels timed in the second measurement: 20 times the first's, so real events must say it took longer
+LONG_WORK = 400
+
+
+def _timed_events(ctx, make_event, x, kernels):
+    """(elapsed_ms by the events, wall ms on the host) around ``kernels`` elementwise kernels on the current
+    stream: device time between two records cannot exceed the host's time from before the first record to
+    after the second completed."""
+    import time
+
+    start, end = make_event(enable_timing=True), make_event(enable_timing=True)
+    ctx.synchronize()
+    begun = time.perf_counter()
+    start.record()
+    y = x
+    for _ in range(kernels):
+        y = y * 1.0001 + 1.0
+    end.record()
+    end.synchronize()
+    wall_ms = (time.perf_counter() - begun) * 1e3
+    return float(start.elapsed_time(end)), wall_ms
+
+
 @_not_cpu("cpu has no streams or events")
 def streams_events(ctx):
     """Work queued on a side stream, ordered against the current stream with ``wait_stream`` and ``wait_event``,
@@ -101,6 +124,7 @@ def streams_events(ctx):
         ms = float(start.elapsed_time(end))
         current.synchronize()
         event_done, stream_done = bool(end.query()), bool(side.query())
+        long_ms, wall_ms = _timed_events(ctx, make_event, x, LONG_WORK)
     except TypeError:  # an Event class without enable_timing
         return checks.unsupported("%s's events cannot time (no enable_timing)" % _qualname(event_cls), **data)
     except Exception as exc:
@@ -119,6 +143,13 @@ def streams_events(ctx):
     if not ms > 0:
         return checks.failed("Event.elapsed_time around 40 kernels on a side stream is %r ms: the events record "
                              "nothing" % ms, **data)
+    data.update(long_elapsed_ms=long_ms, long_wall_ms=wall_ms)
+    if long_ms > wall_ms * 1.05 + 0.05:
+        return checks.failed("Event.elapsed_time says %.3f ms for work the host saw finish in %.3f ms: the events do "
+                             "not measure the work" % (long_ms, wall_ms), **data)
+    if not long_ms > 2 * ms:
+        return checks.failed("Event.elapsed_time around %d times the work is %.3f ms, against %.3f ms: the events do "
+                             "not measure the work" % (LONG_WORK // 20, long_ms, ms), **data)
     return checks.passed("side-stream work ordered with wait_stream/wait_event is correct; elapsed_time %.3f ms"
                          % ms, **data)
 

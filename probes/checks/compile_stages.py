@@ -12,8 +12,8 @@ stage names itself and keeps the first line of its error; a backend inductor has
 
 import re
 
+from probes.checks import error_texts
 from probes.checks import outcome as checks
-from probes.harness import error_texts
 
 STAGES = ("eager", "aot_eager", "inductor")
 STAGE_TIMEOUT_S = {"eager": 120.0, "aot_eager": 180.0, "inductor": 420.0}

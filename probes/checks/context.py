@@ -1,6 +1,8 @@
 """What every check receives: torch, the device under test, and facts decided once per worker."""
 
-from probes.harness import device_activation
+import os
+
+from probes.checks import device_activation
 
 # The dtypes the ops group tries, by name; a device claims a dtype when it can hold a tensor of it.
 DTYPE_NAMES = ("float32", "float16", "bfloat16", "int64", "bool")
@@ -23,6 +25,7 @@ class ProbeContext(object):
         self.privateuse1 = device_activation.privateuse1_name(torch)
         self._dtypes = None
         self._held = {}
+        self.launch = None  # how to start this probe again (a WorkerLaunch); set by the worker
         self.options = {}  # suite options the worker was started with: {"deep": bool, "opinfo_ops": [...]}
 
     @property
@@ -73,10 +76,31 @@ class ProbeContext(object):
         return None
 
     def synchronize(self):
+        """The device module's ``synchronize()``; a device without one has nothing to wait for. A failure
+        propagates: a check that waited on a failed synchronize would judge unfinished work."""
         module = self.device_module
         sync = getattr(module, "synchronize", None) if module is not None else None
         if sync is not None:
-            try:
-                sync()
-            except Exception:
-                pass
+            sync()
+
+
+def build_context(torch, requested):
+    device_type, index = device_activation.parse_device(requested)
+    faults_set = (os.environ.get(device_activation.REFDEV_FAULTS_ENV) or "").strip()
+    if faults_set and device_type != device_activation.REFDEV:
+        raise device_activation.SettingsError(
+            "%s=%s asks for injected faults, which only the refdev reference device has; the probed device is "
+            "%s: unset it, or probe --device refdev" % (device_activation.REFDEV_FAULTS_ENV, faults_set, requested))
+    plugin = {}
+    try:
+        if device_type == "auto":
+            device_activation.activate_installed_plugins()
+            device_type = device_activation.pick_auto(torch)
+            if device_type == device_activation.REFDEV:
+                plugin = {"plugin": "probes.refdev", "version": None}
+        else:
+            plugin = device_activation.activate(device_type)
+        device = device_activation.resolve(torch, device_type, index)
+    except device_activation.DeviceError as exc:
+        return ProbeContext(torch, None, device_error=str(exc), plugin=plugin, requested_type=device_type)
+    return ProbeContext(torch, device, plugin=plugin)

@@ -7,10 +7,9 @@ detect checks then judge them. Every torch API is feature-detected: this runs on
 import re
 from typing import Dict, Optional
 
-from probes.checks import capabilities
+from probes.checks import capabilities, device_activation
 from probes.checks import outcome as checks
 from probes.checks.context import CPU_SAME_DEVICE
-from probes.harness import device_activation
 from probes.host import arch_compat
 from probes.host import facts as host_facts
 

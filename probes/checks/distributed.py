@@ -12,7 +12,11 @@ rendezvous is a file store in a fresh temporary directory, no port to race for):
 
 The backend is the one torch.distributed maps the device to (``Backend.default_device_backend_map``: cuda ->
 nccl, plugins add theirs), else ``DEVICE_BACKENDS`` (npu -> hccl, mlu -> cncl, ...); with one CUDA device
-(NCCL refuses two ranks on one GPU) gloo, which moves CUDA tensors itself.
+(NCCL refuses two ranks on one GPU) gloo, which moves CUDA tensors itself. Rank r runs on device r when the
+host has ``WORLD`` devices (``--dist-tensor-device cuda:*``); with one device both ranks share it, and a pass
+there is ``skipped`` with the reason (a collective across devices needs two); a pass on gloo with device
+tensors is ``unsupported`` (gloo copies them through the host: not a device collective). ``data`` says
+``distinct_devices``, ``device_collective`` and the backend.
 
 Honest verdicts: when the device has no collective backend, gloo on CPU tensors still runs (it tells
 whether torch.distributed works at all), but the check is ``unsupported``: the CPU, not the device, did
@@ -24,8 +28,8 @@ import os
 import shutil
 import tempfile
 
+from probes.checks import error_texts
 from probes.checks import outcome as checks
-from probes.harness import error_texts
 
 # device type -> collective backend name (NCCL also serves ROCm builds as RCCL), where torch has no entry.
 DEVICE_BACKENDS = {"cuda": "nccl", "npu": "hccl", "mlu": "cncl", "xpu": "xccl", "hpu": "hccl"}
@@ -124,14 +128,19 @@ def rank_main(requested, work, backend, tensor_device, store, rank, out):
     try:
         import torch
 
-        from probes.harness import worker
+        from probes.checks import context
 
-        worker.build_context(torch, requested)  # activates the device (refdev, a plugin) as the worker does
+        context.build_context(torch, requested)  # activates the device (refdev, a plugin) as the worker does
+        device = torch.device(tensor_device)
+        module = getattr(torch, device.type, None) if device.type != "cpu" else None
+        set_device = getattr(module, "set_device", None)
+        if device.index is not None and set_device is not None:
+            set_device(device.index)  # NCCL and its kind bind a rank to its current device
         dist = torch.distributed
         dist.init_process_group(backend, init_method="file://" + store, rank=rank, world_size=WORLD,
                                 timeout=datetime.timedelta(seconds=TIMEOUT_S))
         try:
-            result.update(RANK_WORK[work](torch, dist, torch.device(tensor_device), rank))
+            result.update(RANK_WORK[work](torch, dist, device, rank))
         finally:
             dist.destroy_process_group()
     except Exception as exc:
@@ -160,21 +169,26 @@ def _run_ranks(ctx, work, backend, tensor_device):
     return results
 
 
+def rank_device(tensor_device, rank):
+    """Rank r's device: ``cuda:*`` (distinct devices) becomes ``cuda:r``; any other device is shared as given."""
+    text = str(tensor_device)
+    return text[:-1] + str(rank) if text.endswith(":*") else text
+
+
 def _launch_ranks(ctx, work, backend, tensor_device):
     """Start ``WORLD`` rank processes; their results, rank order. Raises RuntimeError naming what failed."""
     import json
     import subprocess
 
-    from probes.harness import runner
-
-    launch = runner.default_launch()
+    launch = ctx.launch
     workdir = tempfile.mkdtemp(prefix="accelenv-dist-")
     try:
         store = os.path.join(workdir, "store")
         outs = [os.path.join(workdir, "rank%d.json" % r) for r in range(WORLD)]
         procs = [subprocess.Popen(launch.argv + ["--device", str(ctx.device), "--dist-rank", str(r), "--dist-work",
                                                  work, "--dist-backend", backend, "--dist-tensor-device",
-                                                 str(tensor_device), "--dist-store", store, "--dist-out", outs[r]],
+                                                 rank_device(tensor_device, r), "--dist-store", store,
+                                                 "--dist-out", outs[r]],
                                   env=launch.env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                   stderr=subprocess.PIPE, universal_newlines=True)
                  for r in range(WORLD)]
@@ -209,19 +223,36 @@ def _gated(run):
         if dist is None or not dist.is_available():
             return checks.unsupported("torch.distributed is not available in this torch build")
         wanted = device_backend(ctx, dist)
+        count = 1 if ctx.is_cpu else _device_count(ctx)
+        distinct = not ctx.is_cpu and count >= WORLD
         if ctx.is_cpu:
             wanted = "gloo"
-        if ctx.device_type in GLOO_DEVICES and _backend_available(dist, "gloo") and (
-                wanted is None or not _backend_available(dist, wanted) or _device_count(ctx) < WORLD):
-            wanted = "gloo"  # NCCL refuses two ranks on one GPU; gloo moves CUDA tensors itself
+        elif ctx.device_type in GLOO_DEVICES and _backend_available(dist, "gloo") and (
+                wanted is None or not _backend_available(dist, wanted)):
+            wanted = "gloo"  # gloo moves CUDA tensors itself, through host memory: not a device collective
         if wanted is None or not _backend_available(dist, wanted):
             return _cpu_only(ctx, dist, run, wanted)
+        tensor_device = "%s:*" % ctx.device_type if distinct else ctx.device
         try:
-            return run(ctx, wanted, ctx.device)
+            outcome = run(ctx, wanted, tensor_device)
         except Exception as exc:
-            data = {"backend": wanted, "tensor_device": str(ctx.device), "error": error_texts.first_line(exc, 500)}
+            data = {"backend": wanted, "tensor_device": str(tensor_device), "error": error_texts.first_line(exc, 500)}
             return checks.failed("the %s backend torch.distributed uses for %s failed on %s tensors: %s"
-                                 % (wanted, ctx.device_type, ctx.device, data["error"]), **data)
+                                 % (wanted, ctx.device_type, tensor_device, data["error"]), **data)
+        outcome.data.update(device_count=count, distinct_devices=distinct,
+                            device_collective=not ctx.is_cpu and wanted != "gloo")
+        if outcome.status != "passed" or ctx.is_cpu:
+            return outcome
+        if not distinct:
+            return checks.skipped("%s; but both ranks ran on the one %s device there is (device_count() = %d): a "
+                                  "collective across devices needs %d of them" % (outcome.detail, ctx.device_type,
+                                                                                 count, WORLD), **outcome.data)
+        if wanted == "gloo":
+            return checks.unsupported("%s; but on gloo, which copies %s tensors through host memory: not a device "
+                                      "collective (no %s backend)" % (outcome.detail, ctx.device_type,
+                                                                      DEVICE_BACKENDS.get(ctx.device_type)),
+                                      **outcome.data)
+        return outcome
 
     return check
 

@@ -7,7 +7,7 @@ with ``torch.testing.assert_close``; where the op supports autograd in that dtyp
 fixed cotangent per output); on the first sample, the ``out=`` and in-place variants OpInfo lists.
 Default: the first sample per op x dtype, with backward and the variants in the first dtype that has them;
 ``--deep``: every sample, backward and variants in every dtype. An op the device says it ran on the CPU
-fallback (a warning, as MPS and vendor plugins give) is ``unsupported``. This is PyTorch's ``test_compare_cpu``
+fallback (a warning, as MPS and vendor plugins give) fails. This is PyTorch's ``test_compare_cpu``
 (test/test_ops.py) run the other way round: its tolerance, atol = rtol = 1e-3, widened where the OpInfo
 declares a ``toleranceOverride`` / ``precisionOverride`` that applies to that test.
 
@@ -30,8 +30,8 @@ import warnings
 from types import FrameType
 from typing import Any, Dict, Optional
 
+from probes.checks import error_texts
 from probes.checks import outcome as checks
-from probes.harness import breadcrumbs, error_texts
 
 TARGET_DTYPES = ("float32", "float64", "float16", "bfloat16", "complex64", "int64", "int32", "uint8", "bool")
 REQUIRED_MODULES = ("numpy", "expecttest")
@@ -303,7 +303,7 @@ class _Verdict(object):
 
 
 def _device_error(exc, phase):
-    if isinstance(exc, breadcrumbs.BlockedOp):
+    if isinstance(exc, checks.BlockedOp):
         raise exc
     if _WANTS_CPU.search(str(exc)[:500]):  # e.g. tensor_split's index tensor: every device wants it on CPU
         return _Verdict("skipped", phase, "the op wants an argument on CPU and the harness moved every tensor: %s"
@@ -494,7 +494,7 @@ def run_op(ctx, op):
                         break
                     if deep and one.status == "failed":
                         break  # the first failing sample is what the report keeps
-            except breadcrumbs.BlockedOp:
+            except checks.BlockedOp:
                 raise
             except Exception as exc:
                 skipped[dtype_name] = "OpInfo could not make its samples: %s" % error_texts.first_line(exc, 200)
@@ -504,7 +504,7 @@ def run_op(ctx, op):
             continue
         fallback = error_texts.cpu_fallback_op([str(w.message) for w in caught], ("aten::" + op.name,))
         if fallback and verdict[0].status == "passed":  # right numbers, from the CPU: the device lacks the op
-            verdict = (_Verdict("unsupported", "forward", "%s ran on the CPU fallback, not the device" % fallback,
+            verdict = (_Verdict("failed", "forward", "%s ran on the CPU fallback, not the device" % fallback,
                                 fallback), verdict[1])
             if fallback not in missing:
                 missing.append(fallback)

@@ -3,15 +3,14 @@
 For one (case, dtype): build CPU inputs, run on the device and on CPU (in the same dtype, or upcast to
 float32 when CPU lacks that dtype's kernel), compare with the dtype's tolerance, then do the same for
 the gradients. A missing kernel (dispatcher "Could not run 'aten::X' ...", also in backward) is
-``unsupported`` naming the op; so is a device that ran the op on CPU instead (``data.cpu_fallback``).
+``unsupported`` naming the op; a device that ran the op on CPU instead (``data.cpu_fallback``) fails it.
 """
 
 import warnings
 
-from probes.checks import op_table
+from probes.checks import blame, error_texts, op_table
 from probes.checks import outcome as checks
 from probes.checks.context import CPU_SAME_DEVICE
-from probes.harness import error_texts
 
 
 class _RefError(Exception):
@@ -54,6 +53,14 @@ def _compare(torch, got, ref, dtype_name, exact_dtype):
         worst = max(worst, err)
         if bool((diff > bound).any()):
             return False, "output %d differs from CPU: max abs err %.3g (atol %g, rtol %g)" % (i, err, atol, rtol), err
+        if dtype_name in op_table.NORMWISE:
+            eps = float(torch.finfo(getattr(torch, dtype_name)).eps)
+            ref_norm = float(rd.masked_fill(nan_r, 0.0).norm())
+            normwise = float(diff.norm()) / ref_norm if ref_norm > 0 else 0.0
+            if normwise > eps:
+                return False, ("output %d differs from CPU as a whole: normwise relative error %.3g, over %s's eps "
+                               "%.3g (each element within atol %g, rtol %g)" % (i, normwise, dtype_name, eps, atol,
+                                                                                rtol)), err
     return True, None, worst
 
 
@@ -115,6 +122,24 @@ def _unsupported_or_failed(exc, case, phase, ctx):
     return checks.unsupported(detail, **data)
 
 
+def _blamed(ctx, case, inputs, want_grad, outcome):
+    """``outcome`` (a difference from CPU) with the kernel to blame: the first aten op whose device result
+    differs from CPU on the same inputs (``probes.checks.blame``), named in the detail and ``data.blamed_op``."""
+    if ctx.is_cpu:
+        return outcome
+    torch = ctx.torch
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        first = blame.first_differing_op(torch, ctx.device_type,
+                                         lambda: _run(torch, case, inputs, ctx.device, want_grad))
+    if first is None:
+        return outcome
+    outcome.data.update(blamed_op=first["aten_op"], blamed_why=first["why"])
+    outcome.detail = "%s; the first op whose device result differs from CPU on the same inputs is %s (%s)" % (
+        outcome.detail, first["aten_op"], first["why"])
+    return outcome
+
+
 def run_case(ctx, case, dtype_name):
     torch = ctx.torch
     dtype = ctx.dtype(dtype_name)
@@ -136,8 +161,9 @@ def run_case(ctx, case, dtype_name):
             return _unsupported_or_failed(exc, case, "forward", ctx)
         ok, why, err = _compare(torch, out, ref_out, dtype_name, exact)
         if not ok:
-            return checks.failed("%s %s forward: %s" % (case.name, dtype_name, why), aten=case.aten, phase="forward",
-                                 max_abs_err=err, reference="cpu" if exact else "cpu-float32-upcast")
+            return _blamed(ctx, case, inputs, False, checks.failed(
+                "%s %s forward: %s" % (case.name, dtype_name, why), aten=case.aten, phase="forward",
+                max_abs_err=err, reference="cpu" if exact else "cpu-float32-upcast"))
         grad_err = None
         if want_grad:
             try:
@@ -147,17 +173,18 @@ def run_case(ctx, case, dtype_name):
                 return _unsupported_or_failed(exc, case, "backward", ctx)
             ok, why, grad_err = _compare(torch, grads, ref_grads, dtype_name, exact)
             if not ok:
-                return checks.failed("%s %s backward: %s" % (case.name, dtype_name, why), aten=case.aten,
-                                     phase="backward", max_abs_err=grad_err)
+                return _blamed(ctx, case, inputs, True, checks.failed(
+                    "%s %s backward: %s" % (case.name, dtype_name, why), aten=case.aten, phase="backward",
+                    max_abs_err=grad_err))
     data = {"aten": case.aten, "dtype": dtype_name, "max_abs_err": err, "backward": want_grad,
             "grad_max_abs_err": grad_err, "reference": "cpu" if exact else "cpu-float32-upcast"}
     fallback = error_texts.cpu_fallback_op([str(w.message) for w in caught], (case.aten,))
     if fallback:
         data["cpu_fallback"] = True
         data["fallback_op"] = fallback
-        # Not passed: the numbers are right because the CPU computed them; the device lacks the op.
-        return checks.unsupported("%s matches CPU, but %s ran on the CPU fallback, not the device"
-                                  % (case.name, fallback), **data)
+        # Failed: the numbers are right because the CPU computed them; the device did not run the op.
+        return checks.failed("%s matches CPU, but %s ran on the CPU fallback, not the device"
+                             % (case.name, fallback), **data)
     detail = "matches CPU within tolerance" + (" (forward and backward)" if want_grad else "")
     if ctx.is_cpu:
         detail += "; " + CPU_SAME_DEVICE
@@ -201,9 +228,52 @@ def _bound(fn, ctx_case, dtype_name, claimed):
     return run
 
 
+#: the data types the compute-platform quality rubric scores (Feature Support row 2), as torch names them
+RUBRIC_DTYPES = (("float64", "float64"), ("float32", "float32"), ("float16", "float16"), ("bfloat16", "bfloat16"),
+                 ("float8", "float8_e4m3fn"), ("float4", "float4_e2m1fn_x2"), ("int64", "int64"),
+                 ("int32", "int32"), ("int16", "int16"), ("int8", "int8"), ("int4", "int4"))
+
+
+def dtype_support(ctx):
+    """Which of the rubric's data types the device holds: a tensor of each copied to the device and back
+    comes back bit for bit (fails when one comes back changed; a dtype torch or the device cannot hold is
+    listed as not held)."""
+    torch = ctx.torch
+    held, changed = [], []  # type: list, list
+    missing = {}  # type: dict
+    for label, name in RUBRIC_DTYPES:
+        dtype = getattr(torch, name, None)
+        if dtype is None:
+            missing[label] = "torch %s has no torch.%s" % (torch.__version__, name)
+            continue
+        try:
+            one_byte = torch.empty(0, dtype=dtype).element_size() == 1
+            if one_byte:
+                src = torch.arange(16, dtype=torch.uint8).view(dtype)
+            else:
+                src = torch.arange(16).to(dtype)
+            back = src.to(ctx.device).cpu()
+            same = bool(torch.equal(back.view(torch.uint8), src.view(torch.uint8))) if one_byte else \
+                bool(torch.equal(back, src))
+        except Exception as exc:
+            missing[label] = error_texts.first_line(exc, 160)
+            continue
+        (held if same else changed).append(label)
+    data = {"held": held, "not_held": missing, "changed": changed, "rubric_dtypes": len(RUBRIC_DTYPES)}
+    if changed:
+        return checks.failed("%s tensors came back from %s changed: %s" % (len(changed), ctx.device,
+                                                                           ", ".join(changed)), **data)
+    detail = "%s holds %d of the %d data types the quality rubric scores (%s)%s" % (
+        ctx.device, len(held), len(RUBRIC_DTYPES), ", ".join(held),
+        "; not: %s" % ", ".join(sorted(missing)) if missing else "")
+    if ctx.is_cpu:
+        detail += "; " + CPU_SAME_DEVICE
+    return checks.passed(detail, **data)
+
+
 def plan(ctx):
     claimed = ctx.claimed_dtypes()
-    planned = []
+    planned = [checks.Check("ops.dtype_support", "ops", dtype_support)]
     for case in op_table.OP_CASES:
         for dtype_name in claimed:
             if op_table.KIND_OF_DTYPE[dtype_name] in case.kinds:

@@ -14,6 +14,14 @@ MAX_DETAIL = 4000
 MAX_DATA_KEYS = 64
 
 
+class BlockedOp(RuntimeError):
+    """An op that hung or crashed earlier in this suite; not called again (raised by the harness's dispatch mode)."""
+
+    def __init__(self, op, why):
+        RuntimeError.__init__(self, "not run: %s %s" % (op, why))
+        self.op = op
+
+
 class Check(object):
     __slots__ = ("id", "group", "run", "timeout")
 

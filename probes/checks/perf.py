@@ -14,11 +14,21 @@ and, where ``probes.checks.peaks`` knows the device, as a fraction of its peak:
   activity, else host time) and ``profile.sync_points``: the host<->device syncs in that step (``item()``,
   device-to-host copies), counted with a dispatch mode.
 
-A check is ``passed`` when it measured (the figures are the answer), ``skipped`` on CPU-only parts that do not
-apply, ``unsupported`` when the device lacks what a measurement needs. Each figure takes a bounded time
-(``BUDGET_S``; ``--deep`` more and larger sizes), so the group stays within a few seconds on a CPU.
+How a figure is taken: one warm-up call, then ``SAMPLES`` timed samples (each repeats the call until it lasts
+``SAMPLE_S`` and synchronizes at its end); the figure is the median sample, with ``samples``, ``spread``
+((max - min) / median) and the intra-op ``threads``. A spread over ``MAX_SPREAD`` marks the figure
+``valid: false`` with the reason (a busy host), as does a CPU fallback (the worker). Sizes are chosen to
+reach the regime a figure names: the matmul doubles n from ``MATMUL_N`` while a call is shorter than
+``MIN_CALL_S`` (compute-bound or memory-bound by the roofline, against the sourced or measured bandwidth),
+the elementwise figure moves 128 MiB per call (memory-bound, past any last-level cache), the latencies are
+latency-bound. The group runs alone (``registry``: no other worker on the cores) and records the load average.
+
+A check is ``passed`` when it measured (the figures are the answer), ``failed`` when ``synchronize()`` raised
+(a timing would stop before the work did: no figure), ``skipped`` on CPU-only parts that do not apply,
+``unsupported`` when the device lacks what a measurement needs.
 """
 
+import os
 import time
 from typing import Any, Dict
 
@@ -26,46 +36,94 @@ from probes.checks import outcome as checks
 from probes.checks import peaks
 from probes.checks.smoke import device_failure
 
-BUDGET_S = 0.08  # per timed figure; --deep: DEEP_BUDGET_S
-DEEP_BUDGET_S = 1.0
-MATMUL_N = 128
-DEEP_MATMUL_N = 1024
-ELEMENTS = 1 << 20  # 4 MiB of float32
-DEEP_ELEMENTS = 1 << 24
+SAMPLES = 5  # timed samples per figure (the median is reported, with their spread); --deep: DEEP_SAMPLES
+DEEP_SAMPLES = 11
+SAMPLE_S = 0.02  # a sample repeats the call until it lasts this long (one call when a call lasts longer)
+MAX_CALLS = 1000
+#: the samples' spread ((max - min) / median) above which a figure is marked invalid: the host was busy
+MAX_SPREAD = 1.0
+MATMUL_N = 1024  # the first size tried; doubled while one call is shorter than MIN_CALL_S (a fast device)
+MAX_MATMUL_N = 8192
+MIN_CALL_S = 0.002
+ELEMENTS = 1 << 24  # 64 MiB of float32 read and 64 MiB written per call: past any CPU's last-level cache
 COPY_BYTES = 4 << 20
 DEEP_COPY_BYTES = 64 << 20
-MAX_REPS = 200
+
+
+class SyncFailed(Exception):
+    """The device's synchronize() raised: a timing would stop before the work did, so no figure stands."""
+
+
+class Timing(object):
+    __slots__ = ("seconds", "spread", "samples", "calls")
+
+    def __init__(self, seconds, spread, samples, calls):
+        self.seconds, self.spread, self.samples, self.calls = seconds, spread, samples, calls
 
 
 def _deep(ctx):
     return bool(ctx.options.get("deep"))
 
 
-def _timed(ctx, device, fn, budget):
-    """Seconds per call of ``fn`` on ``device``: warm up once, then repeat until ``budget`` is spent."""
-    sync = ctx.synchronize if str(device) != "cpu" else (lambda: None)
+def _sync(ctx, device):
+    if str(device) == "cpu":
+        return lambda: None
+
+    def sync():
+        try:
+            ctx.synchronize()
+        except Exception as exc:
+            text = str(exc).splitlines()[0][:300] if str(exc) else ""
+            raise SyncFailed("%s: %s" % (type(exc).__name__, text)) from exc
+
+    return sync
+
+
+def _timed(ctx, device, fn, samples=None):
+    """Seconds per call of ``fn`` on ``device``: one warm-up call, then ``samples`` timed samples (each repeats
+    the call until it lasts ``SAMPLE_S``, synchronizing at its end); the median sample and the spread."""
+    sync = _sync(ctx, device)
+    samples = samples or (DEEP_SAMPLES if _deep(ctx) else SAMPLES)
     fn()
     sync()
-    reps, start = 0, time.perf_counter()
-    elapsed = 0.0
-    while reps < MAX_REPS and (reps < 2 or elapsed < budget):
-        fn()
-        reps += 1
-        if reps in (1, 2, 4, 8, 16, 32, 64, 128) or elapsed >= budget:
-            sync()
-        elapsed = time.perf_counter() - start
+    start = time.perf_counter()
+    fn()
     sync()
-    elapsed = time.perf_counter() - start
-    return elapsed / reps
+    one = time.perf_counter() - start
+    calls = max(1, min(MAX_CALLS, int(SAMPLE_S / max(one, 1e-7))))
+    times = []
+    for _ in range(samples):
+        start = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        sync()
+        times.append((time.perf_counter() - start) / calls)
+    times.sort()
+    median = times[len(times) // 2]
+    return Timing(median, (times[-1] - times[0]) / median if median > 0 else 0.0, samples, calls)
 
 
-def _figure(name, unit, value, cpu_value=None, peak=None, note=None):
-    figure = {"name": name, "unit": unit, "value": value, "cpu_value": cpu_value}
+def _figure(name, unit, value, cpu_value=None, peak=None, note=None, timing=None, regime=None, peak_source=None):
+    figure: Dict[str, Any] = {"name": name, "unit": unit, "value": value, "cpu_value": cpu_value}
     if peak and value is not None:
         figure["peak_fraction"] = value / peak
+        if peak_source:
+            figure["peak_source"] = peak_source[:400]
     if note:
         figure["note"] = note[:400]
+    if regime:
+        figure["regime"] = regime
+    if timing is not None:
+        figure.update(samples=timing.samples, spread=round(timing.spread, 4), valid=timing.spread <= MAX_SPREAD)
+        if timing.spread > MAX_SPREAD:
+            figure["invalid_reason"] = ("the %d samples spread by %.0f%% of their median (at most %.0f%%): the host "
+                                        "was busy or the clock unsteady" % (timing.samples, 100 * timing.spread,
+                                                                            100 * MAX_SPREAD))
     return figure
+
+
+def _rate(amount, timing):
+    return amount / timing.seconds if timing.seconds > 0 else None
 
 
 def _peak(ctx):
@@ -79,50 +137,105 @@ def _peak(ctx):
     return peaks.lookup(name)
 
 
+def _conditions(ctx):
+    """What the figures were measured under: torch's intra-op threads, the host's cores and load."""
+    torch = ctx.torch
+    data: Dict[str, Any] = {"threads": int(torch.get_num_threads()), "cpu_count": os.cpu_count()}
+    try:
+        data["loadavg_1m"] = round(os.getloadavg()[0], 2)
+    except (AttributeError, OSError):
+        pass
+    return data
+
+
 def _result(ctx, figures, what, **data):
+    conditions = _conditions(ctx)
+    for figure in figures:
+        figure.setdefault("threads", conditions["threads"])
     data["figures"] = figures
+    data.update(conditions)
     peak = _peak(ctx)
     if peak:
         data["peak_source"] = peak["source"]
     shown = ", ".join("%s %.3g %s" % (f["name"], f["value"], f["unit"]) for f in figures if f["value"] is not None)
-    return checks.passed("%s on %s: %s" % (what, ctx.device, shown or "nothing measurable"), **data)
+    invalid = [f["name"] for f in figures if f.get("valid") is False]
+    detail = "%s on %s: %s" % (what, ctx.device, shown or "nothing measurable")
+    if invalid:
+        detail += "; not to be trusted: %s" % ", ".join(invalid)
+    return checks.passed(detail, **data)
+
+
+def _matmul_regime(n, dtype_bytes, seconds, rate, bandwidth):
+    """(regime, note) for an n x n matmul, by the roofline: compute-bound when memory at ``bandwidth`` (B/s, the
+    device's sourced peak or the elementwise figure measured before) could feed its arithmetic intensity (FLOP
+    per byte of its three matrices) at least twice as fast as it computed; latency-bound when a call still
+    took under ``MIN_CALL_S``; null when no bandwidth is known."""
+    intensity = 2.0 * n / (3.0 * dtype_bytes)
+    note = "n=%d, %.0f FLOP/byte" % (n, intensity)
+    if seconds < MIN_CALL_S:
+        return "latency-bound", note + "; a call took %.2g ms even at the largest size" % (seconds * 1e3)
+    if not bandwidth or not rate:
+        return None, note + "; no bandwidth known to place it on the roofline"
+    fed = intensity * bandwidth
+    note += "; memory at %.3g GB/s could feed %.3g GFLOP/s" % (bandwidth / 1e9, fed / 1e9)
+    return ("compute-bound" if fed >= 2 * rate else "memory-bound"), note
 
 
 def matmul(ctx):
     torch = ctx.torch
-    n = DEEP_MATMUL_N if _deep(ctx) else MATMUL_N
-    budget = DEEP_BUDGET_S if _deep(ctx) else BUDGET_S
     peak = _peak(ctx) or {}
     figures = []
+    sizes = []
     for name in ("float32", "float16", "bfloat16"):
         if name != "float32" and ctx.dtype_problem(name):
             continue
         dtype = getattr(torch, name)
-        gen = torch.Generator().manual_seed(0)
-        a_cpu = torch.randn(n, n, generator=gen).to(dtype)
-        b_cpu = torch.randn(n, n, generator=gen).to(dtype)
-        a, b = a_cpu.to(ctx.device), b_cpu.to(ctx.device)
+        n = MATMUL_N
+        while True:
+            gen = torch.Generator().manual_seed(0)
+            a_cpu = torch.randn(n, n, generator=gen).to(dtype)
+            b_cpu = torch.randn(n, n, generator=gen).to(dtype)
+            a, b = a_cpu.to(ctx.device), b_cpu.to(ctx.device)
+            timing = _timed(ctx, ctx.device, lambda a=a, b=b: torch.mm(a, b), samples=1 if n < MAX_MATMUL_N else None)
+            if timing.seconds >= MIN_CALL_S or n >= MAX_MATMUL_N:
+                break
+            n *= 2  # too quick to be compute-bound: launch overhead would dominate
+        if timing.samples == 1:
+            timing = _timed(ctx, ctx.device, lambda a=a, b=b: torch.mm(a, b))
         flops = 2.0 * n ** 3
-        value = flops / _timed(ctx, ctx.device, lambda a=a, b=b: torch.mm(a, b), budget)
         try:
-            cpu = value if ctx.is_cpu else flops / _timed(ctx, "cpu", lambda a=a_cpu, b=b_cpu: torch.mm(a, b), budget)
+            cpu = _rate(flops, timing) if ctx.is_cpu else \
+                _rate(flops, _timed(ctx, "cpu", lambda a=a_cpu, b=b_cpu: torch.mm(a, b), samples=3))
         except Exception:  # CPU lacks a half kernel in an old torch
             cpu = None
+        bandwidth = peak.get("memory_bw") or ctx.__dict__.get("_perf_bandwidth")
+        regime, note = _matmul_regime(n, a.element_size(), timing.seconds, _rate(flops, timing), bandwidth)
         # a dtype whose peak is unknown (None) gets no fraction of peak
-        figures.append(_figure("matmul.%s" % name, "FLOP/s", value, cpu, (peak.get("flops") or {}).get(name)))
-    return _result(ctx, figures, "%dx%d matmul" % (n, n), n=n)
+        figures.append(_figure("matmul.%s" % name, "FLOP/s", _rate(flops, timing), cpu,
+                               (peak.get("flops") or {}).get(name), note=note, timing=timing, regime=regime,
+                               peak_source=peak.get("source")))
+        sizes.append(n)
+    return _result(ctx, figures, "square matmul", n=sizes)
 
 
 def elementwise(ctx):
     torch = ctx.torch
-    count = DEEP_ELEMENTS if _deep(ctx) else ELEMENTS
-    budget = DEEP_BUDGET_S if _deep(ctx) else BUDGET_S
+    count = ELEMENTS
     x_cpu = torch.ones(count)
     x = x_cpu.to(ctx.device)
+    y = torch.empty_like(x)
     moved = 8.0 * count  # 4 bytes read, 4 written per element
-    value = moved / _timed(ctx, ctx.device, lambda: torch.mul(x, 2.0), budget)
-    cpu = value if ctx.is_cpu else moved / _timed(ctx, "cpu", lambda: torch.mul(x_cpu, 2.0), budget)
-    figure = _figure("elementwise.bandwidth", "B/s", value, cpu, (_peak(ctx) or {}).get("memory_bw"))
+    timing = _timed(ctx, ctx.device, lambda: torch.mul(x, 2.0, out=y))
+    if ctx.is_cpu:
+        cpu = _rate(moved, timing)
+    else:
+        y_cpu = torch.empty_like(x_cpu)
+        cpu = _rate(moved, _timed(ctx, "cpu", lambda: torch.mul(x_cpu, 2.0, out=y_cpu), samples=3))
+    peak = _peak(ctx) or {}
+    ctx.__dict__["_perf_bandwidth"] = _rate(moved, timing)  # the matmul's roofline where no peak is sourced
+    figure = _figure("elementwise.bandwidth", "B/s", _rate(moved, timing), cpu, peak.get("memory_bw"),
+                     note="y = x * 2 into a preallocated y: %d MiB read and written per call (0.125 FLOP/byte)"
+                     % (4 * count >> 20), timing=timing, regime="memory-bound", peak_source=peak.get("source"))
     return _result(ctx, [figure], "x * 2 over %d float32" % count, elements=count)
 
 
@@ -131,15 +244,14 @@ def copies(ctx):
         return checks.skipped("device is CPU: there is no host<->device copy to time")
     torch = ctx.torch
     nbytes = DEEP_COPY_BYTES if _deep(ctx) else COPY_BYTES
-    budget = DEEP_BUDGET_S if _deep(ctx) else BUDGET_S
     host = torch.ones(nbytes // 4)
     dev = host.to(ctx.device)
-    cpu_copy = nbytes / _timed(ctx, "cpu", lambda: host.clone(), budget)
-    h2d = nbytes / _timed(ctx, ctx.device, lambda: host.to(ctx.device), budget)
-    figures = [_figure("copy.h2d.pageable", "B/s", h2d, cpu_copy,
-                       note="CPU figure: a host-to-host clone of the same size"),
-               _figure("copy.d2h.pageable", "B/s", nbytes / _timed(ctx, ctx.device, lambda: dev.to("cpu"), budget),
-                       cpu_copy)]
+    cpu_copy = _rate(nbytes, _timed(ctx, "cpu", lambda: host.clone(), samples=3))
+    h2d = _timed(ctx, ctx.device, lambda: host.to(ctx.device))
+    d2h = _timed(ctx, ctx.device, lambda: dev.to("cpu"))
+    figures = [_figure("copy.h2d.pageable", "B/s", _rate(nbytes, h2d), cpu_copy,
+                       note="CPU figure: a host-to-host clone of the same size", timing=h2d),
+               _figure("copy.d2h.pageable", "B/s", _rate(nbytes, d2h), cpu_copy, timing=d2h)]
     data: Dict[str, Any] = {"bytes": nbytes}
     try:
         pinned = host.pin_memory()
@@ -148,30 +260,34 @@ def copies(ctx):
         data["pinned_error"] = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
         figures.append(_figure("copy.h2d.pinned", "B/s", None, note="pin_memory() failed: %s" % data["pinned_error"]))
         return _result(ctx, figures, "%d-byte copies (no pinned memory)" % nbytes, **data)
-    h2d = nbytes / _timed(ctx, ctx.device, lambda: pinned.to(ctx.device, non_blocking=True), budget)
-    d2h = nbytes / _timed(ctx, ctx.device, lambda: out.copy_(dev, non_blocking=True), budget)
-    figures += [_figure("copy.h2d.pinned", "B/s", h2d), _figure("copy.d2h.pinned", "B/s", d2h),
-                _figure("copy.pinned_speedup", "ratio", h2d / figures[0]["value"],
+    h2d_pinned = _timed(ctx, ctx.device, lambda: pinned.to(ctx.device, non_blocking=True))
+    d2h_pinned = _timed(ctx, ctx.device, lambda: out.copy_(dev, non_blocking=True))
+    figures += [_figure("copy.h2d.pinned", "B/s", _rate(nbytes, h2d_pinned), timing=h2d_pinned),
+                _figure("copy.d2h.pinned", "B/s", _rate(nbytes, d2h_pinned), timing=d2h_pinned),
+                _figure("copy.pinned_speedup", "ratio", h2d.seconds / h2d_pinned.seconds,
                         note="pinned / pageable host-to-device bandwidth: > 1 means pinning helps")]
     return _result(ctx, figures, "%d-byte copies" % nbytes, **data)
 
 
 def latency(ctx):
     torch = ctx.torch
-    budget = DEEP_BUDGET_S if _deep(ctx) else BUDGET_S
     x = torch.zeros(16, device=ctx.device)
     x_cpu = torch.zeros(16)
-    launch = _timed(ctx, ctx.device, lambda: x.add_(1.0), budget)
-    cpu_launch = launch if ctx.is_cpu else _timed(ctx, "cpu", lambda: x_cpu.add_(1.0), budget)
-    figures = [_figure("latency.launch", "s", launch, cpu_launch, note="a 16-element add_, back to back")]
+    launch = _timed(ctx, ctx.device, lambda: x.add_(1.0))
+    cpu_launch = launch.seconds if ctx.is_cpu else _timed(ctx, "cpu", lambda: x_cpu.add_(1.0), samples=3).seconds
+    figures = [_figure("latency.launch", "s", launch.seconds, cpu_launch, note="a 16-element add_, back to back",
+                       timing=launch, regime="latency-bound")]
     if not ctx.is_cpu:
-        reps, start = 0, time.perf_counter()
-        while reps < MAX_REPS and (reps < 5 or time.perf_counter() - start < budget):
+        sync = _sync(ctx, ctx.device)
+
+        def op_and_sync():
             x.add_(1.0)
-            ctx.synchronize()
-            reps += 1
-        figures.append(_figure("latency.synchronize", "s", max(0.0, (time.perf_counter() - start) / reps - launch),
-                               note="a tiny op then synchronize(), less the op's own time"))
+            sync()
+
+        synced = _timed(ctx, "cpu", op_and_sync)  # "cpu": the call synchronizes itself
+        figures.append(_figure("latency.synchronize", "s", max(0.0, synced.seconds - launch.seconds),
+                               note="a tiny op then synchronize(), less the op's own time", timing=synced,
+                               regime="latency-bound"))
     return _result(ctx, figures, "launch and synchronize latency")
 
 
@@ -179,7 +295,6 @@ def model_steps(ctx):
     from probes.checks import models
 
     torch = ctx.torch
-    budget = DEEP_BUDGET_S if _deep(ctx) else BUDGET_S
     figures = []
     for name in ("resnet", "transformer"):
         timings = []
@@ -194,8 +309,9 @@ def model_steps(ctx):
                 models._loss(torch, name, model(x), y).backward()
                 opt.step()
 
-            timings.append(_timed(ctx, device, step, budget))
-        figures.append(_figure("models.%s.step" % name, "s", timings[0], timings[-1]))
+            timings.append(_timed(ctx, device, step, samples=None if device == ctx.device else 3))
+        figures.append(_figure("models.%s.step" % name, "s", timings[0].seconds, timings[-1].seconds,
+                               timing=timings[0]))
     return _result(ctx, figures, "training step time")
 
 
@@ -272,11 +388,20 @@ def profile(ctx):
 
 
 def _figures_check(fn):
-    run = device_failure(fn)
+    def guarded(ctx):
+        try:
+            return fn(ctx)
+        except SyncFailed as exc:
+            return checks.failed("%s: synchronize() on %s raised %s; no timing can be trusted (it would stop before "
+                                 "the work did), so no figure is given" % (fn.__name__, ctx.device, exc),
+                                 sync_error=str(exc), figures=[])
+
+    guarded.__name__ = fn.__name__
+    run = device_failure(guarded)
     run.__name__ = fn.__name__
     return run
 
 
 def plan(ctx):
     return [checks.Check("perf.%s" % fn.__name__, "perf", _figures_check(fn))
-            for fn in (matmul, elementwise, copies, latency, model_steps, profile)]
+            for fn in (elementwise, matmul, copies, latency, model_steps, profile)]

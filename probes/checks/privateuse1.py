@@ -87,8 +87,43 @@ def device_module(ctx, name):
     if gaps:
         return checks.unsupported("torch.%s lacks %d of the torch.cuda functions training code calls: %s"
                                   % (name, len(gaps), ", ".join(gaps)), **data)
-    return checks.passed("torch.%s has every torch.cuda function training code calls (%d)"
-                         % (name, len(DEVICE_MODULE_FUNCTIONS)), **data)
+    wrong = _misbehaving(torch, module, data.get("current_device", ctx.index))
+    if wrong:
+        data["misbehaving"] = wrong
+        return checks.failed("torch.%s has the functions, but they do not work: %s" % (name, "; ".join(wrong)), **data)
+    return checks.passed("torch.%s has every torch.cuda function training code calls (%d), and the ones that can be "
+                         "called harmlessly answer as torch.cuda's do" % (name, len(DEVICE_MODULE_FUNCTIONS)), **data)
+
+
+def _misbehaving(torch, module, index):
+    """What the device module's functions get wrong when called (not only present): each a phrase."""
+    def is_int(v):
+        return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
+    expectations = (
+        ("synchronize()", lambda: module.synchronize(), None),
+        ("set_device(%d)" % index, lambda: module.set_device(index), None),
+        ("current_device() after set_device", lambda: module.current_device(), lambda v: v == index),
+        ("get_device_name(%d)" % index, lambda: module.get_device_name(index), lambda v: isinstance(v, str) and v),
+        ("get_device_properties(%d)" % index, lambda: module.get_device_properties(index), lambda v: v is not None),
+        ("memory_allocated()", lambda: module.memory_allocated(), is_int),
+        ("max_memory_allocated()", lambda: module.max_memory_allocated(), is_int),
+        ("is_initialized()", lambda: module.is_initialized(), lambda v: v is True),
+        ("get_rng_state()", lambda: module.get_rng_state(), lambda v: isinstance(v, torch.Tensor) and v.numel() > 0),
+        ("current_stream()", lambda: module.current_stream(), lambda v: v is not None),
+        ("empty_cache()", lambda: module.empty_cache(), None),
+    )
+    wrong = []
+    for what, call, good in expectations:
+        try:
+            value = call()
+        except Exception as exc:
+            wrong.append("%s raised %s: %s" % (what, type(exc).__name__, str(exc).splitlines()[0][:150] if str(exc)
+                                               else ""))
+            continue
+        if good is not None and not good(value):
+            wrong.append("%s gave %r" % (what, value if not isinstance(value, torch.Tensor) else "a tensor"))
+    return wrong
 
 
 def device_properties(ctx, name):

@@ -9,6 +9,8 @@ Adding a group is one entry here and one module holding its ``plan``. Each entry
   flags; torch.compile leaves dynamo and inductor state behind; each costs seconds a crash-restarted worker
   would repeat; distributed waits seconds for its rank processes to start torch, time the shared worker
   spends on other groups meanwhile);
+- ``alone``: run in a worker of its own after every other worker has finished, with all the cores (perf:
+  timings taken while other workers share the cores measure the sharing);
 - ``traced``: run under the breadcrumb dispatch mode (dynamo traces Python, and a mode in its way changes
   what it compiles, so compile runs untraced);
 - ``default``: part of the default suite; ``False`` groups run only when ``--checks`` names them;
@@ -25,12 +27,14 @@ import importlib
 
 
 class Group(object):
-    __slots__ = ("name", "plan", "own_worker", "traced", "default", "summary", "with_facts")
+    __slots__ = ("name", "plan", "own_worker", "alone", "traced", "default", "summary", "with_facts")
 
-    def __init__(self, name, plan, own_worker=False, traced=True, default=True, summary=None, with_facts=False):
+    def __init__(self, name, plan, own_worker=False, traced=True, default=True, summary=None, with_facts=False,
+                 alone=False):
         self.name = name
         self.plan = plan
-        self.own_worker = own_worker
+        self.own_worker = own_worker or alone
+        self.alone = alone
         self.traced = traced
         self.default = default
         self.summary = summary
@@ -61,12 +65,13 @@ GROUPS = (
     Group("allocator", "probes.checks.allocator:plan"),
     Group("amp", "probes.checks.amp:plan"),
     Group("distributed", "probes.checks.distributed:plan", own_worker=True),
-    Group("perf", "probes.checks.perf:plan", traced=False),
+    Group("perf", "probes.checks.perf:plan", traced=False, alone=True),
 )
 BY_NAME = dict((g.name, g) for g in GROUPS)
 NAMES = tuple(g.name for g in GROUPS)
 DEFAULT = tuple(g.name for g in GROUPS if g.default)
 OWN_WORKER = tuple(g.name for g in GROUPS if g.own_worker)
+ALONE = tuple(g.name for g in GROUPS if g.alone)
 UNTRACED = tuple(g.name for g in GROUPS if not g.traced)
 
 #: statuses that fail a check, in every group

@@ -13,9 +13,9 @@ gives a wrong answer is ``failed``. On CPU the device-only checks are ``skipped`
 import io
 import warnings
 
+from probes.checks import error_texts, smoke
 from probes.checks import outcome as checks
 from probes.checks.context import CPU_SAME_DEVICE
-from probes.harness import error_texts
 
 # the torch.cuda-style memory functions, in the order the report lists them
 MEMORY_FUNCTIONS = ("memory_allocated", "max_memory_allocated", "memory_reserved", "max_memory_reserved",
@@ -295,7 +295,9 @@ def checkpoint_load(ctx):
     model(x).square().sum().backward()
     opt.step()
     buffer = io.BytesIO()
-    torch.save({"model": model.state_dict(), "optim": opt.state_dict()}, buffer)
+    saved = {"model": model.state_dict(), "optim": opt.state_dict(), "step": smoke.CHECKPOINT_STEP,
+             "step_on_device": torch.tensor(smoke.CHECKPOINT_STEP, device=ctx.device)}
+    torch.save(saved, buffer)
     buffer.seek(0)
     try:
         loaded = torch.load(buffer, map_location=ctx.device, weights_only=True)
@@ -310,6 +312,10 @@ def checkpoint_load(ctx):
     if devices != [ctx.device_type]:
         return checks.failed("loaded tensors are on %s, not %s" % (", ".join(devices), ctx.device_type),
                              devices=devices)
+    differences = smoke.state_differences(torch, saved, loaded)
+    if differences:
+        return checks.failed("the checkpoint loaded back differs from what was saved: %s" % "; ".join(differences),
+                             differences=differences, devices=devices)
     for m, o in ((model, opt), (twin, twin_opt)):
         o.zero_grad()
         m(x).square().sum().backward()

@@ -1,4 +1,5 @@
-"""smoke: a real training step on the device, agreement with CPU, and a device checkpoint read on CPU.
+"""smoke: a real training step on the device, agreement with CPU, and a device checkpoint read on CPU
+(weights, optimizer state and step compared with what was saved).
 
 A 16-32-4 MLP, cross-entropy, AdamW, several steps from the same initial weights and data on the device
 and on CPU. float32 throughout (TF32 is turned off by the worker), so the two runs should agree closely.
@@ -7,9 +8,9 @@ and on CPU. float32 throughout (TF32 is turned off by the worker), so the two ru
 import copy
 import io
 
+from probes.checks import error_texts
 from probes.checks import outcome as checks
 from probes.checks.context import CPU_SAME_DEVICE
-from probes.harness import error_texts
 
 STEPS = 6
 LR = 1e-2
@@ -40,7 +41,7 @@ def _train(torch, model, x, y, device):
         loss.backward()
         opt.step()
         losses.append(float(loss.detach().cpu()))
-    return model, losses
+    return model, losses, opt
 
 
 def _same_device_note(ctx, detail):
@@ -50,7 +51,7 @@ def _same_device_note(ctx, detail):
 def train_step(ctx):
     torch = ctx.torch
     model, x, y = _model_and_data(torch)
-    _, losses = _train(torch, model, x, y, ctx.device)
+    _, losses, _ = _train(torch, model, x, y, ctx.device)
     if not all(loss == loss and abs(loss) != float("inf") for loss in losses):
         return checks.failed("loss is not finite on %s: %r" % (ctx.device, losses), losses=losses)
     if not losses[-1] < losses[0]:
@@ -62,8 +63,8 @@ def train_step(ctx):
 def cpu_agreement(ctx):
     torch = ctx.torch
     model, x, y = _model_and_data(torch)
-    dev_model, dev_losses = _train(torch, model, x, y, ctx.device)
-    cpu_model, cpu_losses = _train(torch, model, x, y, "cpu")
+    dev_model, dev_losses, _ = _train(torch, model, x, y, ctx.device)
+    cpu_model, cpu_losses, _ = _train(torch, model, x, y, "cpu")
     loss_err = max(abs(a - b) / max(abs(b), 1e-12) for a, b in zip(dev_losses, cpu_losses))
     param_err = 0.0
     for (_name, p_dev), (_, p_cpu) in zip(dev_model.named_parameters(), cpu_model.named_parameters()):
@@ -77,22 +78,67 @@ def cpu_agreement(ctx):
         ctx, "device and CPU agree after %d steps (param abs err %.3g)" % (STEPS, param_err)), **data)
 
 
+def state_differences(torch, want, got, path="checkpoint", found=None, limit=6):
+    """Where ``got`` (a checkpoint loaded back) differs from ``want`` (what was saved): tensors by dtype, shape
+    and exact values, numbers by value, dicts by keys, lists by length; a list of paths with what differs."""
+    found = [] if found is None else found
+    if len(found) >= limit:
+        return found
+    if isinstance(want, dict) and isinstance(got, dict):
+        if sorted(map(str, want)) != sorted(map(str, got)):
+            found.append("%s: keys %s, saved %s" % (path, sorted(map(str, got))[:8], sorted(map(str, want))[:8]))
+            return found
+        for key in want:
+            state_differences(torch, want[key], got[key], "%s[%r]" % (path, key), found, limit)
+    elif isinstance(want, (list, tuple)) and isinstance(got, (list, tuple)):
+        if len(want) != len(got):
+            found.append("%s: %d items, saved %d" % (path, len(got), len(want)))
+            return found
+        for i, (w, g) in enumerate(zip(want, got)):
+            state_differences(torch, w, g, "%s[%d]" % (path, i), found, limit)
+    elif isinstance(want, torch.Tensor) and isinstance(got, torch.Tensor):
+        w, g = want.detach().cpu(), got.detach().cpu()
+        if w.dtype != g.dtype or w.shape != g.shape or not bool(torch.equal(w, g)):
+            found.append("%s: %s, saved %s" % (path, _brief(g), _brief(w)))
+    elif type(want) is not type(got) or want != got:
+        found.append("%s: %r, saved %r" % (path, got, want))
+    return found
+
+
+def _brief(t):
+    values = t.flatten()[:3].tolist() if t.numel() else []
+    return "%s%s %s" % (str(t.dtype).replace("torch.", ""), list(t.shape), values)
+
+
+#: the training step a checkpoint records beside the weights, as training loops do
+CHECKPOINT_STEP = 7
+
+
 def checkpoint(ctx):
+    """A checkpoint of the whole training state (weights, AdamW's moments and step counts, the loop's step)
+    saved on the device and loaded on CPU holds what was saved, and the weights compute the same."""
     torch = ctx.torch
     model, x, y = _model_and_data(torch)
-    dev_model, _ = _train(torch, model, x, y, ctx.device)
+    dev_model, _, opt = _train(torch, model, x, y, ctx.device)
+    saved = {"model": dev_model.state_dict(), "optim": opt.state_dict(), "step": CHECKPOINT_STEP,
+             "step_on_device": torch.tensor(CHECKPOINT_STEP, device=ctx.device)}
     buffer = io.BytesIO()
-    torch.save(dev_model.state_dict(), buffer)
+    torch.save(saved, buffer)
     buffer.seek(0)
     try:
         state = torch.load(buffer, map_location="cpu", weights_only=True)
     except TypeError:  # torch < 1.13 has no weights_only
         buffer.seek(0)
         state = torch.load(buffer, map_location="cpu")
+    moved = [k for k, t in state["model"].items() if t.device.type != "cpu"]
+    if moved:
+        return checks.failed("map_location='cpu' left tensors on %s: %s" % (ctx.device, ", ".join(moved[:5])))
+    differences = state_differences(torch, saved, state)
+    if differences:
+        return checks.failed("the checkpoint loaded back differs from what was saved: %s" % "; ".join(differences),
+                             differences=differences)
     cpu_model = copy.deepcopy(model)
-    cpu_model.load_state_dict(state)
-    if any(t.device.type != "cpu" for t in state.values()):
-        return checks.failed("map_location='cpu' left tensors on %s" % ctx.device)
+    cpu_model.load_state_dict(state["model"])
     expected = dev_model(x.to(ctx.device)).detach().cpu()
     got = cpu_model(x).detach()
     err = float((expected - got).abs().max())
@@ -100,8 +146,8 @@ def checkpoint(ctx):
         return checks.failed("the checkpoint loaded on CPU computes differently (max abs err %.3g)" % err,
                              max_abs_err=err)
     return checks.passed(_same_device_note(
-        ctx, "state_dict saved on %s, loaded on CPU: outputs agree (max abs err %.3g)" % (ctx.device, err)),
-        max_abs_err=err, bytes=len(buffer.getvalue()))
+        ctx, "weights, AdamW state and step %d saved on %s, loaded on CPU unchanged; outputs agree (max abs err %.3g)"
+        % (CHECKPOINT_STEP, ctx.device, err)), max_abs_err=err, bytes=len(buffer.getvalue()))
 
 
 def device_failure(fn):

@@ -23,21 +23,23 @@ import contextlib
 import mmap
 import os
 
+from probes.checks import outcome
+
 SIZE = 512
 ENTERED = "E"
 RETURNED = "R"
 
 
-class BlockedOp(RuntimeError):
-    """An op that hung or crashed earlier in this suite; not called again."""
+BlockedOp = outcome.BlockedOp  # checks catch it, so it lives below them
 
-    def __init__(self, op, why):
-        RuntimeError.__init__(self, "not run: %s %s" % (op, why))
-        self.op = op
+BACKWARD_NODE = "backward "
 
 
 def base_name(op):
-    """'aten::mm.default' -> 'aten::mm': the family a block applies to."""
+    """'aten::mm.default' -> 'aten::mm': the family a block applies to; 'backward AddmmBackward0' ->
+    'backward AddmmBackward' (a backward node type, where the backward pass runs untraced)."""
+    if op.startswith(BACKWARD_NODE):
+        return op.rstrip("0123456789")
     return op.split(".", 1)[0]
 
 
@@ -93,11 +95,12 @@ def _touches(value, device_type, depth=0):
     return False
 
 
-def make_mode(torch, trail, blocked, device_type=None):
+def make_mode(torch, trail, blocked, device_type=None, seen=None):
     """A dispatch mode writing to ``trail`` and refusing the op families in ``blocked`` ({base: why}).
 
     With ``device_type``, only calls on that device are refused: the op crashed or hung on the device under
-    test, and the harness's own CPU calls of the same op (a CPU reference, a sort of the results) still run."""
+    test, and the harness's own CPU calls of the same op (a CPU reference, a sort of the results) still run.
+    ``seen`` (a set) collects the names of the ops called with a tensor on the device (coverage)."""
     from torch.utils._python_dispatch import TorchDispatchMode
 
     class _BreadcrumbMode(TorchDispatchMode):
@@ -112,6 +115,9 @@ def make_mode(torch, trail, blocked, device_type=None):
                 schema = func._schema
                 name = schema.name + ("." + schema.overload_name if schema.overload_name else "")
                 self._names[func] = name
+            if seen is not None and name not in seen and (
+                    device_type in (None, "cpu") or _touches(args, device_type) or _touches(kwargs or {}, device_type)):
+                seen.add(name)
             if blocked:
                 why = blocked.get(base_name(name))
                 if why is not None and device_type is not None and device_type != "cpu" and not (
@@ -133,9 +139,31 @@ def make_mode(torch, trail, blocked, device_type=None):
 BACKWARD = "autograd backward"
 
 
+def _graph_nodes(roots, limit=20000):
+    """The autograd graph's nodes reachable from the ``roots`` tensors' grad_fn (each once)."""
+    stack = [getattr(t, "grad_fn", None) for t in (roots if isinstance(roots, (list, tuple)) else (roots,))]
+    seen = set()  # type: set
+    nodes = []  # type: list
+    while stack and len(nodes) < limit:
+        node = stack.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        nodes.append(node)
+        stack.extend(fn for fn, _ in getattr(node, "next_functions", ()) or ())
+    return nodes
+
+
 @contextlib.contextmanager
-def untraced_backward(torch, trail):
-    """While active: the autograd engine runs with the dispatch modes switched off (see the module's Limit)."""
+def untraced_backward(torch, trail, blocked=None, on_blocked=None):
+    """While active: the autograd engine runs with the dispatch modes switched off (see the module's Limit).
+
+    What it runs is still followed at the level of autograd nodes: a pre-hook on each node writes
+    ``E backward <NodeName>`` to the trail (a crash or hang in the backward of ``addmm`` names
+    ``AddmmBackward0``). A graph holding a node type in ``blocked`` ({'backward AddmmBackward': why}) is refused
+    before the engine starts, with ``BlockedOp`` raised on the calling thread (on torch 2.13 a Python exception
+    raised on a device's autograd thread, in a hook as under a mode, ends the process); ``on_blocked(name, why)``
+    hears of it first."""
     autograd = torch.autograd
     original = getattr(autograd, "_engine_run_backward", None)
     try:
@@ -146,11 +174,38 @@ def untraced_backward(torch, trail):
         yield
         return
 
+    def hook_for(label):
+        def pre_hook(grad_outputs):
+            trail.write(ENTERED, label)
+            return None
+
+        return pre_hook
+
     def run(*args, **kwargs):
+        handles = []  # type: list
+        if trail is not None or blocked:
+            for node in _graph_nodes(args[0] if args else ()):
+                label = BACKWARD_NODE + node.name()
+                why = (blocked or {}).get(base_name(label))
+                if why is not None:
+                    for handle in handles:
+                        handle.remove()
+                    if on_blocked is not None:
+                        on_blocked(label, why)
+                    raise BlockedOp(label, why)
+                if trail is not None:
+                    try:
+                        handles.append(node.register_prehook(hook_for(label)))
+                    except Exception:
+                        continue  # a node type without hooks (an AccumulateGrad of an old torch)
         if trail is not None:
             trail.write(ENTERED, BACKWARD)
-        with _disable_current_modes():
-            out = original(*args, **kwargs)
+        try:
+            with _disable_current_modes():
+                out = original(*args, **kwargs)
+        finally:
+            for handle in handles:
+                handle.remove()
         if trail is not None:
             trail.write(RETURNED, BACKWARD)
         return out

@@ -8,7 +8,8 @@ check is ``unsupported`` (a missing op, no collective backend, no device generat
 Progress goes to stderr, one line per check; the report is JSON on stdout or in ``--output``.
 
 The groups marked ``own_worker`` in ``probes.checks.registry`` (opinfo, compile, distributed) run in workers
-of their own, at the same time as the others; the report lists every check in group order either way.
+of their own, at the same time as the others; the ``alone`` ones (perf) after them, by themselves, with every
+core. The report lists every check in group order either way.
 """
 
 import argparse
@@ -18,9 +19,9 @@ import sys
 import threading
 from typing import Any, List
 
+from probes.checks import device_activation, dispatcher, registry
 from probes.checks import outcome as checks
-from probes.checks import registry
-from probes.harness import device_activation, runner
+from probes.harness import certify, runner
 from probes.harness import report as report_assembly
 from probes.host import fingerprint
 
@@ -72,6 +73,9 @@ def parser():
     p.add_argument("--quiet", action="store_true", help="no progress lines")
     p.add_argument("--deep", action="store_true",
                    help="opinfo: every sample input, not only the first per op and dtype")
+    p.add_argument("--certify", action="store_true",
+                   help="map the run onto the measurable rows of the PyTorch Compute Platform Quality Levels rubric "
+                        "(report.certification, with the points and evidence per row)")
     p.add_argument("--strict", action="store_true",
                    help="exit %d when a check is unsupported (and nothing failed)" % EXIT_UNSUPPORTED)
     p.add_argument("--opinfo-ops", type=_patterns, default=None,
@@ -157,13 +161,16 @@ def _worker_flags(args, threads=None):
 
 
 def run_phases(args, groups, progress):
-    """Run each phase's Runner in its own thread; returns (hello, entries in group order, fatal, usage)."""
+    """Run each phase's Runner in its own thread, the ``alone`` groups (perf) after all the others, one at a time
+    with every core; returns (hello, entries in group order, fatal, usage)."""
     launch = runner.default_launch()
     blocklist = runner.Blocklist()
     phases = _phases(groups)
-    flags = _worker_flags(args, worker_threads(len(phases)))
-    runners = [runner.Runner(launch, args.device, phase, args.timeout, progress, flags, describe=i == 0,
-                             blocklist=blocklist)
+    together = [p for p in phases if p[0] not in registry.ALONE]
+    flags = _worker_flags(args, worker_threads(len(together)))
+    runners = [runner.Runner(launch, args.device, phase, args.timeout, progress,
+                             flags if phase in together else _worker_flags(args, worker_threads(1)),
+                             describe=i == 0, blocklist=blocklist)
                for i, phase in enumerate(phases)]
     progress.runners = runners
     outcomes: List[Any] = [None] * len(runners)
@@ -171,11 +178,14 @@ def run_phases(args, groups, progress):
     def work(i):
         outcomes[i] = runners[i].run()
 
-    threads = [threading.Thread(target=work, args=(i,)) for i in range(len(runners))]
+    threads = [threading.Thread(target=work, args=(i,)) for i, phase in enumerate(phases) if phase in together]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
+    for i, phase in enumerate(phases):
+        if phase not in together:
+            work(i)
     blocklist.close()
     hello = outcomes[0][0] if outcomes else None
     entries = [entry for _, phase_entries in outcomes for entry in phase_entries]
@@ -183,6 +193,8 @@ def run_phases(args, groups, progress):
     entries.sort(key=lambda e: order.get(e["group"], len(order)))  # stable: each group keeps its own order
     usage = next((r.usage_error for r in runners if r.usage_error), None)
     fatal = next((r.fatal for r in runners if r.fatal), None)
+    if hello is not None:
+        hello["exercised"] = sorted(set().union(*(r.exercised for r in runners)))
     return hello, entries, fatal, usage
 
 
@@ -217,7 +229,12 @@ def main(argv=None):
                                                            fatal or "the probe worker never described torch")
         devices = []
     digest, stable = fingerprint.host_fingerprint()
-    report = report_assembly.assemble(environment, devices, entries, digest, stable)
+    coverage = None
+    if hello and hello.get("backend_relevant"):
+        coverage = dispatcher.summarise(hello["backend_relevant"], hello.get("exercised") or (), entries)
+    report = report_assembly.assemble(environment, devices, entries, digest, stable, coverage)
+    if args.certify:
+        report["certification"] = certify.certification(report)
     text = json.dumps(report, indent=2, default=str)
     if args.output:
         tmp = args.output + ".tmp"
@@ -228,6 +245,8 @@ def main(argv=None):
         sys.stdout.write(text + "\n")
     if not args.quiet:
         sys.stderr.write("\n" + report_assembly.render_summary(report) + "\n")
+        if report.get("certification"):
+            sys.stderr.write(certify.render(report["certification"]) + "\n")
     if not report["summary"]["ok"]:
         return 1
     if args.strict and report["summary"]["counts"].get("unsupported"):

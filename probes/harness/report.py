@@ -78,10 +78,13 @@ def without_nul(value):
     return value
 
 
-def assemble(environment, devices, entries, fingerprint, fingerprint_stable):
-    """The report; the checks' texts carry no host paths (``probes.harness.redaction``) and no NUL characters."""
+def assemble(environment, devices, entries, fingerprint, fingerprint_stable, coverage=None):
+    """The report; the checks' texts carry no host paths (``probes.harness.redaction``) and no NUL characters.
+    ``coverage``: the dispatcher coverage block (``probes.checks.dispatcher.summarise``), when counted."""
     entries = [redaction.redact(entry) for entry in entries]
     report = _assemble(environment, devices, entries, fingerprint, fingerprint_stable)
+    if coverage is not None:
+        report["coverage"] = coverage
     return without_nul(report)
 
 
@@ -129,6 +132,13 @@ def render_summary(report):
     bad = [e for e in report["checks"] if registry.is_failing(e["group"], e["status"])]
     for name, group in sorted((report["summary"].get("groups") or {}).items()):
         lines.append("%s: %s" % (name, group.get("detail") or group.get("status")))
+    coverage = report.get("coverage")
+    if coverage and coverage.get("backend_relevant"):
+        lines.append("dispatcher coverage: %d of %d backend-relevant aten overloads exercised on the device (%.1f%%); "
+                     "%d missing, %d fell back to CPU" % (coverage["exercised"], coverage["backend_relevant"],
+                                                          100.0 * (coverage.get("fraction") or 0.0),
+                                                          len(coverage.get("missing") or ()),
+                                                          len(coverage.get("fell_back") or ())))
     perf = report.get("perf") or {}
     if perf.get("figures"):
         lines.append("")
@@ -166,7 +176,11 @@ def render_figure(figure):
     """One perf figure as a line: name, value, the host CPU's figure, the fraction of peak."""
     unit = figure.get("unit") or ""
     text = "%-34s %12s" % (figure.get("name"), _number(figure.get("value"), unit))
+    spread = figure.get("spread")
+    text += " %-7s" % ("+/-%.0f%%" % (50.0 * spread) if spread is not None else "")
     text += " | cpu %12s" % _number(figure.get("cpu_value"), unit)
+    if figure.get("valid") is False:
+        return text + "  INVALID: %s" % (figure.get("invalid_reason") or "cannot be trusted")
     if figure.get("peak_fraction") is not None:
         text += " | %.1f%% of peak" % (100.0 * figure["peak_fraction"])
     if figure.get("note"):

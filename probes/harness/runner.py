@@ -22,8 +22,9 @@ import threading
 import time
 from typing import Any, Dict
 
+from probes.checks import error_texts
 from probes.checks import outcome as checks
-from probes.harness import breadcrumbs, error_texts, redaction
+from probes.harness import breadcrumbs, redaction
 
 STARTUP_ALLOWANCE_S = 120  # torch import + plugin activation + detection, on a slow host
 STDERR_TAIL = 1500
@@ -166,6 +167,7 @@ class Runner(object):
         self.results = {}
         self.blocklist = blocklist  # ops that hung or crashed: not called again (None: no blocking)
         self.fatal = None
+        self.exercised = set()  # the aten overloads its workers' traced checks called on the device
         self.usage_error = None  # the worker rejected the device's settings: nothing was probed
         handle, self.trail_file = tempfile.mkstemp(prefix="accelenv-trail-")
         os.close(handle)
@@ -192,6 +194,13 @@ class Runner(object):
         data["last_aten_op"] = op
         if state != "entered":
             return "; the last aten op it entered, %s, had returned" % op
+        if op.startswith(breadcrumbs.BACKWARD_NODE):  # a node of the untraced backward pass: block its type
+            node = op[len(breadcrumbs.BACKWARD_NODE):]
+            data["backward_node"] = node
+            if self.blocklist is not None:
+                self.blocklist.add(breadcrumbs.base_name(op), {"status": status, "op": op, "check": check_id})
+            return ("; it was in the backward pass, inside %s (its aten ops are not traced on this device; later "
+                    "checks whose backward reaches %s are marked without running it)" % (node, node))
         if not op.startswith("aten::"):  # e.g. the untraced backward pass of a device: nothing to block
             data["last_step"] = op
             return "; it was in the %s (its ops are not traced on this device)" % op
@@ -308,6 +317,8 @@ class Runner(object):
                 elif kind == "result":
                     self._record(message["check"])
                     current = None
+                elif kind == "coverage":
+                    self.exercised.update(message.get("exercised") or ())
                 elif kind == "done":
                     return True
                 elif kind == "fatal":

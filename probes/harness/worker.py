@@ -16,11 +16,11 @@ import os
 import sys
 import time
 import traceback
+import warnings
 
-from probes.checks import detect, registry
+from probes.checks import context, detect, device_activation, dispatcher, error_texts, registry
 from probes.checks import outcome as checks
-from probes.checks.context import ProbeContext
-from probes.harness import breadcrumbs, device_activation, error_texts, faults
+from probes.harness import breadcrumbs, faults, runner
 
 # The groups, their plans and which run untraced: ``probes.checks.registry``.
 
@@ -37,6 +37,14 @@ def _send(stream, message):
 
 
 def _setup_torch(torch, threads=None):
+    # A backend's "falls back to the CPU" warning is TORCH_WARN_ONCE: once per process, inside whichever check
+    # reached the op first. Warn-always makes it come again in every check that reaches the op.
+    warn_always = getattr(torch, "set_warn_always", None)
+    if warn_always is not None:
+        try:
+            warn_always(True)
+        except Exception:
+            pass
     if threads:  # the runner shares the cores out among the workers it runs at once
         try:
             torch.set_num_threads(threads)
@@ -50,28 +58,6 @@ def _setup_torch(torch, threads=None):
                 target.allow_tf32 = False
             except Exception:
                 pass
-
-
-def build_context(torch, requested):
-    device_type, index = device_activation.parse_device(requested)
-    faults_set = (os.environ.get(device_activation.REFDEV_FAULTS_ENV) or "").strip()
-    if faults_set and device_type != device_activation.REFDEV:
-        raise device_activation.SettingsError(
-            "%s=%s asks for injected faults, which only the refdev reference device has; the probed device is "
-            "%s: unset it, or probe --device refdev" % (device_activation.REFDEV_FAULTS_ENV, faults_set, requested))
-    plugin = {}
-    try:
-        if device_type == "auto":
-            device_activation.activate_installed_plugins()
-            device_type = device_activation.pick_auto(torch)
-            if device_type == device_activation.REFDEV:
-                plugin = {"plugin": "probes.refdev", "version": None}
-        else:
-            plugin = device_activation.activate(device_type)
-        device = device_activation.resolve(torch, device_type, index)
-    except device_activation.DeviceError as exc:
-        return ProbeContext(torch, None, device_error=str(exc), plugin=plugin, requested_type=device_type)
-    return ProbeContext(torch, device, plugin=plugin)
 
 
 def build_plan(ctx, facts, groups):
@@ -114,6 +100,7 @@ class Tracing(object):
         self.trail = breadcrumbs.open_trail(trail_file)
         self.blocked_file = blocked_file
         self._stamp = None
+        self.seen = set()  # the aten overloads traced checks called on the device (coverage)
         self.blocked = {}
         self.why = {}
         self.refresh()
@@ -138,7 +125,7 @@ class Tracing(object):
         if self.torch is None or check.group in registry.UNTRACED or (self.trail is None and not self.blocked):
             return None
         try:
-            return breadcrumbs.make_mode(self.torch, self.trail, self.why, self.device_type)
+            return breadcrumbs.make_mode(self.torch, self.trail, self.why, self.device_type, self.seen)
         except Exception:  # a torch without TorchDispatchMode: checks run untraced
             return None
 
@@ -168,7 +155,11 @@ def _run_outcome(ctx, check, injected, tracing):
     mode = tracing.mode(check) if tracing is not None else None
     if mode is None:
         return check.run(ctx), None
-    backward = breadcrumbs.untraced_backward(ctx.torch, tracing.trail) if not ctx.is_cpu else _nothing()
+    def blocked_in_backward(name, why):
+        mode.hit_blocked = (name, why)
+
+    backward = breadcrumbs.untraced_backward(ctx.torch, tracing.trail, tracing.why, blocked_in_backward) \
+        if not ctx.is_cpu else _nothing()
     try:
         with backward, mode:
             outcome = check.run(ctx)
@@ -177,14 +168,40 @@ def _run_outcome(ctx, check, injected, tracing):
     return outcome, mode.hit_blocked
 
 
+def _fell_back(status, detail, data, messages):
+    """A check that passed through a CPU fallback did not test the device: it fails, naming the ops.
+
+    ``messages`` are the warnings the check raised (the worker sets ``torch.set_warn_always`` so a backend's
+    once-per-process fallback warning comes again in every check that reaches the op, whatever ran first).
+    """
+    ops = error_texts.cpu_fallback_ops(messages)
+    for op in (data.get("fallback_op"),):
+        if op and op not in ops:
+            ops.append(op)
+    if not ops:
+        return status, detail, data
+    data = dict(data, cpu_fallback_ops=ops)
+    if data.get("figures"):  # perf: the CPU's speed, not the device's
+        reason = "taken through the CPU fallback of %s" % ", ".join(ops)
+        data["figures"] = [dict(f, valid=False, invalid_reason=reason) for f in data["figures"]]
+    if status != "passed":
+        return status, detail, data
+    return "failed", ("ran on the CPU fallback, not on the device: %s; what passed was the CPU's work (%s)"
+                      % (", ".join(ops), detail or "passed")), data
+
+
 def run_check(ctx, check, injected, tracing=None):
     started = time.perf_counter()
+    caught = []
     try:
-        outcome, hit = _run_outcome(ctx, check, injected, tracing)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            outcome, hit = _run_outcome(ctx, check, injected, tracing)
         if hit is not None:  # even when the check caught BlockedOp itself, it did not run to the end
             status, detail, data = _blocked_outcome(tracing, hit)
         else:
             status, detail, data = outcome.status, outcome.detail, outcome.data
+        status, detail, data = _fell_back(status, detail, data, [str(w.message) for w in caught])
     except Exception as exc:
         tb = traceback.format_exception(type(exc), exc, exc.__traceback__)
         status, detail = "error", "the check raised %s: %s" % (type(exc).__name__, str(exc).splitlines()[0][:500]
@@ -211,7 +228,8 @@ def main(requested, groups, only=None, send_environment=True, options=None, trai
         return 3
     _setup_torch(torch, threads)
     try:
-        ctx = build_context(torch, requested)
+        ctx = context.build_context(torch, requested)
+        ctx.launch = runner.default_launch()
         ctx.options.update(options or {})
     except device_activation.SettingsError as exc:
         _send(stream, {"type": "usage", "detail": str(exc)})
@@ -222,6 +240,10 @@ def main(requested, groups, only=None, send_environment=True, options=None, trai
     if send_environment:
         hello["environment"] = facts["environment"]
         hello["devices"] = facts["devices"]
+        try:
+            hello["backend_relevant"] = dispatcher.backend_relevant(torch)
+        except Exception:  # a torch without the dispatcher queries: no coverage figure
+            pass
     _send(stream, hello)
     tracing = Tracing(torch, trail_file, blocked_file, ctx.device_type if ctx.device is not None else None)
     for check in planned:
@@ -229,6 +251,7 @@ def main(requested, groups, only=None, send_environment=True, options=None, trai
             continue
         _send(stream, {"type": "start", "id": check.id})
         _send(stream, {"type": "result", "check": run_check(ctx, check, injected, tracing)})
+    _send(stream, {"type": "coverage", "exercised": sorted(tracing.seen)})
     _send(stream, {"type": "done"})
     sys.stderr.flush()
     return 0

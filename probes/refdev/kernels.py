@@ -359,8 +359,8 @@ def _unwrapped_numbers(args: Any, kwargs: Any, positions: Tuple[int, ...], names
 
 
 def _announced_fallback(name: str, kernel: Kernel) -> Kernel:
-    """The kernel, saying once per process, as MPS and vendor plugins do, that it ran on the CPU (the
-    ``fallback:`` fault)."""
+    """The kernel, saying once per process, as MPS and vendor plugins do (TORCH_WARN_ONCE), that it ran on the
+    CPU (the ``fallback:`` fault); every time under ``torch.set_warn_always(True)``, as TORCH_WARN_ONCE does."""
     import warnings
 
     text = ("The operator '%s' is not currently supported on the refdev device and will fall back to run on the "
@@ -369,7 +369,7 @@ def _announced_fallback(name: str, kernel: Kernel) -> Kernel:
     warned: List[bool] = []
 
     def fallback(*args: Any, **kwargs: Any) -> Any:
-        if not warned:  # once per process, as real backends warn (TORCH_WARN_ONCE)
+        if not warned or torch.is_warn_always_enabled():  # once per process, as real backends warn
             warned.append(True)
             warnings.warn(text, UserWarning, stacklevel=2)
         return kernel(*args, **kwargs)

@@ -70,3 +70,64 @@ def test_errors_name_the_parameter_in_api_words(client: TestClient) -> None:
     assert typo.status_code == 422 and "'famly'" in typo.json()["message"] and "'family'" in typo.json()["message"]
     none = client.get("/v1/ci-matrix", params={"torch": ">=9"})
     assert none.status_code == 409 and none.json()["code"] == "torch-not-found"
+
+
+WIDE = {"torch": ">=2.0", "family": "cpu,cuda,rocm,xpu", "arch": "x86_64,aarch64"}
+
+
+def test_over_githubs_limits_is_a_422_naming_them_and_shards_fit(client: TestClient) -> None:
+    over = client.get("/v1/ci-matrix", params=WIDE)
+    assert over.status_code == 422 and over.json()["code"] == "matrix-too-large"
+    assert "256 jobs per matrix" in over.json()["message"] and "shard=1/" in over.json()["hint"]
+    first = client.get("/v1/ci-matrix", params={**WIDE, "shard": "1/256"}).json()
+    needed = first["limits"]["shards_needed"]
+    names: list[str] = []
+    for index in range(1, needed + 1):
+        body = client.get("/v1/ci-matrix", params={**WIDE, "shard": f"{index}/{needed}"}).json()
+        assert len(body["include"]) <= 256 and body["limits"]["output_bytes"] <= 1_000_000
+        names += [c["name"] for c in body["include"]]
+    assert len(names) == len(set(names)) == first["cells_total"] >= 600
+    for bad in ({"shard": "0/2"}, {"shard": "x"}, {"max_cells": "300"}, {"max_cells": "-1"}):
+        refused = client.get("/v1/ci-matrix", params=bad)
+        assert refused.status_code == 422 and next(iter(bad)) in refused.json()["message"], bad
+
+
+def test_unknown_is_listed_apart_and_latest_keeps_a_cpu_cell(client: TestClient) -> None:
+    body = client.get("/v1/ci-matrix", params={"family": "cpu", "with": "none"}).json()
+    assert body["include"], "torch=latest with family=cpu must not be empty while a release is being learned"
+    for entry in body["unknown"]:
+        assert entry["status"] == "unknown" and "does not know whether" in entry["reason"]
+    assert all(e["code"] != "backend-unavailable" for e in body["excluded"])
+
+
+def test_head_answers_every_get_route_without_a_body(client: TestClient) -> None:
+    for path, params in (("/v1/ci-matrix", QUERY), ("/v1/torch", {}), ("/v1/matrix", {"torch": "2.3"}),
+                         ("/v1/resolve", {"torch": "2.3", "python": "3.11"}), ("/healthz", {})):
+        got = client.get(path, params=params)
+        head = client.head(path, params=params)
+        assert head.status_code == got.status_code, path
+        assert head.content == b"" and head.headers.get("etag") == got.headers.get("etag"), path
+        assert head.headers["content-length"] == got.headers["content-length"], path
+
+
+def test_large_bodies_are_gzipped_when_asked(client: TestClient) -> None:
+    plain = client.get("/v1/ci-matrix", params=QUERY, headers={"Accept-Encoding": "identity"})
+    zipped = client.get("/v1/ci-matrix", params=QUERY, headers={"Accept-Encoding": "gzip"})
+    assert "content-encoding" not in plain.headers
+    assert zipped.headers["content-encoding"] == "gzip" and "Accept-Encoding" in zipped.headers["vary"]
+    assert zipped.json() == plain.json()
+    assert int(zipped.headers["content-length"]) < len(plain.content) / 3
+    small = client.get("/v1/resolve", params={"torch": "2.3", "python": "3.11"}, headers={"Accept-Encoding": "gzip"})
+    assert "content-encoding" not in small.headers
+
+
+def test_invalid_values_are_422_naming_the_parameter(client: TestClient) -> None:
+    for path, params, named in (
+        ("/v1/matrix", {"build": "zzz-bad"}, "build"),
+        ("/v1/matrix", {"arch": "sparc64"}, "arch"),
+        ("/v1/ci-matrix", {"arch": "sparc64"}, "arch"),
+        ("/v1/ci-matrix", {"with": "zzz-bad"}, "with"),
+    ):
+        got = client.get(path, params=params)
+        assert got.status_code == 422, (path, params, got.text)
+        assert got.json()["message"].startswith(named) or f"{named} " in got.json()["message"], got.json()

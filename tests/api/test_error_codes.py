@@ -85,9 +85,10 @@ def test_each_code_the_service_sends_reads_back_as_its_class(server: LiveServer,
 def test_every_refusal_of_the_http_layer_is_sent_or_named() -> None:
     """The HTTP layer's codes (the subclasses of BadRequestError) are each sent above, but two: a client that
     hung up reads no answer, and ``http-error`` is the framework's any-other-status; ``too-many-connections``
-    needs a server with a small connection cap (tests/security/test_request_bounds.py sends it)."""
+    and ``quota-exceeded`` need a server with a small cap or quota (tests/security/test_request_bounds.py
+    sends them)."""
     layer = {code for code, cls in ERRORS.items() if issubclass(cls, BadRequestError)}
-    assert layer - set(REQUESTS) == {"client-disconnected", "http-error", "too-many-connections"}
+    assert layer - set(REQUESTS) == {"client-disconnected", "http-error", "too-many-connections", "quota-exceeded"}
 
 
 def test_the_one_writer_keeps_the_code_message_and_request_id() -> None:

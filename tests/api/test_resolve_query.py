@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from starlette.datastructures import QueryParams
 
-from compat_service.api.service_reads import query_strings
+from compat_service.api.inputs.resolve_query import query_strings
 from compat_service.domain.errors import InvalidRequestError
 from compat_service.domain.resolver.request import PARAMETERS
 

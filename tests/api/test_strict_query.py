@@ -96,9 +96,9 @@ def test_matrix_family_is_the_build_family_and_backend_the_evidence(client: Test
 
 @pytest.mark.parametrize("params", [{"torch": "2.3", "python": "3.13"}, {"pyton": "3"}, {"torch": "two"},
                                     {"torch": "2.3", "backend": "cu126", "format": "pip"}])
-def test_the_raw_endpoint_answers_errors_as_the_handler_does(client: TestClient, params: dict[str, str]) -> None:
-    """/v1/resolve sends its errors itself (routes/resolve.py: error_bytes): the same bytes the app's one error
-    handler writes, the same status, headers and request id, also when the error comes from the cache."""
+def test_resolve_answers_errors_through_the_one_handler(client: TestClient, params: dict[str, str]) -> None:
+    """/v1/resolve's errors are the app's one error handler's bytes (``error_json``), with the registry's status,
+    the request id, also when the error comes from the cache."""
     import json as stdjson
 
     from compat_service.domain.errors import ERRORS, ErrorBody

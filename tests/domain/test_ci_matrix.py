@@ -304,3 +304,13 @@ def test_a_hostile_install_plan_is_refused_before_anything_runs(plan: Any) -> No
     with pytest.raises(InstallPlanRefusedError) as caught:
         checked_install_argv({"install_argv": plan})
     assert caught.value.code == "install-plan-refused" and caught.value.hint
+
+
+def test_cells_name_their_runner_from_the_data(matrix: InMemoryMatrix) -> None:
+    body = ci_matrix(CiMatrixRequest.from_strings(torch="2.4", family="cpu,cuda", python="3.10",
+                                                  arch="x86_64,aarch64", with_="none"), matrix)
+    runs_on = {(c["platform"], c["family"]): c["runs_on"] for c in body["include"]}
+    assert runs_on[("linux-x86_64", "cpu")] == "ubuntu-latest"
+    assert runs_on[("linux-aarch64", "cpu")] == "ubuntu-24.04-arm"
+    assert runs_on[("linux-x86_64", "cuda")] is None  # no hosted GPU runner: the project's own labels
+    assert all(c["container"] is None for c in body["include"])

@@ -160,6 +160,8 @@ CITED_HOSTS = {
     "docs.vllm.ai", "huggingface.co",
     # the wheel-variant PEPs (825, 817) the exported variant metadata follows
     "peps.python.org",
+    # GitHub's runner reference (ci_runners.yaml's runs_on labels)
+    "docs.github.com",
 }
 
 

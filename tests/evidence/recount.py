@@ -37,7 +37,11 @@ def recount(engine: Engine) -> tuple[dict[int, dict[str, int]], dict[tuple[int, 
     )
     checks: dict[tuple[int, str], Counter[str]] = defaultdict(Counter)
     with engine.connect() as conn:
-        rows = conn.execute(sa.text("SELECT cell_id, host_fingerprint, submitter_id, body FROM probe_report"))
+        # a submitter counts as its token's owner (revision 0009: the owner's first token id)
+        rows = conn.execute(sa.text(
+            "SELECT r.cell_id, r.host_fingerprint, coalesce(t.owner_key, r.submitter_id), r.body "
+            "FROM probe_report r LEFT JOIN api_token t ON t.id = r.submitter_id"
+        ))
         for cell_id, host, submitter, body in rows:
             report = json.loads(body)
             verdict = _verdict(report["checks"])

@@ -181,3 +181,12 @@ def test_a_report_stored_through_another_worker_shows_at_once(two_workers: tuple
         assert cpu_row() == ("declared" if host == "a" else "verified", 1 if host == "a" else 2)
     withdraw_submitter(engine, public.id, now=dt.datetime.now(dt.timezone.utc))
     assert cpu_row() == ("declared", 0)
+
+
+def test_the_row_type_holds_the_wire_models_fields() -> None:
+    """`MatrixRow` (the rows of GET /v1/matrix and the heatmap) holds `MatrixCell`'s fields but its failing
+    checks, in its order, then the evidence cell id: a field added to the model must be added to the row."""
+    from compat_service.db.evidence.matrix_cells import MatrixRow
+
+    wire = [name for name in MatrixCell.model_fields if name != "failing_checks"]
+    assert list(MatrixRow._fields) == [*wire, "evidence_cell_id"]

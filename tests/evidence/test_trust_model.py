@@ -98,6 +98,35 @@ def test_two_tokens_on_two_hosts_verify(trust: Trust) -> None:
     assert resolved.status_code == 200, resolved.text
 
 
+def _owned_token(trust: Trust, name: str, owner: str) -> None:
+    from compat_service.db.matrix.tables import ApiTokenCreate
+    from compat_service.db.tokens import create_token
+
+    trust.tokens[name] = create_token(state_of(trust.app).engine, ApiTokenCreate(scope="report", owner=owner))[1]
+
+
+def test_two_tokens_of_one_owner_cannot_verify_a_cell(trust: Trust) -> None:
+    """Issue 34: one person holding two tokens (the admin gave both the same --owner) on two hosts is one
+    submitter; a report of another owner verifies the cell."""
+    _owned_token(trust, "carol-1", "carol")
+    _owned_token(trust, "carol-2", "carol")
+    assert trust.post("carol-1", synthetic_report(host="a")).status_code == 201
+    assert trust.post("carol-2", synthetic_report(host="b")).status_code == 201
+    cell = trust.cell()
+    assert (cell["passing_hosts"], cell["submitters"], cell["passing_submitters"]) == (2, 1, 1)
+    assert cell["status"] == "declared" and trust.matrix_status() == "declared"
+    assert trust.resolve_verified().status_code == 409
+
+    _owned_token(trust, "dave", "dave")
+    assert trust.post("dave", synthetic_report(host="c")).status_code == 201
+    assert (trust.cell()["passing_submitters"], trust.cell()["status"]) == (2, "verified")
+    # withdrawing one of carol's tokens leaves her other token's report counting for her
+    carol_1 = _token_id(trust, "carol-1")
+    assert trust.client.post(f"/v1/tokens/{carol_1}/withdraw", headers=_auth(trust, "admin")).status_code == 200
+    assert (trust.cell()["passing_submitters"], trust.cell()["status"]) == (2, "verified")
+    assert_counters_equal_a_recount(state_of(trust.app).engine)
+
+
 def test_two_tokens_on_one_host_do_not_verify(trust: Trust) -> None:
     assert trust.post("alice", synthetic_report(host="a")).status_code == 201
     assert trust.post("bob", synthetic_report(host="a")).status_code == 201

@@ -64,25 +64,38 @@ class _Served:
     projects: dict[str, list[RecordedWheel]]
     files: dict[str, bytes] = field(default_factory=dict)
     metadata: dict[str, bytes] = field(default_factory=dict)
+    pages: dict[str, bytes] = field(default_factory=dict)
     requests: list[str] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def __post_init__(self) -> None:
         for wheels in self.projects.values():
             for wheel in wheels:
-                self.files[wheel.filename] = wheel.wheel()
                 self.metadata[wheel.filename] = wheel.metadata()
+
+    def file(self, filename: str) -> bytes:
+        """The wheel, built the first time its page or the file is asked for."""
+        with self.lock:
+            if filename not in self.files:
+                wheel = next(w for ws in self.projects.values() for w in ws if w.filename == filename)
+                self.files[filename] = wheel.wheel()
+            return self.files[filename]
 
     def page(self, project: str) -> bytes | None:
         wheels = self.projects.get(project)
         if wheels is None:
             return None
+        if project not in self.pages:
+            self.pages[project] = self._page(project, wheels)
+        return self.pages[project]
+
+    def _page(self, project: str, wheels: list[RecordedWheel]) -> bytes:
         files = []
         for wheel in wheels:
             entry: dict[str, object] = {
                 "filename": wheel.filename,
                 "url": f"../../files/{wheel.filename}",
-                "hashes": {"sha256": hashlib.sha256(self.files[wheel.filename]).hexdigest()},
+                "hashes": {"sha256": hashlib.sha256(self.file(wheel.filename)).hexdigest()},
                 "core-metadata": {"sha256": hashlib.sha256(self.metadata[wheel.filename]).hexdigest()},
             }
             if wheel.requires_python:
@@ -100,6 +113,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _send(self, status: int, body: bytes, content_type: str) -> None:
         self.send_response(status)
         self.send_header("Content-Type", content_type)
+        self.send_header("Cache-Control", "max-age=3600")  # one test's answers never change
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
@@ -119,8 +133,8 @@ class _Handler(BaseHTTPRequestHandler):
             name = parts[1]
             if name.endswith(".metadata") and name.removesuffix(".metadata") in served.metadata:
                 return self._send(200, served.metadata[name.removesuffix(".metadata")], "text/plain")
-            if name in served.files:
-                return self._send(200, served.files[name], "application/octet-stream")
+            if name in served.metadata:
+                return self._send(200, served.file(name), "application/octet-stream")
         self._send(404, b"not found", "text/plain")
 
 

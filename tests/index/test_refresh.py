@@ -160,7 +160,8 @@ def test_conditional_requests_answered_304_reuse_the_cache(index: LoopbackIndex,
     assert second.stats["not_modified"] == len(first.facts) == 11  # one per project page
     assert set(second.metadata_reads) == {"cache"}
     assert second.stats["range_requests"] == 0 and not second.written and not second.changed
-    pages = [entry for entry in index.state.log if entry[1].startswith("/simple/")]
+    # the recorded fixtures have 11 of refresh.yaml's projects; the others answer 404 each time
+    pages = [entry for entry in index.state.log if entry[1].startswith("/simple/") and entry[3] != 404]
     assert [status for *_x, status in pages[-11:]] == [304] * 11
 
 

@@ -98,8 +98,10 @@ def test_an_index_that_does_not_answer_is_an_error_not_an_unresolvable_answer(tm
         ("Because flash-attn==2.8.3 has no usable wheels and you require flash-attn==2.8.3, we can conclude",
          "flash-attn==2.8.3"),
         ("Because nosuch was not found in the package registry and you require nosuch, we can conclude", "nosuch"),
+        ("Because llguidance{platform_machine == 'aarch64' or platform_machine == 'x86_64'}>=1.7.0,<=1.7.6 has no "
+         "usable wheels and only the following versions", "llguidance>=1.7.0,<=1.7.6"),
     ],
-    ids=["missing-pin", "sdist-only", "unknown-project"],
+    ids=["missing-pin", "sdist-only", "unknown-project", "marker-and-range"],
 )
 def test_failing_requirement_is_read_from_uv_explanations(explanation: str, expected: str) -> None:
     assert failing_requirement(explanation) == expected

@@ -32,6 +32,12 @@ class TinyWheel:
     #: module path -> source (the package's importable files)
     files: Mapping[str, str] = field(default_factory=dict)
     hash_stated: bool = True
+    #: a PEP 825 variant wheel's label: served as ``<filename without .whl>-<label>.whl``
+    variant_label: str | None = None
+
+    @property
+    def served_name(self) -> str:
+        return self.filename if self.variant_label is None else f"{self.filename[:-4]}-{self.variant_label}.whl"
 
     def metadata(self) -> str:
         name, version, _build, _tags = parse_wheel_filename(self.filename)
@@ -81,8 +87,8 @@ class _Served:
         for projects in self.roots.values():
             for wheels in projects.values():
                 for wheel in wheels:
-                    self.files[wheel.filename] = wheel.build()
-                    self.files[wheel.filename + ".metadata"] = wheel.metadata().encode()
+                    self.files[wheel.served_name] = wheel.build()
+                    self.files[wheel.served_name + ".metadata"] = wheel.metadata().encode()
         for extras in self.extras.values():
             for _project, filename, body in extras:
                 self.files[filename] = body
@@ -94,12 +100,12 @@ class _Served:
         depth = "../" * (root.count("/") + 2)
         files = []
         for wheel in wheels:
-            entry: dict[str, object] = {"filename": wheel.filename, "url": f"{depth}files/{wheel.filename}",
-                                        "hashes": {}}
+            name = wheel.served_name
+            entry: dict[str, object] = {"filename": name, "url": f"{depth}files/{name}", "hashes": {}}
             if wheel.hash_stated:
-                entry["hashes"] = {"sha256": hashlib.sha256(self.files[wheel.filename]).hexdigest()}
+                entry["hashes"] = {"sha256": hashlib.sha256(self.files[name]).hexdigest()}
             # PEP 658/714: the resolver reads METADATA without the wheel
-            entry["core-metadata"] = {"sha256": hashlib.sha256(self.files[wheel.filename + ".metadata"]).hexdigest()}
+            entry["core-metadata"] = {"sha256": hashlib.sha256(self.files[name + ".metadata"]).hexdigest()}
             files.append(entry)
         for extra_project, filename, body in self.extras.get(root, []):
             if extra_project == project:
@@ -127,11 +133,25 @@ class _Handler(BaseHTTPRequestHandler):
         served.requests.append(path)
         parts = [p for p in path.split("/") if p]
         if len(parts) == 2 and parts[0] == "files" and parts[1] in served.files:
-            return self._send(200, served.files[parts[1]], "application/octet-stream")
+            body = served.files[parts[1]]
+            wanted = self.headers.get("Range", "")
+            if wanted.startswith("bytes="):  # one range, as the refresh's range reads ask
+                first, _, last = wanted.removeprefix("bytes=").partition("-")
+                start = len(body) - int(last) if not first else int(first)
+                stop = len(body) - 1 if not first or not last else min(int(last), len(body) - 1)
+                start = max(start, 0)
+                self.send_response(206)
+                self.send_header("Content-Type", "application/octet-stream")
+                self.send_header("Content-Range", f"bytes {start}-{stop}/{len(body)}")
+                self.send_header("Content-Length", str(stop - start + 1))
+                self.end_headers()
+                self.wfile.write(body[start : stop + 1])
+                return None
+            return self._send(200, body, "application/octet-stream")
         if len(parts) >= 2:
-            body = served.page("/".join(parts[:-1]), str(canonicalize_name(parts[-1])))
-            if body is not None:
-                return self._send(200, body, JSON_TYPE)
+            page = served.page("/".join(parts[:-1]), str(canonicalize_name(parts[-1])))
+            if page is not None:
+                return self._send(200, page, JSON_TYPE)
         self._send(404, b"not found", "text/plain")
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from probes.harness import error_texts
+from probes.checks import error_texts
 from tests.probes.conftest import quiet_torch
 
 pytestmark = pytest.mark.torch

@@ -25,8 +25,9 @@ RunPython = Callable[..., subprocess.CompletedProcess[str]]
 RUN_CHECK = """
 import json
 import torch
+from probes.checks import context
 from probes.harness import worker
-ctx = worker.build_context(torch, %(device)r)
+ctx = context.build_context(torch, %(device)r)
 %(stub)s
 from probes.checks import %(module)s as group
 planned = group.plan(ctx, []) if group.__name__.endswith("capabilities") else group.plan(ctx)
@@ -124,7 +125,7 @@ amp._grad_scaler = lambda *a, **k: DoNothingScaler()
 def test_grad_scaler_that_ignores_an_overflow_fails() -> None:
     entry = _run_check(run_python, "cpu", "amp", "amp.grad_scaler_overflow", NO_SCALER)
     assert entry["status"] == "failed", entry
-    assert "applied a step whose bfloat16 gradients overflowed" in entry["detail"]
+    assert "applied a step whose float16 gradients overflowed" in entry["detail"]
     real = _run_check(run_python, "cpu", "amp", "amp.grad_scaler_overflow", "")
     assert real["status"] == "passed", real
     assert real["data"]["scaled_grads_finite"] is False and real["data"]["step_skipped"] is True
@@ -157,10 +158,13 @@ def test_wrong_mul_is_blamed_on_mul_only(refdev_available: None, tmp_path: Path)
     checks = by_id(report)
     failed = {cid: c for cid, c in checks.items() if c["status"] == "failed"}
     assert "ops.mul.Tensor.float32" in failed
-    # beyond mul itself only div, whose backward formula multiplies (grad * a / b**2): it depends on mul
+    # beyond mul itself only div, whose backward formula multiplies (grad * a / b**2): it depends on mul, and
+    # the failure names mul as the first op whose device result differs from CPU on the same inputs
     others = {cid: c for cid, c in failed.items() if not cid.startswith(("ops.mul.", "ops.mul_."))}
-    assert set(others) <= {"ops.div.Tensor.float32"}, sorted(failed)
+    assert set(others) <= {"ops.div.Tensor.float32", "ops.div.Tensor.float16", "ops.div.Tensor.bfloat16"}, \
+        sorted(failed)
     assert all(c["data"]["phase"] == "backward" for c in others.values())
+    assert all(c["data"]["blamed_op"] == "aten::mul.Tensor" for c in others.values())
     for cid in ("ops.add.Tensor.float32", "ops.mm.float32", "ops.conv2d.float32", "ops.layer_norm.float32",
                 "ops.softmax.float32"):
         assert checks[cid]["status"] == "passed", checks[cid]
@@ -174,9 +178,24 @@ def test_a_fallback_warned_once_marks_every_check_of_the_op(refdev_available: No
     adds = {cid: c for cid, c in checks.items() if cid.startswith("ops.add.Tensor.")}
     assert len(adds) >= 3
     for c in adds.values():
-        assert c["status"] == "unsupported", c
+        assert c["status"] == "failed", c
         assert c["data"]["cpu_fallback"] is True and c["data"]["fallback_op"] == "aten::add.Tensor"
     assert checks["ops.mul.Tensor.float32"]["status"] == "passed"
+
+
+def test_fallback_fails_the_run_naming_the_op_whatever_ran_first(refdev_available: None, tmp_path: Path) -> None:
+    """The smoke step reaches mm first (and looks at no warning); mm's checks, the smoke step, the models and
+    the perf figures taken through it all fail naming aten::mm, and the figure says it is invalid."""
+    proc, report = run_probe(["--checks", "smoke,models,ops,perf"], tmp_path / "r.json", faults="fallback:aten::mm")
+    checks = by_id(report)
+    assert proc.returncode == 1 and report["summary"]["ok"] is False
+    for cid in ("smoke.train_step", "models.resnet.train.float32", "ops.mm.float32", "ops.mm.bfloat16",
+                "perf.matmul"):
+        assert checks[cid]["status"] == "failed", checks[cid]
+        assert "aten::mm" in checks[cid]["detail"], checks[cid]
+    assert checks["ops.add.Tensor.float32"]["status"] == "passed"
+    matmul = [f for f in report["perf"]["figures"] if f["name"] == "matmul.float32"][0]
+    assert matmul["valid"] is False and "CPU fallback of aten::mm" in matmul["invalid_reason"]
 
 
 def test_the_blocklist_refuses_the_op_on_the_device_only() -> None:

@@ -100,7 +100,7 @@ def test_strict_exits_3_when_something_is_unsupported(clean: tuple[Any, dict[str
     pytest.param("collective", "distributed", {"distributed.all_reduce": "failed", "distributed.ddp_step": "failed"},
                  id="collective"),
     pytest.param("fallback:aten::mul", "ops,opinfo",
-                 {"ops.mul.Tensor.float32": "unsupported", "opinfo.mul": "unsupported", "opinfo.mm": "passed"},
+                 {"ops.mul.Tensor.float32": "failed", "opinfo.mul": "failed", "opinfo.mm": "passed"},
                  id="cpu-fallback"),
     pytest.param("missing:aten::mm", "opinfo", {"opinfo.mm": "unsupported", "opinfo.add": "passed"}, id="missing"),
 ])

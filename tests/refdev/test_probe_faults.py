@@ -93,8 +93,9 @@ GENUINE_FAILURE = """
 import json
 import torch
 from probes.checks import capabilities
+from probes.checks import context
 from probes.harness import worker
-ctx = worker.build_context(torch, "refdev")
+ctx = context.build_context(torch, "refdev")
 
 def broken(*args):
     raise RuntimeError(%r)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 from packaging.specifiers import SpecifierSet
 
-from compat_service.domain.errors import PlatformUnsupportedError
+from compat_service.domain.errors import AccelenvError, PlatformUnsupportedError
 from compat_service.domain.matrix.snapshot import load_matrix_cached
 from compat_service.domain.resolver.request import ResolveRequest
 from compat_service.domain.stacks.catalog import load_catalog
@@ -78,6 +78,13 @@ def test_with_exact_release_pins_what_its_metadata_requires(name: str, version: 
     request = ResolveRequest.from_strings(
         with_=[f"{name}=={version}"], os=os_name, arch=arch, backend=family or ("cuda" if os_name == "linux" else "cpu")
     )
+    refused = release.oracle_failure(platform, None)
+    if refused is not None:
+        # a real resolver found the release's stack uninstallable (index/stack-oracle.yaml): refused, and why
+        with pytest.raises(AccelenvError) as caught:
+            resolve_stack(request, MATRIX, None, CATALOG)
+        assert refused in caught.value.message
+        return
     if not _torch_publishes(stated or "", platform):
         # a pure-Python wheel (py3-none-any) where no admitted torch has wheels: refused, naming the platform
         with pytest.raises(PlatformUnsupportedError, match=platform):

@@ -31,7 +31,8 @@ def _cases() -> list[Any]:
 
 
 def _request(raw: dict[str, Any]) -> ResolveRequest:
-    strings: dict[str, Any] = {("with_" if k == "with" else k): v if k == "with" else str(v) for k, v in raw.items()}
+    strings: dict[str, Any] = {("with_" if k == "with" else k): v if k == "with" or isinstance(v, bool) else str(v)
+                               for k, v in raw.items()}
     return ResolveRequest.from_strings(**strings)
 
 
@@ -63,6 +64,8 @@ def test_stack_case(case: dict[str, Any]) -> None:
     for text in expect.get("unknowns_include", []):
         assert any(text in u for u in res.unknowns), res.unknowns
         assert res.status == "rests-on-unknown"
+    for text in expect.get("urls_include", []):
+        assert any(p.url and p.url.endswith(text) for p in res.stack), [p.url for p in res.stack]
     for text in expect.get("reasons_include", []):
         assert any(text in r.detail for r in res.reasons), [r.detail for r in res.reasons]
     if expect.get("stack_after_torch_index"):

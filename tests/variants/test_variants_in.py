@@ -53,6 +53,24 @@ def test_refresh_reads_the_variants_json_and_each_wheels_sha256(matrix: Path) ->
     assert "variants_json:" in written and "gfx942" in written
 
 
+def test_refresh_reads_a_variant_wheels_variant_json_with_range_reads(matrix: Path) -> None:
+    one = {"default-priorities": {"namespace": ["nvidia"]},
+           "providers": {"nvidia": {"requires": ["nvidia-variant-provider"]}},
+           "variants": {"cu126": {"nvidia": {"cuda_version_lower_bound": ["12.6"], "sm_arch": ["80_real", "90_real"]}}}}
+    wheel = TinyWheel("torch-2.13.0-cp311-cp311-manylinux_2_28_x86_64.whl", ("filelock",),
+                      {"torch/__init__.py": "", "torch-2.13.0.dist-info/variant.json": json.dumps(one)},
+                      variant_label="cu126")
+    plain = TinyWheel("torch-2.13.0-cp312-cp312-manylinux_2_28_x86_64.whl", ("filelock",))
+    with lock_index({"simple": {"torch": [wheel, plain]}}) as served, \
+            IndexClient(cache=IndexCache(None), timeout=5.0) as client:
+        location = IndexLocation(url=served.simple, label=served.simple, origin="--index-url")
+        result = run_refresh(client, location, matrix, packages=["torch"], variants=False, write=False,
+                             today=dt.date(2026, 12, 6))
+    (found,) = result.facts["torch"].variants_json
+    assert found.file == "torch-2.13.0-cp311-cp311-manylinux_2_28_x86_64-cu126.whl"
+    assert found.variants == one["variants"] and found.version == "2.13.0"
+
+
 def test_an_index_stated_arch_list_fills_the_one_the_matrix_lacks() -> None:
     matrix = load_matrix_cached()
     assert matrix.arch_list("2.13.0", "rocm7.1", "linux-x86_64") is None

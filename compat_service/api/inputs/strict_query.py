@@ -1,4 +1,6 @@
-"""Strict query strings: a parameter a route does not take is a 422 naming it and the nearest one it takes.
+"""Strict query strings: a parameter a route does not take is a 422 naming it and the nearest one it takes;
+a value no route could mean (`VALUE_CHECKS`: a build that is not a build label, an unknown arch) is a 422
+naming the parameter, never an empty 200.
 
 A typo in a pipeline (``pyton=3.11``) must fail the job, not answer for the default. `strict_query`
 `strict_query`, a dependency of the whole app, checks the query parameter names of every route of the
@@ -68,6 +70,41 @@ def declared_query_names(route: APIRoute) -> frozenset[str]:
     return frozenset(names)
 
 
+def _build_labels(value: str) -> str | None:
+    from compat_service.domain.backends import is_build_label
+
+    bad = [part for part in (p.strip().lower() for p in value.split(",")) if part and not is_build_label(part)]
+    return f"{', '.join(bad)}: not a build label (cpu, cu121, rocm6.0, xpu)" if bad else None
+
+
+def _arches(value: str) -> str | None:
+    from compat_service.domain.backends import ARCHES, normalise_arch
+
+    bad = [part for part in (p.strip().lower() for p in value.split(","))
+           if part and normalise_arch("linux", part) not in ARCHES and part not in ARCHES]
+    return f"{', '.join(bad)}: not an architecture ({', '.join(ARCHES)})" if bad else None
+
+
+#: query parameter name -> its check (None, or what is wrong with the value), on the routes whose parameter
+#: filters the matrix (GET /v1/evidence's build and arch are a stored report's key, whatever the probe saw)
+VALUE_CHECKS = {"build": _build_labels, "arch": _arches}
+CHECKED_PATHS = frozenset({"/v1/matrix", "/v1/ci-matrix"})
+
+
+def invalid_value(name: str, value: str, path: str) -> InvalidRequestError | None:
+    """The error for ``name=value`` when `VALUE_CHECKS` refuses it, naming the parameter."""
+    check = VALUE_CHECKS.get(name)
+    problem = check(value) if check is not None else None
+    if problem is None:
+        return None
+    shown = value if len(value) <= 64 else value[:64] + "…"
+    return InvalidRequestError(
+        f"{name} {shown!r}: {problem}",
+        hint=f"{path}: give {name} a value of the kind named, or leave it out (/docs describes each parameter)",
+        causes=[Cause(constraint=f"query parameter {name}={shown}", origin="request")],
+    )
+
+
 async def strict_query(request: Request) -> None:
     """The app-wide dependency (``FastAPI(dependencies=[Depends(strict_query)])``): refuse a query parameter
     the matched route does not declare. The pages (not in the OpenAPI document) keep their own rules."""
@@ -84,6 +121,13 @@ async def strict_query(request: Request) -> None:
     for name in query_names(raw):
         if name not in known:
             raise unknown_parameter(name, known, route.path)
+    if route.path not in CHECKED_PATHS:
+        return
+    for name, value in request.query_params.multi_items():
+        if name in VALUE_CHECKS:
+            error = invalid_value(name, value, route.path)
+            if error is not None:
+                raise error
 
 
 def in_api_words(err: InvalidRequestError | Exception) -> Exception:

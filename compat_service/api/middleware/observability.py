@@ -3,27 +3,32 @@
 `ObservabilityMiddleware` (pure ASGI, the outermost of ours) gives every request an id (a sane incoming
 ``X-Request-ID`` is kept, otherwise a new one), answers with it in ``X-Request-ID``, and when the request
 ends records its route, status and duration in the metrics (`compat_service.api.metrics`) and, unless
-``Settings.access_log`` is off, writes one access-log line (`AccessLog`). The id sits in a context variable for the
-request's lifetime, so the error handler puts it into every error body and every ``accelenv.*`` log record
-carries it. An exception no handler took is logged here once, with its id and traceback, and answered
-with the ordinary 500 body; it does not travel on to the ASGI server, which would log it a second time.
+``Settings.access_log`` is off, logs one access-log line (`log_request`, logger ``accelenv.access``). The id
+sits in a context variable for the request's lifetime, so the error handler puts it into every error body
+and every ``accelenv.*`` log record carries it. An exception no handler took is logged here once, with its id
+and traceback, and answered with the ordinary 500 body; it does not travel on to the ASGI server, which would
+log it a second time.
 
-Log lines go to stderr as plain text or one JSON object per line (``ACCELENV_LOG_FORMAT``).
+Log lines go to stderr as plain text or one JSON object per line (``ACCELENV_LOG_FORMAT``), every line through
+the same formatter and the one handler (`TurnBatchingHandler`: at once on a quiet service, a turn of the
+event loop's lines in one write under load).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
-import datetime as dt
+import functools
 import json
 import logging
+import math
 import os
 import re
 import sys
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
-from typing import Any
+from typing import Any, TextIO
 
 from compat_service.api.middleware.security_headers import REDACTED_QUERY, token_in_query, with_security_headers
 from compat_service.domain.errors import TokenInQueryError, error_json
@@ -39,6 +44,7 @@ request_id_var: contextvars.ContextVar[str | None] = contextvars.ContextVar("acc
 
 service_log = logging.getLogger("accelenv.service")
 error_log = logging.getLogger("accelenv.api")
+access_log = logging.getLogger("accelenv.access")
 
 _INCOMING_ID = re.compile(rb"^[A-Za-z0-9._:-]{1,64}$")
 #: longest path + query string an access-log line holds
@@ -76,12 +82,24 @@ class _RequestIdFilter(logging.Filter):
         return True
 
 
+@functools.lru_cache(maxsize=4)
+def _second(second: int) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
+
+
+def _stamp(created: float) -> str:
+    """``2026-12-01T10:00:00.123Z`` (UTC, milliseconds) for a record's time; the second's text is kept."""
+    fraction, whole = math.modf(created)
+    micro = round(fraction * 1e6)  # as datetime.fromtimestamp rounds
+    second = int(whole) + micro // 1_000_000
+    return f"{_second(second)}.{micro % 1_000_000 // 1000:03d}Z"
+
+
 class PlainFormatter(logging.Formatter):
     """``2026-12-01T10:00:00.123Z INFO accelenv.access GET /v1/resolve 200 0.41ms request_id=…``."""
 
     def format(self, record: logging.LogRecord) -> str:
-        stamp = dt.datetime.fromtimestamp(record.created, dt.timezone.utc).isoformat(timespec="milliseconds")
-        line = f"{stamp.replace('+00:00', 'Z')} {record.levelname} {record.name} {record.getMessage()}"
+        line = f"{_stamp(record.created)} {record.levelname} {record.name} {record.getMessage()}"
         rid = getattr(record, "request_id", None)
         if rid and "request_id=" not in line:
             line += f" request_id={rid}"
@@ -94,9 +112,8 @@ class JsonFormatter(logging.Formatter):
     """One JSON object per line: time, level, logger, message, the request fields, the traceback."""
 
     def format(self, record: logging.LogRecord) -> str:
-        stamp = dt.datetime.fromtimestamp(record.created, dt.timezone.utc).isoformat(timespec="milliseconds")
         out: dict[str, Any] = {
-            "time": stamp.replace("+00:00", "Z"),
+            "time": _stamp(record.created),
             "level": record.levelname,
             "logger": record.name,
             "message": record.getMessage(),
@@ -121,7 +138,7 @@ def configure_logging(log_format: str) -> None:
             return
         if getattr(handler, "_accelenv", None) is not None:
             root.removeHandler(handler)
-    handler = logging.StreamHandler(sys.stderr)
+    handler = TurnBatchingHandler()
     handler._accelenv = log_format  # type: ignore[attr-defined]
     handler.setFormatter(JsonFormatter() if log_format == "json" else PlainFormatter())
     handler.addFilter(_RequestIdFilter())
@@ -129,6 +146,12 @@ def configure_logging(log_format: str) -> None:
     root.setLevel(logging.INFO)
     # our handler writes the lines; the root logger's (pytest's, an embedding app's) still see them
     root.propagate = True
+
+
+def flush_log_lines() -> None:
+    """Write the lines the ``accelenv`` handlers keep for the end of this turn (when the app stops)."""
+    for handler in logging.getLogger("accelenv").handlers:
+        handler.flush()
 
 
 def route_of(scope: Scope) -> str:
@@ -146,7 +169,7 @@ class ObservabilityMiddleware:
         app: ASGIApp,
         *,
         metrics: Any,
-        access_log: AccessLog | None,
+        access_log: bool,
         on_unhandled: Callable[[Scope, BaseException], Awaitable[Any]],
     ) -> None:
         self.app = app
@@ -196,8 +219,8 @@ class ObservabilityMiddleware:
             duration = time.perf_counter() - start
             route = route_of(scope)
             self.metrics.observe(scope.get("method", ""), route, status, duration, b"".join(chunks) if chunks else b"")
-            if self.access_log is not None:
-                self.access_log.write(scope, status, duration, rid)
+            if self.access_log:
+                log_request(scope, status, duration, rid)
             request_id_var.reset(token)
 
 
@@ -222,86 +245,88 @@ def _incoming_id(scope: Scope) -> str | None:
     return None
 
 
+def log_request(scope: Scope, status: int, duration: float, rid: str) -> None:
+    """The request's access-log line, ``GET /v1/resolve?torch=2.3 200 0.41ms``, through the ``accelenv.access``
+    logger (its fields as the record's attributes, which the JSON format lists)."""
+    method = scope.get("method", "")
+    raw = scope.get("raw_path") or scope.get("path", "").encode()
+    query = scope.get("query_string", b"")
+    target = (raw + (b"?" + query if query else b"")).decode("latin-1")
+    if len(target) > MAX_LOGGED_TARGET:  # a hostile query string must not flood the log
+        target = target[:MAX_LOGGED_TARGET] + f"...(+{len(target) - MAX_LOGGED_TARGET} chars)"
+    if not target.isprintable():
+        target = target.encode("unicode_escape").decode("ascii")
+    ms = f"{duration * 1000:.2f}"
+    fields = {"method": method, "path": target, "status": status, "duration_ms": float(ms), "request_id": rid}
+    if access_log.isEnabledFor(logging.INFO):
+        # made and handled as Logger.info would, less its search of the stack for the caller (a line names no
+        # source line)
+        access_log.handle(access_log.makeRecord(
+            access_log.name, logging.INFO, "", 0, "%s %s %s %sms", (method, target, status, ms), None, extra=fields
+        ))
+
+
 #: a line within this many seconds of the previous write waits for the end of the event loop's turn, and goes
 #: out in one write with the other lines of that turn
 BATCH_WINDOW_S = 0.001
 
 
-class AccessLog:
-    """The access log: one line per request on stderr, written with ``os.write`` (no logging-module machinery:
-    ~60 µs a line through ``logging`` on the dev machine, a few µs this way). Same shapes as the service's other
-    lines: plain text, or one JSON object per line.
+class TurnBatchingHandler(logging.Handler):
+    """The service's log handler: each record formatted by the handler's formatter (`PlainFormatter` or
+    `JsonFormatter`, as every ``accelenv.*`` line), written to ``stream`` (by default whatever ``sys.stderr``
+    is when the line is written, as `logging.lastResort` does).
 
     A line is written at once when the previous write is more than ``BATCH_WINDOW_S`` old (a quiet service,
     tests); under load the lines of one turn of the event loop are written together at its end (`flush`,
-    ``loop.call_soon``): a system call per request cost a busy worker ~8 % of its requests
-    (benchmarks/bench_service.py --no-service-log). Every request still gets its line, within the turn."""
+    ``loop.call_soon``): a write per request costs a busy worker a share of its requests
+    (benchmarks/bench_service.py --no-service-log). Every record still gets its line, within the turn, in
+    order; off an event loop a line is written at once."""
 
-    def __init__(self, log_format: str, fd: int = 2) -> None:
-        self.json = log_format == "json"
-        self.fd = fd
-        self._second = -1
-        self._prefix = ""
+    def __init__(self, stream: TextIO | None = None) -> None:
+        super().__init__()
+        self.stream = stream
         #: lines waiting for this turn's flush (a flush is scheduled while this is not empty)
-        self._pending: list[bytes] = []
+        self._pending: list[str] = []
         self._flush_loop: asyncio.AbstractEventLoop | None = None
         self._written_at = float("-inf")
 
-    def _stamp(self, now: float) -> str:
-        second = int(now)
-        if second != self._second:
-            self._second = second
-            self._prefix = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
-        return f"{self._prefix}.{int((now - second) * 1000):03d}Z"
-
-    def write(self, scope: Scope, status: int, duration: float, rid: str) -> None:
-        method = scope.get("method", "")
-        raw = scope.get("raw_path") or scope.get("path", "").encode()
-        query = scope.get("query_string", b"")
-        target = (raw + (b"?" + query if query else b"")).decode("latin-1")
-        if len(target) > MAX_LOGGED_TARGET:  # a hostile query string must not flood the log
-            target = target[:MAX_LOGGED_TARGET] + f"...(+{len(target) - MAX_LOGGED_TARGET} chars)"
-        if not target.isprintable():
-            target = target.encode("unicode_escape").decode("ascii")
-        ms = f"{duration * 1000:.2f}"
-        if self.json:
-            line = json.dumps(
-                {"time": self._stamp(time.time()), "level": "INFO", "logger": "accelenv.access",
-                 "message": f"{method} {target} {status} {ms}ms", "method": method, "path": target,
-                 "status": status, "duration_ms": float(ms), "request_id": rid},
-                separators=(",", ":"),
-            )
-        else:
-            line = f"{self._stamp(time.time())} INFO accelenv.access {method} {target} {status} {ms}ms request_id={rid}"
-        data = (line + "\n").encode()
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            line = self.format(record) + "\n"
+        except Exception:
+            self.handleError(record)
+            return
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:  # not on an event loop: nothing would flush it
-            self._emit(data)
+            self._write(line)
             return
         if self._pending:
             if loop is self._flush_loop:  # this turn's flush is scheduled
-                self._pending.append(data)
+                self._pending.append(line)
                 return
             self.flush()  # another loop's (an app served from two threads): its lines first
         now = time.monotonic()
         if now - self._written_at >= BATCH_WINDOW_S:
             self._written_at = now
-            self._emit(data)
+            self._write(line)
             return
-        self._pending.append(data)
+        self._pending.append(line)
         self._flush_loop = loop
         loop.call_soon(self.flush)
 
     def flush(self) -> None:
         """Write the lines waiting for the end of this turn (also called when the app stops)."""
-        pending, self._pending = self._pending, []
-        if pending:
-            self._written_at = time.monotonic()
-            self._emit(b"".join(pending))
+        with self.lock if self.lock is not None else contextlib.nullcontext():
+            pending, self._pending = self._pending, []
+            if pending:
+                self._written_at = time.monotonic()
+                self._write("".join(pending))
 
-    def _emit(self, data: bytes) -> None:
+    def _write(self, text: str) -> None:
         try:
-            os.write(self.fd, data)
-        except OSError:  # stderr closed or full: serving matters more than the log
+            stream = self.stream if self.stream is not None else sys.stderr
+            stream.write(text)
+            stream.flush()
+        except (OSError, ValueError):  # stderr closed or full: serving matters more than the log
             pass

@@ -26,7 +26,7 @@ from compat_service.api.deps import bearer_secret, get_matrix, state_of, token_h
 from compat_service.api.pages import heatmap, selector
 from compat_service.api.pages.reads import ApiAnswer, answered, read_service, refusal
 from compat_service.api.resolve_cache import LruCache
-from compat_service.db.evidence.matrix_cells import cell_of, view_of
+from compat_service.db.evidence.matrix_cells import cell_of
 from compat_service.db.evidence.queries import MatrixFilter
 from compat_service.db.matrix.snapshot_follower import MatrixSnapshot
 from compat_service.domain.backends import PLATFORMS
@@ -170,10 +170,10 @@ async def matrix_page(request: Request) -> Response:
 
     def read(flt: MatrixFilter, *, models: bool = True) -> list[Any]:
         # the rows GET /v1/matrix keeps for this load and evidence (assembled once per worker); the heatmap
-        # only counts them: light views (models: the square's cells, which the page lists)
+        # only counts them: the rows themselves (models: the square's cells, which the page lists)
         with Session(state_of(request.app).engine) as session:
             rows = service_reads.current_rows(request.app, session, matrix)
-            return [cell_of(r) if models else view_of(r) for r in rows.select(flt)]
+            return [cell_of(r) if models else r for r in rows.select(flt)]
 
     labels = [v.label for v in data.build_variants.variants]
     # a heatmap is a pure function of the load, the stored evidence and the validated filters: cached per

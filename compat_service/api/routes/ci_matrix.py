@@ -47,6 +47,8 @@ _EXAMPLE = {
             "evidence": "declared",
             "status": "known",
             "role": "oldest",
+            "runs_on": None,
+            "container": None,
             "check": "accelenv verify-env --expect torch==2.3.1+cu121 --expect torchvision==0.18.1 "
             "--expect torchaudio==2.3.1 --python 3.11",
         }

@@ -3,35 +3,28 @@
 The request is parsed by the domain's one parser (`ResolveRequest.from_strings`) and resolved by the
 domain's resolver against the loaded matrix; the route adds only length limits and the per-worker cache.
 
-This is the hot endpoint, so it is a raw ASGI endpoint (``route``, matched ahead of every other route):
-FastAPI's request machinery (a Request, dependency solving, query-parameter validation, two exit stacks)
-cost more than the resolution itself (benchmarks/bench_service.py --uncached). Its errors still leave
-through the app's one error handler (an AccelenvError raised here reaches Starlette's ExceptionMiddleware
-like a route's). ``router`` declares the same path, its parameters (from the domain's one table,
-``compat_service.domain.resolver.request.PARAMETERS``, which the CLI's flags come from too) and its
-responses for OpenAPI; its handler answers through the same function, for an app built without ``route``.
+A plain FastAPI route, answered like every other: its errors leave through the app's one error handler.
+It reads the raw query string itself (one parse for the domain's parameter table, cached per worker) rather
+than declaring each parameter for FastAPI to validate, so ``openapi_extra`` declares them for OpenAPI (from
+the domain's one table, ``compat_service.domain.resolver.request.PARAMETERS``, which the CLI's flags come
+from too).
 
 ``format=`` picks the answer's form: ``json`` (default) or the CLI's text formats (``pip``, ``requirements``,
 ``uv``, ``conda``, ``docker``/``dockerfile``, ``text``) as text/plain, the same text `accelenv resolve --format`
 prints. The query is strict: a parameter the table does not hold is a 422 naming the nearest one
 (api/inputs/strict_query.py). The domain's errors speak the CLI's flags; on their way out (and into the cache) they
-are reworded with the API's names (``strict_query.in_api_words``), and the endpoint writes them itself
-(`error_bytes`, the handler's exact body) — only the failure path pays for that.
+are reworded with the API's names (``strict_query.in_api_words``).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-import orjson
 from fastapi import APIRouter, Request, Response
-from starlette.exceptions import HTTPException
-from starlette.routing import Route
-from starlette.types import ASGIApp, Receive, Scope, Send
 
-from compat_service.api.middleware.observability import current_request_id
-from compat_service.api.service_reads import FORMATS, JSON_TYPE, MAX_REPEATS, resolution_answer
-from compat_service.domain.errors import AccelenvError, ErrorBody
+from compat_service.api.inputs.resolve_query import FORMATS, MAX_REPEATS
+from compat_service.api.service_reads import resolution_answer
+from compat_service.domain.errors import ErrorBody
 from compat_service.domain.resolver.request import PARAMETERS, Parameter
 from compat_service.domain.resolver.resolution_schema import ResolutionBody
 
@@ -65,87 +58,6 @@ _OPENAPI = {
 }
 
 
-def error_bytes(err: AccelenvError) -> bytes:
-    """The error's body exactly as the app's handler writes it (api/errors.py: ``ErrorBody`` then
-    ``request_id``, compact JSON), its invariant part serialised once per error object."""
-    head = getattr(err, "_wire_head", None)
-    if head is None:
-        body = {
-            "code": err.code,
-            "message": err.message,
-            "hint": err.hint,
-            "causes": [{"constraint": c.constraint, "origin": c.origin, "detail": c.detail} for c in err.causes],
-            "alternatives": [{"description": a.description, "request": a.request} for a in err.alternatives],
-        }  # ErrorBody's fields in its order (a test holds them equal: tests/api/test_strict_query.py)
-        head = orjson.dumps(body)[:-1]  # without its closing brace
-        err._wire_head = head  # type: ignore[attr-defined]
-    return head + b',"request_id":' + orjson.dumps(current_request_id()) + b"}"
-
-
-
-
-class _Answer:
-    """``GET /v1/resolve`` as a raw ASGI endpoint (see the module's docstring). A class, not a function:
-    Starlette wraps a function endpoint in its request/response machinery, which is what this avoids."""
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        scope["route"] = route  # the metrics' route label, as a FastAPI route sets it
-        status = 200
-        try:
-            body, content_type = await resolution_answer(scope["app"], scope["query_string"])
-        except Exception as exc:
-            # An AccelenvError is answered here, in the one error shape, from bytes kept on the error (a cached
-            # error is sent again as is): the unsatisfiable answers pipelines send many of skip pydantic and
-            # the JSON encoder. Any other (and a 401, which adds its header) by the app's handler for it, as
-            # Starlette's exception middleware would (nothing was sent yet); one without a handler leaves as
-            # before (the observability middleware answers 500).
-            if isinstance(exc, AccelenvError) and exc.http_status != 401:
-                status, body, content_type = exc.http_status, error_bytes(exc), JSON_TYPE
-            else:
-                handler = _handler_for(scope["app"], exc)
-                if handler is None:
-                    raise
-                response = await handler(Request(scope, receive), exc)
-                await response(scope, receive, send)
-                return
-        headers = [(b"content-type", content_type), (b"content-length", str(len(body)).encode())]
-        await send({"type": "http.response.start", "status": status, "headers": headers})
-        await send({"type": "http.response.body", "body": body})
-
-
-def _handler_for(app: Any, exc: Exception) -> Any:
-    """The app's exception handler for ``exc`` as Starlette picks it: by status code for an HTTPException,
-    then by the nearest class; None when there is none."""
-    handlers = app.exception_handlers
-    if isinstance(exc, HTTPException) and exc.status_code in handlers:
-        return handlers[exc.status_code]
-    return next((handlers[c] for c in type(exc).__mro__ if c in handlers), None)
-
-
-#: the route that answers GET /v1/resolve (the app puts it ahead of every other route)
-route = Route("/v1/resolve", _Answer(), methods=["GET"], include_in_schema=False)
-route.methods = {"GET"}  # Starlette adds HEAD to a GET route; the API declares GET only
-
-
-class FastLane:
-    """The innermost of the app's middlewares: a request ``route`` matches goes straight to it, past Starlette's
-    exception middleware, FastAPI's exit stack and the router, which cost every resolve more than its own
-    middlewares and do nothing for it (it opens no dependency; it answers its errors itself, with the app's
-    handlers; the router would pick it first)."""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        # the route's own path, under no root path: anything else (HEAD, another path, a mounted app) goes the
-        # router's way, which answers it as before
-        if scope["type"] != "http" or scope["method"] != "GET" or scope["path"] != route.path or scope.get("root_path"):
-            await self.app(scope, receive, send)
-            return
-        scope["endpoint"], scope["path_params"] = route.endpoint, {}  # what the router's match would set
-        await route.app(scope, receive, send)
-
-
 @router.get(
     "/v1/resolve",
     summary="Resolve a torch install for a target (the CLI's JSON)",
@@ -163,6 +75,7 @@ class FastLane:
     },
 )
 async def resolve(request: Request) -> Response:
-    # Declares the operation for OpenAPI; `route` answers it. Same body through the same function.
-    body, content_type = await resolution_answer(request.app, request.scope["query_string"])
-    return Response(content=body, media_type=content_type.decode().partition(";")[0])
+    # the query string as the framework has read it (FastAPI reads every request's; one reading, not two)
+    raw = request.scope["query_string"]
+    body, content_type = await resolution_answer(request.app, raw, request.query_params.multi_items())
+    return Response(content=body, headers={"content-type": content_type.decode()})

@@ -364,7 +364,7 @@ def _add_evidence(
     by_cell: dict[int, list[PreparedReport]] = {}
     for p in created:
         by_cell.setdefault(cell_ids[p.digest], []).append(p)
-    by_submitter = [(cell_ids[p.digest], p.submitter, p.verdict.passed) for p in created]
+    by_submitter = [(cell_ids[p.digest], p.counted_submitter, p.verdict.passed) for p in created]
     new_submitters = _add_tally(conn, sql.submitter_upsert, "submitter_id", by_submitter, now)
     by_host = [(cell_ids[p.digest], p.report_row["host_fingerprint"], p.verdict.passed) for p in created]
     new_hosts = _add_tally(conn, sql.host_upsert, "host_fingerprint", by_host, now)

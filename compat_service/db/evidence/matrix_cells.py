@@ -3,8 +3,10 @@
 Assembling the rows (declared cells joined with their evidence cells, then the observed ones) is what a
 matrix request used to spend its time on: the queries are sub-millisecond, but every request built every
 row of its filter as a `MatrixCell` (thousands of pydantic models for a page of 100; benchmarks/bench_scale.md).
-`MatrixRows` holds every row once, as a plain tuple, in the order the answer lists them; `select` filters
-them (memoized per filter) and `page` turns only the rows of one page into models, with their failing checks.
+`MatrixRows` holds every row once, as a `MatrixRow` (a named tuple: read by attribute, as light as a plain
+tuple), in the order the answer lists them; `select` filters them (memoized per filter) and `page` turns only
+the rows of one page into the wire model, `MatrixCell`, with their failing checks. The heatmap counts the
+same rows.
 The answer is the same as assembling it afresh from the same data.
 
 A `MatrixRows` describes the evidence as it was when it was read: the service keys it by the matrix load and
@@ -17,26 +19,55 @@ one transaction), so only the cells that changed cost more than a comparison.
 
 from __future__ import annotations
 
+import datetime as dt
 import threading
-from collections import OrderedDict, namedtuple
 from collections.abc import Callable, Hashable
-from typing import Any
+from typing import Any, NamedTuple
 
 import sqlalchemy as sa
+from cachetools import LRUCache
 from sqlmodel import Session
 
 from compat_service.db.engine import core_table
 from compat_service.db.evidence.queries import MatrixFilter, cell_summary, failing_check_ids
 from compat_service.db.evidence.tables import EvidenceCell
 from compat_service.domain.evidence.cells import CellKey, DeclaredMatrix, MatrixCell
+from compat_service.domain.evidence.status import CellStatus, Health
 
-#: a row: the values of `MatrixCell`'s fields but its failing checks, in this order, then the evidence
-#: cell id (None for a declared cell without evidence)
+#: a row's fields: `MatrixCell`'s but its failing checks (read per page), in this order
 FIELDS = tuple(name for name in MatrixCell.model_fields if name != "failing_checks")
-Row = tuple[Any, ...]
-_TORCH, _BUILD, _PYTHON, _OS, _ARCH, _STATUS, _BACKEND = (
-    FIELDS.index(name) for name in ("torch_version", "torch_build", "python", "os", "arch", "status", "backend")
-)
+#: one row of the matrix answer and the heatmap: `MatrixCell`'s fields but its failing checks, then the evidence
+#: cell id (None for a declared cell without evidence). A named tuple, not a model: the heatmap counts every
+#: row of its filter, and a `MatrixCell` per row made the first heatmap after 10 000 observed cells peak
+#: ~50 MB above the worker's steady size (benchmarks/bench_memory_soak.md)
+class MatrixRow(NamedTuple):
+    # `MatrixCell`'s fields but failing_checks, in its order (tests/evidence/test_matrix_rows.py pins them)
+    torch_version: str
+    torch_build: str | None
+    python: str
+    os: str
+    arch: str
+    declared: bool
+    status: CellStatus
+    health: Health
+    backend: str | None
+    runtime_version: str | None
+    driver_version: str | None
+    device_arch: str | None
+    reports: int
+    hosts: int
+    passing_hosts: int
+    submitters: int
+    passing_submitters: int
+    first_seen: dt.datetime | None
+    last_seen: dt.datetime | None
+    perf: list[dict[str, Any]] | None
+    family: str | None
+    build_runtime: str | None
+    evidence_cell_id: int | None
+
+
+Row = MatrixRow
 _KEY_FIELDS = tuple(CellKey.model_fields)
 #: what is read of each evidence cell (its key, its counters, first and last seen)
 _COLUMNS = list(core_table(EvidenceCell).columns)
@@ -77,32 +108,30 @@ class MatrixRows:
         self._observed = observed
         self._cells = cells
         self._lock = threading.Lock()
-        self._selections: OrderedDict[Hashable, list[Row]] = OrderedDict()
+        self._selections: LRUCache[Hashable, list[Row]] = LRUCache(SELECTIONS)
 
     def select(self, flt: MatrixFilter) -> list[Row]:
         """The rows ``flt`` keeps, in the answer's order (the list is shared: do not change it)."""
         key = flt.cache_key()
         with self._lock:
             found = self._selections.get(key)
-            if found is not None:
-                self._selections.move_to_end(key)
-                return found
-        rows = self._select(flt)
-        with self._lock:
-            self._selections[key] = rows
-            if len(self._selections) > SELECTIONS:
-                self._selections.popitem(last=False)
-        return rows
+        if found is None:
+            found = self._select(flt)
+            with self._lock:
+                self._selections[key] = found
+        return found
 
     def _select(self, flt: MatrixFilter) -> list[Row]:
         def keeps(r: Row) -> bool:
-            return flt.keeps_values(r[_TORCH], r[_BUILD], r[_PYTHON], r[_OS], r[_ARCH], r[_BACKEND], r[_STATUS])
+            return flt.keeps_values(r.torch_version, r.torch_build, r.python, r.os, r.arch, r.backend, r.status)
 
         out: list[Row] = []
         for torch_version, bare, evidence in self._declared:
             if not flt.torch_matches(torch_version):
                 continue
-            taking_part = [r for r in evidence if flt.considers(r[_TORCH], r[_BUILD], r[_PYTHON], r[_OS], r[_BACKEND])]
+            taking_part = [
+                r for r in evidence if flt.considers(r.torch_version, r.torch_build, r.python, r.os, r.backend)
+            ]
             if taking_part:
                 out.extend(r for r in taking_part if keeps(r))
             elif keeps(bare):
@@ -112,32 +141,18 @@ class MatrixRows:
 
     def page(self, session: Session, rows: list[Row]) -> list[MatrixCell]:
         """The rows as `MatrixCell` models, with their failing checks (read once per state of a cell)."""
-        cells = [self._cells[r[-1]] if r[-1] is not None else None for r in rows]
+        cells = [self._cells[r.evidence_cell_id] if r.evidence_cell_id is not None else None for r in rows]
         missing = [c for c in cells if c is not None and c.failing is None]
         if missing:
-            found = failing_check_ids(session, [c.row[-1] for c in missing])
+            found = failing_check_ids(session, [c.raw[_ID_AT] for c in missing])
             for c in missing:
-                c.failing = found.get(c.row[-1], [])
-        return [
-            MatrixCell(**dict(zip(FIELDS, r)), failing_checks=list(c.failing or ()) if c is not None else [])
-            for r, c in zip(rows, cells)
-        ]
+                c.failing = found.get(c.raw[_ID_AT], [])
+        return [cell_of(r, list(c.failing or ()) if c is not None else []) for r, c in zip(rows, cells)]
 
 
-def cell_of(row: Row) -> MatrixCell:
-    """A row as a `MatrixCell` without its failing checks."""
-    return MatrixCell(**dict(zip(FIELDS, row)))
-
-
-#: a row read by attribute (``view.torch_version``), as light as the tuple it wraps: the heatmap counts
-#: every row of its filter, and a `MatrixCell` model per row made the first heatmap after 10 000 observed
-#: cells peak ~50 MB above the worker's steady size (benchmarks/bench_memory_soak.md)
-RowView = namedtuple("RowView", (*FIELDS, "evidence_cell_id"))  # type: ignore[misc]
-
-
-def view_of(row: Row) -> Any:
-    """A row as a `RowView` (the attributes of `MatrixCell` but its failing checks)."""
-    return RowView._make(row)
+def cell_of(row: Row, failing_checks: list[str] | None = None) -> MatrixCell:
+    """A row as the wire model, `MatrixCell` (without failing checks unless given)."""
+    return MatrixCell(**dict(zip(FIELDS, row)), failing_checks=failing_checks or [])
 
 
 class MatrixRowsBuilder:
@@ -151,8 +166,8 @@ class MatrixRowsBuilder:
         self._bare = [
             _row_values(
                 torch_version=d.torch_version, torch_build=d.torch_build, python=d.python, os=d.os, arch=d.arch,
-                declared=True, status="declared", health="none",
-            ) + (None,)
+                declared=True, status="declared", health="none", evidence_cell_id=None,
+            )
             for d in declared.cells
         ]
         #: evidence cell key -> the index of its declared cell (None: observed); a key never changes its cell
@@ -196,12 +211,13 @@ class MatrixRowsBuilder:
         """The same evidence cells as the last build, some of them read anew: only their groups change."""
         owners = {c.owner for c in changed}
         groups = list(self._groups)
-        for i in owners - {None}:
-            torch_version, bare, rows = groups[i]  # type: ignore[index]
-            groups[i] = (torch_version, bare, [cells[r[-1]].row for r in rows])  # type: ignore[index]
+        for i in owners:
+            if i is not None:
+                torch_version, bare, rows = groups[i]
+                groups[i] = (torch_version, bare, [cells[_cell_id(r)].row for r in rows])
         self._groups = groups
         if None in owners:
-            self._observed = [cells[r[-1]].row for r in self._observed]
+            self._observed = [cells[_cell_id(r)].row for r in self._observed]
 
     @staticmethod
     def _evidence_rows(cells: list[_Cell]) -> list[Row]:
@@ -209,7 +225,7 @@ class MatrixRowsBuilder:
 
     @staticmethod
     def _observed_rows(cells: list[_Cell]) -> list[Row]:
-        return [c.row for c in sorted(cells, key=lambda c: (c.row[_TORCH], c.row[_BACKEND], c.key_hash))]
+        return [c.row for c in sorted(cells, key=lambda c: (c.row.torch_version, c.row.backend, c.key_hash))]
 
     def _read_all(self, conn: sa.Connection) -> dict[int, _Cell]:
         """Every evidence cell, reusing what was derived from one read with the same values before."""
@@ -261,7 +277,8 @@ class MatrixRowsBuilder:
             **{name: values[name] for name in _KEY_FIELDS},
             **cell_summary(cell, declared=owner is not None, min_hosts=self._min_hosts,  # type: ignore[arg-type]
                            min_submitters=self._min_submitters),
-        ) + (raw[_ID_AT],)
+            evidence_cell_id=raw[_ID_AT],
+        )
         return _Cell(owner, raw[_HASH_AT], row, raw)
 
 
@@ -272,8 +289,15 @@ class _Values:
         self.__dict__.update(values)
 
 
-def _row_values(**values: Any) -> Row:
-    return tuple(values[name] if name in values else _DEFAULTS[name] for name in FIELDS)
+def _cell_id(row: Row) -> int:
+    """The evidence cell id of a row with evidence (every row but a declared cell's bare one)."""
+    assert row.evidence_cell_id is not None
+    return row.evidence_cell_id
+
+
+def _row_values(*, evidence_cell_id: int | None, **values: Any) -> Row:
+    given = (values[name] if name in values else _DEFAULTS[name] for name in FIELDS)
+    return MatrixRow._make((*given, evidence_cell_id))
 
 
 def matrix_cells(
@@ -284,7 +308,7 @@ def matrix_cells(
     (None for a declared cell with no report): for a caller that needs every row once (the CLI, the
     heatmap page), where ``GET /v1/matrix`` keeps a `MatrixRows` and pages it."""
     rows = MatrixRowsBuilder(declared, min_hosts=min_hosts, min_submitters=min_submitters).build(session)
-    return [(cell_of(r), r[-1]) for r in rows.select(flt)]
+    return [(cell_of(r), r.evidence_cell_id) for r in rows.select(flt)]
 
 
 class MatrixRowsCache:
@@ -296,8 +320,7 @@ class MatrixRowsCache:
     before new evidence does not throw away the rows of the newer stamp)."""
 
     def __init__(self, size: int = 2) -> None:
-        self._size = size
-        self._entries: OrderedDict[Hashable, MatrixRows] = OrderedDict()
+        self._entries: LRUCache[Hashable, MatrixRows] = LRUCache(size)
         self._lock = threading.Lock()
         self._build_lock = threading.Lock()
         self._builder: tuple[str, MatrixRowsBuilder] | None = None
@@ -312,8 +335,6 @@ class MatrixRowsCache:
                 found = build()
                 with self._lock:
                     self._entries[key] = found
-                    while len(self._entries) > self._size:
-                        self._entries.popitem(last=False)
         return found
 
     def builder(self, content_hash: str, make: Callable[[], MatrixRowsBuilder]) -> MatrixRowsBuilder:
@@ -325,7 +346,4 @@ class MatrixRowsCache:
 
     def _lookup(self, key: Hashable) -> MatrixRows | None:
         with self._lock:
-            found = self._entries.get(key)
-            if found is not None:
-                self._entries.move_to_end(key)
-            return found
+            return self._entries.get(key)

@@ -62,6 +62,9 @@ class PreparedReport:
     perf: str | None = None
     #: the build facts the report states (compiled arch list, runtimes), None when it states none
     observation: BuildObservation | None = None
+    #: the submitter evidence counts the report as: its token's owner (``ApiTokenPublic.counted_as``); None:
+    #: the token itself
+    owner_key: int | None = None
 
     @property
     def report_id(self) -> str:
@@ -69,8 +72,14 @@ class PreparedReport:
 
     @property
     def submitter(self) -> int:
-        """The submitter counted for this report: its token id, 0 when unknown."""
+        """The token that sent this report, 0 when unknown."""
         return self.report_row["submitter_id"] or 0
+
+    @property
+    def counted_submitter(self) -> int:
+        """Who this report counts for among a cell's distinct submitters: its token's owner (two tokens of
+        one owner are one submitter), 0 when unknown."""
+        return self.owner_key or self.submitter
 
 
 def summary_of(checks: list[CheckResult]) -> Summary:
@@ -80,10 +89,12 @@ def summary_of(checks: list[CheckResult]) -> Summary:
 
 
 def prepare_report(
-    report: ProbeReport, now: dt.datetime | None = None, *, submitter_id: int | None = None
+    report: ProbeReport, now: dt.datetime | None = None, *, submitter_id: int | None = None,
+    owner_key: int | None = None,
 ) -> PreparedReport:
     """``report`` reduced to what ingest stores and counts; ``now`` is when it was received,
-    ``submitter_id`` the token that sent it (None only for reports stored outside the API). The stored
+    ``submitter_id`` the token that sent it (None only for reports stored outside the API), ``owner_key``
+    whom it counts for (the token's owner). The stored
     body carries the summary derived from its checks. Raises ReportInvalidError when the cell key is not
     storable (see ``cell_key_of``)."""
     key = cell_key_of(report.environment)
@@ -122,6 +133,7 @@ def prepare_report(
         },
         perf=headline_json(report),
         observation=observation_of(report),
+        owner_key=owner_key,
     )
 
 

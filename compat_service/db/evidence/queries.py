@@ -75,7 +75,7 @@ class MatrixFilter(BaseModel):
             and self.os in (None, os)
         )
 
-    def considers(self, torch_version: str, torch_build: str | None, python: str, os: str, backend: str) -> bool:
+    def considers(self, torch_version: str, torch_build: str | None, python: str, os: str, backend: str | None) -> bool:
         """Whether an evidence cell takes part in the answer: a declared cell none of whose evidence cells
         takes part is listed as declared without evidence (which ``keeps`` may then drop). Arch and status
         do not take part here: an evidence cell's arch is its declared cell's, and a declared cell whose

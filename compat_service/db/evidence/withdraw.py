@@ -106,7 +106,11 @@ def withdraw_submitter(engine: Engine, token_id: int, *, now: dt.datetime | None
             withdrawn += len(rows)
             after = rows[-1][0]
         if withdrawn:
-            _subtract(conn, sums, token_id)
+            # evidence counts the token's reports for its owner (revision 0009)
+            owner_key = conn.execute(
+                sa.select(token_table.c.owner_key).where(token_table.c.id == token_id)
+            ).scalar_one_or_none()
+            _subtract(conn, sums, owner_key or token_id)
         session.commit()
         row = session.get(ApiToken, token_id)
         token = ApiTokenPublic.model_validate(row, from_attributes=True)
@@ -131,14 +135,14 @@ def _take_tally(
     cell[f"passing_{distinct}"] += int(passing > 0 and left_passing == 0)
 
 
-def _subtract(conn: sa.Connection, sums: _Sums, token_id: int) -> None:
+def _subtract(conn: sa.Connection, sums: _Sums, counted_as: int) -> None:
     host_t, sub_t, check_t, cell_t = (
         core_table(EvidenceHost), core_table(EvidenceSubmitter), core_table(EvidenceCheck), core_table(EvidenceCell),
     )
     for (cell_id, host), taken in sorted(sums.hosts.items()):
         _take_tally(conn, host_t, host_t.c.host_fingerprint == host, cell_id, taken, sums.cells[cell_id], "hosts")
     for cell_id, taken in sorted(sums.submitter.items()):
-        who = sub_t.c.submitter_id == token_id
+        who = sub_t.c.submitter_id == counted_as
         _take_tally(conn, sub_t, who, cell_id, taken, sums.cells[cell_id], "submitters")
     for (cell_id, check_id), take in sorted(sums.checks.items()):
         # the counts live in shards (evidence_models.CHECK_SHARDS): take them from whichever shard holds them

@@ -98,15 +98,22 @@ MATRIX_TABLES: tuple[type[SQLModel], ...] = (TorchRelease, TorchWheel, TorchPyth
 class ApiTokenBase(SQLModel):
     scope: str = Field(max_length=16, description="report | read | admin")
     note: str | None = Field(default=None, max_length=255)
+    #: the person or organisation holding the token, set by the admin (`token create --owner ORG`): a cell is
+    #: verified by distinct owners, so two tokens of one owner count once; none given: the token is its own
+    #: owner, ``token-<id>`` (revision 0009)
+    owner: str | None = Field(default=None, min_length=1, max_length=64)
 
 
 class ApiToken(ApiTokenBase, table=True):
     __tablename__ = "api_token"
+    __table_args__ = (sa.Index("ix_api_token_owner", "owner"),)
 
     id: int | None = Field(default=None, primary_key=True)
     token_hash: str = Field(max_length=64, unique=True, description="sha256 hex of the secret")
     created_at: dt.datetime
     revoked_at: dt.datetime | None = None
+    #: the id of the owner's first token: what evidence counts a report's submitter by (revision 0009)
+    owner_key: int | None = None
 
 
 class ApiTokenCreate(ApiTokenBase):
@@ -117,3 +124,9 @@ class ApiTokenPublic(ApiTokenBase):
     id: int
     created_at: dt.datetime
     revoked_at: dt.datetime | None
+    owner_key: int | None = None
+
+    @property
+    def counted_as(self) -> int:
+        """The submitter a report sent with this token counts as: its owner (tokens from before 0009: itself)."""
+        return self.owner_key or self.id

@@ -40,6 +40,7 @@ from compat_service.domain.backends import (
     python_sort_key,
 )
 from compat_service.domain.ci.github_limits import GITHUB_MAX_JOBS, fit_github_limits, parse_max_cells, parse_shard
+from compat_service.domain.ci.runners import runner_for
 from compat_service.domain.matrix.interface import parse_version
 from compat_service.domain.resolver.install_formats import pip_commands, render
 from compat_service.domain.resolver.request import (
@@ -223,51 +224,43 @@ def _platforms(os_text: str | None, arch_text: str | None) -> tuple[tuple[str, s
 def ci_matrix(request: CiMatrixRequest, matrix: Matrix, evidence: EvidenceLookup | None = None) -> dict[str, Any]:
     """The matrix for ``request`` (see the module's docstring); raises TorchNotFoundError when the torch
     range selects no release, MatrixTooLargeError when the answer would not fit GitHub's limits."""
-    releases = _releases(request.torch, matrix)
-    platform_names = [f"{o}-{a}" for o, a in request.platforms]
-    pythons = request.pythons or tuple(
-        sorted(
-            {
-                p
-                for minor, patches in releases
-                for patch in patches
-                for plat in platform_names
-                for p in python_list(minor, patch, plat)
-            },
-            key=python_sort_key,
-        )
-    )
-    cells: list[dict[str, Any]] = []
-    excluded: list[dict[str, Any]] = []
-    unknown: list[dict[str, Any]] = []
     catalog = None
     if request.stack:
         from compat_service.domain.stacks.catalog import load_catalog
+        from compat_service.domain.stacks.resolve import _known
 
         catalog = load_catalog()
-    for minor, patches in releases:
+        for item in request.stack:  # an unknown package is the request's error, not every cell's exclusion
+            _known(catalog, item)
+    groups = _releases(request.torch, matrix)
+    platform_names = [f"{o}-{a}" for o, a in request.platforms]
+    excluded: list[dict[str, Any]] = []
+    unknown: list[dict[str, Any]] = []
+    chosen: list[tuple[TorchMinor, TorchPatch, str, str, str, list[str]]] = []
+    for candidates in groups:
         for (os_name, arch), platform in zip(request.platforms, platform_names):
-            chosen = _chosen_builds(request, matrix, minor, patches, platform, (os_name, arch), excluded, unknown)
-            for patch, labels in chosen:
-                version = patch.version
-                where = {"torch": version, "os": os_name, "arch": arch}
-                supported = python_list(minor, patch, platform)
-                for python in pythons:
-                    if python not in supported:
-                        excluded.append(
-                            {
-                                **where,
-                                "python": python,
-                                "code": "python-unsupported",
-                                "reason": f"no cp{python.replace('.', '')} wheel for torch {version} on {platform}",
-                            }
-                        )
-                        continue
-                    for label in labels:
-                        cell = _cell(request, matrix, evidence, catalog, version, label, python, os_name, arch,
-                                     excluded)
-                        if cell is not None:
-                            cells.append(cell)
+            for (minor, patch), labels in _chosen_builds(request, matrix, candidates, platform, (os_name, arch),
+                                                         excluded, unknown):
+                chosen.append((minor, patch, platform, os_name, arch, labels))
+    pythons = request.pythons or tuple(
+        sorted({p for minor, patch, platform, *_ in chosen for p in python_list(minor, patch, platform)},
+               key=python_sort_key)
+    )
+    cells: list[dict[str, Any]] = []
+    for minor, patch, platform, os_name, arch, labels in chosen:
+        version = patch.version
+        supported = python_list(minor, patch, platform)
+        for python in pythons:
+            if python not in supported:
+                excluded.append({
+                    "torch": version, "os": os_name, "arch": arch, "python": python, "code": "python-unsupported",
+                    "reason": f"no cp{python.replace('.', '')} wheel for torch {version} on {platform}",
+                })
+                continue
+            for label in labels:
+                cell = _cell(request, matrix, evidence, catalog, version, label, python, os_name, arch, excluded)
+                if cell is not None:
+                    cells.append(cell)
     _assign_roles(cells)
     if request.mode == "pr":
         cells = _pr_cells(cells, request.families)
@@ -284,19 +277,21 @@ def ci_matrix(request: CiMatrixRequest, matrix: Matrix, evidence: EvidenceLookup
     }
 
 
-def _releases(spec: TorchSpec, matrix: Matrix) -> list[tuple[TorchMinor, list[TorchPatch]]]:
-    """(minor, its patches matching ``spec``, newest first) per minor, oldest minor first; released minors
-    unless named. The newest patch is the one a cell uses; an older one only stands in for a build the
-    matrix cannot say the newest publishes (see `_chosen_builds`)."""
+Candidate = tuple["TorchMinor", "TorchPatch"]
+
+
+def _releases(spec: TorchSpec, matrix: Matrix) -> list[list[Candidate]]:
+    """The candidate releases, one group per torch minor the range selects (oldest minor first), each its
+    patches matching ``spec``, newest first; for ``latest`` one group: every released patch, newest first.
+    A group's first patch is the one a cell uses; a later one only stands in for a build the matrix cannot
+    say the newer ones publish (see `_chosen_builds`)."""
     out = []
     for minor in matrix.torch_minors():
         if minor.status != "released" and not spec.names_minor(minor.minor):
             continue
-        patches = [p for p in matrix.torch_patches(minor) if spec.matches(p.version, minor.minor)]
+        patches = [(minor, p) for p in matrix.torch_patches(minor) if spec.matches(p.version, minor.minor)]
         if patches:
-            out.append((minor, patches))
-    if spec.kind == "latest":
-        out = out[:1]
+            out.append(patches)
     if not out:
         from compat_service.domain.errors import Cause, TorchNotFoundError
 
@@ -305,6 +300,8 @@ def _releases(spec: TorchSpec, matrix: Matrix) -> list[tuple[TorchMinor, list[To
             hint="GET /v1/torch lists the releases the matrix knows; use a range such as >=2.3",
             causes=[Cause(constraint=f"torch {spec.text}", origin="request")],
         )
+    if spec.kind == "latest":
+        return [[c for group in out for c in group]]
     out.reverse()
     return out
 
@@ -316,69 +313,72 @@ def _published(minor: TorchMinor, patch: TorchPatch, platform: str) -> list[Vari
 def _chosen_builds(
     request: CiMatrixRequest,
     matrix: Matrix,
-    minor: TorchMinor,
-    patches: list[TorchPatch],
+    candidates: list[Candidate],
     platform: str,
     os_arch: tuple[str, str],
     excluded: list[dict[str, Any]],
     unknown: list[dict[str, Any]],
-) -> list[tuple[TorchPatch, list[str]]]:
-    """The (patch, build labels) pairs this minor contributes on ``platform``.
+) -> list[tuple[Candidate, list[str]]]:
+    """The (release, build labels) pairs this group of candidates contributes on ``platform``.
 
-    Each selected build comes from the newest matching patch. Where the matrix cannot say whether that patch
-    publishes it (the platform is in the minor's ``platforms_unsourced``), the combination is listed in
-    ``unknown`` (never in ``excluded``: it is not known to be missing), and the newest older patch known to
-    publish the build stands in for it, so a release the matrix is still learning about never empties a matrix.
-    A gap the matrix does know of is excluded, at the newest patch, as before."""
+    Each selected build comes from the newest candidate. Where the matrix cannot say whether that release
+    publishes it (the platform is in its minor's ``platforms_unsourced``), the combination is listed in
+    ``unknown`` (never in ``excluded``: it is not known to be missing), and the next candidate known to
+    publish the build stands in for it, as long as every newer one is unknown there; so a release the matrix
+    is still learning about never empties a matrix. A gap the matrix does know of is excluded, at the newest
+    candidate, as before."""
     os_name, arch = os_arch
-    newest = patches[0]
-    unsourced = platform in (minor.platforms_unsourced or ())
+    newest = candidates[0][1]
     where = {"torch": newest.version, "os": os_name, "arch": arch}
-    by_patch = [(patch, {v.label: _family(matrix, v.label) for v in _published(minor, patch, platform)})
-                for patch in patches]
-    if not any(families for _, families in by_patch):
-        if unsourced:
-            unknown.append({**where, "code": "platform-unknown", "status": "unknown",
-                            "reason": f"the matrix does not know whether torch {newest.version} publishes wheels "
-                                      f"for {platform}: no source lists its builds there"})
-        else:
-            excluded.append({**where, "code": "platform-unsupported",
-                             "reason": f"no torch {newest.version} wheel for {platform}"})
+    by_candidate = [
+        (candidate, {v.label: _family(matrix, v.label) for v in _published(*candidate, platform)},
+         platform in (candidate[0].platforms_unsourced or ()))
+        for candidate in candidates
+    ]
+    first_unsourced = by_candidate[0][2]
+    if not by_candidate[0][1] and not first_unsourced:
+        excluded.append({**where, "code": "platform-unsupported",
+                         "reason": f"no torch {newest.version} wheel for {platform}"})
         return []
-    wanted: list[tuple[str, str, Any]] = (
-        [("build", label, lambda fams, label=label: [label] if label in fams else []) for label in request.builds]
-        if request.builds is not None
-        else [("family", family, lambda fams, family=family: [lb for lb, f in fams.items() if f == family])
-              for family in request.families]
-    )
-    chosen: dict[str, list[str]] = {}
-    order: dict[str, TorchPatch] = {}
+    if request.builds is not None:
+        wanted = [("build", label, lambda fams, label=label: [label] if label in fams else [])
+                  for label in request.builds]
+    else:
+        wanted = [("family", family, lambda fams, family=family: [lb for lb, f in fams.items() if f == family])
+                  for family in request.families]
+    chosen: dict[str, tuple[Candidate, list[str]]] = {}
     for key, value, pick in wanted:
-        labels = pick(by_patch[0][1])
-        if labels:
-            chosen.setdefault(newest.version, []).extend(lb for lb in labels if lb not in chosen[newest.version])
-            order[newest.version] = newest
+        found: tuple[Candidate, list[str]] | None = None
+        for candidate, families, unsourced in by_candidate:
+            labels = pick(families)
+            if labels:
+                found = (candidate, labels)
+                break
+            if not unsourced:  # a known gap: an older release does not stand in for it
+                break
+        if found is not None and found[0][1] is newest:
+            _add(chosen, found)
             continue
-        fallback = next(((p, pick(fams)) for p, fams in by_patch[1:] if pick(fams)), None) if unsourced else None
-        if unsourced:
-            stand_in = (f"; torch {fallback[0].version}, the newest patch known to publish it, is in the matrix "
-                        "instead" if fallback else "")
-            unknown.append({**where, key: value, "code": "variant-unknown", "status": "unknown",
-                            "reason": f"the matrix does not know whether torch {newest.version} publishes a {value} "
-                                      f"build for {platform}: no source lists its builds there{stand_in}"})
-            if fallback is not None:
-                patch, labels = fallback
-                chosen.setdefault(patch.version, []).extend(
-                    lb for lb in labels if lb not in chosen.get(patch.version, []))
-                order[patch.version] = patch
+        if not first_unsourced:
+            code = "variant-not-published" if key == "build" else "backend-unavailable"
+            excluded.append({**where, key: value, "code": code,
+                             "reason": f"torch {newest.version} has no {value} build for {platform}"})
             continue
-        if key == "build":
-            excluded.append({**where, "build": value, "code": "variant-not-published",
-                             "reason": f"torch {newest.version} has no {value} build for {platform}"})
-        else:
-            excluded.append({**where, "family": value, "code": "backend-unavailable",
-                             "reason": f"torch {newest.version} has no {value} build for {platform}"})
-    return [(order[version], labels) for version, labels in chosen.items()]
+        stand_in = (f"; torch {found[0][1].version}, the newest release known to publish it, is in the matrix "
+                    "instead" if found else "")
+        unknown.append({**where, key: value, "code": "variant-unknown", "status": "unknown",
+                        "reason": f"the matrix does not know whether torch {newest.version} publishes a {value} "
+                                  f"build for {platform}: no source lists its builds there{stand_in}"})
+        if found is not None:
+            _add(chosen, found)
+    return list(chosen.values())
+
+
+def _add(chosen: dict[str, tuple[Candidate, list[str]]], found: tuple[Candidate, list[str]]) -> None:
+    candidate, labels = found
+    version = candidate[1].version
+    _, have = chosen.setdefault(version, (candidate, []))
+    have.extend(label for label in labels if label not in have)
 
 
 def python_list(minor: TorchMinor, patch: TorchPatch, platform: str) -> list[str]:
@@ -443,6 +443,7 @@ def _cell(
     build_row = matrix.build_variant(label)
     arch_row = matrix.arch_list(version, label, res.platform)
     pins = {**res.pins, **{p.name: p.version for p in res.stack}}
+    runs_on, container = runner_for(res.platform, res.family)
     return {
         "name": f"torch {version} {label} py{python} {res.platform}",
         "torch": version,
@@ -465,6 +466,8 @@ def _cell(
         "evidence": res.evidence["status"] if res.evidence else "declared",
         "status": res.status,
         "role": "interior",
+        "runs_on": runs_on,
+        "container": container,
         "check": check_command(version, label, python, pins),
     }
 

@@ -166,6 +166,19 @@ class PerfFigure(_Strict):
     note: str | None = Field(default=None, max_length=400)
     #: the perf check that measured it
     check: str | None = Field(default=None, max_length=200)
+    #: false when the figure cannot be trusted (taken through a CPU fallback, synchronize() failed, samples
+    #: too spread out); ``invalid_reason`` says why. Null in reports from probes that did not judge it
+    valid: StrictBool | None = None
+    invalid_reason: str | None = Field(default=None, max_length=400)
+    #: how many timed samples the value is the median of, and their spread ((max - min) / median)
+    samples: StrictInt | None = Field(default=None, ge=0)
+    spread: StrictFloat | None = Field(default=None, ge=0)
+    #: what bounds the figure at the size measured: the arithmetic units, memory bandwidth or launch latency
+    regime: Literal["compute-bound", "memory-bound", "latency-bound"] | None = None
+    #: intra-op threads torch used while measuring (torch.get_num_threads())
+    threads: StrictInt | None = Field(default=None, ge=0)
+    #: where the peak behind ``peak_fraction`` comes from: a sourced datasheet row, or this host measured
+    peak_source: str | None = Field(default=None, max_length=400)
 
 
 class PerfBlock(_Strict):
@@ -186,6 +199,12 @@ class ProbeReport(_Strict):
     summary: Summary
     #: the perf group's figures; absent when the group did not run
     perf: PerfBlock | None = None
+    #: the dispatcher's backend-relevant overloads this run reached on the device, fell back or found
+    #: missing (see probes.checks.dispatcher); absent from probes that did not count them
+    coverage: FreeData | None = Field(default=None, max_length=64)
+    #: ``--certify``: the run scored on the measurable rows of the PyTorch Compute Platform Quality Levels
+    #: rubric (probes.harness.certify), with the evidence per row; absent without --certify
+    certification: FreeData | None = Field(default=None, max_length=64)
 
 
 #: JSON's escape for U+0000 (a raw NUL byte is not valid JSON, so this is the only way one gets in)

@@ -28,9 +28,10 @@ health         when
                out-of-memory in the train step, the device not detected)
 ``partial``    no required check ever failed, smoke passed somewhere, and some ops / allocator / amp /
                distributed check is failing (bad or a gap; the failing checks are listed)
-``verified``   no check ever failing, and passing reports came from at least N distinct hosts and
-               from at least S distinct submitters (tokens): a host fingerprint is the client's word,
-               a token is issued by an admin, so one token inventing fingerprints verifies nothing
+``verified``   no check ever failing, and passing reports came from at least S distinct submitters
+               and, as corroboration, from at least N distinct hosts. A submitter is a token's owner
+               (set by the admin: two tokens of one owner are one submitter); a host fingerprint is
+               self-reported, so one owner inventing fingerprints verifies nothing
 ``unconfirmed``  reports exist but none of the above: too few passing hosts or submitters, or nothing ran
 ``none``       no report at all
 =============  ===================================================================================

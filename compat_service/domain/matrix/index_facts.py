@@ -125,8 +125,9 @@ class VariantIndexFacts(_Strict):
 
 
 class VariantsJsonFact(_Strict):
-    """A PEP 825 ``{name}-{version}-variants.json`` the index links: each variant label's properties, as the
-    file states them (namespace -> feature -> values), the file being their source."""
+    """A PEP 825 ``{name}-{version}-variants.json`` the index links, or a variant wheel's
+    ``*.dist-info/variant.json`` (one label): each variant label's properties as the file states them
+    (namespace -> feature -> values), the file being their source."""
 
     version: str
     #: the page the file is linked from (the index, or a build label's index)

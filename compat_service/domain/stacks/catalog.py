@@ -25,7 +25,8 @@ from packaging.version import InvalidVersion, Version
 
 ECOSYSTEM_FILE = "ecosystem.yaml"
 #: bump when the compiled layout changes
-CATALOG_FORMAT = "3"
+CATALOG_FORMAT = "4"
+ORACLE_FILE = "stack-oracle.yaml"
 _OWN_FILES = tuple(Path(__file__).with_name(name) for name in ("catalog.py", "schema.py"))
 
 
@@ -55,6 +56,7 @@ class Release:
         "_parsed",
         "curated_torch",
         "first_upload",
+        "oracle",
         "package",
         "policy",
         "prerelease",
@@ -80,6 +82,7 @@ class Release:
         curated_torch: dict[str, Any] | None,
         policy: dict[str, Any] | None,
         first_upload: str | None = None,
+        oracle: dict[str, dict[str, str | None]] | None = None,
     ) -> None:
         self.package = package
         self.version = version
@@ -97,6 +100,9 @@ class Release:
         self.policy = policy
         #: the UTC date of the release's first upload (ISO), where the index gives it
         self.first_upload = first_upload
+        #: the resolution oracle's outcomes (index/stack-oracle.yaml): platform -> Python -> None when the stack
+        #: answer resolved with every pin unchanged, else why not (the failing requirement)
+        self.oracle = oracle or {}
         self._parsed: Version | None = None
 
     @property
@@ -122,6 +128,17 @@ class Release:
         """Exact pins (``==X``) of other packages on ``platform``."""
         return {r.name: r.exact for r in self.requirements(platform, python) if r.exact is not None}
 
+    def oracle_failure(self, platform: str, python: str | None) -> str | None:
+        """Why the oracle found this release's stack unresolvable on ``platform`` (at ``python``; without one:
+        at every Python it checked), or None (resolvable, or not checked)."""
+        checked = self.oracle.get(platform)
+        if not checked:
+            return None
+        if python is not None:
+            return checked.get(python)
+        failures = list(checked.values())
+        return failures[0] if all(failures) else None
+
     def fits_python(self, platform: str, python: str) -> bool:
         tags = self.wheels.get(platform, ())
         if not _python_in(self.requires_python, python):
@@ -134,9 +151,12 @@ class Package:
     the resolver skips them unless named)."""
 
     __slots__ = (
+        "abi_rows",
         "final_release_matches",
+        "gpu_floor",
         "index",
         "name",
+        "oracle_source",
         "releases",
         "retrieved",
         "sources",
@@ -146,8 +166,13 @@ class Package:
 
     def __init__(self, *, name: str, torch_build: str | None, sources: tuple[str, ...], index: str | None,
                  retrieved: str | None, releases: tuple[Release, ...], wheel_rows: tuple[dict[str, Any], ...],
-                 final_release_matches: str | None) -> None:
+                 final_release_matches: str | None, oracle_source: str | None = None,
+                 abi_rows: tuple[dict[str, Any], ...] = (), gpu_floor: dict[str, Any] | None = None) -> None:
         self.name = name
+        #: the C++ ABI of torch's default-index builds per torch specifier (schema.AbiRow as plain dicts)
+        self.abi_rows = abi_rows
+        #: the oldest NVIDIA architecture its kernels run on (schema.GpuFloor as a plain dict), or None
+        self.gpu_floor = gpu_floor
         self.torch_build = torch_build
         self.sources = sources
         self.index = index
@@ -156,6 +181,8 @@ class Package:
         #: flash-attn's prebuilt wheel rows (schema.WheelRow as plain dicts)
         self.wheel_rows = wheel_rows
         self.final_release_matches = final_release_matches
+        #: who checked the stack answers and where (``uv 0.13.9 against pip-default, 2026-12-06``), or None
+        self.oracle_source = oracle_source
 
     def release(self, version: str) -> Release | None:
         try:
@@ -321,6 +348,7 @@ def _package(p: dict[str, Any]) -> Package:
             curated_torch=r.get("curated_torch"),
             policy=r.get("policy"),
             first_upload=r.get("first_upload"),
+            oracle=r.get("oracle"),
         )
         for r in p["releases"]
     )
@@ -333,6 +361,9 @@ def _package(p: dict[str, Any]) -> Package:
         releases=releases,
         wheel_rows=tuple(p["wheel_rows"]),
         final_release_matches=p.get("final_release_matches"),
+        oracle_source=p.get("oracle_source"),
+        abi_rows=tuple(p.get("abi_rows", ())),
+        gpu_floor=p.get("gpu_floor"),
     )
 
 
@@ -356,7 +387,7 @@ def compile_catalog(data_dir: Path) -> dict[str, Any]:
     from compat_service.domain.matrix.index_facts import PackageFacts, RefreshConfig
     from compat_service.domain.matrix.index_layer import PROJECTS, read_index_file
     from compat_service.domain.matrix.problems import Problem, format_loc
-    from compat_service.domain.stacks.schema import EcosystemFile
+    from compat_service.domain.stacks.schema import EcosystemFile, StackOracleFile
 
     problems: list[Problem] = []
     config, found = read_index_file(data_dir, "refresh.yaml", RefreshConfig)
@@ -381,7 +412,8 @@ def compile_catalog(data_dir: Path) -> dict[str, Any]:
             problems.append(
                 Problem(ECOSYSTEM_FILE, name, "not an ecosystem package: add its line to index/refresh.yaml")
             )
-        rows = (*package.torch, *package.wheels, *package.policy)
+        rows = (*package.torch, *package.wheels, *package.policy, *package.cxx11abi,
+                *((package.gpu_floor,) if package.gpu_floor else ()))
         cited = [*package.source, *(s for row in rows for s in row.source)]
         for key in cited:
             if key not in keys:
@@ -393,6 +425,23 @@ def compile_catalog(data_dir: Path) -> dict[str, Any]:
                 except InvalidSpecifier:
                     where = f"{name}.torch.{row.version}"
                     problems.append(Problem(ECOSYSTEM_FILE, where, f"{spec!r} is not a specifier"))
+    oracle: dict[tuple[str, str], dict[str, dict[str, str | None]]] = {}
+    oracle_source = None
+    oracle_file = data_dir / "index" / ORACLE_FILE
+    if oracle_file.is_file():
+        try:
+            checked = StackOracleFile.model_validate(yaml.safe_load(oracle_file.read_text(encoding="utf-8")))
+        except yaml.YAMLError as exc:
+            problems.append(Problem(f"index/{ORACLE_FILE}", "", f"YAML error: {exc}"))
+        except ValidationError as exc:
+            problems += [Problem(f"index/{ORACLE_FILE}", format_loc(e["loc"]), e["msg"]) for e in exc.errors()]
+        else:
+            oracle_source = f"{checked.resolver} against {checked.index}, {checked.retrieved}"
+            for o in checked.outcomes:
+                why = None if o.resolvable else (
+                    f"{o.failing} cannot be installed" if o.failing else f"pins changed: {', '.join(o.changed)}"
+                    if o.changed else "no resolution")
+                oracle.setdefault((o.package, o.version), {}).setdefault(o.platform, {})[o.python] = why
     packages = []
     for name in names:
         facts, found = read_index_file(data_dir, f"{name}.yaml", PackageFacts)
@@ -410,7 +459,8 @@ def compile_catalog(data_dir: Path) -> dict[str, Any]:
             requires: dict[str, list[list[Any]]] = {}
             for req in release.requirements:
                 requires.setdefault(req.platform, []).append([req.name, req.specifier, req.marker])
-            torch_row = torch_rows.get(release.version)
+            # a row names a release, or a release series (``0.8``: every 0.8.x, as torchcodec's table does)
+            torch_row = torch_rows.get(release.version) or torch_rows.get(_series(release.version))
             policy_row = policy_rows.get(release.version)
             releases.append({
                 "version": release.version, "yanked": release.yanked, "prerelease": release.prerelease,
@@ -419,6 +469,7 @@ def compile_catalog(data_dir: Path) -> dict[str, Any]:
                 "curated_torch": torch_row.model_dump() if torch_row else None,
                 "policy": policy_row.model_dump() if policy_row else None,
                 "first_upload": release.first_upload.date().isoformat() if release.first_upload else None,
+                "oracle": oracle.get((name, release.version)),
             })
         packages.append({
             "name": name,
@@ -429,6 +480,9 @@ def compile_catalog(data_dir: Path) -> dict[str, Any]:
             "releases": releases,
             "wheel_rows": [w.model_dump() for w in row.wheels] if row else [],
             "final_release_matches": row.final_release_matches if row else None,
+            "oracle_source": oracle_source if any(r["oracle"] for r in releases) else None,
+            "abi_rows": [a.model_dump() for a in row.cxx11abi] if row else [],
+            "gpu_floor": row.gpu_floor.model_dump() if row and row.gpu_floor else None,
         })
     if problems:
         raise MatrixDataError(
@@ -438,6 +492,14 @@ def compile_catalog(data_dir: Path) -> dict[str, Any]:
         )
     marker_env = {rule.platform: dict(rule.markers) for rule in config.platforms} if config else {}
     return {"format": CATALOG_FORMAT, "packages": packages, "marker_env": marker_env}
+
+
+def _series(version: str) -> str:
+    """``0.8.1`` -> ``0.8`` (the major.minor a compatibility table names)."""
+    try:
+        return ".".join(str(part) for part in Version(version).release[:2])
+    except InvalidVersion:
+        return version
 
 
 def _sort_key(version: str) -> tuple[int, Any]:

@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from compat_service.domain.resolver.request import ResolveRequest
 
 #: combinations of package releases tried before giving up (newest first)
-MAX_COMBINATIONS = 160
+MAX_COMBINATIONS = 1200
 #: torch patches tried per combination (newest first)
 MAX_PATCHES = 4
 #: the companions a package may pin (they come from torch's index, with torch)
@@ -55,23 +55,27 @@ INDEX_SOURCE = "package_index"
 class Attempt:
     """One combination tried and why it did not make a stack."""
 
-    __slots__ = ("code", "host_only", "message", "what")
+    __slots__ = ("code", "host_only", "message", "oracle", "what")
 
-    def __init__(self, what: str, code: str, message: str, host_only: bool) -> None:
+    def __init__(self, what: str, code: str, message: str, host_only: bool, oracle: bool = False) -> None:
         self.what = what
         self.code = code
         self.message = message
         self.host_only = host_only
+        #: the resolution oracle refused the release (said after the other reasons, unless the only one)
+        self.oracle = oracle
 
 
 class Search:
     """One stack resolution's state (plain slots: `resolve --with`'s fast path builds no dataclasses)."""
 
-    __slots__ = ("allow_source", "attempts", "cache", "catalog", "evidence", "matrix", "request")
+    __slots__ = ("allow_source", "attempts", "cache", "catalog", "evidence", "matrix", "oracle", "request")
 
     def __init__(self, request: ResolveRequest, matrix: Matrix, evidence: EvidenceLookup | None,
-                 catalog: Catalog) -> None:
+                 catalog: Catalog, oracle: bool = True) -> None:
         self.request = request
+        #: heed the resolution oracle's outcomes (index/stack-oracle.yaml); off when the refresh checks anew
+        self.oracle = oracle
         self.matrix = matrix
         self.evidence = evidence
         self.catalog = catalog
@@ -89,14 +93,18 @@ def resolve_stack(
     catalog: Catalog | None = None,
     *,
     alternatives: bool = True,
+    oracle: bool = True,
 ) -> Resolution:
-    """The torch resolution with every ``request.stack`` package; raises the error model's errors."""
+    """The torch resolution with every ``request.stack`` package; raises the error model's errors.
+
+    ``oracle``: skip the releases a real resolver found unresolvable (`matrix refresh --oracle`)."""
     if not request.stack:
         return resolve(request, matrix, evidence)
     catalog = catalog if catalog is not None else load_catalog()
     packages = [(item, _known(catalog, item)) for item in request.stack]
-    search = Search(request, matrix, evidence, catalog)
-    candidates = [_candidates(search, item, package) for item, package in packages]
+    search = Search(request, matrix, evidence, catalog, oracle)
+    pinned = _pinned_by_others(search, packages)
+    candidates = [_candidates(search, item, package, pinned.get(package.name, set())) for item, package in packages]
     passes = (False, True) if any(p.torch_build == "prebuilt" for _i, p in packages) else (False,)
     for allow_source in passes:
         search.allow_source = allow_source
@@ -135,10 +143,38 @@ def _publishes(package: Package, release: Release, platform: str) -> bool:
     return False
 
 
-def _candidates(search: Search, item: PackageRequest, package: Package) -> list[Release]:
+def _pinned_by_others(search: Search, packages: list[tuple[PackageRequest, Package]]) -> dict[str, set[Version]]:
+    """The exact versions of each requested package that another requested package's releases pin (vllm 0.10.1
+    pins xformers==0.0.31): release de-duplication keeps them, so an exact pin always finds its release."""
+    names = {package.name for _item, package in packages}
+    out: dict[str, set[Version]] = {}
+    for item, package in packages:
+        for release in package.releases:
+            if release.yanked or not item.allows(release.version, release.prerelease):
+                continue
+            for name, version in release.pins(search.request.platform, None).items():
+                if name in names and name != package.name:
+                    out.setdefault(name, set()).add(Version(version))
+    return out
+
+
+def _known_torch(package: Package, release: Release, platform: str) -> bool:
+    """Whether the release's torch requirement is known: stated by its metadata, by a curated row, or by its
+    prebuilt wheel matrix (a release with none of these is tried after every release with one)."""
+    if release.torch_specifier(platform, None) is not None or package.torch_build == "prebuilt":
+        return True
+    return bool(release.curated_torch and release.curated_torch.get("binaries"))
+
+
+def _candidates(search: Search, item: PackageRequest, package: Package, keep: set[Version]) -> list[Release]:
     platform = search.request.platform
     allowed = [r for r in package.releases if not r.yanked and item.allows(r.version, r.prerelease)]
-    found = _distinct([r for r in allowed if _publishes(package, r, platform)], package, platform)
+    found = _distinct([r for r in allowed if _publishes(package, r, platform) and _installs(search, package, r, None)],
+                      package, platform, keep)
+    # "no torch requirement" is not "any torch": a release whose torch is unknown never outranks a known one
+    found.sort(key=lambda r: not _known_torch(package, r, platform))
+    if not found and any(not _installs(search, package, r, None) for r in allowed):
+        return found  # the oracle's reasons are the attempts
     if not found:
         why = (
             f"{package.name} has no release matching {item.specifier}"
@@ -150,10 +186,28 @@ def _candidates(search: Search, item: PackageRequest, package: Package) -> list[
     return found
 
 
-def _distinct(releases: list[Release], package: Package, platform: str) -> list[Release]:
+def _installs(search: Search, package: Package, release: Release, python: str | None) -> bool:
+    """False (with the reason kept as an attempt) when the resolution oracle found that the stack of this release
+    does not install on the target (at ``python``, else the request's Python, else at every Python checked)."""
+    if not search.oracle:
+        return True
+    request = search.request
+    why = release.oracle_failure(request.platform, python or request.python)
+    if why is None:
+        return True
+    at = f" with Python {python or request.python}" if python or request.python else ""
+    search.attempts.append(Attempt(
+        f"{package.name} {release.version}", "stack-conflict",
+        f"{package.name} {release.version} does not install on {request.platform}{at}: {why} (checked by a real "
+        f"resolver: {package.oracle_source})", False, oracle=True))
+    return False
+
+
+def _distinct(releases: list[Release], package: Package, platform: str, keep: set[Version]) -> list[Release]:
     """The newest release of each group that asks the same of torch and the target (same torch requirement,
     curated row, prebuilt wheels, Requires-Python and wheel tags): an older one of a group could only fail
-    where the newer one did, so the combinations stay few."""
+    where the newer one did, so the combinations stay few. A release another requested package pins exactly
+    (``keep``) is always kept."""
     seen: set[tuple[Any, ...]] = set()
     out = []
     for release in releases:
@@ -164,8 +218,9 @@ def _distinct(releases: list[Release], package: Package, platform: str) -> list[
         curated = tuple(release.curated_torch["binaries"] or ()) if release.curated_torch else None
         key = (release.torch_specifier(platform, None), curated, rows, release.requires_python,
                release.wheels.get(platform, ()), tuple(sorted(release.pins(platform, None).items())),
-               release.policy is not None, package.final_release_matches is not None and not release.prerelease)
-        if package.final_release_matches is not None or key not in seen:
+               release.policy is not None, package.final_release_matches is not None and not release.prerelease,
+               tuple(sorted(release.oracle.get(platform, {}).items())))
+        if package.final_release_matches is not None or key not in seen or release.parsed in keep:
             seen.add(key)
             out.append(release)
     return out
@@ -433,12 +488,20 @@ def _python_error(message: str) -> AccelenvError:
 
 def _finish(search: Search, plan: Plan, res: Resolution) -> Resolution | None:
     request = search.request
+    if not all(_installs(search, package, release, res.python) for package, release in plan.chosen):
+        return None
+    requirements_floor: list[HostRequirement] = []
+    too_old = _gpu_floor_failure(search, plan, res, requirements_floor)
+    if too_old is not None:
+        what = ", ".join(f"{p.name} {r.version}" for p, r in plan.chosen)
+        search.attempts.append(Attempt(what, "gpu-arch-unsupported", too_old, host_only=True))
+        return None
     platform = request.platform
     packages = list(res.packages)
-    reasons = list(res.reasons)
+    reasons = list(res.reasons) + plan.reasons  # the curated torch rows the plan followed
     warnings = list(res.warnings)
     unknowns = list(res.unknowns) + plan.unknowns
-    requirements = list(res.requirements)
+    requirements = list(res.requirements) + requirements_floor
     stack: list[StackPin] = []
     # the pins of the stack's releases on torch's companions and plugins win over the matrix's pairing
     for name, (version, by) in sorted(plan.pins.items()):
@@ -497,6 +560,13 @@ def _finish(search: Search, plan: Plan, res: Resolution) -> Resolution | None:
     if res.evidence is not None:
         reasons.append(Reason("evidence", f"the stack's torch cell (torch {res.torch_version}, {res.backend}, "
                               f"Python {res.python}) is {res.evidence.get('status')} by probe reports"))
+    if request.strict and unknowns:
+        # --strict holds for the stack's own unknowns as for torch's: try the next combination
+        what = ", ".join(f"{p.name} {r.version}" for p, r in plan.chosen)
+        search.attempts.append(Attempt(f"{what} with torch {res.torch_version}", "rests-on-unknown",
+                                       f"--strict: the answer rests on data the matrix lacks: {unknowns[0]}",
+                                       host_only=True))
+        return None
     return dataclasses.replace(
         res, packages=tuple(packages), reasons=tuple(reasons), warnings=tuple(dict.fromkeys(warnings)),
         unknowns=tuple(dict.fromkeys(unknowns)), requirements=tuple(requirements), stack=tuple(stack),
@@ -532,18 +602,22 @@ def _prebuilt(search: Search, package: Package, release: Release, res: Resolutio
         if row["version"] != release.version or row["platform"] != platform:
             continue
         excluded = any(e.get("torch") == minor and e.get("python") == res.python for e in row["exclude"])
+        sources = (*row["source"], *package.sources)
         if minor in row["torch"] and major == row["cuda_major"] and res.python in row["python"] and not excluded:
             cp = "cp" + res.python.replace(".", "")
-            abi = "TRUE" if "TRUE" in row["cxx11abi"] else row["cxx11abi"][0]
+            known = _torch_abi(package, res.torch_version)
+            abi = known[0] if known and known[0] in row["cxx11abi"] else \
+                "TRUE" if "TRUE" in row["cxx11abi"] else row["cxx11abi"][0]
             url = row["url"].format(version=release.version, cuda_major=major, torch=minor, abi=abi, cp=cp)
-            if len(row["cxx11abi"]) > 1:
+            if known and known[0] == abi:
+                sources = (*sources, *known[1])
+            elif len(row["cxx11abi"]) > 1:
                 unknowns.append(f"which C++ ABI torch {res.torch_version} ({res.backend}) was built with is not in "
                                 f"the matrix: the {package.name} wheel named is cxx11abi{abi}; if "
                                 "torch._C._GLIBCXX_USE_CXX11_ABI is False use the cxx11abiFALSE wheel")
             return StackPin(package.name, release.version, "url",
                             f"{package.name} {release.version}: the prebuilt wheel for torch {minor} + cu{major} + "
-                            f"{cp} on {platform} (release assets, curated)", (*row["source"], *package.sources),
-                            url)
+                            f"{cp} on {platform}, C++ ABI {abi} (release assets, curated)", sources, url)
     if release.sdist is None or res.family != "cuda" or major is None:
         search.attempts.append(Attempt(
             f"{package.name} {release.version} with torch {res.torch_version}", "stack-conflict",
@@ -569,6 +643,33 @@ def _prebuilt(search: Search, package: Package, release: Release, res: Resolutio
                     f"{package.name} {release.version}: no prebuilt wheel for torch {minor} + cu{major} + Python "
                     f"{res.python} on {platform}; built from the sdist on the index (nvcc {major}.x, C++ compiler)",
                     (INDEX_SOURCE, *package.sources))
+
+
+def _torch_abi(package: Package, torch_version: str) -> tuple[str, tuple[str, ...]] | None:
+    """The C++ ABI of the default-index build of ``torch_version`` (the first row whose specifier holds), with
+    its sources, or None (unknown)."""
+    exact = torch_version.split("+")[0]
+    for row in package.abi_rows:
+        if SpecifierSet(row["torch"]).contains(exact, prereleases=True):
+            return row["abi"], tuple(row["source"])
+    return None
+
+
+def _gpu_floor_failure(search: Search, plan: Plan, res: Resolution,
+                       requirements: list[HostRequirement]) -> str | None:
+    """Why a package's kernels do not run on the target's GPU (its architecture floor), or None; without a
+    --gpu-arch the floor becomes a host requirement of the answer."""
+    arch = search.request.gpu_arch
+    for package, release in plan.chosen:
+        floor = package.gpu_floor
+        if floor is None or res.family != "cuda":
+            continue
+        if arch is None or not arch.startswith("sm_"):
+            requirements.append(HostRequirement("gpu-arch", f">={floor['arch']}", floor["detail"]))
+        elif int(arch[3:]) < int(floor["arch"][3:]):
+            return (f"{package.name} {release.version} needs an NVIDIA GPU of {floor['arch']} or newer; the target "
+                    f"is {arch} ({floor['detail']})")
+    return None
 
 
 def _policy(package: Package, release: Release, stack: list[StackPin], requirements: list[HostRequirement],
@@ -608,7 +709,8 @@ def _failure(search: Search, alternatives: bool) -> AccelenvError:
     from compat_service.domain.errors import ERRORS, Alternative, Cause, StackConflictError
 
     request = search.request
-    keys = dict.fromkeys((a.what, a.code, a.message, a.host_only) for a in search.attempts)
+    ordered = sorted(search.attempts, key=lambda a: a.oracle)  # the oracle's refusals after the other reasons
+    keys = dict.fromkeys((a.what, a.code, a.message, a.host_only, a.oracle) for a in ordered)
     attempts = [Attempt(*key) for key in keys]
     # one cause per distinct clash (the first candidate that met it), nearest candidates first
     distinct = list({a.message: a for a in reversed(attempts)}.values())[::-1]
@@ -619,6 +721,11 @@ def _failure(search: Search, alternatives: bool) -> AccelenvError:
         cls = ERRORS.get(host[0].code, StackConflictError)
         message = f"no {names} stack fits this host: {host[0].message}"
         hint = "see the stacks that work below, or name another --with release, --torch or --backend"
+    elif request.strict and any(a.code == "rests-on-unknown" for a in attempts):
+        cls = ERRORS["rests-on-unknown"]
+        first = next(a.message for a in attempts if a.code == "rests-on-unknown")
+        message = f"no {names} stack fits with --strict: {first}"
+        hint = "drop --strict to take the answer with what it rests on, or name releases whose facts are sourced"
     else:
         cls = StackConflictError
         first = attempts[0].message if attempts else "no candidate release"

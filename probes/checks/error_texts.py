@@ -122,20 +122,27 @@ def cpu_fallback_op(messages, expected_ops=()):
     """The op a backend said it ran on CPU instead (MPS fallback, vendor plugins), from warning texts; or,
     when no warning came now, one of ``expected_ops`` (the ops the caller ran) that warned earlier in this
     process."""
-    found = None
+    found = cpu_fallback_ops(messages)
+    if found:
+        return found[0]
+    for op in expected_ops:
+        if op and _base(op) in _FALLBACK_SEEN:
+            return _FALLBACK_SEEN[_base(op)]
+    return None
+
+
+def cpu_fallback_ops(messages):
+    """Every op the warning texts say ran on the CPU instead of the device, in order, each once."""
+    ops = []
     for message in messages:
         if _FALLBACK.search(message):
             match = _FALLBACK_OP.search(message)
             op = match.group("op") if match else "unknown"
             if match:
                 _FALLBACK_SEEN.setdefault(_base(op), op)
-            found = found or op
-    if found:
-        return found
-    for op in expected_ops:
-        if op and _base(op) in _FALLBACK_SEEN:
-            return _FALLBACK_SEEN[_base(op)]
-    return None
+            if op not in ops:
+                ops.append(op)
+    return ops
 
 
 def oom_error_types(torch):

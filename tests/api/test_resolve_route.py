@@ -1,6 +1,5 @@
-"""`GET /v1/resolve` is reached past Starlette's exception middleware and the router (routes/resolve.py's
-FastLane): what those would have done for it still happens, an error answered by the app's handler for it,
-a bug by the one 500, any other method or path by the router as before."""
+"""`GET /v1/resolve` is a plain FastAPI route: an error is answered by the app's handler for it, a bug by the
+one 500, any other method or path by the router, and the answer carries the route label and the ETag."""
 
 from __future__ import annotations
 
@@ -12,7 +11,7 @@ from compat_service.api.routes import resolve as resolve_route
 
 
 def test_a_database_error_is_answered_by_its_handler(client: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
-    async def broken(_app: object, _raw: bytes) -> tuple[bytes, bytes]:
+    async def broken(_app: object, _raw: bytes, _pairs: object = None) -> tuple[bytes, bytes]:
         raise OperationalError("SELECT 1", {}, Exception("the database went away"))
 
     monkeypatch.setattr(resolve_route, "resolution_answer", broken)
@@ -24,7 +23,7 @@ def test_a_database_error_is_answered_by_its_handler(client: TestClient, monkeyp
 
 
 def test_a_bug_is_the_one_500(client: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
-    async def buggy(_app: object, _raw: bytes) -> tuple[bytes, bytes]:
+    async def buggy(_app: object, _raw: bytes, _pairs: object = None) -> tuple[bytes, bytes]:
         raise RuntimeError("a bug")
 
     monkeypatch.setattr(resolve_route, "resolution_answer", buggy)
@@ -34,7 +33,8 @@ def test_a_bug_is_the_one_500(client: TestClient, monkeypatch: pytest.MonkeyPatc
 
 
 def test_other_methods_and_paths_go_to_the_router(client: TestClient) -> None:
-    assert client.head("/v1/resolve").status_code == 405
+    # HEAD is the GET without its body (middleware/head_requests.py), the router answers other methods
+    assert client.head("/v1/resolve").status_code == client.get("/v1/resolve").status_code
     assert client.post("/v1/resolve").status_code == 405
     slash = client.get("/v1/resolve/", params={"torch": "2.3"}, follow_redirects=False)
     assert slash.status_code == 307 and slash.headers["location"].startswith("/v1/resolve")

@@ -1,0 +1,145 @@
+"""Blame the kernel: which aten op first gives the device a result CPU does not give on the same inputs.
+
+When a check's outputs differ from CPU, the op it names (``mm``'s consumer ``linear``, a model) is often not
+the one at fault. ``first_differing_op`` runs the work again under a dispatch mode that, for every aten op
+reaching a device tensor, also runs the op on CPU copies of the very inputs the device op got (taken before
+the call, so in-place ops compare too) and compares the outputs with the dtype's tolerance (``op_table``'s
+assert_close defaults, and one eps normwise for the 16-bit floats). The first op that differs is the kernel
+to blame: later ops get the device's (already wrong) inputs on both sides, so they agree. Ops whose results
+are random or uninitialised are not compared. The backward pass is followed too: the autograd engine is run
+with the mode active for the re-run (the harness runs it without modes otherwise; see
+``probes.harness.breadcrumbs``), which is safe here because the same work already ran without raising.
+"""
+
+from probes.checks import op_table
+
+#: name fragments of ops whose outputs need not agree between two runs (random draws, uninitialised memory)
+UNCOMPARED = ("rand", "normal", "bernoulli", "dropout", "empty", "uniform", "exponential", "multinomial",
+              "geometric", "cauchy", "log_normal", "_local_scalar_dense", "set_", "resize")
+_DTYPE_NAMES = {"float32": "float32", "float16": "float16", "bfloat16": "bfloat16", "float64": "float32"}
+
+
+def _name(func):
+    schema = func._schema
+    return schema.name + ("." + schema.overload_name if schema.overload_name else "")
+
+
+def _map(value, fn, depth=0):
+    if depth > 4:
+        return value
+    if isinstance(value, (list, tuple)):
+        return type(value)(_map(v, fn, depth + 1) for v in value)
+    if isinstance(value, dict):
+        return dict((k, _map(v, fn, depth + 1)) for k, v in value.items())
+    return fn(value)
+
+
+def _tensors(value, found, depth=0):
+    if depth > 4:
+        return found
+    if isinstance(value, (list, tuple)):
+        for v in value:
+            _tensors(v, found, depth + 1)
+    elif hasattr(value, "dtype") and hasattr(value, "device"):
+        found.append(value)
+    return found
+
+
+def difference(torch, got, want):
+    """None when the CPU tensor ``got`` (the device's) agrees with ``want``; else a phrase saying how not."""
+    if got.shape != want.shape:
+        return "shape %s, CPU %s" % (tuple(got.shape), tuple(want.shape))
+    if got.dtype != want.dtype:
+        return "dtype %s, CPU %s" % (got.dtype, want.dtype)
+    if got.numel() == 0:
+        return None
+    if not (got.dtype.is_floating_point or got.dtype.is_complex):
+        return None if bool(torch.equal(got, want)) else "values differ (exact dtype %s)" % got.dtype
+    name = _DTYPE_NAMES.get(str(got.dtype).replace("torch.", ""))
+    if name is None:
+        return None
+    atol, rtol = op_table.TOLERANCES[name]
+    g, w = got.double(), want.double()
+    nan = torch.isnan(w)
+    if not bool(torch.equal(torch.isnan(g), nan)):
+        return "NaN where CPU has none (or the reverse)"
+    diff = (g - w).abs().masked_fill(nan, 0.0)
+    if bool((diff > atol + rtol * w.abs().masked_fill(nan, 0.0)).any()):
+        return "max abs err %.3g (atol %g, rtol %g)" % (float(diff.max()), atol, rtol)
+    if name in op_table.NORMWISE:
+        norm = float(w.masked_fill(nan, 0.0).norm())
+        normwise = float(diff.norm()) / norm if norm > 0 else 0.0
+        if normwise > float(torch.finfo(got.dtype).eps):
+            return "normwise relative error %.3g" % normwise
+    return None
+
+
+def make_mode(torch, device_type):
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    def on_device(value):
+        return any(getattr(t.device, "type", None) == device_type for t in _tensors(value, []))
+
+    def to_cpu(value):
+        if hasattr(value, "device") and getattr(value.device, "type", None) == device_type:
+            return value.detach().to("cpu").clone()
+        if isinstance(value, torch.device) and value.type == device_type:
+            return torch.device("cpu")
+        return value
+
+    class _BlameMode(TorchDispatchMode):
+        def __init__(self):
+            TorchDispatchMode.__init__(self)
+            self.first = None  # {"aten_op", "why", "ops_compared"}
+            self.compared = 0
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            name = _name(func)
+            watch = self.first is None and not any(part in name for part in UNCOMPARED) and \
+                (on_device(args) or on_device(list(kwargs.values())))
+            if watch:
+                try:
+                    cpu_args, cpu_kwargs = _map(args, to_cpu), _map(kwargs, to_cpu)
+                except Exception:
+                    watch = False
+            out = func(*args, **kwargs)
+            if watch:
+                try:
+                    want = func(*cpu_args, **cpu_kwargs)
+                    self.compared += 1
+                    for i, (g, w) in enumerate(zip(_tensors(out, []), _tensors(want, []))):
+                        why = difference(torch, g.detach().cpu(), w)
+                        if why:
+                            self.first = {"aten_op": name, "why": "output %d: %s" % (i, why),
+                                          "ops_compared": self.compared}
+                            break
+                except Exception:
+                    pass  # CPU cannot run it (no half kernel): nothing to compare
+            return out
+
+    return _BlameMode()
+
+
+def first_differing_op(torch, device_type, work):
+    """Run ``work()`` under the blame mode; the first differing op as {"aten_op", "why", "ops_compared"}, or
+    None (every op compared agreed, or the mode cannot be made in this torch)."""
+    try:
+        mode = make_mode(torch, device_type)
+    except Exception:
+        return None
+    autograd = torch.autograd
+    graph = getattr(autograd, "graph", None)
+    harness_engine = getattr(autograd, "_engine_run_backward", None)
+    engine = getattr(graph, "_engine_run_backward", None) if graph is not None else None
+    if engine is not None and harness_engine is not None:
+        autograd._engine_run_backward = engine  # the backward pass under the mode, for this re-run only
+    try:
+        with mode:
+            work()
+    except Exception:
+        pass
+    finally:
+        if engine is not None and harness_engine is not None:
+            autograd._engine_run_backward = harness_engine
+    return mode.first

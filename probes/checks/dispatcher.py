@@ -1,0 +1,52 @@
+"""Coverage counted against the dispatcher: which of torch's backend-relevant aten overloads a run reached.
+
+Backend-relevant: an aten overload with a kernel registered for the ``CPU`` dispatch key. Those are the ops a
+backend must implement itself (a composite op runs others, so a backend gets it for free); the refdev
+reference backend registers exactly these (``probes.refdev.kernels``). Exercised: the overloads the probe's
+traced checks called with a tensor on the device (the worker's dispatch mode records them; the untraced
+groups, compile and perf, and the backward pass on a device other than CPU are not counted, so the figure is
+a lower bound). Missing and fell back: the aten ops the checks reported unsupported for the backend, and the
+ops a CPU fallback warning named.
+"""
+
+#: what the report's ``coverage.definition`` says
+DEFINITION = ("aten overloads with a CPU kernel (the ops a backend implements itself; composite ops excluded); "
+              "exercised = called with a device tensor by a traced check")
+MAX_LISTED = 200
+
+
+def backend_relevant(torch):
+    """The qualified names ('aten::add.Tensor', 'aten::mm') of every backend-relevant overload, sorted."""
+    names = []
+    for name in torch._C._dispatch_get_all_op_names():
+        if name.startswith("aten::") and torch._C._dispatch_has_kernel_for_dispatch_key(name, "CPU"):
+            names.append(name)
+    return sorted(names)
+
+
+def qualified(name):
+    """'aten::mm.default' (as a dispatch mode names it) -> 'aten::mm' (as the dispatcher lists it)."""
+    return name[:-len(".default")] if name.endswith(".default") else name
+
+
+def summarise(relevant, exercised, entries):
+    """The report's ``coverage`` block from the relevant names, the exercised names and the checks' entries."""
+    relevant_set = set(relevant)
+    reached = sorted(set(qualified(n) for n in exercised) & relevant_set)
+    missing, fell_back = set(), set()
+    for entry in entries:
+        data = entry.get("data") or {}
+        if entry.get("status") == "unsupported" and data.get("aten_op") and data.get("kind") != "dtype":
+            missing.add(qualified(str(data["aten_op"])))
+        missing.update(qualified(str(op)) for op in data.get("missing_aten_ops") or ())
+        for op in data.get("cpu_fallback_ops") or ([data["fallback_op"]] if data.get("fallback_op") else []):
+            fell_back.add(qualified(str(op)))
+    total = len(relevant_set)
+    return {
+        "definition": DEFINITION,
+        "backend_relevant": total,
+        "exercised": len(reached),
+        "fraction": round(len(reached) / total, 4) if total else None,
+        "missing": sorted(missing)[:MAX_LISTED],
+        "fell_back": sorted(fell_back)[:MAX_LISTED],
+    }

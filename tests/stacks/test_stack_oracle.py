@@ -1,0 +1,88 @@
+"""The stack answers checked by a real resolver (uv pip compile) against a loopback index built from the recorded
+metadata (tests/stacks/oracle_index.py), and the resolver heeding the oracle's recorded outcomes."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import yaml
+
+from compat_service.domain.errors import AccelenvError
+from compat_service.domain.matrix.snapshot import load_matrix_cached
+from compat_service.domain.resolver.request import ResolveRequest
+from compat_service.domain.stacks.catalog import load_catalog
+from compat_service.domain.stacks.resolve import resolve_stack
+from compat_service.domain.stacks.schema import OracleConfig, StackOracleFile
+from compat_service.index.location import IndexLocation
+from compat_service.index.stack_oracle import load_oracle_config, run_stack_oracle, write_oracle
+from matrix_data import DATA_DIR
+from tests.index.metadata_index import metadata_index
+from tests.stacks.oracle_index import recorded_projects
+
+RECORDED = StackOracleFile.model_validate(yaml.safe_load((DATA_DIR / "index" / "stack-oracle.yaml").read_text()))
+
+
+@pytest.fixture(scope="module")
+def checked(tmp_path_factory: pytest.TempPathFactory):
+    bundled = load_oracle_config(DATA_DIR)
+    assert bundled is not None
+    # every ecosystem package, several eras (its 14 newest releases), every platform row and Python 3.9-3.13
+    config = OracleConfig(releases=14, pythons=["3.9", "3.10", "3.11", "3.12", "3.13"], platforms=bundled.platforms)
+    with metadata_index(recorded_projects(DATA_DIR)) as index:
+        location = IndexLocation(url=index.simple, label="loopback", origin="--index-url")
+        # the packages the real index was asked about (index/stack-oracle.yaml), so both answer the same questions
+        packages = sorted({o.package for o in RECORDED.outcomes})
+        return run_stack_oracle(DATA_DIR, location, packages=packages, config=config, write=False, concurrency=2,
+                                cache_dir=tmp_path_factory.mktemp("uv-cache"))
+
+
+def test_at_least_200_stack_answers_install_with_every_pin_unchanged(checked) -> None:
+    good = [o for o in checked.outcomes if o.resolvable]
+    assert len(good) >= 200, checked.counts()
+    assert all(not o.changed for o in good)
+    by_package = Counter(o.package for o in good)
+    assert {"vllm", "xformers", "torchao", "bitsandbytes", "torch-npu"} - {"torch-npu"} <= set(by_package), by_package
+    assert len({o.platform for o in good}) >= 3 and len({o.python for o in good}) >= 4
+    assert len({o.torch.rsplit(".", 1)[0] for o in good}) >= 5  # several torch eras
+
+
+def test_the_only_unresolvable_answers_are_those_the_real_index_refuses_too(checked) -> None:
+    real = {(o.package, o.version, o.platform, o.python): o for o in RECORDED.outcomes}
+    bad = [o for o in checked.outcomes if not o.resolvable]
+    assert bad, "vllm 0.34.0 pins a flashinfer-python release the index does not have"
+    for outcome in bad:
+        recorded = real.get((outcome.package, outcome.version, outcome.platform, outcome.python))
+        assert recorded is not None and not recorded.resolvable, outcome
+        assert outcome.failing == recorded.failing, (outcome, recorded)
+    assert {(o.version, o.failing) for o in bad if o.package == "vllm"} == {("0.34.0", "flashinfer-python==0.7.3")}
+
+
+def test_the_outcomes_are_written_sorted_with_their_provenance(checked, tmp_path: Path) -> None:
+    (tmp_path / "index").mkdir()
+    facts = StackOracleFile.model_validate({"schema": "stack_oracle/v1", "index": "loopback", "retrieved": "2026-12-06",
+                                            "resolver": "uv", "outcomes": checked.outcomes[::-1]})
+    written = write_oracle(tmp_path, facts)
+    again = StackOracleFile.model_validate(yaml.safe_load(written.read_text()))
+    assert again.index == "loopback" and len(again.outcomes) == len(checked.outcomes)
+    keys = [(o.package, o.version, o.platform, o.python) for o in again.outcomes]
+    assert keys == sorted(keys)
+
+
+def _stack(*with_: str, python: str = "3.12"):
+    request = ResolveRequest.from_strings(with_=list(with_), backend="cuda", python=python)
+    return resolve_stack(request, load_matrix_cached(), None, load_catalog())
+
+
+def test_the_resolver_never_picks_a_release_the_oracle_found_unresolvable() -> None:
+    assert {p.name: p.version for p in _stack("vllm").stack} == {"vllm": "0.33.0"}
+
+
+def test_asking_for_an_unresolvable_release_names_the_failing_requirement() -> None:
+    with pytest.raises(AccelenvError) as caught:
+        _stack("vllm==0.34.0")
+    err = caught.value
+    assert err.code == "stack-conflict"
+    text = err.message + " ".join(c.constraint for c in err.causes)
+    assert "flashinfer-python==0.7.3" in text and "real resolver" in text
