@@ -80,6 +80,9 @@ class Resolution:
     failing_requirement: str | None = None
     #: uv's explanation, verbatim (colour off), when not resolvable
     failure: str | None = None
+    #: not resolvable from wheels alone: a requirement publishes no wheel for the target (``--no-build``), so
+    #: pip would build its sdist on the host (tensorrt's sdist fetches NVIDIA's wheels when built)
+    needs_build: bool = False
 
     def version_of(self, name: str) -> str | None:
         pin = self.pins.get(canonicalize_name(name))
@@ -226,4 +229,5 @@ def resolve_closure(
     return Resolution(
         tuple(requirements), target, False,
         failing_requirement=failing_requirement(explanation), failure=explanation,
+        needs_build=not build and "Wheels are required for" in explanation,
     )

@@ -115,6 +115,7 @@ def outcome(question: Question, requested: list[str], answer: Resolution) -> Ora
     return OracleOutcome(
         package=name, version=version, platform=row.platform, python=python, torch=torch, requested=requested,
         resolvable=answer.resolvable and not changed, failing=answer.failing_requirement, changed=changed,
+        needs_build=answer.needs_build,
     )
 
 

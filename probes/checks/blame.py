@@ -143,3 +143,22 @@ def first_differing_op(torch, device_type, work):
         if engine is not None and harness_engine is not None:
             autograd._engine_run_backward = harness_engine
     return mode.first
+
+
+def blamed(ctx, outcome, work):
+    """``outcome`` (a difference from CPU) with the kernel to blame: ``work()`` re-run under the blame mode, the
+    first differing op named in the detail and in ``data.blamed_op`` / ``data.blamed_why``. On CPU (the device
+    is its own reference) and when nothing differs op by op, ``outcome`` unchanged."""
+    import warnings
+
+    if ctx.is_cpu:
+        return outcome
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        first = first_differing_op(ctx.torch, ctx.device_type, work)
+    if first is None:
+        return outcome
+    outcome.data.update(blamed_op=first["aten_op"], blamed_why=first["why"])
+    outcome.detail = "%s; the first op whose device result differs from CPU on the same inputs is %s (%s)" % (
+        outcome.detail, first["aten_op"], first["why"])
+    return outcome

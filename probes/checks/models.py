@@ -18,6 +18,7 @@ Built from ``torch.nn`` here, no download; each step runs in milliseconds on a C
 
 import copy
 
+from probes.checks import blame
 from probes.checks import outcome as checks
 from probes.checks.context import CPU_SAME_DEVICE
 from probes.checks.smoke import device_failure
@@ -193,7 +194,10 @@ def train_float32(ctx, name):
     model, x, y = build(torch, name)
     dev = train(torch, name, model, x, y, ctx.device)
     cpu = train(torch, name, model, x, y, "cpu")
-    return _compare_training(ctx, name, dev, cpu, FLOAT32_TOL, "float32 training")
+    outcome = _compare_training(ctx, name, dev, cpu, FLOAT32_TOL, "float32 training")
+    if outcome.status == "failed":  # name the kernel: one step again, op by op against CPU
+        outcome = blame.blamed(ctx, outcome, lambda: train(torch, name, model, x, y, ctx.device, steps=1))
+    return outcome
 
 
 def train_autocast(ctx, name):
@@ -233,8 +237,12 @@ def inference(ctx, name):
     err = _rel_err(torch, got, want)
     data = {"rel_err": err, "tolerance": FLOAT32_TOL, "shape": list(got.shape)}
     if tuple(got.shape) != tuple(want.shape) or not err <= FLOAT32_TOL:
-        return checks.failed("%s inference on %s differs from CPU: relative error %.3g (tolerance %g)"
-                             % (name, ctx.device, err, FLOAT32_TOL), **data)
+        def again():
+            with torch.inference_mode():
+                dev_model(x.to(ctx.device))
+
+        return blame.blamed(ctx, checks.failed("%s inference on %s differs from CPU: relative error %.3g (tolerance %g)"
+                                               % (name, ctx.device, err, FLOAT32_TOL), **data), again)
     detail = "%s eval() under inference_mode matches CPU (relative error %.3g)" % (name, err)
     if ctx.is_cpu:
         detail += "; " + CPU_SAME_DEVICE

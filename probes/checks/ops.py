@@ -123,21 +123,8 @@ def _unsupported_or_failed(exc, case, phase, ctx):
 
 
 def _blamed(ctx, case, inputs, want_grad, outcome):
-    """``outcome`` (a difference from CPU) with the kernel to blame: the first aten op whose device result
-    differs from CPU on the same inputs (``probes.checks.blame``), named in the detail and ``data.blamed_op``."""
-    if ctx.is_cpu:
-        return outcome
-    torch = ctx.torch
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        first = blame.first_differing_op(torch, ctx.device_type,
-                                         lambda: _run(torch, case, inputs, ctx.device, want_grad))
-    if first is None:
-        return outcome
-    outcome.data.update(blamed_op=first["aten_op"], blamed_why=first["why"])
-    outcome.detail = "%s; the first op whose device result differs from CPU on the same inputs is %s (%s)" % (
-        outcome.detail, first["aten_op"], first["why"])
-    return outcome
+    """``outcome`` with the kernel to blame (``probes.checks.blame``): the case re-run op by op against CPU."""
+    return blame.blamed(ctx, outcome, lambda: _run(ctx.torch, case, inputs, ctx.device, want_grad))
 
 
 def run_case(ctx, case, dtype_name):

@@ -116,12 +116,12 @@ def test_perf_fails_when_synchronize_raises(refdev_python: RunPython) -> None:
 
 def test_a_one_percent_wrong_matmul_fails_in_half_precision_and_is_blamed_on_mm(refdev_available: None,
                                                                                 tmp_path: Path) -> None:
-    _, report = run_probe(["--checks", "ops"], tmp_path / "r.json", faults="wrong:aten::mm")
+    _, report = run_probe(["--checks", "ops,models"], tmp_path / "r.json", faults="wrong:aten::mm")
     checks = by_id(report)
     for cid in ("ops.mm.float16", "ops.mm.bfloat16", "ops.linear.bfloat16", "ops.addmm.float16",
-                "ops.matmul.broadcast.bfloat16"):
+                "ops.matmul.broadcast.bfloat16", "models.resnet.train.float32", "models.transformer.train.float32"):
         assert checks[cid]["status"] == "failed", checks[cid]
-        # mm's consumers (linear, addmm's backward) name mm, the kernel at fault
+        # mm's consumers (linear, addmm's backward, the models' training steps) name mm, the kernel at fault
         assert checks[cid]["data"]["blamed_op"] == "aten::mm", checks[cid]
     assert "normwise relative error" in checks["ops.mm.bfloat16"]["detail"]
     assert checks["ops.add.Tensor.bfloat16"]["status"] == "passed"

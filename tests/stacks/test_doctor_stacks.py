@@ -39,3 +39,13 @@ def test_an_installed_vllm_that_fits_its_torch_is_not_flagged(tmp_path: Path, ho
     install(tmp_path, "vllm", version)
     _code, report = doctor("--site-packages", str(tmp_path))
     assert "stack" not in by_check(report)
+
+
+def test_an_installed_torchcodec_built_for_another_torch_is_an_error() -> None:
+    from compat_service.domain.stacks.doctor import stack_issues
+
+    catalog = load_catalog()
+    issues = stack_issues({"torch": "2.9.1", "torchcodec": "0.16.0"}, catalog, "linux-x86_64", "3.12")
+    assert [(i.package, i.severity) for i in issues] == [("torchcodec", "error")]
+    assert ">=2.11" in issues[0].message
+    assert stack_issues({"torch": "2.9.1", "torchcodec": "0.9.1"}, catalog, "linux-x86_64", "3.12") == []

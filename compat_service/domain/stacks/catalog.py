@@ -438,6 +438,8 @@ def compile_catalog(data_dir: Path) -> dict[str, Any]:
         else:
             oracle_source = f"{checked.resolver} against {checked.index}, {checked.retrieved}"
             for o in checked.outcomes:
+                if o.needs_build:
+                    continue  # installs by building an sdist on the host: not a refusal
                 why = None if o.resolvable else (
                     f"{o.failing} cannot be installed" if o.failing else f"pins changed: {', '.join(o.changed)}"
                     if o.changed else "no resolution")

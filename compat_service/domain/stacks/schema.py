@@ -122,6 +122,9 @@ class OracleOutcome(_Strict):
     failing: str | None = None
     #: pins the resolver changed or dropped (``torchvision==0.25.0 -> 0.25.1``); empty when unchanged
     changed: list[str] = Field(default_factory=list)
+    #: unresolvable from wheels alone: ``failing`` has no wheel for the target and would be built from its sdist
+    #: (not a refusal: said as such)
+    needs_build: bool = False
 
 
 class StackOracleFile(_Strict):
