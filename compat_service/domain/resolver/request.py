@@ -389,7 +389,10 @@ class ResolveRequest:
         arch_value = _parse_gpu_arch(gpu_arch)
         runtime_value = _parse_runtime(runtime)
         backend_spec = _target_backend(backend, driver_value, arch_value)
-        _check_target_flags(backend_spec, driver_value, runtime_value)
+        gpu_value = _parse_gpu(gpu)
+        if backend is not None or gpu_value is None or implied_family(driver_value, arch_value) is not None:
+            check_target_flags(backend_spec, driver_value, runtime_value)
+        # else --gpu names the family (MI300X --runtime 6.3.4 is rocm): the resolver checks once it has named it
         fields: dict[str, Any] = {
             "torch": parse_torch_spec(torch),
             "python": parse_python(python),
@@ -403,7 +406,7 @@ class ResolveRequest:
             "require_verified": require_verified,
             "strict": strict,
             "runtime": runtime_value,
-            "gpu": _parse_gpu(gpu),
+            "gpu": gpu_value,
             "backend_defaulted": backend is None and implied_family(driver_value, arch_value) is None,
             "arch_defaulted": arch is None or arch.strip() == "",
             "python_version": _parse_python_full(python),
@@ -647,7 +650,7 @@ def _target_backend(text: str | None, driver: str | None, gpu_arch: str | None) 
         return BackendSpec(implied, "family", implied)
     spec = parse_backend(text)
     if gpu_arch is None and spec.family in RUNTIME_NAMES:
-        return spec  # a --driver meant as the vendor runtime: _check_target_flags says what to give instead
+        return spec  # a --driver meant as the vendor runtime: check_target_flags says what to give instead
     if implied is not None and spec.family not in (None, "cuda", "rocm"):
         flag, value = ("--gpu-arch", gpu_arch) if gpu_arch is not None else ("--driver", driver or "")
         raise invalid_request(
@@ -659,7 +662,7 @@ def _target_backend(text: str | None, driver: str | None, gpu_arch: str | None) 
     return spec
 
 
-def _check_target_flags(spec: BackendSpec, driver: str | None, runtime: str | None) -> None:
+def check_target_flags(spec: BackendSpec, driver: str | None, runtime: str | None) -> None:
     """--driver is the NVIDIA driver and --runtime a vendor runtime: each is used by its families or refused."""
     family = spec.family
     if family is None:  # auto: the CLI's host detection fills both

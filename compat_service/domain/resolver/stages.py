@@ -112,7 +112,10 @@ def name_the_gpu(request: ResolveRequest, matrix: Matrix) -> tuple[ResolveReques
         )
     backend = request.backend
     if request.backend_defaulted:
+        from compat_service.domain.resolver.request import check_target_flags
+
         backend = BackendSpec(found.family, "family", found.family)
+        check_target_flags(backend, request.driver, request.runtime)  # --gpu MI300X --runtime 6.3.4: rocm
     return request.changed(gpu_arch=found.arch, backend=backend), found
 
 
