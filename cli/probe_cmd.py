@@ -319,11 +319,12 @@ def _validated(text: str) -> dict[str, Any]:
 def _submit_or_spool(report: dict[str, Any], server: str, token: str) -> str:
     """Post the report (or spool it when the server is unreachable); says which: stored, exists, spooled."""
     from cli import report_spool
+    from cli.service_client import ServiceClient
     from compat_service.domain.errors import ServerUnreachableError
 
     body = json.dumps(report).encode("utf-8")
     try:
-        status = report_spool.submit(server, token, body)
+        status = ServiceClient(server, token=token).post_report(body)
     except ServerUnreachableError as err:
         path = report_spool.spool(report)
         say(f"warning: {err.message}")

@@ -109,12 +109,6 @@ def spooled(directory: Path | None = None) -> list[Path]:
     return found
 
 
-def submit(server: str, token: str, body: bytes, *, client: httpx.Client | None = None,
-           timeout_s: float = 30.0) -> int:
-    """POST one report; returns 201 (stored) or 200 (already stored), raises an AccelenvError otherwise."""
-    return ServiceClient(server, token=token, client=client).post_report(body, timeout_s=timeout_s)
-
-
 def submit_batch(server: str, token: str, bodies: list[bytes], *, client: httpx.Client | None = None,
                  timeout_s: float = 120.0) -> list[dict[str, Any]] | None:
     """POST reports (each a JSON object on one line) as one NDJSON batch; the server's per-report results in
@@ -229,7 +223,7 @@ def _submit_one_by_one(server: str, token: str, chunk: list[tuple[Path, bytes]],
     """POST each report of ``chunk``; False (everything left kept) when the server cannot take any more."""
     for i, (path, body) in enumerate(chunk):
         try:
-            submit(server, token, body, client=client)
+            ServiceClient(server, token=token, client=client).post_report(body)
         except ServerFailedError as err:
             _failed_attempt(path, err, result, spool)  # this report only: the next may go through
             continue

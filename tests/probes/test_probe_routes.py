@@ -15,6 +15,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from cli import report_spool
+from cli.service_client import ServiceClient
 from compat_service.api.app import create_app
 from compat_service.api.deps import state_of
 from compat_service.config import Settings
@@ -69,8 +70,9 @@ def report_token(client: TestClient) -> str:
 def test_the_service_stores_a_real_probe_report_once(client: TestClient, report_token: str, tmp_path: Path) -> None:
     run = run_probe(tmp_path, "--device", "cpu", "--checks", "detect,smoke,amp")
     body = json.dumps(run.report).encode()
-    assert report_spool.submit("http://testserver", report_token, body, client=client) == 201
-    assert report_spool.submit("http://testserver", report_token, body, client=client) == 200
+    service = ServiceClient("http://testserver", token=report_token, client=client)
+    assert service.post_report(body) == 201
+    assert service.post_report(body) == 200
     _, reader = create_token(state_of(client.app).engine, ApiTokenCreate(scope="read", note="probe tests"))
     stored = client.get(f"/v1/reports/{run.report['report_id']}", headers={"Authorization": f"Bearer {reader}"})
     assert stored.status_code == 200 and stored.json()["report_id"] == run.report["report_id"]

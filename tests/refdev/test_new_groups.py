@@ -134,7 +134,9 @@ def test_a_hang_in_an_op_costs_one_timeout_and_names_the_op(refdev_available: No
     checks alike) is marked without calling it, so the suite pays one timeout, not one per check.
 
     (Forward ops: a device's backward pass runs untraced, see probes/harness/breadcrumbs.py.)"""
-    proc, report = run_probe(["--checks", "ops,opinfo", "--timeout", "5", "--opinfo-ops", "topk,add"],
+    # 15 s: on a loaded host a fresh worker's first check can outlive 5 s, and the suite then loses checks
+    # that did not hang to timeouts
+    proc, report = run_probe(["--checks", "ops,opinfo", "--timeout", "15", "--opinfo-ops", "topk,add"],
                              tmp_path / "r.json", faults="hang:aten::topk")
     checks = by_id(report)
     timed_out = [c for c in checks.values() if c["status"] == "timeout"]
@@ -147,7 +149,7 @@ def test_a_hang_in_an_op_costs_one_timeout_and_names_the_op(refdev_available: No
     blocked = [c for c in timed_out if c["data"].get("ran") is False]
     assert {c["id"] for c in blocked} >= {"ops.topk.float16", "ops.topk.bfloat16", "ops.topk.int64"}
     for c in blocked:
-        assert c["data"]["blocked_in"] in {f["id"] for f in first} and c["duration_s"] < 5
+        assert c["data"]["blocked_in"] in {f["id"] for f in first} and c["duration_s"] < 15
     assert checks["ops.add.Tensor.float32"]["status"] == "passed" and checks["opinfo.add"]["status"] == "passed"
     assert proc.returncode == 1
 
