@@ -40,7 +40,11 @@ def render_error(err: AccelenvError, *, as_json: bool = False) -> None:
     if err.alternatives:
         out.write("\nWhat would work:\n")
         for alt in err.alternatives:
-            req = " ".join(f"--{k.replace('_', '-')} {v(val)}" for k, val in alt.request.items())
+            # the changes to the request as flags; None drops a flag (the CPU build has no --driver)
+            req = " ".join(
+                f"--{k.replace('_', '-')} {v(val)}" if val is not None else f"(no --{k.replace('_', '-')})"
+                for k, val in alt.request.items()
+            )
             out.write(f"  • {v(alt.description)}" + (f"   [{req}]" if req else "") + "\n")
     if err.hint:
         out.write(f"\nhint: {v(err.hint)}\n")

@@ -55,6 +55,9 @@ def build_parser() -> argparse.ArgumentParser:
         else:
             help_text = p.cli_help or p.description
             action = "append" if p.repeatable else "store"
+            if p.bare_value is not None:  # --musl alone, or --musl 1.2
+                add(p.flag, dest=p.dest, metavar=p.metavar, help=help_text, nargs="?", const=p.bare_value)
+                continue
             add(p.flag, dest=p.dest, metavar=p.metavar, default=p.cli_default, help=help_text, action=action)
     add("--format", dest="fmt", metavar="FORMAT", default="text", help=f"one of: {', '.join(FORMATS)}")
     add(
@@ -150,6 +153,9 @@ def run_resolve(
     strict: bool = False,
     runtime: str | None = None,
     gpu: str | None = None,
+    glibc: str | None = None,
+    musl: str | None = None,
+    macos: str | None = None,
     explain_variants: str | None = None,
 ) -> str:
     from compat_service.domain.backends import normalise_arch
@@ -187,6 +193,7 @@ def run_resolve(
         request = ResolveRequest.for_host(
             host, torch=torch, python=python, os=os_name, arch=(arch or None) if arch is not None else None,
             with_=with_, require_verified=require_verified, strict=strict, runtime=runtime, gpu=gpu,
+            **_platform_flags(glibc, musl, macos),
         )
     else:
         request = ResolveRequest.from_strings(
@@ -202,6 +209,9 @@ def run_resolve(
             strict=strict,
             runtime=runtime,
             gpu=gpu,
+            glibc=glibc,
+            musl=musl,
+            macos=macos,
         )
     if require_verified and not (server or database):
         raise invalid_request(
@@ -247,6 +257,17 @@ def run_resolve(
 
         text = explain_for_resolution(text, fmt, resolution, request, explain_variants, matrix_path)
     return text
+
+
+def _platform_flags(glibc: str | None, musl: str | None, macos: str | None) -> dict[str, str | None]:
+    """--glibc/--musl/--macos as given; with none given, this host's, as pip reads them (resolving for this host:
+    --backend auto; a request that names its target states the floor its wheels need instead)."""
+    if glibc is not None or musl is not None or macos is not None:
+        return {"glibc": glibc, "musl": musl, "macos": macos}
+    from compat_service.domain.host import platform_versions
+    from probes.host import facts as host_facts
+
+    return platform_versions(host_facts.os_name())
 
 
 def _check_backend_override(host_facts) -> None:  # host_facts: the probes module

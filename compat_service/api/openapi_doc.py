@@ -128,7 +128,7 @@ PARAMETER_EXAMPLES: dict[str, Any] = {
     "family": "cuda", "platform": "linux-x86_64", "version": "2.3.1", "mode": "pr", "runtime": "12.1",
     "device_arch": "sm_90", "status": "verified", "require_verified": "true", "strict": "true",
     "report_id": "3f1c0e8a-5b7d-4c2e-9a61-0d2f4b8e7c15", "token_id": 7, "gpu": "A100", "name": "vllm",
-    "prereleases": False, "max_cells": "256", "shard": "1/3",
+    "prereleases": False, "max_cells": "256", "shard": "1/3", "glibc": "2.17", "musl": "1.2", "macos": "13.6",
 }
 #: operations whose parameter of that name needs another example than the table's
 _PARAMETER_EXAMPLES_BY_PATH: dict[tuple[str, str], str] = {

@@ -140,6 +140,11 @@ MVC_LIMITS = (
     "'device kernel image is invalid' until the driver reaches the toolkit's own floor, or TRITON_PTXAS_PATH "
     "points to a ptxas of the driver's CUDA version"
 )
+#: ``MVC_LIMITS`` in one line, for the answer's warnings (the reasons keep the long form); Windows has no Triton
+MVC_LIMITS_SHORT = {
+    "linux": "below it, PTX JIT and torch.compile's Triton kernels fail ('device kernel image is invalid')",
+    "windows": "below it, PTX JIT fails for a GPU newer than every SASS the build ships",
+}
 #: the sources of ``MVC_LIMITS`` (sources.yaml keys)
 MVC_LIMITS_SOURCES = ("nv_minor_compat", "pytorch_triton_ptxas")
 

@@ -156,7 +156,7 @@ def test_the_selector_warnings_name_the_form_fields_and_say_each_thing_once(clie
     assert any(w.startswith(f"no {labels['f-gpu']} (or GPU name) given: cu121 has SASS") for w in warnings)
     (driver,) = [w for w in warnings if "driver" in w.lower()]
     assert driver.startswith(f"no {labels['f-driver'].lower()} given: cu121 needs an NVIDIA driver >= 525.60.13")
-    assert "530.30.02" in driver and "does not cover PTX JIT" in driver
+    assert "530.30.02" in driver and "PTX JIT" in driver  # one line; the reasons keep the long form (issue 29)
     assert len(set(warnings)) == len(warnings)
     reasons = _list_items(page, "reasons")
     assert any(f"newest patch matching {labels['f-torch']} 2.3 " in r for r in reasons), reasons
@@ -259,3 +259,12 @@ def test_the_selector_says_which_wheel_variant_an_installer_and_accelenv_take(cl
     assert page.status_code == 200
     assert "Wheel variants (PEP 817)" in page.text
     assert "differs (minor-version-compat)" in page.text
+
+
+def test_the_form_has_the_runtime_and_host_platform_fields_and_keeps_them(client: TestClient) -> None:
+    """Issue 29: the vendor runtime, glibc, musl and macOS are fields; a glibc 2.17 host gets the 2.6 pin."""
+    page = client.get("/?" + urlencode({"backend": "cpu", "python": "3.12", "os": "linux", "glibc": "2.17"})).text
+    for name in ("runtime", "glibc", "musl", "macos"):
+        assert f'name="{name}"' in page
+    assert 'id="f-glibc" name="glibc" value="2.17"' in page
+    assert "torch==2.6.0" in page

@@ -44,6 +44,10 @@ FIELD_LABELS = {
     "backend": "Accelerator",
     "driver": "Driver version",
     "gpu_arch": "GPU architecture",
+    "runtime": "Vendor runtime",
+    "glibc": "glibc version",
+    "musl": "musl version",
+    "macos": "macOS version",
     "with": "With",
     "require_verified": "Only combinations probe reports verify",
     "format": "Install as",
@@ -51,8 +55,8 @@ FIELD_LABELS = {
 #: how the answer's texts name a parameter on the page: by its field, where the resolver (which speaks the
 #: CLI's flags) says ``--driver``; mid-sentence a label that is no name reads in lower case ("no driver
 #: version given") and "With" in quotes (a bare "drop With vllm" misreads); the GPU name comes from a pasted
-#: nvidia-smi output, and the parameters the form has no field for (runtime, strict: only in a URL) keep
-#: their query parameter's name
+#: nvidia-smi output, and the parameters the form has no field for (strict: only in a URL) keep their query
+#: parameter's name
 PAGE_WORDS = API_WORDS | FIELD_LABELS | {
     "driver": FIELD_LABELS["driver"].lower(),
     "backend": FIELD_LABELS["backend"].lower(),

@@ -243,6 +243,16 @@ class _Merge:
             patch["triton"] = value
         for companion in ("torchvision", "torchaudio"):
             self._companion(patch, loc, companion, release.version)
+        patch["wheels"] = _wheel_files("torch", release) + [
+            files
+            for companion in ("torchvision", "torchaudio")
+            for files in self._companion_wheels(companion, (patch.get(companion) or {}).get("version"))
+        ]
+
+    def _companion_wheels(self, name: str, version: object) -> list[dict[str, Any]]:
+        facts = self.layer.get(name)
+        release = facts.release(str(version)) if facts is not None and version is not None else None
+        return _wheel_files(name, release) if release is not None else []
 
     def _applies(self, marker: str | None, release: ReleaseFact) -> dict[str, list[str]]:
         """platform -> the Pythons of this release's wheels for which the requirement's marker holds."""
@@ -393,6 +403,31 @@ class _Merge:
                                   f"{row.get('torch')}, the wheels require torch {', '.join(sorted(pins.values()))}")
                 row["torch_requirement"] = dict(sorted(pins.items()))
             _add_source(row)
+
+
+def _wheel_files(package: str, release: ReleaseFact) -> list[dict[str, Any]]:
+    """The release's wheels per platform: their Pythons, their platform tags (from the file names, with
+    packaging's wheel-name parser) and the release's Requires-Python (schema.WheelFiles)."""
+    from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+
+    pythons: dict[str, list[str]] = defaultdict(list)
+    tags: dict[str, list[str]] = defaultdict(list)
+    for wheel in release.wheels:
+        try:
+            platform_tags = {t.platform for t in parse_wheel_filename(wheel.file)[3]}
+        except InvalidWheelFilename:
+            continue
+        if wheel.python not in pythons[wheel.platform]:
+            pythons[wheel.platform].append(wheel.python)
+        tags[wheel.platform].extend(t for t in sorted(platform_tags) if t not in tags[wheel.platform])
+    return [
+        {"package": package, "version": release.version, "platform": platform,
+         "pythons": _sorted_pythons(pythons[platform]) if all(map(_concrete, pythons[platform]))
+         else pythons[platform],
+         "platform_tags": tags[platform], "requires_python": release.requires_python, "source": [SOURCE]}
+        for platform in PLATFORMS
+        if tags.get(platform)
+    ]
 
 
 def _row_patches(row: dict[str, Any], every: set[str]) -> set[str]:

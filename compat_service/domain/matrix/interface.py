@@ -23,6 +23,7 @@ from compat_service.domain.matrix.rows import (
     AscendNpuRow,
     BuildVariant,
     CambriconMluRow,
+    CapabilityFloor,
     CudaToolkit,
     GpuName,
     MatrixTables,
@@ -35,6 +36,7 @@ from compat_service.domain.matrix.rows import (
     TorchPatch,
     VariantAvailability,
     VendorInstall,
+    WheelFloor,
     XpuSupport,
 )
 from compat_service.domain.versions import parse_specifier, parse_version
@@ -164,6 +166,12 @@ class Matrix(Protocol):
 
     def source(self, key: str) -> Source | None: ...
 
+    def wheel_floor(self, torch_version: str, label: str, platform: str) -> WheelFloor | None:
+        """The platform tag of a build whose wheel files the index layer does not record; None = no row."""
+
+    def capability_floors(self, torch_version: str, platform: str) -> Sequence[CapabilityFloor]:
+        """The GPU floors of parts of this release's CUDA builds on ``platform`` (cuDNN, Triton)."""
+
     def variants_on_platform(self, minor: TorchMinor, version: str, platform: str) -> tuple[VariantAvailability, ...]:
         """The variants of ``minor`` that patch ``version`` publishes for ``platform``."""
 
@@ -215,6 +223,8 @@ class InMemoryMatrix:
         self._gpu_archs = tuple(sorted(named, key=_arch_key))
         self._xpu = [(parse_specifier(row.torch), row) for row in data.xpu.support]
         self._mps = [(parse_specifier(row.torch), row) for row in data.mps.support]
+        self._wheel_floors = [(parse_specifier(row.torch), row) for row in data.host_rules.wheel_floors]
+        self._capability_floors = [(parse_specifier(row.torch), row) for row in data.host_rules.capability_floors]
         self._sources = {s.key: s for s in data.sources.sources}
         self._on_platform: dict[tuple[str, str], tuple[VariantAvailability, ...]] = {}
         self._pythons: dict[tuple[str, str], list[str]] = {}
@@ -332,6 +342,26 @@ class InMemoryMatrix:
 
     def source(self, key: str) -> Source | None:
         return self._sources.get(key)
+
+    def capability_floors(self, torch_version: str, platform: str) -> Sequence[CapabilityFloor]:
+        return [
+            row
+            for spec, row in self._capability_floors
+            if platform in row.platforms and spec is not None and spec.contains(torch_version, prereleases=True)
+        ]
+
+    def wheel_floor(self, torch_version: str, label: str, platform: str) -> WheelFloor | None:
+        return next(
+            (
+                row
+                for spec, row in self._wheel_floors
+                if label in row.variants
+                and platform in row.platforms
+                and spec is not None
+                and spec.contains(torch_version, prereleases=True)
+            ),
+            None,
+        )
 
 
 def _arch_key(arch: str) -> tuple[bool, int, str]:

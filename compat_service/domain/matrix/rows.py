@@ -27,12 +27,14 @@ __all__ = [
     "BuildVariant",
     "BuildVariantsFile",
     "CambriconMluRow",
+    "CapabilityFloor",
     "CudaFile",
     "CudaToolkit",
     "DefaultIndexEntry",
     "Frozen",
     "GpuArchsFile",
     "GpuName",
+    "HostRulesFile",
     "IndexOverride",
     "MatrixTables",
     "MinorVersionCompat",
@@ -52,6 +54,8 @@ __all__ = [
     "VendorFile",
     "VendorInstall",
     "Versioned",
+    "WheelFiles",
+    "WheelFloor",
     "XpuFile",
     "XpuSupport",
     "as_json",
@@ -392,6 +396,59 @@ class PythonSupport(Row):
         )
 
 
+class WheelFiles(Frozen):
+    """What one pinned package's wheels on one platform ask of a host, read from their file names on the index."""
+
+    __slots__ = ("package", "version", "platform", "pythons", "platform_tags", "requires_python", "source")
+    _fields: ClassVar[Fields] = (
+        ("package", "package"),
+        ("version", "version"),
+        ("platform", "platform"),
+        ("pythons", "pythons"),
+        ("platform_tags", "platform_tags"),
+        ("requires_python", "requires_python"),
+        ("source", "source"),
+    )
+    package: str
+    version: str
+    platform: Platform
+    pythons: list[str]
+    platform_tags: list[str]
+    requires_python: str | None
+    source: list[str]
+
+    def __init__(
+        self,
+        *,
+        package: str,
+        version: str,
+        platform: Platform,
+        pythons: list[str],
+        platform_tags: list[str],
+        requires_python: str | None = None,
+        source: list[str] | None = None,
+    ) -> None:
+        _set(self, "package", package)
+        _set(self, "version", version)
+        _set(self, "platform", platform)
+        _set(self, "pythons", pythons)
+        _set(self, "platform_tags", platform_tags)
+        _set(self, "requires_python", requires_python)
+        _set(self, "source", [] if source is None else source)
+
+    @classmethod
+    def from_json(cls, data: JsonObject) -> WheelFiles:
+        return cls(
+            package=data["package"],
+            version=data["version"],
+            platform=data["platform"],
+            pythons=data["pythons"],
+            platform_tags=data["platform_tags"],
+            requires_python=data.get("requires_python", None),
+            source=data.get("source", []),
+        )
+
+
 class TorchPatch(Frozen):
     """Mirrors schema.TorchPatch."""
 
@@ -405,6 +462,7 @@ class TorchPatch(Frozen):
         "python_override",
         "note",
         "index_overrides",
+        "wheels",
     )
     _fields: ClassVar[Fields] = (
         ("version", "version"),
@@ -416,6 +474,7 @@ class TorchPatch(Frozen):
         ("python_override", "python_override"),
         ("note", "note"),
         ("index_overrides", "index_overrides"),
+        ("wheels", "wheels"),
     )
     version: str
     release_date: dt.date | None
@@ -426,6 +485,7 @@ class TorchPatch(Frozen):
     python_override: list[PythonSupport] | None
     note: str | None
     index_overrides: list[IndexOverride]
+    wheels: list[WheelFiles]
 
     def __init__(
         self,
@@ -439,6 +499,7 @@ class TorchPatch(Frozen):
         python_override: list[PythonSupport] | None = None,
         note: str | None = None,
         index_overrides: list[IndexOverride] | None = None,
+        wheels: list[WheelFiles] | None = None,
     ) -> None:
         _set(self, "version", version)
         _set(self, "release_date", release_date)
@@ -449,6 +510,7 @@ class TorchPatch(Frozen):
         _set(self, "python_override", python_override)
         _set(self, "note", note)
         _set(self, "index_overrides", [] if index_overrides is None else index_overrides)
+        _set(self, "wheels", [] if wheels is None else wheels)
 
     @classmethod
     def from_json(cls, data: JsonObject) -> TorchPatch:
@@ -462,6 +524,7 @@ class TorchPatch(Frozen):
         if python_override is not None:
             python_override = [PythonSupport.from_json(x0) for x0 in python_override]
         index_overrides = [IndexOverride.from_json(x0) for x0 in data.get("index_overrides", [])]
+        wheels = [WheelFiles.from_json(x0) for x0 in data.get("wheels", [])]
         return cls(
             version=data["version"],
             release_date=release_date,
@@ -472,6 +535,7 @@ class TorchPatch(Frozen):
             python_override=python_override,
             note=data.get("note", None),
             index_overrides=index_overrides,
+            wheels=wheels,
         )
 
 
@@ -1166,6 +1230,138 @@ class MpsFile(Frozen):
         )
 
 
+class WheelFloor(Row):
+    """The platform tag of builds whose wheel files the package-index layer does not record (the"""
+
+    __slots__ = ("torch", "variants", "platforms", "platform_tag")
+    _fields: ClassVar[Fields] = (
+        ("source", "source"),
+        ("note", "note"),
+        ("torch", "torch"),
+        ("variants", "variants"),
+        ("platforms", "platforms"),
+        ("platform_tag", "platform_tag"),
+    )
+    torch: str
+    variants: list[str]
+    platforms: list[Platform]
+    platform_tag: str
+
+    def __init__(
+        self,
+        *,
+        source: list[str],
+        note: str | None = None,
+        torch: str,
+        variants: list[str],
+        platforms: list[Platform],
+        platform_tag: str,
+    ) -> None:
+        _set(self, "source", source)
+        _set(self, "note", note)
+        _set(self, "torch", torch)
+        _set(self, "variants", variants)
+        _set(self, "platforms", platforms)
+        _set(self, "platform_tag", platform_tag)
+
+    @classmethod
+    def from_json(cls, data: JsonObject) -> WheelFloor:
+        return cls(
+            source=data["source"],
+            note=data.get("note", None),
+            torch=data["torch"],
+            variants=data["variants"],
+            platforms=data["platforms"],
+            platform_tag=data["platform_tag"],
+        )
+
+
+class CapabilityFloor(Row):
+    """A part of a CUDA build that needs a newer GPU than the build's own kernels: the cuDNN it bundles, the"""
+
+    __slots__ = ("torch", "component", "min_arch", "platforms", "effect")
+    _fields: ClassVar[Fields] = (
+        ("source", "source"),
+        ("note", "note"),
+        ("torch", "torch"),
+        ("component", "component"),
+        ("min_arch", "min_arch"),
+        ("platforms", "platforms"),
+        ("effect", "effect"),
+    )
+    torch: str
+    component: str
+    min_arch: str
+    platforms: list[Platform]
+    effect: str
+
+    def __init__(
+        self,
+        *,
+        source: list[str],
+        note: str | None = None,
+        torch: str,
+        component: str,
+        min_arch: str,
+        platforms: list[Platform],
+        effect: str,
+    ) -> None:
+        _set(self, "source", source)
+        _set(self, "note", note)
+        _set(self, "torch", torch)
+        _set(self, "component", component)
+        _set(self, "min_arch", min_arch)
+        _set(self, "platforms", platforms)
+        _set(self, "effect", effect)
+
+    @classmethod
+    def from_json(cls, data: JsonObject) -> CapabilityFloor:
+        return cls(
+            source=data["source"],
+            note=data.get("note", None),
+            torch=data["torch"],
+            component=data["component"],
+            min_arch=data["min_arch"],
+            platforms=data["platforms"],
+            effect=data["effect"],
+        )
+
+
+class HostRulesFile(Frozen):
+    """Mirrors schema.HostRulesFile."""
+
+    __slots__ = ("schema_", "wheel_floors", "capability_floors")
+    _fields: ClassVar[Fields] = (
+        ("schema_", "schema"),
+        ("wheel_floors", "wheel_floors"),
+        ("capability_floors", "capability_floors"),
+    )
+    schema_: Literal["host_rules/v1"]
+    wheel_floors: list[WheelFloor]
+    capability_floors: list[CapabilityFloor]
+
+    def __init__(
+        self,
+        *,
+        schema_: Literal["host_rules/v1"],
+        wheel_floors: list[WheelFloor] | None = None,
+        capability_floors: list[CapabilityFloor] | None = None,
+    ) -> None:
+        _set(self, "schema_", schema_)
+        _set(self, "wheel_floors", [] if wheel_floors is None else wheel_floors)
+        _set(self, "capability_floors", [] if capability_floors is None else capability_floors)
+
+    @classmethod
+    def from_json(cls, data: JsonObject) -> HostRulesFile:
+        wheel_floors = [WheelFloor.from_json(x0) for x0 in data.get("wheel_floors", [])]
+        capability_floors = [CapabilityFloor.from_json(x0) for x0 in data.get("capability_floors", [])]
+        return cls(
+            schema_=data["schema"],
+            wheel_floors=wheel_floors,
+            capability_floors=capability_floors,
+        )
+
+
 class AscendNpuRow(Row):
     """torch_npu <-> torch <-> CANN <-> Python, as Ascend documents it (CPU torch plus the plugin)."""
 
@@ -1394,6 +1590,7 @@ class MatrixTables(Frozen):
         "xpu",
         "mps",
         "vendor_backends",
+        "host_rules",
     )
     _fields: ClassVar[Fields] = (
         ("sources", "sources"),
@@ -1405,6 +1602,7 @@ class MatrixTables(Frozen):
         ("xpu", "xpu"),
         ("mps", "mps"),
         ("vendor_backends", "vendor_backends"),
+        ("host_rules", "host_rules"),
     )
     sources: SourcesFile
     build_variants: BuildVariantsFile
@@ -1415,6 +1613,7 @@ class MatrixTables(Frozen):
     xpu: XpuFile
     mps: MpsFile
     vendor_backends: VendorFile
+    host_rules: HostRulesFile
 
     def __init__(
         self,
@@ -1428,6 +1627,7 @@ class MatrixTables(Frozen):
         xpu: XpuFile,
         mps: MpsFile,
         vendor_backends: VendorFile,
+        host_rules: HostRulesFile,
     ) -> None:
         _set(self, "sources", sources)
         _set(self, "build_variants", build_variants)
@@ -1438,6 +1638,7 @@ class MatrixTables(Frozen):
         _set(self, "xpu", xpu)
         _set(self, "mps", mps)
         _set(self, "vendor_backends", vendor_backends)
+        _set(self, "host_rules", host_rules)
 
     @classmethod
     def from_json(cls, data: JsonObject) -> MatrixTables:
@@ -1450,6 +1651,7 @@ class MatrixTables(Frozen):
         xpu = XpuFile.from_json(data["xpu"])
         mps = MpsFile.from_json(data["mps"])
         vendor_backends = VendorFile.from_json(data["vendor_backends"])
+        host_rules = HostRulesFile.from_json(data["host_rules"])
         return cls(
             sources=sources,
             build_variants=build_variants,
@@ -1460,4 +1662,5 @@ class MatrixTables(Frozen):
             xpu=xpu,
             mps=mps,
             vendor_backends=vendor_backends,
+            host_rules=host_rules,
         )

@@ -194,6 +194,26 @@ class PythonSupport(Row):
     platforms: list[Platform] | None = None
 
 
+class WheelFiles(BaseModel):
+    """What one pinned package's wheels on one platform ask of a host, read from their file names on the index.
+
+    Filled by the index layer (``matrix_data/index/<package>.yaml``) for torch and the companions it pins; the
+    resolver checks the host's platform tags (glibc, musl, macOS) and full Python against them."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    package: str
+    version: VersionStr
+    platform: Platform
+    #: the Pythons with a wheel here (``3.12``, ``3.13t``; ``3.10+`` for abi3; ``any``)
+    pythons: list[str]
+    #: the distinct platform tags of those wheels (``manylinux_2_28_x86_64``, ``macosx_14_0_arm64``)
+    platform_tags: list[str] = Field(min_length=1)
+    #: the release's Requires-Python (PEP 440); null = none declared
+    requires_python: str | None = None
+    source: SourceKeys = Field(default_factory=list)
+
+
 class TorchPatch(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -207,6 +227,8 @@ class TorchPatch(BaseModel):
     python_override: list[PythonSupport] | None = None
     note: str | None = None
     index_overrides: list[IndexOverride] = Field(default_factory=list)
+    #: the wheels of torch and of the companions pinned with it, per platform (from the package index)
+    wheels: list[WheelFiles] = Field(default_factory=list)
 
 
 class DefaultIndexEntry(Row):
@@ -400,6 +422,44 @@ class MpsFile(BaseModel):
     support: list[MpsSupport]
 
 
+# --------------------------------------------------------------------------- host_rules.yaml
+
+
+class WheelFloor(Row):
+    """The platform tag of builds whose wheel files the package-index layer does not record (the
+    ``/whl/<label>`` indexes): what those wheels ask of the host's C library."""
+
+    torch: TorchSpecifier
+    variants: list[str] = Field(min_length=1)
+    platforms: list[Platform] = Field(min_length=1)
+    #: the wheels' platform tag without its architecture (``manylinux_2_28``, ``manylinux2014``); the host needs
+    #: the glibc it names
+    platform_tag: str = Field(pattern=r"^(manylinux_\d+_\d+|manylinux1|manylinux2010|manylinux2014)$")
+
+
+class CapabilityFloor(Row):
+    """A part of a CUDA build that needs a newer GPU than the build's own kernels: the cuDNN it bundles, the
+    Triton that torch.compile uses. A GPU below ``min_arch`` runs the build, but not that part."""
+
+    torch: TorchSpecifier
+    #: what needs the floor, as the answer names it ("cuDNN 9", "torch.compile (Triton)")
+    component: str = Field(min_length=1)
+    min_arch: str = Field(pattern=r"^sm_\d{2,3}$")
+    platforms: list[Platform] = Field(min_length=1)
+    #: what fails below the floor, in one line
+    effect: str = Field(min_length=1)
+
+
+class HostRulesFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    schema_: Literal["host_rules/v1"] = Field(alias="schema")
+    #: per torch range and build: the platform tag of wheels the index layer does not record
+    wheel_floors: list[WheelFloor] = Field(default_factory=list)
+    #: GPU floors of parts of the CUDA builds (bundled cuDNN, torch.compile's Triton)
+    capability_floors: list[CapabilityFloor] = Field(default_factory=list)
+
+
 # --------------------------------------------------------------------------- vendor PrivateUse1 plugins
 
 
@@ -465,6 +525,7 @@ MATRIX_FILES: dict[str, type[BaseModel]] = {
     "xpu.yaml": XpuFile,
     "mps.yaml": MpsFile,
     "vendor_backends.yaml": VendorFile,
+    "host_rules.yaml": HostRulesFile,
 }
 
 
@@ -482,3 +543,4 @@ class MatrixData(BaseModel):
     xpu: XpuFile
     mps: MpsFile
     vendor_backends: VendorFile
+    host_rules: HostRulesFile

@@ -8,12 +8,14 @@ from typing import TYPE_CHECKING, Any, cast
 from compat_service.domain.backends import PLUGIN_FAMILIES, PLUGINS, RUNTIME_COLUMNS, RUNTIME_NAMES
 from compat_service.domain.hardware_rules import (
     MVC_LIMITS,
+    MVC_LIMITS_SHORT,
     MVC_LIMITS_SOURCES,
     describe_archs,
 )
 from compat_service.domain.matrix.rows import AscendNpuRow, CambriconMluRow
 from compat_service.domain.resolver.resolution import HostRequirement, Pin, Reason, Resolution, made_resolution
 from compat_service.domain.resolver.state import Candidate, ResolverState
+from compat_service.domain.resolver.wheel_tags import describes_host, floor_needed, full_python, host_words
 from compat_service.domain.versions import cached_version
 
 if TYPE_CHECKING:
@@ -50,9 +52,12 @@ def build_resolution(
     requirements: list[HostRequirement] = []
     if c.arch is not None:
         _arch_reason(state, c, reasons, warnings)
+    if state.family == "cuda" and r.gpu_arch is not None and r.gpu_arch.startswith("sm_"):
+        _capability_floors(state, version, warnings)
     if state.family == "cuda":
         _driver_notes(state, version, c, reasons, warnings, requirements)
     _family_notes(state, version, c, reasons, warnings, requirements)
+    _platform_notes(state, patch, python, c, reasons, requirements)
     if r.runtime is not None:
         _runtime_reason(state, c, reasons)
 
@@ -261,6 +266,19 @@ def _arch_reason(state: ResolverState, c: Candidate, reasons: list[Reason], warn
         )
 
 
+def _capability_floors(state: ResolverState, version: str, warnings: list[str]) -> None:
+    """Parts of the build the GPU is too old for (host_rules.yaml capability_floors), one line each."""
+    gpu = state.r.gpu_arch or ""
+    have = int("".join(ch for ch in gpu if ch.isdigit()) or 0)
+    for row in state.m.capability_floors(version, state.r.platform):
+        need = int("".join(ch for ch in row.min_arch if ch.isdigit()))
+        if have < need:
+            warnings.append(
+                f"{row.component} needs {row.min_arch} or newer, the GPU is {gpu}: {row.effect} "
+                f"({', '.join(row.source)})"
+            )
+
+
 def _driver_notes(
     state: ResolverState,
     version: str,
@@ -343,9 +361,9 @@ def _driver_reason(
         if below_own and r.driver is not None:  # with no --driver, the warning below says it once
             warnings.append(
                 f"driver {r.driver} is below CUDA {toolkit}'s own floor {own}: "
-                + MVC_LIMITS
-                + f" (sources: {', '.join(MVC_LIMITS_SOURCES)})"
+                + _mvc_short(r.os)
             )
+            detail += f"; below CUDA {toolkit}'s own floor, {MVC_LIMITS}"
             if c.arch is None or c.arch.coverage == "unknown":
                 state.unknowns.append(
                     f"whether the GPU has SASS in {c.label} ({covers}): driver {r.driver} is below CUDA "
@@ -381,12 +399,21 @@ def _driver_reason(
             + (f"; >= {own} for CUDA {toolkit}'s own floor" if two_floors else "")
             + ")"
             + (
-                f": below that floor, {MVC_LIMITS} (sources: {', '.join(MVC_LIMITS_SOURCES)})"
+                f"; {_mvc_short(r.os)}"
                 if two_floors and rule.rule == "minor-version-compat"
                 else ""
             )
         )
+        if two_floors and rule.rule == "minor-version-compat":
+            detail += f"; below CUDA {toolkit}'s own floor, {MVC_LIMITS}"
     reasons.append(Reason("driver", detail, sources))
+
+
+def _mvc_short(os_name: str) -> str:
+    """What minor-version compatibility does not cover, in one line with its sources (no Triton on Windows)."""
+    if os_name == "windows":
+        return f"{MVC_LIMITS_SHORT['windows']} ({MVC_LIMITS_SOURCES[0]})"
+    return f"{MVC_LIMITS_SHORT['linux']} ({', '.join(MVC_LIMITS_SOURCES)})"
 
 
 def _build_covers(state: ResolverState, version: str, c: Candidate) -> str:
@@ -457,6 +484,56 @@ def _family_notes(
             )
     elif state.family in PLUGIN_FAMILIES and c.plugin_row is not None:
         _plugin_notes(state, c.plugin_row, reasons, warnings, requirements)
+
+
+def _platform_notes(
+    state: ResolverState,
+    patch: TorchPatch,
+    python: str,
+    c: Candidate,
+    reasons: list[Reason],
+    requirements: list[HostRequirement],
+) -> None:
+    """What the pinned wheels' platform tags ask of the host (glibc, macOS), said as a host requirement: the
+    target's own version when the request gives it, else the floor the answer assumes; and why newer releases
+    were passed over for it. The full Python, where given, against the pins' Requires-Python."""
+    r = state.r
+    floor = floor_needed(state, patch, c.label)
+    flag = "--glibc" if floor is not None and floor.needs == "glibc" else "--macos"
+    if floor is not None:
+        version = f"{floor.version[0]}.{floor.version[1]}"
+        name = floor.needs.lower()
+        given = describes_host(state)
+        detail = (
+            f"the pinned wheels' platform tags need {floor.text}; the target has {host_words(state)}"
+            if given
+            else f"the pinned wheels' platform tags need {floor.text} (no {flag} given: assumed)"
+        )
+        if not any(
+            q.name == name and q.version is not None and cached_version(q.version) >= cached_version(version)
+            for q in requirements
+        ):
+            requirements.append(HostRequirement(name, version, detail))
+        if given:
+            reasons.append(Reason("platform", detail, ("package_index",)))
+    if state.wheel_skips:
+        newer = [(v, b) for v, b in state.wheel_skips if cached_version(v) > cached_version(patch.version)]
+        if newer:
+            oldest, blocked = newer[-1]
+            need = f" need {blocked.floor.text}" if blocked.floor is not None else " do not install"
+            reasons.append(
+                Reason(
+                    "platform",
+                    f"torch >= {oldest}:{need} ({blocked.why}); torch {patch.version} is the newest that installs",
+                    ("package_index", "pytorch_rfc_123649") if blocked.floor and blocked.floor.needs == "glibc"
+                    else ("package_index",),
+                )
+            )
+    full = full_python(state, python)
+    if r.python_version is not None and full == r.python_version:
+        reasons.append(
+            Reason("python", f"Python {full}: every pin's Requires-Python admits it", ("package_index",))
+        )
 
 
 def _plugin_notes(

@@ -24,6 +24,7 @@ from compat_service.domain.hardware_rules import newest_cuda_for_driver
 from compat_service.domain.resolver.conflict import CauseRow, Conflict
 from compat_service.domain.resolver.request import BackendSpec, TorchSpec
 from compat_service.domain.resolver.state import Dropout, ResolverState
+from compat_service.domain.resolver.wheel_tags import host_words
 
 if TYPE_CHECKING:
     from compat_service.domain.errors import UnsatisfiableError
@@ -132,6 +133,45 @@ def _explain_python(f: Failure) -> Conflict:
         hint="use a Python the release supports, or a release that supports your Python",
         causes=causes,
         facts={"python": r.python},
+    )
+
+
+def _explain_wheels(f: Failure) -> Conflict:
+    """A pinned wheel that does not install on the target: its platform tags (glibc, musl, macOS) or its
+    Python (no wheel, or a Requires-Python that excludes the full version)."""
+    r = f.state.r
+    blocked = [b for d in f.deaths for b in d.info["blocked"]]
+    lines = list(dict.fromkeys(b.why for b in blocked))
+    causes: list[CauseRow] = [f.torch_cause]
+    origin = "matrix: package index wheel files (torch_releases wheels, host_rules, mps)"
+    causes += [(why, origin, None) for why in lines[:4]]
+    if all(b.kind == "python" for b in blocked):
+        causes.append((f"python == {r.python_version or r.python}", "request: --python", None))
+        return Conflict(
+            "python-unsupported",
+            f"no {f.asked} install fits Python {r.python_version or r.python}: {lines[0]}",
+            hint="use another Python patch or minor, or another torch release",
+            causes=causes,
+            facts={"python": r.python},
+        )
+    host = host_words(f.state)
+    causes.append((host, "request: --glibc/--musl/--macos (or this host's)", None))
+    if r.musl is not None:
+        return Conflict(
+            "platform-unsupported",
+            f"PyTorch publishes no musllinux wheels: no torch release installs on a {host} host (Alpine)",
+            hint="use a glibc-based image or host (Debian, Ubuntu: e.g. python:3.12-slim) and resolve with "
+            "--glibc for it",
+            causes=causes,
+        )
+    floors = [b.floor for b in blocked if b.floor is not None]
+    lowest = min(floors, key=lambda fl: fl.version).text if floors else "a newer platform"
+    return Conflict(
+        "platform-unsupported",
+        f"no {f.asked} wheel installs on {host}: {lines[0]} (the lowest need: {lowest})",
+        hint=f"pick an older torch release whose wheels the target's {host.split()[0]} meets, or upgrade the "
+        f"target to {lowest}",
+        causes=causes,
     )
 
 
@@ -403,13 +443,19 @@ def _search_nearby(
         if nearest is not None:
             tries.append(("the nearest torch release that fits the rest of the request", nearest, {}))
     if code == "python-unsupported":
-        tries.append(("a Python the asked torch supports", request.changed(python=None), {}))
+        tries.append(
+            ("a Python the asked torch supports", request.changed(python=None, python_version=None), {})
+        )
     if code == "runtime-mismatch":
         name = RUNTIME_NAMES.get(request.backend.family or "", "runtime")
         for runtime in conflict.facts.get("runtimes", [])[:2]:
             tries.append((f"with {name} {runtime} installed", request.changed(runtime=runtime), {"runtime": runtime}))
     if code == "driver-too-old":
         needed = conflict.facts["driver_needed"]
+        if request.backend.kind == "label":
+            # cu130 asked on a driver of CUDA 12.x: the build of the family that driver runs (cu128, ...)
+            family = BackendSpec("cuda", "family", "cuda")
+            tries.append((f"the CUDA build driver {request.driver} runs", request.changed(backend=family), {}))
         tries.append(
             (f"install NVIDIA driver >= {needed}", request.changed(driver=needed), {"driver": needed})
         )
@@ -450,9 +496,8 @@ def _search_nearby(
             )
         )
     if request.backend.family != "cpu":
-        tries.append(
-            ("the CPU build", request.changed(backend=_CPU, driver=None, gpu_arch=None), {"backend": "cpu"})
-        )
+        cpu = request.changed(backend=_CPU, driver=None, gpu_arch=None, gpu=None, runtime=None)
+        tries.append(("the CPU build", cpu, {"backend": "cpu"}))
 
     out: list[tuple[str, dict[str, Any]]] = []
     distance: list[tuple[int, int]] = []
@@ -461,17 +506,13 @@ def _search_nearby(
         res = resolved(candidate, matrix)
         if res is None:
             continue
-        flags = {"torch": res.torch_version, "python": res.python, **fixed}
-        if candidate.backend != request.backend:
-            flags.setdefault("backend", res.backend)
-        elif request.backend.kind == "family":
-            flags["backend"] = res.backend
+        flags = _changes(request, candidate, res) | fixed
         key = tuple(sorted((k, str(v)) for k, v in flags.items()))
         if key in seen:
             continue
         seen.add(key)
         out.append(
-            (f"{description}: torch {res.torch_version} ({res.backend}) on Python {res.python}", flags)
+            (f"{description}: torch {res.torch_version} ({_build_words(res)}) on Python {res.python}", flags)
         )
         distance.append((_distance(res.torch_version, minors, asked), _host_change(request, candidate)))
     # Nearest to the request first: the asked torch (fewest minors away), then the smallest change to the
@@ -479,6 +520,28 @@ def _search_nearby(
     # ones keep the order they were tried in.
     order = sorted(range(len(out)), key=lambda i: distance[i])
     return [out[i] for i in order]
+
+
+def _build_words(res: Resolution) -> str:
+    """``cu126``; a plugin or MPS answer as its family on the CPU wheel (``npu on cpu``)."""
+    return res.backend if res.family in (res.backend, "cuda", "rocm", "xpu") else f"{res.family} on {res.backend}"
+
+
+def _changes(request: ResolveRequest, candidate: ResolveRequest, res: Resolution) -> dict[str, Any]:
+    """What to change in ``request`` to run ``candidate`` as resolved: every parameter whose value differs (None:
+    drop it), with --torch and --python pinned to the answer's and --backend to its build where that build is the
+    family's own (an npu, mlu or mps answer's build label is the CPU wheel's: the family stays). The request with
+    these changes applied is an answer, run as given (tests/domain/test_every_alternative_resolves.py)."""
+    before, after = request.to_strings(), candidate.to_strings()
+    flags: dict[str, Any] = {k: v for k, v in after.items() if before.get(k) != v}
+    flags.update({k: None for k in before if k not in after})
+    flags["torch"] = res.torch_version
+    python = candidate.python_version
+    flags["python"] = python if python is not None and python.startswith(res.python + ".") else res.python
+    if res.family == res.backend or res.family in ("cuda", "rocm", "xpu") and res.backend != "cpu":
+        if candidate.backend != request.backend or request.backend.kind == "family":
+            flags["backend"] = res.backend
+    return {k: flags[k] for k in ("torch", "python", *sorted(k for k in flags if k not in ("torch", "python")))}
 
 
 def _host_change(request: ResolveRequest, candidate: ResolveRequest) -> int:
@@ -604,6 +667,7 @@ def _rule_detail(rule: DriverRule, gpu_arch: str | None) -> str | None:
 EXPLAIN: dict[str, Callable[[Failure], Conflict]] = {
     "platform": _explain_platform,
     "python": _explain_python,
+    "wheels": _explain_wheels,
     "backend": _explain_backend,
     "plugin": _explain_plugin,
     "runtime": _explain_runtime,

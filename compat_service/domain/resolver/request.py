@@ -123,6 +123,8 @@ class Parameter:
     switch: bool = False
     #: may be given more than once (``--with vllm --with flash-attn``; ``with=vllm&with=flash-attn``)
     repeatable: bool = False
+    #: the CLI flag may be given without a value, which then means this (``--musl`` alone: ``yes``)
+    bare_value: str | None = None
 
     @property
     def flag(self) -> str:
@@ -175,6 +177,19 @@ PARAMETERS: tuple[Parameter, ...] = (
               cli_help="torchvision,torchaudio (default) or none; ecosystem packages resolved with torch: "
               "vllm, vllm==0.15.1, flash-attn, ... (repeatable)", cli_dest="with_",
               metavar="PACKAGES", repeatable=True),
+    Parameter("glibc", 16,
+              "the target's glibc version (2.17, 2.28): only wheels whose manylinux tag it meets are pinned; "
+              "without it the answer states the glibc its wheels need",
+              cli_help="glibc version of the target, e.g. 2.17 (default: this host's, when resolving for it)",
+              metavar="X.Y"),
+    Parameter("musl", 16,
+              "the target uses musl libc (Alpine): 'yes' or its version (1.2); PyTorch publishes no musllinux wheels",
+              cli_help="the target uses musl libc (Alpine), optionally its version (default: this host's)",
+              metavar="X.Y", bare_value="yes"),
+    Parameter("macos", 16,
+              "the target's macOS version (13.6, 14): only wheels whose macosx tag it meets are pinned",
+              cli_help="macOS version of the target, e.g. 13.6 (default: this host's, when resolving for it)",
+              metavar="X.Y"),
     Parameter("require_verified", 8, "true: accept only combinations probe reports verify",
               cli_help="accept only combinations probe reports verify (needs --server or --database)",
               switch=True),
@@ -306,6 +321,12 @@ class ResolveRequest:
     require_verified: bool = False
     #: fail (rests-on-unknown) instead of answering when the answer rests on data the matrix does not have
     strict: bool = False
+    #: the full Python version when the request gives one (3.14.1), checked against Requires-Python
+    python_version: str | None = None
+    #: the target's C library and OS version: glibc 2.17, musl ("yes" or 1.2), macOS 13.6 (None: not given)
+    glibc: str | None = None
+    musl: str | None = None
+    macos: str | None = None
 
     @cached_property  # read at every stage; kept in the instance's dict (not a field: eq and hash ignore it)
     def platform(self) -> str:
@@ -357,6 +378,9 @@ class ResolveRequest:
         strict: bool = False,
         runtime: str | None = None,
         gpu: str | None = None,
+        glibc: str | None = None,
+        musl: str | None = None,
+        macos: str | None = None,
     ) -> ResolveRequest:
         # One value of a parameter (with=) parses the same every time: kept (_with_text, bounded)
         companions, stack = _with_text(with_) if isinstance(with_, str) else parse_with_stack(with_)
@@ -365,7 +389,10 @@ class ResolveRequest:
         arch_value = _parse_gpu_arch(gpu_arch)
         runtime_value = _parse_runtime(runtime)
         backend_spec = _target_backend(backend, driver_value, arch_value)
-        _check_target_flags(backend_spec, driver_value, runtime_value)
+        gpu_value = _parse_gpu(gpu)
+        if backend is not None or gpu_value is None or implied_family(driver_value, arch_value) is not None:
+            check_target_flags(backend_spec, driver_value, runtime_value)
+        # else --gpu names the family (MI300X --runtime 6.3.4 is rocm): the resolver checks once it has named it
         fields: dict[str, Any] = {
             "torch": parse_torch_spec(torch),
             "python": parse_python(python),
@@ -379,9 +406,11 @@ class ResolveRequest:
             "require_verified": require_verified,
             "strict": strict,
             "runtime": runtime_value,
-            "gpu": _parse_gpu(gpu),
+            "gpu": gpu_value,
             "backend_defaulted": backend is None and implied_family(driver_value, arch_value) is None,
             "arch_defaulted": arch is None or arch.strip() == "",
+            "python_version": _parse_python_full(python),
+            **_parse_host_platform(os_name, glibc, musl, macos),
         }
         if cls is not ResolveRequest:  # a subclass runs its own __init__
             return cls(**fields)
@@ -403,8 +432,14 @@ class ResolveRequest:
             "driver": host.driver if family == "cuda" else None,
             "gpu_arch": host.gpu_arch if family in ("cuda", "rocm") else None,
             "runtime": host.runtime if family in ("npu", "rocm", "mlu") else None,
+            "glibc": host.glibc,
+            "musl": host.musl,
+            "macos": host.macos,
         }
-        return cls.from_strings(**(detected | {k: v for k, v in flags.items() if v is not None}))
+        given = {k: v for k, v in flags.items() if v is not None}
+        if given.keys() & _HOST_PLATFORM.keys():  # --glibc, --musl or --macos given: the others are not this host's
+            detected.update(glibc=None, musl=None, macos=None)
+        return cls.from_strings(**(detected | given))
 
     @classmethod
     def from_query(cls, values: dict[str, str | list[str] | None]) -> ResolveRequest:
@@ -426,10 +461,12 @@ class ResolveRequest:
         }
         for key, value in (
             ("python", self.python), ("driver", self.driver), ("gpu_arch", self.gpu_arch), ("runtime", self.runtime),
-            ("gpu", self.gpu),
+            ("gpu", self.gpu), ("glibc", self.glibc), ("musl", self.musl), ("macos", self.macos),
         ):
             if value is not None:
                 out[key] = value
+        if self.python_version is not None and self.python is not None:
+            out["python"] = self.python_version + ("t" if self.python.endswith("t") else "")
         if self.require_verified:
             out["require_verified"] = "true"
         if self.strict:
@@ -518,6 +555,48 @@ def parse_python(text: str | None) -> str | None:
     return match.group(1) + match.group(3)
 
 
+@lru_cache(maxsize=FIELD_MEMO)
+def _parse_python_full(text: str | None) -> str | None:
+    """``3.14.1`` -> ``3.14.1`` (checked against each pin's Requires-Python); a bare minor -> None."""
+    if text is None:
+        return None
+    match = _PYTHON_RE.match(text.strip())
+    return match.group(1) + match.group(2) if match and match.group(2) else None
+
+
+_PLATFORM_VERSION_RE = re.compile(r"^\d{1,2}(\.\d{1,3})?$")
+#: what each host-platform flag describes, and the OS it belongs to
+_HOST_PLATFORM = {"glibc": ("linux", "2.17"), "musl": ("linux", "1.2"), "macos": ("macos", "13.6")}
+
+
+def _parse_host_platform(os_name: str, glibc: str | None, musl: str | None, macos: str | None) -> dict[str, Any]:
+    """--glibc X.Y, --musl [X.Y], --macos X.Y: each a version of its OS's C library or release."""
+    values = {"glibc": glibc, "musl": musl, "macos": macos}
+    out: dict[str, str | None] = {}
+    for name, text in values.items():
+        flag = f"--{name}"
+        value = None if text is None or text.strip() == "" else text.strip().lower()
+        if value is not None and name == "musl" and value in _SWITCH_ON:
+            value = "yes"
+        if value is not None and value != "yes" and not _PLATFORM_VERSION_RE.match(value):
+            raise invalid_request(
+                f"{flag} {text!r} is not a version", f"give major.minor, e.g. {flag} {_HOST_PLATFORM[name][1]}",
+                flag, text or "",
+            )
+        if value is not None and os_name != _HOST_PLATFORM[name][0]:
+            raise invalid_request(
+                f"{flag} {value} describes a {_HOST_PLATFORM[name][0]} host, but the target is --os {os_name}",
+                f"drop {flag}, or ask for --os {_HOST_PLATFORM[name][0]}", flag, value,
+            )
+        out[name] = value
+    if out["glibc"] is not None and out["musl"] is not None:
+        raise invalid_request(
+            "--glibc and --musl both name the target's C library", "give the one the target uses",
+            "--musl", out["musl"] or "",
+        )
+    return out
+
+
 def _parse_os(text: str | None) -> str:
     value = (text or "linux").strip().lower()
     if value not in OSES:
@@ -571,7 +650,7 @@ def _target_backend(text: str | None, driver: str | None, gpu_arch: str | None) 
         return BackendSpec(implied, "family", implied)
     spec = parse_backend(text)
     if gpu_arch is None and spec.family in RUNTIME_NAMES:
-        return spec  # a --driver meant as the vendor runtime: _check_target_flags says what to give instead
+        return spec  # a --driver meant as the vendor runtime: check_target_flags says what to give instead
     if implied is not None and spec.family not in (None, "cuda", "rocm"):
         flag, value = ("--gpu-arch", gpu_arch) if gpu_arch is not None else ("--driver", driver or "")
         raise invalid_request(
@@ -583,7 +662,7 @@ def _target_backend(text: str | None, driver: str | None, gpu_arch: str | None) 
     return spec
 
 
-def _check_target_flags(spec: BackendSpec, driver: str | None, runtime: str | None) -> None:
+def check_target_flags(spec: BackendSpec, driver: str | None, runtime: str | None) -> None:
     """--driver is the NVIDIA driver and --runtime a vendor runtime: each is used by its families or refused."""
     family = spec.family
     if family is None:  # auto: the CLI's host detection fills both

@@ -51,6 +51,7 @@ from compat_service.domain.resolver.state import (
     Dropout,
     ResolverState,
 )
+from compat_service.domain.resolver.wheel_tags import blocked_wheels, build_blocked, describes_host
 from compat_service.domain.versions import cached_version
 
 if TYPE_CHECKING:
@@ -111,7 +112,10 @@ def name_the_gpu(request: ResolveRequest, matrix: Matrix) -> tuple[ResolveReques
         )
     backend = request.backend
     if request.backend_defaulted:
+        from compat_service.domain.resolver.request import check_target_flags
+
         backend = BackendSpec(found.family, "family", found.family)
+        check_target_flags(backend, request.driver, request.runtime)  # --gpu MI300X --runtime 6.3.4: rocm
     return request.changed(gpu_arch=found.arch, backend=backend), found
 
 
@@ -293,6 +297,10 @@ def run(state: ResolverState, *, explain: bool = True) -> Resolution:
         if isinstance(outcome, Dropout):
             deaths.append(outcome)
             why = _SKIP_REASONS[STAGES[outcome.stage]]
+            if STAGES[outcome.stage] == "wheels":
+                first = outcome.info["blocked"][0]
+                why = f"{first.package} wheels need {first.floor.text}" if first.floor is not None else first.why
+                state.wheel_skips.append((patch.version, outcome.info["blocked"][0]))
             if STAGES[outcome.stage] in ("platform", "backend") and state.r.platform in (
                 minor.platforms_unsourced or ()
             ):
@@ -352,6 +360,7 @@ def _matching_patches(spec: TorchSpec, matrix: Matrix) -> list[tuple[TorchMinor,
 _SKIP_REASONS = {
     "platform": "no wheels for this platform",
     "python": "no wheels for this Python",
+    "wheels": "its wheels do not install on the target",
     "backend": "no build of the asked backend",
     "plugin": "no vendor plugin for it",
     "runtime": "no build for the given --runtime",
@@ -407,9 +416,24 @@ def _try_patch(state: ResolverState, minor: TorchMinor, patch: TorchPatch) -> Dr
     if python is None or python not in pythons:
         return Dropout(STAGE["python"], minor, patch, {"pythons": pythons})
 
+    blocked = blocked_wheels(state, patch, python)
+    if blocked and state.r.python is None:
+        # no --python: the newest Python whose pinned wheels all install, where an older one has them
+        for older in reversed([p for p in pythons if not p.endswith("t") and p != python]):
+            if not blocked_wheels(state, patch, older):
+                python, blocked = older, []
+                break
+    if blocked:
+        return Dropout(STAGE["wheels"], minor, patch, {"blocked": blocked})
+
     candidates = _variants(state, version, on_platform)
     if not candidates:
         return Dropout(STAGE["backend"], minor, patch, {"labels": sorted({v.label for v in on_platform})})
+    if describes_host(state):
+        builds = [(c, build_blocked(state, version, c.label)) for c in candidates]
+        if all(b is not None for _, b in builds):
+            return Dropout(STAGE["wheels"], minor, patch, {"blocked": [b for _, b in builds]})
+        candidates = [c for c, b in builds if b is None]
 
     if state.family in PLUGIN_FAMILIES:
         plugin = _plugin_row(state, version, python, platform)

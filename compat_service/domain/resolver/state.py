@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     )
     from compat_service.domain.resolver.request import ResolveRequest
 
-STAGES = ("platform", "python", "backend", "plugin", "runtime", "gpu_arch", "driver", "companions")
+STAGES = ("platform", "python", "wheels", "backend", "plugin", "runtime", "gpu_arch", "driver", "companions")
 STAGE = {name: index for index, name in enumerate(STAGES)}
 
 
@@ -46,6 +46,8 @@ class ResolverState:
         self.steering: EvidenceSteering | None = None
         #: (patch, why) for each patch passed over before the answer, newest first (the answer names them)
         self.skipped: list[tuple[str, str]] = []
+        #: (patch, the first wheel that does not install on the target) for each patch passed over for it
+        self.wheel_skips: list[tuple[str, Any]] = []
         if evidence is not None:
             # imported only with evidence: it pulls the error models (pydantic), off the fast path
             from compat_service.domain.evidence.steering import EvidenceSteering

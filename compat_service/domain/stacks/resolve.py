@@ -148,6 +148,8 @@ def _pinned_by_others(search: Search, packages: list[tuple[PackageRequest, Packa
     pins xformers==0.0.31): release de-duplication keeps them, so an exact pin always finds its release."""
     names = {package.name for _item, package in packages}
     out: dict[str, set[Version]] = {}
+    if len(names) < 2:
+        return out  # one package pins no other requested one (`--with vllm`'s fast path)
     for item, package in packages:
         for release in package.releases:
             if release.yanked or not item.allows(release.version, release.prerelease):

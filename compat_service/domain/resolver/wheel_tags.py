@@ -1,0 +1,232 @@
+"""Whether the pinned wheels install on the target: their platform tags against the host's, and their
+Requires-Python against the full Python version.
+
+The host's platform tags are the ones pip would accept there, as `packaging.tags` derives them: macOS from
+`packaging.tags.mac_platforms` for the given version; Linux from the glibc (or musl) version given, in the
+order and with the legacy aliases of `packaging._manylinux.platform_tags` / `packaging._musllinux.platform_tags`
+(which read the running interpreter's C library and so cannot be asked about another host's). A wheel
+installs when one of its platform tags is among the host's. The wheels' tags come from the file names the
+package index lists (`TorchPatch.wheels`, read by the index layer with packaging's wheel-name parser) and, for
+builds served from a ``/whl/<label>`` index, from ``host_rules.yaml`` (`WheelFloor`).
+
+`packaging.tags` is imported only when a request names the host's platform (--glibc, --musl, --macos): it is
+not on the start-up path of a plain `accelenv resolve`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import TYPE_CHECKING
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+if TYPE_CHECKING:
+    from compat_service.domain.matrix.rows import TorchPatch, WheelFiles
+    from compat_service.domain.resolver.state import ResolverState
+
+#: packaging._manylinux's legacy aliases (PEP 513, 571, 599) and the glibc each stands for
+_LEGACY_MANYLINUX = {"manylinux1": (2, 5), "manylinux2010": (2, 12), "manylinux2014": (2, 17)}
+_TAG_RE = re.compile(r"^(manylinux|musllinux|macosx)_(\d+)_(\d+)_")
+#: what the tag family asks of the host, in words
+_NEEDS = {"manylinux": "glibc", "musllinux": "musl", "macosx": "macOS"}
+
+
+@dataclass(frozen=True)
+class TagFloor:
+    """What one platform tag asks of the host: ``glibc`` 2.28, ``musl`` 1.2, ``macOS`` 14.0 (None: nothing
+    the request describes, e.g. ``win_amd64``)."""
+
+    needs: str
+    version: tuple[int, int]
+
+    @property
+    def text(self) -> str:
+        return f"{self.needs} >= {self.version[0]}.{self.version[1]}"
+
+
+def tag_floor(tag: str) -> TagFloor | None:
+    """``manylinux_2_28_x86_64`` -> glibc >= 2.28; ``manylinux2014_aarch64`` -> glibc >= 2.17;
+    ``macosx_14_0_arm64`` -> macOS >= 14.0; ``win_amd64`` -> None."""
+    for legacy, version in _LEGACY_MANYLINUX.items():
+        if tag.startswith(legacy + "_"):
+            return TagFloor("glibc", version)
+    match = _TAG_RE.match(tag)
+    if match is None:
+        return None
+    return TagFloor(_NEEDS[match.group(1)], (int(match.group(2)), int(match.group(3))))
+
+
+def _version_pair(text: str) -> tuple[int, int]:
+    parts = [int(p) for p in text.split(".")[:2]]
+    return parts[0], parts[1] if len(parts) > 1 else 0
+
+
+@lru_cache(maxsize=64)
+def host_platform_tags(
+    os_name: str, arch: str, glibc: str | None, musl: str | None, macos: str | None
+) -> frozenset[str]:
+    """The platform tags pip accepts on the described host (only the ones the request describes: a Linux host
+    with neither --glibc nor --musl has none, and nothing is checked)."""
+    tags: list[str] = []
+    if os_name == "macos" and macos is not None:
+        from packaging.tags import mac_platforms
+
+        tags.extend(mac_platforms(_version_pair(macos), "arm64" if arch in ("arm64", "aarch64") else arch))
+    elif os_name == "linux" and glibc is not None:
+        major, minor = _version_pair(glibc)
+        # packaging._manylinux: x86_64 and i686 wheels go back to glibc 2.5, every other arch to 2.17
+        oldest = 5 if arch in ("x86_64", "i686") else 17
+        for m in range(minor, oldest - 1, -1):
+            tags.append(f"manylinux_{major}_{m}_{arch}")
+            legacy = next((name for name, v in _LEGACY_MANYLINUX.items() if v == (major, m)), None)
+            if legacy is not None:
+                tags.append(f"{legacy}_{arch}")
+    elif os_name == "linux" and musl is not None:
+        major, minor = _version_pair(musl) if musl[0].isdigit() else (1, 99)
+        tags.extend(f"musllinux_{major}_{m}_{arch}" for m in range(minor, -1, -1))
+    return frozenset(tags)
+
+
+def describes_host(state: ResolverState) -> bool:
+    """The request names the host's C library or OS version (so the wheels' tags are checked)."""
+    r = state.r
+    return r.glibc is not None or r.musl is not None or r.macos is not None
+
+
+def host_words(state: ResolverState) -> str:
+    r = state.r
+    if r.musl is not None:
+        return "musl libc" + (f" {r.musl}" if r.musl[0].isdigit() else "")
+    if r.glibc is not None:
+        return f"glibc {r.glibc}"
+    return f"macOS {r.macos}"
+
+
+@dataclass(frozen=True)
+class Blocked:
+    """A pinned wheel that does not install on the target, and why."""
+
+    package: str
+    version: str
+    #: "python" (no wheel for the Python, or Requires-Python excludes it) or "platform" (its tags)
+    kind: str
+    why: str
+    #: the floor the wheel's tags ask for (platform), for the message and the alternatives
+    floor: TagFloor | None = None
+
+
+def wheels_of(patch: TorchPatch, package: str, platform: str) -> WheelFiles | None:
+    return next((w for w in patch.wheels if w.package == package and w.platform == platform), None)
+
+
+def _has_python(files: WheelFiles, python: str) -> bool:
+    if python in files.pythons or "any" in files.pythons:
+        return True
+    if python.endswith("t"):
+        return False
+    have = _version_pair(python)
+    return any(p.endswith("+") and _version_pair(p[:-1]) <= have for p in files.pythons)
+
+
+@lru_cache(maxsize=256)
+def _admits(requires_python: str, python: str) -> bool:
+    try:
+        return SpecifierSet(requires_python).contains(python, prereleases=True)
+    except InvalidSpecifier:
+        return True  # a malformed Requires-Python is the index's; pip would ignore it too
+
+
+def full_python(state: ResolverState, python: str) -> str:
+    """The full Python version the request gives (3.14.1) when it is of the chosen minor, else the minor."""
+    minor = python.rstrip("t")
+    given = state.r.python_version
+    return given if given is not None and given.startswith(minor + ".") else minor
+
+
+def blocked_wheels(state: ResolverState, patch: TorchPatch, python: str) -> list[Blocked]:
+    """The pinned packages (torch and the asked companions) whose recorded wheels do not install on the target:
+    no wheel for the Python, a Requires-Python that excludes the full Python, or (when the request describes
+    the host) no platform tag the host accepts. A package with no recorded wheels is not checked here."""
+    r = state.r
+    full = full_python(state, python)
+    host = host_platform_tags(r.os, r.arch, r.glibc, r.musl, r.macos) if describes_host(state) else None
+    out: list[Blocked] = []
+    names = [("torch", patch.version)] + [(n, getattr(patch, n).version) for n in r.with_]
+    for name, version in names:
+        if version is None:
+            continue
+        files = wheels_of(patch, name, r.platform)
+        if files is None:
+            continue
+        if name != "torch" and not _has_python(files, python):
+            out.append(Blocked(name, version, "python", f"{name} {version} has no wheel for Python {python} "
+                               f"on {r.platform}"))
+            continue
+        if files.requires_python and not _admits(files.requires_python, full):
+            out.append(Blocked(name, version, "python", f"{name} {version} requires Python "
+                               f"{files.requires_python}, not {full}"))
+            continue
+        if host is not None and not any(t in host for t in files.platform_tags):
+            floors = [f for f in map(tag_floor, files.platform_tags) if f is not None]
+            floor = min(floors, key=lambda f: f.version) if floors else None
+            tags = ", ".join(files.platform_tags)
+            need = f" (need {floor.text})" if floor is not None else ""
+            out.append(Blocked(name, version, "platform",
+                               f"{name} {version} wheels are {tags}{need}; the target has {host_words(state)}", floor))
+    return out
+
+
+def build_blocked(state: ResolverState, version: str, label: str) -> Blocked | None:
+    """A build that does not run on the described host (None: it does, or nothing says it does not): a build
+    served from a /whl/<label> index whose platform tag host_rules.yaml gives, above the target's glibc; MPS
+    in a release whose macOS floor (mps.yaml) is above --macos."""
+    r = state.r
+    if r.os == "macos" and r.macos is not None and state.family == "mps":
+        return _mps_blocked(state, version)
+    if r.os != "linux" or (r.glibc is None and r.musl is None):
+        return None
+    row = state.m.wheel_floor(version, label, r.platform)
+    if row is None:
+        return None
+    tag = f"{row.platform_tag}_{r.arch}"
+    if tag in host_platform_tags(r.os, r.arch, r.glibc, r.musl, r.macos):
+        return None
+    floor = tag_floor(tag)
+    need = f" (need {floor.text})" if floor is not None else ""
+    return Blocked("torch", f"{version}+{label}", "platform",
+                   f"torch {version} {label} wheels are {tag}{need}; the target has {host_words(state)}", floor)
+
+
+def _mps_blocked(state: ResolverState, version: str) -> Blocked | None:
+    row = state.m.mps_support(version)
+    if row is None or row.min_macos is None or state.r.macos is None:
+        return None
+    need = _version_pair(row.min_macos)
+    if _version_pair(state.r.macos) >= need:
+        return None
+    return Blocked("torch", version, "platform",
+                   f"MPS in torch {version} needs macOS >= {row.min_macos} (mps.yaml: {', '.join(row.source)}); "
+                   f"the target has macOS {state.r.macos}", TagFloor("macOS", need))
+
+
+def floor_needed(state: ResolverState, patch: TorchPatch, label: str) -> TagFloor | None:
+    """The highest floor the chosen wheels' tags ask of the host (what "host needs" states)."""
+    r = state.r
+    floors: list[TagFloor] = []
+    row = state.m.wheel_floor(patch.version, label, r.platform) if r.os == "linux" else None
+    if row is not None:
+        found = tag_floor(f"{row.platform_tag}_{r.arch}")
+        if found is not None:
+            floors.append(found)
+    for name in ("torch", *r.with_):
+        if row is not None and name == "torch":
+            continue
+        files = wheels_of(patch, name, r.platform)
+        if files is None:
+            continue
+        own = [f for f in map(tag_floor, files.platform_tags) if f is not None]
+        if own:
+            floors.append(min(own, key=lambda f: f.version))
+    return max(floors, key=lambda f: f.version) if floors else None
