@@ -155,3 +155,17 @@ def test_huge_queries_are_not_memoized(client: TestClient) -> None:
         res = client.get("/v1/resolve", params={"torch": "2.3", "python": "3.11" + " " * 5000 + str(i)})
         assert res.status_code == 422 and "python" in res.json()["message"]
     assert len(memo) == before
+
+
+@pytest.mark.parametrize("name", ["strict", "require_verified"])
+def test_a_switch_takes_yes_or_no_and_names_itself_otherwise(client: TestClient, name: str) -> None:
+    base = {"torch": "2.3", "backend": "cpu", "python": "3.11", "os": "linux", "arch": "x86_64"}
+    refused = client.get("/v1/resolve", params=base | {name: "zzz"})
+    assert refused.status_code == 422, refused.text
+    body = refused.json()
+    assert body["code"] == "invalid-request"
+    assert f"{name}='zzz'" in body["message"] and f"{name}=true" in body["hint"]
+    for off in ("false", "0", "no", ""):
+        assert client.get("/v1/resolve", params=base | {name: off}).status_code == 200, off
+    on = client.get("/v1/resolve", params=base | {name: "TRUE"})
+    assert on.status_code in (200, 404, 409, 422) and on.json().get("code") != "invalid-request", on.text

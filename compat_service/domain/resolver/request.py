@@ -202,8 +202,9 @@ PARAMETERS: tuple[Parameter, ...] = (
 FIELD_MEMO = 512
 #: (query parameter, `from_strings` keyword, is a switch) for each parameter
 _QUERY_KEYS = tuple((p.name, "with_" if p.name == "with" else p.name, p.switch) for p in PARAMETERS)
-#: the values a switch is on with, in a query string
+#: the values a switch is on / off with, in a query string (blank is off); any other value is refused
 _SWITCH_ON = ("1", "true", "yes")
+_SWITCH_OFF = ("", "0", "false", "no")
 
 
 @lru_cache(maxsize=1)
@@ -447,7 +448,7 @@ class ResolveRequest:
         kwargs: dict[str, object] = {}
         for name, key, switch in _QUERY_KEYS:
             value = values.get(name)
-            kwargs[key] = (isinstance(value, str) and value.lower() in _SWITCH_ON) if switch else value
+            kwargs[key] = _switch(name, value) if switch else value
         return cls.from_strings(**kwargs)  # type: ignore[arg-type]
 
     def to_strings(self) -> dict[str, str]:
@@ -497,6 +498,21 @@ def invalid_request(message: str, hint: str, flag: str, value: str) -> Exception
 
     return InvalidRequestError(
         message, hint=hint, causes=[Cause(constraint=f"{flag} {value}", origin="request")]
+    )
+
+
+def _switch(name: str, value: str | list[str] | None) -> bool:
+    """A query string's yes/no parameter: on, off, or an invalid request naming it (``strict=zzz``)."""
+    if value is None:
+        return False
+    text = value.strip().lower() if isinstance(value, str) else ""
+    if isinstance(value, str) and (text in _SWITCH_ON or text in _SWITCH_OFF):
+        return text in _SWITCH_ON
+    raise invalid_request(
+        f"{name}={value!r} is not a yes/no value",
+        f"give {name}=true or {name}=false, or leave {name} out (false)",
+        f"query parameter {name}",
+        repr(value),
     )
 
 
