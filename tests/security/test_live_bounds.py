@@ -256,7 +256,17 @@ def test_a_token_in_the_query_string_is_refused_and_not_logged(server: LiveServe
     assert res.status_code == 400 and res.json()["code"] == "token-in-query"
     bare = httpx.get(f"{server.base_url}/v1/matrix?limit=1&x={server.token}")
     assert bare.status_code == 400
+    # percent-encoded: the prefix, or the parameter's name, escaped
+    escaped = "%61%63%76%5F" + server.token.removeprefix("acv_")
+    assert httpx.get(f"{server.base_url}/v1/matrix?limit=1&x={escaped}").status_code == 400
+    named = httpx.get(f"{server.base_url}/v1/matrix?limit=1&t%6Fken=" + server.token.removeprefix("acv_"))
+    assert named.status_code == 400 and named.json()["code"] == "token-in-query"
+    # in the path, plain or escaped: no route's, answered as usual, and the log shows the path redacted
+    for path in (f"/v1/reports/{server.token}", f"/v1/reports/{escaped}"):
+        assert httpx.get(server.base_url + path).status_code in (401, 404, 405, 422)
     time.sleep(0.3)
     log = server.output()
     assert "token-in-query" in log or "(redacted" in log
-    assert server.token not in log
+    assert "(redacted:token-in-path)" in log
+    secret = server.token.removeprefix("acv_")
+    assert server.token not in log and secret not in log

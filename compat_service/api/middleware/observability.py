@@ -30,7 +30,13 @@ import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any, TextIO
 
-from compat_service.api.middleware.security_headers import REDACTED_QUERY, token_in_query, with_security_headers
+from compat_service.api.middleware.security_headers import (
+    REDACTED_PATH,
+    REDACTED_QUERY,
+    token_in_path,
+    token_in_query,
+    with_security_headers,
+)
 from compat_service.domain.errors import TokenInQueryError, error_json
 
 Scope = MutableMapping[str, Any]
@@ -250,6 +256,8 @@ def log_request(scope: Scope, status: int, duration: float, rid: str) -> None:
     logger (its fields as the record's attributes, which the JSON format lists)."""
     method = scope.get("method", "")
     raw = scope.get("raw_path") or scope.get("path", "").encode()
+    if token_in_path(raw):
+        raw = REDACTED_PATH
     query = scope.get("query_string", b"")
     target = (raw + (b"?" + query if query else b"")).decode("latin-1")
     if len(target) > MAX_LOGGED_TARGET:  # a hostile query string must not flood the log

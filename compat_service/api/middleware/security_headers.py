@@ -10,7 +10,9 @@
   ``/matrix``) from the ``Host`` header, which a client chooses (``Host: evil.example`` was sent back).
 - A token in the query string (``acv_…``, or a parameter named like a token) is refused with 400 before any
   route runs, and the access log shows the query as redacted: a URL ends up in logs, proxies and browser
-  history, a token must not.
+  history, a token must not. Both are read percent-decoded too (``%61cv_…``, ``t%6Fken=``).
+- A token in the path (``/v1/reports/acv_…``, plain or percent-encoded) is not a route's, so the route
+  answers it as usual (404); the access log shows the path as redacted.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from __future__ import annotations
 import re
 from collections.abc import MutableMapping
 from typing import Any
+from urllib.parse import unquote_to_bytes
 
 #: the policy of the HTML pages (compat_service/api/pages/)
 PAGE_CSP = (
@@ -26,8 +29,11 @@ PAGE_CSP = (
 )
 EVERY_RESPONSE = ((b"x-content-type-options", b"nosniff"), (b"referrer-policy", b"same-origin"))
 HTML_ONLY = ((b"content-security-policy", PAGE_CSP.encode()), (b"x-frame-options", b"DENY"))
-#: what the access log shows instead of a query string that held a token
+#: what the access log shows instead of a query string / a path that held a token
 REDACTED_QUERY = b"(redacted:token-in-query)"
+REDACTED_PATH = b"(redacted:token-in-path)"
+#: the prefix of every token the service issues (compat_service/db/tokens.py)
+TOKEN_PREFIX = b"acv_"
 _TOKEN_PARAM = re.compile(rb"(?:^|&)(?:[a-z_]*token|api_?key|access_key|secret|password)=", re.IGNORECASE)
 
 
@@ -35,13 +41,23 @@ _TOKEN_PARAM = re.compile(rb"(?:^|&)(?:[a-z_]*token|api_?key|access_key|secret|p
 _TOKEN_WORDS = (b"token", b"key", b"secret", b"password")
 
 
+def _decoded(raw: bytes) -> bytes:
+    """``raw`` with its percent-escapes (and a query's ``+``) decoded, as a route would read it."""
+    return unquote_to_bytes(raw.replace(b"+", b" ")) if b"%" in raw or b"+" in raw else raw
+
+
 def token_in_query(query: bytes) -> bool:
     if not query:
         return False
-    if b"acv_" in query:
+    query = _decoded(query)
+    if TOKEN_PREFIX in query:
         return True
     lowered = query.lower()
     return any(word in lowered for word in _TOKEN_WORDS) and _TOKEN_PARAM.search(query) is not None
+
+
+def token_in_path(path: bytes) -> bool:
+    return TOKEN_PREFIX in _decoded(path)
 
 
 def with_security_headers(status: int, headers: list[Any], scope: MutableMapping[str, Any]) -> list[Any]:
