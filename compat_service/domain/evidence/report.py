@@ -71,9 +71,6 @@ def _timestamp_text(value: Any) -> Any:
 
 #: an integer: no strings or booleans
 StrictInt = Annotated[int, Strict(), BeforeValidator(_integral)]
-#: a count or size that may be absent: the bound sits before the validator so the JSON Schema states it
-#: (`minimum`; Annotated[StrictInt, Field(ge=0)] | None publishes an unknown `ge` keyword)
-Count = Annotated[int, Strict(), Field(ge=0), BeforeValidator(_integral)]
 #: ... and not negative (the bound inside: outside a union it would be published as an unknown keyword)
 Count = Annotated[int, Strict(), Field(ge=0), BeforeValidator(_integral)]
 #: free-form facts: any JSON, numbers finite
