@@ -23,14 +23,19 @@ def index() -> Iterator[LoopbackIndex]:
         yield served
 
 
-@pytest.fixture
-def matrix(tmp_path: Path) -> Path:
+def matrix_without_generated(tmp_path: Path) -> Path:
+    """A copy of matrix_data under ``tmp_path`` without the generated index files (refresh.yaml kept)."""
     target = tmp_path / "matrix_data"
     shutil.copytree(DATA_DIR, target, ignore=shutil.ignore_patterns("*.py", "__pycache__"))
     for generated in (target / "index").glob("*.yaml"):
         if generated.name != "refresh.yaml":
             generated.unlink()
     return target
+
+
+@pytest.fixture
+def matrix(tmp_path: Path) -> Path:
+    return matrix_without_generated(tmp_path)
 
 
 def location(index: LoopbackIndex) -> IndexLocation:

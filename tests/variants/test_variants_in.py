@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import shutil
 from pathlib import Path
 
 import pytest
@@ -15,7 +14,7 @@ from compat_service.domain.variants.export import build_properties
 from compat_service.index.client import IndexCache, IndexClient
 from compat_service.index.location import IndexLocation
 from compat_service.index.refresh import run_refresh
-from matrix_data import DATA_DIR
+from tests.index.conftest import matrix_without_generated
 from tests.lock.lock_index import TinyWheel, lock_index
 
 STATED = {"rocm7.1": {"amd": {"rocm_version": ["7.1"], "gfx_arch": ["gfx90a", "gfx942"]}}, "null": {}}
@@ -25,12 +24,7 @@ DOCUMENT = {"default-priorities": {"namespace": ["amd"]},
 
 @pytest.fixture
 def matrix(tmp_path: Path) -> Path:
-    target = tmp_path / "matrix_data"
-    shutil.copytree(DATA_DIR, target, ignore=shutil.ignore_patterns("*.py", "__pycache__"))
-    for generated in (target / "index").glob("*.yaml"):
-        if generated.name != "refresh.yaml":
-            generated.unlink()
-    return target
+    return matrix_without_generated(tmp_path)
 
 
 def test_refresh_reads_the_variants_json_and_each_wheels_sha256(matrix: Path) -> None:
