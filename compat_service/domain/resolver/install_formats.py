@@ -21,7 +21,8 @@ A stack (`--with vllm`) adds its ecosystem packages after torch, in an order tha
 torch: with torch from the default index they join its one command (pip resolves everything at once); with
 torch from another index they follow in a second command that repeats every torch pin, so pip keeps the
 installed builds; a source build (flash-attn without a prebuilt wheel) and a ``--no-deps`` package get
-commands of their own (the warnings, printed as comments, say why).
+commands of their own (the warnings, printed as comments, say why). A package from its project's own wheel page
+(PyG, mmcv: origin ``find-links``) takes the page as ``--find-links`` in every format (uv: a flat index).
 """
 
 from __future__ import annotations
@@ -84,11 +85,16 @@ def _stack_spec(pin: StackPin) -> str:
     return f"{pin.name}=={pin.version}"
 
 
+def _find_links(pins: list[StackPin] | tuple[StackPin, ...]) -> list[str]:
+    """The wheel pages (``--find-links``) of the pins that come from their project's own pages, in order."""
+    return list(dict.fromkeys(p.url for p in pins if p.origin == "find-links" and p.url))
+
+
 def _stack_commands(res: Resolution, tool: str, commands: list[str]) -> list[str]:
     """The ecosystem packages after torch, never replacing it (see the module docstring)."""
     plain = [p for p in res.stack if p.origin != "sdist" and not p.no_deps]
     if plain:
-        specs = " ".join(_stack_spec(p) for p in plain)
+        specs = " ".join([*(_stack_spec(p) for p in plain), *(f"--find-links {u}" for u in _find_links(plain))])
         if res.index_url is None and not res.no_deps and len(commands) == 1:
             commands = [f"{commands[0]} {specs}"]
         else:
@@ -105,7 +111,7 @@ def _stack_commands(res: Resolution, tool: str, commands: list[str]) -> list[str
 
 def _stack_lines(res: Resolution) -> list[str]:
     """requirements.txt / conda pip lines of the stack, with what a file cannot say as a comment."""
-    lines = []
+    lines = [f"--find-links {url}" for url in _find_links(res.stack)]
     for pin in res.stack:
         note = ""
         if pin.origin == "sdist":
@@ -158,6 +164,7 @@ def _uv(res: Resolution) -> str:
     lines += [f"  {_toml_str(_stack_spec(p).strip(chr(34)))}," for p in res.stack]
     lines.append("]")
     torch_pins = _torch_pins(res)
+    sources: list[str] = []
     if res.index_url is not None:
         lines += [
             "",
@@ -166,8 +173,16 @@ def _uv(res: Resolution) -> str:
             f"url = {_toml_str(res.index_url)}",
             "explicit = true",
         ]
-        lines += ["", "[tool.uv.sources]"]
-        lines += [f"{p.name} = [{{ index = {_toml_str(index_name)} }}]" for p in torch_pins]
+        sources += [f"{p.name} = [{{ index = {_toml_str(index_name)} }}]" for p in torch_pins]
+    # a project's own wheel page (--find-links) is a flat index in uv, used only for that package
+    for pin in res.stack:
+        if pin.origin == "find-links" and pin.url:
+            name = f"{pin.name}-wheels"
+            lines += ["", "[[tool.uv.index]]", f"name = {_toml_str(name)}", f"url = {_toml_str(pin.url)}",
+                      'format = "flat"', "explicit = true"]
+            sources.append(f"{pin.name} = [{{ index = {_toml_str(name)} }}]")
+    if sources:
+        lines += ["", "[tool.uv.sources]", *sources]
     return "\n".join(lines) + "\n"
 
 
