@@ -326,9 +326,17 @@ def _patches(search: Search, plan: Plan) -> Iterator[tuple[TorchMinor, TorchPatc
     spec = search.request.torch
     named = spec.minor_named()
     count = 0
+    paged = any(package.torch_build == "wheel-pages" for package, _release in plan.chosen)
     for minor in search.matrix.torch_minors():
         if named is not None and minor.minor != named:
             continue
+        if paged and named is None and any(minor.minor in row["torch"] for p, r in plan.chosen
+                                           for row in p.pages(r.version, search.request.platform)):
+            why = _page_labels(search, plan, minor, [None])[1]
+            if why is not None:  # no wheel page for the asked build of this minor: the next minor may have one
+                what = ", ".join(f"{p.name} {r.version}" for p, r in plan.chosen)
+                search.attempts.append(Attempt(f"{what} with torch {minor.minor}", "stack-conflict", why, False))
+                continue
         if minor.status != "released" and not spec.names_minor(minor.minor):
             continue
         for patch in search.matrix.torch_patches(minor):
@@ -458,7 +466,8 @@ def _try_combination(search: Search, combo: list[tuple[tuple[PackageRequest, Pac
                 search.attempts.append(Attempt(f"{what} with torch {patch.version}" + (f" ({label})" if label else ""),
                                                answer.code, answer.message, host_only=True))
     if not tried_any:
-        torch_text = " and ".join(str(s) or "any" for s in plan.torch_specs) or "any torch"
+        torch_text = " and ".join([*(str(s) or "any" for s in plan.torch_specs),
+                                   *(" or ".join(row) for row in plan.any_of)]) or "any torch"
         asked = search.request.torch.text
         platform, python = search.request.platform, search.request.python
         pinned = "; ".join(
