@@ -39,7 +39,8 @@ class ReleaseRow(BaseModel):
     policy: dict[str, Any] | None = Field(description="a version policy row (vllm-ascend: vllm, CANN)")
     wheel_pages: list[dict[str, Any]] = Field(
         description="the project's own wheel pages carrying it (curated): torch minors, builds, platforms, the "
-        "page URL template ({torch} the minor, {build} the label) and sources")
+        "page URL template ({torch} the minor, {build} the label) and sources"
+    )
 
 
 class PackageDetail(BaseModel):

@@ -36,7 +36,8 @@ def stack_issues(installed: dict[str, str | None], catalog: Catalog, platform: s
         if version is None or torch is None:
             continue
         package = catalog.get(name)
-        release = package.release(version) if package is not None else None
+        # a wheel from a project's own page carries a local tag (torch-scatter 2.1.2+pt25cu124): the release is 2.1.2
+        release = package.release(_public(version)) if package is not None else None
         if release is None:
             issues.append(StackIssue(name, version, "warning",
                                      f"{name} {version} is not in the generated index facts: its torch "

@@ -292,8 +292,8 @@ def _plan(search: Search, combo: list[tuple[tuple[PackageRequest, Package], Rele
             minors = list(dict.fromkeys(m for row in rows for m in row["torch"]))
             any_of.append([f"=={m}.*" for m in minors])
             reasons.append(Reason(
-                "stack", f"{package.name} {release.version}: its binaries are on the project's own wheel pages, one per "
-                f"torch minor and build, for torch {', '.join(minors)} on {platform} (curated)",
+                "stack", f"{package.name} {release.version}: its binaries are on the project's own wheel pages, one "
+                f"per torch minor and build, for torch {', '.join(minors)} on {platform} (curated)",
                 tuple(dict.fromkeys(s for row in rows for s in row["source"]))))
             continue
         stated = release.torch_specifier(platform, python)
@@ -419,7 +419,7 @@ def _page_labels(search: Search, plan: Plan, minor: TorchMinor,
     if asked is not None:
         found = [lbl for lbl in found if lbl == asked]
     elif family not in (None, "auto"):
-        found = [lbl for lbl in found if _family(search, lbl) == family]
+        found = [lbl for lbl in found if lbl is not None and _family(search, lbl) == family]
     if not found:
         have = ", ".join(sorted(builds or ())) or "no build"
         return [], (f"{names}'s wheel pages for torch {minor.minor} on {platform} are for {have}; --backend "
