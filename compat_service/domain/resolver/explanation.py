@@ -24,6 +24,7 @@ from compat_service.domain.hardware_rules import newest_cuda_for_driver
 from compat_service.domain.resolver.conflict import CauseRow, Conflict
 from compat_service.domain.resolver.request import BackendSpec, TorchSpec
 from compat_service.domain.resolver.state import Dropout, ResolverState
+from compat_service.domain.resolver.vendor_rules import rocm_window
 from compat_service.domain.resolver.wheel_tags import host_words
 
 if TYPE_CHECKING:
@@ -668,6 +669,15 @@ def _explain_runtime(f: Failure) -> Conflict:
         for label, needs in list(offered.items())[:6]
     ]
     runtimes = sorted({n for n in offered.values() if n}, reverse=True)
+    window = rocm_window(state.m, r.runtime or "") if state.family == "rocm" else None
+    if window is not None:
+        causes.append(
+            (
+                f"the ROCm {window.kmd} kernel driver runs ROCm user space {', '.join(window.user_space)}",
+                f"matrix: rocm kernel_user_space ({', '.join(window.source)})",
+                "AMD's tested window; a ROCm wheel bundles its user space",
+            )
+        )
     return Conflict(
         "runtime-mismatch",
         f"no {what} for {asked} fits {name} {r.runtime}: {needs_text}",
