@@ -169,7 +169,7 @@ class NodeOps(object):
 
     def __init__(self, path=None):
         self.path = path
-        self.ops = {}  # 'backward MmBackward' -> {'aten::mm', ...}
+        self.ops = {}  # type: dict  # 'backward MmBackward' -> {'aten::mm', ...}
         if path and os.path.exists(path):
             try:
                 with open(path) as handle:
@@ -208,8 +208,12 @@ def node_of(why):
     return why.split(_NODE_MARK, 1)[1] if why and _NODE_MARK in why else None
 
 
-def _on_device(nodes):
-    """True unless every node's inputs are known to live on the CPU (a graph the CPU runs on this thread)."""
+def _on_device(roots, nodes):
+    """True unless the roots and every node's inputs are known to live on the CPU (a graph the CPU runs on this
+    thread)."""
+    for root in roots if isinstance(roots, (list, tuple)) else (roots,):
+        if getattr(getattr(root, "device", None), "type", "cpu") != "cpu":
+            return True
     for node in nodes:
         try:
             metadata = node._input_metadata
@@ -264,8 +268,9 @@ def untraced_backward(torch, trail, blocked=None, on_blocked=None, mode=None, le
 
     def run(*args, **kwargs):
         handles = []  # type: list
-        nodes = _graph_nodes(args[0] if args else ())
-        traced = mode is not None and not _on_device(nodes)
+        roots = args[0] if args else ()
+        nodes = _graph_nodes(roots)
+        traced = mode is not None and not _on_device(roots, nodes)
         if trail is not None or blocked or traced:
             for node in nodes:
                 label = BACKWARD_NODE + node.name()

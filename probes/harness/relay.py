@@ -45,7 +45,7 @@ def _message(entry):
 def block(report):
     """The ``ci_relay`` block of an assembled report (its ``summary`` and ``checks``)."""
     counts = {"passed": 0, "failed": 0, "skipped": 0}
-    failed = []
+    failed = []  # type: list
     for entry in report["checks"]:
         if entry["status"] == "passed":
             counts["passed"] += 1
