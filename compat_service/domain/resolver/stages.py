@@ -37,6 +37,8 @@ from compat_service.domain.hardware_rules import (
 from compat_service.domain.matrix.rows import ArchList, AscendNpuRow
 from compat_service.domain.resolver.answer import build_resolution
 from compat_service.domain.resolver.conflict import Conflict
+from compat_service.domain.errors import UnsatisfiableError
+from compat_service.domain.resolver.jetson import jetson_answer
 from compat_service.domain.resolver.explanation import (
     explain_failure,
     nearby_requests,
@@ -76,6 +78,9 @@ PluginRow = Union["AscendNpuRow", "CambriconMluRow"]
 def resolve(request: ResolveRequest, matrix: Matrix, evidence: EvidenceLookup | None = None) -> Resolution:
     """Resolve one request; raises InvalidRequestError or an UnsatisfiableError subclass."""
     request, gpu = name_the_gpu(request, matrix)
+    jetson = jetson_answer(request, matrix)  # a Jetson GPU: NVIDIA's JetPack wheels (jetson.py), no stages
+    if jetson is not None:
+        return _with_gpu_reason(jetson, gpu)
     _check_request(request, matrix)
     try:
         res = run(ResolverState(matrix, request, evidence))
@@ -142,8 +147,10 @@ def try_resolve(request: ResolveRequest, matrix: Matrix) -> Resolution | None:
     if found is not _UNTRIED:
         return found
     try:
-        answer: Resolution | None = run(ResolverState(matrix, request, None), explain=False)
-    except Conflict:
+        answer: Resolution | None = jetson_answer(request, matrix)
+        if answer is None:
+            answer = run(ResolverState(matrix, request, None), explain=False)
+    except (Conflict, UnsatisfiableError):  # UnsatisfiableError: a Jetson target without a wheel
         answer = None
     matrix.memo.keep(tried, request, answer)
     return answer
