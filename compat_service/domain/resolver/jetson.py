@@ -129,7 +129,7 @@ def _jetpack(
                 hint="give the JetPack release the module runs (cat /etc/nv_tegra_release shows its L4T)",
                 causes=[Cause(constraint=f"JetPack {r.runtime}", origin="request: --runtime"),
                         Cause(constraint=f"{r.gpu_arch}: JetPack {names}", origin="matrix: jetson.yaml releases")],
-                alternatives=_jetpack_alternatives(releases),
+                alternatives=_jetpack_alternatives(r, releases),
             )
         return chosen, f"JetPack {', '.join(row.jetpack for row in chosen)} (--runtime {r.runtime})", []
     if r.driver is not None:
@@ -150,11 +150,15 @@ def _jetpack(
     return list(releases), f"any JetPack that runs {r.gpu_arch} ({names}; give the host's with --runtime)", []
 
 
-def _jetpack_alternatives(releases: Sequence[JetpackRelease]) -> list[Alternative]:
-    return [
-        Alternative(description=f"JetPack {row.jetpack}", request={"runtime": row.jetpack})
-        for row in reversed(releases)
-    ][:3]
+def _alternative(r: ResolveRequest, description: str, change: dict[str, str]) -> Alternative:
+    """A nearby request; with the family named when --gpu gave it (the request as given says cpu then)."""
+    if r.backend_defaulted:
+        change = {**change, "backend": "cuda"}
+    return Alternative(description=description, request=change)
+
+
+def _jetpack_alternatives(r: ResolveRequest, releases: Sequence[JetpackRelease]) -> list[Alternative]:
+    return [_alternative(r, f"JetPack {row.jetpack}", {"runtime": row.jetpack}) for row in reversed(releases)][:3]
 
 
 def _fits_torch(r: ResolveRequest, w: JetsonWheel) -> bool:
@@ -181,7 +185,7 @@ def _pick(
             f"the matrix has no installable NVIDIA wheel for {where}",
             hint="NVIDIA's wheels are listed per JetPack release; give another JetPack with --runtime",
             causes=[Cause(constraint=where, origin="matrix: jetson.yaml wheels")],
-            alternatives=[a for a in _jetpack_alternatives(releases) if _has_wheel(matrix, a.request["runtime"])],
+            alternatives=[a for a in _jetpack_alternatives(r, releases) if _has_wheel(matrix, a.request["runtime"])],
         )
     alternatives = [_wheel_alternative(r, w) for w in installable[:3]]
     if not torch_fit:
@@ -209,7 +213,7 @@ def _pick(
         hint=f"use the JetPack's Python (--python {pythons[-1]})",
         causes=[Cause(constraint=f"python {r.python}", origin="request: --python"),
                 Cause(constraint=f"Python {', '.join(pythons)}", origin="matrix: jetson.yaml wheels")],
-        alternatives=[Alternative(description=f"Python {pythons[-1]}", request={"python": pythons[-1]})],
+        alternatives=[_alternative(r, f"Python {pythons[-1]}", {"python": pythons[-1]})],
     )
 
 
@@ -221,7 +225,7 @@ def _wheel_alternative(r: ResolveRequest, w: JetsonWheel) -> Alternative:
     change: dict[str, str] = {"torch": w.torch}
     if r.python is not None and r.python not in w.python:
         change["python"] = w.python[-1]
-    return Alternative(description=f"torch {w.torch}, NVIDIA's wheel for JetPack {', '.join(w.jetpack)}", request=change)
+    return _alternative(r, f"torch {w.torch}, NVIDIA's wheel for JetPack {', '.join(w.jetpack)}", change)
 
 
 def _resolution(
