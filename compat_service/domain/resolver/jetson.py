@@ -14,14 +14,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from compat_service.domain.errors import (
-    Alternative,
-    BackendUnavailableError,
-    Cause,
-    PythonUnsupportedError,
-    RuntimeMismatchError,
-    TorchNotFoundError,
-)
 from compat_service.domain.resolver.request import invalid_request
 from compat_service.domain.resolver.resolution import HostRequirement, Pin, Reason, made_resolution
 from compat_service.domain.versions import cached_version
@@ -29,6 +21,7 @@ from compat_service.domain.versions import cached_version
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from compat_service.domain.errors import Alternative
     from compat_service.domain.matrix.interface import Matrix
     from compat_service.domain.matrix.rows import JetpackRelease, JetsonWheel
     from compat_service.domain.resolver.request import ResolveRequest
@@ -90,6 +83,8 @@ def _on_aarch64(request: ResolveRequest) -> ResolveRequest:
 
 def _answer(r: ResolveRequest, matrix: Matrix) -> Resolution:
     if r.backend.kind == "label":
+        from compat_service.domain.errors import Alternative, BackendUnavailableError, Cause  # off the fast path
+
         raise BackendUnavailableError(
             f"--backend {r.backend.text} on a Jetson ({r.gpu_arch}): {_SBSA}",
             hint="ask for --backend cuda: the answer is NVIDIA's wheel for the host's JetPack",
@@ -111,24 +106,27 @@ def _answer(r: ResolveRequest, matrix: Matrix) -> Resolution:
     return _resolution(r, wheel, python, chosen, why, unknowns, matrix)
 
 
-def _jetpack(
-    r: ResolveRequest, releases: Sequence[JetpackRelease]
-) -> tuple[list[JetpackRelease], str, list[str]]:
+def _jetpack(r: ResolveRequest, releases: Sequence[JetpackRelease]) -> tuple[list[JetpackRelease], str, list[str]]:
     """The JetPack releases the host may run, why, and what that rests on that the matrix does not know."""
     names = ", ".join(row.jetpack for row in releases)
     if r.runtime is not None:
+        from compat_service.domain.errors import Cause, RuntimeMismatchError
+
         asked = cached_version(r.runtime)
         exact = [row for row in releases if cached_version(row.jetpack) == asked]
-        same_line = [row for row in releases if cached_version(row.jetpack).release[: len(asked.release)]
-                     == asked.release]
+        same_line = [
+            row for row in releases if cached_version(row.jetpack).release[: len(asked.release)] == asked.release
+        ]
         chosen = exact or same_line
         if not chosen:
             raise RuntimeMismatchError(
                 f"JetPack {r.runtime} does not run {r.gpu_arch} in the matrix: the JetPack releases for "
                 f"{r.gpu_arch} are {names}",
                 hint="give the JetPack release the module runs (cat /etc/nv_tegra_release shows its L4T)",
-                causes=[Cause(constraint=f"JetPack {r.runtime}", origin="request: --runtime"),
-                        Cause(constraint=f"{r.gpu_arch}: JetPack {names}", origin="matrix: jetson.yaml releases")],
+                causes=[
+                    Cause(constraint=f"JetPack {r.runtime}", origin="request: --runtime"),
+                    Cause(constraint=f"{r.gpu_arch}: JetPack {names}", origin="matrix: jetson.yaml releases"),
+                ],
                 alternatives=_jetpack_alternatives(r, releases),
             )
         return chosen, f"JetPack {', '.join(row.jetpack for row in chosen)} (--runtime {r.runtime})", []
@@ -141,17 +139,23 @@ def _jetpack(
         same = [row for row in releases if cached_version(row.jetpack).major in lines]
         if same:
             picked = ", ".join(row.jetpack for row in same)
-            return same, f"JetPack {picked} (driver {major}.x is JetPack {'/'.join(map(str, sorted(lines)))}'s)", [
-                f"which JetPack {'/'.join(map(str, sorted(lines)))} release prints driver {r.driver}"
-            ]
-        return list(releases), f"any JetPack that runs {r.gpu_arch} ({names})", [
-            f"the JetPack release of driver {r.driver} (give it with --runtime)"
-        ]
+            return (
+                same,
+                f"JetPack {picked} (driver {major}.x is JetPack {'/'.join(map(str, sorted(lines)))}'s)",
+                [f"which JetPack {'/'.join(map(str, sorted(lines)))} release prints driver {r.driver}"],
+            )
+        return (
+            list(releases),
+            f"any JetPack that runs {r.gpu_arch} ({names})",
+            [f"the JetPack release of driver {r.driver} (give it with --runtime)"],
+        )
     return list(releases), f"any JetPack that runs {r.gpu_arch} ({names}; give the host's with --runtime)", []
 
 
 def _alternative(r: ResolveRequest, description: str, change: dict[str, str]) -> Alternative:
     """A nearby request; with the family named when --gpu gave it (the request as given says cpu then)."""
+    from compat_service.domain.errors import Alternative
+
     if r.backend_defaulted:
         change = {**change, "backend": "cuda"}
     return Alternative(description=description, request=change)
@@ -179,6 +183,8 @@ def _pick(
     for w in torch_fit:
         if w.url is not None and (r.python is None or r.python in w.python):
             return w, r.python or w.python[-1]
+    from compat_service.domain.errors import Cause, PythonUnsupportedError, RuntimeMismatchError, TorchNotFoundError
+
     offered = ", ".join(f"{w.torch} (Python {'/'.join(w.python)})" for w in installable) or "none with a known URL"
     if not installable:
         raise RuntimeMismatchError(
@@ -192,8 +198,10 @@ def _pick(
         raise TorchNotFoundError(
             f"NVIDIA publishes no JetPack wheel of torch {r.torch.text} for {where}: its wheels there are {offered}",
             hint=f"ask for one of those releases (--torch {installable[0].torch}); {_SBSA}",
-            causes=[Cause(constraint=f"torch {r.torch.text}", origin="request: --torch"),
-                    Cause(constraint=f"{where}: torch {offered}", origin="matrix: jetson.yaml wheels")],
+            causes=[
+                Cause(constraint=f"torch {r.torch.text}", origin="request: --torch"),
+                Cause(constraint=f"{where}: torch {offered}", origin="matrix: jetson.yaml wheels"),
+            ],
             alternatives=alternatives,
         )
     with_url = [w for w in torch_fit if w.url is not None]
@@ -211,8 +219,10 @@ def _pick(
         f"NVIDIA's JetPack wheels of torch {r.torch.text} for {where} are for Python {', '.join(pythons)}; "
         f"you asked for {r.python}",
         hint=f"use the JetPack's Python (--python {pythons[-1]})",
-        causes=[Cause(constraint=f"python {r.python}", origin="request: --python"),
-                Cause(constraint=f"Python {', '.join(pythons)}", origin="matrix: jetson.yaml wheels")],
+        causes=[
+            Cause(constraint=f"python {r.python}", origin="request: --python"),
+            Cause(constraint=f"Python {', '.join(pythons)}", origin="matrix: jetson.yaml wheels"),
+        ],
         alternatives=[_alternative(r, f"Python {pythons[-1]}", {"python": pythons[-1]})],
     )
 
@@ -241,11 +251,18 @@ def _resolution(
     l4t = ", ".join(f"JetPack {row.jetpack} = L4T {row.l4t or '(unknown)'}" for row in on)
     cuda = sorted({row.cuda for row in on if row.cuda})
     reasons = [
-        Reason("jetson", f"{r.gpu_arch} on linux-aarch64 is a Jetson module: {_SBSA}", (*_SBSA_SOURCES,
-               *(s for row in on for s in row.source))),
+        Reason(
+            "jetson",
+            f"{r.gpu_arch} on linux-aarch64 is a Jetson module: {_SBSA}",
+            (*_SBSA_SOURCES, *(s for row in on for s in row.source)),
+        ),
         Reason("jetpack", why, tuple(s for row in chosen for s in row.source)),
-        Reason("torch", f"torch {w.torch}: the newest of NVIDIA's JetPack wheels there for Python {python}, "
-               f"{w.wheel_version or w.torch} for JetPack {', '.join(w.jetpack)}", tuple(w.source)),
+        Reason(
+            "torch",
+            f"torch {w.torch}: the newest of NVIDIA's JetPack wheels there for Python {python}, "
+            f"{w.wheel_version or w.torch} for JetPack {', '.join(w.jetpack)}",
+            tuple(w.source),
+        ),
     ]
     warnings = []
     companions = [name for name in r.with_ if name != "torch"]

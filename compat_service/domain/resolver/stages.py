@@ -37,14 +37,13 @@ from compat_service.domain.hardware_rules import (
 from compat_service.domain.matrix.rows import ArchList, AscendNpuRow
 from compat_service.domain.resolver.answer import build_resolution
 from compat_service.domain.resolver.conflict import Conflict
-from compat_service.domain.errors import UnsatisfiableError
-from compat_service.domain.resolver.jetson import jetson_answer
 from compat_service.domain.resolver.explanation import (
     explain_failure,
     nearby_requests,
     to_error,
     torch_not_found,
 )
+from compat_service.domain.resolver.jetson import is_jetson_target, jetson_answer
 from compat_service.domain.resolver.request import implied_family, invalid_request
 from compat_service.domain.resolver.state import (
     STAGE,
@@ -146,12 +145,19 @@ def try_resolve(request: ResolveRequest, matrix: Matrix) -> Resolution | None:
     found: Resolution | None = tried.get(request, _UNTRIED)
     if found is not _UNTRIED:
         return found
-    try:
-        answer: Resolution | None = jetson_answer(request, matrix)
-        if answer is None:
+    answer: Resolution | None
+    if is_jetson_target(request, matrix):  # NVIDIA's JetPack wheels (jetson.py)
+        from compat_service.domain.errors import UnsatisfiableError
+
+        try:
+            answer = jetson_answer(request, matrix)
+        except UnsatisfiableError:
+            answer = None
+    else:
+        try:
             answer = run(ResolverState(matrix, request, None), explain=False)
-    except (Conflict, UnsatisfiableError):  # UnsatisfiableError: a Jetson target without a wheel
-        answer = None
+        except Conflict:
+            answer = None
     matrix.memo.keep(tried, request, answer)
     return answer
 
