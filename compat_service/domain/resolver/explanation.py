@@ -24,6 +24,7 @@ from compat_service.domain.hardware_rules import newest_cuda_for_driver
 from compat_service.domain.resolver.conflict import CauseRow, Conflict
 from compat_service.domain.resolver.request import BackendSpec, TorchSpec
 from compat_service.domain.resolver.state import Dropout, ResolverState
+from compat_service.domain.resolver.vendor_rules import rocm_window
 from compat_service.domain.resolver.wheel_tags import host_words
 
 if TYPE_CHECKING:
@@ -254,6 +255,9 @@ def _explain_driver(f: Failure) -> Conflict:
 
 def _explain_companions(f: Failure) -> Conflict:
     missing = sorted({n for d in f.deaths for n in d.info["missing"]})
+    unpublished = [d for d in f.deaths if d.info.get("unpublished") is not None]
+    if unpublished and len(unpublished) == len(f.deaths):
+        return _explain_unpublished(f, missing, unpublished)
     causes = [f.torch_cause] + [
         (
             f"{n} for torch {d.patch.version}",
@@ -267,6 +271,26 @@ def _explain_companions(f: Failure) -> Conflict:
         "companion-unknown",
         f"the matrix has no {' or '.join(missing)} version for {f.asked}",
         hint="drop the companion with --with, or pick another torch version",
+        causes=causes,
+        facts={"missing": missing},
+    )
+
+
+def _explain_unpublished(f: Failure, missing: list[str], deaths: list[Dropout]) -> Conflict:
+    """The xpu index publishes no companion wheels for these releases on this platform (xpu.yaml)."""
+    row = deaths[0].info["unpublished"]
+    platform = f.state.r.platform
+    causes = [f.torch_cause] + [
+        (
+            f"{' and '.join(missing)} for torch {row.torch} on {platform}",
+            f"matrix: xpu support {row.torch} ({', '.join(row.source)})",
+            "no wheels on the xpu index: build them from source, or install torch alone",
+        )
+    ]
+    return Conflict(
+        "companion-unknown",
+        f"the xpu index publishes no {' or '.join(missing)} wheels for torch {row.torch} on {platform}",
+        hint="install torch alone (--with none) and build the companions from source, or pick a newer torch",
         causes=causes,
         facts={"missing": missing},
     )
@@ -645,6 +669,15 @@ def _explain_runtime(f: Failure) -> Conflict:
         for label, needs in list(offered.items())[:6]
     ]
     runtimes = sorted({n for n in offered.values() if n}, reverse=True)
+    window = rocm_window(state.m, r.runtime or "") if state.family == "rocm" else None
+    if window is not None:
+        causes.append(
+            (
+                f"the ROCm {window.kmd} kernel driver runs ROCm user space {', '.join(window.user_space)}",
+                f"matrix: rocm kernel_user_space ({', '.join(window.source)})",
+                "AMD's tested window; a ROCm wheel bundles its user space",
+            )
+        )
     return Conflict(
         "runtime-mismatch",
         f"no {what} for {asked} fits {name} {r.runtime}: {needs_text}",
