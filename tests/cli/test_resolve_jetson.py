@@ -21,7 +21,9 @@ def _run(args: list[str], tmp_path: Path) -> subprocess.CompletedProcess[str]:
 
 
 def test_orin_on_jetpack_6_driver_gets_nvidias_wheel_by_url(tmp_path: Path) -> None:
-    done = _run(["--gpu-arch", "sm_87", "--driver", "540.4.0", "--python", "3.10", *JETSON, "--format", "pip"], tmp_path)
+    done = _run(
+        ["--gpu-arch", "sm_87", "--driver", "540.4.0", "--python", "3.10", *JETSON, "--format", "pip"], tmp_path
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     command = done.stdout.strip().splitlines()[-1]
     assert command.startswith(f'pip install "torch @ {NVIDIA_JP61}torch-2.5.0a0'), command
@@ -38,8 +40,9 @@ def test_jetson_by_name_json_names_the_url_and_the_jetpack(tmp_path: Path) -> No
 
 
 def test_jetpack_runtime_picks_the_jetpack_5_wheel(tmp_path: Path) -> None:
-    done = _run(["--gpu", "Jetson AGX Orin", "--runtime", "5.1.2", "--python", "3.8", *JETSON, "--format", "json"],
-                tmp_path)
+    done = _run(
+        ["--gpu", "Jetson AGX Orin", "--runtime", "5.1.2", "--python", "3.8", *JETSON, "--format", "json"], tmp_path
+    )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["pins"] == {"torch": "2.1.0a0+41361538.nv23.06"}
 
