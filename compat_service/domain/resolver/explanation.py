@@ -276,6 +276,27 @@ def _explain_companions(f: Failure) -> Conflict:
     )
 
 
+def _explain_known_bad(f: Failure) -> Conflict:
+    """Every build that fits is one a ``never`` rule of known_bad.yaml passes over (known_bad.py)."""
+    refused = [(d.patch.version, c.label, rule) for d in f.deaths for c, rule in d.info["refused"]]
+    version, label, rule = refused[0]
+    causes: list[CauseRow] = [f.torch_cause]
+    seen: set[str] = set()
+    for v, lab, rl in refused:
+        if rl.id in seen:
+            continue
+        seen.add(rl.id)
+        causes.append((f"torch {v} {lab}", f"matrix: known_bad.yaml {rl.id} ({', '.join(rl.source)})", rl.effect))
+    return Conflict(
+        "known-bad",
+        f"torch {version} {label} is a known-bad combination for this target: {rule.effect} "
+        f"[known issue {rule.id}: {', '.join(rule.source)}]",
+        hint="take a request under 'what would work' (another patch or build of torch), or change the target",
+        causes=causes[:8],
+        facts={"rules": sorted(seen)},
+    )
+
+
 def _explain_unpublished(f: Failure, missing: list[str], deaths: list[Dropout]) -> Conflict:
     """The xpu index publishes no companion wheels for these releases on this platform (xpu.yaml)."""
     row = deaths[0].info["unpublished"]
@@ -707,6 +728,7 @@ EXPLAIN: dict[str, Callable[[Failure], Conflict]] = {
     "gpu_arch": _explain_gpu_arch,
     "driver": _explain_driver,
     "companions": _explain_companions,
+    "known_bad": _explain_known_bad,
 }
 
 
