@@ -25,7 +25,7 @@ from packaging.version import InvalidVersion, Version
 
 ECOSYSTEM_FILE = "ecosystem.yaml"
 #: bump when the compiled layout changes
-CATALOG_FORMAT = "6"
+CATALOG_FORMAT = "7"
 ORACLE_FILE = "stack-oracle.yaml"
 _OWN_FILES = tuple(Path(__file__).with_name(name) for name in ("catalog.py", "schema.py"))
 
@@ -62,6 +62,7 @@ class Release:
         "prerelease",
         "requires",
         "requires_python",
+        "companions",
         "sdist",
         "torch_index",
         "version",
@@ -85,6 +86,7 @@ class Release:
         first_upload: str | None = None,
         oracle: dict[str, dict[str, str | None]] | None = None,
         torch_index: dict[str, Any] | None = None,
+        companions: tuple[dict[str, Any], ...] = (),
     ) -> None:
         self.package = package
         self.version = version
@@ -108,6 +110,8 @@ class Release:
         #: the torch build its wheels were compiled against (schema.TorchIndexRow as a plain dict: label, detail,
         #: source), where the package's documents name one; None: the default-index build of its pin
         self.torch_index = torch_index
+        #: ecosystem packages it requires unpinned (schema.CompanionRow as plain dicts: package, source)
+        self.companions = companions
         self._parsed: Version | None = None
 
     @property
@@ -364,6 +368,7 @@ def _package(p: dict[str, Any]) -> Package:
             first_upload=r.get("first_upload"),
             oracle=r.get("oracle"),
             torch_index=r.get("torch_index"),
+            companions=tuple(r.get("companions", ())),
         )
         for r in p["releases"]
     )
@@ -434,7 +439,7 @@ def compile_catalog(data_dir: Path) -> dict[str, Any]:
                 Problem(ECOSYSTEM_FILE, name, "not an ecosystem package: add its line to index/refresh.yaml")
             )
         rows = (*package.torch, *package.wheels, *package.policy, *package.cxx11abi, *package.wheel_pages,
-                *package.torch_index,
+                *package.torch_index, *package.companions,
                 *((package.gpu_floor,) if package.gpu_floor else ()))
         cited = [*package.source, *(s for row in rows for s in row.source)]
         for key in cited:
@@ -448,6 +453,12 @@ def compile_catalog(data_dir: Path) -> dict[str, Any]:
                     where = f"{name}.torch.{row.version}"
                     problems.append(Problem(ECOSYSTEM_FILE, where, f"{spec!r} is not a specifier"))
         problems += _torch_index_problems(name, package.torch_index, labels)
+        for companion in package.companions:
+            where = f"{name}.companions.{companion.versions}"
+            if _specifier(companion.versions) is None:
+                problems.append(Problem(ECOSYSTEM_FILE, where, f"{companion.versions!r} is not a specifier"))
+            if companion.package not in names:
+                problems.append(Problem(ECOSYSTEM_FILE, where, f"{companion.package!r} is not an ecosystem package"))
     oracle: dict[tuple[str, str], dict[str, dict[str, str | None]]] = {}
     oracle_source = None
     oracle_file = data_dir / "index" / ORACLE_FILE
@@ -479,6 +490,11 @@ def compile_catalog(data_dir: Path) -> dict[str, Any]:
             spec = _specifier(index_row.versions)
             if spec is not None:
                 index_rows.append((spec, index_row))
+        companion_rows: list[tuple[SpecifierSet, Any]] = []
+        for companion in row.companions if row else ():
+            spec = _specifier(companion.versions)
+            if spec is not None:
+                companion_rows.append((spec, companion))
         releases = []
         for release in sorted(facts.releases if facts else [], key=lambda r: _sort_key(r.version), reverse=True):
             wheels: dict[str, list[str]] = {}
@@ -502,6 +518,8 @@ def compile_catalog(data_dir: Path) -> dict[str, Any]:
                 "first_upload": release.first_upload.date().isoformat() if release.first_upload else None,
                 "oracle": oracle.get((name, release.version)),
                 "torch_index": index_row.model_dump(exclude={"versions"}) if index_row else None,
+                "companions": [c.model_dump(exclude={"versions"}) for spec, c in companion_rows
+                               if spec.contains(release.version, prereleases=True)],
             })
         packages.append({
             "name": name,
