@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -153,6 +153,62 @@ def _matrix_filters(
     return filters, problems
 
 
+def _row_filter(filters: dict[str, str]) -> MatrixFilter:
+    """The rows a page's validated filters keep (its platform is an os-arch pair)."""
+    platform = filters.get("platform")
+    return MatrixFilter(
+        python=filters.get("python"),
+        os=platform.split("-", 1)[0] if platform else None,
+        arch=platform.split("-", 1)[1] if platform else None,
+        status=filters.get("status"),
+    )
+
+
+def _missing_square(heat: Any, torch: str | None, build: str | None) -> NotFoundError | None:
+    """The error for a selected torch or build the heatmap has no square for; None when it has."""
+    if (torch and not any(v == torch for v, _ in heat.rows)) or (build and build not in heat.columns):
+        what = " ".join(f"{n} {v[:40]!r}" for n, v in (("torch", torch), ("build", build)) if v)
+        return NotFoundError(
+            f"the matrix page has no square for {what}",
+            hint="open a square of the heatmap; GET /v1/matrix lists every cell, observed ones included",
+        )
+    return None
+
+
+async def _cached_heatmap(
+    request: Request, matrix: MatrixSnapshot, filters: dict[str, str], read_rows: Callable[[], list[Any]]
+) -> Any:
+    labels = [v.label for v in matrix.data.build_variants.variants]
+    # a heatmap is a pure function of the load, the stored evidence and the validated filters: cached per
+    # worker (bounded by entries and by bytes)
+    stamp = service_reads.evidence_stamp(request.app)
+    key = ("matrix-page", matrix.content_hash, stamp, tuple(sorted(filters.items())))
+    cache = _page_cache(request)
+    heat = cache.get(key)
+    if heat is None:
+        cells = await run_in_threadpool(read_rows)
+        heat = heatmap.build_heatmap(cells, labels, filters)
+        cache.put(key, heat)
+    return heat
+
+
+def _page_state(filters: dict[str, str], torch: str | None, build: str | None) -> dict[str, str]:
+    """The page's query state: its filters and the selected square."""
+    return {**filters, **({"torch": torch} if torch else {}), **({"build": build} if build else {})}
+
+
+async def _square_cells(
+    read: Callable[[MatrixFilter], list[Any]], flt: MatrixFilter, state: dict[str, str], torch: str | None,
+    build: str | None
+) -> list[Any]:
+    """The cells of the selected square (a torch and a build), under the page's filters; none unselected."""
+    if not (torch and build):
+        return []
+    square = MatrixFilter(torch=torch, build=None if build == "unknown" else build, python=flt.python,
+                          os=flt.os, arch=flt.arch, status=flt.status)
+    return heatmap.square_cells(await run_in_threadpool(read, square), state)
+
+
 @router.get("/matrix", response_class=HTMLResponse)
 async def matrix_page(request: Request) -> Response:
     matrix = await get_matrix(request)
@@ -160,13 +216,7 @@ async def matrix_page(request: Request) -> Response:
     pythons = selector.choices(data)["pythons"]
     families = sorted({v.family for v in data.build_variants.variants})
     filters, problems = _matrix_filters(request, families, pythons)
-    platform = filters.get("platform")
-    flt = MatrixFilter(
-        python=filters.get("python"),
-        os=platform.split("-", 1)[0] if platform else None,
-        arch=platform.split("-", 1)[1] if platform else None,
-        status=filters.get("status"),
-    )
+    flt = _row_filter(filters)
 
     def read(flt: MatrixFilter, *, models: bool = True) -> list[Any]:
         # the rows GET /v1/matrix keeps for this load and evidence (assembled once per worker); the heatmap
@@ -175,32 +225,14 @@ async def matrix_page(request: Request) -> Response:
             rows = service_reads.current_rows(request.app, session, matrix)
             return [cell_of(r) if models else r for r in rows.select(flt)]
 
-    labels = [v.label for v in data.build_variants.variants]
-    # a heatmap is a pure function of the load, the stored evidence and the validated filters: cached per
-    # worker (bounded by entries and by bytes)
-    stamp = service_reads.evidence_stamp(request.app)
-    key = ("matrix-page", matrix.content_hash, stamp, tuple(sorted(filters.items())))
-    cache = _page_cache(request)
-    heat = cache.get(key)
-    if heat is None:
-        cells = await run_in_threadpool(partial(read, flt, models=False))
-        heat = heatmap.build_heatmap(cells, labels, filters)
-        cache.put(key, heat)
+    heat = await _cached_heatmap(request, matrix, filters, partial(read, flt, models=False))
     q = request.query_params
     torch, build = q.get("torch", "").strip() or None, q.get("build", "").strip() or None
-    if (torch and not any(v == torch for v, _ in heat.rows)) or (build and build not in heat.columns):
-        what = " ".join(f"{n} {v[:40]!r}" for n, v in (("torch", torch), ("build", build)) if v)
-        missing = NotFoundError(
-            f"the matrix page has no square for {what}",
-            hint="open a square of the heatmap; GET /v1/matrix lists every cell, observed ones included",
-        )
+    missing = _missing_square(heat, torch, build)
+    if missing is not None:
         return _error_page(request, "Matrix", refusal(missing))
-    state = {**filters, **({"torch": torch} if torch else {}), **({"build": build} if build else {})}
-    selected = []
-    if torch and build:
-        square = MatrixFilter(torch=torch, build=None if build == "unknown" else build, python=flt.python,
-                              os=flt.os, arch=flt.arch, status=flt.status)
-        selected = heatmap.square_cells(await run_in_threadpool(read, square), state)
+    state = _page_state(filters, torch, build)
+    selected = await _square_cells(read, flt, state, torch, build)
     with_reports = [c for c in selected if c.reports][:MAX_EVIDENCE_CELLS]
     token = bearer_secret(request.headers.get("authorization"))
     evidence = await run_in_threadpool(_evidence, request.app, token, matrix, with_reports)
@@ -267,18 +299,7 @@ async def release_page(request: Request, version: str) -> Response:
     for entry in body["release"]["python"]:
         for platform in entry["platforms"]:
             by_platform.setdefault(platform, []).append(entry["version"])
-    variants = {v.label: v for v in matrix.data.build_variants.variants}
-    floors = []
-    for wheel in body["release"]["variants"]:
-        row = variants.get(wheel["label"])
-        if row is None or row.family != "cuda":
-            continue
-        oses = sorted({p.split("-", 1)[0] for p in wheel["platforms"]})
-        for os_name in oses:
-            floor = driver_rule(matrix.matrix, row.runtime, row.runtime_full, os_name, "kernels")
-            cited = list(floor.toolkit.source) if floor.toolkit is not None else []
-            cited += [k for k in (floor.major_row.source if floor.major_row is not None else ()) if k not in cited]
-            floors.append((wheel["label"], row.runtime, os_name, floor.version, floor.toolkit_floor, cited))
+    floors = _driver_floors(matrix, body["release"]["variants"])
     patch = next((p for p in body["minor"]["patches"] if p["version"] == version), None)
     sources = {s["key"]: s for s in body["sources"]}
     return _page(
@@ -297,6 +318,26 @@ async def release_page(request: Request, version: str) -> Response:
     )
 
 
+def _driver_floors(matrix: MatrixSnapshot, wheels: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    """(label, runtime, os, driver floor, toolkit floor, sources) for each CUDA wheel of a release, per OS."""
+    variants = {v.label: v for v in matrix.data.build_variants.variants}
+    floors: list[tuple[Any, ...]] = []
+    for wheel in wheels:
+        row = variants.get(wheel["label"])
+        if row is None or row.family != "cuda":
+            continue
+        oses = sorted({p.split("-", 1)[0] for p in wheel["platforms"]})
+        floors += [_driver_floor(matrix, wheel["label"], row, os_name) for os_name in oses]
+    return floors
+
+
+def _driver_floor(matrix: MatrixSnapshot, label: str, row: Any, os_name: str) -> tuple[Any, ...]:
+    floor = driver_rule(matrix.matrix, row.runtime, row.runtime_full, os_name, "kernels")
+    cited = list(floor.toolkit.source) if floor.toolkit is not None else []
+    cited += [k for k in (floor.major_row.source if floor.major_row is not None else ()) if k not in cited]
+    return (label, row.runtime, os_name, floor.version, floor.toolkit_floor, cited)
+
+
 async def _newest_patch(request: Request, version: str) -> str | None:
     """The newest patch a minor (2.5) or 'latest' stands for; None for anything else (an exact version)."""
     if version != "latest" and re.fullmatch(r"\d+\.\d+", version) is None:
@@ -307,6 +348,25 @@ async def _newest_patch(request: Request, version: str) -> str | None:
             patches = matrix.torch_patches(minor)
             return patches[0].version if patches else None
     return None
+
+
+def _grouped_checks(
+    checks: list[dict[str, Any]], bad: Any
+) -> list[tuple[str, dict[str, int], list[dict[str, Any]]]]:
+    """(group, {status: count}, checks worst first) per group, the groups with most bad checks first."""
+    order = {**dict.fromkeys(BAD_STATUSES, 0), "unsupported": 1, "skipped": 2, "passed": 3}
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for check in checks:
+        groups.setdefault(check["group"], []).append(check)
+    grouped = []
+    for group, items in groups.items():
+        items.sort(key=lambda c: (order.get(c["status"], 4), c["id"]))
+        counts: dict[str, int] = {}
+        for c in items:
+            counts[c["status"]] = counts.get(c["status"], 0) + 1
+        grouped.append((group, counts, items))
+    grouped.sort(key=lambda g: (-sum(n for s, n in g[1].items() if s in bad), g[0]))
+    return grouped
 
 
 @router.get("/reports/{report_id}", response_class=HTMLResponse)
@@ -323,18 +383,7 @@ async def report_page(request: Request, report_id: str) -> Response:
     checks = report.get("checks", [])
     bad = BAD_STATUSES
     failing_ids = {c["id"] for c in checks if is_bad(c["group"], c["status"])}  # unsupported in smoke/models too
-    order = {**dict.fromkeys(BAD_STATUSES, 0), "unsupported": 1, "skipped": 2, "passed": 3}
-    groups: dict[str, list[dict[str, Any]]] = {}
-    for check in checks:
-        groups.setdefault(check["group"], []).append(check)
-    grouped = []
-    for group, items in groups.items():
-        items.sort(key=lambda c: (order.get(c["status"], 4), c["id"]))
-        counts: dict[str, int] = {}
-        for c in items:
-            counts[c["status"]] = counts.get(c["status"], 0) + 1
-        grouped.append((group, counts, items))
-    grouped.sort(key=lambda g: (-sum(n for s, n in g[1].items() if s in bad), g[0]))
+    grouped = _grouped_checks(checks, bad)
     failing = [c for c in checks if c["id"] in failing_ids]
     return _page(
         request,

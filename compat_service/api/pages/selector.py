@@ -80,32 +80,41 @@ def _py_key(version: str) -> tuple[int, int, int]:
     return int(major), int(minor), 1 if version.endswith("t") else 0
 
 
+def _pythons(minors: list[Any]) -> list[str]:
+    """Every Python a torch release supports (its patches' overrides included), newest first."""
+    return sorted(
+        {v for m in minors for s in m.python for v in s.versions}
+        | {v for m in minors for p in m.patches for s in p.python_override or [] for v in s.versions},
+        key=_py_key,
+        reverse=True,
+    )
+
+
+def _gpu_archs(data: MatrixTables) -> list[str]:
+    """The CUDA architectures of the arch lists, then the ROCm gfx targets not among them."""
+    archs = sorted({a for row in data.gpu_archs.arch_lists for a in row.archs})
+    archs += sorted({g for r in data.rocm.releases for g in r.gfx_targets or []} - set(archs))
+    return archs
+
+
 def choices(data: MatrixTables) -> dict[str, Any]:
     """The values each control offers, from the loaded matrix (data, not code)."""
     minors = sorted(data.torch_releases.minors, key=lambda m: Version(m.minor), reverse=True)
     patches = sorted(
         (p.version for m in minors for p in m.patches), key=Version, reverse=True
     )
-    pythons = sorted(
-        {v for m in minors for s in m.python for v in s.versions}
-        | {v for m in minors for p in m.patches for s in p.python_override or [] for v in s.versions},
-        key=_py_key,
-        reverse=True,
-    )
     labels: dict[str, list[str]] = {}
     for variant in data.build_variants.variants:
         labels.setdefault(variant.family, []).append(variant.label)
-    archs = sorted({a for row in data.gpu_archs.arch_lists for a in row.archs})
-    archs += sorted({g for r in data.rocm.releases for g in r.gfx_targets or []} - set(archs))
     return {
         "minors": [m.minor for m in minors],
         "patches": patches,
-        "pythons": pythons,
+        "pythons": _pythons(minors),
         "oses": OSES,
         "arches": ARCHES,
         "families": REQUEST_FAMILIES,
         "labels": labels,
-        "gpu_archs": archs,
+        "gpu_archs": _gpu_archs(data),
         "companions": ["torchvision,torchaudio", *COMPANIONS, "none"],
         "ecosystem": _ecosystem_names(),
     }
@@ -144,17 +153,22 @@ def is_canonical(request: Request, state: dict[str, str]) -> bool:
     return len(items) == len(state) and all(state.get(k) == v for k, v in items)
 
 
+def _param_text(value: Any) -> str:
+    """A changed parameter's value as the URL spells it."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (list, tuple)):
+        return ",".join(str(v) for v in value) or "none"
+    return str(value)
+
+
 def url_for_state(state: dict[str, str], **changes: Any) -> str:
     merged = dict(state)
     for name, value in changes.items():
         if value is None or value == "":
             merged.pop(name, None)
-        elif isinstance(value, bool):
-            merged[name] = "true" if value else "false"
-        elif isinstance(value, (list, tuple)):
-            merged[name] = ",".join(str(v) for v in value) or "none"
         else:
-            merged[name] = str(value)
+            merged[name] = _param_text(value)
     ordered = {k: merged[k] for k in STATE_PARAMS if k in merged}
     return "/" + ("?" + urlencode(ordered) if ordered else "")
 
@@ -229,15 +243,31 @@ NVIDIA_SMI_QUERY = f"nvidia-smi --query-gpu={','.join(tool_parsers.NVIDIA_SMI_QU
 def from_nvidia_smi(text: str, state: dict[str, str]) -> str:
     """The selector URL with the driver and GPU read from pasted `nvidia-smi` output (probes' parsers):
     plain `nvidia-smi` gives the driver and GPU names, the `NVIDIA_SMI_QUERY` output also the architecture."""
+    driver, capabilities, names = _pasted_gpus(text)
+    base = _without_page(state)
+    if driver is None and not capabilities and not names:
+        return url_for_state(base, notice="paste-empty")
+    changes = _gpu_changes(base, driver, capabilities, names)
+    if not _CUDA_BACKEND.match(base.get("backend", "cpu")):
+        changes["backend"] = "cuda"  # an NVIDIA host: its builds, not the CPU one
+    return url_for_state(base, **changes)
+
+
+def _pasted_gpus(text: str) -> tuple[str | None, list[str], list[str]]:
+    """(driver, compute capabilities, GPU names) read from pasted `nvidia-smi` output."""
     rows = tool_parsers.parse_nvidia_smi_query(text)
     driver = tool_parsers.parse_nvidia_smi_banner(text)["driver_version"]
     if driver is None:
         driver = next((r["driver_version"] for r in rows if r["driver_version"]), None)
     capabilities = [r["compute_cap"] for r in rows if r.get("compute_cap")]
     names = [g["name"] for g in tool_parsers.parse_nvidia_smi_gpus(text)] or [r["name"] for r in rows if r.get("name")]
-    base = _without_page(state)
-    if driver is None and not capabilities and not names:
-        return url_for_state(base, notice="paste-empty")
+    return driver, capabilities, names
+
+
+def _gpu_changes(
+    base: dict[str, str], driver: str | None, capabilities: list[str], names: list[str]
+) -> dict[str, Any]:
+    """The selector fields the pasted driver and GPUs set."""
     changes: dict[str, Any] = {"driver": driver or base.get("driver")}
     if capabilities:
         # a multi-GPU host: the lowest compute capability (a build must run on every GPU)
@@ -247,9 +277,7 @@ def from_nvidia_smi(text: str, state: dict[str, str]) -> str:
         changes["gpu"] = ", ".join(dict.fromkeys(names))
     if names:
         changes["gpu_seen"] = ", ".join(dict.fromkeys(names))
-    if not _CUDA_BACKEND.match(base.get("backend", "cpu")):
-        changes["backend"] = "cuda"  # an NVIDIA host: its builds, not the CPU one
-    return url_for_state(base, **changes)
+    return changes
 
 
 def variant_lines(matrix: Any, resolution: Resolution | None, state: dict[str, str]) -> list[str]:
