@@ -25,7 +25,7 @@ from packaging.version import InvalidVersion, Version
 
 ECOSYSTEM_FILE = "ecosystem.yaml"
 #: bump when the compiled layout changes
-CATALOG_FORMAT = "6"
+CATALOG_FORMAT = "7"
 ORACLE_FILE = "stack-oracle.yaml"
 _OWN_FILES = tuple(Path(__file__).with_name(name) for name in ("catalog.py", "schema.py"))
 
@@ -65,6 +65,7 @@ class Release:
         "sdist",
         "torch_index",
         "version",
+        "wheel_tags",
         "wheels",
         "yanked",
     )
@@ -79,6 +80,7 @@ class Release:
         requires_python: str | None,
         sdist: str | None,
         wheels: dict[str, tuple[str, ...]],
+        wheel_tags: dict[str, tuple[tuple[str, str], ...]] | None = None,
         requires: dict[str, tuple[Requirement, ...]],
         curated_torch: dict[str, Any] | None,
         policy: dict[str, Any] | None,
@@ -94,6 +96,9 @@ class Release:
         self.sdist = sdist
         #: platform -> Python tags of its wheels (``3.11``, ``3.13t``, ``3.8+`` abi3, ``any``)
         self.wheels = wheels
+        #: platform -> (Python tag, the wheel's platform tags dot-joined as in its file name) per wheel file
+        #: (``("3.12", "manylinux_2_28_x86_64")``): what `host_wheels` checks against the target's tags
+        self.wheel_tags = wheel_tags or {}
         #: platform -> the requirements read from that platform's wheel
         self.requires = requires
         #: curated torch row (torchao): {"binaries": [...], "python_api": [...], "source": [...]}
@@ -358,6 +363,7 @@ def _package(p: dict[str, Any]) -> Package:
             requires_python=r["requires_python"],
             sdist=r["sdist"],
             wheels={k: tuple(v) for k, v in r["wheels"].items()},
+            wheel_tags={k: tuple((py, tags) for py, tags in v) for k, v in r.get("wheel_tags", {}).items()},
             requires={k: tuple(Requirement(*item) for item in v) for k, v in r["requires"].items()},
             curated_torch=r.get("curated_torch"),
             policy=r.get("policy"),
@@ -482,10 +488,14 @@ def compile_catalog(data_dir: Path) -> dict[str, Any]:
         releases = []
         for release in sorted(facts.releases if facts else [], key=lambda r: _sort_key(r.version), reverse=True):
             wheels: dict[str, list[str]] = {}
+            wheel_tags: dict[str, list[list[str]]] = {}
             for w in release.wheels:
                 wheels.setdefault(w.platform, [])
                 if w.python not in wheels[w.platform]:
                     wheels[w.platform].append(w.python)
+                entry = [w.python, _platform_tags(w.file)]
+                if entry not in wheel_tags.setdefault(w.platform, []):
+                    wheel_tags[w.platform].append(entry)
             requires: dict[str, list[list[Any]]] = {}
             for req in release.requirements:
                 requires.setdefault(req.platform, []).append([req.name, req.specifier, req.marker])
@@ -496,7 +506,7 @@ def compile_catalog(data_dir: Path) -> dict[str, Any]:
             releases.append({
                 "version": release.version, "yanked": release.yanked, "prerelease": release.prerelease,
                 "requires_python": release.requires_python, "sdist": release.sdist,
-                "wheels": wheels, "requires": requires,
+                "wheels": wheels, "wheel_tags": wheel_tags, "requires": requires,
                 "curated_torch": torch_row.model_dump() if torch_row else None,
                 "policy": policy_row.model_dump() if policy_row else None,
                 "first_upload": release.first_upload.date().isoformat() if release.first_upload else None,
@@ -525,6 +535,18 @@ def compile_catalog(data_dir: Path) -> dict[str, Any]:
         )
     marker_env = {rule.platform: dict(rule.markers) for rule in config.platforms} if config else {}
     return {"format": CATALOG_FORMAT, "packages": packages, "marker_env": marker_env}
+
+
+def _platform_tags(file: str) -> str:
+    """The platform tags of a wheel's file name, dot-joined as written (``manylinux_2_17_x86_64.manylinux2014_x86_64``);
+    ``any`` for a pure-Python wheel or a name packaging cannot read."""
+    from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+
+    try:
+        tags = parse_wheel_filename(file)[3]
+    except InvalidWheelFilename:
+        return "any"
+    return ".".join(sorted({t.platform for t in tags}))
 
 
 def _torch_index_problems(name: str, rows: Any, labels: set[str]) -> list[Any]:

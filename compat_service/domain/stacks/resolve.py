@@ -36,6 +36,7 @@ from compat_service.domain.resolver.request import BackendSpec, PackageRequest, 
 from compat_service.domain.resolver.resolution import HostRequirement, Pin, Reason, Resolution, StackPin
 from compat_service.domain.resolver.stages import resolve
 from compat_service.domain.stacks.catalog import Catalog, Package, Release, load_catalog
+from compat_service.domain.stacks.host_wheels import torch_installs
 
 if TYPE_CHECKING:
     from compat_service.domain.errors import AccelenvError
@@ -178,12 +179,13 @@ def _known_torch(package: Package, release: Release, platform: str) -> bool:
 def _candidates(search: Search, item: PackageRequest, package: Package, keep: set[Version]) -> list[Release]:
     platform = search.request.platform
     allowed = [r for r in package.releases if not r.yanked and item.allows(r.version, r.prerelease)]
-    found = _distinct([r for r in allowed if _publishes(package, r, platform) and _installs(search, package, r, None)],
-                      package, platform, keep)
+    found = _distinct([r for r in allowed if _publishes(package, r, platform) and _installs(search, package, r, None)
+                       and _fits_host(search, package, r, None)], package, platform, keep)
     # "no torch requirement" is not "any torch": a release whose torch is unknown never outranks a known one
     found.sort(key=lambda r: not _known_torch(package, r, platform))
-    if not found and any(not _installs(search, package, r, None) for r in allowed):
-        return found  # the oracle's reasons are the attempts
+    if not found and any(not _installs(search, package, r, None) or not _fits_host(search, package, r, None)
+                         for r in allowed):
+        return found  # the oracle's (or the host's wheel tags') reasons are the attempts
     if not found:
         why = (
             f"{package.name} has no release matching {item.specifier}"
@@ -212,6 +214,22 @@ def _installs(search: Search, package: Package, release: Release, python: str | 
     return False
 
 
+def _fits_host(search: Search, package: Package, release: Release, python: str | None) -> bool:
+    """False (with the reason kept as an attempt) when no wheel of the release installs on the described host:
+    its platform tags (glibc, musl, macOS) or its Requires-Python against the full Python (`host_wheels`)."""
+    from compat_service.domain.stacks.host_wheels import platform_blocked, python_blocked
+
+    request = search.request
+    why = platform_blocked(request, package, release, python)
+    code = "platform-unsupported"
+    if why is None:
+        why, code = python_blocked(request, package, release, python), "python-unsupported"
+    if why is None:
+        return True
+    search.attempts.append(Attempt(f"{package.name} {release.version}", code, why, host_only=True))
+    return False
+
+
 def _distinct(releases: list[Release], package: Package, platform: str, keep: set[Version]) -> list[Release]:
     """The newest release of each group that asks the same of torch and the target (same torch requirement,
     curated row, prebuilt wheels, Requires-Python and wheel tags): an older one of a group could only fail
@@ -227,7 +245,7 @@ def _distinct(releases: list[Release], package: Package, platform: str, keep: se
         curated = tuple(release.curated_torch["binaries"] or ()) if release.curated_torch else None
         pages = tuple((tuple(row["torch"]), tuple(row["builds"])) for row in package.pages(release.version, platform))
         key = (release.torch_specifier(platform, None), curated, rows, pages, release.requires_python,
-               release.wheels.get(platform, ()), tuple(sorted(release.pins(platform, None).items())),
+               release.wheels.get(platform, ()), release.wheel_tags.get(platform, ()), tuple(sorted(release.pins(platform, None).items())),
                release.policy is not None, package.final_release_matches is not None and not release.prerelease,
                tuple(sorted(release.oracle.get(platform, {}).items())))
         if package.final_release_matches is not None or key not in seen or release.parsed in keep:
@@ -344,7 +362,8 @@ def _patches(search: Search, plan: Plan) -> Iterator[tuple[TorchMinor, TorchPatc
             released = patch.release_date
             if plan.not_after and released is not None and released.isoformat() > plan.not_after[0]:
                 continue  # released after the package: its binaries cannot have been built against it
-            if spec.matches(patch.version, minor.minor) and _admits(plan, patch.version):
+            if spec.matches(patch.version, minor.minor) and _admits(plan, patch.version) \
+                    and torch_installs(search.request, patch, search.matrix):
                 yield minor, patch
                 count += 1
                 if count >= MAX_PATCHES:
@@ -566,7 +585,9 @@ def _resolve_torch(search: Search, plan: Plan, version: str, label: str | None) 
             return answer
         misfits = [(p, r) for p, r in plan.chosen if not _fits_python(p, r, request.platform, answer.python)]
         if not misfits:
-            return answer
+            if all(_fits_host(search, p, r, answer.python) for p, r in plan.chosen):
+                return answer
+            return None  # the attempt says which wheel the host cannot install
         names = ", ".join(f"{p.name} {r.version}" for p, r in misfits)
         last = _python_error(f"{names} has no wheel for Python {answer.python} on {request.platform}")
         if request.python is None:
@@ -616,11 +637,13 @@ def _finish(search: Search, plan: Plan, res: Resolution) -> Resolution | None:
         search.attempts.append(Attempt(what, "gpu-arch-unsupported", too_old, host_only=True))
         return None
     platform = request.platform
+    _host_floors(search, plan, res, requirements_floor)
     packages = list(res.packages)
     reasons = list(res.reasons) + plan.reasons  # the curated torch rows the plan followed
     warnings = list(res.warnings)
     unknowns = list(res.unknowns) + plan.unknowns
-    requirements = list(res.requirements) + requirements_floor
+    raised = {q.name for q in requirements_floor if q.name in ("glibc", "macos")}  # the stack's wheels ask more
+    requirements = [q for q in res.requirements if q.name not in raised] + requirements_floor
     stack: list[StackPin] = []
     # the pins of the stack's releases on torch's companions and plugins win over the matrix's pairing
     for name, (version, by) in sorted(plan.pins.items()):
@@ -814,6 +837,29 @@ def _torch_abi(package: Package, torch_version: str) -> tuple[str, tuple[str, ..
         if SpecifierSet(row["torch"]).contains(exact, prereleases=True):
             return row["abi"], tuple(row["source"])
     return None
+
+
+def _host_floors(search: Search, plan: Plan, res: Resolution, requirements: list[HostRequirement]) -> None:
+    """What the stack's pinned wheels' platform tags ask of the host (glibc, macOS), where more than torch's pins
+    ask: the answer's host needs say it (the target's own version, or the floor assumed without --glibc/--macos)."""
+    from compat_service.domain.versions import cached_version as _v
+    from compat_service.domain.stacks.host_wheels import describes_host, host_words, stack_floor
+
+    for package, release in plan.chosen:
+        floor = stack_floor(search.request, package, release, res.python)
+        if floor is None:
+            continue
+        version = f"{floor.version[0]}.{floor.version[1]}"
+        name = floor.needs.lower()
+        if any(q.name == name and q.version is not None and _v(q.version) >= _v(version)
+               for q in (*res.requirements, *requirements)):
+            continue
+        given = describes_host(search.request)
+        flag = "--glibc" if name == "glibc" else "--macos"
+        detail = (f"{package.name} {release.version} wheels need {floor.text}; "
+                  + (f"the target has {host_words(search.request)}" if given else f"no {flag} given, assumed"))
+        requirements[:] = [q for q in requirements if q.name != name]
+        requirements.append(HostRequirement(name, version, detail))
 
 
 def _gpu_floor_failure(search: Search, plan: Plan, res: Resolution,
