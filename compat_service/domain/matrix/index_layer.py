@@ -248,6 +248,22 @@ class _Merge:
             for companion in ("torchvision", "torchaudio")
             for files in self._companion_wheels(companion, (patch.get(companion) or {}).get("version"))
         ]
+        patch["wheels"] += self._variant_wheels(release)
+
+    def _variant_wheels(self, release: ReleaseFact) -> list[dict[str, Any]]:
+        """The wheel files each build label's index (``/whl/<label>``) serves of this release, as read by the
+        refresh (``variant_indexes``), one entry per label and platform with the version ``2.13.0+cu130``: the
+        wheels stage checks those builds' platform tags from their own file names (host_rules.yaml's
+        ``wheel_floors`` only where the index was not read)."""
+        facts = self.layer.get("torch")
+        out: list[dict[str, Any]] = []
+        for variant in facts.variant_indexes if facts is not None else ():
+            wheels = variant.releases.get(release.version) if variant.status == "read" else None
+            if not wheels:
+                continue
+            files = release.model_copy(update={"version": f"{release.version}+{variant.label}", "wheels": wheels})
+            out += _wheel_files("torch", files)
+        return out
 
     def _companion_wheels(self, name: str, version: object) -> list[dict[str, Any]]:
         facts = self.layer.get(name)
