@@ -62,6 +62,7 @@ class Release:
         "prerelease",
         "requires",
         "requires_python",
+        "companions",
         "sdist",
         "torch_index",
         "version",
@@ -87,6 +88,7 @@ class Release:
         first_upload: str | None = None,
         oracle: dict[str, dict[str, str | None]] | None = None,
         torch_index: dict[str, Any] | None = None,
+        companions: tuple[dict[str, Any], ...] = (),
     ) -> None:
         self.package = package
         self.version = version
@@ -113,6 +115,8 @@ class Release:
         #: the torch build its wheels were compiled against (schema.TorchIndexRow as a plain dict: label, detail,
         #: source), where the package's documents name one; None: the default-index build of its pin
         self.torch_index = torch_index
+        #: ecosystem packages it requires unpinned (schema.CompanionRow as plain dicts: package, source)
+        self.companions = companions
         self._parsed: Version | None = None
 
     @property
@@ -370,6 +374,7 @@ def _package(p: dict[str, Any]) -> Package:
             first_upload=r.get("first_upload"),
             oracle=r.get("oracle"),
             torch_index=r.get("torch_index"),
+            companions=tuple(r.get("companions", ())),
         )
         for r in p["releases"]
     )
@@ -440,7 +445,7 @@ def compile_catalog(data_dir: Path) -> dict[str, Any]:
                 Problem(ECOSYSTEM_FILE, name, "not an ecosystem package: add its line to index/refresh.yaml")
             )
         rows = (*package.torch, *package.wheels, *package.policy, *package.cxx11abi, *package.wheel_pages,
-                *package.torch_index,
+                *package.torch_index, *package.companions,
                 *((package.gpu_floor,) if package.gpu_floor else ()))
         cited = [*package.source, *(s for row in rows for s in row.source)]
         for key in cited:
@@ -454,6 +459,12 @@ def compile_catalog(data_dir: Path) -> dict[str, Any]:
                     where = f"{name}.torch.{row.version}"
                     problems.append(Problem(ECOSYSTEM_FILE, where, f"{spec!r} is not a specifier"))
         problems += _torch_index_problems(name, package.torch_index, labels)
+        for companion in package.companions:
+            where = f"{name}.companions.{companion.versions}"
+            if _specifier(companion.versions) is None:
+                problems.append(Problem(ECOSYSTEM_FILE, where, f"{companion.versions!r} is not a specifier"))
+            if companion.package not in names:
+                problems.append(Problem(ECOSYSTEM_FILE, where, f"{companion.package!r} is not an ecosystem package"))
     oracle: dict[tuple[str, str], dict[str, dict[str, str | None]]] = {}
     oracle_source = None
     oracle_file = data_dir / "index" / ORACLE_FILE
@@ -485,6 +496,11 @@ def compile_catalog(data_dir: Path) -> dict[str, Any]:
             spec = _specifier(index_row.versions)
             if spec is not None:
                 index_rows.append((spec, index_row))
+        companion_rows: list[tuple[SpecifierSet, Any]] = []
+        for companion in row.companions if row else ():
+            spec = _specifier(companion.versions)
+            if spec is not None:
+                companion_rows.append((spec, companion))
         releases = []
         for release in sorted(facts.releases if facts else [], key=lambda r: _sort_key(r.version), reverse=True):
             wheels: dict[str, list[str]] = {}
@@ -512,6 +528,8 @@ def compile_catalog(data_dir: Path) -> dict[str, Any]:
                 "first_upload": release.first_upload.date().isoformat() if release.first_upload else None,
                 "oracle": oracle.get((name, release.version)),
                 "torch_index": index_row.model_dump(exclude={"versions"}) if index_row else None,
+                "companions": [c.model_dump(exclude={"versions"}) for spec, c in companion_rows
+                               if spec.contains(release.version, prereleases=True)],
             })
         packages.append({
             "name": name,
