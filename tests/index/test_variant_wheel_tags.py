@@ -12,7 +12,7 @@ import yaml
 
 from compat_service.domain.errors import AccelenvError
 from compat_service.domain.matrix.interface import InMemoryMatrix
-from compat_service.domain.matrix.loader import load_matrix_data
+from compat_service.domain.matrix.loader import load_matrix_rows
 from compat_service.domain.resolver.request import ResolveRequest
 from compat_service.domain.resolver.stages import resolve
 from compat_service.index.refresh import run_refresh
@@ -29,7 +29,7 @@ def _refreshed(index: LoopbackIndex, matrix: Path) -> InMemoryMatrix:
     doc = yaml.safe_load(rules.read_text())
     doc["wheel_floors"] = []  # the tags must come from the file names the refresh read
     rules.write_text(yaml.safe_dump(doc, sort_keys=False))
-    return InMemoryMatrix(load_matrix_data(matrix))
+    return InMemoryMatrix(load_matrix_rows(matrix))
 
 
 def test_variant_index_file_names_give_the_builds_platform_tags(index: LoopbackIndex, matrix: Path) -> None:
@@ -46,13 +46,18 @@ def test_a_label_build_the_host_cannot_install_is_refused_from_its_file_names(
 ) -> None:
     m = _refreshed(index, matrix)
     # the default index's 2.14.0 wheels (manylinux_2_28) install on glibc 2.28; its cu130 index's do not
-    request = ResolveRequest.from_strings(torch="2.14.0", backend="cu130", python="3.12", glibc="2.28",
-                                          driver="580.65", gpu_arch="sm_90")
+    request = ResolveRequest.from_strings(
+        torch="2.14.0", backend="cu130", python="3.12", glibc="2.28", driver="580.65", gpu_arch="sm_90"
+    )
     with pytest.raises(AccelenvError) as caught:
         resolve(request, m)
     said = caught.value.message + " ".join(c.constraint for c in caught.value.causes)
     assert "torch 2.14.0 cu130 wheels are manylinux_2_34_x86_64 (need glibc >= 2.34)" in said, said
-    answer = resolve(ResolveRequest.from_strings(torch="2.14.0", backend="cu130", python="3.12", glibc="2.35",
-                                                 driver="580.65", gpu_arch="sm_90"), m)
+    answer = resolve(
+        ResolveRequest.from_strings(
+            torch="2.14.0", backend="cu130", python="3.12", glibc="2.35", driver="580.65", gpu_arch="sm_90"
+        ),
+        m,
+    )
     assert answer.backend == "cu130"
     assert any(q.name == "glibc" and q.version == "2.34" for q in answer.requirements), answer.requirements

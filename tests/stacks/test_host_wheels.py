@@ -19,23 +19,40 @@ MATRIX = load_matrix_cached()
 
 
 def _release(version: str, requires_python: str | None, tags: str = "any", sdist: str | None = None) -> dict[str, Any]:
-    return {"version": version, "yanked": False, "prerelease": False, "requires_python": requires_python,
-            "sdist": sdist, "wheels": {"linux-x86_64": ["3.10+" if tags != "any" else "any"]},
-            "wheel_tags": {"linux-x86_64": [["3.10+" if tags != "any" else "any", tags]]}, "requires": {},
-            "first_upload": "2026-01-01"}
+    return {
+        "version": version,
+        "yanked": False,
+        "prerelease": False,
+        "requires_python": requires_python,
+        "sdist": sdist,
+        "wheels": {"linux-x86_64": ["3.10+" if tags != "any" else "any"]},
+        "wheel_tags": {"linux-x86_64": [["3.10+" if tags != "any" else "any", tags]]},
+        "requires": {},
+        "first_upload": "2026-01-01",
+    }
 
 
 def _catalog(*releases: dict[str, Any]) -> Catalog:
-    package = {"name": "demo-pkg", "torch_build": "any", "sources": [], "index": "pip-default",
-               "retrieved": "2026-12-01", "releases": list(releases), "wheel_rows": []}
+    package = {
+        "name": "demo-pkg",
+        "torch_build": "any",
+        "sources": [],
+        "index": "pip-default",
+        "retrieved": "2026-12-01",
+        "releases": list(releases),
+        "wheel_rows": [],
+    }
     return Catalog({"demo-pkg": json.dumps(package)})
 
 
 def test_wheel_file_names_give_their_platform_tags() -> None:
-    assert _platform_tags("torchao-0.9.0-cp39-abi3-manylinux_2_17_x86_64.manylinux2014_x86_64.whl") == \
-        "manylinux2014_x86_64.manylinux_2_17_x86_64"
+    assert (
+        _platform_tags("torchao-0.9.0-cp39-abi3-manylinux_2_17_x86_64.manylinux2014_x86_64.whl")
+        == "manylinux2014_x86_64.manylinux_2_17_x86_64"
+    )
     assert _platform_tags("bitsandbytes-0.42.0-py3-none-any.whl") == "any"
-    assert lowest_floor(["manylinux_2_28_x86_64", "manylinux2014_x86_64.manylinux_2_17_x86_64"]).text == "glibc >= 2.17"
+    floor = lowest_floor(["manylinux_2_28_x86_64", "manylinux2014_x86_64.manylinux_2_17_x86_64"])
+    assert floor is not None and floor.text == "glibc >= 2.17"
     assert lowest_floor(["manylinux_2_28_x86_64", "any"]) is None
 
 
@@ -47,8 +64,9 @@ def test_the_full_python_excluded_by_requires_python_moves_to_a_release_that_adm
     assert [(p.name, p.version) for p in res.stack] == [("demo-pkg", "1.0")]
     assert any("demo-pkg 1.1 requires Python !=3.13.1,>=3.10, not 3.13.1" in r.detail for r in res.reasons)
     # the same minor with another patch keeps the newest release
-    res = resolve_stack(ResolveRequest.from_strings(with_=["demo-pkg"], backend="cpu", python="3.13.2"), MATRIX,
-                        None, catalog)
+    res = resolve_stack(
+        ResolveRequest.from_strings(with_=["demo-pkg"], backend="cpu", python="3.13.2"), MATRIX, None, catalog
+    )
     assert [(p.name, p.version) for p in res.stack] == [("demo-pkg", "1.1")]
 
 
@@ -72,8 +90,9 @@ def test_an_sdist_is_said_not_chosen_when_no_wheel_fits_the_host() -> None:
         resolve_stack(request, MATRIX, None, catalog)
     assert caught.value.code == "platform-unsupported"
     # without --glibc nothing is refused: the answer says the floor it assumed
-    res = resolve_stack(ResolveRequest.from_strings(with_=["demo-pkg"], backend="cpu", python="3.12"), MATRIX, None,
-                        catalog)
+    res = resolve_stack(
+        ResolveRequest.from_strings(with_=["demo-pkg"], backend="cpu", python="3.12"), MATRIX, None, catalog
+    )
     assert any(q.name == "glibc" and q.version == "2.28" and "no --glibc given" in q.detail for q in res.requirements)
 
 

@@ -84,8 +84,10 @@ def platform_blocked(request: ResolveRequest, package: Package, release: Release
         else ""
     )
     at = f" for Python {python}" if python else ""
-    return (f"{package.name} {release.version} wheels{at} on {request.platform} are {', '.join(groups)}{need}; the "
-            f"target has {host_words(request)}{sdist}")
+    return (
+        f"{package.name} {release.version} wheels{at} on {request.platform} are {', '.join(groups)}{need}; the "
+        f"target has {host_words(request)}{sdist}"
+    )
 
 
 def python_blocked(request: ResolveRequest, package: Package, release: Release, python: str | None) -> str | None:

@@ -245,7 +245,8 @@ def _distinct(releases: list[Release], package: Package, platform: str, keep: se
         curated = tuple(release.curated_torch["binaries"] or ()) if release.curated_torch else None
         pages = tuple((tuple(row["torch"]), tuple(row["builds"])) for row in package.pages(release.version, platform))
         key = (release.torch_specifier(platform, None), curated, rows, pages, release.requires_python,
-               release.wheels.get(platform, ()), release.wheel_tags.get(platform, ()), tuple(sorted(release.pins(platform, None).items())),
+               release.wheels.get(platform, ()), release.wheel_tags.get(platform, ()),
+               tuple(sorted(release.pins(platform, None).items())),
                release.policy is not None, package.final_release_matches is not None and not release.prerelease,
                tuple(c["package"] for c in release.companions),
                tuple(sorted(release.oracle.get(platform, {}).items())))
@@ -884,8 +885,8 @@ def _torch_abi(package: Package, torch_version: str) -> tuple[str, tuple[str, ..
 def _host_floors(search: Search, plan: Plan, res: Resolution, requirements: list[HostRequirement]) -> None:
     """What the stack's pinned wheels' platform tags ask of the host (glibc, macOS), where more than torch's pins
     ask: the answer's host needs say it (the target's own version, or the floor assumed without --glibc/--macos)."""
-    from compat_service.domain.versions import cached_version as _v
     from compat_service.domain.stacks.host_wheels import describes_host, host_words, stack_floor
+    from compat_service.domain.versions import cached_version as _v
 
     for package, release in plan.chosen:
         floor = stack_floor(search.request, package, release, res.python)
