@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
 from compat_service.domain.backends import FAMILIES_FOR_HOST_BACKEND, is_build_label, label_family
 from compat_service.domain.evidence.lookup import EvidenceLookup
@@ -55,6 +55,10 @@ class Diagnosis:
         return not any(f.severity == "error" for f in self.findings)
 
 
+#: the command that installs what a check asks for (None: none known)
+_Fix = Callable[[str | None], str | None]
+
+
 @dataclass(frozen=True)
 class _Context:
     """What every check reads."""
@@ -68,7 +72,7 @@ class _Context:
     evidence: EvidenceLookup | None
     fix: Callable[[str | None], str | None]
 
-    def fields(self) -> tuple[Any, ...]:
+    def fields(self) -> tuple[Installed, HostFacts, Matrix, TorchPatch, str | None, str, EvidenceLookup | None, _Fix]:
         return (self.installed, self.host, self.matrix, self.patch, self.build, self.platform, self.evidence,
                 self.fix)
 
@@ -141,7 +145,8 @@ def _gpu_arch(c: _Context) -> list[Finding]:
     installed, host, matrix, patch, build, platform, evidence, fix = c.fields()
     if not (build and host.gpu_arch and label_family(build) in ("cuda", "rocm")):
         return []
-    runtime = matrix.build_variant(build).runtime if matrix.build_variant(build) else None
+    row = matrix.build_variant(build)
+    runtime = row.runtime if row else None
     verdict = arch_coverage(matrix, patch.version, build, runtime, platform, host.gpu_arch)
     if verdict.coverage == "no":
         return [Finding(

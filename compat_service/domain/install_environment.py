@@ -12,11 +12,11 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass, field
-from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
 from compat_service.domain.diagnosis import Finding
+from compat_service.domain.json_types import JsonObject
 
 #: PEP 600: the legacy manylinux tags are aliases of manylinux_2_5, _2_12 and _2_17 (a standard's grammar,
 #: like the build-label one, not product data)
@@ -38,7 +38,7 @@ class InstalledEnvironment:
     #: the ``Tag:`` lines of torch's WHEEL file, e.g. ('cp311-cp311-manylinux_2_28_x86_64',)
     wheel_tags: tuple[str, ...] = ()
     #: torch.version constants as built: {'cuda': '12.6', 'hip': None, ...} (from torch/version.py)
-    torch_build: dict[str, Any] = field(default_factory=dict)
+    torch_build: JsonObject = field(default_factory=dict)
     #: relevant installed packages (see RELEVANT_PREFIXES): normalised name -> version
     packages: dict[str, str] = field(default_factory=dict)
 
@@ -52,7 +52,7 @@ class InstalledEnvironment:
         found = sorted((name, version) for name, version in self.packages.items() if _CUDNN_PACKAGE.match(name))
         return found[-1] if found else None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         cudnn = self.cudnn
         return {
             "glibc": self.glibc,
@@ -93,14 +93,14 @@ def manylinux_floor(tags: tuple[str, ...]) -> str | None:
     return min(floors, key=Version) if floors else None
 
 
-def torch_build_constants(version_py: str | None) -> dict[str, Any]:
+def torch_build_constants(version_py: str | None) -> JsonObject:
     """The build constants of ``torch/version.py`` (``cuda = '12.6'``, ``hip: Optional[str] = None``), read
     without importing torch; unreadable text gives {}."""
     try:
         tree = ast.parse(version_py or "")
     except SyntaxError:
         return {}
-    found: dict[str, Any] = {}
+    found: JsonObject = {}
     for node in tree.body:
         target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else (
             node.target if isinstance(node, ast.AnnAssign) else None)

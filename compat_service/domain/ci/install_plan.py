@@ -13,11 +13,10 @@ Pure: `checked_install_argv(cell)` returns the steps or raises InstallPlanRefuse
 
 from __future__ import annotations
 
-from typing import Any
-
 from packaging.requirements import InvalidRequirement, Requirement
 
 from compat_service.domain.errors import Cause, InstallPlanRefusedError
+from compat_service.domain.json_types import JsonObject
 
 #: pip options a plan may carry, and whether each takes a value (the next item)
 ALLOWED_OPTIONS: dict[str, bool] = {
@@ -38,7 +37,7 @@ def _refused(message: str, item: object) -> InstallPlanRefusedError:
     )
 
 
-def checked_install_argv(cell: dict[str, Any]) -> list[list[str]]:
+def checked_install_argv(cell: JsonObject) -> list[list[str]]:
     """The cell's install steps, each checked item by item (see the module docstring)."""
     plan = cell.get("install_argv")
     if not isinstance(plan, list) or not plan:

@@ -28,7 +28,7 @@ from __future__ import annotations
 import shlex
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from compat_service.domain.backends import (
     ARCHES,
@@ -41,10 +41,12 @@ from compat_service.domain.backends import (
 )
 from compat_service.domain.ci.github_limits import GITHUB_MAX_JOBS, fit_github_limits, parse_max_cells, parse_shard
 from compat_service.domain.ci.runners import runner_for
+from compat_service.domain.json_types import JsonObject
 from compat_service.domain.matrix.interface import parse_version
 from compat_service.domain.resolver.install_formats import pip_commands, render
 from compat_service.domain.resolver.request import (
     BackendSpec,
+    PackageRequest,
     ResolveRequest,
     TorchSpec,
     invalid_request,
@@ -55,6 +57,8 @@ from compat_service.domain.resolver.request import (
 from compat_service.domain.resolver.stages import resolve
 
 if TYPE_CHECKING:
+    from packaging.version import Version
+
     from compat_service.domain.evidence.lookup import EvidenceLookup
     from compat_service.domain.matrix.interface import Matrix
     from compat_service.domain.matrix.rows import TorchMinor, TorchPatch, VariantAvailability
@@ -85,7 +89,7 @@ class CiMatrixRequest:
     mode: str
     fmt: str
     #: ecosystem packages (``with=vllm``), resolved with torch per cell (compat_service.domain.stacks)
-    stack: tuple[Any, ...] = ()
+    stack: tuple[PackageRequest, ...] = ()
     #: the most cells the answer (one shard) may hold (github_limits: 256 jobs per matrix)
     max_cells: int = GITHUB_MAX_JOBS
     #: (I, N): the I-th of N balanced parts of the matrix; None = the whole matrix
@@ -221,7 +225,7 @@ def _platforms(os_text: str | None, arch_text: str | None) -> tuple[tuple[str, s
 # ------------------------------------------------------------------------------------------- the answer
 
 
-def ci_matrix(request: CiMatrixRequest, matrix: Matrix, evidence: EvidenceLookup | None = None) -> dict[str, Any]:
+def ci_matrix(request: CiMatrixRequest, matrix: Matrix, evidence: EvidenceLookup | None = None) -> JsonObject:
     """The matrix for ``request`` (see the module's docstring); raises TorchNotFoundError when the torch
     range selects no release, MatrixTooLargeError when the answer would not fit GitHub's limits."""
     catalog = None
@@ -234,8 +238,8 @@ def ci_matrix(request: CiMatrixRequest, matrix: Matrix, evidence: EvidenceLookup
             _known(catalog, item)
     groups = _releases(request.torch, matrix)
     platform_names = [f"{o}-{a}" for o, a in request.platforms]
-    excluded: list[dict[str, Any]] = []
-    unknown: list[dict[str, Any]] = []
+    excluded: list[JsonObject] = []
+    unknown: list[JsonObject] = []
     chosen: list[tuple[TorchMinor, TorchPatch, str, str, str, list[str]]] = []
     for candidates in groups:
         for (os_name, arch), platform in zip(request.platforms, platform_names):
@@ -246,7 +250,7 @@ def ci_matrix(request: CiMatrixRequest, matrix: Matrix, evidence: EvidenceLookup
         sorted({p for minor, patch, platform, *_ in chosen for p in python_list(minor, patch, platform)},
                key=python_sort_key)
     )
-    cells: list[dict[str, Any]] = []
+    cells: list[JsonObject] = []
     for minor, patch, platform, os_name, arch, labels in chosen:
         version = patch.version
         supported = python_list(minor, patch, platform)
@@ -316,8 +320,8 @@ def _chosen_builds(
     candidates: list[Candidate],
     platform: str,
     os_arch: tuple[str, str],
-    excluded: list[dict[str, Any]],
-    unknown: list[dict[str, Any]],
+    excluded: list[JsonObject],
+    unknown: list[JsonObject],
 ) -> list[tuple[Candidate, list[str]]]:
     """The (release, build labels) pairs this group of candidates contributes on ``platform``.
 
@@ -406,8 +410,8 @@ def _cell(
     python: str,
     os_name: str,
     arch: str,
-    excluded: list[dict[str, Any]],
-) -> dict[str, Any] | None:
+    excluded: list[JsonObject],
+) -> JsonObject | None:
     from compat_service.domain.errors import AccelenvError
 
     family = _family(matrix, label)
@@ -491,7 +495,7 @@ def _public(version: str) -> str:
     return version.split("+", 1)[0]
 
 
-def _assign_roles(cells: list[dict[str, Any]]) -> None:
+def _assign_roles(cells: list[JsonObject]) -> None:
     if not cells:
         return
     versions = sorted({c["torch"] for c in cells}, key=lambda v: parse_version(v) or v)
@@ -500,18 +504,18 @@ def _assign_roles(cells: list[dict[str, Any]]) -> None:
         c["role"] = "newest" if c["torch"] == newest else "oldest" if c["torch"] == oldest else "interior"
 
 
-def _runtime_key(cell: dict[str, Any]) -> Any:
+def _runtime_key(cell: JsonObject) -> Version | None:
     return parse_version(cell["runtime"] or "0") or parse_version("0")
 
 
-def _pr_cells(cells: list[dict[str, Any]], families: Iterable[str]) -> list[dict[str, Any]]:
+def _pr_cells(cells: list[JsonObject], families: Iterable[str]) -> list[JsonObject]:
     """The extremes: the oldest and the newest torch of the matrix, each with its oldest and newest Python
     (free-threaded builds aside; the family first in the request, then the newest runtime, where several
     cells share a torch and Python), plus one cell per family (its newest torch, Python and runtime)."""
     order = {f: i for i, f in enumerate(families)}
-    picked: list[dict[str, Any]] = []
+    picked: list[JsonObject] = []
 
-    def add(group: list[dict[str, Any]]) -> None:
+    def add(group: list[JsonObject]) -> None:
         gil = [c for c in group if not c["python"].endswith("t")] or group
         for pick in (min, max):
             python = pick((c["python"] for c in gil), key=python_sort_key)
@@ -521,7 +525,7 @@ def _pr_cells(cells: list[dict[str, Any]], families: Iterable[str]) -> list[dict
             if cell not in picked:
                 picked.append(cell)
 
-    def newest_of(group: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def newest_of(group: list[JsonObject]) -> list[JsonObject]:
         top = max((c["torch"] for c in group), key=lambda v: parse_version(v) or v)
         return [c for c in group if c["torch"] == top]
 
@@ -541,7 +545,7 @@ def _pr_cells(cells: list[dict[str, Any]], families: Iterable[str]) -> list[dict
     return picked
 
 
-def _request_echo(request: CiMatrixRequest, pythons: tuple[str, ...]) -> dict[str, Any]:
+def _request_echo(request: CiMatrixRequest, pythons: tuple[str, ...]) -> JsonObject:
     return {
         "torch": request.torch.text,
         "python": list(pythons),

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
 
 import yaml
 
 from compat_service.domain.errors import Cause, MatrixDataError
+from compat_service.domain.json_types import JsonObject
 
 RUNNERS_FILE = "ci_runners.yaml"
 
@@ -28,7 +28,7 @@ def _data_dir() -> Path:
 @lru_cache(maxsize=1)
 def _table() -> tuple[frozenset[str], dict[str, str | None], dict[str, str | None]]:
     path = _data_dir() / RUNNERS_FILE
-    data: dict[str, Any] = yaml.safe_load(path.read_text(encoding="utf-8"))
+    data: JsonObject = yaml.safe_load(path.read_text(encoding="utf-8"))
     known = {s["key"] for s in yaml.safe_load((_data_dir() / "sources.yaml").read_text(encoding="utf-8"))["sources"]}
     problems = []
     for row in data.get("runners", []):

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
 from compat_service.domain.backends import is_build_label, label_family
+from compat_service.domain.json_types import JsonObject
 from compat_service.domain.resolver.request import invalid_request, parse_python
 
 _EXPECT_RE = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*==\s*([^\s]+)\s*$")
@@ -50,7 +50,7 @@ class Difference:
         return {"what": self.what, "expected": self.expected, "found": self.found, "message": self.message}
 
 
-def expectations(expect: list[str], python: str | None = None, cell: dict[str, Any] | None = None) -> Expected:
+def expectations(expect: list[str], python: str | None = None, cell: JsonObject | None = None) -> Expected:
     """The expectations of ``--expect NAME==VERSION`` (repeatable), ``--python`` and a CI-matrix cell."""
     packages: dict[str, str] = {}
     build = runtime = None
@@ -113,7 +113,7 @@ def _public(version: str) -> str:
     return version.split("+", 1)[0]
 
 
-def installed_build(torch: dict[str, Any]) -> str | None:
+def installed_build(torch: JsonObject) -> str | None:
     """The build label of the installed torch: its local tag, else what its build constants say."""
     local = str(torch.get("version") or "").partition("+")[2]
     if local and is_build_label(local):
@@ -136,7 +136,7 @@ def _runtime_of(label: str) -> str | None:
     return None
 
 
-def compare(expected: Expected, facts: dict[str, Any]) -> list[Difference]:
+def compare(expected: Expected, facts: JsonObject) -> list[Difference]:
     """Every way ``facts`` (probes/host/installed.py's object) differs from ``expected``."""
     out: list[Difference] = []
     installed = {_normal(k): v for k, v in (facts.get("packages") or {}).items()}
@@ -175,7 +175,7 @@ def _matches(want: str, have: str) -> bool:
     return w == h if w.local else w.public == h.public and w.release == h.release
 
 
-def _build_differences(expected: Expected, torch: dict[str, Any], loaded: list[str] | None) -> list[Difference]:
+def _build_differences(expected: Expected, torch: JsonObject, loaded: list[str] | None) -> list[Difference]:
     out: list[Difference] = []
     want = str(expected.build)
     have = installed_build(torch) or "unknown"

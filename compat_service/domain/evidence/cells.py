@@ -17,7 +17,6 @@ import hashlib
 import json
 import re
 from collections.abc import Iterator
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -32,6 +31,7 @@ from compat_service.domain.backends import (
 from compat_service.domain.errors import Cause, ReportInvalidError
 from compat_service.domain.evidence.report import CHECK_STATUSES, Environment
 from compat_service.domain.evidence.status import CellStatus, Health
+from compat_service.domain.json_types import JsonObject
 from compat_service.domain.matrix.rows import MatrixTables
 
 #: PrivateUse1 vendor backends the matrix declares through its vendor tables (plugin on a CPU torch)
@@ -263,7 +263,7 @@ class CellEvidence(BaseModel):
     first_seen: dt.datetime | None
     last_seen: dt.datetime | None
     #: the perf headline of the cell's newest report that measured it (``domain.evidence.perf``), or None
-    perf: list[dict[str, Any]] | None = None
+    perf: list[JsonObject] | None = None
     counts: CheckCounts = Field(description="check results by status, over all reports")
     failing_checks: list[FailingCheck]
     checks: list[CheckEvidence] = Field(default_factory=list)
@@ -294,7 +294,7 @@ class MatrixCell(BaseModel):
     first_seen: dt.datetime | None = None
     last_seen: dt.datetime | None = None
     #: the perf headline of the newest report that measured it (``domain.evidence.perf``), or None
-    perf: list[dict[str, Any]] | None = None
+    perf: list[JsonObject] | None = None
     failing_checks: list[str] = Field(default_factory=list)
     #: the wheel family of ``torch_build`` (cpu, cuda, rocm, xpu); GET /v1/matrix's ``family`` filter
     family: str | None = None

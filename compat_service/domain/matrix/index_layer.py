@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import yaml
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
@@ -35,6 +35,7 @@ from packaging.version import Version
 from pydantic import ValidationError
 
 from compat_service.domain.backends import PLATFORMS, python_sort_key
+from compat_service.domain.json_types import JsonObject
 from compat_service.domain.matrix.index_facts import PackageFacts, RefreshConfig, ReleaseFact
 from compat_service.domain.matrix.markers import evaluate, marker_environment
 from compat_service.domain.matrix.problems import Problem, format_loc
@@ -104,18 +105,18 @@ def _concrete(python: str) -> bool:
     return python != "any" and not python.endswith("+")
 
 
-def _overridden(row: dict[str, Any], field: str) -> bool:
+def _overridden(row: JsonObject, field: str) -> bool:
     return any(o.get("field") == field for o in row.get("index_overrides") or [])
 
 
-def _add_source(row: dict[str, Any], key: str = "source") -> None:
+def _add_source(row: JsonObject, key: str = "source") -> None:
     sources = list(row.get(key) or [])
     if SOURCE not in sources:
         row[key] = [*sources, SOURCE]
 
 
 class _Merge:
-    def __init__(self, raw: dict[str, Any], layer: dict[str, PackageFacts], config: RefreshConfig | None) -> None:
+    def __init__(self, raw: JsonObject, layer: dict[str, PackageFacts], config: RefreshConfig | None) -> None:
         self.raw = raw
         self.layer = layer
         #: refresh.yaml: the marker environment of each platform
@@ -139,7 +140,7 @@ class _Merge:
         facts = self.layer.get("torch")
         if not isinstance(doc, dict) or facts is None or not isinstance(doc.get("minors"), list):
             return
-        minors: list[dict[str, Any]] = doc["minors"]
+        minors: list[JsonObject] = doc["minors"]
         by_minor: dict[str, list[ReleaseFact]] = defaultdict(list)
         for release in final_releases(facts):
             version = Version(release.version)
@@ -170,8 +171,8 @@ class _Merge:
                                  "the package index (matrix_data/index/torch.yaml).").strip()
         minors.sort(key=lambda m: parse_version(f"{m.get('minor')}") or Version("0"))
 
-    def _patch(self, minor: dict[str, Any], mi: int, release: ReleaseFact) -> None:
-        patches: list[dict[str, Any]] = minor.setdefault("patches", [])
+    def _patch(self, minor: JsonObject, mi: int, release: ReleaseFact) -> None:
+        patches: list[JsonObject] = minor.setdefault("patches", [])
         patch = next((p for p in patches if parse_version(str(p.get("version"))) == Version(release.version)), None)
         if patch is None:
             patch = _new_patch(release.version)
@@ -221,7 +222,7 @@ class _Merge:
         if not _overridden(patch, "triton"):
             curated = (patch.get("triton") or {}).get("version")
             if triton is None:
-                value: dict[str, Any] = {"version": None, "requirement": None, "marker": None, "source": [SOURCE],
+                value: JsonObject = {"version": None, "requirement": None, "marker": None, "source": [SOURCE],
                          "note": "the default-index Linux wheels declare no triton requirement"}
             else:
                 spec = _spec(triton.specifier)
@@ -249,7 +250,7 @@ class _Merge:
             for files in self._companion_wheels(companion, (patch.get(companion) or {}).get("version"))
         ]
 
-    def _companion_wheels(self, name: str, version: object) -> list[dict[str, Any]]:
+    def _companion_wheels(self, name: str, version: object) -> list[JsonObject]:
         facts = self.layer.get(name)
         release = facts.release(str(version)) if facts is not None and version is not None else None
         return _wheel_files(name, release) if release is not None else []
@@ -266,7 +267,7 @@ class _Merge:
             out[platform] = _sorted_pythons(hits)
         return out
 
-    def _companion(self, patch: dict[str, Any], loc: list[str | int], name: str, torch_version: str) -> None:
+    def _companion(self, patch: JsonObject, loc: list[str | int], name: str, torch_version: str) -> None:
         facts = self.layer.get(name)
         if facts is None:
             return
@@ -302,15 +303,15 @@ class _Merge:
                            "note": f"{name} {version} declares torch{text} (the newest release that admits "
                                    f"torch {torch_version})"}
 
-    def _builds(self, minor: dict[str, Any], mi: int, releases: list[ReleaseFact]) -> None:
+    def _builds(self, minor: JsonObject, mi: int, releases: list[ReleaseFact]) -> None:
         """default_index and variants from the default wheels' runtimes (and read variant indexes)."""
         facts = self.layer["torch"]
         versions = [r.version for r in releases]
-        runtime_by_platform: dict[str, dict[str, Any]] = defaultdict(dict)
+        runtime_by_platform: dict[str, JsonObject] = defaultdict(dict)
         for release in releases:
             for runtime in release.runtimes:
                 runtime_by_platform[runtime.platform][release.version] = runtime
-        entries: list[dict[str, Any]] = minor.setdefault("default_index", [])
+        entries: list[JsonObject] = minor.setdefault("default_index", [])
         availability: dict[tuple[str, str], set[str]] = defaultdict(set)
         for platform in PLATFORMS:
             runtimes = runtime_by_platform.get(platform)
@@ -349,7 +350,7 @@ class _Merge:
                 if version in versions:
                     for wheel in wheels:
                         availability[(variant.label, wheel.platform)].add(version)
-        variants: list[dict[str, Any]] = minor.setdefault("variants", [])
+        variants: list[JsonObject] = minor.setdefault("variants", [])
         every = {str(p.get("version")) for p in minor.get("patches") or []}
         for (label, platform), patches in sorted(availability.items()):
             _merge_variant(variants, label, platform, patches, every)
@@ -361,7 +362,7 @@ class _Merge:
         facts = self.layer.get("torch-npu")
         if not isinstance(doc, dict) or facts is None or not isinstance(doc.get("ascend_npu"), list):
             return
-        rows: list[dict[str, Any]] = doc["ascend_npu"]
+        rows: list[JsonObject] = doc["ascend_npu"]
         every = {Version(r.version) for r in facts.releases}
         kept = []
         for i, listed_row in enumerate(rows):
@@ -405,7 +406,7 @@ class _Merge:
             _add_source(row)
 
 
-def _wheel_files(package: str, release: ReleaseFact) -> list[dict[str, Any]]:
+def _wheel_files(package: str, release: ReleaseFact) -> list[JsonObject]:
     """The release's wheels per platform: their Pythons, their platform tags (from the file names, with
     packaging's wheel-name parser) and the release's Requires-Python (schema.WheelFiles)."""
     from packaging.utils import InvalidWheelFilename, parse_wheel_filename
@@ -430,13 +431,13 @@ def _wheel_files(package: str, release: ReleaseFact) -> list[dict[str, Any]]:
     ]
 
 
-def _row_patches(row: dict[str, Any], every: set[str]) -> set[str]:
+def _row_patches(row: JsonObject, every: set[str]) -> set[str]:
     """The patches a variant row states (null = every patch of the minor)."""
     listed = row.get("patches")
     return set(every) if listed is None else {str(p) for p in listed}
 
 
-def _merge_variant(variants: list[dict[str, Any]], label: str, platform: str, patches: set[str],
+def _merge_variant(variants: list[JsonObject], label: str, platform: str, patches: set[str],
                    every: set[str]) -> None:
     """Add what the index states, (label, platform) for ``patches``, to the minor's variant rows.
 
@@ -490,7 +491,7 @@ def _pinned(specifier: str) -> Version | None:
     return Version(version.public) if version is not None else None
 
 
-def _curated_platforms(minor: dict[str, Any], version: str) -> list[str]:
+def _curated_platforms(minor: JsonObject, version: str) -> list[str]:
     """Platforms whose builds the curated minor lists for this patch (not in platforms_unsourced)."""
     unsourced = set(minor.get("platforms_unsourced") or [])
     found: set[str] = set()
@@ -501,7 +502,7 @@ def _curated_platforms(minor: dict[str, Any], version: str) -> list[str]:
     return [p for p in PLATFORMS if p in found and p not in unsourced]
 
 
-def _curated_pythons(minor: dict[str, Any], patch: dict[str, Any]) -> dict[str, set[str]]:
+def _curated_pythons(minor: JsonObject, patch: JsonObject) -> dict[str, set[str]]:
     entries = patch.get("python_override")
     if entries is None:
         entries = minor.get("python") or []
@@ -512,7 +513,7 @@ def _curated_pythons(minor: dict[str, Any], patch: dict[str, Any]) -> dict[str, 
     return out
 
 
-def _new_minor(key: str) -> dict[str, Any]:
+def _new_minor(key: str) -> JsonObject:
     return {
         "minor": key,
         "status": "released",
@@ -528,9 +529,9 @@ def _new_minor(key: str) -> dict[str, Any]:
     }
 
 
-def _new_patch(version: str) -> dict[str, Any]:
+def _new_patch(version: str) -> JsonObject:
     note = "no companion release on the index admits this torch"
-    unknown: dict[str, Any] = {"version": None, "source": [], "note": note}
+    unknown: JsonObject = {"version": None, "source": [], "note": note}
     return {
         "version": version,
         "release_date": None,
@@ -542,7 +543,7 @@ def _new_patch(version: str) -> dict[str, Any]:
     }
 
 
-def merge_layer(raw: dict[str, Any], layer: dict[str, PackageFacts], config: RefreshConfig | None) -> list[Problem]:
+def merge_layer(raw: JsonObject, layer: dict[str, PackageFacts], config: RefreshConfig | None) -> list[Problem]:
     """Merge ``layer`` into the raw mappings in place; the conflicts between the layers."""
     merge = _Merge(raw, layer, config)
     merge.torch()
@@ -550,7 +551,7 @@ def merge_layer(raw: dict[str, Any], layer: dict[str, PackageFacts], config: Ref
     return merge.problems
 
 
-def apply_index_layer(raw: dict[str, Any], base: Path) -> list[Problem]:
+def apply_index_layer(raw: JsonObject, base: Path) -> list[Problem]:
     """Merge ``base/index/*.yaml`` into the raw mappings of ``raw`` (file name -> parsed YAML), in place.
 
     Returns the problems: unreadable generated files and every conflict between the layers.

@@ -7,12 +7,11 @@ hold.
 
 from __future__ import annotations
 
-from typing import Any
-
 from packaging.version import InvalidVersion, Version
 
 from compat_service.domain.backends import PLATFORMS
 from compat_service.domain.errors import Alternative, Cause, InvalidRequestError, NotFoundError
+from compat_service.domain.json_types import JsonObject
 from compat_service.domain.matrix.rows import (
     DefaultIndexEntry,
     MatrixTables,
@@ -76,7 +75,7 @@ def _python_for(entries: list[PythonSupport], platform: str) -> list[str]:
     return versions
 
 
-def _patch_view(minor: TorchMinor, patch: TorchPatch) -> dict[str, Any]:
+def _patch_view(minor: TorchMinor, patch: TorchPatch) -> JsonObject:
     python = list(patch.python_override) if patch.python_override is not None else list(minor.python)
     defaults: dict[str, DefaultIndexEntry] = {d.platform: d for d in minor.default_index}
     platforms = []
@@ -125,7 +124,7 @@ def _python_key(version: str) -> tuple[Version, bool]:
     return Version(version.rstrip("t")), version.endswith("t")
 
 
-def releases_overview(data: MatrixTables) -> list[dict[str, Any]]:
+def releases_overview(data: MatrixTables) -> list[JsonObject]:
     """One row per torch minor, newest first: patches, newest release date, Python versions, build labels,
     the default-index build per platform and the status (for `matrix show` without ``--torch``)."""
     rows = []
@@ -145,7 +144,7 @@ def releases_overview(data: MatrixTables) -> list[dict[str, Any]]:
     return rows
 
 
-def release_view(data: MatrixTables, torch: str) -> dict[str, Any]:
+def release_view(data: MatrixTables, torch: str) -> JsonObject:
     """The minor holding ``torch`` (a minor, a patch, or ``latest`` as in resolve) with one entry per
     matching patch."""
     wanted = _parse(latest_released(data) if torch.strip() == "latest" else torch)

@@ -7,7 +7,9 @@ the JSON form, a changed copy) lives here, so the generator carries no second co
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any, ClassVar, TypeVar
+from typing import ClassVar, TypeVar
+
+from compat_service.domain.json_types import JsonObject
 
 __all__ = ["Fields", "Frozen", "JsonObject", "as_json", "replace", "set_slot"]
 
@@ -15,8 +17,6 @@ __all__ = ["Fields", "Frozen", "JsonObject", "as_json", "replace", "set_slot"]
 set_slot = object.__setattr__
 #: (attribute, JSON key) of every field of a row class, in the schema's order
 Fields = tuple[tuple[str, str], ...]
-#: one row in the schema's JSON form, as json.loads or model_dump(mode="json", by_alias=True) give it
-JsonObject = dict[str, Any]
 _Frozen_T = TypeVar("_Frozen_T", bound="Frozen")
 
 
@@ -44,7 +44,7 @@ class Frozen:
         return f"{type(self).__name__}({fields})"
 
 
-def as_json(value: Any) -> Any:
+def as_json(value: object) -> object:
     """A row (or a list or dict of rows) in the schema's JSON form: ``model_dump(mode="json", by_alias=True)``."""
     if isinstance(value, Frozen):
         return {key: as_json(getattr(value, name)) for name, key in value._fields}
@@ -57,7 +57,7 @@ def as_json(value: Any) -> Any:
     return value
 
 
-def replace(row: _Frozen_T, **changes: Any) -> _Frozen_T:
+def replace(row: _Frozen_T, **changes: object) -> _Frozen_T:
     """A copy of ``row`` with ``changes`` (attribute names) applied."""
     values = {name: getattr(row, name) for name, _ in row._fields}
     unknown = set(changes) - set(values)

@@ -21,6 +21,7 @@ from packaging.version import Version
 from pydantic import BaseModel
 
 from compat_service.domain.backends import LABEL_PREFIXES, PLUGINS
+from compat_service.domain.json_types import JsonObject
 from compat_service.domain.matrix.problems import Problem
 from compat_service.domain.versions import parse_specifier, parse_version
 
@@ -78,10 +79,10 @@ def _sources(rows: FileRows) -> list[Problem]:
     return out
 
 
-def _build_variants(rows: FileRows) -> tuple[dict[str, Any], list[Problem]]:
+def _build_variants(rows: FileRows) -> tuple[JsonObject, list[Problem]]:
     file = "build_variants.yaml"
     out = _Problems()
-    labels: dict[str, Any] = {}
+    labels: JsonObject = {}
     first: dict[str, int] = {}
     for i, v in _rows(rows, "build_variants.yaml", "variants"):
         path = f"variants[{i}]"
@@ -235,7 +236,7 @@ def _rocm(rows: FileRows) -> list[Problem]:
     return out
 
 
-def _torch(rows: FileRows, labels: dict[str, Any]) -> tuple[list[Version], list[Problem]]:
+def _torch(rows: FileRows, labels: JsonObject) -> tuple[list[Version], list[Problem]]:
     out = _Problems()
     file = "torch_releases.yaml"
     minors: dict[str, int] = {}
@@ -342,7 +343,7 @@ def _torch(rows: FileRows, labels: dict[str, Any]) -> tuple[list[Version], list[
     return all_patches, out
 
 
-def _gpu_archs(rows: FileRows, labels: dict[str, Any], patches: list[Version]) -> list[Problem]:
+def _gpu_archs(rows: FileRows, labels: JsonObject, patches: list[Version]) -> list[Problem]:
     out = _Problems()
     file = "gpu_archs.yaml"
     claimed: dict[tuple[str, str, Version], int] = {}

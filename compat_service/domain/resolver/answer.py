@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
 
 from compat_service.domain.backends import PLUGIN_FAMILIES, PLUGINS, RUNTIME_COLUMNS, RUNTIME_NAMES
 from compat_service.domain.hardware_rules import (
@@ -12,6 +12,8 @@ from compat_service.domain.hardware_rules import (
     MVC_LIMITS_SOURCES,
     describe_archs,
 )
+from compat_service.domain.json_types import JsonObject
+from compat_service.domain.matrix.memo import MatrixMemo
 from compat_service.domain.matrix.rows import AscendNpuRow, CambriconMluRow
 from compat_service.domain.resolver.resolution import HostRequirement, Pin, Reason, Resolution, made_resolution
 from compat_service.domain.resolver.state import Candidate, ResolverState
@@ -21,6 +23,21 @@ from compat_service.domain.versions import cached_version
 if TYPE_CHECKING:
     from compat_service.domain.backends import Platform
     from compat_service.domain.matrix.rows import TorchMinor, TorchPatch
+
+
+#: (patch, Python, platform, label, family, backend kind, no --python, arch defaulted) -> the answer's head:
+#: what depends only on matrix rows and bounded request fields, the same for every request that lands there
+_HEADS: MatrixMemo[tuple[str, str, str, str, str, str, bool, bool], tuple[tuple[Reason, ...], tuple[str, ...]]] = (
+    MatrixMemo("answer_heads")
+)
+#: (patch, Python, platform, label, family, companions, plugin row's position in its table) -> the answer's tail
+_TAILS: MatrixMemo[tuple[str, str, str, str, str, tuple[str, ...], int | None], _Tail] = MatrixMemo("answer_tails")
+#: (patch, label, platform, --gpu-arch the matrix names or None, coverage) -> the driver stage's (reasons,
+#: warnings, requirements) for a request without --driver
+_DRIVER_NOTES: MatrixMemo[
+    tuple[str, str, str, str | None, str | None],
+    tuple[tuple[Reason, ...], tuple[str, ...], tuple[HostRequirement, ...]],
+] = MatrixMemo("driver_notes")
 
 
 def build_resolution(
@@ -39,7 +56,7 @@ def build_resolution(
     warnings = state.warnings
     # What depends only on matrix rows and bounded request fields is built once per matrix: the same
     # sentences for every request that lands on this (patch, Python, build, platform).
-    heads = state.m.memo.answer_heads
+    heads = _HEADS.table(state.m)
     head_key = (
         version, python, r.platform, c.label, state.family, r.backend.kind, r.python is None, r.arch_defaulted,
     )
@@ -61,7 +78,7 @@ def build_resolution(
     if r.runtime is not None:
         _runtime_reason(state, c, reasons)
 
-    tails = state.m.memo.answer_tails
+    tails = _TAILS.table(state.m)
     tail_key = (version, python, r.platform, c.label, state.family, r.with_, _plugin_position(state, c))
     tail = tails.get(tail_key)
     if tail is None:
@@ -294,7 +311,7 @@ def _driver_notes(
     if r.driver is not None or (r.gpu_arch is not None and r.gpu_arch not in state.m.gpu_archs()):
         _driver_reason(state, version, c, reasons, warnings, requirements)
         return
-    memo = state.m.memo.driver_notes
+    memo = _DRIVER_NOTES.table(state.m)
     key = (version, c.label, r.platform, r.gpu_arch, c.arch.coverage if c.arch is not None else None)
     notes = memo.get(key)
     if notes is None:
@@ -589,7 +606,7 @@ def _plugin_notes(
 
 def _evidence(
     state: ResolverState, version: str, label: str, python: str, reasons: list[Reason]
-) -> dict[str, Any] | None:
+) -> JsonObject | None:
     if state.evidence is None:
         return None
     from compat_service.domain.evidence.steering import answer_notes

@@ -18,10 +18,15 @@ import hashlib
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
+
+from compat_service.domain.json_types import JsonObject
+
+if TYPE_CHECKING:
+    from compat_service.domain.errors import Cause
 
 ECOSYSTEM_FILE = "ecosystem.yaml"
 #: bump when the compiled layout changes
@@ -79,8 +84,8 @@ class Release:
         sdist: str | None,
         wheels: dict[str, tuple[str, ...]],
         requires: dict[str, tuple[Requirement, ...]],
-        curated_torch: dict[str, Any] | None,
-        policy: dict[str, Any] | None,
+        curated_torch: JsonObject | None,
+        policy: JsonObject | None,
         first_upload: str | None = None,
         oracle: dict[str, dict[str, str | None]] | None = None,
     ) -> None:
@@ -165,9 +170,9 @@ class Package:
     )
 
     def __init__(self, *, name: str, torch_build: str | None, sources: tuple[str, ...], index: str | None,
-                 retrieved: str | None, releases: tuple[Release, ...], wheel_rows: tuple[dict[str, Any], ...],
+                 retrieved: str | None, releases: tuple[Release, ...], wheel_rows: tuple[JsonObject, ...],
                  final_release_matches: str | None, oracle_source: str | None = None,
-                 abi_rows: tuple[dict[str, Any], ...] = (), gpu_floor: dict[str, Any] | None = None) -> None:
+                 abi_rows: tuple[JsonObject, ...] = (), gpu_floor: JsonObject | None = None) -> None:
         self.name = name
         #: the C++ ABI of torch's default-index builds per torch specifier (schema.AbiRow as plain dicts)
         self.abi_rows = abi_rows
@@ -328,13 +333,13 @@ def load_catalog(data_dir: Path | None = None) -> Catalog:
     return catalog
 
 
-def _from_raw(raw: dict[str, Any]) -> Catalog:
+def _from_raw(raw: JsonObject) -> Catalog:
     """The catalog of the compiled file: the marker environments, and each package's JSON text by name."""
     _MARKER_ENV.update(raw.get("marker_env", {}))
     return Catalog(raw["packages"])
 
 
-def _package(p: dict[str, Any]) -> Package:
+def _package(p: JsonObject) -> Package:
     releases = tuple(
         Release(
             package=p["name"],
@@ -367,7 +372,7 @@ def _package(p: dict[str, Any]) -> Package:
     )
 
 
-def ecosystem_problems(data_dir: Path) -> list[Any]:
+def ecosystem_problems(data_dir: Path) -> list[Cause]:
     """Every problem of ecosystem.yaml and the ecosystem's generated files (`matrix validate` reports them)."""
     from compat_service.domain.errors import MatrixDataError
 
@@ -378,7 +383,7 @@ def ecosystem_problems(data_dir: Path) -> list[Any]:
     return []
 
 
-def compile_catalog(data_dir: Path) -> dict[str, Any]:
+def compile_catalog(data_dir: Path) -> JsonObject:
     """Read and validate everything the catalog is made of (YAML, pydantic): the slow path, once per content."""
     import yaml
     from pydantic import ValidationError
@@ -393,7 +398,7 @@ def compile_catalog(data_dir: Path) -> dict[str, Any]:
     config, found = read_index_file(data_dir, "refresh.yaml", RefreshConfig)
     problems += found
     names = [p.name for p in config.packages if p.name not in PROJECTS] if config is not None else []
-    curated: dict[str, Any] = {}
+    curated: JsonObject = {}
     file = data_dir / ECOSYSTEM_FILE
     if file.is_file():
         try:
@@ -458,7 +463,7 @@ def compile_catalog(data_dir: Path) -> dict[str, Any]:
                 wheels.setdefault(w.platform, [])
                 if w.python not in wheels[w.platform]:
                     wheels[w.platform].append(w.python)
-            requires: dict[str, list[list[Any]]] = {}
+            requires: dict[str, list[list[str | None]]] = {}
             for req in release.requirements:
                 requires.setdefault(req.platform, []).append([req.name, req.specifier, req.marker])
             # a row names a release, or a release series (``0.8``: every 0.8.x, as torchcodec's table does)
@@ -504,7 +509,7 @@ def _series(version: str) -> str:
         return version
 
 
-def _sort_key(version: str) -> tuple[int, Any]:
+def _sort_key(version: str) -> tuple[int, Version | str]:
     try:
         return (1, Version(version))
     except InvalidVersion:

@@ -25,9 +25,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import Any
 
 from compat_service.domain.errors import NotFoundError
+from compat_service.domain.json_types import JsonObject
 from compat_service.domain.matrix.interface import Matrix
 from compat_service.domain.matrix.rows import TorchMinor, TorchPatch
 from compat_service.domain.variants.providers import Providers, load_providers
@@ -152,14 +152,14 @@ def release_builds(matrix: Matrix, version: str, platform: str) -> list[BuildVar
             for label in labels]
 
 
-def _providers_json(providers: Providers, namespaces: set[str]) -> dict[str, Any]:
+def _providers_json(providers: Providers, namespaces: set[str]) -> JsonObject:
     return {
         ns: {"requires": list(p.requires), "plugin-api": p.plugin_api}
         for ns, p in providers.by_namespace.items() if ns in namespaces
     }
 
 
-def variants_document(builds: list[BuildVariantProperties], providers: Providers | None = None) -> dict[str, Any]:
+def variants_document(builds: list[BuildVariantProperties], providers: Providers | None = None) -> JsonObject:
     """The index-level ``{name}-{version}-variants.json`` for ``builds`` (the exportable ones)."""
     providers = providers or load_providers()
     exported = [b for b in builds if b.exportable]
@@ -174,12 +174,12 @@ def variants_document(builds: list[BuildVariantProperties], providers: Providers
     }
 
 
-def variant_dist_info(build: BuildVariantProperties, providers: Providers | None = None) -> dict[str, Any]:
+def variant_dist_info(build: BuildVariantProperties, providers: Providers | None = None) -> JsonObject:
     """One wheel's ``*.dist-info/variant.json`` (PEP 825): the same keys, exactly one variant."""
     return variants_document([build], providers)
 
 
-def release_variants(matrix: Matrix, version: str, platform: str) -> dict[str, Any]:
+def release_variants(matrix: Matrix, version: str, platform: str) -> JsonObject:
     """What `matrix show --variants` and GET /v1/torch/{version}/variants.json give: the PEP 825 document and,
     beside it, the builds not exported or exported with gaps (``accelenv`` key, never inside the document)."""
     builds = release_builds(matrix, version, platform)

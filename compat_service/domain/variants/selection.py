@@ -19,11 +19,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
 from compat_service.domain.hardware_rules import driver_rule, newest_cuda_for_driver, runtime_fits
+from compat_service.domain.json_types import JsonMapping, JsonObject
 from compat_service.domain.matrix.interface import Matrix
 from compat_service.domain.variants.export import NULL_LABEL
 from compat_service.domain.variants.providers import (
@@ -96,7 +96,7 @@ class SelectionExplanation:
     def agree(self) -> bool:
         return self.provider_choice == self.accelenv_choice
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             "provider_choice": self.provider_choice,
             "provider_order": list(self.provider_order),
@@ -218,7 +218,7 @@ def _accelenv_verdict(
 def explain_selection(
     matrix: Matrix,
     host: VariantHost,
-    document: Mapping[str, Any],
+    document: JsonMapping,
     known_bad: Mapping[str, str] | None = None,
 ) -> SelectionExplanation:
     """The installer's pick and accelenv's pick among ``document``'s variants (a PEP 825 variants JSON) for
