@@ -317,10 +317,10 @@ def _runtime_version(text: str) -> Version | None:
 
 @dataclass(frozen=True)
 class GpuLookup:
-    """GPU product names mapped to one architecture (gpu_names in cuda.yaml and rocm.yaml)."""
+    """GPU product names mapped to one architecture (gpu_names in cuda.yaml, rocm.yaml and xpu.yaml)."""
 
     arch: str
-    family: str  # "cuda" (NVIDIA) or "rocm" (AMD)
+    family: str  # "cuda" (NVIDIA), "rocm" (AMD) or "xpu" (Intel: arch is the device family, bmg)
     #: (product name as given, architecture, the matrix's name that matched)
     matched: tuple[tuple[str, str, str], ...]
     source: tuple[str, ...]
@@ -367,7 +367,7 @@ def gpu_arch_for_names(matrix: Matrix, products: Sequence[str]) -> GpuLookup | N
     source = tuple(dict.fromkeys(k for _, row in rows for k in row.source))
     arch, nvidia = _lowest_arch([row.arch for _, row in rows])
     note = _lookup_note(matched, nvidia, arch, unknown)
-    return GpuLookup(arch, "cuda" if nvidia else "rocm", matched, source, note)
+    return GpuLookup(arch, gpu_family(arch), matched, source, note)
 
 
 def _named_gpus(matrix: Matrix, products: Sequence[str]) -> tuple[list[tuple[str, GpuName]], list[str]]:
@@ -392,3 +392,11 @@ def _lookup_note(
         return note
     extra = f"no architecture known for {', '.join(unknown)}; the answer is for the GPUs the matrix names"
     return f"{note}; {extra}" if note else extra
+
+
+def gpu_family(arch: str) -> str:
+    """The backend family a named GPU's architecture belongs to: sm_ NVIDIA (cuda), gfx AMD (rocm), else an
+    Intel device family (xpu.yaml's gpu_names: bmg, dg2, pvc, ...)."""
+    if arch.startswith("sm_"):
+        return "cuda"
+    return "rocm" if arch.startswith("gfx") else "xpu"

@@ -335,13 +335,31 @@ def test_single_field_checks_name_file_and_key(tmp_path: Path, file: str, change
             "rocm.yaml: gpu_names[{n}].arch: 'sm_90' is not a gfx* architecture, as rocm.yaml needs",
             id="nvidia-arch-in-rocm-names",
         ),
+        pytest.param(
+            "xpu.yaml",
+            lambda raw: raw["gpu_names"].append(dict(raw["gpu_names"][0], name="Arc Test", arch="gfx1100")),
+            "xpu.yaml: gpu_names[{n}].arch: 'gfx1100' is not an Intel device family, as xpu.yaml needs",
+            id="amd-arch-in-intel-names",
+        ),
+        pytest.param(
+            "xpu.yaml",
+            lambda raw: raw["gpu_names"].append(dict(raw["gpu_names"][0], name="A100", arch="pvc")),
+            "xpu.yaml: gpu_names[{n}].name: GPU name 'A100' is listed twice (first at cuda.yaml gpu_names[",
+            id="intel-name-taken-by-nvidia",
+        ),
+        pytest.param(
+            "rocm.yaml",
+            lambda raw: raw["kernel_user_space"].append(dict(raw["kernel_user_space"][0])),
+            "rocm.yaml: kernel_user_space[{n}].kmd: KMD 5.3 is listed twice (first at [0])",
+            id="kernel-driver-listed-twice",
+        ),
     ],
 )
 def test_toolkit_ranges_and_gpu_names(tmp_path: Path, file: str, change: Any, expected: str) -> None:
     path = copy_matrix(tmp_path)
     _edit(path, file, change)
     raw = _read(path / file)
-    key = "toolkit_archs" if "toolkit_archs" in expected else "gpu_names"
+    key = next(k for k in ("toolkit_archs", "kernel_user_space", "gpu_names") if k in expected)
     n = len(raw[key]) - 1
     problems = [str(p) for p in matrix_data_problems(path)]
-    assert expected.format(n=n) in problems, problems
+    assert any(p.startswith(expected.format(n=n)) for p in problems), problems

@@ -26,6 +26,7 @@ from compat_service.domain.matrix.rows import (
     CapabilityFloor,
     CudaToolkit,
     GpuName,
+    KernelUserSpace,
     MatrixTables,
     MinorVersionCompat,
     MpsSupport,
@@ -62,7 +63,8 @@ class Matrix(Protocol):
         """The sm_ range the toolkit of this CUDA release compiles for; None = not sourced."""
 
     def gpu_names(self) -> Sequence[GpuName]:
-        """Every GPU product name the matrix maps to an architecture (NVIDIA's, then AMD's)."""
+        """Every GPU product name the matrix maps to an architecture (NVIDIA's, AMD's, then Intel's device
+        families)."""
 
     def arch_list(self, torch_version: str, variant: str, platform: str) -> ArchList | None:
         """The GPU architectures `variant` of `torch_version` ships for `platform`; None = unknown."""
@@ -71,6 +73,10 @@ class Matrix(Protocol):
         """Every GPU architecture the matrix names (arch lists' cubins and PTX, ROCm gfx targets), sorted."""
 
     def rocm_release(self, version: str) -> RocmRelease | None: ...
+
+    def rocm_kernel_user_space(self, kmd: str) -> KernelUserSpace | None:
+        """AMD's tested ROCm user space releases for the kernel driver of ROCm ``kmd`` (major.minor is read);
+        None = that driver is not in AMD's table."""
 
     def xpu_support(self, torch_version: str) -> XpuSupport | None: ...
 
@@ -134,13 +140,15 @@ class InMemoryMatrix:
         self._toolkits = sorted(data.cuda.toolkits, key=lambda t: _release_key(t.version))
         self._mvc = {row.cuda_major: row for row in data.cuda.minor_version_compatibility}
         self._toolkit_archs = [(parse_specifier(row.cuda), row) for row in data.cuda.toolkit_archs]
-        self._gpu_names = (*data.cuda.gpu_names, *data.rocm.gpu_names)
+        self._gpu_names = (*data.cuda.gpu_names, *data.rocm.gpu_names, *data.xpu.gpu_names)
         # Specifiers are parsed once: the resolver asks for arch lists in its inner loop.
         self._arch_lists = [(parse_specifier(row.torch), row) for row in data.gpu_archs.arch_lists]
         self._arch_memo: dict[tuple[str, str, str], ArchList | None] = {}
         self._rocm = {_release_key(r.version): r for r in data.rocm.releases}
+        self._kernel_user_space = {_release_key(r.kmd)[:2]: r for r in data.rocm.kernel_user_space}
         named = {a for row in data.gpu_archs.arch_lists for a in (*row.archs, row.ptx) if a}
         named.update(t for r in data.rocm.releases for t in (r.gfx_targets or ()))
+        named.update(g.arch for g in data.rocm.gpu_names)  # an AMD name's target is known, shipped or not
         named.update(a for row in observed_arch_lists for a in (*row.archs, row.ptx) if a)
         self._gpu_archs = tuple(sorted(named, key=_arch_key))
         self._xpu = [(parse_specifier(row.torch), row) for row in data.xpu.support]
@@ -243,6 +251,9 @@ class InMemoryMatrix:
 
     def rocm_release(self, version: str) -> RocmRelease | None:
         return self._rocm.get(_release_key(version))
+
+    def rocm_kernel_user_space(self, kmd: str) -> KernelUserSpace | None:
+        return self._kernel_user_space.get(_release_key(kmd)[:2])
 
     def xpu_support(self, torch_version: str) -> XpuSupport | None:
         return _first_matching(self._xpu, torch_version)

@@ -36,6 +36,7 @@ __all__ = [
     "GpuName",
     "HostRulesFile",
     "IndexOverride",
+    "KernelUserSpace",
     "MatrixTables",
     "MinorVersionCompat",
     "MpsFile",
@@ -1075,14 +1076,51 @@ class RocmRelease(Row):
         )
 
 
+class KernelUserSpace(Row):
+    """AMD's user and kernel-space support matrix: the ROCm user space releases (major.minor) tested with the"""
+
+    __slots__ = ("kmd", "user_space")
+    _fields: ClassVar[Fields] = (("source", "source"), ("note", "note"), ("kmd", "kmd"), ("user_space", "user_space"))
+    kmd: str
+    user_space: list[str]
+
+    def __init__(
+        self,
+        *,
+        source: list[str],
+        note: str | None = None,
+        kmd: str,
+        user_space: list[str],
+    ) -> None:
+        _set(self, "source", source)
+        _set(self, "note", note)
+        _set(self, "kmd", kmd)
+        _set(self, "user_space", user_space)
+
+    @classmethod
+    def from_json(cls, data: JsonObject) -> KernelUserSpace:
+        return cls(
+            source=data["source"],
+            note=data.get("note", None),
+            kmd=data["kmd"],
+            user_space=data["user_space"],
+        )
+
+
 class RocmFile(Frozen):
     """Mirrors schema.RocmFile."""
 
-    __slots__ = ("schema_", "releases", "gpu_names")
-    _fields: ClassVar[Fields] = (("schema_", "schema"), ("releases", "releases"), ("gpu_names", "gpu_names"))
+    __slots__ = ("schema_", "releases", "gpu_names", "kernel_user_space")
+    _fields: ClassVar[Fields] = (
+        ("schema_", "schema"),
+        ("releases", "releases"),
+        ("gpu_names", "gpu_names"),
+        ("kernel_user_space", "kernel_user_space"),
+    )
     schema_: Literal["rocm/v1"]
     releases: list[RocmRelease]
     gpu_names: list[GpuName]
+    kernel_user_space: list[KernelUserSpace]
 
     def __init__(
         self,
@@ -1090,36 +1128,44 @@ class RocmFile(Frozen):
         schema_: Literal["rocm/v1"],
         releases: list[RocmRelease],
         gpu_names: list[GpuName] | None = None,
+        kernel_user_space: list[KernelUserSpace] | None = None,
     ) -> None:
         _set(self, "schema_", schema_)
         _set(self, "releases", releases)
         _set(self, "gpu_names", [] if gpu_names is None else gpu_names)
+        _set(self, "kernel_user_space", [] if kernel_user_space is None else kernel_user_space)
 
     @classmethod
     def from_json(cls, data: JsonObject) -> RocmFile:
         releases = [RocmRelease.from_json(x0) for x0 in data["releases"]]
         gpu_names = [GpuName.from_json(x0) for x0 in data.get("gpu_names", [])]
+        kernel_user_space = [KernelUserSpace.from_json(x0) for x0 in data.get("kernel_user_space", [])]
         return cls(
             schema_=data["schema"],
             releases=releases,
             gpu_names=gpu_names,
+            kernel_user_space=kernel_user_space,
         )
 
 
 class XpuSupport(Row):
     """Mirrors schema.XpuSupport."""
 
-    __slots__ = ("torch", "driver_requirement", "hardware")
+    __slots__ = ("torch", "driver_requirement", "hardware", "binary_prerequisite", "no_companion_wheels")
     _fields: ClassVar[Fields] = (
         ("source", "source"),
         ("note", "note"),
         ("torch", "torch"),
         ("driver_requirement", "driver_requirement"),
         ("hardware", "hardware"),
+        ("binary_prerequisite", "binary_prerequisite"),
+        ("no_companion_wheels", "no_companion_wheels"),
     )
     torch: str
     driver_requirement: str | None
     hardware: list[str] | None
+    binary_prerequisite: Literal["driver", "driver-and-support-package"] | None
+    no_companion_wheels: list[Platform]
 
     def __init__(
         self,
@@ -1129,12 +1175,16 @@ class XpuSupport(Row):
         torch: str,
         driver_requirement: str | None,
         hardware: list[str] | None,
+        binary_prerequisite: Literal["driver", "driver-and-support-package"] | None = None,
+        no_companion_wheels: list[Platform] | None = None,
     ) -> None:
         _set(self, "source", source)
         _set(self, "note", note)
         _set(self, "torch", torch)
         _set(self, "driver_requirement", driver_requirement)
         _set(self, "hardware", hardware)
+        _set(self, "binary_prerequisite", binary_prerequisite)
+        _set(self, "no_companion_wheels", [] if no_companion_wheels is None else no_companion_wheels)
 
     @classmethod
     def from_json(cls, data: JsonObject) -> XpuSupport:
@@ -1144,32 +1194,39 @@ class XpuSupport(Row):
             torch=data["torch"],
             driver_requirement=data["driver_requirement"],
             hardware=data["hardware"],
+            binary_prerequisite=data.get("binary_prerequisite", None),
+            no_companion_wheels=data.get("no_companion_wheels", []),
         )
 
 
 class XpuFile(Frozen):
     """Mirrors schema.XpuFile."""
 
-    __slots__ = ("schema_", "support")
-    _fields: ClassVar[Fields] = (("schema_", "schema"), ("support", "support"))
+    __slots__ = ("schema_", "support", "gpu_names")
+    _fields: ClassVar[Fields] = (("schema_", "schema"), ("support", "support"), ("gpu_names", "gpu_names"))
     schema_: Literal["xpu/v1"]
     support: list[XpuSupport]
+    gpu_names: list[GpuName]
 
     def __init__(
         self,
         *,
         schema_: Literal["xpu/v1"],
         support: list[XpuSupport],
+        gpu_names: list[GpuName] | None = None,
     ) -> None:
         _set(self, "schema_", schema_)
         _set(self, "support", support)
+        _set(self, "gpu_names", [] if gpu_names is None else gpu_names)
 
     @classmethod
     def from_json(cls, data: JsonObject) -> XpuFile:
         support = [XpuSupport.from_json(x0) for x0 in data["support"]]
+        gpu_names = [GpuName.from_json(x0) for x0 in data.get("gpu_names", [])]
         return cls(
             schema_=data["schema"],
             support=support,
+            gpu_names=gpu_names,
         )
 
 

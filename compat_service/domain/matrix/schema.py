@@ -38,6 +38,8 @@ Confidence = Literal["primary", "secondary", "third-party"]
 
 _PYTHON_RE = re.compile(r"^3\.\d{1,2}t?$")
 _ARCH_RE = re.compile(r"^(sm_\d{2,3}[af]?|gfx[0-9a-f]{3,5}|compute_\d{2,3})$")
+#: an Intel GPU device family as Intel's compute runtime names its configurations (BmgHwConfig -> bmg)
+_INTEL_FAMILY_RE = re.compile(r"^(pvc|dg2|bmg|mtl|arl|lnl|ptl)$")
 
 
 def _check_version(value: str | None) -> str | None:
@@ -313,8 +315,8 @@ class GpuName(Row):
     @field_validator("arch")
     @classmethod
     def _arch(cls, arch: str) -> str:
-        if not _ARCH_RE.match(arch):
-            raise ValueError(f"{arch!r} is not a GPU architecture like 'sm_90' or 'gfx942'")
+        if not (_ARCH_RE.match(arch) or _INTEL_FAMILY_RE.match(arch)):
+            raise ValueError(f"{arch!r} is not a GPU architecture like 'sm_90', 'gfx942' or an Intel family 'bmg'")
         return arch
 
 
@@ -388,6 +390,17 @@ class RocmRelease(Row):
     amd_tested_torch: list[str] | None = None
 
 
+class KernelUserSpace(Row):
+    """AMD's user and kernel-space support matrix: the ROCm user space releases (major.minor) tested with the
+    kernel-mode driver (KMD) of one ROCm release. A pip ROCm wheel bundles its user space, so a host whose
+    driver is that KMD runs a build of any listed release."""
+
+    #: the ROCm release whose amdgpu kernel driver the host runs, major.minor ("6.3" for 6.3.x)
+    kmd: VersionStr
+    #: the ROCm user space releases, major.minor, AMD lists for that driver
+    user_space: list[VersionStr] = Field(min_length=1)
+
+
 class RocmFile(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -395,12 +408,19 @@ class RocmFile(BaseModel):
     releases: list[RocmRelease]
     #: AMD product names -> gfx target
     gpu_names: list[GpuName] = Field(default_factory=list)
+    #: kernel driver -> user space releases (AMD's compatibility window); a driver not listed: same minor only
+    kernel_user_space: list[KernelUserSpace] = Field(default_factory=list)
 
 
 class XpuSupport(Row):
     torch: TorchSpecifier
     driver_requirement: str | None
     hardware: list[str] | None
+    #: what a binary (pip) install needs on the host besides the wheels: the Intel GPU driver alone, or also
+    #: Intel's support package with its environment activated (2.5); null = not sourced
+    binary_prerequisite: Literal["driver", "driver-and-support-package"] | None = None
+    #: the platforms whose xpu index has no torchvision/torchaudio wheels for these releases (build from source)
+    no_companion_wheels: list[Platform] = Field(default_factory=list)
 
 
 class XpuFile(BaseModel):
@@ -408,6 +428,8 @@ class XpuFile(BaseModel):
 
     schema_: Literal["xpu/v1"] = Field(alias="schema")
     support: list[XpuSupport]
+    #: Intel GPU product names -> device family (pvc, dg2, bmg, ...); every one is an xpu target
+    gpu_names: list[GpuName] = Field(default_factory=list)
 
 
 class MpsSupport(Row):

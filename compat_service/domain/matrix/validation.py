@@ -181,7 +181,8 @@ def _cuda(rows: FileRows) -> list[Problem]:
 
 def _toolkit_archs_and_gpu_names(rows: FileRows) -> list[Problem]:
     """Each toolkit release falls in at most one compile range, each range is ordered, and a GPU name is
-    listed once, with an NVIDIA arch in cuda.yaml and an AMD one in rocm.yaml."""
+    listed once, with an NVIDIA arch in cuda.yaml, an AMD one in rocm.yaml and an Intel device family in xpu.yaml;
+    AMD's kernel-driver rows name each driver once."""
     out = _Problems()
     ranges = [(i, r, parse_specifier(r.cuda)) for i, r in _rows(rows, "cuda.yaml", "toolkit_archs")]
     for i, r, _ in ranges:
@@ -197,15 +198,23 @@ def _toolkit_archs_and_gpu_names(rows: FileRows) -> list[Problem]:
                 f"CUDA {t.version} (toolkits[{t_index}]) falls in toolkit_archs[{hits[0]}] and [{hits[1]}]",
             )
     seen: dict[str, str] = {}
-    for file, prefix in (("cuda.yaml", "sm_"), ("rocm.yaml", "gfx")):
+    for file, prefix in (("cuda.yaml", "sm_"), ("rocm.yaml", "gfx"), ("xpu.yaml", None)):
         for i, g in _rows(rows, file, "gpu_names"):
             key = " ".join(g.name.lower().split())
             where = f"{file} gpu_names[{i}]"
             if key in seen:
                 out.add(file, f"gpu_names[{i}].name", f"GPU name {g.name!r} is listed twice (first at {seen[key]})")
             seen.setdefault(key, where)
-            if not g.arch.startswith(prefix):
+            if prefix is None and g.arch.startswith(("sm_", "gfx")):
+                out.add(file, f"gpu_names[{i}].arch", f"{g.arch!r} is not an Intel device family, as {file} needs")
+            elif prefix is not None and not g.arch.startswith(prefix):
                 out.add(file, f"gpu_names[{i}].arch", f"{g.arch!r} is not a {prefix}* architecture, as {file} needs")
+    kmds: dict[str, int] = {}
+    for i, k in _rows(rows, "rocm.yaml", "kernel_user_space"):
+        if k.kmd in kmds:
+            first = kmds[k.kmd]
+            out.add("rocm.yaml", f"kernel_user_space[{i}].kmd", f"KMD {k.kmd} is listed twice (first at [{first}])")
+        kmds.setdefault(k.kmd, i)
     return out
 
 

@@ -18,6 +18,7 @@ from compat_service.domain.matrix.memo import MatrixMemo
 from compat_service.domain.matrix.rows import AscendNpuRow, CambriconMluRow
 from compat_service.domain.resolver.resolution import HostRequirement, Pin, Reason, Resolution, made_resolution
 from compat_service.domain.resolver.state import Candidate, ResolverState
+from compat_service.domain.resolver.vendor_rules import rocm_fit_reason, xpu_prerequisites
 from compat_service.domain.resolver.wheel_tags import describes_host, floor_needed, full_python, host_words
 from compat_service.domain.versions import cached_version
 
@@ -540,7 +541,10 @@ def _runtime_reason(state: ResolverState, c: Candidate, reasons: list[Reason]) -
         return
     name = RUNTIME_NAMES.get(state.family, "runtime")
     have = state.r.runtime
-    if state.family == "rocm":
+    window = rocm_fit_reason(state.m, have or "", c.label, c.build_row.runtime) if state.family == "rocm" else None
+    if window is not None:
+        detail, sources = window
+    elif state.family == "rocm":
         detail = f"ROCm {have} on the host: {c.label} is built for ROCm {c.build_row.runtime}, the same major.minor"
         sources = tuple(c.build_row.source)
     elif c.plugin_row is not None:
@@ -608,6 +612,9 @@ def _xpu_notes(
     if xpu is not None and xpu.driver_requirement:
         requirements.append(HostRequirement("intel-gpu-driver", None, xpu.driver_requirement))
         reasons.append(Reason("xpu", xpu.driver_requirement, tuple(xpu.source)))
+    support_package = xpu_prerequisites(xpu)
+    if support_package is not None:
+        requirements.append(HostRequirement("intel-support-package", None, support_package))
 
 
 def _rocm_notes(

@@ -258,6 +258,9 @@ def _explain_driver(f: Failure) -> Conflict:
 
 def _explain_companions(f: Failure) -> Conflict:
     missing = sorted({n for d in f.deaths for n in d.info["missing"]})
+    unpublished = [d for d in f.deaths if d.info.get("unpublished") is not None]
+    if unpublished and len(unpublished) == len(f.deaths):
+        return _explain_unpublished(f, missing, unpublished)
     causes = [f.torch_cause] + [
         (
             f"{n} for torch {d.patch.version}",
@@ -271,6 +274,26 @@ def _explain_companions(f: Failure) -> Conflict:
         "companion-unknown",
         f"the matrix has no {' or '.join(missing)} version for {f.asked}",
         hint="drop the companion with --with, or pick another torch version",
+        causes=causes,
+        facts={"missing": missing},
+    )
+
+
+def _explain_unpublished(f: Failure, missing: list[str], deaths: list[Dropout]) -> Conflict:
+    """The xpu index publishes no companion wheels for these releases on this platform (xpu.yaml)."""
+    row = deaths[0].info["unpublished"]
+    platform = f.state.r.platform
+    causes = [f.torch_cause] + [
+        (
+            f"{' and '.join(missing)} for torch {row.torch} on {platform}",
+            f"matrix: xpu support {row.torch} ({', '.join(row.source)})",
+            "no wheels on the xpu index: build them from source, or install torch alone",
+        )
+    ]
+    return Conflict(
+        "companion-unknown",
+        f"the xpu index publishes no {' or '.join(missing)} wheels for torch {row.torch} on {platform}",
+        hint="install torch alone (--with none) and build the companions from source, or pick a newer torch",
         causes=causes,
         facts={"missing": missing},
     )

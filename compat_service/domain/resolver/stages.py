@@ -51,6 +51,11 @@ from compat_service.domain.resolver.state import (
     Dropout,
     ResolverState,
 )
+from compat_service.domain.resolver.vendor_rules import (
+    check_intel_gpu_backend,
+    rocm_fits,
+    unpublished_companions,
+)
 from compat_service.domain.resolver.wheel_tags import blocked_wheels, build_blocked, describes_host
 from compat_service.domain.versions import cached_version
 
@@ -116,6 +121,9 @@ def name_the_gpu(request: ResolveRequest, matrix: Matrix) -> tuple[ResolveReques
 
         backend = BackendSpec(found.family, "family", found.family)
         check_target_flags(backend, request.driver, request.runtime)  # --gpu MI300X --runtime 6.3.4: rocm
+    if found.family == "xpu":  # an Intel device family is no --gpu-arch: the name picks the xpu build
+        check_intel_gpu_backend(request, backend)
+        return request.changed(backend=backend), found
     return request.changed(gpu_arch=found.arch, backend=backend), found
 
 
@@ -125,7 +133,8 @@ def _with_gpu_reason(res: Resolution, gpu: GpuLookup | None) -> Resolution:
     from compat_service.domain.resolver.resolution import Reason
 
     named = ", ".join(f"{product} is {arch} (matrix name {name!r})" for product, arch, name in gpu.matched)
-    reason = Reason("gpu", f"--gpu: {named}; resolved for {gpu.arch}", gpu.source)
+    target = f"the xpu build (Intel device family {gpu.arch})" if gpu.family == "xpu" else gpu.arch
+    reason = Reason("gpu", f"--gpu: {named}; resolved for {target}", gpu.source)
     warnings = (gpu.note,) if gpu.note else ()
     return replace(res, reasons=(reason, *res.reasons), warnings=(*warnings, *res.warnings))
 
@@ -366,7 +375,7 @@ _SKIP_REASONS = {
     "runtime": "no build for the given --runtime",
     "gpu_arch": "no kernels for the GPU",
     "driver": "needs a newer driver",
-    "companions": "companion versions unknown",
+    "companions": "companion versions unknown or not published",
 }
 
 
@@ -448,7 +457,9 @@ def _try_patch(state: ResolverState, minor: TorchMinor, patch: TorchPatch) -> Dr
             c.plugin_row = plugin
             c.runtime_unknown = runtime_note
     elif state.family == "rocm" and state.r.runtime is not None:
+        # the host's own ROCm minor first, else a release AMD's kernel-driver window admits (vendor_rules)
         fits = [c for c in candidates if runtime_fits("rocm", state.r.runtime, c.build_row.runtime) is not False]
+        fits = fits or [c for c in candidates if rocm_fits(state.m, state.r.runtime, c.build_row.runtime)]
         if not fits:
             offered = [(c.label, c.build_row.runtime) for c in candidates]
             return Dropout(STAGE["runtime"], minor, patch, {"offered": offered})
@@ -489,6 +500,10 @@ def _try_patch(state: ResolverState, minor: TorchMinor, patch: TorchPatch) -> Dr
     missing = [name for name in state.r.with_ if getattr(patch, name).version is None]
     if missing:
         return Dropout(STAGE["companions"], minor, patch, {"missing": missing})
+    if state.family == "xpu":
+        missing, row = unpublished_companions(state.m, version, platform, state.r.with_)
+        if missing:
+            return Dropout(STAGE["companions"], minor, patch, {"missing": missing, "unpublished": row})
     return python, candidates
 
 
