@@ -74,7 +74,7 @@ def fetch_observed_arch_lists(
         from compat_service.db.evidence.build_facts import observed_facts
         from compat_service.db.evidence.lookup import open_evidence_database
         from compat_service.domain.matrix.interface import InMemoryMatrix
-        from compat_service.domain.matrix.rows import as_json
+        from compat_service.domain.matrix.row_base import row_json
         from compat_service.domain.matrix.snapshot import load_matrix_cached
 
         engine, _settings = open_evidence_database(database)
@@ -83,7 +83,7 @@ def fetch_observed_arch_lists(
         finally:
             engine.dispose()
         matrix = InMemoryMatrix(load_matrix_cached(path).data, rows)
-        return [as_json(row) for v in versions for row in matrix.observed_arch_lists(v)]
+        return [row_json(row) for v in versions for row in matrix.observed_arch_lists(v)]
     return []
 
 

@@ -30,6 +30,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from packaging.version import Version
+
 from compat_service.domain.backends import (
     ARCHES,
     LABEL_FAMILIES,
@@ -57,8 +59,6 @@ from compat_service.domain.resolver.request import (
 from compat_service.domain.resolver.stages import resolve
 
 if TYPE_CHECKING:
-    from packaging.version import Version
-
     from compat_service.domain.evidence.lookup import EvidenceLookup
     from compat_service.domain.matrix.interface import Matrix
     from compat_service.domain.matrix.rows import TorchMinor, TorchPatch, VariantAvailability
@@ -539,8 +539,8 @@ def _assign_roles(cells: list[JsonObject]) -> None:
         c["role"] = "newest" if c["torch"] == newest else "oldest" if c["torch"] == oldest else "interior"
 
 
-def _runtime_key(cell: JsonObject) -> Version | None:
-    return parse_version(cell["runtime"] or "0") or parse_version("0")
+def _runtime_key(cell: JsonObject) -> Version:
+    return parse_version(cell["runtime"] or "0") or Version("0")
 
 
 def _pr_cells(cells: list[JsonObject], families: Iterable[str]) -> list[JsonObject]:

@@ -11,7 +11,7 @@ from typing import ClassVar, TypeVar
 
 from compat_service.domain.json_types import JsonObject
 
-__all__ = ["Fields", "Frozen", "JsonObject", "as_json", "replace", "set_slot"]
+__all__ = ["Fields", "Frozen", "JsonObject", "as_json", "replace", "row_json", "set_slot"]
 
 #: sets a slot of a frozen row (its own __setattr__ refuses): the generated __init__ and from_json use it
 set_slot = object.__setattr__
@@ -47,7 +47,7 @@ class Frozen:
 def as_json(value: object) -> object:
     """A row (or a list or dict of rows) in the schema's JSON form: ``model_dump(mode="json", by_alias=True)``."""
     if isinstance(value, Frozen):
-        return {key: as_json(getattr(value, name)) for name, key in value._fields}
+        return row_json(value)
     if isinstance(value, list):
         return [as_json(item) for item in value]
     if isinstance(value, dict):
@@ -55,6 +55,11 @@ def as_json(value: object) -> object:
     if isinstance(value, dt.date):
         return value.isoformat()
     return value
+
+
+def row_json(row: Frozen) -> JsonObject:
+    """One row in the schema's JSON form (`as_json` of a row)."""
+    return {key: as_json(getattr(row, name)) for name, key in row._fields}
 
 
 def replace(row: _Frozen_T, **changes: object) -> _Frozen_T:
