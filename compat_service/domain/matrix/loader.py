@@ -75,19 +75,24 @@ def _read_yaml(file: Path, name: str) -> tuple[JsonObject | None, list[Problem]]
     try:
         raw = yaml.load(text, Loader=_StrictLoader)
     except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "unknown position"
-        what = " ".join(part for part in (exc.context, exc.problem) if part)
-        kind = "YAML error" if isinstance(exc, yaml.constructor.ConstructorError) else "YAML syntax error"
-        start = exc.context_mark
-        if start is not None and mark is not None and start.line != mark.line:
-            what += f" (the enclosing block starts on line {start.line + 1})"
-        return None, [Problem(name, where, f"{kind}: {what}")]
+        return None, [_yaml_problem(name, exc)]
     except yaml.YAMLError as exc:
         return None, [Problem(name, "", f"YAML error: {exc}")]
     if not isinstance(raw, dict):
         return None, [Problem(name, "", f"must be a mapping with a 'schema' key, found {type(raw).__name__}")]
     return raw, []
+
+
+def _yaml_problem(name: str, exc: yaml.MarkedYAMLError) -> Problem:
+    """A YAML error with its position (and where the enclosing block starts, when on another line)."""
+    mark = exc.problem_mark or exc.context_mark
+    where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "unknown position"
+    what = " ".join(part for part in (exc.context, exc.problem) if part)
+    kind = "YAML error" if isinstance(exc, yaml.constructor.ConstructorError) else "YAML syntax error"
+    start = exc.context_mark
+    if start is not None and mark is not None and start.line != mark.line:
+        what += f" (the enclosing block starts on line {start.line + 1})"
+    return Problem(name, where, f"{kind}: {what}")
 
 
 def _message(error: JsonObject) -> str:
