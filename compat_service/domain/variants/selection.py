@@ -131,7 +131,7 @@ def _provider_side(variants: Variants, configs: list[FeatureConfig], namespaces:
 
 
 def _provider_refusal(
-    props: Mapping[str, Mapping[str, list[str]]], allowed: Mapping[tuple[str, str], list[str]]
+    props: Mapping[str, Mapping[str, list[str]]], allowed: Mapping[tuple[str, str], tuple[str, ...]]
 ) -> str | None:
     """Why the provider rules a variant out: the first property the host does not support; None when it fits."""
     for ns, features in props.items():
