@@ -117,23 +117,28 @@ def _version(text: str | None) -> Version | None:
         return None
 
 
+def _glibc_finding(env: InstalledEnvironment, floor: str) -> Finding:
+    """Whether the host's glibc meets the installed wheel's manylinux floor."""
+    glibc = env.glibc
+    if glibc is None:
+        return Finding(
+            "glibc", "warning", f"torch's wheel is manylinux (glibc >= {floor}), and this host's C library "
+            "is not glibc or could not be read: `import torch` may fail",
+            "on musl (Alpine) use a glibc-based image, or build torch from source")
+    if (_version(glibc) or Version("0")) < (_version(floor) or Version("0")):
+        return Finding(
+            "glibc", "error", f"torch's wheel needs glibc >= {floor} ({', '.join(env.wheel_tags)}), "
+            f"this host has glibc {glibc}: `import torch` fails",
+            f"use a distribution with glibc >= {floor}, or an older torch whose wheels target this glibc")
+    return Finding("glibc", "ok", f"glibc {glibc} meets the wheel's manylinux floor {floor}")
+
+
 def environment_findings(env: InstalledEnvironment, *, os_name: str, build: str | None) -> list[Finding]:
     """The collect_env facts that decide whether the installed torch can work here, as findings."""
     findings = []
-    floor, glibc = env.manylinux_floor, env.glibc
+    floor = env.manylinux_floor
     if os_name == "linux" and floor is not None:
-        if glibc is None:
-            findings.append(Finding(
-                "glibc", "warning", f"torch's wheel is manylinux (glibc >= {floor}), and this host's C library "
-                "is not glibc or could not be read: `import torch` may fail",
-                "on musl (Alpine) use a glibc-based image, or build torch from source"))
-        elif (_version(glibc) or Version("0")) < (_version(floor) or Version("0")):
-            findings.append(Finding(
-                "glibc", "error", f"torch's wheel needs glibc >= {floor} ({', '.join(env.wheel_tags)}), "
-                f"this host has glibc {glibc}: `import torch` fails",
-                f"use a distribution with glibc >= {floor}, or an older torch whose wheels target this glibc"))
-        else:
-            findings.append(Finding("glibc", "ok", f"glibc {glibc} meets the wheel's manylinux floor {floor}"))
+        findings.append(_glibc_finding(env, floor))
     cuda, hip = env.torch_build.get("cuda"), env.torch_build.get("hip")
     if build and build.startswith("cu") and cuda:
         built = "cu" + cuda.replace(".", "")

@@ -32,23 +32,33 @@ _REQUEST_KEYS = ("torch", "python", "os", "arch", "backend", "driver", "gpu_arch
 def request_for(description: JsonMapping) -> ResolveRequest:
     """The resolve request of one host class (a description or a CI-matrix cell)."""
     values = dict(description)
-    cell = "build" in values and "pins" in values  # a GET /v1/ci-matrix cell: its answer's fields beside
-    if cell:
-        values = {k: v for k, v in values.items() if k in (*_REQUEST_KEYS, "build", "platform")}
-        if values.get("runtime") and str(values.get("build", "")).startswith("cu"):
-            del values["runtime"]  # a cell's runtime is the build's CUDA version, not a vendor runtime
+    if "build" in values and "pins" in values:  # a GET /v1/ci-matrix cell: its answer's fields beside
+        values = _cell_request(values)
     if "build" in values and "backend" not in values:
         values["backend"] = values.pop("build")
     platform = values.pop("platform", None)
     if platform and "os" not in values:
         values["os"], _, values["arch"] = str(platform).partition("-")
+    _known_keys(values)
+    kwargs: JsonObject = {("with_" if k == "with" else k): (str(v) if v is not None else None)
+                              for k, v in values.items() if k in _REQUEST_KEYS}
+    return ResolveRequest.from_strings(**kwargs)
+
+
+def _known_keys(values: JsonObject) -> None:
     unknown = sorted(set(values) - set(_REQUEST_KEYS) - {"name"})
     if unknown:
         raise InvalidRequestError(f"a host class has keys accelenv does not read: {', '.join(unknown)}",
                                   hint=f"use resolve's inputs: {', '.join(_REQUEST_KEYS)}")
-    kwargs: JsonObject = {("with_" if k == "with" else k): (str(v) if v is not None else None)
-                              for k, v in values.items() if k in _REQUEST_KEYS}
-    return ResolveRequest.from_strings(**kwargs)
+
+
+def _cell_request(cell: JsonObject) -> JsonObject:
+    """A CI-matrix cell's request fields (its runtime dropped for a CUDA build: that is the build's CUDA version,
+    not a vendor runtime)."""
+    values = {k: v for k, v in cell.items() if k in (*_REQUEST_KEYS, "build", "platform")}
+    if values.get("runtime") and str(values.get("build", "")).startswith("cu"):
+        del values["runtime"]
+    return values
 
 
 def answer_of(resolution: Resolution) -> dict[str, str]:

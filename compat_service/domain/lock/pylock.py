@@ -91,16 +91,7 @@ def pylock_document(
             causes=[Cause(constraint=u, origin="lock") for u in unhashed],
             hint="let accelenv hash them from the download, or use an index that states hashes",
         )
-    out_packages = []
-    for p in sorted(packages, key=lambda p: p.name):
-        entry: JsonObject = {"name": p.name, "version": p.version}
-        if p.index:
-            entry["index"] = p.index
-        entry["wheels"] = [_file_entry(f) for f in p.wheels]
-        if p.variants_json is not None and p.variants_json.sha256:
-            entry["variants-json"] = {"url": p.variants_json.url, "hashes": {"sha256": p.variants_json.sha256}}
-        entry["tool"] = {"accelenv": {"hash-source": {f.filename: f.hash_source for f in p.wheels}}}
-        out_packages.append(entry)
+    out_packages = [_package_entry(p) for p in sorted(packages, key=lambda p: p.name)]
     return {
         "lock-version": "1.0",
         "environments": [environment],
@@ -109,6 +100,18 @@ def pylock_document(
         "packages": out_packages,
         "tool": {"accelenv": dict(tool)},
     }
+
+
+def _package_entry(p: LockedPackage) -> JsonObject:
+    """One ``[[packages]]`` entry: its wheels with their hashes, its variants JSON, where each hash came from."""
+    entry: JsonObject = {"name": p.name, "version": p.version}
+    if p.index:
+        entry["index"] = p.index
+    entry["wheels"] = [_file_entry(f) for f in p.wheels]
+    if p.variants_json is not None and p.variants_json.sha256:
+        entry["variants-json"] = {"url": p.variants_json.url, "hashes": {"sha256": p.variants_json.sha256}}
+    entry["tool"] = {"accelenv": {"hash-source": {f.filename: f.hash_source for f in p.wheels}}}
+    return entry
 
 
 def pep751_part(document: JsonMapping) -> JsonObject:
