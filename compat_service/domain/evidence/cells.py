@@ -32,7 +32,7 @@ from compat_service.domain.errors import Cause, ReportInvalidError
 from compat_service.domain.evidence.report import CHECK_STATUSES, Environment
 from compat_service.domain.evidence.status import CellStatus, Health
 from compat_service.domain.json_types import JsonObject
-from compat_service.domain.matrix.rows import MatrixTables
+from compat_service.domain.matrix.rows import MatrixTables, PythonSupport, VariantAvailability
 
 #: PrivateUse1 vendor backends the matrix declares through its vendor tables (plugin on a CPU torch)
 VENDOR_BACKEND_TABLES: dict[str, str] = {family: plugin.table for family, plugin in PLUGINS.items()}
@@ -154,20 +154,21 @@ def iter_declared_cells(data: MatrixTables) -> Iterator[DeclaredCell]:
         for patch in minor.patches:
             pythons = patch.python_override if patch.python_override is not None else minor.python
             for variant in minor.variants:
-                if variant.patches is not None and patch.version not in variant.patches:
-                    continue
-                for support in pythons:
-                    allowed = set(support.platforms) if support.platforms is not None else set(PLATFORMS)
-                    for platform in variant.platforms:
-                        if platform not in allowed:
-                            continue
-                        for py in support.versions:
-                            yield DeclaredCell(
-                                torch_version=patch.version,
-                                torch_build=variant.label,
-                                python=py,
-                                platform=platform,
-                            )
+                if variant.patches is None or patch.version in variant.patches:
+                    yield from _variant_cells(patch.version, variant, pythons)
+
+
+def _variant_cells(
+    version: str, variant: VariantAvailability, pythons: list[PythonSupport]
+) -> Iterator[DeclaredCell]:
+    """One build of one patch: each Python it lists on each platform the build publishes."""
+    for support in pythons:
+        allowed = set(support.platforms) if support.platforms is not None else set(PLATFORMS)
+        for platform in variant.platforms:
+            if platform not in allowed:
+                continue
+            for py in support.versions:
+                yield DeclaredCell(torch_version=version, torch_build=variant.label, python=py, platform=platform)
 
 
 class DeclaredMatrix:
