@@ -87,6 +87,7 @@ def _counts(data: MatrixTables) -> dict[str, int]:
         "build_variants": len(data.build_variants.variants),
         "cuda_toolkits": len(data.cuda.toolkits),
         "arch_lists": len(data.gpu_archs.arch_lists),
+        "known_bad_rules": len(data.known_bad.rules),
         "sources": len(data.sources.sources),
     }
 

@@ -79,6 +79,7 @@ __all__ = [
     "InstallPlanRefusedError",
     "InternalError",
     "InvalidRequestError",
+    "KnownBadError",
     "LockNotConfiguredError",
     "MatrixDataError",
     "MatrixOutOfDateError",
@@ -312,6 +313,13 @@ class RuntimeMismatchError(UnsatisfiableError):
 
 class CompanionUnknownError(UnsatisfiableError):
     code = "companion-unknown"
+
+
+class KnownBadError(UnsatisfiableError):
+    """The only builds that fit are ones a cited known-bad rule (matrix_data/known_bad.yaml) says never to
+    recommend; the error names the rule and its source, the alternatives resolve."""
+
+    code = "known-bad"
 
 
 class RestsOnUnknownError(UnsatisfiableError):

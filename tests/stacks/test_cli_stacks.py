@@ -29,20 +29,21 @@ def _resolve(args: list[str], tmp_path: Path) -> subprocess.CompletedProcess[str
 
 
 def test_with_a_pinned_vllm_prints_its_torch_pins_in_one_command(tmp_path: Path) -> None:
-    done = _resolve(["--with", "vllm==0.15.1", "--backend", "cuda", "--python", "3.12", *TARGET, "--format", "json"],
+    # 0.10.2's wheels go with the default-index build of its torch pin (0.11.1-0.19.x take torch from /whl/cu129)
+    done = _resolve(["--with", "vllm==0.10.2", "--backend", "cuda", "--python", "3.12", *TARGET, "--format", "json"],
                     tmp_path)
     assert done.returncode == 0, done.stderr
     body = json.loads(done.stdout)
-    release = load_catalog().get("vllm").release("0.15.1")  # type: ignore[union-attr]
+    release = load_catalog().get("vllm").release("0.10.2")  # type: ignore[union-attr]
     assert release is not None
     pins = release.pins("linux-x86_64", "3.12")
     assert body["pins"]["torch"] == pins["torch"] and body["pins"]["torchvision"] == pins["torchvision"]
-    assert [(p["name"], p["version"], p["origin"]) for p in body["stack"]] == [("vllm", "0.15.1", "index")]
-    pip = _resolve(["--with", "vllm==0.15.1", "--backend", "cuda", "--python", "3.12", *TARGET, "--format", "pip"],
+    assert [(p["name"], p["version"], p["origin"]) for p in body["stack"]] == [("vllm", "0.10.2", "index")]
+    pip = _resolve(["--with", "vllm==0.10.2", "--backend", "cuda", "--python", "3.12", *TARGET, "--format", "pip"],
                    tmp_path)
     commands = [line for line in pip.stdout.splitlines() if not line.startswith("#")]
     expected = (f"pip install torch=={pins['torch']} torchvision=={pins['torchvision']} "
-                f"torchaudio=={pins['torchaudio']} vllm==0.15.1")
+                f"torchaudio=={pins['torchaudio']} vllm==0.10.2")
     assert commands == [expected]
 
 

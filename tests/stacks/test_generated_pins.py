@@ -3,7 +3,8 @@ each vLLM and xformers release's metadata requires, on every platform it publish
 
 The expectations are read from the generated files themselves (matrix_data/index/<package>.yaml through the
 catalog), never written here; the build asked for is the family of the default-index build the matrix names
-for the pinned torch on that platform (the build the package's binaries go with).
+for the pinned torch on that platform, or of the build a curated ``torch_index`` row names (the build the
+package's binaries go with).
 """
 
 from __future__ import annotations
@@ -75,6 +76,9 @@ def test_with_exact_release_pins_what_its_metadata_requires(name: str, version: 
     os_name, arch = platform.split("-")
     torch_pin = pins.get("torch")
     family = _default_family(torch_pin, platform) if torch_pin else None
+    if release.torch_index:  # the build its documents say its wheels were compiled against (vLLM's CUDA line)
+        row = MATRIX.build_variant(release.torch_index["label"])
+        family = row.family if row is not None else family
     request = ResolveRequest.from_strings(
         with_=[f"{name}=={version}"], os=os_name, arch=arch, backend=family or ("cuda" if os_name == "linux" else "cpu")
     )

@@ -27,10 +27,12 @@ from compat_service.domain.matrix.rows import (
     CudaToolkit,
     GpuName,
     KernelUserSpace,
+    KnownBadRule,
     MatrixTables,
     MinorVersionCompat,
     MpsSupport,
     RocmRelease,
+    RuntimeFloor,
     Source,
     ToolkitArchRange,
     TorchMinor,
@@ -99,6 +101,12 @@ class Matrix(Protocol):
     def capability_floors(self, torch_version: str, platform: str) -> Sequence[CapabilityFloor]:
         """The GPU floors of parts of this release's CUDA builds on ``platform`` (cuDNN, Triton)."""
 
+    def runtime_floor(self, torch_version: str, platform: str) -> RuntimeFloor | None:
+        """The glibc this release's binaries need where their wheel tag names an older one; None = no row."""
+
+    def known_bad(self, torch_version: str) -> Sequence[KnownBadRule]:
+        """The known-bad rules (known_bad.yaml) whose torch range holds this release, in file order."""
+
     def variants_on_platform(self, minor: TorchMinor, version: str, platform: str) -> tuple[VariantAvailability, ...]:
         """The variants of ``minor`` that patch ``version`` publishes for ``platform``."""
 
@@ -155,6 +163,9 @@ class InMemoryMatrix:
         self._mps = [(parse_specifier(row.torch), row) for row in data.mps.support]
         self._wheel_floors = [(parse_specifier(row.torch), row) for row in data.host_rules.wheel_floors]
         self._capability_floors = [(parse_specifier(row.torch), row) for row in data.host_rules.capability_floors]
+        self._runtime_floors = [(parse_specifier(row.torch), row) for row in data.host_rules.runtime_floors]
+        self._known_bad_rules = [(parse_specifier(row.torch), row) for row in data.known_bad.rules]
+        self._known_bad: dict[str, tuple[KnownBadRule, ...]] = {}
         self._sources = {s.key: s for s in data.sources.sources}
         self._on_platform: dict[tuple[str, str], tuple[VariantAvailability, ...]] = {}
         self._pythons: dict[tuple[str, str], list[str]] = {}
@@ -275,6 +286,26 @@ class InMemoryMatrix:
 
     def source(self, key: str) -> Source | None:
         return self._sources.get(key)
+
+    def runtime_floor(self, torch_version: str, platform: str) -> RuntimeFloor | None:
+        return next(
+            (
+                row
+                for spec, row in self._runtime_floors
+                if platform in row.platforms and spec is not None and spec.contains(torch_version, prereleases=True)
+            ),
+            None,
+        )
+
+    def known_bad(self, torch_version: str) -> Sequence[KnownBadRule]:
+        found = self._known_bad.get(torch_version)
+        if found is None:
+            found = self._known_bad[torch_version] = tuple(
+                row
+                for spec, row in self._known_bad_rules
+                if spec is not None and spec.contains(torch_version, prereleases=True)
+            )
+        return found
 
     def capability_floors(self, torch_version: str, platform: str) -> Sequence[CapabilityFloor]:
         return [

@@ -37,6 +37,9 @@ __all__ = [
     "HostRulesFile",
     "IndexOverride",
     "KernelUserSpace",
+    "KnownBadCompanion",
+    "KnownBadFile",
+    "KnownBadRule",
     "MatrixTables",
     "MinorVersionCompat",
     "MpsFile",
@@ -45,6 +48,7 @@ __all__ = [
     "RocmFile",
     "RocmRelease",
     "Row",
+    "RuntimeFloor",
     "Source",
     "SourcesFile",
     "ToolkitArchRange",
@@ -1384,18 +1388,61 @@ class CapabilityFloor(Row):
         )
 
 
+class RuntimeFloor(Row):
+    """What a release's binaries ask of the host's C library where their wheel tag asks less (torch up to 2.6"""
+
+    __slots__ = ("torch", "platforms", "glibc")
+    _fields: ClassVar[Fields] = (
+        ("source", "source"),
+        ("note", "note"),
+        ("torch", "torch"),
+        ("platforms", "platforms"),
+        ("glibc", "glibc"),
+    )
+    torch: str
+    platforms: list[Platform]
+    glibc: str
+
+    def __init__(
+        self,
+        *,
+        source: list[str],
+        note: str | None = None,
+        torch: str,
+        platforms: list[Platform],
+        glibc: str,
+    ) -> None:
+        _set(self, "source", source)
+        _set(self, "note", note)
+        _set(self, "torch", torch)
+        _set(self, "platforms", platforms)
+        _set(self, "glibc", glibc)
+
+    @classmethod
+    def from_json(cls, data: JsonObject) -> RuntimeFloor:
+        return cls(
+            source=data["source"],
+            note=data.get("note", None),
+            torch=data["torch"],
+            platforms=data["platforms"],
+            glibc=data["glibc"],
+        )
+
+
 class HostRulesFile(Frozen):
     """Mirrors schema.HostRulesFile."""
 
-    __slots__ = ("schema_", "wheel_floors", "capability_floors")
+    __slots__ = ("schema_", "wheel_floors", "capability_floors", "runtime_floors")
     _fields: ClassVar[Fields] = (
         ("schema_", "schema"),
         ("wheel_floors", "wheel_floors"),
         ("capability_floors", "capability_floors"),
+        ("runtime_floors", "runtime_floors"),
     )
     schema_: Literal["host_rules/v1"]
     wheel_floors: list[WheelFloor]
     capability_floors: list[CapabilityFloor]
+    runtime_floors: list[RuntimeFloor]
 
     def __init__(
         self,
@@ -1403,19 +1450,182 @@ class HostRulesFile(Frozen):
         schema_: Literal["host_rules/v1"],
         wheel_floors: list[WheelFloor] | None = None,
         capability_floors: list[CapabilityFloor] | None = None,
+        runtime_floors: list[RuntimeFloor] | None = None,
     ) -> None:
         _set(self, "schema_", schema_)
         _set(self, "wheel_floors", [] if wheel_floors is None else wheel_floors)
         _set(self, "capability_floors", [] if capability_floors is None else capability_floors)
+        _set(self, "runtime_floors", [] if runtime_floors is None else runtime_floors)
 
     @classmethod
     def from_json(cls, data: JsonObject) -> HostRulesFile:
         wheel_floors = [WheelFloor.from_json(x0) for x0 in data.get("wheel_floors", [])]
         capability_floors = [CapabilityFloor.from_json(x0) for x0 in data.get("capability_floors", [])]
+        runtime_floors = [RuntimeFloor.from_json(x0) for x0 in data.get("runtime_floors", [])]
         return cls(
             schema_=data["schema"],
             wheel_floors=wheel_floors,
             capability_floors=capability_floors,
+            runtime_floors=runtime_floors,
+        )
+
+
+class KnownBadCompanion(Frozen):
+    """A package installed beside torch (a companion or a ``--with`` package) and the releases the rule names."""
+
+    __slots__ = ("name", "version")
+    _fields: ClassVar[Fields] = (("name", "name"), ("version", "version"))
+    name: str
+    version: str
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        version: str = "",
+    ) -> None:
+        _set(self, "name", name)
+        _set(self, "version", version)
+
+    @classmethod
+    def from_json(cls, data: JsonObject) -> KnownBadCompanion:
+        return cls(
+            name=data["name"],
+            version=data.get("version", ""),
+        )
+
+
+class KnownBadRule(Row):
+    """A combination a cited source shows to break (a build with a regression, a companion that breaks a torch,"""
+
+    __slots__ = (
+        "id",
+        "torch",
+        "severity",
+        "effect",
+        "families",
+        "variants",
+        "platforms",
+        "python",
+        "gpu_archs",
+        "min_gpu_arch",
+        "driver",
+        "macos",
+        "companion",
+    )
+    _fields: ClassVar[Fields] = (
+        ("source", "source"),
+        ("note", "note"),
+        ("id", "id"),
+        ("torch", "torch"),
+        ("severity", "severity"),
+        ("effect", "effect"),
+        ("families", "families"),
+        ("variants", "variants"),
+        ("platforms", "platforms"),
+        ("python", "python"),
+        ("gpu_archs", "gpu_archs"),
+        ("min_gpu_arch", "min_gpu_arch"),
+        ("driver", "driver"),
+        ("macos", "macos"),
+        ("companion", "companion"),
+    )
+    id: str
+    torch: str
+    severity: Literal["never", "caveat"]
+    effect: str
+    families: list[Literal["cpu", "cuda", "rocm", "xpu", "mps", "npu", "mlu"]] | None
+    variants: list[str] | None
+    platforms: list[Platform] | None
+    python: list[str] | None
+    gpu_archs: list[str] | None
+    min_gpu_arch: str | None
+    driver: str | None
+    macos: str | None
+    companion: KnownBadCompanion | None
+
+    def __init__(
+        self,
+        *,
+        source: list[str],
+        note: str | None = None,
+        id: str,
+        torch: str,
+        severity: Literal["never", "caveat"],
+        effect: str,
+        families: list[Literal["cpu", "cuda", "rocm", "xpu", "mps", "npu", "mlu"]] | None = None,
+        variants: list[str] | None = None,
+        platforms: list[Platform] | None = None,
+        python: list[str] | None = None,
+        gpu_archs: list[str] | None = None,
+        min_gpu_arch: str | None = None,
+        driver: str | None = None,
+        macos: str | None = None,
+        companion: KnownBadCompanion | None = None,
+    ) -> None:
+        _set(self, "source", source)
+        _set(self, "note", note)
+        _set(self, "id", id)
+        _set(self, "torch", torch)
+        _set(self, "severity", severity)
+        _set(self, "effect", effect)
+        _set(self, "families", families)
+        _set(self, "variants", variants)
+        _set(self, "platforms", platforms)
+        _set(self, "python", python)
+        _set(self, "gpu_archs", gpu_archs)
+        _set(self, "min_gpu_arch", min_gpu_arch)
+        _set(self, "driver", driver)
+        _set(self, "macos", macos)
+        _set(self, "companion", companion)
+
+    @classmethod
+    def from_json(cls, data: JsonObject) -> KnownBadRule:
+        companion = data.get("companion", None)
+        if companion is not None:
+            companion = KnownBadCompanion.from_json(companion)
+        return cls(
+            source=data["source"],
+            note=data.get("note", None),
+            id=data["id"],
+            torch=data["torch"],
+            severity=data["severity"],
+            effect=data["effect"],
+            families=data.get("families", None),
+            variants=data.get("variants", None),
+            platforms=data.get("platforms", None),
+            python=data.get("python", None),
+            gpu_archs=data.get("gpu_archs", None),
+            min_gpu_arch=data.get("min_gpu_arch", None),
+            driver=data.get("driver", None),
+            macos=data.get("macos", None),
+            companion=companion,
+        )
+
+
+class KnownBadFile(Frozen):
+    """Mirrors schema.KnownBadFile."""
+
+    __slots__ = ("schema_", "rules")
+    _fields: ClassVar[Fields] = (("schema_", "schema"), ("rules", "rules"))
+    schema_: Literal["known_bad/v1"]
+    rules: list[KnownBadRule]
+
+    def __init__(
+        self,
+        *,
+        schema_: Literal["known_bad/v1"],
+        rules: list[KnownBadRule],
+    ) -> None:
+        _set(self, "schema_", schema_)
+        _set(self, "rules", rules)
+
+    @classmethod
+    def from_json(cls, data: JsonObject) -> KnownBadFile:
+        rules = [KnownBadRule.from_json(x0) for x0 in data["rules"]]
+        return cls(
+            schema_=data["schema"],
+            rules=rules,
         )
 
 
@@ -1648,6 +1858,7 @@ class MatrixTables(Frozen):
         "mps",
         "vendor_backends",
         "host_rules",
+        "known_bad",
     )
     _fields: ClassVar[Fields] = (
         ("sources", "sources"),
@@ -1660,6 +1871,7 @@ class MatrixTables(Frozen):
         ("mps", "mps"),
         ("vendor_backends", "vendor_backends"),
         ("host_rules", "host_rules"),
+        ("known_bad", "known_bad"),
     )
     sources: SourcesFile
     build_variants: BuildVariantsFile
@@ -1671,6 +1883,7 @@ class MatrixTables(Frozen):
     mps: MpsFile
     vendor_backends: VendorFile
     host_rules: HostRulesFile
+    known_bad: KnownBadFile
 
     def __init__(
         self,
@@ -1685,6 +1898,7 @@ class MatrixTables(Frozen):
         mps: MpsFile,
         vendor_backends: VendorFile,
         host_rules: HostRulesFile,
+        known_bad: KnownBadFile,
     ) -> None:
         _set(self, "sources", sources)
         _set(self, "build_variants", build_variants)
@@ -1696,6 +1910,7 @@ class MatrixTables(Frozen):
         _set(self, "mps", mps)
         _set(self, "vendor_backends", vendor_backends)
         _set(self, "host_rules", host_rules)
+        _set(self, "known_bad", known_bad)
 
     @classmethod
     def from_json(cls, data: JsonObject) -> MatrixTables:
@@ -1709,6 +1924,7 @@ class MatrixTables(Frozen):
         mps = MpsFile.from_json(data["mps"])
         vendor_backends = VendorFile.from_json(data["vendor_backends"])
         host_rules = HostRulesFile.from_json(data["host_rules"])
+        known_bad = KnownBadFile.from_json(data["known_bad"])
         return cls(
             sources=sources,
             build_variants=build_variants,
@@ -1720,4 +1936,5 @@ class MatrixTables(Frozen):
             mps=mps,
             vendor_backends=vendor_backends,
             host_rules=host_rules,
+            known_bad=known_bad,
         )

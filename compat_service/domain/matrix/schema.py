@@ -472,6 +472,15 @@ class CapabilityFloor(Row):
     effect: str = Field(min_length=1)
 
 
+class RuntimeFloor(Row):
+    """What a release's binaries ask of the host's C library where their wheel tag asks less (torch up to 2.6
+    is tagged manylinux1, glibc 2.5, but was built on CentOS 7 and needs glibc 2.17)."""
+
+    torch: TorchSpecifier
+    platforms: list[Platform] = Field(min_length=1)
+    glibc: VersionStr
+
+
 class HostRulesFile(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -480,6 +489,66 @@ class HostRulesFile(BaseModel):
     wheel_floors: list[WheelFloor] = Field(default_factory=list)
     #: GPU floors of parts of the CUDA builds (bundled cuDNN, torch.compile's Triton)
     capability_floors: list[CapabilityFloor] = Field(default_factory=list)
+    #: per torch range: the glibc the binaries need where their wheel tag names an older one
+    runtime_floors: list[RuntimeFloor] = Field(default_factory=list)
+
+
+# --------------------------------------------------------------------------- known_bad.yaml
+
+
+class KnownBadCompanion(BaseModel):
+    """A package installed beside torch (a companion or a ``--with`` package) and the releases the rule names."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9._-]*$")
+    #: PEP 440 specifier over the package's versions; empty = every release
+    version: str = ""
+
+    @field_validator("version")
+    @classmethod
+    def _spec(cls, value: str) -> str:
+        return _check_specifier(value) if value else value
+
+
+class KnownBadRule(Row):
+    """A combination a cited source shows to break (a build with a regression, a companion that breaks a torch,
+    a platform a build does not run on). Every field but ``torch`` narrows the rule; a field left out matches
+    every value. ``never``: the resolver passes over a build the rule matches and refuses it when asked for
+    directly; ``caveat``: the answer says it in one line with its source."""
+
+    #: stable kebab-case name the answer cites
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9.-]*[a-z0-9]$")
+    torch: TorchSpecifier
+    severity: Literal["never", "caveat"]
+    #: what breaks, in one line
+    effect: str = Field(min_length=1, max_length=200)
+    #: build families (cuda, rocm, mps, ...) and build labels (cu124, rocm6.0); both narrow
+    families: list[BackendFamily] | None = None
+    variants: list[str] | None = None
+    platforms: list[Platform] | None = None
+    #: the Python minors ("3.12", "3.13t") the rule holds on
+    python: PythonList | None = None
+    #: GPU architectures: exactly these (``gpu_archs``), or NVIDIA ones from ``min_gpu_arch`` up
+    gpu_archs: list[Annotated[str, Field(pattern=_ARCH_RE.pattern)]] | None = None
+    min_gpu_arch: str | None = Field(default=None, pattern=r"^sm_\d{2,3}$")
+    #: PEP 440 specifiers over the host's NVIDIA driver and macOS versions
+    driver: str | None = None
+    macos: str | None = None
+    #: a package beside torch that the rule needs (torchaudio >= 2.9, torchdata)
+    companion: KnownBadCompanion | None = None
+
+    @field_validator("driver", "macos")
+    @classmethod
+    def _specs(cls, value: str | None) -> str | None:
+        return None if value is None else _check_specifier(value)
+
+
+class KnownBadFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    schema_: Literal["known_bad/v1"] = Field(alias="schema")
+    rules: list[KnownBadRule]
 
 
 # --------------------------------------------------------------------------- vendor PrivateUse1 plugins
@@ -548,6 +617,7 @@ MATRIX_FILES: dict[str, type[BaseModel]] = {
     "mps.yaml": MpsFile,
     "vendor_backends.yaml": VendorFile,
     "host_rules.yaml": HostRulesFile,
+    "known_bad.yaml": KnownBadFile,
 }
 
 
@@ -566,3 +636,4 @@ class MatrixData(BaseModel):
     mps: MpsFile
     vendor_backends: VendorFile
     host_rules: HostRulesFile
+    known_bad: KnownBadFile

@@ -525,6 +525,36 @@ def _vendor(rows: FileRows) -> list[Problem]:
     return out
 
 
+#: torch versions a rule's range is tried against besides the matrix's patches (a range none of them satisfies
+#: is empty: ">=2.5,<2.4")
+_TORCH_GRID = [Version(f"{major}.{minor}.{patch}") for major in (1, 2, 3) for minor in range(40) for patch in range(6)]
+
+
+def _known_bad(rows: FileRows, labels: dict[str, Any], patches: list[Version]) -> list[Problem]:
+    """known_bad.yaml: ids once each, build labels that exist and belong to the rule's families, and a torch
+    range that is not empty."""
+    out = _Problems()
+    file = "known_bad.yaml"
+    seen: dict[str, int] = {}
+    for i, rule in _rows(rows, file, "rules"):
+        if rule.id in seen:
+            out.add(file, f"rules[{i}].id", f"duplicate rule id {rule.id!r} (first at rules[{seen[rule.id]}])")
+        seen.setdefault(rule.id, i)
+        spec = parse_specifier(rule.torch)
+        if spec is not None and not any(spec.contains(v, prereleases=True) for v in [*patches, *_TORCH_GRID]):
+            out.add(file, f"rules[{i}].torch", f"{rule.torch!r} holds no torch version (an empty range)")
+        for j, label in enumerate(rule.variants or []):
+            if label not in labels:
+                out.add(file, f"rules[{i}].variants[{j}]", f"build label {label!r} is not in build_variants.yaml")
+            elif rule.families is not None and labels[label].family not in rule.families:
+                out.add(
+                    file,
+                    f"rules[{i}].variants[{j}]",
+                    f"{label} is a {labels[label].family} build, not one of the rule's families {rule.families}",
+                )
+    return out
+
+
 def cross_file_problems(rows: FileRows) -> list[Problem]:
     """Every cross-row and cross-file problem among ``rows`` (see the module docstring)."""
     labels, problems = _build_variants(rows)
@@ -536,4 +566,5 @@ def cross_file_problems(rows: FileRows) -> list[Problem]:
     problems += torch_problems
     problems += _gpu_archs(rows, labels, patches)
     problems += _vendor(rows)
+    problems += _known_bad(rows, labels, patches)
     return problems

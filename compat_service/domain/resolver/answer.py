@@ -62,6 +62,7 @@ def build_resolution(
         _arch_reason(state, c, reasons, warnings)
     if state.family == "cuda" and r.gpu_arch is not None and r.gpu_arch.startswith("sm_"):
         _capability_floors(state, version, warnings)
+    warnings.extend(line for line in c.known_bad if line not in warnings)
     if state.family == "cuda":
         _driver_notes(state, version, c, reasons, warnings, requirements)
     _family_notes(state, version, c, reasons, warnings, requirements)
@@ -668,11 +669,8 @@ def _floor_requirement(
     version = f"{floor.version[0]}.{floor.version[1]}"
     name = floor.needs.lower()
     given = describes_host(state)
-    detail = (
-        f"the pinned wheels' platform tags need {floor.text}; the target has {host_words(state)}"
-        if given
-        else f"the pinned wheels' platform tags need {floor.text} (no {flag} given: assumed)"
-    )
+    need = floor.origin or f"the pinned wheels' platform tags need {floor.text}"
+    detail = f"{need}; the target has {host_words(state)}" if given else f"{need}; no {flag} given, assumed"
     if not any(
         q.name == name and q.version is not None and cached_version(q.version) >= cached_version(version)
         for q in requirements

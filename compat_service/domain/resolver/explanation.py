@@ -25,6 +25,7 @@ from compat_service.domain.matrix.memo import MatrixMemo, RequestMemo
 from compat_service.domain.resolver.conflict import CauseRow, Conflict
 from compat_service.domain.resolver.request import BackendSpec, TorchSpec
 from compat_service.domain.resolver.state import Dropout, ResolverState
+from compat_service.domain.resolver.vendor_rules import rocm_window
 from compat_service.domain.resolver.wheel_tags import host_words
 
 if TYPE_CHECKING:
@@ -276,6 +277,27 @@ def _explain_companions(f: Failure) -> Conflict:
         hint="drop the companion with --with, or pick another torch version",
         causes=causes,
         facts={"missing": missing},
+    )
+
+
+def _explain_known_bad(f: Failure) -> Conflict:
+    """Every build that fits is one a ``never`` rule of known_bad.yaml passes over (known_bad.py)."""
+    refused = [(d.patch.version, c.label, rule) for d in f.deaths for c, rule in d.info["refused"]]
+    version, label, rule = refused[0]
+    causes: list[CauseRow] = [f.torch_cause]
+    seen: set[str] = set()
+    for v, lab, rl in refused:
+        if rl.id in seen:
+            continue
+        seen.add(rl.id)
+        causes.append((f"torch {v} {lab}", f"matrix: known_bad.yaml {rl.id} ({', '.join(rl.source)})", rl.effect))
+    return Conflict(
+        "known-bad",
+        f"torch {version} {label} is a known-bad combination for this target: {rule.effect} "
+        f"[known issue {rule.id}: {', '.join(rule.source)}]",
+        hint="take a request under 'what would work' (another patch or build of torch), or change the target",
+        causes=causes[:8],
+        facts={"rules": sorted(seen)},
     )
 
 
@@ -687,6 +709,15 @@ def _explain_runtime(f: Failure) -> Conflict:
         for label, needs in list(offered.items())[:6]
     ]
     runtimes = sorted({n for n in offered.values() if n}, reverse=True)
+    window = rocm_window(state.m, r.runtime or "") if state.family == "rocm" else None
+    if window is not None:
+        causes.append(
+            (
+                f"the ROCm {window.kmd} kernel driver runs ROCm user space {', '.join(window.user_space)}",
+                f"matrix: rocm kernel_user_space ({', '.join(window.source)})",
+                "AMD's tested window; a ROCm wheel bundles its user space",
+            )
+        )
     return Conflict(
         "runtime-mismatch",
         f"no {what} for {asked} fits {name} {r.runtime}: {needs_text}",
@@ -716,6 +747,7 @@ EXPLAIN: dict[str, Callable[[Failure], Conflict]] = {
     "gpu_arch": _explain_gpu_arch,
     "driver": _explain_driver,
     "companions": _explain_companions,
+    "known_bad": _explain_known_bad,
 }
 
 

@@ -43,6 +43,7 @@ from compat_service.domain.resolver.explanation import (
     to_error,
     torch_not_found,
 )
+from compat_service.domain.resolver.known_bad import screen, skip_words
 from compat_service.domain.resolver.request import implied_family, invalid_request
 from compat_service.domain.resolver.state import (
     STAGE,
@@ -310,6 +311,8 @@ def run(state: ResolverState, *, explain: bool = True) -> Resolution:
                 first = outcome.info["blocked"][0]
                 why = f"{first.package} wheels need {first.floor.text}" if first.floor is not None else first.why
                 state.wheel_skips.append((patch.version, outcome.info["blocked"][0]))
+            if STAGES[outcome.stage] == "known_bad":
+                why = skip_words(outcome.info["refused"][0][1])
             if STAGES[outcome.stage] in ("platform", "backend") and state.r.platform in (
                 minor.platforms_unsourced or ()
             ):
@@ -376,6 +379,7 @@ _SKIP_REASONS = {
     "gpu_arch": "no kernels for the GPU",
     "driver": "needs a newer driver",
     "companions": "companion versions unknown or not published",
+    "known_bad": "a known-bad combination",
 }
 
 
@@ -504,6 +508,9 @@ def _try_patch(state: ResolverState, minor: TorchMinor, patch: TorchPatch) -> Dr
         missing, row = unpublished_companions(state.m, version, platform, state.r.with_)
         if missing:
             return Dropout(STAGE["companions"], minor, patch, {"missing": missing, "unpublished": row})
+    candidates, refused = screen(state, patch, python, candidates)
+    if not candidates:
+        return Dropout(STAGE["known_bad"], minor, patch, {"refused": refused})
     return python, candidates
 
 

@@ -25,7 +25,18 @@ if TYPE_CHECKING:
     )
     from compat_service.domain.resolver.request import ResolveRequest
 
-STAGES = ("platform", "python", "wheels", "backend", "plugin", "runtime", "gpu_arch", "driver", "companions")
+STAGES = (
+    "platform",
+    "python",
+    "wheels",
+    "backend",
+    "plugin",
+    "runtime",
+    "gpu_arch",
+    "driver",
+    "companions",
+    "known_bad",
+)
 STAGE = {name: index for index, name in enumerate(STAGES)}
 
 
@@ -69,6 +80,8 @@ class Candidate:
     plugin_row: AscendNpuRow | CambriconMluRow | None = None
     #: what the build's fit to --runtime rests on when the matrix does not say (None: known, or no --runtime)
     runtime_unknown: str | None = None
+    #: what the answer says about the known-bad rules that hold or may hold for this build (known_bad.py)
+    known_bad: list[str] = field(default_factory=list)
 
 
 @dataclass

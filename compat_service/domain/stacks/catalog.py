@@ -27,10 +27,12 @@ from compat_service.domain.json_types import JsonObject
 
 if TYPE_CHECKING:
     from compat_service.domain.errors import Cause
+    from compat_service.domain.matrix.problems import Problem
+    from compat_service.domain.stacks.schema import TorchIndexRow
 
 ECOSYSTEM_FILE = "ecosystem.yaml"
 #: bump when the compiled layout changes
-CATALOG_FORMAT = "4"
+CATALOG_FORMAT = "5"
 ORACLE_FILE = "stack-oracle.yaml"
 _OWN_FILES = tuple(Path(__file__).with_name(name) for name in ("catalog.py", "schema.py"))
 
@@ -68,6 +70,7 @@ class Release:
         "requires",
         "requires_python",
         "sdist",
+        "torch_index",
         "version",
         "wheels",
         "yanked",
@@ -88,6 +91,7 @@ class Release:
         policy: JsonObject | None,
         first_upload: str | None = None,
         oracle: dict[str, dict[str, str | None]] | None = None,
+        torch_index: JsonObject | None = None,
     ) -> None:
         self.package = package
         self.version = version
@@ -108,6 +112,9 @@ class Release:
         #: the resolution oracle's outcomes (index/stack-oracle.yaml): platform -> Python -> None when the stack
         #: answer resolved with every pin unchanged, else why not (the failing requirement)
         self.oracle = oracle or {}
+        #: the torch build its wheels were compiled against (schema.TorchIndexRow as a plain dict: label, detail,
+        #: source), where the package's documents name one; None: the default-index build of its pin
+        self.torch_index = torch_index
         self._parsed: Version | None = None
 
     @property
@@ -354,6 +361,7 @@ def _package(p: JsonObject) -> Package:
             policy=r.get("policy"),
             first_upload=r.get("first_upload"),
             oracle=r.get("oracle"),
+            torch_index=r.get("torch_index"),
         )
         for r in p["releases"]
     )
@@ -412,12 +420,17 @@ def compile_catalog(data_dir: Path) -> JsonObject:
         keys = {s["key"] for s in yaml.safe_load((data_dir / "sources.yaml").read_text(encoding="utf-8"))["sources"]}
     except (OSError, yaml.YAMLError, KeyError, TypeError):
         keys = set()
+    try:
+        variants = yaml.safe_load((data_dir / "build_variants.yaml").read_text(encoding="utf-8"))["variants"]
+        labels = {v["label"] for v in variants}
+    except (OSError, yaml.YAMLError, KeyError, TypeError):
+        labels = set()
     for name, package in curated.items():
         if name not in names:
             problems.append(
                 Problem(ECOSYSTEM_FILE, name, "not an ecosystem package: add its line to index/refresh.yaml")
             )
-        rows = (*package.torch, *package.wheels, *package.policy, *package.cxx11abi,
+        rows = (*package.torch, *package.wheels, *package.policy, *package.cxx11abi, *package.torch_index,
                 *((package.gpu_floor,) if package.gpu_floor else ()))
         cited = [*package.source, *(s for row in rows for s in row.source)]
         for key in cited:
@@ -430,6 +443,7 @@ def compile_catalog(data_dir: Path) -> JsonObject:
                 except InvalidSpecifier:
                     where = f"{name}.torch.{row.version}"
                     problems.append(Problem(ECOSYSTEM_FILE, where, f"{spec!r} is not a specifier"))
+        problems += _torch_index_problems(name, package.torch_index, labels)
     oracle: dict[tuple[str, str], dict[str, dict[str, str | None]]] = {}
     oracle_source = None
     oracle_file = data_dir / "index" / ORACLE_FILE
@@ -456,6 +470,11 @@ def compile_catalog(data_dir: Path) -> JsonObject:
         row = curated.get(name)
         torch_rows = {r.version: r for r in row.torch} if row else {}
         policy_rows = {r.version: r for r in row.policy} if row else {}
+        index_rows: list[tuple[SpecifierSet, TorchIndexRow]] = []
+        for index_row in row.torch_index if row else ():
+            spec = _specifier(index_row.versions)
+            if spec is not None:
+                index_rows.append((spec, index_row))
         releases = []
         for release in sorted(facts.releases if facts else [], key=lambda r: _sort_key(r.version), reverse=True):
             wheels: dict[str, list[str]] = {}
@@ -469,6 +488,7 @@ def compile_catalog(data_dir: Path) -> JsonObject:
             # a row names a release, or a release series (``0.8``: every 0.8.x, as torchcodec's table does)
             torch_row = torch_rows.get(release.version) or torch_rows.get(_series(release.version))
             policy_row = policy_rows.get(release.version)
+            index_row = next((r for spec, r in index_rows if spec.contains(release.version, prereleases=True)), None)
             releases.append({
                 "version": release.version, "yanked": release.yanked, "prerelease": release.prerelease,
                 "requires_python": release.requires_python, "sdist": release.sdist,
@@ -477,6 +497,7 @@ def compile_catalog(data_dir: Path) -> JsonObject:
                 "policy": policy_row.model_dump() if policy_row else None,
                 "first_upload": release.first_upload.date().isoformat() if release.first_upload else None,
                 "oracle": oracle.get((name, release.version)),
+                "torch_index": index_row.model_dump(exclude={"versions"}) if index_row else None,
             })
         packages.append({
             "name": name,
@@ -499,6 +520,29 @@ def compile_catalog(data_dir: Path) -> JsonObject:
         )
     marker_env = {rule.platform: dict(rule.markers) for rule in config.platforms} if config else {}
     return {"format": CATALOG_FORMAT, "packages": packages, "marker_env": marker_env}
+
+
+def _torch_index_problems(name: str, rows: list[TorchIndexRow], labels: set[str]) -> list[Problem]:
+    """A torch_index row's release specifier must parse and its label be a build label (build_variants.yaml)."""
+    from compat_service.domain.matrix.problems import Problem
+
+    problems = []
+    for row in rows:
+        where = f"{name}.torch_index.{row.versions}"
+        try:
+            SpecifierSet(row.versions)
+        except InvalidSpecifier:
+            problems.append(Problem(ECOSYSTEM_FILE, where, f"{row.versions!r} is not a specifier"))
+        if labels and row.label not in labels:
+            problems.append(Problem(ECOSYSTEM_FILE, where, f"{row.label!r} is not a build label (build_variants.yaml)"))
+    return problems
+
+
+def _specifier(text: str) -> SpecifierSet | None:
+    try:
+        return SpecifierSet(text)
+    except InvalidSpecifier:
+        return None  # reported by _torch_index_problems
 
 
 def _series(version: str) -> str:

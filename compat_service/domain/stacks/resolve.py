@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, cast
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
+from compat_service.domain.hardware_rules import runtime_fits
 from compat_service.domain.resolver.request import BackendSpec, PackageRequest, TorchSpec
 from compat_service.domain.resolver.resolution import HostRequirement, Pin, Reason, Resolution, StackPin
 from compat_service.domain.resolver.stages import resolve
@@ -346,6 +347,9 @@ def _labels(search: Search, plan: Plan, minor: TorchMinor) -> tuple[list[str | N
     if "default-index" in rules:
         label = _default_label(minor, platform)
         names = ", ".join(p.name for p, _ in plan.chosen if p.torch_build == "default-index")
+        built = _built_against(search, plan, minor, label)
+        if built is not None:
+            return built
         if label is None:
             plan.unknowns.append(f"the default-index build of torch {minor.minor} on {platform} is not in the "
                                  f"matrix: the build {names} go with is unknown")
@@ -368,6 +372,59 @@ def _labels(search: Search, plan: Plan, minor: TorchMinor) -> tuple[list[str | N
         if family in (None, "auto", "cuda") and cuda:
             labels = sorted(cuda, key=lambda lbl: _runtime_key(search, lbl), reverse=True) + [None]
     return labels, None
+
+
+def _built_against(search: Search, plan: Plan, minor: TorchMinor,
+                   default: str | None) -> tuple[list[str | None], str | None] | None:
+    """The torch build a release's documents say its wheels were compiled against (ecosystem.yaml
+    ``torch_index``: vLLM 0.11.1-0.19.x and CUDA 12.9), as `_labels` answers; None when no chosen release has one.
+
+    Another default-index package of the stack (no row: built against the default-index build) goes along when
+    that build is the same CUDA major and no newer (NVIDIA's minor version compatibility); else a conflict."""
+    rows = [(p, r) for p, r in plan.chosen if p.torch_build == "default-index" and r.torch_index]
+    if not rows:
+        return None
+    request, platform = search.request, search.request.platform
+    package, release = rows[0]
+    label = str(release.torch_index["label"])  # type: ignore[index]
+    who = f"{package.name} {release.version}"
+    for other, other_release in rows[1:]:
+        if other_release.torch_index["label"] != label:  # type: ignore[index]
+            return [], (f"{who}'s wheels were built against torch's {label} build, {other.name} "
+                        f"{other_release.version}'s against {other_release.torch_index['label']}")  # type: ignore[index]
+    if not any(v.label == label and platform in v.platforms for v in minor.variants):
+        return [], (f"{who}'s wheels were built against torch's {label} build, which torch {minor.minor} does not "
+                    f"publish for {platform}")
+    asked = request.backend.label
+    if asked is not None and asked != label:
+        return [], (f"{who}'s wheels were built against torch {minor.minor}'s {label} build; --backend {asked} asks "
+                    "for another build")
+    family = request.backend.family
+    if family not in (None, "auto") and family != _family(search, label):
+        return [], f"{who}'s wheels were built against torch {minor.minor}'s {label} build, not a {family} build"
+    others = [p for p, r in plan.chosen if p.torch_build == "default-index" and not r.torch_index]
+    if others and default != label:
+        if default is None or not _minor_compatible(search, default, label):
+            names = ", ".join(p.name for p in others)
+            return [], (f"{who}'s wheels were built against torch {minor.minor}'s {label} build; {names}'s wheels go "
+                        f"with its default-index build {default or '(unknown)'}")
+        _note(plan, Reason(
+            "stack", f"{', '.join(p.name for p in others)}: its wheel was built against torch {minor.minor}'s "
+            f"default-index build {default}; the {label} build {who} needs is the same CUDA major, no older (CUDA "
+            "minor version compatibility)", ("nv_minor_compat",)))
+    return [label], None
+
+
+def _note(plan: Plan, reason: Reason) -> None:
+    if reason not in plan.reasons:
+        plan.reasons.append(reason)
+
+
+def _minor_compatible(search: Search, built: str, runs: str) -> bool:
+    """A binary built against the CUDA of ``built`` runs with the CUDA of ``runs``: same major, no older minor."""
+    old, new = _runtime_key(search, built), _runtime_key(search, runs)
+    return _family(search, built) == _family(search, runs) == "cuda" and bool(old) and old[:1] == new[:1] \
+        and new >= old
 
 
 def _family(search: Search, label: str) -> str | None:
@@ -523,7 +580,9 @@ def _finish(search: Search, plan: Plan, res: Resolution) -> Resolution | None:
             packages.append(Pin(name, version, res.index_url if name in COMPANION_NAMES else None))
             reasons.append(Reason("stack", f"{by} pins {name}=={version}", (INDEX_SOURCE,)))
     for package, release in plan.chosen:
-        pins = [Reason("stack", _why(search, package, release, res), (INDEX_SOURCE, *package.sources))]
+        curated = tuple(release.torch_index["source"]) if release.torch_index else ()
+        led = next((f"{p.name} {r.version}" for p, r in plan.chosen if r.torch_index), None)
+        pins = [Reason("stack", _why(search, package, release, res, led), (INDEX_SOURCE, *package.sources, *curated))]
         if package.torch_build == "prebuilt":
             pin = _prebuilt(search, package, release, res, warnings, unknowns, requirements)
             if pin is None:
@@ -543,7 +602,11 @@ def _finish(search: Search, plan: Plan, res: Resolution) -> Resolution | None:
             stack.append(StackPin(package.name, release.version, "index", pins[0].detail,
                                   pins[0].sources, None, no_deps))
         if package.final_release_matches or release.policy:
-            _policy(package, release, stack, requirements, unknowns, warnings, search, res)
+            mismatch = _policy(package, release, stack, requirements, unknowns, warnings, search, res)
+            if mismatch is not None:
+                search.attempts.append(Attempt(f"{package.name} {release.version}", "runtime-mismatch", mismatch,
+                                               host_only=True))
+                return None
         reasons += pins
     tried = [a for a in search.attempts if a.host_only]
     for attempt in tried[:3]:
@@ -575,7 +638,9 @@ def _finish(search: Search, plan: Plan, res: Resolution) -> Resolution | None:
     )
 
 
-def _why(search: Search, package: Package, release: Release, res: Resolution) -> str:
+def _why(search: Search, package: Package, release: Release, res: Resolution, led: str | None = None) -> str:
+    """Why this release: what its metadata states and the torch build it goes with (``led``: the package whose
+    curated build the stack follows, when another one's)."""
     platform = search.request.platform
     stated = release.torch_specifier(platform, res.python)
     pins = release.pins(platform, res.python)
@@ -584,8 +649,12 @@ def _why(search: Search, package: Package, release: Release, res: Resolution) ->
     pinned = ", ".join(p for p in parts if p) or "no torch requirement"
     newest = "the release asked for" if any(i.name == package.name and i.specifier.startswith("==")
                                             for i in search.request.stack) else "the newest release that fits"
+    built = release.torch_index
     build = {
-        "default-index": f"its wheel goes with torch {res.torch_version}'s default-index build ({res.backend})",
+        "default-index": f"its wheels were built against torch's {res.backend} build ({built['detail']}, curated)"
+        if built else f"its wheel goes with torch {res.torch_version}'s default-index build; the {res.backend} build "
+        f"{led} needs is the same CUDA major, no older (CUDA minor version compatibility)"
+        if led else f"its wheel goes with torch {res.torch_version}'s default-index build ({res.backend})",
         "any": "its wheel carries binaries for every runtime",
         "prebuilt": "a prebuilt wheel for this torch, CUDA major and Python",
         "npu": "the Ascend plugin stack (torch_npu)",
@@ -675,8 +744,9 @@ def _gpu_floor_failure(search: Search, plan: Plan, res: Resolution,
 
 
 def _policy(package: Package, release: Release, stack: list[StackPin], requirements: list[HostRequirement],
-            unknowns: list[str], warnings: list[str], search: Search, res: Resolution) -> None:
-    """vllm-ascend: the vLLM release its policy pairs it with, and the CANN it needs."""
+            unknowns: list[str], warnings: list[str], search: Search, res: Resolution) -> str | None:
+    """vllm-ascend: the vLLM release its policy pairs it with, and the CANN it needs; why the host's CANN
+    (--runtime) is not that one, or None."""
     row = release.policy or {}
     partner = package.final_release_matches
     version = row.get("vllm")
@@ -697,11 +767,18 @@ def _policy(package: Package, release: Release, stack: list[StackPin], requireme
                 f"{package.name} {release.version}'s version policy pairs it with {partner} {version}",
                 sources, None, no_deps))
     cann = row.get("cann")
+    have = search.request.runtime if res.family == "npu" else None
     if cann:
-        requirements.append(HostRequirement("cann", cann, f"{package.name} {release.version}'s release "
-                                            "compatibility matrix"))
+        if have is not None and runtime_fits("npu", have, cann) is False:
+            return (f"{package.name} {release.version} needs CANN {cann} (its release compatibility matrix); the "
+                    f"host has CANN {have}")
+        if not any(r.name == "cann" and r.version == cann for r in requirements):
+            requirements.append(HostRequirement("cann", cann, f"{package.name} {release.version}'s release "
+                                                "compatibility matrix"))
     else:
-        unknowns.append(f"the CANN version {package.name} {release.version} needs is not in its policy table")
+        unknowns.append(f"the CANN version {package.name} {release.version} needs is not in its policy table"
+                        + (f": whether it runs on CANN {have} is unknown" if have else ""))
+    return None
 
 
 # -- failure --------------------------------------------------------------------------------------------

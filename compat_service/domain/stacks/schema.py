@@ -66,6 +66,18 @@ class GpuFloor(_Strict):
     source: list[str] = Field(min_length=1)
 
 
+class TorchIndexRow(_Strict):
+    """The torch build a package's wheels were compiled against, per range of its releases, where its documents
+    name one (vLLM 0.11.1-0.19.x: CUDA 12.9, torch from /whl/cu129, not the default-index cu128 build)."""
+
+    #: the package's releases the row covers (a specifier: ``>=0.11.1,<0.20``)
+    versions: str
+    #: the torch build label (build_variants.yaml) its binaries were built against
+    label: str
+    detail: str
+    source: list[str] = Field(min_length=1)
+
+
 class EcosystemPackage(_Strict):
     name: str
     torch_build: Literal["default-index", "any", "prebuilt", "npu"] | None
@@ -76,6 +88,9 @@ class EcosystemPackage(_Strict):
     #: the C++ ABI of torch's default-index builds per torch specifier (first match); none: unknown
     cxx11abi: list[AbiRow] = Field(default_factory=list)
     gpu_floor: GpuFloor | None = None
+    #: the torch build the package's wheels were compiled against, per release range (first match); a release
+    #: without a row goes with the default-index build of its pin (``torch_build: default-index``)
+    torch_index: list[TorchIndexRow] = Field(default_factory=list)
     #: a final release X.Y.Z goes with this package's X.Y.Z (vllm-ascend -> vllm)
     final_release_matches: str | None = None
 
