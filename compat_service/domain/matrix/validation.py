@@ -50,7 +50,7 @@ def _rows(rows: FileRows, file: str, field: str) -> list[tuple[int, Any]]:
     return rows.get(file, {}).get(field, [])
 
 
-def source_references(obj: Any, path: str) -> Iterator[tuple[str, str]]:
+def source_references(obj: object, path: str) -> Iterator[tuple[str, str]]:
     """Every (key path, source key) inside a row, however deeply nested."""
     if isinstance(obj, BaseModel):
         for name in type(obj).model_fields:
@@ -530,7 +530,7 @@ def _vendor(rows: FileRows) -> list[Problem]:
 _TORCH_GRID = [Version(f"{major}.{minor}.{patch}") for major in (1, 2, 3) for minor in range(40) for patch in range(6)]
 
 
-def _known_bad(rows: FileRows, labels: dict[str, Any], patches: list[Version]) -> list[Problem]:
+def _known_bad(rows: FileRows, labels: JsonObject, patches: list[Version]) -> list[Problem]:
     """known_bad.yaml: ids once each, build labels that exist and belong to the rule's families, and a torch
     range that is not empty."""
     out = _Problems()
