@@ -8,6 +8,7 @@ covers it. ``accelenv matrix validate`` prints the counts and the unknown builds
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
@@ -56,7 +57,7 @@ def arch_list_coverage(data: MatrixTables) -> list[BuildArchStatus]:
     return out
 
 
-def _gpu_builds(minor: TorchMinor, families: dict[str, str]) -> list[tuple[TorchPatch, VariantAvailability]]:
+def _gpu_builds(minor: TorchMinor, families: Mapping[str, str]) -> list[tuple[TorchPatch, VariantAvailability]]:
     """Every (patch, variant) of ``minor`` that is a CUDA or ROCm build the patch publishes."""
     return [
         (patch, variant)

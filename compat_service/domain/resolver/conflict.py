@@ -26,6 +26,8 @@ class ConflictFacts(TypedDict, total=False):
     missing: list[str]
     #: the runtimes the builds that fit use
     runtimes: list[str]
+    #: the known_bad.yaml rules that refused the builds (known-bad)
+    rules: list[str]
 
 
 @dataclass(eq=False)  # exceptions must stay hashable
