@@ -17,6 +17,7 @@ Deliberately no pydantic import here: this module is on the fast path of `accele
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Hashable, MutableMapping
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast
@@ -75,9 +76,7 @@ class MemoStore:
         """The table of the request-keyed memo ``name``: a FIFO cache of `request_limit` entries."""
         found = self._bounded.get(name)
         if found is None:
-            from cachetools import FIFOCache  # only the error path's alternatives search gets here
-
-            found = self._bounded.setdefault(name, FIFOCache(maxsize=max(self._limit, 1)))
+            found = self._bounded.setdefault(name, _fifo_class()(maxsize=max(self._limit, 1)))
         return found
 
     def keep(self, table: MutableMapping[object, object], key: object, value: object) -> None:
@@ -93,6 +92,23 @@ class MemoStore:
         if name.startswith("_"):
             raise AttributeError(name)
         return self.bounded(name) if name in _LEGACY_BOUNDED else self.table(name)
+
+
+@functools.cache
+def _fifo_class() -> type[MutableMapping[object, object]]:
+    """cachetools' FIFO cache, whose ``get`` a concurrent eviction cannot turn into a KeyError (its own tests
+    ``in`` and then reads; reads take no lock, writes do: `MemoStore.keep`). Imported on first use: only the
+    error path's alternatives search gets here."""
+    from cachetools import FIFOCache
+
+    class BoundedFIFO(FIFOCache[object, object]):
+        def get(self, key: object, default: object = None) -> object:
+            try:
+                return self[key]
+            except KeyError:
+                return default
+
+    return BoundedFIFO
 
 
 #: the stages' request-keyed memos still reached by attribute name

@@ -672,11 +672,10 @@ def _nearest_fitting_torch(
     resolves; the minors are tried in order of distance, so a close one is found in a few resolves."""
     # Answers are kept per matrix (bounded): the search depends on the request but its torch and on where the
     # asked minor sits, and many failing requests share both (a pipeline's matrix, the web selector).
-    memo = _NEAREST_TORCH.table(matrix)
     key = (request.changed(torch=_ANY_TORCH), asked)  # every field but the torch asked for
-    if key in memo:
-        found = memo[key]
-        return None if found is None else request.changed(torch=TorchSpec(minors[found], "minor"))
+    known = _NEAREST_TORCH.table(matrix).get(key, -1)  # -1: not kept (None is a kept answer: none resolves)
+    if known != -1:
+        return None if known is None else request.changed(torch=TorchSpec(minors[known], "minor"))
     found = None
     passing = first_stages(request, matrix)
     by_distance = sorted((i for i in range(len(minors)) if minors[i] in passing), key=lambda i: (abs(i - asked), i))
