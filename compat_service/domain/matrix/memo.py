@@ -95,7 +95,7 @@ class MemoStore:
 
 
 @functools.cache
-def _fifo_class() -> type[MutableMapping[object, object]]:
+def _fifo_class() -> type[FIFOCache[object, object]]:
     """cachetools' FIFO cache, whose ``get`` a concurrent eviction cannot turn into a KeyError (its own tests
     ``in`` and then reads; reads take no lock, writes do: `MemoStore.keep`). Imported on first use: only the
     error path's alternatives search gets here."""
