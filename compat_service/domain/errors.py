@@ -95,6 +95,7 @@ __all__ = [
     "RefreshRemovesFactsError",
     "ReportConflictError",
     "ReportInvalidError",
+    "ReportStorageQuotaError",
     "ReportTooLargeError",
     "RequestTimeoutError",
     "RestsOnUnknownError",
@@ -236,6 +237,13 @@ class ForbiddenError(AccelenvError):
     code = "forbidden"
     http_status = 403
     exit_code = 7
+
+
+class ReportStorageQuotaError(ForbiddenError):
+    """A report token has stored its ACCELENV_QUOTA_TOKEN_REPORT_BYTES of report data; nothing of the
+    submission was stored. The quota does not refill with time: an admin raises it or withdraws reports."""
+
+    code = "report-storage-quota"
 
 
 class ConflictError(AccelenvError):

@@ -249,6 +249,9 @@ def main(requested, groups, only=None, send_environment=True, options=None, trai
         hello["devices"] = facts["devices"]
         try:
             hello["backend_relevant"] = dispatcher.backend_relevant(torch)
+            if ctx.device is not None and ctx.privateuse1 and ctx.device_type == ctx.privateuse1:
+                lacking, fallback = dispatcher.own_kernels(torch, hello["backend_relevant"])
+                hello["without_own_kernel"], hello["backend_fallback"] = lacking, fallback
         except Exception:  # a torch without the dispatcher queries: no coverage figure
             pass
     _send(stream, hello)

@@ -79,6 +79,17 @@ def test_matrix_show_with_lists_releases_and_their_torch() -> None:
     assert table.exit_code == 0 and "vllm releases" in table.stdout
 
 
+def test_matrix_show_with_a_wheel_page_package_lists_its_pages_and_narrows_by_torch() -> None:
+    view = json.loads(runner.invoke(app, ["matrix", "show", "--with", "mmcv", "--json"]).stdout)
+    assert view["torch_build"] == "wheel-pages"
+    newest = view["releases"][0]
+    assert newest["version"] == "2.2.0" and "2.4" in [m for p in newest["wheel_pages"] for m in p["torch"]]
+    narrowed = json.loads(runner.invoke(app, ["matrix", "show", "--with", "mmcv", "--torch", "2.1", "--json"]).stdout)
+    assert [r["version"] for r in narrowed["releases"]] == ["2.2.0", "2.1.0"]  # the torch 2.1 pages carry both
+    table = runner.invoke(app, ["matrix", "show", "--with", "torch-scatter"])
+    assert table.exit_code == 0 and "--find-links" in table.stdout
+
+
 def test_validate_reports_an_ecosystem_row_citing_an_unknown_source(tmp_path: Path) -> None:
     matrix = copy_matrix(tmp_path)
     file = matrix / "ecosystem.yaml"

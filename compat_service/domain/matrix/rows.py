@@ -1507,6 +1507,7 @@ class KnownBadRule(Row):
         "variants",
         "platforms",
         "python",
+        "python_version",
         "gpu_archs",
         "min_gpu_arch",
         "driver",
@@ -1524,6 +1525,7 @@ class KnownBadRule(Row):
         ("variants", "variants"),
         ("platforms", "platforms"),
         ("python", "python"),
+        ("python_version", "python_version"),
         ("gpu_archs", "gpu_archs"),
         ("min_gpu_arch", "min_gpu_arch"),
         ("driver", "driver"),
@@ -1538,6 +1540,7 @@ class KnownBadRule(Row):
     variants: list[str] | None
     platforms: list[Platform] | None
     python: list[str] | None
+    python_version: str | None
     gpu_archs: list[str] | None
     min_gpu_arch: str | None
     driver: str | None
@@ -1557,6 +1560,7 @@ class KnownBadRule(Row):
         variants: list[str] | None = None,
         platforms: list[Platform] | None = None,
         python: list[str] | None = None,
+        python_version: str | None = None,
         gpu_archs: list[str] | None = None,
         min_gpu_arch: str | None = None,
         driver: str | None = None,
@@ -1573,6 +1577,7 @@ class KnownBadRule(Row):
         _set(self, "variants", variants)
         _set(self, "platforms", platforms)
         _set(self, "python", python)
+        _set(self, "python_version", python_version)
         _set(self, "gpu_archs", gpu_archs)
         _set(self, "min_gpu_arch", min_gpu_arch)
         _set(self, "driver", driver)
@@ -1595,6 +1600,7 @@ class KnownBadRule(Row):
             variants=data.get("variants", None),
             platforms=data.get("platforms", None),
             python=data.get("python", None),
+            python_version=data.get("python_version", None),
             gpu_archs=data.get("gpu_archs", None),
             min_gpu_arch=data.get("min_gpu_arch", None),
             driver=data.get("driver", None),

@@ -527,8 +527,10 @@ class KnownBadRule(Row):
     families: list[BackendFamily] | None = None
     variants: list[str] | None = None
     platforms: list[Platform] | None = None
-    #: the Python minors ("3.12", "3.13t") the rule holds on
+    #: the Python minors ("3.12", "3.13t") the rule holds on, and a specifier over the full Python version
+    #: (a CPython patch release: "<3.13.3")
     python: PythonList | None = None
+    python_version: str | None = None
     #: GPU architectures: exactly these (``gpu_archs``), or NVIDIA ones from ``min_gpu_arch`` up
     gpu_archs: list[Annotated[str, Field(pattern=_ARCH_RE.pattern)]] | None = None
     min_gpu_arch: str | None = Field(default=None, pattern=r"^sm_\d{2,3}$")
@@ -538,7 +540,7 @@ class KnownBadRule(Row):
     #: a package beside torch that the rule needs (torchaudio >= 2.9, torchdata)
     companion: KnownBadCompanion | None = None
 
-    @field_validator("driver", "macos")
+    @field_validator("driver", "macos", "python_version")
     @classmethod
     def _specs(cls, value: str | None) -> str | None:
         return None if value is None else _check_specifier(value)

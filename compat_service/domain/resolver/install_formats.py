@@ -32,6 +32,8 @@ commands of their own (the warnings, printed as comments, say why):
   (pip has no override of a dependency's pin), and then its other requirements, read from the installed
   distribution's metadata, with every pin of the answer held; the uv format states the answer's pins as
   ``[tool.uv] override-dependencies`` instead, uv's documented override of a dependency's pin.
+- a package from its project's own wheel page (PyG, mmcv: origin ``find-links``) takes the page as
+  ``--find-links`` in every format (uv: a flat index used only for that package).
 """
 
 from __future__ import annotations
@@ -94,11 +96,16 @@ def _stack_spec(pin: StackPin) -> str:
     return f"{pin.name}=={pin.version}"
 
 
+def _find_links(pins: list[StackPin] | tuple[StackPin, ...]) -> list[str]:
+    """The wheel pages (``--find-links``) of the pins that come from their project's own pages, in order."""
+    return list(dict.fromkeys(p.url for p in pins if p.origin == "find-links" and p.url))
+
+
 def _stack_commands(res: Resolution, tool: str, commands: list[str]) -> list[str]:
     """The ecosystem packages after torch, never replacing it (see the module docstring)."""
     plain = [p for p in res.stack if p.origin != "sdist" and not p.no_deps]
     if plain:
-        specs = " ".join(_stack_spec(p) for p in plain)
+        specs = " ".join([*(_stack_spec(p) for p in plain), *(f"--find-links {u}" for u in _find_links(plain))])
         if res.index_url is None and not res.no_deps and len(commands) == 1:
             commands = [f"{commands[0]} {specs}"]
         else:
@@ -139,9 +146,11 @@ def _requirements_of(res: Resolution, pin: StackPin, tool: str, held: str) -> li
 
 
 def _stack_lines(res: Resolution) -> list[str]:
-    """requirements.txt / conda pip lines of the stack: what one pip run can install (see `_after_lines`)."""
-    return [pin.url if pin.origin == "url" and pin.url else f"{pin.name}=={pin.version}"
-            for pin in res.stack if pin.origin != "sdist" and not pin.no_deps]
+    """requirements.txt / conda pip lines of the stack: what one pip run can install (see `_after_lines`), after
+    the wheel pages of the packages from their project's own page (``--find-links``)."""
+    plain = [pin for pin in res.stack if pin.origin != "sdist" and not pin.no_deps]
+    return [f"--find-links {url}" for url in _find_links(plain)] + [
+        pin.url if pin.origin == "url" and pin.url else f"{pin.name}=={pin.version}" for pin in plain]
 
 
 def _after_lines(res: Resolution, comment: str = "#") -> list[str]:
@@ -202,6 +211,7 @@ def _uv(res: Resolution) -> str:
     lines.append("]")
     lines += _uv_settings(res)
     torch_pins = _torch_pins(res)
+    sources: list[str] = []
     if res.index_url is not None:
         lines += [
             "",
@@ -210,8 +220,16 @@ def _uv(res: Resolution) -> str:
             f"url = {_toml_str(res.index_url)}",
             "explicit = true",
         ]
-        lines += ["", "[tool.uv.sources]"]
-        lines += [f"{p.name} = [{{ index = {_toml_str(index_name)} }}]" for p in torch_pins]
+        sources += [f"{p.name} = [{{ index = {_toml_str(index_name)} }}]" for p in torch_pins]
+    # a project's own wheel page (--find-links) is a flat index in uv, used only for that package
+    for pin in res.stack:
+        if pin.origin == "find-links" and pin.url:
+            name = f"{pin.name}-wheels"
+            lines += ["", "[[tool.uv.index]]", f"name = {_toml_str(name)}", f"url = {_toml_str(pin.url)}",
+                      'format = "flat"', "explicit = true"]
+            sources.append(f"{pin.name} = [{{ index = {_toml_str(name)} }}]")
+    if sources:
+        lines += ["", "[tool.uv.sources]", *sources]
     return "\n".join(lines) + "\n"
 
 

@@ -2,9 +2,10 @@
 the answer says about them. Called from one place, the last step of the stages (`screen`).
 
 A rule matches a candidate when every field it gives matches: the torch patch, the build's family and label,
-the platform, the Python, the GPU architecture, the driver and macOS versions, a package installed beside
-torch. A field the request leaves open (no --gpu-arch, --driver or --macos; a --with package without a
-version) cannot rule the rule out: the rule *may* apply.
+the platform, the Python (its minor, and its full version for a CPython patch release), the GPU architecture,
+the driver and macOS versions, a package installed beside torch. A field the request leaves open (no
+--gpu-arch, --driver, --macos or full --python; a --with package without a version) cannot rule the rule out:
+the rule *may* apply.
 
 Per severity (documented in matrix_data/README.md):
 - ``never`` and matched: the build is passed over; the answer names the rule beside the newer patch or the
@@ -63,7 +64,12 @@ def match(
             open_.append(f"the GPU is {' or '.join(wanted)}")
         elif not _arch_fits(rule, r.gpu_arch):
             return "no", []
-    for name, spec, have in (("NVIDIA driver", rule.driver, r.driver), ("macOS", rule.macos, r.macos)):
+    checks = (
+        ("Python", rule.python_version, r.python_version),
+        ("NVIDIA driver", rule.driver, r.driver),
+        ("macOS", rule.macos, r.macos),
+    )
+    for name, spec, have in checks:
         if spec is None:
             continue
         if have is None:

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
 ECOSYSTEM_FILE = "ecosystem.yaml"
 #: bump when the compiled layout changes
-CATALOG_FORMAT = "5"
+CATALOG_FORMAT = "6"
 ORACLE_FILE = "stack-oracle.yaml"
 _OWN_FILES = tuple(Path(__file__).with_name(name) for name in ("catalog.py", "schema.py"))
 
@@ -169,6 +169,7 @@ class Package:
         "index",
         "name",
         "oracle_source",
+        "page_rows",
         "releases",
         "retrieved",
         "sources",
@@ -179,8 +180,11 @@ class Package:
     def __init__(self, *, name: str, torch_build: str | None, sources: tuple[str, ...], index: str | None,
                  retrieved: str | None, releases: tuple[Release, ...], wheel_rows: tuple[JsonObject, ...],
                  final_release_matches: str | None, oracle_source: str | None = None,
-                 abi_rows: tuple[JsonObject, ...] = (), gpu_floor: JsonObject | None = None) -> None:
+                 abi_rows: tuple[JsonObject, ...] = (), gpu_floor: JsonObject | None = None,
+                 page_rows: tuple[JsonObject, ...] = ()) -> None:
         self.name = name
+        #: the project's own wheel pages (schema.WheelPageRow as plain dicts): PyG's, mmcv's, DGL's
+        self.page_rows = page_rows
         #: the C++ ABI of torch's default-index builds per torch specifier (schema.AbiRow as plain dicts)
         self.abi_rows = abi_rows
         #: the oldest NVIDIA architecture its kernels run on (schema.GpuFloor as a plain dict), or None
@@ -207,7 +211,12 @@ class Package:
         """Platforms any live release publishes wheels (or prebuilt wheels) for."""
         found = {p for r in self.releases if not r.yanked for p, tags in r.wheels.items() if tags}
         found |= {row["platform"] for row in self.wheel_rows}
+        found |= {platform for row in self.page_rows for platform in row["platforms"]}
         return sorted(found)
+
+    def pages(self, version: str, platform: str) -> list[JsonObject]:
+        """The wheel-page rows that carry ``version`` on ``platform``."""
+        return [row for row in self.page_rows if version in row["versions"] and platform in row["platforms"]]
 
 
 class Catalog:
@@ -377,6 +386,7 @@ def _package(p: JsonObject) -> Package:
         oracle_source=p.get("oracle_source"),
         abi_rows=tuple(p.get("abi_rows", ())),
         gpu_floor=p.get("gpu_floor"),
+        page_rows=tuple(p.get("page_rows", ())),
     )
 
 
@@ -430,7 +440,8 @@ def compile_catalog(data_dir: Path) -> JsonObject:
             problems.append(
                 Problem(ECOSYSTEM_FILE, name, "not an ecosystem package: add its line to index/refresh.yaml")
             )
-        rows = (*package.torch, *package.wheels, *package.policy, *package.cxx11abi, *package.torch_index,
+        rows = (*package.torch, *package.wheels, *package.policy, *package.cxx11abi, *package.wheel_pages,
+                *package.torch_index,
                 *((package.gpu_floor,) if package.gpu_floor else ()))
         cited = [*package.source, *(s for row in rows for s in row.source)]
         for key in cited:
@@ -511,6 +522,7 @@ def compile_catalog(data_dir: Path) -> JsonObject:
             "oracle_source": oracle_source if any(r["oracle"] for r in releases) else None,
             "abi_rows": [a.model_dump() for a in row.cxx11abi] if row else [],
             "gpu_floor": row.gpu_floor.model_dump() if row and row.gpu_floor else None,
+            "page_rows": [w.model_dump() for w in row.wheel_pages] if row else [],
         })
     if problems:
         raise MatrixDataError(

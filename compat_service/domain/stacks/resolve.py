@@ -135,8 +135,12 @@ def _known(catalog: Catalog, item: PackageRequest) -> Package:
 
 
 def _publishes(package: Package, release: Release, platform: str) -> bool:
+    if package.torch_build == "wheel-pages":  # the default index's wheels (if any) are not the builds people use
+        return bool(package.pages(release.version, platform))
     if release.wheels.get(platform):
         return True
+    if package.torch_build == "jit":  # its sdist installs after torch: its ops compile at run time
+        return release.sdist is not None
     if package.torch_build == "prebuilt":
         return release.sdist is not None or any(
             row["version"] == release.version and row["platform"] == platform for row in package.wheel_rows
@@ -166,6 +170,8 @@ def _known_torch(package: Package, release: Release, platform: str) -> bool:
     prebuilt wheel matrix (a release with none of these is tried after every release with one)."""
     if release.torch_specifier(platform, None) is not None or package.torch_build == "prebuilt":
         return True
+    if package.torch_build == "wheel-pages":
+        return bool(package.pages(release.version, platform))
     return bool(release.curated_torch and release.curated_torch.get("binaries"))
 
 
@@ -219,7 +225,8 @@ def _distinct(releases: list[Release], package: Package, platform: str, keep: se
             if row["version"] == release.version and row["platform"] == platform
         )
         curated = tuple(release.curated_torch["binaries"] or ()) if release.curated_torch else None
-        key = (release.torch_specifier(platform, None), curated, rows, release.requires_python,
+        pages = tuple((tuple(row["torch"]), tuple(row["builds"])) for row in package.pages(release.version, platform))
+        key = (release.torch_specifier(platform, None), curated, rows, pages, release.requires_python,
                release.wheels.get(platform, ()), tuple(sorted(release.pins(platform, None).items())),
                release.policy is not None, package.final_release_matches is not None and not release.prerelease,
                tuple(sorted(release.oracle.get(platform, {}).items())))
@@ -281,6 +288,15 @@ def _plan(search: Search, combo: list[tuple[tuple[PackageRequest, Package], Rele
                     f"{name}=={pins[name][0]}", False))
                 return None
             pins[name] = (version, f"{package.name} {release.version}")
+        if package.torch_build == "wheel-pages":
+            rows = package.pages(release.version, platform)
+            minors = list(dict.fromkeys(m for row in rows for m in row["torch"]))
+            any_of.append([f"=={m}.*" for m in minors])
+            reasons.append(Reason(
+                "stack", f"{package.name} {release.version}: its binaries are on the project's own wheel pages, one "
+                f"per torch minor and build, for torch {', '.join(minors)} on {platform} (curated)",
+                tuple(dict.fromkeys(s for row in rows for s in row["source"]))))
+            continue
         stated = release.torch_specifier(platform, python)
         if stated is not None:
             specs.append(SpecifierSet(stated))
@@ -311,9 +327,17 @@ def _patches(search: Search, plan: Plan) -> Iterator[tuple[TorchMinor, TorchPatc
     spec = search.request.torch
     named = spec.minor_named()
     count = 0
+    paged = any(package.torch_build == "wheel-pages" for package, _release in plan.chosen)
     for minor in search.matrix.torch_minors():
         if named is not None and minor.minor != named:
             continue
+        if paged and named is None and any(minor.minor in row["torch"] for p, r in plan.chosen
+                                           for row in p.pages(r.version, search.request.platform)):
+            why = _page_labels(search, plan, minor, [None])[1]
+            if why is not None:  # no wheel page for the asked build of this minor: the next minor may have one
+                what = ", ".join(f"{p.name} {r.version}" for p, r in plan.chosen)
+                search.attempts.append(Attempt(f"{what} with torch {minor.minor}", "stack-conflict", why, False))
+                continue
         if minor.status != "released" and not spec.names_minor(minor.minor):
             continue
         for patch in search.matrix.torch_patches(minor):
@@ -361,6 +385,10 @@ def _labels(search: Search, plan: Plan, minor: TorchMinor) -> tuple[list[str | N
                         f"{label}, not a {family} build")
         else:
             labels = [label]
+    if "wheel-pages" in rules:
+        labels, why = _page_labels(search, plan, minor, labels)
+        if why is not None:
+            return [], why
     if "prebuilt" in rules:
         majors = {row["cuda_major"] for p, r in plan.chosen for row in p.wheel_rows if row["version"] == r.version}
         if labels != [None]:
@@ -373,6 +401,34 @@ def _labels(search: Search, plan: Plan, minor: TorchMinor) -> tuple[list[str | N
             labels = sorted(cuda, key=lambda lbl: _runtime_key(search, lbl), reverse=True) + [None]
     return labels, None
 
+
+def _page_labels(search: Search, plan: Plan, minor: TorchMinor,
+                 labels: list[str | None]) -> tuple[list[str | None], str | None]:
+    """The builds of ``minor`` every wheel-pages package of the plan has a page for (CUDA newest first, then the
+    rest), narrowed by the request's --backend and by the builds other rules allow; or why none."""
+    request, platform = search.request, search.request.platform
+    builds: set[str] | None = None
+    for package, release in plan.chosen:
+        if package.torch_build == "wheel-pages":
+            paged = {b for row in package.pages(release.version, platform) if minor.minor in row["torch"]
+                     for b in row["builds"]}
+            builds = paged if builds is None else builds & paged
+    names = ", ".join(p.name for p, _ in plan.chosen if p.torch_build == "wheel-pages")
+    published = {v.label for v in minor.variants if platform in v.platforms}
+    found: list[str | None] = [*sorted((b for b in builds or () if b in published),
+                   key=lambda lbl: (_family(search, lbl) == "cuda", _runtime_key(search, lbl)), reverse=True)]
+    if labels != [None]:
+        found = [lbl for lbl in found if lbl in labels]
+    asked, family = request.backend.label, request.backend.family
+    if asked is not None:
+        found = [lbl for lbl in found if lbl == asked]
+    elif family not in (None, "auto"):
+        found = [lbl for lbl in found if lbl is not None and _family(search, lbl) == family]
+    if not found:
+        have = ", ".join(sorted(builds or ())) or "no build"
+        return [], (f"{names}'s wheel pages for torch {minor.minor} on {platform} are for {have}; --backend "
+                    f"{request.backend.text} asks for another build")
+    return found, None
 
 def _built_against(search: Search, plan: Plan, minor: TorchMinor,
                    default: str | None) -> tuple[list[str | None], str | None] | None:
@@ -466,7 +522,8 @@ def _try_combination(search: Search, combo: list[tuple[tuple[PackageRequest, Pac
                 search.attempts.append(Attempt(f"{what} with torch {patch.version}" + (f" ({label})" if label else ""),
                                                answer.code, answer.message, host_only=True))
     if not tried_any:
-        torch_text = " and ".join(str(s) or "any" for s in plan.torch_specs) or "any torch"
+        torch_text = " and ".join([*(str(s) or "any" for s in plan.torch_specs),
+                                   *(" or ".join(row) for row in plan.any_of)]) or "any torch"
         asked = search.request.torch.text
         platform, python = search.request.platform, search.request.python
         pinned = "; ".join(
@@ -519,6 +576,9 @@ def _resolve_torch(search: Search, plan: Plan, version: str, label: str | None) 
 
 
 def _fits_python(package: Package, release: Release, platform: str, python: str) -> bool:
+    if package.torch_build == "wheel-pages":
+        rows = package.pages(release.version, platform)
+        return any(row["python"] is None or python in row["python"] for row in rows)
     if release.wheels.get(platform):
         return release.fits_python(platform, python)
     return True  # prebuilt/sdist packages: checked against their wheel rows when pinned
@@ -588,6 +648,11 @@ def _finish(search: Search, plan: Plan, res: Resolution) -> Resolution | None:
             if pin is None:
                 return None
             stack.append(pin)
+        elif package.torch_build == "wheel-pages":
+            pin = _page_pin(search, package, release, res, unknowns)
+            if pin is None:
+                return None
+            stack.append(pin)
         else:
             stated = release.torch_specifier(platform, res.python)
             no_deps = stated is not None and not SpecifierSet(stated).contains(res.torch_version, prereleases=True)
@@ -599,7 +664,8 @@ def _finish(search: Search, plan: Plan, res: Resolution) -> Resolution | None:
             if package.torch_build is None:
                 unknowns.append(f"which torch build {package.name}'s binaries go with is not in the matrix "
                                 "(no row in ecosystem.yaml)")
-            stack.append(StackPin(package.name, release.version, "index", pins[0].detail,
+            origin = "sdist" if package.torch_build == "jit" and not release.wheels.get(platform) else "index"
+            stack.append(StackPin(package.name, release.version, origin, pins[0].detail,
                                   pins[0].sources, None, no_deps))
         if package.final_release_matches or release.policy:
             mismatch = _policy(package, release, stack, requirements, unknowns, warnings, search, res)
@@ -658,6 +724,8 @@ def _why(search: Search, package: Package, release: Release, res: Resolution, le
         "any": "its wheel carries binaries for every runtime",
         "prebuilt": "a prebuilt wheel for this torch, CUDA major and Python",
         "npu": "the Ascend plugin stack (torch_npu)",
+        "jit": "its ops are compiled at run time against the installed torch (nvcc or hipcc on the target)",
+        "wheel-pages": f"its wheel is on the project's own page for torch {res.torch_version} ({res.backend})",
     }.get(package.torch_build or "", "the torch build its binaries need is unknown")
     return (f"{package.name} {release.version}: {newest}; its {platform} wheel METADATA states {pinned}; "
             f"{build}")
@@ -714,6 +782,28 @@ def _prebuilt(search: Search, package: Package, release: Release, res: Resolutio
                     f"{package.name} {release.version}: no prebuilt wheel for torch {minor} + cu{major} + Python "
                     f"{res.python} on {platform}; built from the sdist on the index (nvcc {major}.x, C++ compiler)",
                     (INDEX_SOURCE, *package.sources))
+
+
+def _page_pin(search: Search, package: Package, release: Release, res: Resolution,
+              unknowns: list[str]) -> StackPin | None:
+    """PyG, mmcv, DGL: the release from the project's own wheel page for this torch minor and build (pip's
+    --find-links); its sdist on the default index would build against whatever torch is installed."""
+    platform = search.request.platform
+    minor = ".".join(res.torch_version.split("+")[0].split(".")[:2])
+    for row in package.pages(release.version, platform):
+        if minor in row["torch"] and res.backend in row["builds"]:
+            url = row["url"].format(torch=minor, build=res.backend)
+            if row["python"] is None:
+                unknowns.append(f"which Pythons {package.name}'s wheel page {url} has wheels for is not in the matrix "
+                                f"(Python {res.python} was assumed)")
+            return StackPin(package.name, release.version, "find-links",
+                            f"{package.name} {release.version}: from the project's own wheel page for torch {minor} + "
+                            f"{res.backend} on {platform} (pip --find-links {url}); the default index has no wheel "
+                            "built for this torch", (*row["source"], *package.sources), url)
+    search.attempts.append(Attempt(
+        f"{package.name} {release.version} with torch {res.torch_version}", "stack-conflict",
+        f"no {package.name} {release.version} wheel page for torch {minor} + {res.backend} on {platform}", False))
+    return None
 
 
 def _torch_abi(package: Package, torch_version: str) -> tuple[str, tuple[str, ...]] | None:

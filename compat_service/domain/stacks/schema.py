@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from compat_service.domain.backends import Platform
 
-TORCH_BUILDS = ("default-index", "any", "prebuilt", "npu")
+TORCH_BUILDS = ("default-index", "any", "prebuilt", "npu", "wheel-pages", "jit")
 
 
 class _Strict(BaseModel):
@@ -38,6 +38,24 @@ class WheelRow(_Strict):
     cxx11abi: list[Literal["FALSE", "TRUE"]] = Field(min_length=1)
     platform: Platform
     url: str
+    source: list[str] = Field(min_length=1)
+
+
+class WheelPageRow(_Strict):
+    """Releases on the project's own wheel pages (pip's ``--find-links``): one page per torch minor and build
+    label, named by ``url`` (``{torch}`` the torch minor, ``{build}`` the label) - PyG's, mmcv's, DGL's. The
+    page's wheels were built against that torch minor and build; the default index holds only the sdist."""
+
+    #: the releases these pages carry
+    versions: list[str] = Field(min_length=1)
+    #: torch minors (``2.5``) with a page
+    torch: list[str] = Field(min_length=1)
+    #: build labels with a page for each of those minors (``cpu``, ``cu124``)
+    builds: list[str] = Field(min_length=1)
+    platforms: list[Platform] = Field(min_length=1)
+    #: the Pythons the pages have wheels for; null = the source does not say (said in the answer)
+    python: list[str] | None = None
+    url: str = Field(pattern=r"^https://.*\{torch\}.*$")
     source: list[str] = Field(min_length=1)
 
 
@@ -80,11 +98,13 @@ class TorchIndexRow(_Strict):
 
 class EcosystemPackage(_Strict):
     name: str
-    torch_build: Literal["default-index", "any", "prebuilt", "npu"] | None
+    torch_build: Literal["default-index", "any", "prebuilt", "npu", "wheel-pages", "jit"] | None
     source: list[str] = Field(min_length=1)
     torch: list[TorchRow] = Field(default_factory=list)
     wheels: list[WheelRow] = Field(default_factory=list)
     policy: list[PolicyRow] = Field(default_factory=list)
+    #: the project's own wheel pages (torch_build wheel-pages)
+    wheel_pages: list[WheelPageRow] = Field(default_factory=list)
     #: the C++ ABI of torch's default-index builds per torch specifier (first match); none: unknown
     cxx11abi: list[AbiRow] = Field(default_factory=list)
     gpu_floor: GpuFloor | None = None
