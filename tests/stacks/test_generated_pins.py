@@ -9,12 +9,15 @@ package's binaries go with).
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from packaging.specifiers import SpecifierSet
 
 from compat_service.domain.errors import AccelenvError, PlatformUnsupportedError
 from compat_service.domain.matrix.snapshot import load_matrix_cached
-from compat_service.domain.resolver.request import ResolveRequest
+from compat_service.domain.resolver.request import ResolveRequest, TorchSpec
+from compat_service.domain.resolver.stages import resolve
 from compat_service.domain.stacks.catalog import load_catalog
 from compat_service.domain.stacks.resolve import resolve_stack
 from compat_service.index.generated import load_facts
@@ -60,6 +63,18 @@ def _default_family(torch_version: str, platform: str) -> str | None:
     return None
 
 
+def _torch_alone_refused(request: ResolveRequest, torch_pin: str | None) -> str | None:
+    """The error code of the torch resolver for the pinned torch alone on the request's target, or None."""
+    if not torch_pin:
+        return None
+    alone = dataclasses.replace(request, stack=(), torch=TorchSpec(torch_pin.split("+")[0], "exact"))
+    try:
+        resolve(alone, MATRIX)
+    except AccelenvError as exc:
+        return exc.code if exc.code == "known-bad" else None
+    return None
+
+
 def test_every_vllm_and_xformers_release_is_covered() -> None:
     names = {name for name, _v, _p in CASES}
     assert names == {"vllm", "xformers"} and len(CASES) > 100
@@ -94,8 +109,17 @@ def test_with_exact_release_pins_what_its_metadata_requires(name: str, version: 
         with pytest.raises(PlatformUnsupportedError, match=platform):
             resolve_stack(request, MATRIX, None, CATALOG)
         return
+    refusal = _torch_alone_refused(request, torch_pin)
+    if refusal is not None:
+        # the pinned torch alone is refused on this target (a known-bad combination): so is the stack, alike
+        with pytest.raises(AccelenvError) as caught:
+            resolve_stack(request, MATRIX, None, CATALOG)
+        assert caught.value.code == refusal
+        return
     res = resolve_stack(request, MATRIX, None, CATALOG)
-    assert [(p.name, p.version) for p in res.stack] == [(name, version)]
+    assert [(p.name, p.version) for p in res.stack if p.name == name] == [(name, version)]
+    # anything else in the stack is a package the release requires unpinned (vLLM >= 0.25: torchcodec)
+    assert {p.name for p in res.stack} - {name} == {c["package"] for c in release.companions}
     public = res.torch_version.split("+")[0]
     assert SpecifierSet(stated or "").contains(public, prereleases=True)
     if torch_pin:

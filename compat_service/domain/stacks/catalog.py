@@ -28,11 +28,11 @@ from compat_service.domain.json_types import JsonObject
 if TYPE_CHECKING:
     from compat_service.domain.errors import Cause
     from compat_service.domain.matrix.problems import Problem
-    from compat_service.domain.stacks.schema import TorchIndexRow
+    from compat_service.domain.stacks.schema import CompanionRow, TorchIndexRow
 
 ECOSYSTEM_FILE = "ecosystem.yaml"
 #: bump when the compiled layout changes
-CATALOG_FORMAT = "6"
+CATALOG_FORMAT = "7"
 ORACLE_FILE = "stack-oracle.yaml"
 _OWN_FILES = tuple(Path(__file__).with_name(name) for name in ("catalog.py", "schema.py"))
 
@@ -69,6 +69,7 @@ class Release:
         "prerelease",
         "requires",
         "requires_python",
+        "companions",
         "sdist",
         "torch_index",
         "version",
@@ -92,6 +93,7 @@ class Release:
         first_upload: str | None = None,
         oracle: dict[str, dict[str, str | None]] | None = None,
         torch_index: JsonObject | None = None,
+        companions: tuple[JsonObject, ...] = (),
     ) -> None:
         self.package = package
         self.version = version
@@ -115,6 +117,8 @@ class Release:
         #: the torch build its wheels were compiled against (schema.TorchIndexRow as a plain dict: label, detail,
         #: source), where the package's documents name one; None: the default-index build of its pin
         self.torch_index = torch_index
+        #: ecosystem packages it requires unpinned (schema.CompanionRow as plain dicts: package, source)
+        self.companions = companions
         self._parsed: Version | None = None
 
     @property
@@ -371,6 +375,7 @@ def _package(p: JsonObject) -> Package:
             first_upload=r.get("first_upload"),
             oracle=r.get("oracle"),
             torch_index=r.get("torch_index"),
+            companions=tuple(r.get("companions", ())),
         )
         for r in p["releases"]
     )
@@ -441,7 +446,7 @@ def compile_catalog(data_dir: Path) -> JsonObject:
                 Problem(ECOSYSTEM_FILE, name, "not an ecosystem package: add its line to index/refresh.yaml")
             )
         rows = (*package.torch, *package.wheels, *package.policy, *package.cxx11abi, *package.wheel_pages,
-                *package.torch_index,
+                *package.torch_index, *package.companions,
                 *((package.gpu_floor,) if package.gpu_floor else ()))
         cited = [*package.source, *(s for row in rows for s in row.source)]
         for key in cited:
@@ -455,6 +460,12 @@ def compile_catalog(data_dir: Path) -> JsonObject:
                     where = f"{name}.torch.{row.version}"
                     problems.append(Problem(ECOSYSTEM_FILE, where, f"{spec!r} is not a specifier"))
         problems += _torch_index_problems(name, package.torch_index, labels)
+        for companion in package.companions:
+            where = f"{name}.companions.{companion.versions}"
+            if _specifier(companion.versions) is None:
+                problems.append(Problem(ECOSYSTEM_FILE, where, f"{companion.versions!r} is not a specifier"))
+            if companion.package not in names:
+                problems.append(Problem(ECOSYSTEM_FILE, where, f"{companion.package!r} is not an ecosystem package"))
     oracle: dict[tuple[str, str], dict[str, dict[str, str | None]]] = {}
     oracle_source = None
     oracle_file = data_dir / "index" / ORACLE_FILE
@@ -486,6 +497,11 @@ def compile_catalog(data_dir: Path) -> JsonObject:
             spec = _specifier(index_row.versions)
             if spec is not None:
                 index_rows.append((spec, index_row))
+        companion_rows: list[tuple[SpecifierSet, CompanionRow]] = []
+        for companion in row.companions if row else ():
+            spec = _specifier(companion.versions)
+            if spec is not None:
+                companion_rows.append((spec, companion))
         releases = []
         for release in sorted(facts.releases if facts else [], key=lambda r: _sort_key(r.version), reverse=True):
             wheels: dict[str, list[str]] = {}
@@ -509,6 +525,8 @@ def compile_catalog(data_dir: Path) -> JsonObject:
                 "first_upload": release.first_upload.date().isoformat() if release.first_upload else None,
                 "oracle": oracle.get((name, release.version)),
                 "torch_index": index_row.model_dump(exclude={"versions"}) if index_row else None,
+                "companions": [c.model_dump(exclude={"versions"}) for spec, c in companion_rows
+                               if spec.contains(release.version, prereleases=True)],
             })
         packages.append({
             "name": name,

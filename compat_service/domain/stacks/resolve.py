@@ -229,6 +229,7 @@ def _distinct(releases: list[Release], package: Package, platform: str, keep: se
         key = (release.torch_specifier(platform, None), curated, rows, pages, release.requires_python,
                release.wheels.get(platform, ()), tuple(sorted(release.pins(platform, None).items())),
                release.policy is not None, package.final_release_matches is not None and not release.prerelease,
+               tuple(c["package"] for c in release.companions),
                tuple(sorted(release.oracle.get(platform, {}).items())))
         if package.final_release_matches is not None or key not in seen or release.parsed in keep:
             seen.add(key)
@@ -305,6 +306,11 @@ def _plan(search: Search, combo: list[tuple[tuple[PackageRequest, Package], Rele
                 earliest = min(filter(None, [release.first_upload, not_after[0] if not_after else None]))
                 not_after = (earliest, f"{package.name} {release.version}")
             continue
+        minors = [m for w in package.wheel_rows if w["version"] == release.version and w["platform"] == platform
+                  for m in w["torch"]] if package.torch_build == "prebuilt" and not search.allow_source \
+            and search.request.torch.kind == "latest" else []
+        if minors:  # torch not asked: before any source build, the newest torch one of its prebuilt wheels fits
+            any_of.append([f"=={m}.*" for m in dict.fromkeys(minors)])
         row = release.curated_torch
         if row is not None and row.get("binaries"):
             any_of.append(list(row["binaries"]))
@@ -674,6 +680,7 @@ def _finish(search: Search, plan: Plan, res: Resolution) -> Resolution | None:
                                                host_only=True))
                 return None
         reasons += pins
+    reasons += _companions(search, plan, res, stack, unknowns)
     tried = [a for a in search.attempts if a.host_only]
     for attempt in tried[:3]:
         reasons.append(Reason("stack", f"not {attempt.what}: {attempt.message}"))
@@ -729,6 +736,41 @@ def _why(search: Search, package: Package, release: Release, res: Resolution, le
     }.get(package.torch_build or "", "the torch build its binaries need is unknown")
     return (f"{package.name} {release.version}: {newest}; its {platform} wheel METADATA states {pinned}; "
             f"{build}")
+
+
+def _companions(search: Search, plan: Plan, res: Resolution, stack: list[StackPin],
+                unknowns: list[str]) -> list[Reason]:
+    """The packages a chosen release requires unpinned (vLLM >= 0.25: torchcodec), pinned to the newest release
+    built for the stack's torch (that package's curated table) with a wheel for the target (their reasons); else
+    an unknown."""
+    reasons = []
+    platform, exact = search.request.platform, res.torch_version.split("+")[0]
+    asked = {item.name for item in search.request.stack}
+    for package, release in plan.chosen:
+        for row in release.companions:
+            name = row["package"]
+            if name in asked or any(pin.name == name for pin in stack):
+                continue  # asked for with --with: resolved with the stack
+            other = search.catalog.get(name)
+            found = next((r for r in other.releases if not r.yanked and not r.prerelease and r.curated_torch
+                          and r.curated_torch.get("binaries") and r.fits_python(platform, res.python)
+                          and any(SpecifierSet(spec).contains(exact, prereleases=True)
+                                  for spec in r.curated_torch["binaries"])), None) if other else None
+            if found is None:
+                unknowns.append(f"{package.name} {release.version} requires {name}: no {name} release built for torch "
+                                f"{exact} with a {platform} wheel for Python {res.python} is in the matrix, so pip "
+                                "picks one")
+                continue
+            built = " or ".join(found.curated_torch["binaries"])  # type: ignore[index]
+            pin = StackPin(
+                name, found.version, "index",
+                f"{name} {found.version}: {package.name} {release.version} requires {name} without a torch-aware "
+                f"pin; the newest {name} built for torch {exact} (its binaries: torch {built}, curated)",
+                (*row["source"], *found.curated_torch["source"], INDEX_SOURCE),  # type: ignore[index]
+                None, False)
+            stack.append(pin)
+            reasons.append(Reason("stack", pin.reason, pin.sources))
+    return reasons
 
 
 def _prebuilt(search: Search, package: Package, release: Release, res: Resolution, warnings: list[str],

@@ -96,6 +96,17 @@ class TorchIndexRow(_Strict):
     source: list[str] = Field(min_length=1)
 
 
+class CompanionRow(_Strict):
+    """A package a range of releases requires without a torch-aware pin (vLLM >= 0.25 requires torchcodec): the
+    stack pins the release of it built for the torch it chose (that package's own curated table)."""
+
+    #: the releases that require it (a specifier: ``>=0.25``)
+    versions: str
+    #: the ecosystem package required (it has rows of its own in this file)
+    package: str
+    source: list[str] = Field(min_length=1)
+
+
 class EcosystemPackage(_Strict):
     name: str
     torch_build: Literal["default-index", "any", "prebuilt", "npu", "wheel-pages", "jit"] | None
@@ -111,6 +122,8 @@ class EcosystemPackage(_Strict):
     #: the torch build the package's wheels were compiled against, per release range (first match); a release
     #: without a row goes with the default-index build of its pin (``torch_build: default-index``)
     torch_index: list[TorchIndexRow] = Field(default_factory=list)
+    #: ecosystem packages its releases require unpinned: the stack pins the one built for its torch
+    companions: list[CompanionRow] = Field(default_factory=list)
     #: a final release X.Y.Z goes with this package's X.Y.Z (vllm-ascend -> vllm)
     final_release_matches: str | None = None
 
