@@ -162,6 +162,9 @@ CITED_HOSTS = {
     "peps.python.org",
     # GitHub's runner reference (ci_runners.yaml's runs_on labels)
     "docs.github.com",
+    # Jetson (jetson.yaml): NVIDIA's forum list of JetPack wheels, NVIDIA's download site holding the wheel files,
+    # and a gist tabulating JetPack <-> L4T <-> CUDA
+    "forums.developer.nvidia.com", "developer.download.nvidia.com", "gist.github.com",
 }
 
 

@@ -26,6 +26,8 @@ from compat_service.domain.matrix.rows import (
     CapabilityFloor,
     CudaToolkit,
     GpuName,
+    JetpackRelease,
+    JetsonWheel,
     KernelUserSpace,
     KnownBadRule,
     MatrixTables,
@@ -180,6 +182,12 @@ class Matrix(Protocol):
     def capability_floors(self, torch_version: str, platform: str) -> Sequence[CapabilityFloor]:
         """The GPU floors of parts of this release's CUDA builds on ``platform`` (cuDNN, Triton)."""
 
+    def jetpack_releases(self) -> Sequence[JetpackRelease]:
+        """Every JetPack release (jetson.yaml), in the file's order."""
+
+    def jetson_wheels(self) -> Sequence[JetsonWheel]:
+        """NVIDIA's PyTorch wheels for Jetson, newest torch first."""
+
     def runtime_floor(self, torch_version: str, platform: str) -> RuntimeFloor | None:
         """The glibc this release's binaries need where their wheel tag names an older one; None = no row."""
 
@@ -245,6 +253,10 @@ class InMemoryMatrix:
         self._known_bad_rules = [(parse_specifier(row.torch), row) for row in data.known_bad.rules]
         self._known_bad: dict[str, tuple[KnownBadRule, ...]] = {}
         self._sources = {s.key: s for s in data.sources.sources}
+        self._jetpack = tuple(data.jetson.releases)
+        self._jetson_wheels = tuple(
+            sorted(data.jetson.wheels, key=lambda w: parse_version(w.torch) or Version("0"), reverse=True)
+        )
         self._on_platform: dict[tuple[str, str], tuple[VariantAvailability, ...]] = {}
         self._pythons: dict[tuple[str, str], list[str]] = {}
         self._default_toolkits: dict[tuple[str, str], dict[str, str]] = {}
@@ -364,6 +376,12 @@ class InMemoryMatrix:
 
     def source(self, key: str) -> Source | None:
         return self._sources.get(key)
+
+    def jetpack_releases(self) -> Sequence[JetpackRelease]:
+        return self._jetpack
+
+    def jetson_wheels(self) -> Sequence[JetsonWheel]:
+        return self._jetson_wheels
 
     def runtime_floor(self, torch_version: str, platform: str) -> RuntimeFloor | None:
         return next(

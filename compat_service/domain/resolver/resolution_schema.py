@@ -33,6 +33,9 @@ class PackageBody(_Closed):
     name: str = Field(description="distribution name, e.g. torch, torchvision, torch-npu")
     version: str = Field(description="exactly what goes after ==, with a local tag (+cu118) where needed")
     index_url: str | None = Field(description="the wheel index it comes from; null = the default index")
+    url: str | None = Field(
+        default=None, description="a wheel file outside any index, installed by its URL (NVIDIA's JetPack wheels)"
+    )
 
 
 class StackPackageBody(_Closed):
