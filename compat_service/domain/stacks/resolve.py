@@ -306,6 +306,11 @@ def _plan(search: Search, combo: list[tuple[tuple[PackageRequest, Package], Rele
                 earliest = min(filter(None, [release.first_upload, not_after[0] if not_after else None]))
                 not_after = (earliest, f"{package.name} {release.version}")
             continue
+        minors = [m for w in package.wheel_rows if w["version"] == release.version and w["platform"] == platform
+                  for m in w["torch"]] if package.torch_build == "prebuilt" and not search.allow_source \
+            and search.request.torch.kind == "latest" else []
+        if minors:  # torch not asked: before any source build, the newest torch one of its prebuilt wheels fits
+            any_of.append([f"=={m}.*" for m in dict.fromkeys(minors)])
         row = release.curated_torch
         if row is not None and row.get("binaries"):
             any_of.append(list(row["binaries"]))
