@@ -14,6 +14,7 @@ GPU names are listed once with their vendor's kind of architecture.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -555,6 +556,29 @@ def _known_bad(rows: FileRows, labels: JsonObject, patches: list[Version]) -> li
     return out
 
 
+def _jetson(rows: FileRows) -> list[Problem]:
+    """jetson.yaml: each JetPack release once, every arch an sm_XY, every wheel's JetPack a listed release."""
+    out = _Problems()
+    file = "jetson.yaml"
+    seen: dict[str, int] = {}
+    for i, row in _rows(rows, file, "releases"):
+        if row.jetpack in seen:
+            out.add(
+                file,
+                f"releases[{i}].jetpack",
+                f"duplicate JetPack {row.jetpack} (first at releases[{seen[row.jetpack]}])",
+            )
+        seen.setdefault(row.jetpack, i)
+        for j, arch in enumerate(row.archs):
+            if not re.fullmatch(r"sm_\d{2,3}", arch):
+                out.add(file, f"releases[{i}].archs[{j}]", f"{arch!r} is not a CUDA architecture (sm_XY)")
+    for i, wheel in _rows(rows, file, "wheels"):
+        for j, jetpack in enumerate(wheel.jetpack):
+            if jetpack not in seen:
+                out.add(file, f"wheels[{i}].jetpack[{j}]", f"JetPack {jetpack} is not in releases")
+    return out
+
+
 def cross_file_problems(rows: FileRows) -> list[Problem]:
     """Every cross-row and cross-file problem among ``rows`` (see the module docstring)."""
     labels, problems = _build_variants(rows)
@@ -567,4 +591,5 @@ def cross_file_problems(rows: FileRows) -> list[Problem]:
     problems += _gpu_archs(rows, labels, patches)
     problems += _vendor(rows)
     problems += _known_bad(rows, labels, patches)
+    problems += _jetson(rows)
     return problems
