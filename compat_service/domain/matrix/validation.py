@@ -14,6 +14,7 @@ GPU names are listed once with their vendor's kind of architecture.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -172,8 +173,7 @@ def _cuda(rows: FileRows) -> list[Problem]:
             out.add(
                 "build_variants.yaml",
                 f"variants[{i}]",
-                f"CUDA variant {v.label!r}: cuda.yaml has no minor_version_compatibility "
-                f"row for CUDA {runtime.major}",
+                f"CUDA variant {v.label!r}: cuda.yaml has no minor_version_compatibility row for CUDA {runtime.major}",
             )
     return out
 
@@ -253,9 +253,7 @@ def _torch(rows: FileRows, labels: dict[str, Any]) -> tuple[list[Version], list[
     for i, m in _rows(rows, file, "minors"):
         base = f"minors[{i}]"
         if m.minor in minors:
-            out.add(
-                file, f"{base}.minor", f"duplicate minor {m.minor!r} (first at minors[{minors[m.minor]}])"
-            )
+            out.add(file, f"{base}.minor", f"duplicate minor {m.minor!r} (first at minors[{minors[m.minor]}])")
         minors.setdefault(m.minor, i)
         if m.index_option is not None and not m.index_option_source:
             out.add(file, f"{base}.index_option_source", "index_option is given without a source")
@@ -289,9 +287,7 @@ def _torch(rows: FileRows, labels: dict[str, Any]) -> tuple[list[Version], list[
             for comp in ("torchvision", "torchaudio", "triton"):
                 value = getattr(p, comp)
                 if value.version is not None and not value.source:
-                    out.add(
-                        file, f"{path}.{comp}.source", f"{comp} {value.version} is given without a source"
-                    )
+                    out.add(file, f"{path}.{comp}.source", f"{comp} {value.version} is given without a source")
                 if released and comp != "triton" and value.version is None and not value.note:
                     out.add(file, f"{path}.{comp}", f"{comp} is null without a note saying why it is unknown")
         by_platform: dict[str, set[str]] = {}
@@ -333,9 +329,7 @@ def _torch(rows: FileRows, labels: dict[str, Any]) -> tuple[list[Version], list[
                     f"{path}.label",
                     f"variant label {d.label!r} is not defined in build_variants.yaml",
                 )
-            elif d.platform not in m.platforms_unsourced and d.label not in by_platform.get(
-                d.platform, set()
-            ):
+            elif d.platform not in m.platforms_unsourced and d.label not in by_platform.get(d.platform, set()):
                 out.add(
                     file,
                     f"{path}.label",
@@ -345,8 +339,7 @@ def _torch(rows: FileRows, labels: dict[str, Any]) -> tuple[list[Version], list[
             out.add(
                 file,
                 f"{base}.default_index",
-                f"no entry for {plat}, which has published variants (list it in "
-                "platforms_unsourced if unknown)",
+                f"no entry for {plat}, which has published variants (list it in platforms_unsourced if unknown)",
             )
     return all_patches, out
 
@@ -476,6 +469,29 @@ def _known_bad(rows: FileRows, labels: dict[str, Any], patches: list[Version]) -
     return out
 
 
+def _jetson(rows: FileRows) -> list[Problem]:
+    """jetson.yaml: each JetPack release once, every arch an sm_XY, every wheel's JetPack a listed release."""
+    out = _Problems()
+    file = "jetson.yaml"
+    seen: dict[str, int] = {}
+    for i, row in _rows(rows, file, "releases"):
+        if row.jetpack in seen:
+            out.add(
+                file,
+                f"releases[{i}].jetpack",
+                f"duplicate JetPack {row.jetpack} (first at releases[{seen[row.jetpack]}])",
+            )
+        seen.setdefault(row.jetpack, i)
+        for j, arch in enumerate(row.archs):
+            if not re.fullmatch(r"sm_\d{2,3}", arch):
+                out.add(file, f"releases[{i}].archs[{j}]", f"{arch!r} is not a CUDA architecture (sm_XY)")
+    for i, wheel in _rows(rows, file, "wheels"):
+        for j, jetpack in enumerate(wheel.jetpack):
+            if jetpack not in seen:
+                out.add(file, f"wheels[{i}].jetpack[{j}]", f"JetPack {jetpack} is not in releases")
+    return out
+
+
 def cross_file_problems(rows: FileRows) -> list[Problem]:
     """Every cross-row and cross-file problem among ``rows`` (see the module docstring)."""
     labels, problems = _build_variants(rows)
@@ -488,4 +504,5 @@ def cross_file_problems(rows: FileRows) -> list[Problem]:
     problems += _gpu_archs(rows, labels, patches)
     problems += _vendor(rows)
     problems += _known_bad(rows, labels, patches)
+    problems += _jetson(rows)
     return problems
