@@ -186,7 +186,10 @@ def _candidates(search: Search, item: PackageRequest, package: Package, keep: se
         return found  # the oracle's reasons are the attempts
     if not found:
         why = (
-            f"{package.name} has no release matching {item.specifier}"
+            f"the package index holds no release of {package.name} (its wheels are published elsewhere only, and "
+            "the matrix has no row for them)"
+            if not package.releases
+            else f"{package.name} has no release matching {item.specifier}"
             if not allowed
             else f"{package.name} publishes no wheels for {platform}"
             + (f" (its wheels are for {', '.join(package.platforms())})" if package.platforms() else "")
