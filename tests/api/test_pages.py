@@ -58,7 +58,7 @@ def test_the_selector_answers_what_get_v1_resolve_answers(client: TestClient, re
             assert html.escape(alt["description"], quote=False) in page.text
     else:
         # a wheel installed by its URL (NVIDIA's JetPack wheels) is shown as a direct reference
-        torch = next((p for p in api.get("packages", []) if p.get("name") == "torch"), {})
+        torch: dict[str, object] = next((p for p in api.get("packages", []) if p.get("name") == "torch"), {})
         shown = f"torch @ {torch['url']}" if torch.get("url") else f"torch=={api['pins']['torch']}"
         assert html.escape(shown, quote=False) in page.text
 
