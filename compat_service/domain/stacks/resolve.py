@@ -26,7 +26,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, cast
 
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
@@ -81,7 +81,7 @@ class Search:
         self.evidence = evidence
         self.catalog = catalog
         self.attempts: list[Attempt] = []
-        self.cache: dict[tuple[Any, ...], Any] = {}
+        self.cache: dict[tuple[str, str | None, str | None, str], Resolution | AccelenvError] = {}
         #: a package without a prebuilt wheel for the torch found is built from source: only once every
         #: combination was tried for a prebuilt wheel
         self.allow_source = False
@@ -220,7 +220,7 @@ def _distinct(releases: list[Release], package: Package, platform: str, keep: se
     curated row, prebuilt wheels, Requires-Python and wheel tags): an older one of a group could only fail
     where the newer one did, so the combinations stay few. A release another requested package pins exactly
     (``keep``) is always kept."""
-    seen: set[tuple[Any, ...]] = set()
+    seen: set[tuple[object, ...]] = set()
     out = []
     for release in releases:
         rows = tuple(
@@ -580,7 +580,7 @@ def _resolve_torch(search: Search, plan: Plan, version: str, label: str | None) 
             except Exception as exc:
                 if not hasattr(exc, "code") or not hasattr(exc, "exit_code"):
                     raise  # not an AccelenvError: a bug, not an answer
-                search.cache[key] = exc
+                search.cache[key] = cast("AccelenvError", exc)
         answer = search.cache[key]
         if not isinstance(answer, Resolution):
             return answer
