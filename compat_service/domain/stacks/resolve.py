@@ -26,7 +26,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, cast
 
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
@@ -82,7 +82,7 @@ class Search:
         self.evidence = evidence
         self.catalog = catalog
         self.attempts: list[Attempt] = []
-        self.cache: dict[tuple[Any, ...], Any] = {}
+        self.cache: dict[tuple[str, str | None, str | None, str], Resolution | AccelenvError] = {}
         #: a package without a prebuilt wheel for the torch found is built from source: only once every
         #: combination was tried for a prebuilt wheel
         self.allow_source = False
@@ -188,7 +188,10 @@ def _candidates(search: Search, item: PackageRequest, package: Package, keep: se
         return found  # the oracle's (or the host's wheel tags') reasons are the attempts
     if not found:
         why = (
-            f"{package.name} has no release matching {item.specifier}"
+            f"the package index holds no release of {package.name} (its wheels are published elsewhere only, and "
+            "the matrix has no row for them)"
+            if not package.releases
+            else f"{package.name} has no release matching {item.specifier}"
             if not allowed
             else f"{package.name} publishes no wheels for {platform}"
             + (f" (its wheels are for {', '.join(package.platforms())})" if package.platforms() else "")
@@ -235,7 +238,7 @@ def _distinct(releases: list[Release], package: Package, platform: str, keep: se
     curated row, prebuilt wheels, Requires-Python and wheel tags): an older one of a group could only fail
     where the newer one did, so the combinations stay few. A release another requested package pins exactly
     (``keep``) is always kept."""
-    seen: set[tuple[Any, ...]] = set()
+    seen: set[tuple[object, ...]] = set()
     out = []
     for release in releases:
         rows = tuple(
@@ -399,8 +402,10 @@ def _labels(search: Search, plan: Plan, minor: TorchMinor) -> tuple[list[str | N
         names = ", ".join(p.name for p, _ in plan.chosen if p.torch_build == "default-index")
         built = _built_against(search, plan, minor, label)
         if built is not None:
-            return built
-        if label is None:
+            if built[1] is not None:
+                return built
+            labels = built[0]
+        elif label is None:
             plan.unknowns.append(f"the default-index build of torch {minor.minor} on {platform} is not in the "
                                  f"matrix: the build {names} go with is unknown")
         elif asked is not None and asked != label:
@@ -458,48 +463,52 @@ def _page_labels(search: Search, plan: Plan, minor: TorchMinor,
 
 def _built_against(search: Search, plan: Plan, minor: TorchMinor,
                    default: str | None) -> tuple[list[str | None], str | None] | None:
-    """The torch build a release's documents say its wheels were compiled against (ecosystem.yaml
-    ``torch_index``: vLLM 0.11.1-0.19.x and CUDA 12.9), as `_labels` answers; None when no chosen release has one.
+    """The torch build for the releases whose documents say which build their wheels were compiled against
+    (ecosystem.yaml ``torch_index``: vLLM 0.11.1-0.19.x and CUDA 12.9; xformers' wheels and their CUDA), as
+    `_labels` answers; None when no chosen release has a row.
 
-    Another default-index package of the stack (no row: built against the default-index build) goes along when
-    that build is the same CUDA major and no newer (NVIDIA's minor version compatibility); else a conflict."""
+    A binary built against one CUDA build runs on a build of the same CUDA major and no older minor (NVIDIA's minor
+    version compatibility), so each row admits its own build and those; a default-index package without a row
+    admits its default-index build and those. The build is the default-index one when every package admits it
+    (no other index), else the one they all admit (the oldest such); --backend must name one they all admit."""
     rows = [(p, r) for p, r in plan.chosen if p.torch_build == "default-index" and r.torch_index]
     if not rows:
         return None
     request, platform = search.request, search.request.platform
-    package, release = rows[0]
-    label = str(release.torch_index["label"])  # type: ignore[index]
-    who = f"{package.name} {release.version}"
-    for other, other_release in rows[1:]:
-        if other_release.torch_index["label"] != label:  # type: ignore[index]
-            return [], (f"{who}'s wheels were built against torch's {label} build, {other.name} "
-                        f"{other_release.version}'s against {other_release.torch_index['label']}")  # type: ignore[index]
-    if not any(v.label == label and platform in v.platforms for v in minor.variants):
-        return [], (f"{who}'s wheels were built against torch's {label} build, which torch {minor.minor} does not "
-                    f"publish for {platform}")
+    published = [v.label for v in minor.variants if platform in v.platforms]
+    built = [(f"{p.name} {r.version}", str(r.torch_index["label"])) for p, r in rows]  # type: ignore[index]
+    built += [(p.name, default) for p, r in plan.chosen if p.torch_build == "default-index" and not r.torch_index
+              and default is not None]
+    def admitted(label: str) -> bool:
+        return all(label == b or _minor_compatible(search, b, label) for _who, b in built)
+    who, first = built[0]
     asked = request.backend.label
-    if asked is not None and asked != label:
-        return [], (f"{who}'s wheels were built against torch {minor.minor}'s {label} build; --backend {asked} asks "
-                    "for another build")
+    if asked is not None:
+        if not admitted(asked):
+            return [], (f"{who}'s wheels were built against torch {minor.minor}'s {first} build; --backend {asked} "
+                        "asks for another build")
+        choice = asked
+    elif default is not None and default in published and admitted(default):
+        choice = default
+    else:
+        fits = sorted((lbl for lbl in published if admitted(lbl)), key=lambda lbl: _runtime_key(search, lbl))
+        if not fits:
+            others = "; ".join(f"{w}'s against {b}" for w, b in built[1:])
+            return [], (f"{who}'s wheels were built against torch's {first} build"
+                        + (f", {others}" if others else f", which torch {minor.minor} does not publish for {platform}"))
+        choice = fits[0]
+    if choice not in published:
+        return [], (f"{who}'s wheels were built against torch's {choice} build, which torch {minor.minor} does not "
+                    f"publish for {platform}")
     family = request.backend.family
-    if family not in (None, "auto") and family != _family(search, label):
-        return [], f"{who}'s wheels were built against torch {minor.minor}'s {label} build, not a {family} build"
-    others = [p for p, r in plan.chosen if p.torch_build == "default-index" and not r.torch_index]
-    if others and default != label:
-        if default is None or not _minor_compatible(search, default, label):
-            names = ", ".join(p.name for p in others)
-            return [], (f"{who}'s wheels were built against torch {minor.minor}'s {label} build; {names}'s wheels go "
-                        f"with its default-index build {default or '(unknown)'}")
-        _note(plan, Reason(
-            "stack", f"{', '.join(p.name for p in others)}: its wheel was built against torch {minor.minor}'s "
-            f"default-index build {default}; the {label} build {who} needs is the same CUDA major, no older (CUDA "
-            "minor version compatibility)", ("nv_minor_compat",)))
-    return [label], None
-
-
-def _note(plan: Plan, reason: Reason) -> None:
-    if reason not in plan.reasons:
-        plan.reasons.append(reason)
+    if family not in (None, "auto") and family != _family(search, choice):
+        return [], f"{who}'s wheels were built against torch {minor.minor}'s {first} build, not a {family} build"
+    for name, label in built:
+        if label != choice:
+            _note(plan, Reason(
+                "stack", f"{name}: its wheels were built against torch {minor.minor}'s {label} build; the {choice} "
+                "build is the same CUDA major, no older (CUDA minor version compatibility)", ("nv_minor_compat",)))
+    return [choice], None
 
 
 def _minor_compatible(search: Search, built: str, runs: str) -> bool:
@@ -507,6 +516,11 @@ def _minor_compatible(search: Search, built: str, runs: str) -> bool:
     old, new = _runtime_key(search, built), _runtime_key(search, runs)
     return _family(search, built) == _family(search, runs) == "cuda" and bool(old) and old[:1] == new[:1] \
         and new >= old
+
+
+def _note(plan: Plan, reason: Reason) -> None:
+    if reason not in plan.reasons:
+        plan.reasons.append(reason)
 
 
 def _family(search: Search, label: str) -> str | None:
@@ -586,7 +600,7 @@ def _resolve_torch(search: Search, plan: Plan, version: str, label: str | None) 
             except Exception as exc:
                 if not hasattr(exc, "code") or not hasattr(exc, "exit_code"):
                     raise  # not an AccelenvError: a bug, not an answer
-                search.cache[key] = exc
+                search.cache[key] = cast("AccelenvError", exc)
         answer = search.cache[key]
         if not isinstance(answer, Resolution):
             return answer
@@ -748,7 +762,9 @@ def _why(search: Search, package: Package, release: Release, res: Resolution, le
                                             for i in search.request.stack) else "the newest release that fits"
     built = release.torch_index
     build = {
-        "default-index": f"its wheels were built against torch's {res.backend} build ({built['detail']}, curated)"
+        "default-index": f"its wheels were built against torch's {built['label']} build ({built['detail']}, curated)"
+        + ("" if built["label"] == res.backend else f"; the {res.backend} build is the same CUDA major, no older "
+           "(CUDA minor version compatibility)")
         if built else f"its wheel goes with torch {res.torch_version}'s default-index build; the {res.backend} build "
         f"{led} needs is the same CUDA major, no older (CUDA minor version compatibility)"
         if led else f"its wheel goes with torch {res.torch_version}'s default-index build ({res.backend})",
