@@ -190,13 +190,13 @@ class _Merge:
         ]
         patch["wheels"] += self._variant_wheels(release)
 
-    def _variant_wheels(self, release: ReleaseFact) -> list[dict[str, Any]]:
+    def _variant_wheels(self, release: ReleaseFact) -> list[JsonObject]:
         """The wheel files each build label's index (``/whl/<label>``) serves of this release, as read by the
         refresh (``variant_indexes``), one entry per label and platform with the version ``2.13.0+cu130``: the
         wheels stage checks those builds' platform tags from their own file names (host_rules.yaml's
         ``wheel_floors`` only where the index was not read)."""
         facts = self.layer.get("torch")
-        out: list[dict[str, Any]] = []
+        out: list[JsonObject] = []
         for variant in facts.variant_indexes if facts is not None else ():
             wheels = variant.releases.get(release.version) if variant.status == "read" else None
             if not wheels:
