@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -33,7 +33,7 @@ from compat_service.domain.backends import PLATFORMS
 from compat_service.domain.errors import AccelenvError, NotFoundError
 from compat_service.domain.evidence.perf import describe as describe_perf_figure
 from compat_service.domain.evidence.status import BAD_STATUSES, is_bad
-from compat_service.domain.hardware_rules import driver_rule
+from compat_service.domain.hardware_rules import DriverRule, driver_rule
 from compat_service.domain.visible_text import visible
 
 PAGES = Path(__file__).resolve().parents[1] / "pages"
@@ -153,62 +153,6 @@ def _matrix_filters(
     return filters, problems
 
 
-def _row_filter(filters: dict[str, str]) -> MatrixFilter:
-    """The rows a page's validated filters keep (its platform is an os-arch pair)."""
-    platform = filters.get("platform")
-    return MatrixFilter(
-        python=filters.get("python"),
-        os=platform.split("-", 1)[0] if platform else None,
-        arch=platform.split("-", 1)[1] if platform else None,
-        status=filters.get("status"),
-    )
-
-
-def _missing_square(heat: Any, torch: str | None, build: str | None) -> NotFoundError | None:
-    """The error for a selected torch or build the heatmap has no square for; None when it has."""
-    if (torch and not any(v == torch for v, _ in heat.rows)) or (build and build not in heat.columns):
-        what = " ".join(f"{n} {v[:40]!r}" for n, v in (("torch", torch), ("build", build)) if v)
-        return NotFoundError(
-            f"the matrix page has no square for {what}",
-            hint="open a square of the heatmap; GET /v1/matrix lists every cell, observed ones included",
-        )
-    return None
-
-
-async def _cached_heatmap(
-    request: Request, matrix: MatrixSnapshot, filters: dict[str, str], read_rows: Callable[[], list[Any]]
-) -> Any:
-    labels = [v.label for v in matrix.data.build_variants.variants]
-    # a heatmap is a pure function of the load, the stored evidence and the validated filters: cached per
-    # worker (bounded by entries and by bytes)
-    stamp = service_reads.evidence_stamp(request.app)
-    key = ("matrix-page", matrix.content_hash, stamp, tuple(sorted(filters.items())))
-    cache = _page_cache(request)
-    heat = cache.get(key)
-    if heat is None:
-        cells = await run_in_threadpool(read_rows)
-        heat = heatmap.build_heatmap(cells, labels, filters)
-        cache.put(key, heat)
-    return heat
-
-
-def _page_state(filters: dict[str, str], torch: str | None, build: str | None) -> dict[str, str]:
-    """The page's query state: its filters and the selected square."""
-    return {**filters, **({"torch": torch} if torch else {}), **({"build": build} if build else {})}
-
-
-async def _square_cells(
-    read: Callable[[MatrixFilter], list[Any]], flt: MatrixFilter, state: dict[str, str], torch: str | None,
-    build: str | None
-) -> list[Any]:
-    """The cells of the selected square (a torch and a build), under the page's filters; none unselected."""
-    if not (torch and build):
-        return []
-    square = MatrixFilter(torch=torch, build=None if build == "unknown" else build, python=flt.python,
-                          os=flt.os, arch=flt.arch, status=flt.status)
-    return heatmap.square_cells(await run_in_threadpool(read, square), state)
-
-
 @router.get("/matrix", response_class=HTMLResponse)
 async def matrix_page(request: Request) -> Response:
     matrix = await get_matrix(request)
@@ -216,7 +160,13 @@ async def matrix_page(request: Request) -> Response:
     pythons = selector.choices(data)["pythons"]
     families = sorted({v.family for v in data.build_variants.variants})
     filters, problems = _matrix_filters(request, families, pythons)
-    flt = _row_filter(filters)
+    platform = filters.get("platform")
+    flt = MatrixFilter(
+        python=filters.get("python"),
+        os=platform.split("-", 1)[0] if platform else None,
+        arch=platform.split("-", 1)[1] if platform else None,
+        status=filters.get("status"),
+    )
 
     def read(flt: MatrixFilter, *, models: bool = True) -> list[Any]:
         # the rows GET /v1/matrix keeps for this load and evidence (assembled once per worker); the heatmap
@@ -225,14 +175,32 @@ async def matrix_page(request: Request) -> Response:
             rows = service_reads.current_rows(request.app, session, matrix)
             return [cell_of(r) if models else r for r in rows.select(flt)]
 
-    heat = await _cached_heatmap(request, matrix, filters, partial(read, flt, models=False))
+    labels = [v.label for v in data.build_variants.variants]
+    # a heatmap is a pure function of the load, the stored evidence and the validated filters: cached per
+    # worker (bounded by entries and by bytes)
+    stamp = service_reads.evidence_stamp(request.app)
+    key = ("matrix-page", matrix.content_hash, stamp, tuple(sorted(filters.items())))
+    cache = _page_cache(request)
+    heat = cache.get(key)
+    if heat is None:
+        cells = await run_in_threadpool(partial(read, flt, models=False))
+        heat = heatmap.build_heatmap(cells, labels, filters)
+        cache.put(key, heat)
     q = request.query_params
     torch, build = q.get("torch", "").strip() or None, q.get("build", "").strip() or None
-    missing = _missing_square(heat, torch, build)
-    if missing is not None:
+    if (torch and not any(v == torch for v, _ in heat.rows)) or (build and build not in heat.columns):
+        what = " ".join(f"{n} {v[:40]!r}" for n, v in (("torch", torch), ("build", build)) if v)
+        missing = NotFoundError(
+            f"the matrix page has no square for {what}",
+            hint="open a square of the heatmap; GET /v1/matrix lists every cell, observed ones included",
+        )
         return _error_page(request, "Matrix", refusal(missing))
-    state = _page_state(filters, torch, build)
-    selected = await _square_cells(read, flt, state, torch, build)
+    state = {**filters, **({"torch": torch} if torch else {}), **({"build": build} if build else {})}
+    selected = []
+    if torch and build:
+        square = MatrixFilter(torch=torch, build=None if build == "unknown" else build, python=flt.python,
+                              os=flt.os, arch=flt.arch, status=flt.status)
+        selected = heatmap.square_cells(await run_in_threadpool(read, square), state)
     with_reports = [c for c in selected if c.reports][:MAX_EVIDENCE_CELLS]
     token = bearer_secret(request.headers.get("authorization"))
     evidence = await run_in_threadpool(_evidence, request.app, token, matrix, with_reports)
@@ -319,23 +287,23 @@ async def release_page(request: Request, version: str) -> Response:
 
 
 def _driver_floors(matrix: MatrixSnapshot, wheels: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
-    """(label, runtime, os, driver floor, toolkit floor, sources) for each CUDA wheel of a release, per OS."""
+    """(label, runtime, os, driver floor, the toolkit's own floor, sources) of each CUDA build and OS."""
     variants = {v.label: v for v in matrix.data.build_variants.variants}
-    floors: list[tuple[Any, ...]] = []
+    floors = []
     for wheel in wheels:
         row = variants.get(wheel["label"])
         if row is None or row.family != "cuda":
             continue
-        oses = sorted({p.split("-", 1)[0] for p in wheel["platforms"]})
-        floors += [_driver_floor(matrix, wheel["label"], row, os_name) for os_name in oses]
+        for os_name in sorted({p.split("-", 1)[0] for p in wheel["platforms"]}):
+            floor = driver_rule(matrix.matrix, row.runtime, row.runtime_full, os_name, "kernels")
+            floors.append((wheel["label"], row.runtime, os_name, floor.version, floor.toolkit_floor, _cited(floor)))
     return floors
 
 
-def _driver_floor(matrix: MatrixSnapshot, label: str, row: Any, os_name: str) -> tuple[Any, ...]:
-    floor = driver_rule(matrix.matrix, row.runtime, row.runtime_full, os_name, "kernels")
+def _cited(floor: DriverRule) -> list[str]:
+    """The sources of a driver rule: the toolkit row's, then the minor-version-compatibility row's."""
     cited = list(floor.toolkit.source) if floor.toolkit is not None else []
-    cited += [k for k in (floor.major_row.source if floor.major_row is not None else ()) if k not in cited]
-    return (label, row.runtime, os_name, floor.version, floor.toolkit_floor, cited)
+    return cited + [k for k in (floor.major_row.source if floor.major_row is not None else ()) if k not in cited]
 
 
 async def _newest_patch(request: Request, version: str) -> str | None:
@@ -350,10 +318,8 @@ async def _newest_patch(request: Request, version: str) -> str | None:
     return None
 
 
-def _grouped_checks(
-    checks: list[dict[str, Any]], bad: Any
-) -> list[tuple[str, dict[str, int], list[dict[str, Any]]]]:
-    """(group, {status: count}, checks worst first) per group, the groups with most bad checks first."""
+def _grouped_checks(checks: list[dict[str, Any]]) -> list[tuple[str, dict[str, int], list[dict[str, Any]]]]:
+    """(group, status counts, checks worst first) per check group, the groups with most bad checks first."""
     order = {**dict.fromkeys(BAD_STATUSES, 0), "unsupported": 1, "skipped": 2, "passed": 3}
     groups: dict[str, list[dict[str, Any]]] = {}
     for check in checks:
@@ -365,7 +331,7 @@ def _grouped_checks(
         for c in items:
             counts[c["status"]] = counts.get(c["status"], 0) + 1
         grouped.append((group, counts, items))
-    grouped.sort(key=lambda g: (-sum(n for s, n in g[1].items() if s in bad), g[0]))
+    grouped.sort(key=lambda g: (-sum(n for s, n in g[1].items() if s in BAD_STATUSES), g[0]))
     return grouped
 
 
@@ -383,7 +349,7 @@ async def report_page(request: Request, report_id: str) -> Response:
     checks = report.get("checks", [])
     bad = BAD_STATUSES
     failing_ids = {c["id"] for c in checks if is_bad(c["group"], c["status"])}  # unsupported in smoke/models too
-    grouped = _grouped_checks(checks, bad)
+    grouped = _grouped_checks(checks)
     failing = [c for c in checks if c["id"] in failing_ids]
     return _page(
         request,

@@ -21,7 +21,7 @@ from packaging.version import Version
 from compat_service.api.service_reads import resolution_body
 from compat_service.domain.backends import ARCHES, OSES, REQUEST_FAMILIES
 from compat_service.domain.errors import AccelenvError
-from compat_service.domain.matrix.rows import MatrixTables
+from compat_service.domain.matrix.rows import MatrixTables, TorchMinor
 from compat_service.domain.resolver.install_formats import render
 from compat_service.domain.resolver.request import API_WORDS, COMPANIONS, PARAMETERS, flag_wording, split_with
 from compat_service.domain.resolver.resolution import Resolution, resolution_from_json
@@ -80,23 +80,6 @@ def _py_key(version: str) -> tuple[int, int, int]:
     return int(major), int(minor), 1 if version.endswith("t") else 0
 
 
-def _pythons(minors: list[Any]) -> list[str]:
-    """Every Python a torch release supports (its patches' overrides included), newest first."""
-    return sorted(
-        {v for m in minors for s in m.python for v in s.versions}
-        | {v for m in minors for p in m.patches for s in p.python_override or [] for v in s.versions},
-        key=_py_key,
-        reverse=True,
-    )
-
-
-def _gpu_archs(data: MatrixTables) -> list[str]:
-    """The CUDA architectures of the arch lists, then the ROCm gfx targets not among them."""
-    archs = sorted({a for row in data.gpu_archs.arch_lists for a in row.archs})
-    archs += sorted({g for r in data.rocm.releases for g in r.gfx_targets or []} - set(archs))
-    return archs
-
-
 def choices(data: MatrixTables) -> dict[str, Any]:
     """The values each control offers, from the loaded matrix (data, not code)."""
     minors = sorted(data.torch_releases.minors, key=lambda m: Version(m.minor), reverse=True)
@@ -118,6 +101,22 @@ def choices(data: MatrixTables) -> dict[str, Any]:
         "companions": ["torchvision,torchaudio", *COMPANIONS, "none"],
         "ecosystem": _ecosystem_names(),
     }
+
+
+def _pythons(minors: list[TorchMinor]) -> list[str]:
+    """Every Python some release lists (a minor's or a patch's override), newest first."""
+    return sorted(
+        {v for m in minors for s in m.python for v in s.versions}
+        | {v for m in minors for p in m.patches for s in p.python_override or [] for v in s.versions},
+        key=_py_key,
+        reverse=True,
+    )
+
+
+def _gpu_archs(data: MatrixTables) -> list[str]:
+    """The arch lists' architectures, then the ROCm releases' other gfx targets."""
+    archs = sorted({a for row in data.gpu_archs.arch_lists for a in row.archs})
+    return archs + sorted({g for r in data.rocm.releases for g in r.gfx_targets or []} - set(archs))
 
 
 def _ecosystem_names() -> list[str]:
@@ -153,24 +152,24 @@ def is_canonical(request: Request, state: dict[str, str]) -> bool:
     return len(items) == len(state) and all(state.get(k) == v for k, v in items)
 
 
-def _param_text(value: Any) -> str:
-    """A changed parameter's value as the URL spells it."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (list, tuple)):
-        return ",".join(str(v) for v in value) or "none"
-    return str(value)
-
-
 def url_for_state(state: dict[str, str], **changes: Any) -> str:
     merged = dict(state)
     for name, value in changes.items():
         if value is None or value == "":
             merged.pop(name, None)
         else:
-            merged[name] = _param_text(value)
+            merged[name] = _query_value(value)
     ordered = {k: merged[k] for k in STATE_PARAMS if k in merged}
     return "/" + ("?" + urlencode(ordered) if ordered else "")
+
+
+def _query_value(value: object) -> str:
+    """A parameter's value as the URL writes it (a list comma-separated, ``none`` when empty)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (list, tuple)):
+        return ",".join(str(v) for v in value) or "none"
+    return str(value)
 
 
 @dataclass
@@ -243,18 +242,26 @@ NVIDIA_SMI_QUERY = f"nvidia-smi --query-gpu={','.join(tool_parsers.NVIDIA_SMI_QU
 def from_nvidia_smi(text: str, state: dict[str, str]) -> str:
     """The selector URL with the driver and GPU read from pasted `nvidia-smi` output (probes' parsers):
     plain `nvidia-smi` gives the driver and GPU names, the `NVIDIA_SMI_QUERY` output also the architecture."""
-    driver, capabilities, names = _pasted_gpus(text)
+    driver, capabilities, names = _nvidia_smi_facts(text)
     base = _without_page(state)
     if driver is None and not capabilities and not names:
         return url_for_state(base, notice="paste-empty")
-    changes = _gpu_changes(base, driver, capabilities, names)
+    changes: dict[str, Any] = {"driver": driver or base.get("driver")}
+    if capabilities:
+        # a multi-GPU host: the lowest compute capability (a build must run on every GPU)
+        changes["gpu_arch"] = min(capabilities, key=_capability_key)
+    elif names:
+        # plain nvidia-smi prints names only: the resolver maps them with the matrix's GPU names (gpu=)
+        changes["gpu"] = ", ".join(dict.fromkeys(names))
+    if names:
+        changes["gpu_seen"] = ", ".join(dict.fromkeys(names))
     if not _CUDA_BACKEND.match(base.get("backend", "cpu")):
         changes["backend"] = "cuda"  # an NVIDIA host: its builds, not the CPU one
     return url_for_state(base, **changes)
 
 
-def _pasted_gpus(text: str) -> tuple[str | None, list[str], list[str]]:
-    """(driver, compute capabilities, GPU names) read from pasted `nvidia-smi` output."""
+def _nvidia_smi_facts(text: str) -> tuple[str | None, list[str], list[str]]:
+    """The driver, the compute capabilities and the GPU names in pasted `nvidia-smi` output."""
     rows = tool_parsers.parse_nvidia_smi_query(text)
     driver = tool_parsers.parse_nvidia_smi_banner(text)["driver_version"]
     if driver is None:
@@ -264,20 +271,8 @@ def _pasted_gpus(text: str) -> tuple[str | None, list[str], list[str]]:
     return driver, capabilities, names
 
 
-def _gpu_changes(
-    base: dict[str, str], driver: str | None, capabilities: list[str], names: list[str]
-) -> dict[str, Any]:
-    """The selector fields the pasted driver and GPUs set."""
-    changes: dict[str, Any] = {"driver": driver or base.get("driver")}
-    if capabilities:
-        # a multi-GPU host: the lowest compute capability (a build must run on every GPU)
-        changes["gpu_arch"] = min(capabilities, key=lambda c: tuple(int(p) for p in c.split(".") if p.isdigit()))
-    elif names:
-        # plain nvidia-smi prints names only: the resolver maps them with the matrix's GPU names (gpu=)
-        changes["gpu"] = ", ".join(dict.fromkeys(names))
-    if names:
-        changes["gpu_seen"] = ", ".join(dict.fromkeys(names))
-    return changes
+def _capability_key(capability: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in capability.split(".") if p.isdigit())
 
 
 def variant_lines(matrix: Any, resolution: Resolution | None, state: dict[str, str]) -> list[str]:

@@ -227,7 +227,7 @@ def _pick(
     )
 
 
-def _has_wheel(matrix: Matrix, jetpack: str) -> bool:
+def _has_wheel(matrix: Matrix, jetpack: str | None) -> bool:
     return any(jetpack in w.jetpack and w.url is not None for w in matrix.jetson_wheels())
 
 

@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from compat_service.domain.evidence.lookup import EvidenceStatus
+from compat_service.domain.json_types import JsonObject
 
 SCHEMA_FILE = Path(__file__).resolve().parents[2] / "schemas" / "resolution.v1.json"
 
@@ -112,7 +113,7 @@ class InstallBody(_Closed):
 ResolutionBody.model_rebuild()
 
 
-def resolution_json_schema() -> dict[str, Any]:
+def resolution_json_schema() -> JsonObject:
     return ResolutionBody.model_json_schema()
 
 
