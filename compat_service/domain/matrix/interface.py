@@ -47,7 +47,7 @@ class DerivedMemo:
     """What the resolver and the hardware rules derive from one matrix, kept by the matrix (as pip keeps its
     caches in the provider): one typed table per question, each keyed only by facts drawn from the matrix
     (versions, labels, platforms, OSes; never free text from a request, which would grow it without bound),
-    but for the error path's three request-keyed tables, which their modules bound.
+    but for the error path's request-keyed tables, which their modules bound.
     The values are owned by their modules (hardware_rules, resolver.answer); the matrix only holds them."""
 
     #: (runtime, runtime_full, os) -> hardware_rules.DriverFloor
@@ -75,13 +75,6 @@ class DerivedMemo:
     #: (patch, build label, its runtime, platform, a --gpu-arch the matrix names) -> hardware_rules.ArchVerdict
     #: (resolver.stages._arch_coverage)
     arch_coverage: dict[tuple[str, str, str | None, str, str], Any] = field(default_factory=dict)
-    #: (platform, a Python the matrix lists or None, backend kind, a label the matrix publishes or None, family,
-    #: a --gpu-arch the matrix names or None, no --runtime) -> {minor: the lowest driver a patch of it that passes
-    #: the platform, Python, backend and --gpu-arch stages needs, None = none known} (resolver.stages
-    #: ._first_stage_needs)
-    first_stage_minors: dict[tuple[Any, ...], dict[str, Any]] = field(default_factory=dict)
-    #: platform -> every Python some patch publishes wheels for there (resolver.stages._listed_pythons)
-    listed_pythons: dict[str, frozenset[str]] = field(default_factory=dict)
     #: (platform, backend kind, family or a label the matrix publishes) -> whether any release publishes such a
     #: build there (resolver.explanation._published_anywhere)
     published_anywhere: dict[tuple[str, str, str], bool] = field(default_factory=dict)
@@ -95,13 +88,16 @@ class DerivedMemo:
     #: (a ResolveRequest, its failure's code and facts) -> the nearby requests that resolve, as the error lists
     #: them (resolver.explanation.nearby_requests)
     nearby: dict[Hashable, Any] = field(default_factory=dict)
-    #: the most entries each of the three request-keyed tables keeps (0 = none kept: every failing request is
+    #: a ResolveRequest with its torch blanked -> the minors of which a patch passes every stage but the
+    #: companions (resolver.stages.minors_past_first_stages)
+    first_stage_minors: dict[Hashable, frozenset[str]] = field(default_factory=dict)
+    #: the most entries each of the request-keyed tables keeps (0 = none kept: every failing request is
     #: searched afresh); the service sets it from ACCELENV_RESOLVER_MEMO_SIZE, the CLI keeps the default
     request_limit: int = 4096
 
     def size(self) -> int:
         """Entries held over the tables keyed by matrix facts (tests check distinct requests do not grow it;
-        the three request-keyed tables are bounded instead)."""
+        the request-keyed tables are bounded instead)."""
         return sum(len(table) for name, table in vars(self).items() if name in _MATRIX_KEYED)
 
     def keep(self, table: dict[Any, Any], key: Hashable, value: Any) -> None:
@@ -115,7 +111,7 @@ class DerivedMemo:
 
 
 #: the DerivedMemo tables keyed by requests (each bounded by `DerivedMemo.request_limit`)
-_REQUEST_KEYED = ("tried", "nearest_torch", "nearby")
+_REQUEST_KEYED = ("tried", "nearest_torch", "nearby", "first_stage_minors")
 _MATRIX_KEYED = tuple(
     name for name in DerivedMemo.__dataclass_fields__ if name not in (*_REQUEST_KEYED, "request_limit")
 )

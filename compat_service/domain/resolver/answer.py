@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 def build_resolution(
     state: ResolverState, minor: TorchMinor, patch: TorchPatch, python: str, c: Candidate
 ) -> Resolution:
-    r = state.r
+    r = state.request
     version = patch.version
     here = cached_version(version)
     skipped = [(v, why) for v, why in state.skipped if cached_version(v) > here]
@@ -39,7 +39,7 @@ def build_resolution(
     warnings = state.warnings
     # What depends only on matrix rows and bounded request fields is built once per matrix: the same
     # sentences for every request that lands on this (patch, Python, build, platform).
-    heads = state.m.memo.answer_heads
+    heads = state.matrix.memo.answer_heads
     head_key = (
         version, python, r.platform, c.label, state.family, r.backend.kind, r.python is None, r.arch_defaulted,
     )
@@ -61,7 +61,7 @@ def build_resolution(
     if r.runtime is not None:
         _runtime_reason(state, c, reasons)
 
-    tails = state.m.memo.answer_tails
+    tails = state.matrix.memo.answer_tails
     tail_key = (version, python, r.platform, c.label, state.family, r.with_, _plugin_position(state, c))
     tail = tails.get(tail_key)
     if tail is None:
@@ -94,14 +94,14 @@ def _plugin_position(state: ResolverState, c: Candidate) -> int | None:
     answers); None without a plugin."""
     if c.plugin_row is None:
         return None
-    return list(getattr(state.m, PLUGINS[state.family].table)()).index(c.plugin_row)
+    return list(getattr(state.matrix, PLUGINS[state.family].table)()).index(c.plugin_row)
 
 
 def _head(
     state: ResolverState, minor: TorchMinor, patch: TorchPatch, python: str, c: Candidate
 ) -> tuple[tuple[Reason, ...], tuple[str, ...]]:
     """The Python and build reasons, and the warnings about the release's data and the chosen Python."""
-    r = state.r
+    r = state.request
     version = patch.version
     warnings: list[str] = []
     if minor.status != "released":
@@ -147,7 +147,7 @@ class _Tail:
 
 
 def _tail(state: ResolverState, minor: TorchMinor, patch: TorchPatch, python: str, c: Candidate) -> _Tail:
-    r = state.r
+    r = state.request
     version = patch.version
     build = c.build_row
     reasons: list[Reason] = []
@@ -210,7 +210,7 @@ def _tail(state: ResolverState, minor: TorchMinor, patch: TorchPatch, python: st
         _triton_reason(state, patch, python, reasons)  # the requirement read is the default wheel's
     no_deps: tuple[str, ...] = ()
     if state.family in PLUGIN_FAMILIES:
-        install = state.m.vendor_install(PLUGINS[state.family].install_note)
+        install = state.matrix.vendor_install(PLUGINS[state.family].install_note)
         if install is not None and install.companions_no_deps:
             no_deps = tuple(r.with_)
     return _Tail(tuple(reasons), tuple(warnings), tuple(packages), index_url, index_option, on_default, no_deps)
@@ -224,7 +224,7 @@ def _triton_reason(state: ResolverState, patch: TorchPatch, python: str, reasons
     if not requirement:
         return
     marker, applies = triton.marker, triton.applies
-    platform = state.r.platform
+    platform = state.request.platform
     if applies is None or platform not in applies:
         text = f"torch {patch.version} requires {requirement}" + (f"; {marker}" if marker else "")
     elif python in applies[platform]:
@@ -244,7 +244,7 @@ def _plugin_torch_pin(row: AscendNpuRow | None, platform: str) -> str | None:
 
 
 def _arch_reason(state: ResolverState, c: Candidate, reasons: list[Reason], warnings: list[str]) -> None:
-    gpu = state.r.gpu_arch
+    gpu = state.request.gpu_arch
     verdict = c.arch
     assert verdict is not None
     if verdict.coverage == "unknown":
@@ -268,9 +268,9 @@ def _arch_reason(state: ResolverState, c: Candidate, reasons: list[Reason], warn
 
 def _capability_floors(state: ResolverState, version: str, warnings: list[str]) -> None:
     """Parts of the build the GPU is too old for (host_rules.yaml capability_floors), one line each."""
-    gpu = state.r.gpu_arch or ""
+    gpu = state.request.gpu_arch or ""
     have = int("".join(ch for ch in gpu if ch.isdigit()) or 0)
-    for row in state.m.capability_floors(version, state.r.platform):
+    for row in state.matrix.capability_floors(version, state.request.platform):
         need = int("".join(ch for ch in row.min_arch if ch.isdigit()))
         if have < need:
             warnings.append(
@@ -290,11 +290,11 @@ def _driver_notes(
     """`_driver_reason`, kept per matrix where the request gives no --driver (then nothing in it is free text:
     the rule, the coverage and the sentences follow from the patch, the build, the platform and a --gpu-arch
     the matrix names)."""
-    r = state.r
-    if r.driver is not None or (r.gpu_arch is not None and r.gpu_arch not in state.m.gpu_archs()):
+    r = state.request
+    if r.driver is not None or (r.gpu_arch is not None and r.gpu_arch not in state.matrix.gpu_archs()):
         _driver_reason(state, version, c, reasons, warnings, requirements)
         return
-    memo = state.m.memo.driver_notes
+    memo = state.matrix.memo.driver_notes
     key = (version, c.label, r.platform, r.gpu_arch, c.arch.coverage if c.arch is not None else None)
     notes = memo.get(key)
     if notes is None:
@@ -317,7 +317,7 @@ def _driver_reason(
     """The driver the build needs and the rule that decided it (hardware_rules: two floors)."""
     rule = c.floor
     assert rule is not None, "the driver stage rules every CUDA candidate"
-    r = state.r
+    r = state.request
     runtime = c.build_row.runtime
     toolkit = rule.toolkit.version if rule.toolkit is not None else runtime
     if rule.version is None:
@@ -418,10 +418,10 @@ def _mvc_short(os_name: str) -> str:
 
 def _build_covers(state: ResolverState, version: str, c: Candidate) -> str:
     """Which GPU architectures the build ships SASS for, as the matrix knows it (for the driver rule)."""
-    row = state.m.arch_list(version, c.label, state.r.platform)
+    row = state.matrix.arch_list(version, c.label, state.request.platform)
     if row is not None:
         return f"SASS for {describe_archs(list(row.archs), row.ptx)}"
-    span = state.m.toolkit_arch_range(c.build_row.runtime or "0")
+    span = state.matrix.toolkit_arch_range(c.build_row.runtime or "0")
     if span is not None:
         return f"arch list unknown; CUDA {c.build_row.runtime} compiles {span.min_arch} … {span.max_arch}"
     return "arch list unknown"
@@ -433,7 +433,7 @@ def _runtime_reason(state: ResolverState, c: Candidate, reasons: list[Reason]) -
         state.unknowns.append(c.runtime_unknown)
         return
     name = RUNTIME_NAMES.get(state.family, "runtime")
-    have = state.r.runtime
+    have = state.request.runtime
     if state.family == "rocm":
         detail = f"ROCm {have} on the host: {c.label} is built for ROCm {c.build_row.runtime}, the same major.minor"
         sources = tuple(c.build_row.source)
@@ -459,7 +459,7 @@ def _family_notes(
     requirements: list[HostRequirement],
 ) -> None:
     if state.family == "mps":
-        row = state.m.mps_support(version)
+        row = state.matrix.mps_support(version)
         if row is None:
             warnings.append(f"the matrix has no MPS row for torch {version}")
         elif row.min_macos:
@@ -472,12 +472,12 @@ def _family_notes(
                 )
             )
     elif state.family == "xpu":
-        xpu = state.m.xpu_support(version)
+        xpu = state.matrix.xpu_support(version)
         if xpu is not None and xpu.driver_requirement:
             requirements.append(HostRequirement("intel-gpu-driver", None, xpu.driver_requirement))
             reasons.append(Reason("xpu", xpu.driver_requirement, tuple(xpu.source)))
     elif state.family == "rocm" and c.build_row.runtime:
-        release = state.m.rocm_release(c.build_row.runtime)
+        release = state.matrix.rocm_release(c.build_row.runtime)
         if release is not None and release.min_driver:
             requirements.append(
                 HostRequirement("amdgpu-driver", release.min_driver, f"ROCm {release.version}")
@@ -497,7 +497,7 @@ def _platform_notes(
     """What the pinned wheels' platform tags ask of the host (glibc, macOS), said as a host requirement: the
     target's own version when the request gives it, else the floor the answer assumes; and why newer releases
     were passed over for it. The full Python, where given, against the pins' Requires-Python."""
-    r = state.r
+    r = state.request
     floor = floor_needed(state, patch, c.label)
     flag = "--glibc" if floor is not None and floor.needs == "glibc" else "--macos"
     if floor is not None:
@@ -582,7 +582,7 @@ def _plugin_notes(
             )
         )
         warnings.append(f"install torch_mlu {row.torch_mlu} from the Cambricon SDK after torch")
-    note = state.m.install_note(PLUGINS[state.family].install_note)
+    note = state.matrix.install_note(PLUGINS[state.family].install_note)
     if note:
         reasons.append(Reason("install", note, ()))
 
@@ -596,7 +596,7 @@ def _evidence(
 
     assert state.steering is not None, "a resolution with evidence steers by it"
     cell = state.steering.status(version, label, python)
-    reason, warning = answer_notes(cell, version, label, state.r.platform)
+    reason, warning = answer_notes(cell, version, label, state.request.platform)
     if reason is not None:
         reasons.append(Reason("evidence", reason, ()))
     if warning is not None:

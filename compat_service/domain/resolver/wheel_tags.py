@@ -91,12 +91,12 @@ def host_platform_tags(
 
 def describes_host(state: ResolverState) -> bool:
     """The request names the host's C library or OS version (so the wheels' tags are checked)."""
-    r = state.r
+    r = state.request
     return r.glibc is not None or r.musl is not None or r.macos is not None
 
 
 def host_words(state: ResolverState) -> str:
-    r = state.r
+    r = state.request
     if r.musl is not None:
         return "musl libc" + (f" {r.musl}" if r.musl[0].isdigit() else "")
     if r.glibc is not None:
@@ -141,7 +141,7 @@ def _admits(requires_python: str, python: str) -> bool:
 def full_python(state: ResolverState, python: str) -> str:
     """The full Python version the request gives (3.14.1) when it is of the chosen minor, else the minor."""
     minor = python.rstrip("t")
-    given = state.r.python_version
+    given = state.request.python_version
     return given if given is not None and given.startswith(minor + ".") else minor
 
 
@@ -149,7 +149,7 @@ def blocked_wheels(state: ResolverState, patch: TorchPatch, python: str) -> list
     """The pinned packages (torch and the asked companions) whose recorded wheels do not install on the target:
     no wheel for the Python, a Requires-Python that excludes the full Python, or (when the request describes
     the host) no platform tag the host accepts. A package with no recorded wheels is not checked here."""
-    r = state.r
+    r = state.request
     full = full_python(state, python)
     host = host_platform_tags(r.os, r.arch, r.glibc, r.musl, r.macos) if describes_host(state) else None
     out: list[Blocked] = []
@@ -182,12 +182,12 @@ def build_blocked(state: ResolverState, version: str, label: str) -> Blocked | N
     """A build that does not run on the described host (None: it does, or nothing says it does not): a build
     served from a /whl/<label> index whose platform tag host_rules.yaml gives, above the target's glibc; MPS
     in a release whose macOS floor (mps.yaml) is above --macos."""
-    r = state.r
+    r = state.request
     if r.os == "macos" and r.macos is not None and state.family == "mps":
         return _mps_blocked(state, version)
     if r.os != "linux" or (r.glibc is None and r.musl is None):
         return None
-    row = state.m.wheel_floor(version, label, r.platform)
+    row = state.matrix.wheel_floor(version, label, r.platform)
     if row is None:
         return None
     tag = f"{row.platform_tag}_{r.arch}"
@@ -200,22 +200,22 @@ def build_blocked(state: ResolverState, version: str, label: str) -> Blocked | N
 
 
 def _mps_blocked(state: ResolverState, version: str) -> Blocked | None:
-    row = state.m.mps_support(version)
-    if row is None or row.min_macos is None or state.r.macos is None:
+    row = state.matrix.mps_support(version)
+    if row is None or row.min_macos is None or state.request.macos is None:
         return None
     need = _version_pair(row.min_macos)
-    if _version_pair(state.r.macos) >= need:
+    if _version_pair(state.request.macos) >= need:
         return None
     return Blocked("torch", version, "platform",
                    f"MPS in torch {version} needs macOS >= {row.min_macos} (mps.yaml: {', '.join(row.source)}); "
-                   f"the target has macOS {state.r.macos}", TagFloor("macOS", need))
+                   f"the target has macOS {state.request.macos}", TagFloor("macOS", need))
 
 
 def floor_needed(state: ResolverState, patch: TorchPatch, label: str) -> TagFloor | None:
     """The highest floor the chosen wheels' tags ask of the host (what "host needs" states)."""
-    r = state.r
+    r = state.request
     floors: list[TagFloor] = []
-    row = state.m.wheel_floor(patch.version, label, r.platform) if r.os == "linux" else None
+    row = state.matrix.wheel_floor(patch.version, label, r.platform) if r.os == "linux" else None
     if row is not None:
         found = tag_floor(f"{row.platform_tag}_{r.arch}")
         if found is not None:
