@@ -11,7 +11,8 @@ bundled matrix with the resolver's request-keyed error-path tables off, as `benc
 (ACCELENV_RESOLVER_MEMO_SIZE=0); the tables keyed by matrix facts stay warm, as in a running worker. Two
 rotations of 640 distinct requests: ``uncached`` (all resolvable) and ``mixed`` (40 % unsatisfiable, each
 failure explained with its nearest alternatives). The figure is the median over ``--rounds`` passes after one
-warm-up pass, in CPU time of the process (`time.process_time`: other load on the machine counts less). ``--profile N`` prints cProfile's N most expensive functions (cumulative) over one pass of each.
+warm-up pass, in CPU time of the process (`time.process_time`: other load on the machine counts less).
+``--profile N`` prints cProfile's N most expensive functions (cumulative) over one pass of each.
 """
 
 from __future__ import annotations
