@@ -13,7 +13,7 @@ from compat_service.domain.hardware_rules import (
     describe_archs,
 )
 from compat_service.domain.matrix.rows import AscendNpuRow, CambriconMluRow
-from compat_service.domain.resolver.resolution import HostRequirement, Pin, Reason, Resolution, made_resolution
+from compat_service.domain.resolver.resolution import HostRequirement, Pin, Reason, Resolution
 from compat_service.domain.resolver.state import Candidate, ResolverState
 from compat_service.domain.resolver.wheel_tags import describes_host, floor_needed, full_python, host_words
 from compat_service.domain.versions import cached_version
@@ -69,7 +69,7 @@ def build_resolution(
     reasons.extend(tail.reasons)
     warnings.extend(tail.warnings)
     evidence = _evidence(state, version, c.label, python, reasons)
-    return made_resolution(
+    return Resolution(
         torch_version=version,
         backend=c.label,
         family=state.family,

@@ -13,7 +13,6 @@ through `Matrix`; it never imports pydantic on the success path.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
 from typing import TYPE_CHECKING, Union, cast
 
 from packaging.version import Version
@@ -141,7 +140,7 @@ def _with_gpu_reason(res: Resolution, gpu: GpuLookup | None) -> Resolution:
     named = ", ".join(f"{product} is {arch} (matrix name {name!r})" for product, arch, name in gpu.matched)
     reason = Reason("gpu", f"--gpu: {named}; resolved for {gpu.arch}", gpu.source)
     warnings = (gpu.note,) if gpu.note else ()
-    return replace(res, reasons=(reason, *res.reasons), warnings=(*warnings, *res.warnings))
+    return res.changed(reasons=(reason, *res.reasons), warnings=(*warnings, *res.warnings))
 
 
 _UNTRIED = object()
