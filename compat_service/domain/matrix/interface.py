@@ -47,7 +47,7 @@ class DerivedMemo:
     """What the resolver and the hardware rules derive from one matrix, kept by the matrix (as pip keeps its
     caches in the provider): one typed table per question, each keyed only by facts drawn from the matrix
     (versions, labels, platforms, OSes; never free text from a request, which would grow it without bound),
-    but for the error path's request-keyed tables, which their modules bound.
+    but for the error path's three request-keyed tables, which their modules bound.
     The values are owned by their modules (hardware_rules, resolver.answer); the matrix only holds them."""
 
     #: (runtime, runtime_full, os) -> hardware_rules.DriverFloor
@@ -88,16 +88,13 @@ class DerivedMemo:
     #: (a ResolveRequest, its failure's code and facts) -> the nearby requests that resolve, as the error lists
     #: them (resolver.explanation.nearby_requests)
     nearby: dict[Hashable, Any] = field(default_factory=dict)
-    #: a ResolveRequest with its torch blanked -> the minors of which a patch passes every stage but the
-    #: companions (resolver.stages.minors_past_first_stages)
-    first_stage_minors: dict[Hashable, frozenset[str]] = field(default_factory=dict)
-    #: the most entries each of the request-keyed tables keeps (0 = none kept: every failing request is
+    #: the most entries each of the three request-keyed tables keeps (0 = none kept: every failing request is
     #: searched afresh); the service sets it from ACCELENV_RESOLVER_MEMO_SIZE, the CLI keeps the default
     request_limit: int = 4096
 
     def size(self) -> int:
         """Entries held over the tables keyed by matrix facts (tests check distinct requests do not grow it;
-        the request-keyed tables are bounded instead)."""
+        the three request-keyed tables are bounded instead)."""
         return sum(len(table) for name, table in vars(self).items() if name in _MATRIX_KEYED)
 
     def keep(self, table: dict[Any, Any], key: Hashable, value: Any) -> None:
@@ -111,7 +108,7 @@ class DerivedMemo:
 
 
 #: the DerivedMemo tables keyed by requests (each bounded by `DerivedMemo.request_limit`)
-_REQUEST_KEYED = ("tried", "nearest_torch", "nearby", "first_stage_minors")
+_REQUEST_KEYED = ("tried", "nearest_torch", "nearby")
 _MATRIX_KEYED = tuple(
     name for name in DerivedMemo.__dataclass_fields__ if name not in (*_REQUEST_KEYED, "request_limit")
 )

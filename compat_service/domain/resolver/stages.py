@@ -43,7 +43,7 @@ from compat_service.domain.resolver.explanation import (
     to_error,
     torch_not_found,
 )
-from compat_service.domain.resolver.request import TorchSpec, implied_family, invalid_request
+from compat_service.domain.resolver.request import implied_family, invalid_request
 from compat_service.domain.resolver.state import (
     STAGE,
     STAGES,
@@ -77,7 +77,7 @@ if TYPE_CHECKING:
         TorchPatch,
         VariantAvailability,
     )
-    from compat_service.domain.resolver.request import ResolveRequest
+    from compat_service.domain.resolver.request import ResolveRequest, TorchSpec
     from compat_service.domain.resolver.resolution import Resolution
     from compat_service.domain.resolver.wheel_tags import Blocked
 
@@ -164,23 +164,14 @@ def try_resolve(request: ResolveRequest, matrix: Matrix) -> Resolution | None:
 
 def minors_past_first_stages(request: ResolveRequest, matrix: Matrix) -> frozenset[str]:
     """The torch minors of which a patch passes every stage but the companions (`SEARCH_STAGES`) for ``request``
-    with its --torch set to that minor: the only ones the nearest-torch search need resolve. Kept per matrix
-    (bounded, like the searches' own answers) by the request without its --torch."""
-    memo = matrix.memo.first_stage_minors
-    key = request.changed(torch=_ANY_TORCH)
-    found = memo.get(key)
-    if found is None:
-        state = ResolverState(matrix, request, None)
-        found = frozenset(
-            minor.minor
-            for minor in matrix.torch_minors()
-            if any(_passes(state, minor, patch, SEARCH_STAGES) for patch in matrix.torch_patches(minor))
-        )
-        matrix.memo.keep(memo, key, found)
-    return found
-
-
-_ANY_TORCH = TorchSpec("latest", "latest")
+    with its --torch set to that minor: the only ones the nearest-torch search need resolve (it keeps its own
+    answer per request)."""
+    state = ResolverState(matrix, request, None)
+    return frozenset(
+        minor.minor
+        for minor in matrix.torch_minors()
+        if any(_passes(state, minor, patch, SEARCH_STAGES) for patch in matrix.torch_patches(minor))
+    )
 
 
 def _unexplained() -> Conflict:
