@@ -4,7 +4,7 @@ the stages' order: a new stage without one fails here, not with a KeyError on th
 from __future__ import annotations
 
 from compat_service.domain.resolver.explanation import EXPLAIN
-from compat_service.domain.resolver.stages import SEARCH_STAGES, STAGE_CHECKS
+from compat_service.domain.resolver.stages import STAGE_CHECKS
 from compat_service.domain.resolver.state import STAGES
 
 
@@ -14,5 +14,3 @@ def test_every_stage_is_explained_in_order() -> None:
 
 def test_every_stage_is_checked_in_order() -> None:
     assert tuple(STAGE_CHECKS) == STAGES
-    # the nearest-torch search folds over a prefix of the same functions
-    assert SEARCH_STAGES == tuple(STAGE_CHECKS.values())[: len(SEARCH_STAGES)]

@@ -75,6 +75,13 @@ class DerivedMemo:
     #: (patch, build label, its runtime, platform, a --gpu-arch the matrix names) -> hardware_rules.ArchVerdict
     #: (resolver.stages._arch_coverage)
     arch_coverage: dict[tuple[str, str, str | None, str, str], Any] = field(default_factory=dict)
+    #: (platform, a Python the matrix lists or None, backend kind, a label the matrix publishes or None, family,
+    #: a --gpu-arch the matrix names or None, no --runtime) -> {minor: the lowest driver a patch of it that passes
+    #: the platform, Python, backend and --gpu-arch stages needs, None = none known} (resolver.stages
+    #: ._first_stage_needs)
+    first_stage_minors: dict[tuple[Any, ...], dict[str, Any]] = field(default_factory=dict)
+    #: platform -> every Python some patch publishes wheels for there (resolver.stages._listed_pythons)
+    listed_pythons: dict[str, frozenset[str]] = field(default_factory=dict)
     #: (platform, backend kind, family or a label the matrix publishes) -> whether any release publishes such a
     #: build there (resolver.explanation._published_anywhere)
     published_anywhere: dict[tuple[str, str, str], bool] = field(default_factory=dict)

@@ -163,15 +163,79 @@ def try_resolve(request: ResolveRequest, matrix: Matrix) -> Resolution | None:
 
 
 def minors_past_first_stages(request: ResolveRequest, matrix: Matrix) -> frozenset[str]:
-    """The torch minors of which a patch passes every stage but the companions (`SEARCH_STAGES`) for ``request``
-    with its --torch set to that minor: the only ones the nearest-torch search need resolve (it keeps its own
-    answer per request)."""
+    """The torch minors of which a patch passes every stage but the companions for ``request`` with its --torch
+    set to that minor: the only ones the nearest-torch search need resolve."""
+    needs = _driver_needs(request, matrix)
+    if request.driver is None or request.backend.family != "cuda":
+        return frozenset(needs)
+    have = cached_version(request.driver)
+    return frozenset(minor for minor, need in needs.items() if need is None or need <= have)
+
+
+def _driver_needs(request: ResolveRequest, matrix: Matrix) -> dict[str, Version | None]:
+    """minor -> the lowest driver a patch of it that passes the stages before the driver's needs (None: one of its
+    builds has no known floor, so any driver passes), for the minors with such a patch: the stages folded over
+    every patch up to the driver's, then the driver stage's floors (`_driver_floors`). Kept per matrix when
+    every request field those stages read is one the matrix lists (no stage before the driver's reads --driver;
+    a full Python, a C library or OS version, or a --runtime is computed afresh)."""
+    r = request
+    asked = r.backend.label if r.backend.kind == "label" else None
+    key = (r.platform, r.python, r.backend.kind, asked, r.backend.family, r.gpu_arch, r.with_)
+    memo = matrix.memo.first_stage_minors
+    found = memo.get(key)
+    if found is not None:
+        return found
     state = ResolverState(matrix, request, None)
-    return frozenset(
-        minor.minor
-        for minor in matrix.torch_minors()
-        if any(_passes(state, minor, patch, SEARCH_STAGES) for patch in matrix.torch_patches(minor))
-    )
+    found = {}
+    for minor in matrix.torch_minors():
+        needs = [_lowest_floor(state, t) for t in _passing(state, minor, _BEFORE_DRIVER)]
+        if needs:
+            found[minor.minor] = None if None in needs else min(n for n in needs if n is not None)
+    if (
+        (asked is None or matrix.build_variant(asked) is not None)
+        and (r.python is None or r.python in _listed_pythons(matrix, r.platform))
+        and (r.gpu_arch is None or r.gpu_arch in matrix.gpu_archs())
+        and r.python_version is None
+        and r.runtime is None
+        and not describes_host(state)
+    ):
+        memo[key] = found
+    return found
+
+
+def _passing(state: ResolverState, minor: TorchMinor, stages: tuple[Stage, ...]) -> list[Trial]:
+    """The trials of ``minor``'s patches that pass ``stages``."""
+    out = []
+    for patch in state.matrix.torch_patches(minor):
+        outcome = _try_patch(state, minor, patch, stages)
+        if isinstance(outcome, Trial):
+            out.append(outcome)
+    return out
+
+
+def _lowest_floor(state: ResolverState, trial: Trial) -> Version | None:
+    """The lowest driver floor over the trial's builds (None: one has no known floor, or not a CUDA request)."""
+    if state.family != "cuda":
+        return None
+    _driver_floors(state, trial)
+    floors = [c.floor.version if c.floor is not None else None for c in trial.candidates]
+    if None in floors:
+        return None
+    return min(cached_version(f) for f in floors if f is not None)
+
+
+def _listed_pythons(matrix: Matrix, platform: str) -> frozenset[str]:
+    """Every Python some patch publishes wheels for on ``platform`` (kept per matrix)."""
+    memo = matrix.memo.listed_pythons
+    found = memo.get(platform)
+    if found is None:
+        found = memo[platform] = frozenset(
+            p
+            for m in matrix.torch_minors()
+            for patch in matrix.torch_patches(m)
+            for p in matrix.pythons(m, patch, platform)
+        )
+    return found
 
 
 def _unexplained() -> Conflict:
@@ -447,11 +511,7 @@ def _driver_stage(state: ResolverState, t: Trial) -> Refusal | None:
     """Each CUDA build's driver floor (the answer names it); with --driver, the builds it meets."""
     if state.family != "cuda":
         return None
-    pinned = state.matrix.default_toolkits(t.minor, state.request.platform)
-    for c in t.candidates:
-        toolkit = pinned.get(c.label) or c.build_row.runtime_full
-        coverage = c.arch.coverage if c.arch is not None else None
-        c.floor = driver_rule(state.matrix, c.build_row.runtime, toolkit, state.request.os, coverage)
+    _driver_floors(state, t)
     if state.request.driver is None:
         return None
     have = cached_version(state.request.driver)
@@ -462,6 +522,16 @@ def _driver_stage(state: ResolverState, t: Trial) -> Refusal | None:
         return DriverRefusal([(c.label, c.floor) for c in t.candidates if c.floor is not None])
     t.candidates = fits
     return None
+
+
+def _driver_floors(state: ResolverState, t: Trial) -> None:
+    """Each build's driver floor, from its toolkit (the one the default index's wheels pin, else its own) and its
+    coverage of --gpu-arch."""
+    pinned = state.matrix.default_toolkits(t.minor, state.request.platform)
+    for c in t.candidates:
+        toolkit = pinned.get(c.label) or c.build_row.runtime_full
+        coverage = c.arch.coverage if c.arch is not None else None
+        c.floor = driver_rule(state.matrix, c.build_row.runtime, toolkit, state.request.os, coverage)
 
 
 def _companions_stage(state: ResolverState, t: Trial) -> Refusal | None:
@@ -486,8 +556,9 @@ STAGE_CHECKS: dict[str, Stage] = {
     "companions": _companions_stage,
 }
 _ALL_STAGES = tuple(STAGE_CHECKS.values())
-#: what the nearest-torch search folds over (`minors_past_first_stages`): every stage but the companions
-SEARCH_STAGES = _ALL_STAGES[: STAGE["companions"]]
+#: what the nearest-torch search folds over (`minors_past_first_stages`): the stages before the driver's, whose
+#: floors it then compares with --driver
+_BEFORE_DRIVER = _ALL_STAGES[: STAGE["driver"]]
 
 
 def _try_patch(
@@ -500,10 +571,6 @@ def _try_patch(
         if refusal is not None:
             return Dropout(index, minor, patch, refusal)
     return trial
-
-
-def _passes(state: ResolverState, minor: TorchMinor, patch: TorchPatch, stages: tuple[Stage, ...]) -> bool:
-    return isinstance(_try_patch(state, minor, patch, stages), Trial)
 
 
 def _arch_verdict(state: ResolverState, version: str, c: Candidate, platform: str) -> ArchVerdict:
