@@ -82,6 +82,12 @@ class DerivedMemo:
     first_stage_minors: dict[tuple[Any, ...], dict[str, Any]] = field(default_factory=dict)
     #: platform -> every Python some patch publishes wheels for there (resolver.stages._listed_pythons)
     listed_pythons: dict[str, frozenset[str]] = field(default_factory=dict)
+    #: (patch, a Python it lists, platform, companions) -> resolver.wheel_tags.Blocked rows: its pinned wheels that
+    #: do not install (resolver.wheel_tags.blocked_wheels, for a request with no full Python and no host platform)
+    blocked_wheels: dict[tuple[str, str, str, tuple[str, ...]], tuple[Any, ...]] = field(default_factory=dict)
+    #: (patch, build label, platform, companions) -> resolver.wheel_tags.TagFloor or None: the highest floor the
+    #: pinned wheels' platform tags ask (resolver.wheel_tags.floor_needed)
+    platform_floors: dict[tuple[str, str, str, tuple[str, ...]], Any] = field(default_factory=dict)
     #: (platform, backend kind, family or a label the matrix publishes) -> whether any release publishes such a
     #: build there (resolver.explanation._published_anywhere)
     published_anywhere: dict[tuple[str, str, str], bool] = field(default_factory=dict)
@@ -229,6 +235,7 @@ class InMemoryMatrix:
         self._on_platform: dict[tuple[str, str], tuple[VariantAvailability, ...]] = {}
         self._pythons: dict[tuple[str, str], list[str]] = {}
         self._default_toolkits: dict[tuple[str, str], dict[str, str]] = {}
+        self._wheel_floor_memo: dict[tuple[str, str, str], WheelFloor | None] = {}
         self._memo = DerivedMemo()
 
     @property
@@ -237,7 +244,7 @@ class InMemoryMatrix:
 
     def cache_size(self) -> int:
         """Entries held by every cache of this matrix (tests check distinct requests do not grow it)."""
-        own = (self._on_platform, self._pythons, self._default_toolkits, self._arch_memo)
+        own = (self._on_platform, self._pythons, self._default_toolkits, self._arch_memo, self._wheel_floor_memo)
         return self._memo.size() + sum(len(table) for table in own)
 
     def variants_on_platform(self, minor: TorchMinor, version: str, platform: str) -> tuple[VariantAvailability, ...]:
@@ -351,17 +358,20 @@ class InMemoryMatrix:
         ]
 
     def wheel_floor(self, torch_version: str, label: str, platform: str) -> WheelFloor | None:
-        return next(
-            (
-                row
-                for spec, row in self._wheel_floors
-                if label in row.variants
-                and platform in row.platforms
-                and spec is not None
-                and spec.contains(torch_version, prereleases=True)
-            ),
-            None,
-        )
+        key = (torch_version, label, platform)
+        if key not in self._wheel_floor_memo:  # the resolver asks it for every answer
+            self._wheel_floor_memo[key] = next(
+                (
+                    row
+                    for spec, row in self._wheel_floors
+                    if label in row.variants
+                    and platform in row.platforms
+                    and spec is not None
+                    and spec.contains(torch_version, prereleases=True)
+                ),
+                None,
+            )
+        return self._wheel_floor_memo[key]
 
 
 def _arch_key(arch: str) -> tuple[bool, int, str]:

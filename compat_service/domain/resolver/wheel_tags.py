@@ -46,9 +46,11 @@ class TagFloor:
         return f"{self.needs} >= {self.version[0]}.{self.version[1]}"
 
 
+@lru_cache(maxsize=1024)
 def tag_floor(tag: str) -> TagFloor | None:
     """``manylinux_2_28_x86_64`` -> glibc >= 2.28; ``manylinux2014_aarch64`` -> glibc >= 2.17;
-    ``macosx_14_0_arm64`` -> macOS >= 14.0; ``win_amd64`` -> None."""
+    ``macosx_14_0_arm64`` -> macOS >= 14.0; ``win_amd64`` -> None. Kept (bounded): the tags are the index's
+    wheel files', read for every answer."""
     for legacy, version in _LEGACY_MANYLINUX.items():
         if tag.startswith(legacy + "_"):
             return TagFloor("glibc", version)
@@ -148,7 +150,21 @@ def full_python(state: ResolverState, python: str) -> str:
 def blocked_wheels(state: ResolverState, patch: TorchPatch, python: str) -> list[Blocked]:
     """The pinned packages (torch and the asked companions) whose recorded wheels do not install on the target:
     no wheel for the Python, a Requires-Python that excludes the full Python, or (when the request describes
-    the host) no platform tag the host accepts. A package with no recorded wheels is not checked here."""
+    the host) no platform tag the host accepts. A package with no recorded wheels is not checked here. Kept per
+    matrix for a request that gives neither a full Python nor the host's platform (``python`` is one the patch
+    lists: the Python stage chose it)."""
+    r = state.request
+    if r.python_version is not None or describes_host(state):
+        return _blocked_wheels(state, patch, python)
+    key = (patch.version, python, r.platform, r.with_)
+    memo = state.matrix.memo.blocked_wheels
+    found = memo.get(key)
+    if found is None:
+        found = memo[key] = tuple(_blocked_wheels(state, patch, python))
+    return list(found)
+
+
+def _blocked_wheels(state: ResolverState, patch: TorchPatch, python: str) -> list[Blocked]:
     r = state.request
     full = full_python(state, python)
     host = host_platform_tags(r.os, r.arch, r.glibc, r.musl, r.macos) if describes_host(state) else None
@@ -212,7 +228,16 @@ def _mps_blocked(state: ResolverState, version: str) -> Blocked | None:
 
 
 def floor_needed(state: ResolverState, patch: TorchPatch, label: str) -> TagFloor | None:
-    """The highest floor the chosen wheels' tags ask of the host (what "host needs" states)."""
+    """The highest floor the chosen wheels' tags ask of the host (what "host needs" states); kept per matrix."""
+    r = state.request
+    key = (patch.version, label, r.platform, r.with_)
+    memo = state.matrix.memo.platform_floors
+    if key not in memo:
+        memo[key] = _floor_needed(state, patch, label)
+    return memo[key]
+
+
+def _floor_needed(state: ResolverState, patch: TorchPatch, label: str) -> TagFloor | None:
     r = state.request
     floors: list[TagFloor] = []
     row = state.matrix.wheel_floor(patch.version, label, r.platform) if r.os == "linux" else None
