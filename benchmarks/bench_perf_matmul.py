@@ -4,7 +4,10 @@
 block sizes, the median of its blocks) at the n and thread count the figure reports.
 
 Target (issue 33): every run's ``matmul.float32`` within 0.7-1.3x the independent timing. The machine may be
-shared; the load average before and after each pair is printed beside it.
+shared; the load average before and after each pair is printed beside it, and the probe's own ``cpu_share``
+(the CPU time its worker got over what its threads could have had): a figure taken with under 0.75 of it is
+marked ``valid: false`` by the probe itself, and a run like that says the host was shared, not that the
+figure is wrong.
 
 Reproduce:
 
@@ -66,6 +69,7 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=5)
     args = parser.parse_args()
     inside = 0
+    untrusted = 0
     with tempfile.TemporaryDirectory() as tmp:
         for run in range(1, args.runs + 1):
             load_before = os.getloadavg()[0]
@@ -75,12 +79,17 @@ def main() -> int:
             ratio = figure["value"] / other["flops"]
             ok = LOW <= ratio <= HIGH
             inside += ok
+            untrusted += figure.get("valid") is False
             print(json.dumps({"run": run, "probe_gflops": round(figure["value"] / 1e9, 2),
                               "probe_spread": figure.get("spread"), "probe_valid": figure.get("valid"),
+                              "probe_cpu_share": figure.get("cpu_share"),
                               "independent_gflops": round(other["flops"] / 1e9, 2), "ratio": round(ratio, 3),
                               "within": ok, "n": figure["n"], "threads": figure["threads"],
                               "load_1m": [round(load_before, 2), round(load_after, 2)]}))
     print(f"{inside} of {args.runs} runs within {LOW}-{HIGH}x of the independent timing")
+    if untrusted:
+        print(f"{untrusted} of {args.runs} figures the probe itself marked not to be trusted (valid: false, with the "
+              "reason in the report): on a shared host the target is not measurable; rerun on a quiet one")
     return 0 if inside == args.runs else 1
 
 

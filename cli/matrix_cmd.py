@@ -87,6 +87,7 @@ def _counts(data: MatrixTables) -> dict[str, int]:
         "build_variants": len(data.build_variants.variants),
         "cuda_toolkits": len(data.cuda.toolkits),
         "arch_lists": len(data.gpu_archs.arch_lists),
+        "known_bad_rules": len(data.known_bad.rules),
         "sources": len(data.sources.sources),
     }
 
@@ -181,7 +182,7 @@ def _show_package(name: str, torch: str | None, path: Path | None, as_json: bool
         def admits(row: dict[str, Any]) -> bool:
             specs = [p["torch"] for p in row["platforms"] if p["torch"] is not None]
             curated = (row["curated_torch"] or {}).get("binaries") or []
-            prebuilt = [m for w in row["prebuilt_wheels"] for m in w["torch"]]
+            prebuilt = [m for w in (*row["prebuilt_wheels"], *row["wheel_pages"]) for m in w["torch"]]
             same_minor = ".".join(probe.split(".")[:2])
             return (any(SpecifierSet(s).contains(probe, prereleases=True) or _pins_minor(s, same_minor)
                         for s in specs)
@@ -204,10 +205,13 @@ def _show_package(name: str, torch: str | None, path: Path | None, as_json: bool
         platforms = row["platforms"]
         torch_text = ", ".join(sorted({p["torch"] or "any" for p in platforms if p["torch"] is not None})) or (
             " or ".join((row["curated_torch"] or {}).get("binaries") or []) or
-            ", ".join(f"{'/'.join(w['torch'])} cu{w['cuda_major']}" for w in row["prebuilt_wheels"]) or "unknown")
+            ", ".join(f"{'/'.join(w['torch'])} cu{w['cuda_major']}" for w in row["prebuilt_wheels"]) or
+            "; ".join(f"{'/'.join(w['torch'])} ({'/'.join(w['builds'])})" for w in row["wheel_pages"]) or "unknown")
         companions = ", ".join(sorted({f"{k}=={v}" for p in platforms for k, v in p["companions"].items()}))
         pythons = ", ".join(sorted({py for p in platforms for py in p["pythons"]}))
         note = "yanked" if row["yanked"] else ("sdist only" if row["sdist"] and not platforms else "")
+        if row["wheel_pages"] and not row["yanked"]:
+            note = "wheels on the project's own pages (--find-links)"
         if row["policy"]:
             note = f"vllm {row['policy'].get('vllm') or '?'}, CANN {row['policy'].get('cann') or '?'}"
         table.add_row(row["version"], torch_text, companions or "-",

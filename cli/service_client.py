@@ -189,6 +189,12 @@ class ServiceClient:
                 hint="the report is kept; `accelenv report submit` retries",
             )
         kept = (AuthError, ForbiddenError, ConflictError)
-        cls = next((c for c in kept if isinstance(err, c)), ReportInvalidError)
-        return cls(f"the server refused the report: {err.message}", hint=err.hint or _REPORT_HINTS.get(cls),
-                   causes=err.causes)
+        kind = next((c for c in kept if isinstance(err, c)), None)
+        # a kept refusal keeps its exact class and code (report-storage-quota is a ForbiddenError of its own)
+        refusal = (type(err) if kind else ReportInvalidError)(
+            f"the server refused the report: {err.message}",
+            hint=err.hint or _REPORT_HINTS.get(kind or ReportInvalidError), causes=err.causes,
+        )
+        if kind:
+            refusal.code = err.code
+        return refusal

@@ -77,6 +77,9 @@ class Settings(ConnectionLimits):
     quota_token_requests_per_min: int = Field(default=0, ge=0)
     #: ... and bytes of request bodies one address may send a minute (counted as they arrive); 0 = none
     quota_bytes_per_min: int = Field(default=0, ge=0)
+    #: bytes of report data (stored bodies) one token may store in all, ever (403 `report-storage-quota`
+    #: past it; counted in the table token_storage by the ingest); 0 = no quota (the default)
+    quota_token_report_bytes: int = Field(default=0, ge=0)
     #: Cache-Control max-age for GET responses
     cache_max_age_s: int = Field(default=60, ge=0)
     #: load the bundled matrix into an empty database when the service starts

@@ -80,6 +80,7 @@ __all__ = [
     "InstallPlanRefusedError",
     "InternalError",
     "InvalidRequestError",
+    "KnownBadError",
     "LockNotConfiguredError",
     "MatrixDataError",
     "MatrixOutOfDateError",
@@ -95,6 +96,7 @@ __all__ = [
     "RefreshRemovesFactsError",
     "ReportConflictError",
     "ReportInvalidError",
+    "ReportStorageQuotaError",
     "ReportTooLargeError",
     "RequestTimeoutError",
     "RestsOnUnknownError",
@@ -238,6 +240,13 @@ class ForbiddenError(AccelenvError):
     exit_code = 7
 
 
+class ReportStorageQuotaError(ForbiddenError):
+    """A report token has stored its ACCELENV_QUOTA_TOKEN_REPORT_BYTES of report data; nothing of the
+    submission was stored. The quota does not refill with time: an admin raises it or withdraws reports."""
+
+    code = "report-storage-quota"
+
+
 class ConflictError(AccelenvError):
     code = "conflict"
     http_status = 409
@@ -313,6 +322,13 @@ class RuntimeMismatchError(UnsatisfiableError):
 
 class CompanionUnknownError(UnsatisfiableError):
     code = "companion-unknown"
+
+
+class KnownBadError(UnsatisfiableError):
+    """The only builds that fit are ones a cited known-bad rule (matrix_data/known_bad.yaml) says never to
+    recommend; the error names the rule and its source, the alternatives resolve."""
+
+    code = "known-bad"
 
 
 class RestsOnUnknownError(UnsatisfiableError):

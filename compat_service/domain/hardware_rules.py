@@ -271,10 +271,10 @@ def _runtime_version(text: str) -> Version | None:
 
 @dataclass(frozen=True)
 class GpuLookup:
-    """GPU product names mapped to one architecture (gpu_names in cuda.yaml and rocm.yaml)."""
+    """GPU product names mapped to one architecture (gpu_names in cuda.yaml, rocm.yaml and xpu.yaml)."""
 
     arch: str
-    family: str  # "cuda" (NVIDIA) or "rocm" (AMD)
+    family: str  # "cuda" (NVIDIA), "rocm" (AMD) or "xpu" (Intel: arch is the device family, bmg)
     #: (product name as given, architecture, the matrix's name that matched)
     matched: tuple[tuple[str, str, str], ...]
     source: tuple[str, ...]
@@ -323,5 +323,12 @@ def gpu_arch_for_names(matrix: Matrix, products: Sequence[str]) -> GpuLookup | N
     if unknown:
         extra = f"no architecture known for {', '.join(unknown)}; the answer is for the GPUs the matrix names"
         note = f"{note}; {extra}" if note else extra
-    family = "cuda" if pick[1].arch.startswith("sm_") else "rocm"
-    return GpuLookup(pick[1].arch, family, matched, source, note)
+    return GpuLookup(pick[1].arch, gpu_family(pick[1].arch), matched, source, note)
+
+
+def gpu_family(arch: str) -> str:
+    """The backend family a named GPU's architecture belongs to: sm_ NVIDIA (cuda), gfx AMD (rocm), else an
+    Intel device family (xpu.yaml's gpu_names: bmg, dg2, pvc, ...)."""
+    if arch.startswith("sm_"):
+        return "cuda"
+    return "rocm" if arch.startswith("gfx") else "xpu"

@@ -15,9 +15,18 @@ and, where ``probes.checks.peaks`` knows the device, as a fraction of its peak:
   device-to-host copies), counted with a dispatch mode.
 
 How a figure is taken: one warm-up call, then ``SAMPLES`` timed samples (each repeats the call until it lasts
-``SAMPLE_S`` and synchronizes at its end); the figure is the median sample, with ``samples``, ``spread``
-((max - min) / median) and the intra-op ``threads``. A spread over ``MAX_SPREAD`` marks the figure
-``valid: false`` with the reason (a busy host), as does a CPU fallback (the worker). Sizes are chosen to
+``SAMPLE_S``, ``MATMUL_SAMPLE_S`` for the matmul, and synchronizes at its end); the figure is the median sample,
+with ``samples``, ``spread`` ((max - min) / median) and the intra-op ``threads``. A spread over ``MAX_SPREAD``
+marks the figure ``valid: false`` with the reason (a busy host), as does a CPU fallback (the worker). Where the
+CPU does the work (the device is the CPU: matmul, elementwise), ``cpu_share`` is the CPU time the worker got
+while sampling over the wall time its threads had (process CPU time / (wall time x threads)): under
+``MIN_CPU_SHARE`` other processes were running on the same cores, the figure measures the sharing as much as
+the CPU, and it is marked ``valid: false`` saying so (what five runs on a shared host showed: the figure moved
+with the load, 0.002-0.25 of an independent timing, while its spread looked fine).
+
+Peaks: a device's peak comes from ``probes.checks.peaks`` (sourced datasheets). No datasheet applies to a host
+CPU, so on the CPU the peak is measured: the fastest sample of the same figure in this run (the best the host
+did, ``peak_source`` says so), and ``peak_fraction`` is how far the median fell below it. Sizes are chosen to
 reach the regime a figure names: the matmul doubles n from ``MATMUL_N`` while a call is shorter than
 ``MIN_CALL_S`` (compute-bound or memory-bound by the roofline, against the sourced or measured bandwidth),
 the elementwise figure moves 128 MiB per call (memory-bound, past any last-level cache), the latencies are
@@ -39,6 +48,11 @@ from probes.checks.smoke import device_failure
 SAMPLES = 5  # timed samples per figure (the median is reported, with their spread); --deep: DEEP_SAMPLES
 DEEP_SAMPLES = 11
 SAMPLE_S = 0.02  # a sample repeats the call until it lasts this long (one call when a call lasts longer)
+#: the matmul's samples are longer: its figure is the headline, and a 0.1 s window is what a scheduler's
+#: time slices average over (5 samples: about half a second per dtype, against torch.utils.benchmark's 1 s)
+MATMUL_SAMPLE_S = 0.1
+#: the worker's share of its threads' CPU time while sampling, below which the figure is not the CPU's speed
+MIN_CPU_SHARE = 0.75
 MAX_CALLS = 1000
 #: the samples' spread ((max - min) / median) above which a figure is marked invalid: the host was busy
 MAX_SPREAD = 1.0
@@ -55,10 +69,12 @@ class SyncFailed(Exception):
 
 
 class Timing(object):
-    __slots__ = ("seconds", "spread", "samples", "calls")
+    __slots__ = ("seconds", "spread", "samples", "calls", "best", "cpu_share")
 
-    def __init__(self, seconds, spread, samples, calls):
+    def __init__(self, seconds, spread, samples, calls, best=None, cpu_share=None):
         self.seconds, self.spread, self.samples, self.calls = seconds, spread, samples, calls
+        self.best = best if best is not None else seconds  # the fastest sample's seconds per call
+        self.cpu_share = cpu_share  # process CPU time / (wall time x threads) while sampling; None: not judged
 
 
 def _deep(ctx):
@@ -79,9 +95,10 @@ def _sync(ctx, device):
     return sync
 
 
-def _timed(ctx, device, fn, samples=None):
+def _timed(ctx, device, fn, samples=None, sample_s=SAMPLE_S, busy=False):
     """Seconds per call of ``fn`` on ``device``: one warm-up call, then ``samples`` timed samples (each repeats
-    the call until it lasts ``SAMPLE_S``, synchronizing at its end); the median sample and the spread."""
+    the call until it lasts ``sample_s``, synchronizing at its end); the median sample and the spread. ``busy``:
+    the CPU does the work on all of torch's threads, so the CPU share the worker got is measured too."""
     sync = _sync(ctx, device)
     samples = samples or (DEEP_SAMPLES if _deep(ctx) else SAMPLES)
     fn()
@@ -90,17 +107,23 @@ def _timed(ctx, device, fn, samples=None):
     fn()
     sync()
     one = time.perf_counter() - start
-    calls = max(1, min(MAX_CALLS, int(SAMPLE_S / max(one, 1e-7))))
+    calls = max(1, min(MAX_CALLS, int(sample_s / max(one, 1e-7))))
     times = []
+    cpu_start, wall_start = time.process_time(), time.perf_counter()
     for _ in range(samples):
         start = time.perf_counter()
         for _ in range(calls):
             fn()
         sync()
         times.append((time.perf_counter() - start) / calls)
+    share = None
+    if busy and str(device) == "cpu":
+        wall = time.perf_counter() - wall_start
+        threads = max(1, int(ctx.torch.get_num_threads()))
+        share = (time.process_time() - cpu_start) / (wall * threads) if wall > 0 else None
     times.sort()
     median = times[len(times) // 2]
-    return Timing(median, (times[-1] - times[0]) / median if median > 0 else 0.0, samples, calls)
+    return Timing(median, (times[-1] - times[0]) / median if median > 0 else 0.0, samples, calls, times[0], share)
 
 
 def _figure(name, unit, value, cpu_value=None, peak=None, note=None, timing=None, regime=None, peak_source=None):
@@ -114,12 +137,29 @@ def _figure(name, unit, value, cpu_value=None, peak=None, note=None, timing=None
     if regime:
         figure["regime"] = regime
     if timing is not None:
-        figure.update(samples=timing.samples, spread=round(timing.spread, 4), valid=timing.spread <= MAX_SPREAD)
+        figure.update(samples=timing.samples, spread=round(timing.spread, 4), valid=True)
+        reasons = []
         if timing.spread > MAX_SPREAD:
-            figure["invalid_reason"] = ("the %d samples spread by %.0f%% of their median (at most %.0f%%): the host "
-                                        "was busy or the clock unsteady" % (timing.samples, 100 * timing.spread,
-                                                                            100 * MAX_SPREAD))
+            reasons.append("the %d samples spread by %.0f%% of their median (at most %.0f%%): the host was busy or "
+                           "the clock unsteady" % (timing.samples, 100 * timing.spread, 100 * MAX_SPREAD))
+        if timing.cpu_share is not None:
+            figure["cpu_share"] = round(timing.cpu_share, 3)
+            if timing.cpu_share < MIN_CPU_SHARE:
+                reasons.append("the worker got %.0f%% of its threads' CPU time while measuring (at least %.0f%%): "
+                               "other processes were running on the same cores, so the figure is the share it "
+                               "got, not the CPU's speed" % (100 * timing.cpu_share, 100 * MIN_CPU_SHARE))
+        if reasons:
+            figure["valid"] = False
+            figure["invalid_reason"] = "; ".join(reasons)[:400]
     return figure
+
+
+def _measured_peak(amount, timing, what):
+    """The CPU's own peak (no datasheet applies): the fastest sample of this figure; (rate, source)."""
+    if timing is None or not timing.best:
+        return None, None
+    return amount / timing.best, ("measured on this host (no datasheet applies to a CPU): the fastest of the %d "
+                                  "samples of %s" % (timing.samples, what))
 
 
 def _rate(amount, timing):
@@ -196,12 +236,13 @@ def matmul(ctx):
             a_cpu = torch.randn(n, n, generator=gen).to(dtype)
             b_cpu = torch.randn(n, n, generator=gen).to(dtype)
             a, b = a_cpu.to(ctx.device), b_cpu.to(ctx.device)
-            timing = _timed(ctx, ctx.device, lambda a=a, b=b: torch.mm(a, b), samples=1 if n < MAX_MATMUL_N else None)
+            timing = _timed(ctx, ctx.device, lambda a=a, b=b: torch.mm(a, b), samples=1 if n < MAX_MATMUL_N else None,
+                            sample_s=MATMUL_SAMPLE_S, busy=True)
             if timing.seconds >= MIN_CALL_S or n >= MAX_MATMUL_N:
                 break
             n *= 2  # too quick to be compute-bound: launch overhead would dominate
         if timing.samples == 1:
-            timing = _timed(ctx, ctx.device, lambda a=a, b=b: torch.mm(a, b))
+            timing = _timed(ctx, ctx.device, lambda a=a, b=b: torch.mm(a, b), sample_s=MATMUL_SAMPLE_S, busy=True)
         flops = 2.0 * n ** 3
         try:
             cpu = _rate(flops, timing) if ctx.is_cpu else \
@@ -211,9 +252,11 @@ def matmul(ctx):
         bandwidth = peak.get("memory_bw") or ctx.__dict__.get("_perf_bandwidth")
         regime, note = _matmul_regime(n, a.element_size(), timing.seconds, _rate(flops, timing), bandwidth)
         # a dtype whose peak is unknown (None) gets no fraction of peak
-        figures.append(_figure("matmul.%s" % name, "FLOP/s", _rate(flops, timing), cpu,
-                               (peak.get("flops") or {}).get(name), note=note, timing=timing, regime=regime,
-                               peak_source=peak.get("source")))
+        peak_flops, source = (peak.get("flops") or {}).get(name), peak.get("source")
+        if ctx.is_cpu:
+            peak_flops, source = _measured_peak(flops, timing, "the %s matmul at n=%d" % (name, n))
+        figures.append(_figure("matmul.%s" % name, "FLOP/s", _rate(flops, timing), cpu, peak_flops, note=note,
+                               timing=timing, regime=regime, peak_source=source))
         sizes.append(n)
     return _result(ctx, figures, "square matmul", n=sizes)
 
@@ -225,7 +268,7 @@ def elementwise(ctx):
     x = x_cpu.to(ctx.device)
     y = torch.empty_like(x)
     moved = 8.0 * count  # 4 bytes read, 4 written per element
-    timing = _timed(ctx, ctx.device, lambda: torch.mul(x, 2.0, out=y))
+    timing = _timed(ctx, ctx.device, lambda: torch.mul(x, 2.0, out=y), busy=True)
     if ctx.is_cpu:
         cpu = _rate(moved, timing)
     else:
@@ -233,9 +276,12 @@ def elementwise(ctx):
         cpu = _rate(moved, _timed(ctx, "cpu", lambda: torch.mul(x_cpu, 2.0, out=y_cpu), samples=3))
     peak = _peak(ctx) or {}
     ctx.__dict__["_perf_bandwidth"] = _rate(moved, timing)  # the matmul's roofline where no peak is sourced
-    figure = _figure("elementwise.bandwidth", "B/s", _rate(moved, timing), cpu, peak.get("memory_bw"),
+    peak_bw, source = peak.get("memory_bw"), peak.get("source")
+    if ctx.is_cpu:
+        peak_bw, source = _measured_peak(moved, timing, "y = x * 2")
+    figure = _figure("elementwise.bandwidth", "B/s", _rate(moved, timing), cpu, peak_bw,
                      note="y = x * 2 into a preallocated y: %d MiB read and written per call (0.125 FLOP/byte)"
-                     % (4 * count >> 20), timing=timing, regime="memory-bound", peak_source=peak.get("source"))
+                     % (4 * count >> 20), timing=timing, regime="memory-bound", peak_source=source)
     return _result(ctx, [figure], "x * 2 over %d float32" % count, elements=count)
 
 

@@ -95,12 +95,13 @@ def _touches(value, device_type, depth=0):
     return False
 
 
-def make_mode(torch, trail, blocked, device_type=None, seen=None):
+def make_mode(torch, trail, blocked, device_type=None, seen=None, learned=None):
     """A dispatch mode writing to ``trail`` and refusing the op families in ``blocked`` ({base: why}).
 
     With ``device_type``, only calls on that device are refused: the op crashed or hung on the device under
     test, and the harness's own CPU calls of the same op (a CPU reference, a sort of the results) still run.
-    ``seen`` (a set) collects the names of the ops called with a tensor on the device (coverage)."""
+    ``seen`` (a set) collects the names of the ops called with a tensor on the device (coverage). ``learned``
+    (a ``NodeOps``) hears which aten ops each backward node called while a CPU backward ran under the mode."""
     from torch.utils._python_dispatch import TorchDispatchMode
 
     class _BreadcrumbMode(TorchDispatchMode):
@@ -108,6 +109,7 @@ def make_mode(torch, trail, blocked, device_type=None, seen=None):
             TorchDispatchMode.__init__(self)
             self.hit_blocked = None
             self._names = {}
+            self.node = None  # the backward node a traced (CPU) backward pass is in, set by its pre-hooks
 
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             name = self._names.get(func)
@@ -115,6 +117,8 @@ def make_mode(torch, trail, blocked, device_type=None, seen=None):
                 schema = func._schema
                 name = schema.name + ("." + schema.overload_name if schema.overload_name else "")
                 self._names[func] = name
+            if self.node is not None and learned is not None:
+                learned.add(self.node, base_name(name))
             if seen is not None and name not in seen and (
                     device_type in (None, "cpu") or _touches(args, device_type) or _touches(kwargs or {}, device_type)):
                 seen.add(name)
@@ -154,16 +158,87 @@ def _graph_nodes(roots, limit=20000):
     return nodes
 
 
+class NodeOps(object):
+    """Which aten op families each backward node type calls, learned from the CPU backward passes the checks run
+    (their CPU references) and kept in a file beside the blocklist, so a fresh worker knows what the one before
+    it learned. A device's backward pass runs untraced (the module's Limit), so this is how a graph about to
+    run there is known to reach an op that crashed or hung: ``aten::mm`` crashed in a forward pass, and a later
+    ``MmBackward0`` or ``AddmmBackward0`` on the device is refused instead of crashing a second worker.
+
+    File format: one ``<node type>\t<aten family>`` per line, appended."""
+
+    def __init__(self, path=None):
+        self.path = path
+        self.ops = {}  # type: dict  # 'backward MmBackward' -> {'aten::mm', ...}
+        if path and os.path.exists(path):
+            try:
+                with open(path) as handle:
+                    for line in handle:
+                        node, _, op = line.rstrip("\n").partition("\t")
+                        if node and op:
+                            self.ops.setdefault(node, set()).add(op)
+            except OSError:
+                pass
+
+    def add(self, node, op):
+        known = self.ops.setdefault(node, set())
+        if op in known:
+            return
+        known.add(op)
+        if self.path:
+            try:
+                with open(self.path, "a") as handle:
+                    handle.write("%s\t%s\n" % (node, op))
+            except OSError:
+                pass
+
+    def blocked_in(self, node, blocked):
+        """The first aten family ``node`` (a base name) is known to call that ``blocked`` holds, or None."""
+        for op in sorted(self.ops.get(node, ())):
+            if op in blocked:
+                return op
+        return None
+
+
+_NODE_MARK = "; the backward node that calls it: "
+
+
+def node_of(why):
+    """The backward node named in a refusal's ``why`` (``untraced_backward``), or None."""
+    return why.split(_NODE_MARK, 1)[1] if why and _NODE_MARK in why else None
+
+
+def _on_device(roots, nodes):
+    """True unless the roots and every node's inputs are known to live on the CPU (a graph the CPU runs on this
+    thread)."""
+    for root in roots if isinstance(roots, (list, tuple)) else (roots,):
+        if getattr(getattr(root, "device", None), "type", "cpu") != "cpu":
+            return True
+    for node in nodes:
+        try:
+            metadata = node._input_metadata
+        except Exception:
+            return True
+        for item in metadata:
+            device = getattr(item, "device", None)
+            if getattr(device, "type", None) != "cpu":
+                return True
+    return False
+
+
 @contextlib.contextmanager
-def untraced_backward(torch, trail, blocked=None, on_blocked=None):
-    """While active: the autograd engine runs with the dispatch modes switched off (see the module's Limit).
+def untraced_backward(torch, trail, blocked=None, on_blocked=None, mode=None, learned=None):
+    """While active: a device's backward pass runs with the dispatch modes switched off (see the module's Limit).
 
     What it runs is still followed at the level of autograd nodes: a pre-hook on each node writes
     ``E backward <NodeName>`` to the trail (a crash or hang in the backward of ``addmm`` names
-    ``AddmmBackward0``). A graph holding a node type in ``blocked`` ({'backward AddmmBackward': why}) is refused
-    before the engine starts, with ``BlockedOp`` raised on the calling thread (on torch 2.13 a Python exception
-    raised on a device's autograd thread, in a hook as under a mode, ends the process); ``on_blocked(name, why)``
-    hears of it first."""
+    ``AddmmBackward0``). A graph holding a node type in ``blocked`` ({'backward AddmmBackward': why}), or a node
+    type ``learned`` (a ``NodeOps``) knows to call a blocked aten family, is refused before the engine starts,
+    with ``BlockedOp`` raised on the calling thread (on torch 2.13 a Python exception raised on a device's
+    autograd thread, in a hook as under a mode, ends the process); ``on_blocked(name, why)`` hears of it first.
+
+    A graph wholly on the CPU runs on the calling thread, so it keeps ``mode``: its ops are traced, and each
+    node's ops are recorded in ``learned`` (``mode.node`` names the node the engine is in)."""
     autograd = torch.autograd
     original = getattr(autograd, "_engine_run_backward", None)
     try:
@@ -174,38 +249,56 @@ def untraced_backward(torch, trail, blocked=None, on_blocked=None):
         yield
         return
 
-    def hook_for(label):
+    def hook_for(label, base):
         def pre_hook(grad_outputs):
-            trail.write(ENTERED, label)
+            if trail is not None:
+                trail.write(ENTERED, label)
+            if mode is not None:
+                mode.node = base
             return None
 
         return pre_hook
 
+    def refuse(handles, name, why):
+        for handle in handles:
+            handle.remove()
+        if on_blocked is not None:
+            on_blocked(name, why)
+        raise BlockedOp(name, why)
+
     def run(*args, **kwargs):
         handles = []  # type: list
-        if trail is not None or blocked:
-            for node in _graph_nodes(args[0] if args else ()):
+        roots = args[0] if args else ()
+        nodes = _graph_nodes(roots)
+        traced = mode is not None and not _on_device(roots, nodes)
+        if trail is not None or blocked or traced:
+            for node in nodes:
                 label = BACKWARD_NODE + node.name()
-                why = (blocked or {}).get(base_name(label))
-                if why is not None:
-                    for handle in handles:
-                        handle.remove()
-                    if on_blocked is not None:
-                        on_blocked(label, why)
-                    raise BlockedOp(label, why)
-                if trail is not None:
-                    try:
-                        handles.append(node.register_prehook(hook_for(label)))
-                    except Exception:
-                        continue  # a node type without hooks (an AccumulateGrad of an old torch)
+                base = base_name(label)
+                if not traced:
+                    why = (blocked or {}).get(base)
+                    if why is not None:
+                        refuse(handles, label, why)
+                    op = learned.blocked_in(base, blocked) if learned is not None and blocked else None
+                    if op is not None:
+                        refuse(handles, op, "%s%s%s" % (blocked[op], _NODE_MARK, node.name()))
+                try:
+                    handles.append(node.register_prehook(hook_for(label, base)))
+                except Exception:
+                    continue  # a node type without hooks (an AccumulateGrad of an old torch)
         if trail is not None:
             trail.write(ENTERED, BACKWARD)
         try:
-            with _disable_current_modes():
+            if traced:
                 out = original(*args, **kwargs)
+            else:
+                with _disable_current_modes():
+                    out = original(*args, **kwargs)
         finally:
             for handle in handles:
                 handle.remove()
+            if mode is not None:
+                mode.node = None
         if trail is not None:
             trail.write(RETURNED, BACKWARD)
         return out

@@ -231,7 +231,8 @@ def main(argv=None):
     digest, stable = fingerprint.host_fingerprint()
     coverage = None
     if hello and hello.get("backend_relevant"):
-        coverage = dispatcher.summarise(hello["backend_relevant"], hello.get("exercised") or (), entries)
+        coverage = dispatcher.summarise(hello["backend_relevant"], hello.get("exercised") or (), entries,
+                                        hello.get("without_own_kernel"), hello.get("backend_fallback"))
     report = report_assembly.assemble(environment, devices, entries, digest, stable, coverage)
     if args.certify:
         report["certification"] = certify.certification(report)

@@ -5,7 +5,7 @@ import uuid
 
 from probes.checks import outcome as checks
 from probes.checks import registry
-from probes.harness import redaction
+from probes.harness import redaction, relay
 from probes.host import facts as host_facts
 
 SCHEMA_VERSION = "1"
@@ -85,6 +85,7 @@ def assemble(environment, devices, entries, fingerprint, fingerprint_stable, cov
     report = _assemble(environment, devices, entries, fingerprint, fingerprint_stable)
     if coverage is not None:
         report["coverage"] = coverage
+    report["ci_relay"] = relay.block(report)
     return without_nul(report)
 
 

@@ -42,6 +42,12 @@ class Blocklist(object):
         with os.fdopen(handle, "w") as out:
             json.dump({}, out)
 
+    @staticmethod
+    def nodes_path(path):
+        """The file beside the blocklist where workers record which aten ops each backward node type calls
+        (``probes.harness.breadcrumbs.NodeOps``)."""
+        return path + ".nodes"
+
     def add(self, family, info):
         with self.lock:
             if family in self.entries:
@@ -53,7 +59,7 @@ class Blocklist(object):
             os.replace(tmp, self.path)
 
     def close(self):
-        for path in (self.path, self.path + ".tmp"):
+        for path in (self.path, self.path + ".tmp", self.nodes_path(self.path)):
             try:
                 os.unlink(path)
             except OSError:

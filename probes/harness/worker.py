@@ -103,6 +103,9 @@ class Tracing(object):
         self.seen = set()  # the aten overloads traced checks called on the device (coverage)
         self.blocked = {}
         self.why = {}
+        # which aten ops each backward node type calls, learned from CPU backward passes (shared with the
+        # workers before and after this one through a file beside the blocklist)
+        self.learned = breadcrumbs.NodeOps(runner.Blocklist.nodes_path(blocked_file) if blocked_file else None)
         self.refresh()
 
     def refresh(self):
@@ -125,7 +128,7 @@ class Tracing(object):
         if self.torch is None or check.group in registry.UNTRACED or (self.trail is None and not self.blocked):
             return None
         try:
-            return breadcrumbs.make_mode(self.torch, self.trail, self.why, self.device_type, self.seen)
+            return breadcrumbs.make_mode(self.torch, self.trail, self.why, self.device_type, self.seen, self.learned)
         except Exception:  # a torch without TorchDispatchMode: checks run untraced
             return None
 
@@ -140,12 +143,16 @@ def _nothing():
 
 
 def _blocked_outcome(tracing, hit):
-    op, _ = hit
+    op, why = hit
     info = tracing.blocked.get(breadcrumbs.base_name(op), {})
     status = info.get("status") if info.get("status") in checks.STATUSES else "crashed"
-    return status, ("not run to the end: it needs %s, which %s earlier (in %s); the op was not called again"
-                    % (op, "timed out" if status == "timeout" else "crashed the worker", info.get("check"))), {
-        "aten_op": op, "blocked_by": info.get("op"), "blocked_in": info.get("check"), "ran": False}
+    data = {"aten_op": op, "blocked_by": info.get("op"), "blocked_in": info.get("check"), "ran": False}
+    node = breadcrumbs.node_of(why)
+    if node:  # refused before a device backward pass whose node calls the op
+        data["backward_node"] = node
+    return status, ("not run to the end: it needs %s%s, which %s earlier (in %s); the op was not called again"
+                    % (op, " (in the backward node %s)" % node if node else "",
+                       "timed out" if status == "timeout" else "crashed the worker", info.get("check"))), data
 
 
 def _run_outcome(ctx, check, injected, tracing):
@@ -158,8 +165,8 @@ def _run_outcome(ctx, check, injected, tracing):
     def blocked_in_backward(name, why):
         mode.hit_blocked = (name, why)
 
-    backward = breadcrumbs.untraced_backward(ctx.torch, tracing.trail, tracing.why, blocked_in_backward) \
-        if not ctx.is_cpu else _nothing()
+    backward = breadcrumbs.untraced_backward(ctx.torch, tracing.trail, tracing.why, blocked_in_backward, mode,
+                                             tracing.learned) if not ctx.is_cpu else _nothing()
     try:
         with backward, mode:
             outcome = check.run(ctx)
@@ -242,6 +249,9 @@ def main(requested, groups, only=None, send_environment=True, options=None, trai
         hello["devices"] = facts["devices"]
         try:
             hello["backend_relevant"] = dispatcher.backend_relevant(torch)
+            if ctx.device is not None and ctx.privateuse1 and ctx.device_type == ctx.privateuse1:
+                lacking, fallback = dispatcher.own_kernels(torch, hello["backend_relevant"])
+                hello["without_own_kernel"], hello["backend_fallback"] = lacking, fallback
         except Exception:  # a torch without the dispatcher queries: no coverage figure
             pass
     _send(stream, hello)

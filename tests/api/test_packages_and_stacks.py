@@ -79,3 +79,28 @@ def test_the_selector_page_has_a_with_field_and_shows_the_stack(client: TestClie
     assert "<strong>vllm 0.15.1</strong>" in page.text
     both = client.get("/?with=torchvision&with=vllm&backend=cuda&python=3.12", follow_redirects=False)
     assert both.status_code == 303 and "with=torchvision%2Cvllm" in both.headers["location"]
+
+
+def test_a_package_from_its_own_wheel_pages_lists_them_and_resolves_to_its_page(client: TestClient) -> None:
+    body = client.get("/v1/packages/torch-scatter", params={"platform": "linux-x86_64"}).json()
+    assert body["torch_build"] == "wheel-pages" and "pyg_install_wheels" in body["sources"]
+    newest = body["releases"][0]
+    assert newest["version"] == "2.1.2" and not newest["platforms"]  # the default index has only its sdist
+    pages = newest["wheel_pages"]
+    assert any("2.5" in p["torch"] and "cu124" in p["builds"] for p in pages)
+    assert all(p["url"].startswith("https://data.pyg.org/whl/torch-{torch}") for p in pages)
+    res = client.get(
+        "/v1/resolve", params={"with": "torch-scatter", "torch": "2.5", "backend": "cu124", "python": "3.12"}
+    )
+    assert res.status_code == 200, res.text
+    pin = res.json()["stack"][0]
+    assert (pin["origin"], pin["url"]) == ("find-links", "https://data.pyg.org/whl/torch-2.5.0+cu124.html")
+    page = "--find-links https://data.pyg.org/whl/torch-2.5.0+cu124.html"
+    assert any(page in c for c in res.json()["install"]["pip"])
+
+
+def test_the_selector_page_resolves_a_wheel_page_package(client: TestClient) -> None:
+    page = client.get("/", params={"with": "mmcv", "torch": "2.1", "backend": "cu118", "python": "3.11"})
+    assert page.status_code == 200
+    assert "<strong>mmcv 2.2.0</strong>" in page.text
+    assert "https://download.openmmlab.com/mmcv/dist/cu118/torch2.1/index.html" in page.text

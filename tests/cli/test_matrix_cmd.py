@@ -12,8 +12,16 @@ import typer
 from typer.testing import CliRunner
 
 from cli import matrix_cmd
+from matrix_data import DATA_DIR
 from tests.conftest import REPO_ROOT
 from tests.domain.test_matrix_validation import break_matrix, copy_matrix
+
+
+def _read_known_bad() -> dict[str, list[object]]:
+    import yaml
+
+    return yaml.safe_load((DATA_DIR / "known_bad.yaml").read_text(encoding="utf-8"))
+
 
 runner = CliRunner()
 # The matrix group on its own root, as cli.main registers it: these tests do not depend on other groups.
@@ -129,6 +137,8 @@ def test_validate_json_clean_and_broken(tmp_path: Path) -> None:
     assert clean.exit_code == 0, clean.output
     body = json.loads(clean.stdout)
     assert body["ok"] is True and body["problems"] == [] and body["counts"]["torch_minors"] == 17
+    # known_bad.yaml validated with the rest: its rules are counted
+    assert body["counts"]["known_bad_rules"] == len(_read_known_bad()["rules"]) > 0
     path, expected = break_matrix(tmp_path)
     broken = runner.invoke(app, ["matrix", "validate", str(path), "--json"])
     assert broken.exit_code == 4

@@ -174,6 +174,11 @@ def missing_file(path: Path) -> list[str]:
     return ["mps.yaml: file is missing; every file in MATRIX_FILES must exist"]
 
 
+def known_bad_rule_without_its_source(path: Path) -> list[str]:
+    _edit(path, "known_bad.yaml", lambda raw: raw["rules"][0].update(source=["a_thread_nobody_cited"]))
+    return ["known_bad.yaml: rules[0].source[0]: source key 'a_thread_nobody_cited' is not defined in sources.yaml"]
+
+
 BREAKS: dict[str, Callable[[Path], list[str]]] = {
     "unknown-key": unknown_key,
     "bad-version": bad_version,
@@ -186,6 +191,7 @@ BREAKS: dict[str, Callable[[Path], list[str]]] = {
     "yaml-syntax-error": yaml_syntax_error,
     "duplicate-yaml-key": duplicate_yaml_key,
     "missing-file": missing_file,
+    "known-bad-rule-without-its-source": known_bad_rule_without_its_source,
 }
 
 
@@ -335,13 +341,94 @@ def test_single_field_checks_name_file_and_key(tmp_path: Path, file: str, change
             "rocm.yaml: gpu_names[{n}].arch: 'sm_90' is not a gfx* architecture, as rocm.yaml needs",
             id="nvidia-arch-in-rocm-names",
         ),
+        pytest.param(
+            "xpu.yaml",
+            lambda raw: raw["gpu_names"].append(dict(raw["gpu_names"][0], name="Arc Test", arch="gfx1100")),
+            "xpu.yaml: gpu_names[{n}].arch: 'gfx1100' is not an Intel device family, as xpu.yaml needs",
+            id="amd-arch-in-intel-names",
+        ),
+        pytest.param(
+            "xpu.yaml",
+            lambda raw: raw["gpu_names"].append(dict(raw["gpu_names"][0], name="A100", arch="pvc")),
+            "xpu.yaml: gpu_names[{n}].name: GPU name 'A100' is listed twice (first at cuda.yaml gpu_names[",
+            id="intel-name-taken-by-nvidia",
+        ),
+        pytest.param(
+            "rocm.yaml",
+            lambda raw: raw["kernel_user_space"].append(dict(raw["kernel_user_space"][0])),
+            "rocm.yaml: kernel_user_space[{n}].kmd: KMD 5.3 is listed twice (first at [0])",
+            id="kernel-driver-listed-twice",
+        ),
     ],
 )
 def test_toolkit_ranges_and_gpu_names(tmp_path: Path, file: str, change: Any, expected: str) -> None:
     path = copy_matrix(tmp_path)
     _edit(path, file, change)
     raw = _read(path / file)
-    key = "toolkit_archs" if "toolkit_archs" in expected else "gpu_names"
+    key = next(k for k in ("toolkit_archs", "kernel_user_space", "gpu_names") if k in expected)
     n = len(raw[key]) - 1
     problems = [str(p) for p in matrix_data_problems(path)]
-    assert expected.format(n=n) in problems, problems
+    assert any(p.startswith(expected.format(n=n)) for p in problems), problems
+
+
+def _rule(**fields: Any) -> Callable[[dict[str, Any]], None]:
+    def change(raw: dict[str, Any]) -> None:
+        base = {
+            "id": "a-rule",
+            "torch": "==2.5.0",
+            "severity": "caveat",
+            "effect": "it breaks",
+            "source": ["release_md"],
+        }
+        raw["rules"].append(base | fields)
+
+    return change
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        pytest.param(
+            _rule(torch="2.5.x"),
+            "rules[{n}].torch: '2.5.x' is not a version specifier like '>=2.5'",
+            id="torch-range-does-not-parse",
+        ),
+        pytest.param(
+            _rule(torch=">=2.5,<2.4"),
+            "rules[{n}].torch: '>=2.5,<2.4' holds no torch version (an empty range)",
+            id="empty-torch-range",
+        ),
+        pytest.param(_rule(severity="sometimes"), "rules[{n}].severity: ", id="unknown-severity"),
+        pytest.param(
+            _rule(macos="fourteen"),
+            "rules[{n}].macos: 'fourteen' is not a version specifier",
+            id="macos-range-does-not-parse",
+        ),
+        pytest.param(_rule(gpu_archs=["hopper"]), "rules[{n}].gpu_archs[0]: ", id="gpu-arch-name"),
+        pytest.param(
+            _rule(variants=["cu999"]),
+            "rules[{n}].variants[0]: build label 'cu999' is not in build_variants.yaml",
+            id="unknown-build-label",
+        ),
+        pytest.param(
+            _rule(families=["rocm"], variants=["cu124"]),
+            "rules[{n}].variants[0]: cu124 is a cuda build, not one of the rule's families ['rocm']",
+            id="label-outside-its-families",
+        ),
+        pytest.param(
+            _rule(id="conv3d-bf16-memory-2.9"),
+            "rules[{n}].id: duplicate rule id 'conv3d-bf16-memory-2.9'",
+            id="duplicate-id",
+        ),
+        pytest.param(_rule(source=[]), "rules[{n}].source: ", id="no-source"),
+        pytest.param(_rule(reason="because"), "rules[{n}].reason: unknown key", id="unknown-key"),
+    ],
+)
+def test_known_bad_rules_are_checked(tmp_path: Path, change: Any, expected: str) -> None:
+    """`accelenv matrix validate` reads known_bad.yaml: every rule parses, has a source in sources.yaml and a
+    range that holds a release; a bad rule is one problem naming the file and the rule's key."""
+    path = copy_matrix(tmp_path)
+    _edit(path, "known_bad.yaml", change)
+    n = len(_read(path / "known_bad.yaml")["rules"]) - 1
+    problems = [str(p) for p in matrix_data_problems(path)]
+    assert len(problems) == 1 and problems[0].startswith("known_bad.yaml: " + expected.format(n=n)), problems

@@ -93,6 +93,8 @@ def test_golden_case(case: dict[str, Any], matrix: InMemoryMatrix) -> None:
     assert len(set(res.warnings)) == len(res.warnings), res.warnings
     for text in expect.get("requirements_include", []):
         assert any(text in f"{q.name} >= {q.version} ({q.detail})" for q in res.requirements), res.requirements
+    for text in expect.get("requirements_exclude", []):
+        assert not any(text in f"{q.name} ({q.detail})" for q in res.requirements), res.requirements
     for text in expect.get("reasons_include", []):
         assert any(text in r.detail for r in res.reasons), [r.detail for r in res.reasons]
     if "backend_not" in expect:

@@ -176,3 +176,26 @@ def test_unknown_format_is_invalid(matrix: InMemoryMatrix) -> None:
     res = resolve(ResolveRequest.from_strings(torch="2.3", backend="cpu", python="3.11"), matrix)
     with pytest.raises(InvalidRequestError, match="--format"):
         render(res, "yaml")
+
+
+@pytest.mark.parametrize("backend", ["cu124", "cu118"], ids=["torch-from-the-default-index", "torch-from-its-index"])
+def test_a_package_from_its_project_wheel_page_takes_the_page_in_every_format(backend: str) -> None:
+    from compat_service.domain.stacks.resolve import resolve_stack
+
+    tomllib = pytest.importorskip("tomllib")
+    request = ResolveRequest.from_strings(with_=["torch-scatter"], torch="2.5", backend=backend, python="3.12")
+    res = resolve_stack(request, InMemoryMatrix(load_matrix_rows()))
+    page = f"https://data.pyg.org/whl/torch-2.5.0+{backend}.html"
+    (pin,) = res.stack
+    assert (pin.origin, pin.url) == ("find-links", page)
+    pip = [c for c in render(res, "pip").splitlines() if not c.startswith("#")]
+    assert pip[-1].endswith(f"torch-scatter==2.1.2 --find-links {page}") and f"torch=={res.pins['torch']}" in pip[-1]
+    for fmt in ("requirements", "conda"):
+        lines = [ln.strip().removeprefix("- ") for ln in render(res, fmt).splitlines()]
+        assert lines.index(f"--find-links {page}") < lines.index("torch-scatter==2.1.2"), fmt
+    doc = tomllib.loads(render(res, "uv"))
+    flat = next(i for i in doc["tool"]["uv"]["index"] if i["url"] == page)
+    assert flat["format"] == "flat" and flat["explicit"] is True
+    assert doc["tool"]["uv"]["sources"]["torch-scatter"] == [{"index": flat["name"]}]
+    runs = [ln for ln in render(res, "docker").splitlines() if ln.startswith("RUN ")]
+    assert runs[-1].endswith(f"--find-links {page}")

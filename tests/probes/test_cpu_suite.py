@@ -51,6 +51,16 @@ def test_models_train_and_infer_on_cpu_and_perf_reports_figures(cpu_run: ProbeRu
     assert figures["matmul.float32"]["value"] > 0 and figures["matmul.float32"]["unit"] == "FLOP/s"
     assert figures["models.resnet.step"]["value"] > 0
     assert figures["profile.sync_points"]["value"] >= 1  # the loss.item() of the profiled step at least
+    for name in ("matmul.float32", "elementwise.bandwidth"):
+        figure = figures[name]
+        # no datasheet applies to a CPU: its peak is the fastest sample of the same figure, measured here
+        assert figure["peak_source"].startswith("measured on this host")
+        assert 0 < figure["peak_fraction"] <= 1
+        # the CPU time the worker got while measuring; under 0.75 the figure says it is not the CPU's speed
+        assert figure["cpu_share"] > 0
+        shared = figure["cpu_share"] < 0.75
+        assert shared == ("other processes were running on the same cores" in (figure.get("invalid_reason") or ""))
+        assert not shared or figure["valid"] is False
     assert "perf (device | this host's CPU" in cpu_run.stderr  # the summary printed them
 
 

@@ -177,3 +177,35 @@ def test_hang_never_returns_from_the_named_op(refdev_available: None) -> None:
         proc.kill()
         _, err = proc.communicate()
     assert "refdev: injected hang in aten::mm" in err
+
+
+FALLBACK = """
+import json, torch, probes.refdev
+from probes.checks import dispatcher
+probes.refdev.install("missing:aten::neg")
+relevant = dispatcher.backend_relevant(torch)
+before = dispatcher.own_kernels(torch, relevant)
+def refuse(op, *args, **kwargs):  # registered only to be found by the dispatcher query, never called here
+    raise NotImplementedError(str(op))
+library = torch.library.Library("_", "IMPL")
+library.fallback(refuse, "PrivateUse1")
+after = dispatcher.own_kernels(torch, relevant)
+exercised = ["aten::neg", "aten::mm", "aten::add.Tensor"]
+print(json.dumps({"total": len(relevant), "before": [len(before[0]), before[1]], "after": [len(after[0]), after[1]],
+                  "lacking": after[0],
+                  "without": dispatcher.summarise(relevant, exercised, [], *before),
+                  "with": dispatcher.summarise(relevant, exercised, [], *after)}))
+"""
+
+
+def test_dispatcher_names_the_overloads_a_backend_fallback_takes(refdev_python: RunPython) -> None:
+    out = result(refdev_python(FALLBACK))
+    # refdev registers a kernel for every backend-relevant overload but the missing neg family
+    assert "aten::neg" in out["lacking"] and "aten::mm" not in out["lacking"]
+    assert out["before"] == [len(out["lacking"]), False] and out["after"] == [len(out["lacking"]), True]
+    without, with_fallback = out["without"], out["with"]
+    assert without["own_kernels"] == out["total"] - len(out["lacking"])
+    assert without["backend_fallback_registered"] is False and without["via_backend_fallback"] == []
+    assert with_fallback["backend_fallback_registered"] is True
+    assert with_fallback["via_backend_fallback"] == ["aten::neg"]
+    assert "aten::neg" in with_fallback["fell_back"] and without["fell_back"] == []

@@ -322,3 +322,25 @@ def test_cli_exits_2_when_the_probe_rejects_an_inject_only_torch_can_judge(refde
     assert "rejected its settings" in proc.stderr
     assert not (tmp_path / "r.json").exists()
 
+
+
+@pytest.mark.parametrize("kind", ["crash", "hang"])
+def test_one_bad_kernel_costs_one_worker_forward_and_backward(refdev_available: None, tmp_path: Path,
+                                                             kind: str) -> None:
+    # aten::mm dies in ops.mm's forward pass; addmm's and linear's backward passes (AddmmBackward0 calls mm on
+    # the device, untraced) are refused before they start, from what the CPU references taught about the node
+    proc, report = run_probe(["--checks", "ops", "--timeout", "15"], tmp_path / "r.json", faults=f"{kind}:aten::mm")
+    checks = by_id(report)
+    status = "crashed" if kind == "crash" else "timeout"
+    died = [cid for cid, c in checks.items() if c["status"] in ("crashed", "timeout") and c["data"].get("ran", True)]
+    assert died == ["ops.mm.float32"]
+    assert checks["ops.mm.float32"]["status"] == status
+    assert checks["ops.mm.float32"]["data"]["aten_op"] == "aten::mm"
+    for cid in ("ops.addmm.float32", "ops.linear.float32"):
+        marked = checks[cid]
+        assert marked["status"] == status and marked["data"]["ran"] is False
+        assert marked["data"]["aten_op"] == "aten::mm"
+        assert marked["data"]["backward_node"] == "AddmmBackward0"
+        assert "AddmmBackward0" in marked["detail"]
+    assert checks["ops.topk.float32"]["status"] == "passed"
+    assert proc.returncode == 1

@@ -29,20 +29,21 @@ def _resolve(args: list[str], tmp_path: Path) -> subprocess.CompletedProcess[str
 
 
 def test_with_a_pinned_vllm_prints_its_torch_pins_in_one_command(tmp_path: Path) -> None:
-    done = _resolve(["--with", "vllm==0.15.1", "--backend", "cuda", "--python", "3.12", *TARGET, "--format", "json"],
+    # 0.10.2's wheels go with the default-index build of its torch pin (0.11.1-0.19.x take torch from /whl/cu129)
+    done = _resolve(["--with", "vllm==0.10.2", "--backend", "cuda", "--python", "3.12", *TARGET, "--format", "json"],
                     tmp_path)
     assert done.returncode == 0, done.stderr
     body = json.loads(done.stdout)
-    release = load_catalog().get("vllm").release("0.15.1")  # type: ignore[union-attr]
+    release = load_catalog().get("vllm").release("0.10.2")  # type: ignore[union-attr]
     assert release is not None
     pins = release.pins("linux-x86_64", "3.12")
     assert body["pins"]["torch"] == pins["torch"] and body["pins"]["torchvision"] == pins["torchvision"]
-    assert [(p["name"], p["version"], p["origin"]) for p in body["stack"]] == [("vllm", "0.15.1", "index")]
-    pip = _resolve(["--with", "vllm==0.15.1", "--backend", "cuda", "--python", "3.12", *TARGET, "--format", "pip"],
+    assert [(p["name"], p["version"], p["origin"]) for p in body["stack"]] == [("vllm", "0.10.2", "index")]
+    pip = _resolve(["--with", "vllm==0.10.2", "--backend", "cuda", "--python", "3.12", *TARGET, "--format", "pip"],
                    tmp_path)
     commands = [line for line in pip.stdout.splitlines() if not line.startswith("#")]
     expected = (f"pip install torch=={pins['torch']} torchvision=={pins['torchvision']} "
-                f"torchaudio=={pins['torchaudio']} vllm==0.15.1")
+                f"torchaudio=={pins['torchaudio']} vllm==0.10.2")
     assert commands == [expected]
 
 
@@ -76,6 +77,17 @@ def test_matrix_show_with_lists_releases_and_their_torch() -> None:
     )
     table = runner.invoke(app, ["matrix", "show", "--with", "vllm"])
     assert table.exit_code == 0 and "vllm releases" in table.stdout
+
+
+def test_matrix_show_with_a_wheel_page_package_lists_its_pages_and_narrows_by_torch() -> None:
+    view = json.loads(runner.invoke(app, ["matrix", "show", "--with", "mmcv", "--json"]).stdout)
+    assert view["torch_build"] == "wheel-pages"
+    newest = view["releases"][0]
+    assert newest["version"] == "2.2.0" and "2.4" in [m for p in newest["wheel_pages"] for m in p["torch"]]
+    narrowed = json.loads(runner.invoke(app, ["matrix", "show", "--with", "mmcv", "--torch", "2.1", "--json"]).stdout)
+    assert [r["version"] for r in narrowed["releases"]] == ["2.2.0", "2.1.0"]  # the torch 2.1 pages carry both
+    table = runner.invoke(app, ["matrix", "show", "--with", "torch-scatter"])
+    assert table.exit_code == 0 and "--find-links" in table.stdout
 
 
 def test_validate_reports_an_ecosystem_row_citing_an_unknown_source(tmp_path: Path) -> None:

@@ -49,3 +49,19 @@ def test_an_installed_torchcodec_built_for_another_torch_is_an_error() -> None:
     assert [(i.package, i.severity) for i in issues] == [("torchcodec", "error")]
     assert ">=2.11" in issues[0].message
     assert stack_issues({"torch": "2.9.1", "torchcodec": "0.9.1"}, catalog, "linux-x86_64", "3.12") == []
+
+
+def test_an_installed_pyg_extension_without_a_page_for_the_installed_torch_is_a_warning() -> None:
+    from compat_service.domain.stacks.doctor import stack_issues
+
+    catalog = load_catalog()
+    # PyG's pages reach torch 2.12 (pyg_install_wheels): a torch-scatter next to torch 2.13 was built for another
+    issues = stack_issues(
+        {"torch": "2.13.0+cu130", "torch-scatter": "2.1.2+pt25cu124"}, catalog, "linux-x86_64", "3.12"
+    )
+    assert [(i.package, i.severity) for i in issues] == [("torch-scatter", "warning")]
+    assert "no wheel page for the installed torch 2.13.0+cu130" in issues[0].message
+    assert (
+        stack_issues({"torch": "2.5.1+cu124", "torch-scatter": "2.1.2+pt25cu124"}, catalog, "linux-x86_64", "3.12")
+        == []
+    )

@@ -3,7 +3,8 @@ each vLLM and xformers release's metadata requires, on every platform it publish
 
 The expectations are read from the generated files themselves (matrix_data/index/<package>.yaml through the
 catalog), never written here; the build asked for is the family of the default-index build the matrix names
-for the pinned torch on that platform (the build the package's binaries go with).
+for the pinned torch on that platform, or of the build a curated ``torch_index`` row names (the build the
+package's binaries go with).
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ from packaging.specifiers import SpecifierSet
 
 from compat_service.domain.errors import AccelenvError, PlatformUnsupportedError
 from compat_service.domain.matrix.snapshot import load_matrix_cached
-from compat_service.domain.resolver.request import ResolveRequest
+from compat_service.domain.resolver.request import ResolveRequest, TorchSpec
+from compat_service.domain.resolver.stages import resolve
 from compat_service.domain.stacks.catalog import load_catalog
 from compat_service.domain.stacks.resolve import resolve_stack
 from compat_service.index.generated import load_facts
@@ -59,6 +61,18 @@ def _default_family(torch_version: str, platform: str) -> str | None:
     return None
 
 
+def _torch_alone_refused(request: ResolveRequest, torch_pin: str | None) -> str | None:
+    """The error code of the torch resolver for the pinned torch alone on the request's target, or None."""
+    if not torch_pin:
+        return None
+    alone = request.changed(stack=(), torch=TorchSpec(torch_pin.split("+")[0], "exact"))
+    try:
+        resolve(alone, MATRIX)
+    except AccelenvError as exc:
+        return exc.code if exc.code == "known-bad" else None
+    return None
+
+
 def test_every_vllm_and_xformers_release_is_covered() -> None:
     names = {name for name, _v, _p in CASES}
     assert names == {"vllm", "xformers"} and len(CASES) > 100
@@ -75,6 +89,9 @@ def test_with_exact_release_pins_what_its_metadata_requires(name: str, version: 
     os_name, arch = platform.split("-")
     torch_pin = pins.get("torch")
     family = _default_family(torch_pin, platform) if torch_pin else None
+    if release.torch_index:  # the build its documents say its wheels were compiled against (vLLM's CUDA line)
+        row = MATRIX.build_variant(release.torch_index["label"])
+        family = row.family if row is not None else family
     request = ResolveRequest.from_strings(
         with_=[f"{name}=={version}"], os=os_name, arch=arch, backend=family or ("cuda" if os_name == "linux" else "cpu")
     )
@@ -90,8 +107,17 @@ def test_with_exact_release_pins_what_its_metadata_requires(name: str, version: 
         with pytest.raises(PlatformUnsupportedError, match=platform):
             resolve_stack(request, MATRIX, None, CATALOG)
         return
+    refusal = _torch_alone_refused(request, torch_pin)
+    if refusal is not None:
+        # the pinned torch alone is refused on this target (a known-bad combination): so is the stack, alike
+        with pytest.raises(AccelenvError) as caught:
+            resolve_stack(request, MATRIX, None, CATALOG)
+        assert caught.value.code == refusal
+        return
     res = resolve_stack(request, MATRIX, None, CATALOG)
-    assert [(p.name, p.version) for p in res.stack] == [(name, version)]
+    assert [(p.name, p.version) for p in res.stack if p.name == name] == [(name, version)]
+    # anything else in the stack is a package the release requires unpinned (vLLM >= 0.25: torchcodec)
+    assert {p.name for p in res.stack} - {name} == {c["package"] for c in release.companions}
     public = res.torch_version.split("+")[0]
     assert SpecifierSet(stated or "").contains(public, prereleases=True)
     if torch_pin:

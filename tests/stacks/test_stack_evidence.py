@@ -34,13 +34,13 @@ def _newest_vllm_pinning(torch: str) -> str:
 
 def test_the_stack_answer_names_its_torch_cell_evidence() -> None:
     request = ResolveRequest.from_strings(with_=["vllm==0.15.1"], backend="cuda", python="3.12")
-    res = resolve_stack(request, MATRIX, _Reports(("2.9.1", "cu128", "3.12")), CATALOG)
+    res = resolve_stack(request, MATRIX, _Reports(("2.9.1", "cu129", "3.12")), CATALOG)
     assert res.evidence is not None and res.evidence["status"] == "verified"
     assert any(r.decision == "evidence" and "is verified by probe reports" in r.detail for r in res.reasons)
 
 
 def test_require_verified_picks_the_newest_release_whose_torch_cell_is_verified() -> None:
     request = ResolveRequest.from_strings(with_=["vllm"], backend="cuda", python="3.12", require_verified=True)
-    res = resolve_stack(request, MATRIX, _Reports(("2.9.1", "cu128", "3.12")), CATALOG)
+    res = resolve_stack(request, MATRIX, _Reports(("2.9.1", "cu129", "3.12")), CATALOG)
     assert [(p.name, p.version) for p in res.stack] == [("vllm", _newest_vllm_pinning("2.9.1"))]
-    assert res.torch_version.split("+")[0] == "2.9.1" and res.backend == "cu128"
+    assert res.torch_version.split("+")[0] == "2.9.1" and res.backend == "cu129"

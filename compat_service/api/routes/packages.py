@@ -37,11 +37,15 @@ class ReleaseRow(BaseModel):
     curated_torch: dict[str, Any] | None = Field(description="a torch requirement the metadata lacks (curated)")
     prebuilt_wheels: list[dict[str, Any]] = Field(description="prebuilt wheels outside the index (curated)")
     policy: dict[str, Any] | None = Field(description="a version policy row (vllm-ascend: vllm, CANN)")
+    wheel_pages: list[dict[str, Any]] = Field(
+        description="the project's own wheel pages carrying it (curated): torch minors, builds, platforms, the "
+        "page URL template ({torch} the minor, {build} the label) and sources"
+    )
 
 
 class PackageDetail(BaseModel):
     name: str
-    torch_build: str | None = Field(description="default-index, any, prebuilt, npu; null = unknown")
+    torch_build: str | None = Field(description="default-index, any, prebuilt, npu, wheel-pages, jit; null = unknown")
     sources: list[str]
     index: str | None = Field(description="the index its facts were read from (pip-default = pip's default)")
     retrieved: str | None

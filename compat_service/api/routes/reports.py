@@ -83,7 +83,8 @@ async def submit_report(request: Request, response: Response, credentials: Beare
     body = await request.body()
     # validation in one worker thread; the report then joins the worker's ingest queue, stored with
     # whatever else is queued
-    queued = await run_in_threadpool(_prepare_and_queue, state.ingest_queue, token, body)
+    quota = state.settings.quota_token_report_bytes
+    queued = await run_in_threadpool(_prepare_and_queue, state.ingest_queue, token, body, quota)
     result = await asyncio.wrap_future(queued)
     if isinstance(result, AccelenvError):
         raise result
@@ -111,10 +112,11 @@ async def token_before_body(
 
 
 def _prepare_and_queue(
-    ingest_queue: IngestQueue, token: ApiTokenPublic, body: bytes
+    ingest_queue: IngestQueue, token: ApiTokenPublic, body: bytes, byte_quota: int
 ) -> Future[IngestResult | AccelenvError]:
     report = parse_report(body)
-    return ingest_queue.submit(prepare_report(report, submitter_id=token.id, owner_key=token.counted_as))
+    prepared = prepare_report(report, submitter_id=token.id, owner_key=token.counted_as, byte_quota=byte_quota)
+    return ingest_queue.submit(prepared)
 
 
 class BatchItemResult(BaseModel):
@@ -170,18 +172,20 @@ async def submit_batch(request: Request, credentials: BearerDep) -> BatchAccepte
     settings = state.settings
     results = await run_in_threadpool(
         _ingest_batch, state.engine, token, body, settings.max_batch_reports, ndjson, settings.max_body_bytes,
+        settings.quota_token_report_bytes,
     )
     return BatchAccepted(results=results)
 
 
 def _ingest_batch(
-    engine: Engine, token: ApiTokenPublic, body: bytes, max_reports: int, ndjson: bool, max_item_bytes: int
+    engine: Engine, token: ApiTokenPublic, body: bytes, max_reports: int, ndjson: bool, max_item_bytes: int,
+    byte_quota: int,
 ) -> list[BatchItemResult]:
     now = utcnow()
     # each parsed report is reduced at once, so the batch holds compact records, not object trees; no
     # database connection is held meanwhile
     items = [
-        _prepare_item(item, now, token) if isinstance(item, ProbeReport) else item
+        _prepare_item(item, now, token, byte_quota) if isinstance(item, ProbeReport) else item
         for item in parse_batch(body, max_reports, ndjson=ndjson, max_item_bytes=max_item_bytes)
     ]
     valid = [item for item in items if not isinstance(item, InvalidItem)]
@@ -208,10 +212,12 @@ def _ingest_batch(
     return results
 
 
-def _prepare_item(report: ProbeReport, now: datetime, token: ApiTokenPublic) -> PreparedReport | InvalidItem:
+def _prepare_item(
+    report: ProbeReport, now: datetime, token: ApiTokenPublic, byte_quota: int
+) -> PreparedReport | InvalidItem:
     """A batch item reduced for ingest, or why it cannot be stored: the other items go on."""
     try:
-        return prepare_report(report, now, submitter_id=token.id, owner_key=token.counted_as)
+        return prepare_report(report, now, submitter_id=token.id, owner_key=token.counted_as, byte_quota=byte_quota)
     except ReportInvalidError as exc:
         return InvalidItem(str(report.report_id), exc)
 

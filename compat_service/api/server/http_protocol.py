@@ -6,18 +6,17 @@ Content-Length headers, a broken chunk) itself, before the app sees it, with a p
 subclasses answer with the API's one error body instead (`BadRequestError`, written by
 ``compat_service.domain.errors.error_json``, ``request_id`` null: the request never got one), as every other
 error of the API does. `accelenv serve` (and the tests' live server) run with
-``--http compat_service.api.server.http_protocol:JsonErrorsHttpToolsProtocol`` (httptools is a dependency; the h11
-variant is for installs without it).
+``--http compat_service.api.server.http_protocol:JsonErrorsHttpToolsProtocol``. httptools is a dependency and
+the only protocol: uvicorn's h11 fallback parses every pipelined request as it arrives and has no body
+deadline, so a second, less bounded way to serve is not offered.
 
 Two limits apply before a request reaches the app (neither httptools nor uvicorn has them; a 100 MiB
 header was otherwise read whole, and a client sending one header byte every few seconds kept its connection
 for ever, since every byte re-arms uvicorn's keep-alive timer):
 
 - ``Settings.max_header_bytes`` (``ACCELENV_MAX_HEADER_BYTES``): the request line and headers together;
-  more gets ``431`` and the connection is closed, under both protocols. Each read is checked before the
-  parser sees it (`_head_too_large`): a whole oversized head arriving in one read was otherwise accepted by
-  both (h11's own limit, ``max_incomplete_event_size``, set to the same value, only bounds a head still
-  incomplete).
+  more gets ``431`` and the connection is closed. Each read is checked before the parser sees it
+  (`_head_too_large`): a whole oversized head arriving in one read was otherwise accepted.
 - ``Settings.header_read_timeout_s`` (``ACCELENV_HEADER_READ_TIMEOUT_S``): a request's headers must be
   complete within this many seconds of the connection opening or the previous response ending; otherwise
   ``408`` and the connection is closed. Bytes arriving do not extend it.
@@ -33,8 +32,7 @@ import functools
 import logging
 from typing import Any
 
-import h11
-from uvicorn.protocols.http.h11_impl import H11Protocol
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from compat_service.config import ConnectionLimits
 from compat_service.domain.errors import (
@@ -45,11 +43,6 @@ from compat_service.domain.errors import (
     TooManyConnectionsError,
     error_json,
 )
-
-try:
-    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
-except ImportError:  # pragma: no cover - httptools is a dependency
-    HttpToolsProtocol = None  # type: ignore[assignment,misc]
 
 _REASONS = {
     400: b"Bad Request", 408: b"Request Timeout", 431: b"Request Header Fields Too Large",
@@ -135,8 +128,7 @@ def _response(default_headers: list[tuple[bytes, bytes]], error: AccelenvError) 
 def _head_too_large(received: int, tail: bytes, data: bytes, limit: int) -> bool:
     """Whether a request head (request line and headers) goes past ``limit`` bytes, given ``received``
     bytes of it so far (ending in ``tail``, up to 3 bytes) and ``data`` just read. Checked before the parser
-    sees ``data``: a whole oversized head can arrive in one read, and both parsers would accept it (h11's
-    ``max_incomplete_event_size`` only bounds a head still incomplete)."""
+    sees ``data``: a whole oversized head can arrive in one read, and the parser would accept it."""
     if received + len(data) <= limit:
         return False
     joined = tail + data
@@ -147,7 +139,7 @@ def _head_too_large(received: int, tail: bytes, data: bytes, limit: int) -> bool
 
 
 class _HeaderDeadline:
-    """What both protocols share: the header read-time limit (armed when the connection opens and when a
+    """The header read-time limit (armed when the connection opens and when a
     response ends, disarmed when a request's headers are complete) and the JSON 400 for unparseable HTTP."""
 
     transport: asyncio.Transport
@@ -201,192 +193,151 @@ class _HeaderDeadline:
         self.transport.close()
 
 
-class JsonErrorsH11Protocol(_HeaderDeadline, H11Protocol):
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        # h11 bounds an incomplete request line + headers itself (a 400 past it): the same limit
-        self.conn = h11.Connection(h11.SERVER, connection_limits().max_header_bytes)
+class JsonErrorsHttpToolsProtocol(_HeaderDeadline, HttpToolsProtocol):
+    #: bytes received since the last request's headers were complete (the next request line and headers)
+    _header_bytes = 0
+    #: the last (up to) 3 of those bytes: a head's end may span two reads
+    _header_tail = b""
+    _in_headers = True
+    #: when the current request's headers ended while its body has not (loop time), and its bytes so far
+    _body_since: float | None = None
+    _body_bytes = 0
+    _body_timer: asyncio.TimerHandle | None = None
+    #: bytes read but not yet parsed: the connection has PIPELINE_MAX requests waiting for answers
+    _held = b""
+    #: the request being answered (uvicorn keeps only the newest one parsed)
+    _running: Any = None
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
         if not self._refuse_if_full():
             self._arm_header_deadline()
 
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm_body_deadline()
+        # nothing queued on a closed connection outlives it: not the parsed requests, not the bytes
+        self.pipeline.clear()
+        self._held = b""
+        running = self._running
+        if running is not None and not running.response_complete:
+            # uvicorn tells only the newest request of the connection; the one being answered (an older
+            # one, when requests were pipelined) would write to the closed transport: a traceback and a 500
+            _hangup_log.info(
+                "client %s hung up before its answer to %s %s",
+                _client_text(self.client), running.scope["method"], running.scope["path"],
+            )
+            self._mark_disconnected(running)
+        self._running = None
+        super().connection_lost(exc)
+
+    def _start_asgi_task(self, cycle: Any, app: Any) -> None:
+        self._running = cycle
+        super()._start_asgi_task(cycle, app)
+
+    @staticmethod
+    def _mark_disconnected(cycle: Any) -> None:
+        cycle.disconnected = True
+        cycle.message_event.set()
+
     def data_received(self, data: bytes) -> None:
-        if self._awaiting_headers() and self._refuse_oversized_headers(data):
+        if self._held:  # a read the transport had under way when reading was paused
+            self._held += data
+            self.flow.pause_reading()
             return
-        super().data_received(data)
-        if not self._awaiting_headers():
-            self._disarm_header_deadline()
+        self._feed(data)
 
-    def _refuse_oversized_headers(self, data: bytes) -> bool:
-        """Answer 431 (and close) when the head h11 has buffered plus ``data`` goes past the limit. Only
-        called while no request is in progress, so everything buffered is the next request's head."""
-        limit = connection_limits().max_header_bytes
-        buffered = self.conn.trailing_data[0]
-        if not _head_too_large(len(buffered), bytes(buffered[-3:]), data, limit):
-            return False
-        if not self.transport.is_closing():
-            self.transport.write(_response(self.server_state.default_headers, _headers_too_large(limit)))
-            self.transport.close()
-        return True
-
-    def _awaiting_headers(self) -> bool:
-        return self.conn.their_state is h11.IDLE and (self.cycle is None or self.cycle.response_complete)
-
-
-
-if HttpToolsProtocol is not None:
-
-    class JsonErrorsHttpToolsProtocol(_HeaderDeadline, HttpToolsProtocol):
-        #: bytes received since the last request's headers were complete (the next request line and headers)
-        _header_bytes = 0
-        #: the last (up to) 3 of those bytes: a head's end may span two reads
-        _header_tail = b""
-        _in_headers = True
-        #: when the current request's headers ended while its body has not (loop time), and its bytes so far
-        _body_since: float | None = None
-        _body_bytes = 0
-        _body_timer: asyncio.TimerHandle | None = None
-        #: bytes read but not yet parsed: the connection has PIPELINE_MAX requests waiting for answers
-        _held = b""
-        #: the request being answered (uvicorn keeps only the newest one parsed)
-        _running: Any = None
-
-        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-            super().connection_made(transport)
-            if not self._refuse_if_full():
-                self._arm_header_deadline()
-
-        def connection_lost(self, exc: Exception | None) -> None:
-            self._disarm_body_deadline()
-            # nothing queued on a closed connection outlives it: not the parsed requests, not the bytes
-            self.pipeline.clear()
-            self._held = b""
-            running = self._running
-            if running is not None and not running.response_complete:
-                # uvicorn tells only the newest request of the connection; the one being answered (an older
-                # one, when requests were pipelined) would write to the closed transport: a traceback and a 500
-                _hangup_log.info(
-                    "client %s hung up before its answer to %s %s",
-                    _client_text(self.client), running.scope["method"], running.scope["path"],
-                )
-                self._mark_disconnected(running)
-            self._running = None
-            super().connection_lost(exc)
-
-        def _start_asgi_task(self, cycle: Any, app: Any) -> None:
-            self._running = cycle
-            super()._start_asgi_task(cycle, app)
-
-        @staticmethod
-        def _mark_disconnected(cycle: Any) -> None:
-            cycle.disconnected = True
-            cycle.message_event.set()
-
-        def data_received(self, data: bytes) -> None:
-            if self._held:  # a read the transport had under way when reading was paused
-                self._held += data
+    def _feed(self, data: bytes) -> None:
+        """Parse ``data`` a slice at a time; once PIPELINE_MAX requests wait for answers, keep the rest
+        unparsed and stop reading until an answer is written (on_response_complete feeds it on)."""
+        at = 0
+        while at < len(data) and not self.transport.is_closing():
+            if len(self.pipeline) >= PIPELINE_MAX:
+                self._held = data[at:]
                 self.flow.pause_reading()
                 return
-            self._feed(data)
+            step = 16 * PIPELINE_SLICE if self._body_since is not None else PIPELINE_SLICE
+            self._parse(data[at:at + step] if at or len(data) > step else data)
+            at += step
+        if self._body_since is not None and self._body_timer is None and not self.transport.is_closing():
+            self._body_timer = self.loop.call_later(BODY_CHECK_S, self._check_body)
 
-        def _feed(self, data: bytes) -> None:
-            """Parse ``data`` a slice at a time; once PIPELINE_MAX requests wait for answers, keep the rest
-            unparsed and stop reading until an answer is written (on_response_complete feeds it on)."""
-            at = 0
-            while at < len(data) and not self.transport.is_closing():
-                if len(self.pipeline) >= PIPELINE_MAX:
-                    self._held = data[at:]
-                    self.flow.pause_reading()
-                    return
-                step = 16 * PIPELINE_SLICE if self._body_since is not None else PIPELINE_SLICE
-                self._parse(data[at:at + step] if at or len(data) > step else data)
-                at += step
-            if self._body_since is not None and self._body_timer is None and not self.transport.is_closing():
-                self._body_timer = self.loop.call_later(BODY_CHECK_S, self._check_body)
-
-        def _parse(self, data: bytes) -> None:
-            limit = connection_limits().max_header_bytes
-            if self._in_headers and _head_too_large(self._header_bytes, self._header_tail, data, limit):
-                # httptools keeps every header byte until the headers end, and accepts a whole oversized
-                # head read at once: stop it before it parses
-                if not self.transport.is_closing():
-                    error = _headers_too_large(limit)
-                    self.transport.write(_response(self.server_state.default_headers, error))
-                    self.transport.close()
-                return
-            if self._in_headers:
-                self._header_bytes += len(data)
-                self._header_tail = (self._header_tail + data)[-3:]
-            super().data_received(data)
-
-        def on_headers_complete(self) -> None:
-            self._in_headers = False
-            self._header_bytes = 0
-            self._header_tail = b""
-            self._disarm_header_deadline()
-            # cleared by on_message_complete, in the same read for a request without a body
-            self._body_since = self.loop.time()
-            self._body_bytes = 0
-            super().on_headers_complete()
-
-        def on_body(self, body: bytes) -> None:
-            self._body_bytes += len(body)
-            super().on_body(body)
-
-        def on_message_complete(self) -> None:
-            self._in_headers = True
-            self._disarm_body_deadline()
-            super().on_message_complete()
-
-        def on_response_complete(self) -> None:
-            if self._body_since is not None and not self.pipeline and not self.transport.is_closing():
-                # answered before its body arrived (401, 413): close rather than read the rest
+    def _parse(self, data: bytes) -> None:
+        limit = connection_limits().max_header_bytes
+        if self._in_headers and _head_too_large(self._header_bytes, self._header_tail, data, limit):
+            # httptools keeps every header byte until the headers end, and accepts a whole oversized
+            # head read at once: stop it before it parses
+            if not self.transport.is_closing():
+                error = _headers_too_large(limit)
+                self.transport.write(_response(self.server_state.default_headers, error))
                 self.transport.close()
-            super().on_response_complete()
-            if self._held and not self.transport.is_closing():
-                held, self._held = self._held, b""
-                self._feed(held)
+            return
+        if self._in_headers:
+            self._header_bytes += len(data)
+            self._header_tail = (self._header_tail + data)[-3:]
+        super().data_received(data)
 
-        def _disarm_body_deadline(self) -> None:
-            self._body_since = None
-            if self._body_timer is not None:
-                self._body_timer.cancel()
-                self._body_timer = None
+    def on_headers_complete(self) -> None:
+        self._in_headers = False
+        self._header_bytes = 0
+        self._header_tail = b""
+        self._disarm_header_deadline()
+        # cleared by on_message_complete, in the same read for a request without a body
+        self._body_since = self.loop.time()
+        self._body_bytes = 0
+        super().on_headers_complete()
 
-        def _check_body(self) -> None:
-            """A body in flight past its deadline, or slower than the minimum rate after its grace time:
-            408 (unless an answer has started) and close."""
-            self._body_timer = None
-            if self._body_since is None or self.transport.is_closing():
-                return
-            limits = connection_limits()
-            elapsed = self.loop.time() - self._body_since
-            # not while the body waits on this side (requests queued ahead of it, or the app not reading yet)
-            waiting_here = bool(self._held) or self.flow.read_paused
-            too_slow = limits.body_min_rate_bps and elapsed > BODY_RATE_GRACE_S and not waiting_here and (
-                self._body_bytes < limits.body_min_rate_bps * (elapsed - BODY_RATE_GRACE_S)
-            )
-            if elapsed <= limits.body_read_timeout_s and not too_slow:
-                self._body_timer = self.loop.call_later(BODY_CHECK_S, self._check_body)
-                return
-            cycle = self.cycle
-            if cycle is not None and not cycle.response_started and self._running is cycle:
-                self.transport.write(_response(self.server_state.default_headers, _body_too_slow(limits)))
-            # the app (if it waits for the body, or answers) sees the client gone, not a closed transport
-            for seen in {id(c): c for c in (cycle, self._running) if c is not None}.values():
-                self._mark_disconnected(seen)
-            self._body_since = None
+    def on_body(self, body: bytes) -> None:
+        self._body_bytes += len(body)
+        super().on_body(body)
+
+    def on_message_complete(self) -> None:
+        self._in_headers = True
+        self._disarm_body_deadline()
+        super().on_message_complete()
+
+    def on_response_complete(self) -> None:
+        if self._body_since is not None and not self.pipeline and not self.transport.is_closing():
+            # answered before its body arrived (401, 413): close rather than read the rest
             self.transport.close()
+        super().on_response_complete()
+        if self._held and not self.transport.is_closing():
+            held, self._held = self._held, b""
+            self._feed(held)
 
-        def _awaiting_headers(self) -> bool:
-            return self._in_headers and (self.cycle is None or self.cycle.response_complete)
+    def _disarm_body_deadline(self) -> None:
+        self._body_since = None
+        if self._body_timer is not None:
+            self._body_timer.cancel()
+            self._body_timer = None
+
+    def _check_body(self) -> None:
+        """A body in flight past its deadline, or slower than the minimum rate after its grace time:
+        408 (unless an answer has started) and close."""
+        self._body_timer = None
+        if self._body_since is None or self.transport.is_closing():
+            return
+        limits = connection_limits()
+        elapsed = self.loop.time() - self._body_since
+        # not while the body waits on this side (requests queued ahead of it, or the app not reading yet)
+        waiting_here = bool(self._held) or self.flow.read_paused
+        too_slow = limits.body_min_rate_bps and elapsed > BODY_RATE_GRACE_S and not waiting_here and (
+            self._body_bytes < limits.body_min_rate_bps * (elapsed - BODY_RATE_GRACE_S)
+        )
+        if elapsed <= limits.body_read_timeout_s and not too_slow:
+            self._body_timer = self.loop.call_later(BODY_CHECK_S, self._check_body)
+            return
+        cycle = self.cycle
+        if cycle is not None and not cycle.response_started and self._running is cycle:
+            self.transport.write(_response(self.server_state.default_headers, _body_too_slow(limits)))
+        # the app (if it waits for the body, or answers) sees the client gone, not a closed transport
+        for seen in {id(c): c for c in (cycle, self._running) if c is not None}.values():
+            self._mark_disconnected(seen)
+        self._body_since = None
+        self.transport.close()
+
+    def _awaiting_headers(self) -> bool:
+        return self._in_headers and (self.cycle is None or self.cycle.response_complete)
 
 
 #: what `accelenv serve` passes as uvicorn's ``http``
-HTTP_PROTOCOL = (
-    "compat_service.api.server.http_protocol:JsonErrorsHttpToolsProtocol"
-    if HttpToolsProtocol is not None
-    else "compat_service.api.server.http_protocol:JsonErrorsH11Protocol"
-)
+HTTP_PROTOCOL = "compat_service.api.server.http_protocol:JsonErrorsHttpToolsProtocol"

@@ -49,11 +49,17 @@ from compat_service.db.evidence.prepare import (
     prepare_report,
     utcnow,
 )
-from compat_service.db.evidence.report_tables import StoredReport
+from compat_service.db.evidence.report_tables import StoredReport, TokenStorage
 from compat_service.db.evidence.tables import CHECK_SHARDS, EvidenceCell, EvidenceHost, EvidenceSubmitter
 from compat_service.db.evidence.write_gate import sqlite_write_gate
 from compat_service.db.matrix.tables import ApiToken
-from compat_service.domain.errors import AccelenvError, AuthError, DatabaseNotReadyError, ReportConflictError
+from compat_service.domain.errors import (
+    AccelenvError,
+    AuthError,
+    DatabaseNotReadyError,
+    ReportConflictError,
+    ReportStorageQuotaError,
+)
 from compat_service.domain.evidence.cells import IngestResult
 from compat_service.domain.evidence.report import CHECK_STATUSES, ProbeReport
 
@@ -62,6 +68,7 @@ _HOST = core_table(EvidenceHost)
 _SUBMITTER = core_table(EvidenceSubmitter)
 _TOKEN = core_table(ApiToken)
 _REPORT = core_table(StoredReport)
+_STORAGE = core_table(TokenStorage)
 
 
 def _later(column: sa.ColumnElement, other: sa.ColumnElement) -> sa.ColumnElement:
@@ -127,6 +134,22 @@ class _Statements:
         self.stored_sha = sa.select(_REPORT.c.report_id, _REPORT.c.body_sha256).where(
             _REPORT.c.report_id.in_(sa.bindparam("rids", expanding=True))
         )
+        # a token's stored reports and bytes: the upsert adds the batch's, and with a quota only while the sum
+        # stays within it (no row RETURNed: over quota); a new row is checked in Python before (see _charge)
+        storage = insert(_STORAGE)
+        added = {
+            "reports": _STORAGE.c.reports + storage.excluded.reports,
+            "report_bytes": _STORAGE.c.report_bytes + storage.excluded.report_bytes,
+        }
+        self.storage_add = storage.on_conflict_do_update(index_elements=["token_id"], set_=added).returning(
+            _STORAGE.c.token_id
+        )
+        self.storage_add_within = storage.on_conflict_do_update(
+            index_elements=["token_id"], set_=added,
+            where=_STORAGE.c.report_bytes + storage.excluded.report_bytes
+            <= sa.bindparam("quota", type_=sa.BigInteger),
+        ).returning(_STORAGE.c.token_id)
+        self.storage_used = sa.select(_STORAGE.c.report_bytes).where(_STORAGE.c.token_id == sa.bindparam("tid"))
         self.host_upsert = _tally_upsert(insert(_HOST), "host_fingerprint")
         self.submitter_upsert = _tally_upsert(insert(_SUBMITTER), "submitter_id")
         # the submitting tokens, share-locked: a withdrawal (evidence_withdraw) revokes a token by updating
@@ -199,9 +222,10 @@ def ingest_prepared(
 ) -> list[IngestResult | AccelenvError]:
     """Store the reports and update their cells' evidence in ONE transaction; commit. One result per report,
     in order: created, already stored (``created=False``), a ReportConflictError (the report_id is stored,
-    or comes earlier in the batch, with different content), or an AuthError (its token was revoked since it
-    was authorized: nothing of it is stored). A repeated report_id in the batch is stored once (its first
-    occurrence); later ones compare against it, as if sent one after the other."""
+    or comes earlier in the batch, with different content), an AuthError (its token was revoked since it
+    was authorized: nothing of it is stored) or a ReportStorageQuotaError (its token's new reports in the
+    batch would take it past its storage quota: none of them is stored). A repeated report_id in the batch is
+    stored once (its first occurrence); later ones compare against it, as if sent one after the other."""
     now = as_utc(now) if now is not None else utcnow()
     first: dict[str, PreparedReport] = {}
     for p in prepared:
@@ -213,13 +237,16 @@ def ingest_prepared(
         by_cell.setdefault(p.digest, []).append(p)
     rows = {digest: _CellRows(len(cell), check_rows(cell)) for digest, cell in by_cell.items()}
     refused: set[str] = set()
+    over_quota: dict[str, ReportStorageQuotaError] = {}
     with sqlite_write_gate(_engine_of(session)):
-        stored = _store(session, batch, now, rows, refused)
+        stored = _store(session, batch, now, rows, refused, over_quota)
     results: list[IngestResult | AccelenvError] = []
     for p in prepared:
         report_id = p.report_id
         if report_id in refused:
             results.append(_revoked())
+        elif report_id in over_quota:
+            results.append(over_quota[report_id])
         elif report_id not in stored and first[report_id] is p:
             results.append(IngestResult(report_id=report_id, created=True, key=p.key))
         elif stored.get(report_id, first[report_id].report_row["body_sha256"]) != p.report_row["body_sha256"]:
@@ -250,6 +277,14 @@ class _StaleCellId(Exception):
     pass
 
 
+class _OverQuota(Exception):
+    """Tokens of the batch past their storage quota: the transaction is rolled back and redone without
+    their reports, which get ``errors``."""
+
+    def __init__(self, errors: dict[str, ReportStorageQuotaError]) -> None:
+        self.errors = errors
+
+
 @dataclass
 class _CellRows:
     """The check rows of a cell's reports in a batch, computed before they are known to be new."""
@@ -260,11 +295,27 @@ class _CellRows:
 
 def _store(
     session: Session, batch: list[PreparedReport], now: dt.datetime, check_rows: dict[str, _CellRows],
-    refused: set[str],
+    refused: set[str], over_quota: dict[str, ReportStorageQuotaError],
 ) -> dict[str, str]:
     """Store the reports of ``batch`` (distinct report_ids); returns report_id -> stored body_sha256 for
     every report_id that was already stored before (the others were created by this call, except those
-    added to ``refused``: their token is revoked)."""
+    added to ``refused``: their token is revoked, and to ``over_quota``: their token's storage is full).
+    Each retry leaves out at least one more token, so this ends."""
+    while True:
+        try:
+            return _store_cached(session, batch, now, check_rows, refused)
+        except _OverQuota as exc:
+            over_quota.update(exc.errors)
+            batch = [p for p in batch if p.report_id not in exc.errors]
+            refused.clear()
+            if not batch:
+                return {}
+
+
+def _store_cached(
+    session: Session, batch: list[PreparedReport], now: dt.datetime, check_rows: dict[str, _CellRows],
+    refused: set[str],
+) -> dict[str, str]:
     known = _known_cell_ids(_engine_of(session))
     cached = {p.digest: known[p.digest] for p in batch if p.digest in known}
     if not cached:
@@ -328,6 +379,7 @@ def _store_once(
         if not created:
             session.rollback()  # nothing new: leave no cell row behind either
             return stored
+        _charge(conn, sql, created)
         _add_evidence(conn, sql, cell_ids, created, now, check_rows)
         insert_observations(
             conn, [observation_row(p.observation, p.report_row["received_at"]) for p in created if p.observation]
@@ -348,6 +400,38 @@ def _store_once(
         session.rollback()
         raise
     return stored
+
+
+def _charge(conn: sa.Connection, sql: _Statements, created: list[PreparedReport]) -> None:
+    """Add the created reports to their tokens' storage, token by token in id order; raise _OverQuota
+    naming every report of each token the batch would take past its quota."""
+    by_token: dict[int, list[PreparedReport]] = {}
+    for p in created:
+        if p.submitter:
+            by_token.setdefault(p.submitter, []).append(p)
+    over: dict[str, ReportStorageQuotaError] = {}
+    for token_id in sorted(by_token):
+        reports = by_token[token_id]
+        size = sum(len(p.report_row["body"].encode()) for p in reports)
+        quota = reports[0].byte_quota
+        row = {"token_id": token_id, "reports": len(reports), "report_bytes": size}
+        if not quota:
+            conn.execute(sql.storage_add, row)
+        elif size > quota or conn.execute(sql.storage_add_within, {**row, "quota": quota}).scalar() is None:
+            used = conn.execute(sql.storage_used, {"tid": token_id}).scalar() or 0
+            error = _over_quota(len(reports), size, used, quota)
+            over.update((p.report_id, error) for p in reports)
+    if over:
+        raise _OverQuota(over)
+
+
+def _over_quota(reports: int, size: int, used: int, quota: int) -> ReportStorageQuotaError:
+    return ReportStorageQuotaError(
+        f"this token has stored {used} of its {quota} bytes of report data; the {reports} new report(s) "
+        f"submitted need {size} more, so none of them was stored",
+        hint="ask the service's admin to raise ACCELENV_QUOTA_TOKEN_REPORT_BYTES or for a new token; "
+        "or submit fewer or smaller reports (`accelenv probe --checks ...` runs fewer checks)",
+    )
 
 
 def _add_evidence(

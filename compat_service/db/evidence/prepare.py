@@ -65,6 +65,8 @@ class PreparedReport:
     #: the submitter evidence counts the report as: its token's owner (``ApiTokenPublic.counted_as``); None:
     #: the token itself
     owner_key: int | None = None
+    #: bytes of report bodies its token may store in all (ACCELENV_QUOTA_TOKEN_REPORT_BYTES); 0: no quota
+    byte_quota: int = 0
 
     @property
     def report_id(self) -> str:
@@ -90,11 +92,11 @@ def summary_of(checks: list[CheckResult]) -> Summary:
 
 def prepare_report(
     report: ProbeReport, now: dt.datetime | None = None, *, submitter_id: int | None = None,
-    owner_key: int | None = None,
+    owner_key: int | None = None, byte_quota: int = 0,
 ) -> PreparedReport:
     """``report`` reduced to what ingest stores and counts; ``now`` is when it was received,
     ``submitter_id`` the token that sent it (None only for reports stored outside the API), ``owner_key``
-    whom it counts for (the token's owner). The stored
+    whom it counts for (the token's owner), ``byte_quota`` what that token may store in all. The stored
     body carries the summary derived from its checks. Raises ReportInvalidError when the cell key is not
     storable (see ``cell_key_of``)."""
     key = cell_key_of(report.environment)
@@ -134,6 +136,7 @@ def prepare_report(
         perf=headline_json(report),
         observation=observation_of(report),
         owner_key=owner_key,
+        byte_quota=byte_quota,
     )
 
 

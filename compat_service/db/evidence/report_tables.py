@@ -37,3 +37,15 @@ sa.Index(
     StoredReport.received_at.desc(),  # type: ignore[attr-defined]
     StoredReport.report_id,
 )
+
+
+class TokenStorage(SQLModel, table=True):
+    """What each token has stored (revision 0010_token_storage): the reports it created and their bodies'
+    bytes, added to by the ingest transaction that stores them (``SET n = n + k``), so the per-token storage
+    quota (ACCELENV_QUOTA_TOKEN_REPORT_BYTES) is decided by the database, never by a read in Python."""
+
+    __tablename__ = "token_storage"
+
+    token_id: int = Field(primary_key=True, sa_column_kwargs={"autoincrement": False})
+    reports: int = 0
+    report_bytes: int = Field(default=0, sa_type=sa.BigInteger)

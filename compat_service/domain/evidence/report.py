@@ -179,6 +179,9 @@ class PerfFigure(_Strict):
     threads: Count | None = None
     #: where the peak behind ``peak_fraction`` comes from: a sourced datasheet row, or this host measured
     peak_source: str | None = Field(default=None, max_length=400)
+    #: where the CPU did the work: the CPU time the probe got while measuring over the wall time of its threads;
+    #: well under 1 means other processes shared the cores (the figure is then marked invalid)
+    cpu_share: StrictFloat | None = Field(default=None, ge=0)
 
 
 class PerfBlock(_Strict):
@@ -188,7 +191,43 @@ class PerfBlock(_Strict):
     extra: FreeData = Field(default_factory=dict, max_length=64)
 
 
+class RelayTestResults(_Strict):
+    passed: Count
+    failed: Count
+    skipped: Count
+
+
+class RelayFailedTest(_Strict):
+    """One entry of the relay action's ``failed-tests-detail`` (a check that made the run not ok)."""
+
+    name: str = Field(min_length=1, max_length=200)
+    classname: str = Field(max_length=200)
+    #: status and detail, at most 1 KB (the action's cap)
+    message: str = Field(max_length=1024)
+    duration: StrictFloat = Field(ge=0)
+
+
+class CiRelay(_Strict):
+    """What PyTorch's Cross-Repository CI Relay takes from a downstream run: the inputs of pytorch/test-infra's
+    ``cross-repo-ci-relay-callback`` action (RFC-0050), filled from the run (``probes.harness.relay``)."""
+
+    #: the callback payload's schema version (the action's SCHEMA_VERSION)
+    schema_version: Literal["1"]
+    status: Literal["completed"]
+    #: the check run's conclusion: success when the report is ok, else failure
+    conclusion: Literal["success", "failure"]
+    #: the upstream check run is named crcr/<repo>/<workflow>/<job-name>
+    job_name: str = Field(min_length=1, max_length=100)
+    test_results: RelayTestResults
+    failed_tests_detail: list[RelayFailedTest] = Field(max_length=1000)
+    source: str = Field(max_length=400)
+
+
 class ProbeReport(_Strict):
+    """The report. ``schema_version`` changes only when the shape changes incompatibly (a field removed,
+    renamed or given another meaning); an optional field or block added keeps it (every report valid before
+    stays valid), as the CI relay's callback schema versions its payload."""
+
     schema_version: Literal["1"]
     report_id: uuid.UUID
     created_at: Annotated[dt.datetime, BeforeValidator(_timestamp_text), AfterValidator(_in_utc_range)]
@@ -205,6 +244,9 @@ class ProbeReport(_Strict):
     #: ``--certify``: the run scored on the measurable rows of the PyTorch Compute Platform Quality Levels
     #: rubric (probes.harness.certify), with the evidence per row; absent without --certify
     certification: FreeData | None = Field(default=None, max_length=64)
+    #: the fields PyTorch's Cross-Repository CI Relay takes from a downstream run (a vendor posts them with
+    #: the relay's callback action); absent from probes that did not fill them
+    ci_relay: CiRelay | None = None
 
 
 #: JSON's escape for U+0000 (a raw NUL byte is not valid JSON, so this is the only way one gets in)

@@ -26,10 +26,13 @@ from compat_service.domain.matrix.rows import (
     CapabilityFloor,
     CudaToolkit,
     GpuName,
+    KernelUserSpace,
+    KnownBadRule,
     MatrixTables,
     MinorVersionCompat,
     MpsSupport,
     RocmRelease,
+    RuntimeFloor,
     Source,
     ToolkitArchRange,
     TorchMinor,
@@ -147,7 +150,8 @@ class Matrix(Protocol):
         """The sm_ range the toolkit of this CUDA release compiles for; None = not sourced."""
 
     def gpu_names(self) -> Sequence[GpuName]:
-        """Every GPU product name the matrix maps to an architecture (NVIDIA's, then AMD's)."""
+        """Every GPU product name the matrix maps to an architecture (NVIDIA's, AMD's, then Intel's device
+        families)."""
 
     def arch_list(self, torch_version: str, variant: str, platform: str) -> ArchList | None:
         """The GPU architectures `variant` of `torch_version` ships for `platform`; None = unknown."""
@@ -156,6 +160,10 @@ class Matrix(Protocol):
         """Every GPU architecture the matrix names (arch lists' cubins and PTX, ROCm gfx targets), sorted."""
 
     def rocm_release(self, version: str) -> RocmRelease | None: ...
+
+    def rocm_kernel_user_space(self, kmd: str) -> KernelUserSpace | None:
+        """AMD's tested ROCm user space releases for the kernel driver of ROCm ``kmd`` (major.minor is read);
+        None = that driver is not in AMD's table."""
 
     def xpu_support(self, torch_version: str) -> XpuSupport | None: ...
 
@@ -177,6 +185,12 @@ class Matrix(Protocol):
 
     def capability_floors(self, torch_version: str, platform: str) -> Sequence[CapabilityFloor]:
         """The GPU floors of parts of this release's CUDA builds on ``platform`` (cuDNN, Triton)."""
+
+    def runtime_floor(self, torch_version: str, platform: str) -> RuntimeFloor | None:
+        """The glibc this release's binaries need where their wheel tag names an older one; None = no row."""
+
+    def known_bad(self, torch_version: str) -> Sequence[KnownBadRule]:
+        """The known-bad rules (known_bad.yaml) whose torch range holds this release, in file order."""
 
     def variants_on_platform(self, minor: TorchMinor, version: str, platform: str) -> tuple[VariantAvailability, ...]:
         """The variants of ``minor`` that patch ``version`` publishes for ``platform``."""
@@ -218,19 +232,24 @@ class InMemoryMatrix:
         self._toolkits = sorted(data.cuda.toolkits, key=lambda t: _release_key(t.version))
         self._mvc = {row.cuda_major: row for row in data.cuda.minor_version_compatibility}
         self._toolkit_archs = [(parse_specifier(row.cuda), row) for row in data.cuda.toolkit_archs]
-        self._gpu_names = (*data.cuda.gpu_names, *data.rocm.gpu_names)
+        self._gpu_names = (*data.cuda.gpu_names, *data.rocm.gpu_names, *data.xpu.gpu_names)
         # Specifiers are parsed once: the resolver asks for arch lists in its inner loop.
         self._arch_lists = [(parse_specifier(row.torch), row) for row in data.gpu_archs.arch_lists]
         self._arch_memo: dict[tuple[str, str, str], ArchList | None] = {}
         self._rocm = {_release_key(r.version): r for r in data.rocm.releases}
+        self._kernel_user_space = {_release_key(r.kmd)[:2]: r for r in data.rocm.kernel_user_space}
         named = {a for row in data.gpu_archs.arch_lists for a in (*row.archs, row.ptx) if a}
         named.update(t for r in data.rocm.releases for t in (r.gfx_targets or ()))
+        named.update(g.arch for g in data.rocm.gpu_names)  # an AMD name's target is known, shipped or not
         named.update(a for row in observed_arch_lists for a in (*row.archs, row.ptx) if a)
         self._gpu_archs = tuple(sorted(named, key=_arch_key))
         self._xpu = [(parse_specifier(row.torch), row) for row in data.xpu.support]
         self._mps = [(parse_specifier(row.torch), row) for row in data.mps.support]
         self._wheel_floors = [(parse_specifier(row.torch), row) for row in data.host_rules.wheel_floors]
         self._capability_floors = [(parse_specifier(row.torch), row) for row in data.host_rules.capability_floors]
+        self._runtime_floors = [(parse_specifier(row.torch), row) for row in data.host_rules.runtime_floors]
+        self._known_bad_rules = [(parse_specifier(row.torch), row) for row in data.known_bad.rules]
+        self._known_bad: dict[str, tuple[KnownBadRule, ...]] = {}
         self._sources = {s.key: s for s in data.sources.sources}
         self._on_platform: dict[tuple[str, str], tuple[VariantAvailability, ...]] = {}
         self._pythons: dict[tuple[str, str], list[str]] = {}
@@ -329,6 +348,9 @@ class InMemoryMatrix:
     def rocm_release(self, version: str) -> RocmRelease | None:
         return self._rocm.get(_release_key(version))
 
+    def rocm_kernel_user_space(self, kmd: str) -> KernelUserSpace | None:
+        return self._kernel_user_space.get(_release_key(kmd)[:2])
+
     def xpu_support(self, torch_version: str) -> XpuSupport | None:
         return _first_matching(self._xpu, torch_version)
 
@@ -349,6 +371,26 @@ class InMemoryMatrix:
 
     def source(self, key: str) -> Source | None:
         return self._sources.get(key)
+
+    def runtime_floor(self, torch_version: str, platform: str) -> RuntimeFloor | None:
+        return next(
+            (
+                row
+                for spec, row in self._runtime_floors
+                if platform in row.platforms and spec is not None and spec.contains(torch_version, prereleases=True)
+            ),
+            None,
+        )
+
+    def known_bad(self, torch_version: str) -> Sequence[KnownBadRule]:
+        found = self._known_bad.get(torch_version)
+        if found is None:
+            found = self._known_bad[torch_version] = tuple(
+                row
+                for spec, row in self._known_bad_rules
+                if spec is not None and spec.contains(torch_version, prereleases=True)
+            )
+        return found
 
     def capability_floors(self, torch_version: str, platform: str) -> Sequence[CapabilityFloor]:
         return [

@@ -36,6 +36,10 @@ __all__ = [
     "GpuName",
     "HostRulesFile",
     "IndexOverride",
+    "KernelUserSpace",
+    "KnownBadCompanion",
+    "KnownBadFile",
+    "KnownBadRule",
     "MatrixTables",
     "MinorVersionCompat",
     "MpsFile",
@@ -44,6 +48,7 @@ __all__ = [
     "RocmFile",
     "RocmRelease",
     "Row",
+    "RuntimeFloor",
     "Source",
     "SourcesFile",
     "ToolkitArchRange",
@@ -1075,14 +1080,51 @@ class RocmRelease(Row):
         )
 
 
+class KernelUserSpace(Row):
+    """AMD's user and kernel-space support matrix: the ROCm user space releases (major.minor) tested with the"""
+
+    __slots__ = ("kmd", "user_space")
+    _fields: ClassVar[Fields] = (("source", "source"), ("note", "note"), ("kmd", "kmd"), ("user_space", "user_space"))
+    kmd: str
+    user_space: list[str]
+
+    def __init__(
+        self,
+        *,
+        source: list[str],
+        note: str | None = None,
+        kmd: str,
+        user_space: list[str],
+    ) -> None:
+        _set(self, "source", source)
+        _set(self, "note", note)
+        _set(self, "kmd", kmd)
+        _set(self, "user_space", user_space)
+
+    @classmethod
+    def from_json(cls, data: JsonObject) -> KernelUserSpace:
+        return cls(
+            source=data["source"],
+            note=data.get("note", None),
+            kmd=data["kmd"],
+            user_space=data["user_space"],
+        )
+
+
 class RocmFile(Frozen):
     """Mirrors schema.RocmFile."""
 
-    __slots__ = ("schema_", "releases", "gpu_names")
-    _fields: ClassVar[Fields] = (("schema_", "schema"), ("releases", "releases"), ("gpu_names", "gpu_names"))
+    __slots__ = ("schema_", "releases", "gpu_names", "kernel_user_space")
+    _fields: ClassVar[Fields] = (
+        ("schema_", "schema"),
+        ("releases", "releases"),
+        ("gpu_names", "gpu_names"),
+        ("kernel_user_space", "kernel_user_space"),
+    )
     schema_: Literal["rocm/v1"]
     releases: list[RocmRelease]
     gpu_names: list[GpuName]
+    kernel_user_space: list[KernelUserSpace]
 
     def __init__(
         self,
@@ -1090,36 +1132,44 @@ class RocmFile(Frozen):
         schema_: Literal["rocm/v1"],
         releases: list[RocmRelease],
         gpu_names: list[GpuName] | None = None,
+        kernel_user_space: list[KernelUserSpace] | None = None,
     ) -> None:
         _set(self, "schema_", schema_)
         _set(self, "releases", releases)
         _set(self, "gpu_names", [] if gpu_names is None else gpu_names)
+        _set(self, "kernel_user_space", [] if kernel_user_space is None else kernel_user_space)
 
     @classmethod
     def from_json(cls, data: JsonObject) -> RocmFile:
         releases = [RocmRelease.from_json(x0) for x0 in data["releases"]]
         gpu_names = [GpuName.from_json(x0) for x0 in data.get("gpu_names", [])]
+        kernel_user_space = [KernelUserSpace.from_json(x0) for x0 in data.get("kernel_user_space", [])]
         return cls(
             schema_=data["schema"],
             releases=releases,
             gpu_names=gpu_names,
+            kernel_user_space=kernel_user_space,
         )
 
 
 class XpuSupport(Row):
     """Mirrors schema.XpuSupport."""
 
-    __slots__ = ("torch", "driver_requirement", "hardware")
+    __slots__ = ("torch", "driver_requirement", "hardware", "binary_prerequisite", "no_companion_wheels")
     _fields: ClassVar[Fields] = (
         ("source", "source"),
         ("note", "note"),
         ("torch", "torch"),
         ("driver_requirement", "driver_requirement"),
         ("hardware", "hardware"),
+        ("binary_prerequisite", "binary_prerequisite"),
+        ("no_companion_wheels", "no_companion_wheels"),
     )
     torch: str
     driver_requirement: str | None
     hardware: list[str] | None
+    binary_prerequisite: Literal["driver", "driver-and-support-package"] | None
+    no_companion_wheels: list[Platform]
 
     def __init__(
         self,
@@ -1129,12 +1179,16 @@ class XpuSupport(Row):
         torch: str,
         driver_requirement: str | None,
         hardware: list[str] | None,
+        binary_prerequisite: Literal["driver", "driver-and-support-package"] | None = None,
+        no_companion_wheels: list[Platform] | None = None,
     ) -> None:
         _set(self, "source", source)
         _set(self, "note", note)
         _set(self, "torch", torch)
         _set(self, "driver_requirement", driver_requirement)
         _set(self, "hardware", hardware)
+        _set(self, "binary_prerequisite", binary_prerequisite)
+        _set(self, "no_companion_wheels", [] if no_companion_wheels is None else no_companion_wheels)
 
     @classmethod
     def from_json(cls, data: JsonObject) -> XpuSupport:
@@ -1144,32 +1198,39 @@ class XpuSupport(Row):
             torch=data["torch"],
             driver_requirement=data["driver_requirement"],
             hardware=data["hardware"],
+            binary_prerequisite=data.get("binary_prerequisite", None),
+            no_companion_wheels=data.get("no_companion_wheels", []),
         )
 
 
 class XpuFile(Frozen):
     """Mirrors schema.XpuFile."""
 
-    __slots__ = ("schema_", "support")
-    _fields: ClassVar[Fields] = (("schema_", "schema"), ("support", "support"))
+    __slots__ = ("schema_", "support", "gpu_names")
+    _fields: ClassVar[Fields] = (("schema_", "schema"), ("support", "support"), ("gpu_names", "gpu_names"))
     schema_: Literal["xpu/v1"]
     support: list[XpuSupport]
+    gpu_names: list[GpuName]
 
     def __init__(
         self,
         *,
         schema_: Literal["xpu/v1"],
         support: list[XpuSupport],
+        gpu_names: list[GpuName] | None = None,
     ) -> None:
         _set(self, "schema_", schema_)
         _set(self, "support", support)
+        _set(self, "gpu_names", [] if gpu_names is None else gpu_names)
 
     @classmethod
     def from_json(cls, data: JsonObject) -> XpuFile:
         support = [XpuSupport.from_json(x0) for x0 in data["support"]]
+        gpu_names = [GpuName.from_json(x0) for x0 in data.get("gpu_names", [])]
         return cls(
             schema_=data["schema"],
             support=support,
+            gpu_names=gpu_names,
         )
 
 
@@ -1327,18 +1388,61 @@ class CapabilityFloor(Row):
         )
 
 
+class RuntimeFloor(Row):
+    """What a release's binaries ask of the host's C library where their wheel tag asks less (torch up to 2.6"""
+
+    __slots__ = ("torch", "platforms", "glibc")
+    _fields: ClassVar[Fields] = (
+        ("source", "source"),
+        ("note", "note"),
+        ("torch", "torch"),
+        ("platforms", "platforms"),
+        ("glibc", "glibc"),
+    )
+    torch: str
+    platforms: list[Platform]
+    glibc: str
+
+    def __init__(
+        self,
+        *,
+        source: list[str],
+        note: str | None = None,
+        torch: str,
+        platforms: list[Platform],
+        glibc: str,
+    ) -> None:
+        _set(self, "source", source)
+        _set(self, "note", note)
+        _set(self, "torch", torch)
+        _set(self, "platforms", platforms)
+        _set(self, "glibc", glibc)
+
+    @classmethod
+    def from_json(cls, data: JsonObject) -> RuntimeFloor:
+        return cls(
+            source=data["source"],
+            note=data.get("note", None),
+            torch=data["torch"],
+            platforms=data["platforms"],
+            glibc=data["glibc"],
+        )
+
+
 class HostRulesFile(Frozen):
     """Mirrors schema.HostRulesFile."""
 
-    __slots__ = ("schema_", "wheel_floors", "capability_floors")
+    __slots__ = ("schema_", "wheel_floors", "capability_floors", "runtime_floors")
     _fields: ClassVar[Fields] = (
         ("schema_", "schema"),
         ("wheel_floors", "wheel_floors"),
         ("capability_floors", "capability_floors"),
+        ("runtime_floors", "runtime_floors"),
     )
     schema_: Literal["host_rules/v1"]
     wheel_floors: list[WheelFloor]
     capability_floors: list[CapabilityFloor]
+    runtime_floors: list[RuntimeFloor]
 
     def __init__(
         self,
@@ -1346,19 +1450,188 @@ class HostRulesFile(Frozen):
         schema_: Literal["host_rules/v1"],
         wheel_floors: list[WheelFloor] | None = None,
         capability_floors: list[CapabilityFloor] | None = None,
+        runtime_floors: list[RuntimeFloor] | None = None,
     ) -> None:
         _set(self, "schema_", schema_)
         _set(self, "wheel_floors", [] if wheel_floors is None else wheel_floors)
         _set(self, "capability_floors", [] if capability_floors is None else capability_floors)
+        _set(self, "runtime_floors", [] if runtime_floors is None else runtime_floors)
 
     @classmethod
     def from_json(cls, data: JsonObject) -> HostRulesFile:
         wheel_floors = [WheelFloor.from_json(x0) for x0 in data.get("wheel_floors", [])]
         capability_floors = [CapabilityFloor.from_json(x0) for x0 in data.get("capability_floors", [])]
+        runtime_floors = [RuntimeFloor.from_json(x0) for x0 in data.get("runtime_floors", [])]
         return cls(
             schema_=data["schema"],
             wheel_floors=wheel_floors,
             capability_floors=capability_floors,
+            runtime_floors=runtime_floors,
+        )
+
+
+class KnownBadCompanion(Frozen):
+    """A package installed beside torch (a companion or a ``--with`` package) and the releases the rule names."""
+
+    __slots__ = ("name", "version")
+    _fields: ClassVar[Fields] = (("name", "name"), ("version", "version"))
+    name: str
+    version: str
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        version: str = "",
+    ) -> None:
+        _set(self, "name", name)
+        _set(self, "version", version)
+
+    @classmethod
+    def from_json(cls, data: JsonObject) -> KnownBadCompanion:
+        return cls(
+            name=data["name"],
+            version=data.get("version", ""),
+        )
+
+
+class KnownBadRule(Row):
+    """A combination a cited source shows to break (a build with a regression, a companion that breaks a torch,"""
+
+    __slots__ = (
+        "id",
+        "torch",
+        "severity",
+        "effect",
+        "families",
+        "variants",
+        "platforms",
+        "python",
+        "python_version",
+        "gpu_archs",
+        "min_gpu_arch",
+        "driver",
+        "macos",
+        "companion",
+    )
+    _fields: ClassVar[Fields] = (
+        ("source", "source"),
+        ("note", "note"),
+        ("id", "id"),
+        ("torch", "torch"),
+        ("severity", "severity"),
+        ("effect", "effect"),
+        ("families", "families"),
+        ("variants", "variants"),
+        ("platforms", "platforms"),
+        ("python", "python"),
+        ("python_version", "python_version"),
+        ("gpu_archs", "gpu_archs"),
+        ("min_gpu_arch", "min_gpu_arch"),
+        ("driver", "driver"),
+        ("macos", "macos"),
+        ("companion", "companion"),
+    )
+    id: str
+    torch: str
+    severity: Literal["never", "caveat"]
+    effect: str
+    families: list[Literal["cpu", "cuda", "rocm", "xpu", "mps", "npu", "mlu"]] | None
+    variants: list[str] | None
+    platforms: list[Platform] | None
+    python: list[str] | None
+    python_version: str | None
+    gpu_archs: list[str] | None
+    min_gpu_arch: str | None
+    driver: str | None
+    macos: str | None
+    companion: KnownBadCompanion | None
+
+    def __init__(
+        self,
+        *,
+        source: list[str],
+        note: str | None = None,
+        id: str,
+        torch: str,
+        severity: Literal["never", "caveat"],
+        effect: str,
+        families: list[Literal["cpu", "cuda", "rocm", "xpu", "mps", "npu", "mlu"]] | None = None,
+        variants: list[str] | None = None,
+        platforms: list[Platform] | None = None,
+        python: list[str] | None = None,
+        python_version: str | None = None,
+        gpu_archs: list[str] | None = None,
+        min_gpu_arch: str | None = None,
+        driver: str | None = None,
+        macos: str | None = None,
+        companion: KnownBadCompanion | None = None,
+    ) -> None:
+        _set(self, "source", source)
+        _set(self, "note", note)
+        _set(self, "id", id)
+        _set(self, "torch", torch)
+        _set(self, "severity", severity)
+        _set(self, "effect", effect)
+        _set(self, "families", families)
+        _set(self, "variants", variants)
+        _set(self, "platforms", platforms)
+        _set(self, "python", python)
+        _set(self, "python_version", python_version)
+        _set(self, "gpu_archs", gpu_archs)
+        _set(self, "min_gpu_arch", min_gpu_arch)
+        _set(self, "driver", driver)
+        _set(self, "macos", macos)
+        _set(self, "companion", companion)
+
+    @classmethod
+    def from_json(cls, data: JsonObject) -> KnownBadRule:
+        companion = data.get("companion", None)
+        if companion is not None:
+            companion = KnownBadCompanion.from_json(companion)
+        return cls(
+            source=data["source"],
+            note=data.get("note", None),
+            id=data["id"],
+            torch=data["torch"],
+            severity=data["severity"],
+            effect=data["effect"],
+            families=data.get("families", None),
+            variants=data.get("variants", None),
+            platforms=data.get("platforms", None),
+            python=data.get("python", None),
+            python_version=data.get("python_version", None),
+            gpu_archs=data.get("gpu_archs", None),
+            min_gpu_arch=data.get("min_gpu_arch", None),
+            driver=data.get("driver", None),
+            macos=data.get("macos", None),
+            companion=companion,
+        )
+
+
+class KnownBadFile(Frozen):
+    """Mirrors schema.KnownBadFile."""
+
+    __slots__ = ("schema_", "rules")
+    _fields: ClassVar[Fields] = (("schema_", "schema"), ("rules", "rules"))
+    schema_: Literal["known_bad/v1"]
+    rules: list[KnownBadRule]
+
+    def __init__(
+        self,
+        *,
+        schema_: Literal["known_bad/v1"],
+        rules: list[KnownBadRule],
+    ) -> None:
+        _set(self, "schema_", schema_)
+        _set(self, "rules", rules)
+
+    @classmethod
+    def from_json(cls, data: JsonObject) -> KnownBadFile:
+        rules = [KnownBadRule.from_json(x0) for x0 in data["rules"]]
+        return cls(
+            schema_=data["schema"],
+            rules=rules,
         )
 
 
@@ -1591,6 +1864,7 @@ class MatrixTables(Frozen):
         "mps",
         "vendor_backends",
         "host_rules",
+        "known_bad",
     )
     _fields: ClassVar[Fields] = (
         ("sources", "sources"),
@@ -1603,6 +1877,7 @@ class MatrixTables(Frozen):
         ("mps", "mps"),
         ("vendor_backends", "vendor_backends"),
         ("host_rules", "host_rules"),
+        ("known_bad", "known_bad"),
     )
     sources: SourcesFile
     build_variants: BuildVariantsFile
@@ -1614,6 +1889,7 @@ class MatrixTables(Frozen):
     mps: MpsFile
     vendor_backends: VendorFile
     host_rules: HostRulesFile
+    known_bad: KnownBadFile
 
     def __init__(
         self,
@@ -1628,6 +1904,7 @@ class MatrixTables(Frozen):
         mps: MpsFile,
         vendor_backends: VendorFile,
         host_rules: HostRulesFile,
+        known_bad: KnownBadFile,
     ) -> None:
         _set(self, "sources", sources)
         _set(self, "build_variants", build_variants)
@@ -1639,6 +1916,7 @@ class MatrixTables(Frozen):
         _set(self, "mps", mps)
         _set(self, "vendor_backends", vendor_backends)
         _set(self, "host_rules", host_rules)
+        _set(self, "known_bad", known_bad)
 
     @classmethod
     def from_json(cls, data: JsonObject) -> MatrixTables:
@@ -1652,6 +1930,7 @@ class MatrixTables(Frozen):
         mps = MpsFile.from_json(data["mps"])
         vendor_backends = VendorFile.from_json(data["vendor_backends"])
         host_rules = HostRulesFile.from_json(data["host_rules"])
+        known_bad = KnownBadFile.from_json(data["known_bad"])
         return cls(
             sources=sources,
             build_variants=build_variants,
@@ -1663,4 +1942,5 @@ class MatrixTables(Frozen):
             mps=mps,
             vendor_backends=vendor_backends,
             host_rules=host_rules,
+            known_bad=known_bad,
         )

@@ -38,6 +38,8 @@ Confidence = Literal["primary", "secondary", "third-party"]
 
 _PYTHON_RE = re.compile(r"^3\.\d{1,2}t?$")
 _ARCH_RE = re.compile(r"^(sm_\d{2,3}[af]?|gfx[0-9a-f]{3,5}|compute_\d{2,3})$")
+#: an Intel GPU device family as Intel's compute runtime names its configurations (BmgHwConfig -> bmg)
+_INTEL_FAMILY_RE = re.compile(r"^(pvc|dg2|bmg|mtl|arl|lnl|ptl)$")
 
 
 def _check_version(value: str | None) -> str | None:
@@ -313,8 +315,8 @@ class GpuName(Row):
     @field_validator("arch")
     @classmethod
     def _arch(cls, arch: str) -> str:
-        if not _ARCH_RE.match(arch):
-            raise ValueError(f"{arch!r} is not a GPU architecture like 'sm_90' or 'gfx942'")
+        if not (_ARCH_RE.match(arch) or _INTEL_FAMILY_RE.match(arch)):
+            raise ValueError(f"{arch!r} is not a GPU architecture like 'sm_90', 'gfx942' or an Intel family 'bmg'")
         return arch
 
 
@@ -388,6 +390,17 @@ class RocmRelease(Row):
     amd_tested_torch: list[str] | None = None
 
 
+class KernelUserSpace(Row):
+    """AMD's user and kernel-space support matrix: the ROCm user space releases (major.minor) tested with the
+    kernel-mode driver (KMD) of one ROCm release. A pip ROCm wheel bundles its user space, so a host whose
+    driver is that KMD runs a build of any listed release."""
+
+    #: the ROCm release whose amdgpu kernel driver the host runs, major.minor ("6.3" for 6.3.x)
+    kmd: VersionStr
+    #: the ROCm user space releases, major.minor, AMD lists for that driver
+    user_space: list[VersionStr] = Field(min_length=1)
+
+
 class RocmFile(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -395,12 +408,19 @@ class RocmFile(BaseModel):
     releases: list[RocmRelease]
     #: AMD product names -> gfx target
     gpu_names: list[GpuName] = Field(default_factory=list)
+    #: kernel driver -> user space releases (AMD's compatibility window); a driver not listed: same minor only
+    kernel_user_space: list[KernelUserSpace] = Field(default_factory=list)
 
 
 class XpuSupport(Row):
     torch: TorchSpecifier
     driver_requirement: str | None
     hardware: list[str] | None
+    #: what a binary (pip) install needs on the host besides the wheels: the Intel GPU driver alone, or also
+    #: Intel's support package with its environment activated (2.5); null = not sourced
+    binary_prerequisite: Literal["driver", "driver-and-support-package"] | None = None
+    #: the platforms whose xpu index has no torchvision/torchaudio wheels for these releases (build from source)
+    no_companion_wheels: list[Platform] = Field(default_factory=list)
 
 
 class XpuFile(BaseModel):
@@ -408,6 +428,8 @@ class XpuFile(BaseModel):
 
     schema_: Literal["xpu/v1"] = Field(alias="schema")
     support: list[XpuSupport]
+    #: Intel GPU product names -> device family (pvc, dg2, bmg, ...); every one is an xpu target
+    gpu_names: list[GpuName] = Field(default_factory=list)
 
 
 class MpsSupport(Row):
@@ -450,6 +472,15 @@ class CapabilityFloor(Row):
     effect: str = Field(min_length=1)
 
 
+class RuntimeFloor(Row):
+    """What a release's binaries ask of the host's C library where their wheel tag asks less (torch up to 2.6
+    is tagged manylinux1, glibc 2.5, but was built on CentOS 7 and needs glibc 2.17)."""
+
+    torch: TorchSpecifier
+    platforms: list[Platform] = Field(min_length=1)
+    glibc: VersionStr
+
+
 class HostRulesFile(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -458,6 +489,68 @@ class HostRulesFile(BaseModel):
     wheel_floors: list[WheelFloor] = Field(default_factory=list)
     #: GPU floors of parts of the CUDA builds (bundled cuDNN, torch.compile's Triton)
     capability_floors: list[CapabilityFloor] = Field(default_factory=list)
+    #: per torch range: the glibc the binaries need where their wheel tag names an older one
+    runtime_floors: list[RuntimeFloor] = Field(default_factory=list)
+
+
+# --------------------------------------------------------------------------- known_bad.yaml
+
+
+class KnownBadCompanion(BaseModel):
+    """A package installed beside torch (a companion or a ``--with`` package) and the releases the rule names."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9._-]*$")
+    #: PEP 440 specifier over the package's versions; empty = every release
+    version: str = ""
+
+    @field_validator("version")
+    @classmethod
+    def _spec(cls, value: str) -> str:
+        return _check_specifier(value) if value else value
+
+
+class KnownBadRule(Row):
+    """A combination a cited source shows to break (a build with a regression, a companion that breaks a torch,
+    a platform a build does not run on). Every field but ``torch`` narrows the rule; a field left out matches
+    every value. ``never``: the resolver passes over a build the rule matches and refuses it when asked for
+    directly; ``caveat``: the answer says it in one line with its source."""
+
+    #: stable kebab-case name the answer cites
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9.-]*[a-z0-9]$")
+    torch: TorchSpecifier
+    severity: Literal["never", "caveat"]
+    #: what breaks, in one line
+    effect: str = Field(min_length=1, max_length=200)
+    #: build families (cuda, rocm, mps, ...) and build labels (cu124, rocm6.0); both narrow
+    families: list[BackendFamily] | None = None
+    variants: list[str] | None = None
+    platforms: list[Platform] | None = None
+    #: the Python minors ("3.12", "3.13t") the rule holds on, and a specifier over the full Python version
+    #: (a CPython patch release: "<3.13.3")
+    python: PythonList | None = None
+    python_version: str | None = None
+    #: GPU architectures: exactly these (``gpu_archs``), or NVIDIA ones from ``min_gpu_arch`` up
+    gpu_archs: list[Annotated[str, Field(pattern=_ARCH_RE.pattern)]] | None = None
+    min_gpu_arch: str | None = Field(default=None, pattern=r"^sm_\d{2,3}$")
+    #: PEP 440 specifiers over the host's NVIDIA driver and macOS versions
+    driver: str | None = None
+    macos: str | None = None
+    #: a package beside torch that the rule needs (torchaudio >= 2.9, torchdata)
+    companion: KnownBadCompanion | None = None
+
+    @field_validator("driver", "macos", "python_version")
+    @classmethod
+    def _specs(cls, value: str | None) -> str | None:
+        return None if value is None else _check_specifier(value)
+
+
+class KnownBadFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    schema_: Literal["known_bad/v1"] = Field(alias="schema")
+    rules: list[KnownBadRule]
 
 
 # --------------------------------------------------------------------------- vendor PrivateUse1 plugins
@@ -526,6 +619,7 @@ MATRIX_FILES: dict[str, type[BaseModel]] = {
     "mps.yaml": MpsFile,
     "vendor_backends.yaml": VendorFile,
     "host_rules.yaml": HostRulesFile,
+    "known_bad.yaml": KnownBadFile,
 }
 
 
@@ -544,3 +638,4 @@ class MatrixData(BaseModel):
     mps: MpsFile
     vendor_backends: VendorFile
     host_rules: HostRulesFile
+    known_bad: KnownBadFile

@@ -180,7 +180,8 @@ def _cuda(rows: FileRows) -> list[Problem]:
 
 def _toolkit_archs_and_gpu_names(rows: FileRows) -> list[Problem]:
     """Each toolkit release falls in at most one compile range, each range is ordered, and a GPU name is
-    listed once, with an NVIDIA arch in cuda.yaml and an AMD one in rocm.yaml."""
+    listed once, with an NVIDIA arch in cuda.yaml, an AMD one in rocm.yaml and an Intel device family in xpu.yaml;
+    AMD's kernel-driver rows name each driver once."""
     out = _Problems()
     ranges = [(i, r, parse_specifier(r.cuda)) for i, r in _rows(rows, "cuda.yaml", "toolkit_archs")]
     for i, r, _ in ranges:
@@ -196,15 +197,23 @@ def _toolkit_archs_and_gpu_names(rows: FileRows) -> list[Problem]:
                 f"CUDA {t.version} (toolkits[{t_index}]) falls in toolkit_archs[{hits[0]}] and [{hits[1]}]",
             )
     seen: dict[str, str] = {}
-    for file, prefix in (("cuda.yaml", "sm_"), ("rocm.yaml", "gfx")):
+    for file, prefix in (("cuda.yaml", "sm_"), ("rocm.yaml", "gfx"), ("xpu.yaml", None)):
         for i, g in _rows(rows, file, "gpu_names"):
             key = " ".join(g.name.lower().split())
             where = f"{file} gpu_names[{i}]"
             if key in seen:
                 out.add(file, f"gpu_names[{i}].name", f"GPU name {g.name!r} is listed twice (first at {seen[key]})")
             seen.setdefault(key, where)
-            if not g.arch.startswith(prefix):
+            if prefix is None and g.arch.startswith(("sm_", "gfx")):
+                out.add(file, f"gpu_names[{i}].arch", f"{g.arch!r} is not an Intel device family, as {file} needs")
+            elif prefix is not None and not g.arch.startswith(prefix):
                 out.add(file, f"gpu_names[{i}].arch", f"{g.arch!r} is not a {prefix}* architecture, as {file} needs")
+    kmds: dict[str, int] = {}
+    for i, k in _rows(rows, "rocm.yaml", "kernel_user_space"):
+        if k.kmd in kmds:
+            first = kmds[k.kmd]
+            out.add("rocm.yaml", f"kernel_user_space[{i}].kmd", f"KMD {k.kmd} is listed twice (first at [{first}])")
+        kmds.setdefault(k.kmd, i)
     return out
 
 
@@ -437,6 +446,36 @@ def _vendor(rows: FileRows) -> list[Problem]:
     return out
 
 
+#: torch versions a rule's range is tried against besides the matrix's patches (a range none of them satisfies
+#: is empty: ">=2.5,<2.4")
+_TORCH_GRID = [Version(f"{major}.{minor}.{patch}") for major in (1, 2, 3) for minor in range(40) for patch in range(6)]
+
+
+def _known_bad(rows: FileRows, labels: dict[str, Any], patches: list[Version]) -> list[Problem]:
+    """known_bad.yaml: ids once each, build labels that exist and belong to the rule's families, and a torch
+    range that is not empty."""
+    out = _Problems()
+    file = "known_bad.yaml"
+    seen: dict[str, int] = {}
+    for i, rule in _rows(rows, file, "rules"):
+        if rule.id in seen:
+            out.add(file, f"rules[{i}].id", f"duplicate rule id {rule.id!r} (first at rules[{seen[rule.id]}])")
+        seen.setdefault(rule.id, i)
+        spec = parse_specifier(rule.torch)
+        if spec is not None and not any(spec.contains(v, prereleases=True) for v in [*patches, *_TORCH_GRID]):
+            out.add(file, f"rules[{i}].torch", f"{rule.torch!r} holds no torch version (an empty range)")
+        for j, label in enumerate(rule.variants or []):
+            if label not in labels:
+                out.add(file, f"rules[{i}].variants[{j}]", f"build label {label!r} is not in build_variants.yaml")
+            elif rule.families is not None and labels[label].family not in rule.families:
+                out.add(
+                    file,
+                    f"rules[{i}].variants[{j}]",
+                    f"{label} is a {labels[label].family} build, not one of the rule's families {rule.families}",
+                )
+    return out
+
+
 def cross_file_problems(rows: FileRows) -> list[Problem]:
     """Every cross-row and cross-file problem among ``rows`` (see the module docstring)."""
     labels, problems = _build_variants(rows)
@@ -448,4 +487,5 @@ def cross_file_problems(rows: FileRows) -> list[Problem]:
     problems += torch_problems
     problems += _gpu_archs(rows, labels, patches)
     problems += _vendor(rows)
+    problems += _known_bad(rows, labels, patches)
     return problems

@@ -15,6 +15,7 @@ from compat_service.domain.hardware_rules import (
 from compat_service.domain.matrix.rows import AscendNpuRow, CambriconMluRow
 from compat_service.domain.resolver.resolution import HostRequirement, Pin, Reason, Resolution
 from compat_service.domain.resolver.state import Candidate, ResolverState
+from compat_service.domain.resolver.vendor_rules import rocm_fit_reason, xpu_prerequisites
 from compat_service.domain.resolver.wheel_tags import describes_host, floor_needed, full_python, host_words
 from compat_service.domain.versions import cached_version
 
@@ -54,6 +55,7 @@ def build_resolution(
         _arch_reason(state, c, reasons, warnings)
     if state.family == "cuda" and r.gpu_arch is not None and r.gpu_arch.startswith("sm_"):
         _capability_floors(state, version, warnings)
+    warnings.extend(line for line in c.known_bad if line not in warnings)
     if state.family == "cuda":
         _driver_notes(state, version, c, reasons, warnings, requirements)
     _family_notes(state, version, c, reasons, warnings, requirements)
@@ -434,7 +436,10 @@ def _runtime_reason(state: ResolverState, c: Candidate, reasons: list[Reason]) -
         return
     name = RUNTIME_NAMES.get(state.family, "runtime")
     have = state.request.runtime
-    if state.family == "rocm":
+    window = rocm_fit_reason(state.matrix, have or "", c.label, c.build_row.runtime) if state.family == "rocm" else None
+    if window is not None:
+        detail, sources = window
+    elif state.family == "rocm":
         detail = f"ROCm {have} on the host: {c.label} is built for ROCm {c.build_row.runtime}, the same major.minor"
         sources = tuple(c.build_row.source)
     elif c.plugin_row is not None:
@@ -476,6 +481,9 @@ def _family_notes(
         if xpu is not None and xpu.driver_requirement:
             requirements.append(HostRequirement("intel-gpu-driver", None, xpu.driver_requirement))
             reasons.append(Reason("xpu", xpu.driver_requirement, tuple(xpu.source)))
+        support_package = xpu_prerequisites(xpu)
+        if support_package is not None:
+            requirements.append(HostRequirement("intel-support-package", None, support_package))
     elif state.family == "rocm" and c.build_row.runtime:
         release = state.matrix.rocm_release(c.build_row.runtime)
         if release is not None and release.min_driver:
@@ -504,11 +512,8 @@ def _platform_notes(
         version = f"{floor.version[0]}.{floor.version[1]}"
         name = floor.needs.lower()
         given = describes_host(state)
-        detail = (
-            f"the pinned wheels' platform tags need {floor.text}; the target has {host_words(state)}"
-            if given
-            else f"the pinned wheels' platform tags need {floor.text} (no {flag} given: assumed)"
-        )
+        need = floor.origin or f"the pinned wheels' platform tags need {floor.text}"
+        detail = f"{need}; the target has {host_words(state)}" if given else f"{need}; no {flag} given, assumed"
         if not any(
             q.name == name and q.version is not None and cached_version(q.version) >= cached_version(version)
             for q in requirements

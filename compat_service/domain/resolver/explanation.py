@@ -29,6 +29,7 @@ from compat_service.domain.resolver.state import (
     DriverRefusal,
     Dropout,
     GpuArchRefusal,
+    KnownBadRefusal,
     PlatformRefusal,
     PythonRefusal,
     Refusal,
@@ -36,6 +37,7 @@ from compat_service.domain.resolver.state import (
     RuntimeRefusal,
     WheelsRefusal,
 )
+from compat_service.domain.resolver.vendor_rules import rocm_window
 from compat_service.domain.resolver.wheel_tags import host_words
 
 if TYPE_CHECKING:
@@ -275,6 +277,9 @@ def _explain_driver(f: Failure) -> Conflict:
 
 def _explain_companions(f: Failure) -> Conflict:
     missing = sorted({n for d in f.deaths for n in _info(d, CompanionsRefusal).missing})
+    unpublished = [d for d in f.deaths if _info(d, CompanionsRefusal).unpublished is not None]
+    if unpublished and len(unpublished) == len(f.deaths):
+        return _explain_unpublished(f, missing, unpublished)
     causes = [f.torch_cause] + [
         (
             f"{n} for torch {d.patch.version}",
@@ -288,6 +293,48 @@ def _explain_companions(f: Failure) -> Conflict:
         "companion-unknown",
         f"the matrix has no {' or '.join(missing)} version for {f.asked}",
         hint="drop the companion with --with, or pick another torch version",
+        causes=causes,
+        facts={"missing": missing},
+    )
+
+
+def _explain_known_bad(f: Failure) -> Conflict:
+    """Every build that fits is one a ``never`` rule of known_bad.yaml passes over (known_bad.py)."""
+    refused = [(d.patch.version, c.label, rule) for d in f.deaths for c, rule in _info(d, KnownBadRefusal).refused]
+    version, label, rule = refused[0]
+    causes: list[CauseRow] = [f.torch_cause]
+    seen: set[str] = set()
+    for v, lab, rl in refused:
+        if rl.id in seen:
+            continue
+        seen.add(rl.id)
+        causes.append((f"torch {v} {lab}", f"matrix: known_bad.yaml {rl.id} ({', '.join(rl.source)})", rl.effect))
+    return Conflict(
+        "known-bad",
+        f"torch {version} {label} is a known-bad combination for this target: {rule.effect} "
+        f"[known issue {rule.id}: {', '.join(rule.source)}]",
+        hint="take a request under 'what would work' (another patch or build of torch), or change the target",
+        causes=causes[:8],
+        facts={"rules": sorted(seen)},
+    )
+
+
+def _explain_unpublished(f: Failure, missing: list[str], deaths: list[Dropout]) -> Conflict:
+    """The xpu index publishes no companion wheels for these releases on this platform (xpu.yaml)."""
+    row = _info(deaths[0], CompanionsRefusal).unpublished
+    assert row is not None  # (the caller passes the dropouts that have one)
+    platform = f.state.request.platform
+    causes = [f.torch_cause] + [
+        (
+            f"{' and '.join(missing)} for torch {row.torch} on {platform}",
+            f"matrix: xpu support {row.torch} ({', '.join(row.source)})",
+            "no wheels on the xpu index: build them from source, or install torch alone",
+        )
+    ]
+    return Conflict(
+        "companion-unknown",
+        f"the xpu index publishes no {' or '.join(missing)} wheels for torch {row.torch} on {platform}",
+        hint="install torch alone (--with none) and build the companions from source, or pick a newer torch",
         causes=causes,
         facts={"missing": missing},
     )
@@ -666,6 +713,15 @@ def _explain_runtime(f: Failure) -> Conflict:
         for label, needs in list(offered.items())[:6]
     ]
     runtimes = sorted({n for n in offered.values() if n}, reverse=True)
+    window = rocm_window(state.matrix, r.runtime or "") if state.family == "rocm" else None
+    if window is not None:
+        causes.append(
+            (
+                f"the ROCm {window.kmd} kernel driver runs ROCm user space {', '.join(window.user_space)}",
+                f"matrix: rocm kernel_user_space ({', '.join(window.source)})",
+                "AMD's tested window; a ROCm wheel bundles its user space",
+            )
+        )
     return Conflict(
         "runtime-mismatch",
         f"no {what} for {asked} fits {name} {r.runtime}: {needs_text}",
@@ -695,6 +751,7 @@ EXPLAIN: dict[str, Callable[[Failure], Conflict]] = {
     "gpu_arch": _explain_gpu_arch,
     "driver": _explain_driver,
     "companions": _explain_companions,
+    "known_bad": _explain_known_bad,
 }
 
 

@@ -21,7 +21,19 @@ A stack (`--with vllm`) adds its ecosystem packages after torch, in an order tha
 torch: with torch from the default index they join its one command (pip resolves everything at once); with
 torch from another index they follow in a second command that repeats every torch pin, so pip keeps the
 installed builds; a source build (flash-attn without a prebuilt wheel) and a ``--no-deps`` package get
-commands of their own (the warnings, printed as comments, say why).
+commands of their own (the warnings, printed as comments, say why):
+
+- a source build whose build imports torch (flash-attn's setup.py) runs without build isolation, after torch:
+  pip's ``--no-build-isolation``; in the uv format ``[tool.uv] no-build-isolation-package``. A requirements
+  file or a conda environment cannot order it after torch (pip builds while it resolves, before anything is
+  installed, and a requirements file takes no ``--no-build-isolation``): they leave it out of the file and say
+  the command to run after it, as a comment.
+- a package whose metadata pins another torch (vLLM paired with vllm-ascend) is installed with ``--no-deps``
+  (pip has no override of a dependency's pin), and then its other requirements, read from the installed
+  distribution's metadata, with every pin of the answer held; the uv format states the answer's pins as
+  ``[tool.uv] override-dependencies`` instead, uv's documented override of a dependency's pin.
+- a package from its project's own wheel page (PyG, mmcv: origin ``find-links``) takes the page as
+  ``--find-links`` in every format (uv: a flat index used only for that package).
 """
 
 from __future__ import annotations
@@ -84,36 +96,75 @@ def _stack_spec(pin: StackPin) -> str:
     return f"{pin.name}=={pin.version}"
 
 
+def _find_links(pins: list[StackPin] | tuple[StackPin, ...]) -> list[str]:
+    """The wheel pages (``--find-links``) of the pins that come from their project's own pages, in order."""
+    return list(dict.fromkeys(p.url for p in pins if p.origin == "find-links" and p.url))
+
+
 def _stack_commands(res: Resolution, tool: str, commands: list[str]) -> list[str]:
     """The ecosystem packages after torch, never replacing it (see the module docstring)."""
     plain = [p for p in res.stack if p.origin != "sdist" and not p.no_deps]
     if plain:
-        specs = " ".join(_stack_spec(p) for p in plain)
+        specs = " ".join([*(_stack_spec(p) for p in plain), *(f"--find-links {u}" for u in _find_links(plain))])
         if res.index_url is None and not res.no_deps and len(commands) == 1:
             commands = [f"{commands[0]} {specs}"]
         else:
             held = " ".join(_spec(p) for p in res.packages if p.name not in res.no_deps)
             commands = [*commands, f"{tool} {held} {specs}"]
+    commands += _after_torch(res, tool)
+    return commands
+
+
+def _after_torch(res: Resolution, tool: str) -> list[str]:
+    """The commands that follow the installs a file can state: each source build without build isolation, each
+    ``--no-deps`` package with, next, its other requirements (see the module docstring)."""
     held = " ".join(_spec(p) for p in res.packages if p.name not in res.no_deps)
+    commands = []
     for pin in res.stack:
         if pin.origin == "sdist":
             commands.append(f"{tool} --no-build-isolation {held} {pin.name}=={pin.version}")
         elif pin.no_deps:
             commands.append(f"{tool} --no-deps {_stack_spec(pin)}")
+            commands += _requirements_of(res, pin, tool, held)
     return commands
 
 
+def _requirements_of(res: Resolution, pin: StackPin, tool: str, held: str) -> list[str]:
+    """A ``--no-deps`` package's own requirements but the pins of the answer (torch and what the stack installs),
+    read from its installed metadata (``importlib.metadata``: markers kept, extras left out), then installed with
+    every pin of the answer held."""
+    skip = sorted({"torch", *(p.name for p in res.packages), *(p.name for p in res.stack)})
+    names = ", ".join(repr(name) for name in skip)
+    listing = f"{pin.name}-requirements.txt"
+    script = (
+        "import re; from importlib.metadata import requires; "
+        f"skip = {{{names}}}; "
+        f"print(*[r for r in requires({pin.name!r}) or [] if 'extra ==' not in r and "
+        "re.split(r'[^A-Za-z0-9._-]', r, maxsplit=1)[0].lower().replace('_', '-') not in skip], sep='\\n')"
+    )
+    return [f'python -c "{script}" > {listing}', f"{tool} -r {listing} {held}".rstrip()]
+
+
 def _stack_lines(res: Resolution) -> list[str]:
-    """requirements.txt / conda pip lines of the stack, with what a file cannot say as a comment."""
-    lines = []
-    for pin in res.stack:
-        note = ""
-        if pin.origin == "sdist":
-            note = "  # built from source: install with --no-build-isolation after torch"
-        elif pin.no_deps:
-            note = "  # install with --no-deps"
-        lines.append((pin.url if pin.origin == "url" and pin.url else f"{pin.name}=={pin.version}") + note)
-    return lines
+    """requirements.txt / conda pip lines of the stack: what one pip run can install (see `_after_lines`), after
+    the wheel pages of the packages from their project's own page (``--find-links``)."""
+    plain = [pin for pin in res.stack if pin.origin != "sdist" and not pin.no_deps]
+    return [f"--find-links {url}" for url in _find_links(plain)] + [
+        pin.url if pin.origin == "url" and pin.url else f"{pin.name}=={pin.version}" for pin in plain]
+
+
+def _after_lines(res: Resolution, comment: str = "#") -> list[str]:
+    """What a file cannot install, as comments: the commands to run once it is installed."""
+    after = _after_torch(res, "pip install")
+    if not after:
+        return []
+    why = []
+    if any(p.origin == "sdist" for p in res.stack):
+        why.append("a source build whose build imports torch runs without build isolation, after torch")
+    if any(p.no_deps for p in res.stack):
+        why.append("a package pinning another torch goes in with --no-deps, then its other requirements")
+    lines = [f"{comment} then run, once this is installed ({'; '.join(why)}):"]
+    return lines + [f"{comment}   {command}" for command in after]
 
 
 def _pip(res: Resolution) -> str:
@@ -143,6 +194,7 @@ def _requirements(res: Resolution) -> str:
     # requirements.txt has no per-package --no-deps: say so where it applies
     lines += [_spec(p) + ("  # install with --no-deps" if p.name in res.no_deps else "") for p in res.packages]
     lines += _stack_lines(res)
+    lines += _after_lines(res)
     return "\n".join(lines) + "\n"
 
 
@@ -157,7 +209,9 @@ def _uv(res: Resolution) -> str:
     lines += [f"  {_toml_str(_spec(p))}," for p in res.packages]
     lines += [f"  {_toml_str(_stack_spec(p).strip(chr(34)))}," for p in res.stack]
     lines.append("]")
+    lines += _uv_settings(res)
     torch_pins = _torch_pins(res)
+    sources: list[str] = []
     if res.index_url is not None:
         lines += [
             "",
@@ -166,9 +220,36 @@ def _uv(res: Resolution) -> str:
             f"url = {_toml_str(res.index_url)}",
             "explicit = true",
         ]
-        lines += ["", "[tool.uv.sources]"]
-        lines += [f"{p.name} = [{{ index = {_toml_str(index_name)} }}]" for p in torch_pins]
+        sources += [f"{p.name} = [{{ index = {_toml_str(index_name)} }}]" for p in torch_pins]
+    # a project's own wheel page (--find-links) is a flat index in uv, used only for that package
+    for pin in res.stack:
+        if pin.origin == "find-links" and pin.url:
+            name = f"{pin.name}-wheels"
+            lines += ["", "[[tool.uv.index]]", f"name = {_toml_str(name)}", f"url = {_toml_str(pin.url)}",
+                      'format = "flat"', "explicit = true"]
+            sources.append(f"{pin.name} = [{{ index = {_toml_str(name)} }}]")
+    if sources:
+        lines += ["", "[tool.uv.sources]", *sources]
     return "\n".join(lines) + "\n"
+
+
+def _uv_settings(res: Resolution) -> list[str]:
+    """``[tool.uv]``: a source build whose build imports torch (flash-attn) without build isolation, and the
+    answer's pins over those of a package that pins another torch (uv's override-dependencies)."""
+    builds = [p.name for p in res.stack if p.origin == "sdist"]
+    overridden = [p for p in res.stack if p.no_deps]
+    if not builds and not overridden:
+        return []
+    lines = ["", "[tool.uv]"]
+    if builds:
+        lines += [f"# {', '.join(builds)}: built from source against the installed torch (its build imports torch),",
+                  "# so without build isolation: install torch first (the first command above), then sync",
+                  "no-build-isolation-package = [" + ", ".join(_toml_str(n) for n in builds) + "]"]
+    if overridden:
+        names = ", ".join(p.name for p in overridden)
+        lines += [f"# {names} pin(s) another torch than this answer's: the answer's pins override theirs",
+                  "override-dependencies = [" + ", ".join(_toml_str(_spec(p)) for p in res.packages) + "]"]
+    return lines
 
 
 def _conda(res: Resolution) -> str:
@@ -186,6 +267,7 @@ def _conda(res: Resolution) -> str:
     lines += [f"      - {line}" for line in _index_lines(res)]
     lines += [f"      - {_spec(p)}" for p in res.packages]
     lines += [f"      - {line}" for line in _stack_lines(res)]
+    lines += _after_lines(res)
     return "\n".join(lines) + "\n"
 
 

@@ -46,7 +46,8 @@ class StackPin:
     name: str
     version: str
     #: where it comes from: "index" (the default package index), "url" (a prebuilt wheel outside the
-    #: index, `url`), "sdist" (built from source on the target)
+    #: index, `url`), "sdist" (built from source on the target), "find-links" (from the project's own wheel
+    #: page, `url`: PyG's, mmcv's; pip's --find-links)
     origin: str
     #: why this release: its pins, the torch build its binaries go with, the curated row it follows
     reason: str

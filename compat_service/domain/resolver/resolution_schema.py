@@ -38,12 +38,13 @@ class PackageBody(_Closed):
 class StackPackageBody(_Closed):
     name: str = Field(description="an ecosystem package resolved with torch: vllm, xformers, flash-attn, ...")
     version: str
-    origin: Literal["index", "url", "sdist"] = Field(
-        description="index: the default package index; url: a prebuilt wheel outside it; sdist: built on the target"
+    origin: Literal["index", "url", "sdist", "find-links"] = Field(
+        description="index: the default package index; url: a prebuilt wheel outside it; sdist: built on the target; "
+        "find-links: from the project's own wheel page (url), one per torch minor and build"
     )
     reason: str = Field(description="why this release: its pins, the torch build its binaries go with")
     sources: list[str] = Field(description="keys into matrix_data/sources.yaml")
-    url: str | None = Field(description="the prebuilt wheel's URL where origin is url")
+    url: str | None = Field(description="the prebuilt wheel's URL where origin is url; the wheel page where find-links")
     no_deps: bool = Field(description="installed with --no-deps: its metadata would pull another torch")
 
 

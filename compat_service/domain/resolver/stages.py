@@ -43,6 +43,7 @@ from compat_service.domain.resolver.explanation import (
     to_error,
     torch_not_found,
 )
+from compat_service.domain.resolver.known_bad import screen, skip_words
 from compat_service.domain.resolver.request import implied_family, invalid_request
 from compat_service.domain.resolver.state import (
     STAGE,
@@ -53,6 +54,7 @@ from compat_service.domain.resolver.state import (
     DriverRefusal,
     Dropout,
     GpuArchRefusal,
+    KnownBadRefusal,
     PlatformRefusal,
     PluginRefusal,
     PythonRefusal,
@@ -61,6 +63,11 @@ from compat_service.domain.resolver.state import (
     RuntimeRefusal,
     Trial,
     WheelsRefusal,
+)
+from compat_service.domain.resolver.vendor_rules import (
+    check_intel_gpu_backend,
+    rocm_fits,
+    unpublished_companions,
 )
 from compat_service.domain.resolver.wheel_tags import blocked_wheels, build_blocked, describes_host
 from compat_service.domain.versions import cached_version
@@ -129,6 +136,9 @@ def name_the_gpu(request: ResolveRequest, matrix: Matrix) -> tuple[ResolveReques
 
         backend = BackendSpec(found.family, "family", found.family)
         check_target_flags(backend, request.driver, request.runtime)  # --gpu MI300X --runtime 6.3.4: rocm
+    if found.family == "xpu":  # an Intel device family is no --gpu-arch: the name picks the xpu build
+        check_intel_gpu_backend(request, backend)
+        return request.changed(backend=backend), found
     return request.changed(gpu_arch=found.arch, backend=backend), found
 
 
@@ -138,7 +148,8 @@ def _with_gpu_reason(res: Resolution, gpu: GpuLookup | None) -> Resolution:
     from compat_service.domain.resolver.resolution import Reason
 
     named = ", ".join(f"{product} is {arch} (matrix name {name!r})" for product, arch, name in gpu.matched)
-    reason = Reason("gpu", f"--gpu: {named}; resolved for {gpu.arch}", gpu.source)
+    target = f"the xpu build (Intel device family {gpu.arch})" if gpu.family == "xpu" else gpu.arch
+    reason = Reason("gpu", f"--gpu: {named}; resolved for {target}", gpu.source)
     warnings = (gpu.note,) if gpu.note else ()
     return res.changed(reasons=(reason, *res.reasons), warnings=(*warnings, *res.warnings))
 
@@ -191,16 +202,22 @@ def _driver_needs(request: ResolveRequest, matrix: Matrix) -> dict[str, Version 
         needs = [_lowest_floor(state, t) for t in _passing(state, minor, _BEFORE_DRIVER)]
         if needs:
             found[minor.minor] = None if None in needs else min(n for n in needs if n is not None)
-    if (
+    if _matrix_keyed(state, asked):
+        memo[key] = found
+    return found
+
+
+def _matrix_keyed(state: ResolverState, asked: str | None) -> bool:
+    """Whether every request field the stages before the driver's read is one the matrix lists (or absent)."""
+    r, matrix = state.request, state.matrix
+    return (
         (asked is None or matrix.build_variant(asked) is not None)
         and (r.python is None or r.python in _listed_pythons(matrix, r.platform))
         and (r.gpu_arch is None or r.gpu_arch in matrix.gpu_archs())
         and r.python_version is None
         and r.runtime is None
         and not describes_host(state)
-    ):
-        memo[key] = found
-    return found
+    )
 
 
 def _passing(state: ResolverState, minor: TorchMinor, stages: tuple[Stage, ...]) -> list[Trial]:
@@ -329,6 +346,8 @@ def _skip_reason(state: ResolverState, dropout: Dropout) -> str:
         first = info.blocked[0]
         state.wheel_skips.append((dropout.patch.version, first))
         return f"{first.package} wheels need {first.floor.text}" if first.floor is not None else first.why
+    if isinstance(info, KnownBadRefusal):
+        return skip_words(info.refused[0][1])
     if isinstance(info, (PlatformRefusal, BackendRefusal)) and state.request.platform in (
         dropout.minor.platforms_unsourced or ()
     ):
@@ -370,7 +389,8 @@ _SKIP_REASONS = {
     "runtime": "no build for the given --runtime",
     "gpu_arch": "no kernels for the GPU",
     "driver": "needs a newer driver",
-    "companions": "companion versions unknown",
+    "companions": "companion versions unknown or not published",
+    "known_bad": "a known-bad combination",
 }
 
 
@@ -474,22 +494,29 @@ def _runtime_stage(state: ResolverState, t: Trial) -> Refusal | None:
     if runtime is None:
         return None
     if state.family in PLUGIN_FAMILIES:
-        plugin, runtime_note, offered = _plugin_for_runtime(state, t.patch.version, t.python, state.request.platform)
-        if plugin is None:
-            return RuntimeRefusal(offered)
-        for c in t.candidates:
-            c.plugin_row = plugin
-            c.runtime_unknown = runtime_note
-        return None
+        return _plugin_runtime_stage(state, t)
     if state.family != "rocm":
         return None
     fits = [c for c in t.candidates if runtime_fits("rocm", runtime, c.build_row.runtime) is not False]
+    # the host's own ROCm minor first, else a release AMD's kernel-driver window admits (vendor_rules)
+    fits = fits or [c for c in t.candidates if rocm_fits(state.matrix, runtime, c.build_row.runtime)]
     if not fits:
         return RuntimeRefusal([(c.label, c.build_row.runtime) for c in t.candidates])
     for c in fits:
         if c.build_row.runtime is None:
             c.runtime_unknown = f"whether {c.label} runs on ROCm {runtime} (its ROCm release is unknown)"
     t.candidates = fits
+    return None
+
+
+def _plugin_runtime_stage(state: ResolverState, t: Trial) -> Refusal | None:
+    """The vendor plugin row for --runtime (one whose runtime is unknown, said so, when none is known to fit)."""
+    plugin, runtime_note, offered = _plugin_for_runtime(state, t.patch.version, t.python, state.request.platform)
+    if plugin is None:
+        return RuntimeRefusal(offered)
+    for c in t.candidates:
+        c.plugin_row = plugin
+        c.runtime_unknown = runtime_note
     return None
 
 
@@ -536,7 +563,22 @@ def _driver_floors(state: ResolverState, t: Trial) -> None:
 
 def _companions_stage(state: ResolverState, t: Trial) -> Refusal | None:
     missing = [name for name in state.request.with_ if getattr(t.patch, name).version is None]
-    return CompanionsRefusal(missing) if missing else None
+    if missing:
+        return CompanionsRefusal(missing)
+    if state.family == "xpu":
+        r = state.request
+        missing, row = unpublished_companions(state.matrix, t.patch.version, r.platform, r.with_)
+        if missing:
+            return CompanionsRefusal(missing, row)
+    return None
+
+
+def _known_bad_stage(state: ResolverState, t: Trial) -> Refusal | None:
+    candidates, refused = screen(state, t.patch, t.python, t.candidates)
+    if not candidates:
+        return KnownBadRefusal(refused)
+    t.candidates = candidates
+    return None
 
 
 #: a stage: None when the patch passes it (the stage narrows the trial's builds and notes what it found), else
@@ -554,6 +596,7 @@ STAGE_CHECKS: dict[str, Stage] = {
     "gpu_arch": _gpu_arch_stage,
     "driver": _driver_stage,
     "companions": _companions_stage,
+    "known_bad": _known_bad_stage,
 }
 _ALL_STAGES = tuple(STAGE_CHECKS.values())
 #: what the nearest-torch search folds over (`minors_past_first_stages`): the stages before the driver's, whose

@@ -19,14 +19,27 @@ if TYPE_CHECKING:
         AscendNpuRow,
         BuildVariant,
         CambriconMluRow,
+        KnownBadRule,
         TorchMinor,
         TorchPatch,
         VariantAvailability,
+        XpuSupport,
     )
     from compat_service.domain.resolver.request import ResolveRequest
     from compat_service.domain.resolver.wheel_tags import Blocked
 
-STAGES = ("platform", "python", "wheels", "backend", "plugin", "runtime", "gpu_arch", "driver", "companions")
+STAGES = (
+    "platform",
+    "python",
+    "wheels",
+    "backend",
+    "plugin",
+    "runtime",
+    "gpu_arch",
+    "driver",
+    "companions",
+    "known_bad",
+)
 STAGE = {name: index for index, name in enumerate(STAGES)}
 
 
@@ -70,6 +83,8 @@ class Candidate:
     plugin_row: AscendNpuRow | CambriconMluRow | None = None
     #: what the build's fit to --runtime rests on when the matrix does not say (None: known, or no --runtime)
     runtime_unknown: str | None = None
+    #: what the answer says about the known-bad rules that hold or may hold for this build (known_bad.py)
+    known_bad: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -139,8 +154,16 @@ class DriverRefusal:
 
 @dataclass(frozen=True)
 class CompanionsRefusal:
-    #: the --with companions the matrix has no version of
+    #: the --with companions the matrix has no version of (or the xpu index publishes no wheels of)
     missing: list[str]
+    #: the xpu.yaml row that says its index publishes no companion wheels for the patch on the platform
+    unpublished: XpuSupport | None = None
+
+
+@dataclass(frozen=True)
+class KnownBadRefusal:
+    #: (build, the known_bad.yaml ``never`` rule that passes over it)
+    refused: list[tuple[Candidate, KnownBadRule]]
 
 
 Refusal = (
@@ -153,6 +176,7 @@ Refusal = (
     | GpuArchRefusal
     | DriverRefusal
     | CompanionsRefusal
+    | KnownBadRefusal
 )
 
 

@@ -40,6 +40,8 @@ class TagFloor:
 
     needs: str
     version: tuple[int, int]
+    #: why, where the floor is not a wheel tag's (a release's binaries built for a newer glibc than their tag)
+    origin: str | None = None
 
     @property
     def text(self) -> str:
@@ -203,6 +205,9 @@ def build_blocked(state: ResolverState, version: str, label: str) -> Blocked | N
         return _mps_blocked(state, version)
     if r.os != "linux" or (r.glibc is None and r.musl is None):
         return None
+    runtime = runtime_floor(state, version)
+    if runtime is not None and r.glibc is not None and _version_pair(r.glibc) < runtime.version:
+        return Blocked("torch", version, "platform", f"{runtime.origin}; the target has {host_words(state)}", runtime)
     row = state.matrix.wheel_floor(version, label, r.platform)
     if row is None:
         return None
@@ -225,6 +230,20 @@ def _mps_blocked(state: ResolverState, version: str) -> Blocked | None:
     return Blocked("torch", version, "platform",
                    f"MPS in torch {version} needs macOS >= {row.min_macos} (mps.yaml: {', '.join(row.source)}); "
                    f"the target has macOS {state.request.macos}", TagFloor("macOS", need))
+
+
+def runtime_floor(state: ResolverState, version: str) -> TagFloor | None:
+    """The glibc a release's binaries need where their wheel tag names an older one (host_rules.yaml
+    runtime_floors: torch up to 2.6 is tagged manylinux1 but was built on CentOS 7, glibc 2.17)."""
+    row = state.matrix.runtime_floor(version, state.request.platform) if state.request.os == "linux" else None
+    if row is None:
+        return None
+    return TagFloor(
+        "glibc",
+        _version_pair(row.glibc),
+        f"torch {version}'s binaries need glibc >= {row.glibc}, more than their wheel tag says; "
+        f"host_rules.yaml: {', '.join(row.source)}",
+    )
 
 
 def floor_needed(state: ResolverState, patch: TorchPatch, label: str) -> TagFloor | None:
@@ -254,4 +273,8 @@ def _floor_needed(state: ResolverState, patch: TorchPatch, label: str) -> TagFlo
         own = [f for f in map(tag_floor, files.platform_tags) if f is not None]
         if own:
             floors.append(min(own, key=lambda f: f.version))
-    return max(floors, key=lambda f: f.version) if floors else None
+    runtime = runtime_floor(state, patch.version)
+    if runtime is not None:
+        floors.append(runtime)
+    # the highest; at equal versions a wheel tag's floor (said plainly) before a runtime floor
+    return max(floors, key=lambda f: (f.version, f.origin is None)) if floors else None

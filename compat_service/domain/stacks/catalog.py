@@ -25,7 +25,7 @@ from packaging.version import InvalidVersion, Version
 
 ECOSYSTEM_FILE = "ecosystem.yaml"
 #: bump when the compiled layout changes
-CATALOG_FORMAT = "4"
+CATALOG_FORMAT = "7"
 ORACLE_FILE = "stack-oracle.yaml"
 _OWN_FILES = tuple(Path(__file__).with_name(name) for name in ("catalog.py", "schema.py"))
 
@@ -62,7 +62,9 @@ class Release:
         "prerelease",
         "requires",
         "requires_python",
+        "companions",
         "sdist",
+        "torch_index",
         "version",
         "wheels",
         "yanked",
@@ -83,6 +85,8 @@ class Release:
         policy: dict[str, Any] | None,
         first_upload: str | None = None,
         oracle: dict[str, dict[str, str | None]] | None = None,
+        torch_index: dict[str, Any] | None = None,
+        companions: tuple[dict[str, Any], ...] = (),
     ) -> None:
         self.package = package
         self.version = version
@@ -103,6 +107,11 @@ class Release:
         #: the resolution oracle's outcomes (index/stack-oracle.yaml): platform -> Python -> None when the stack
         #: answer resolved with every pin unchanged, else why not (the failing requirement)
         self.oracle = oracle or {}
+        #: the torch build its wheels were compiled against (schema.TorchIndexRow as a plain dict: label, detail,
+        #: source), where the package's documents name one; None: the default-index build of its pin
+        self.torch_index = torch_index
+        #: ecosystem packages it requires unpinned (schema.CompanionRow as plain dicts: package, source)
+        self.companions = companions
         self._parsed: Version | None = None
 
     @property
@@ -157,6 +166,7 @@ class Package:
         "index",
         "name",
         "oracle_source",
+        "page_rows",
         "releases",
         "retrieved",
         "sources",
@@ -167,8 +177,11 @@ class Package:
     def __init__(self, *, name: str, torch_build: str | None, sources: tuple[str, ...], index: str | None,
                  retrieved: str | None, releases: tuple[Release, ...], wheel_rows: tuple[dict[str, Any], ...],
                  final_release_matches: str | None, oracle_source: str | None = None,
-                 abi_rows: tuple[dict[str, Any], ...] = (), gpu_floor: dict[str, Any] | None = None) -> None:
+                 abi_rows: tuple[dict[str, Any], ...] = (), gpu_floor: dict[str, Any] | None = None,
+                 page_rows: tuple[dict[str, Any], ...] = ()) -> None:
         self.name = name
+        #: the project's own wheel pages (schema.WheelPageRow as plain dicts): PyG's, mmcv's, DGL's
+        self.page_rows = page_rows
         #: the C++ ABI of torch's default-index builds per torch specifier (schema.AbiRow as plain dicts)
         self.abi_rows = abi_rows
         #: the oldest NVIDIA architecture its kernels run on (schema.GpuFloor as a plain dict), or None
@@ -195,7 +208,12 @@ class Package:
         """Platforms any live release publishes wheels (or prebuilt wheels) for."""
         found = {p for r in self.releases if not r.yanked for p, tags in r.wheels.items() if tags}
         found |= {row["platform"] for row in self.wheel_rows}
+        found |= {platform for row in self.page_rows for platform in row["platforms"]}
         return sorted(found)
+
+    def pages(self, version: str, platform: str) -> list[dict[str, Any]]:
+        """The wheel-page rows that carry ``version`` on ``platform``."""
+        return [row for row in self.page_rows if version in row["versions"] and platform in row["platforms"]]
 
 
 class Catalog:
@@ -349,6 +367,8 @@ def _package(p: dict[str, Any]) -> Package:
             policy=r.get("policy"),
             first_upload=r.get("first_upload"),
             oracle=r.get("oracle"),
+            torch_index=r.get("torch_index"),
+            companions=tuple(r.get("companions", ())),
         )
         for r in p["releases"]
     )
@@ -364,6 +384,7 @@ def _package(p: dict[str, Any]) -> Package:
         oracle_source=p.get("oracle_source"),
         abi_rows=tuple(p.get("abi_rows", ())),
         gpu_floor=p.get("gpu_floor"),
+        page_rows=tuple(p.get("page_rows", ())),
     )
 
 
@@ -407,12 +428,18 @@ def compile_catalog(data_dir: Path) -> dict[str, Any]:
         keys = {s["key"] for s in yaml.safe_load((data_dir / "sources.yaml").read_text(encoding="utf-8"))["sources"]}
     except (OSError, yaml.YAMLError, KeyError, TypeError):
         keys = set()
+    try:
+        variants = yaml.safe_load((data_dir / "build_variants.yaml").read_text(encoding="utf-8"))["variants"]
+        labels = {v["label"] for v in variants}
+    except (OSError, yaml.YAMLError, KeyError, TypeError):
+        labels = set()
     for name, package in curated.items():
         if name not in names:
             problems.append(
                 Problem(ECOSYSTEM_FILE, name, "not an ecosystem package: add its line to index/refresh.yaml")
             )
-        rows = (*package.torch, *package.wheels, *package.policy, *package.cxx11abi,
+        rows = (*package.torch, *package.wheels, *package.policy, *package.cxx11abi, *package.wheel_pages,
+                *package.torch_index, *package.companions,
                 *((package.gpu_floor,) if package.gpu_floor else ()))
         cited = [*package.source, *(s for row in rows for s in row.source)]
         for key in cited:
@@ -425,6 +452,13 @@ def compile_catalog(data_dir: Path) -> dict[str, Any]:
                 except InvalidSpecifier:
                     where = f"{name}.torch.{row.version}"
                     problems.append(Problem(ECOSYSTEM_FILE, where, f"{spec!r} is not a specifier"))
+        problems += _torch_index_problems(name, package.torch_index, labels)
+        for companion in package.companions:
+            where = f"{name}.companions.{companion.versions}"
+            if _specifier(companion.versions) is None:
+                problems.append(Problem(ECOSYSTEM_FILE, where, f"{companion.versions!r} is not a specifier"))
+            if companion.package not in names:
+                problems.append(Problem(ECOSYSTEM_FILE, where, f"{companion.package!r} is not an ecosystem package"))
     oracle: dict[tuple[str, str], dict[str, dict[str, str | None]]] = {}
     oracle_source = None
     oracle_file = data_dir / "index" / ORACLE_FILE
@@ -451,6 +485,16 @@ def compile_catalog(data_dir: Path) -> dict[str, Any]:
         row = curated.get(name)
         torch_rows = {r.version: r for r in row.torch} if row else {}
         policy_rows = {r.version: r for r in row.policy} if row else {}
+        index_rows: list[tuple[SpecifierSet, Any]] = []
+        for index_row in row.torch_index if row else ():
+            spec = _specifier(index_row.versions)
+            if spec is not None:
+                index_rows.append((spec, index_row))
+        companion_rows: list[tuple[SpecifierSet, Any]] = []
+        for companion in row.companions if row else ():
+            spec = _specifier(companion.versions)
+            if spec is not None:
+                companion_rows.append((spec, companion))
         releases = []
         for release in sorted(facts.releases if facts else [], key=lambda r: _sort_key(r.version), reverse=True):
             wheels: dict[str, list[str]] = {}
@@ -464,6 +508,7 @@ def compile_catalog(data_dir: Path) -> dict[str, Any]:
             # a row names a release, or a release series (``0.8``: every 0.8.x, as torchcodec's table does)
             torch_row = torch_rows.get(release.version) or torch_rows.get(_series(release.version))
             policy_row = policy_rows.get(release.version)
+            index_row = next((r for spec, r in index_rows if spec.contains(release.version, prereleases=True)), None)
             releases.append({
                 "version": release.version, "yanked": release.yanked, "prerelease": release.prerelease,
                 "requires_python": release.requires_python, "sdist": release.sdist,
@@ -472,6 +517,9 @@ def compile_catalog(data_dir: Path) -> dict[str, Any]:
                 "policy": policy_row.model_dump() if policy_row else None,
                 "first_upload": release.first_upload.date().isoformat() if release.first_upload else None,
                 "oracle": oracle.get((name, release.version)),
+                "torch_index": index_row.model_dump(exclude={"versions"}) if index_row else None,
+                "companions": [c.model_dump(exclude={"versions"}) for spec, c in companion_rows
+                               if spec.contains(release.version, prereleases=True)],
             })
         packages.append({
             "name": name,
@@ -485,6 +533,7 @@ def compile_catalog(data_dir: Path) -> dict[str, Any]:
             "oracle_source": oracle_source if any(r["oracle"] for r in releases) else None,
             "abi_rows": [a.model_dump() for a in row.cxx11abi] if row else [],
             "gpu_floor": row.gpu_floor.model_dump() if row and row.gpu_floor else None,
+            "page_rows": [w.model_dump() for w in row.wheel_pages] if row else [],
         })
     if problems:
         raise MatrixDataError(
@@ -494,6 +543,29 @@ def compile_catalog(data_dir: Path) -> dict[str, Any]:
         )
     marker_env = {rule.platform: dict(rule.markers) for rule in config.platforms} if config else {}
     return {"format": CATALOG_FORMAT, "packages": packages, "marker_env": marker_env}
+
+
+def _torch_index_problems(name: str, rows: Any, labels: set[str]) -> list[Any]:
+    """A torch_index row's release specifier must parse and its label be a build label (build_variants.yaml)."""
+    from compat_service.domain.matrix.problems import Problem
+
+    problems = []
+    for row in rows:
+        where = f"{name}.torch_index.{row.versions}"
+        try:
+            SpecifierSet(row.versions)
+        except InvalidSpecifier:
+            problems.append(Problem(ECOSYSTEM_FILE, where, f"{row.versions!r} is not a specifier"))
+        if labels and row.label not in labels:
+            problems.append(Problem(ECOSYSTEM_FILE, where, f"{row.label!r} is not a build label (build_variants.yaml)"))
+    return problems
+
+
+def _specifier(text: str) -> SpecifierSet | None:
+    try:
+        return SpecifierSet(text)
+    except InvalidSpecifier:
+        return None  # reported by _torch_index_problems
 
 
 def _series(version: str) -> str:

@@ -36,7 +36,8 @@ def stack_issues(installed: dict[str, str | None], catalog: Catalog, platform: s
         if version is None or torch is None:
             continue
         package = catalog.get(name)
-        release = package.release(version) if package is not None else None
+        # a wheel from a project's own page carries a local tag (torch-scatter 2.1.2+pt25cu124): the release is 2.1.2
+        release = package.release(_public(version)) if package is not None else None
         if release is None:
             issues.append(StackIssue(name, version, "warning",
                                      f"{name} {version} is not in the generated index facts: its torch "
@@ -64,6 +65,15 @@ def stack_issues(installed: dict[str, str | None], catalog: Catalog, platform: s
                     issues.append(StackIssue(name, version, "error",
                                              f"{name} {version} pins {companion}=={pinned}; {companion} {have} "
                                              "is installed"))
+        if package is not None and package.torch_build == "wheel-pages":
+            minor = ".".join(_public(torch).split(".")[:2])
+            build = torch.split("+", 1)[1] if "+" in torch else None
+            pages = [row for row in package.pages(release.version, platform) if minor in row["torch"]]
+            if not pages or (build is not None and not any(build in row["builds"] for row in pages)):
+                issues.append(StackIssue(name, version, "warning",
+                                         f"{name} {version} has no wheel page for the installed torch {torch} (its "
+                                         "project's pages, curated): unless it was built from source here, its "
+                                         "binaries were built for another torch"))
         if stated is None and release.curated_torch and release.curated_torch.get("binaries"):
             specs = release.curated_torch["binaries"]
             if not any(SpecifierSet(s).contains(_public(torch), prereleases=True) for s in specs):

@@ -31,6 +31,12 @@ def release_row(package: Package, release: Release, platform: str | None = None)
          "cxx11abi": row["cxx11abi"], "source": row["source"]}
         for row in package.wheel_rows if row["version"] == release.version
     ]
+    pages = [
+        {"torch": row["torch"], "builds": row["builds"], "platforms": row["platforms"], "python": row["python"],
+         "url": row["url"], "source": row["source"]}
+        for row in package.page_rows
+        if release.version in row["versions"] and (platform is None or platform in row["platforms"])
+    ]
     return {
         "version": release.version,
         "yanked": release.yanked,
@@ -42,6 +48,7 @@ def release_row(package: Package, release: Release, platform: str | None = None)
         "curated_torch": release.curated_torch,
         "prebuilt_wheels": prebuilt,
         "policy": release.policy,
+        "wheel_pages": pages,
     }
 
 
@@ -62,5 +69,6 @@ def package_view(catalog: Catalog, name: str, platform: str | None = None,
         "index": package.index,
         "retrieved": package.retrieved,
         "platforms": package.platforms(),
-        "releases": [r for r in releases if platform is None or r["platforms"] or r["prebuilt_wheels"]],
+        "releases": [r for r in releases
+                     if platform is None or r["platforms"] or r["prebuilt_wheels"] or r["wheel_pages"]],
     }

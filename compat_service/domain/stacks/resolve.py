@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
+from compat_service.domain.hardware_rules import runtime_fits
 from compat_service.domain.resolver.request import BackendSpec, PackageRequest, TorchSpec
 from compat_service.domain.resolver.resolution import HostRequirement, Pin, Reason, Resolution, StackPin
 from compat_service.domain.resolver.stages import resolve
@@ -134,8 +135,12 @@ def _known(catalog: Catalog, item: PackageRequest) -> Package:
 
 
 def _publishes(package: Package, release: Release, platform: str) -> bool:
+    if package.torch_build == "wheel-pages":  # the default index's wheels (if any) are not the builds people use
+        return bool(package.pages(release.version, platform))
     if release.wheels.get(platform):
         return True
+    if package.torch_build == "jit":  # its sdist installs after torch: its ops compile at run time
+        return release.sdist is not None
     if package.torch_build == "prebuilt":
         return release.sdist is not None or any(
             row["version"] == release.version and row["platform"] == platform for row in package.wheel_rows
@@ -165,6 +170,8 @@ def _known_torch(package: Package, release: Release, platform: str) -> bool:
     prebuilt wheel matrix (a release with none of these is tried after every release with one)."""
     if release.torch_specifier(platform, None) is not None or package.torch_build == "prebuilt":
         return True
+    if package.torch_build == "wheel-pages":
+        return bool(package.pages(release.version, platform))
     return bool(release.curated_torch and release.curated_torch.get("binaries"))
 
 
@@ -218,9 +225,11 @@ def _distinct(releases: list[Release], package: Package, platform: str, keep: se
             if row["version"] == release.version and row["platform"] == platform
         )
         curated = tuple(release.curated_torch["binaries"] or ()) if release.curated_torch else None
-        key = (release.torch_specifier(platform, None), curated, rows, release.requires_python,
+        pages = tuple((tuple(row["torch"]), tuple(row["builds"])) for row in package.pages(release.version, platform))
+        key = (release.torch_specifier(platform, None), curated, rows, pages, release.requires_python,
                release.wheels.get(platform, ()), tuple(sorted(release.pins(platform, None).items())),
                release.policy is not None, package.final_release_matches is not None and not release.prerelease,
+               tuple(c["package"] for c in release.companions),
                tuple(sorted(release.oracle.get(platform, {}).items())))
         if package.final_release_matches is not None or key not in seen or release.parsed in keep:
             seen.add(key)
@@ -280,6 +289,15 @@ def _plan(search: Search, combo: list[tuple[tuple[PackageRequest, Package], Rele
                     f"{name}=={pins[name][0]}", False))
                 return None
             pins[name] = (version, f"{package.name} {release.version}")
+        if package.torch_build == "wheel-pages":
+            rows = package.pages(release.version, platform)
+            minors = list(dict.fromkeys(m for row in rows for m in row["torch"]))
+            any_of.append([f"=={m}.*" for m in minors])
+            reasons.append(Reason(
+                "stack", f"{package.name} {release.version}: its binaries are on the project's own wheel pages, one "
+                f"per torch minor and build, for torch {', '.join(minors)} on {platform} (curated)",
+                tuple(dict.fromkeys(s for row in rows for s in row["source"]))))
+            continue
         stated = release.torch_specifier(platform, python)
         if stated is not None:
             specs.append(SpecifierSet(stated))
@@ -310,9 +328,17 @@ def _patches(search: Search, plan: Plan) -> Iterator[tuple[TorchMinor, TorchPatc
     spec = search.request.torch
     named = spec.minor_named()
     count = 0
+    paged = any(package.torch_build == "wheel-pages" for package, _release in plan.chosen)
     for minor in search.matrix.torch_minors():
         if named is not None and minor.minor != named:
             continue
+        if paged and named is None and any(minor.minor in row["torch"] for p, r in plan.chosen
+                                           for row in p.pages(r.version, search.request.platform)):
+            why = _page_labels(search, plan, minor, [None])[1]
+            if why is not None:  # no wheel page for the asked build of this minor: the next minor may have one
+                what = ", ".join(f"{p.name} {r.version}" for p, r in plan.chosen)
+                search.attempts.append(Attempt(f"{what} with torch {minor.minor}", "stack-conflict", why, False))
+                continue
         if minor.status != "released" and not spec.names_minor(minor.minor):
             continue
         for patch in search.matrix.torch_patches(minor):
@@ -346,6 +372,9 @@ def _labels(search: Search, plan: Plan, minor: TorchMinor) -> tuple[list[str | N
     if "default-index" in rules:
         label = _default_label(minor, platform)
         names = ", ".join(p.name for p, _ in plan.chosen if p.torch_build == "default-index")
+        built = _built_against(search, plan, minor, label)
+        if built is not None:
+            return built
         if label is None:
             plan.unknowns.append(f"the default-index build of torch {minor.minor} on {platform} is not in the "
                                  f"matrix: the build {names} go with is unknown")
@@ -357,6 +386,10 @@ def _labels(search: Search, plan: Plan, minor: TorchMinor) -> tuple[list[str | N
                         f"{label}, not a {family} build")
         else:
             labels = [label]
+    if "wheel-pages" in rules:
+        labels, why = _page_labels(search, plan, minor, labels)
+        if why is not None:
+            return [], why
     if "prebuilt" in rules:
         majors = {row["cuda_major"] for p, r in plan.chosen for row in p.wheel_rows if row["version"] == r.version}
         if labels != [None]:
@@ -368,6 +401,87 @@ def _labels(search: Search, plan: Plan, minor: TorchMinor) -> tuple[list[str | N
         if family in (None, "auto", "cuda") and cuda:
             labels = sorted(cuda, key=lambda lbl: _runtime_key(search, lbl), reverse=True) + [None]
     return labels, None
+
+
+def _page_labels(search: Search, plan: Plan, minor: TorchMinor,
+                 labels: list[str | None]) -> tuple[list[str | None], str | None]:
+    """The builds of ``minor`` every wheel-pages package of the plan has a page for (CUDA newest first, then the
+    rest), narrowed by the request's --backend and by the builds other rules allow; or why none."""
+    request, platform = search.request, search.request.platform
+    builds: set[str] | None = None
+    for package, release in plan.chosen:
+        if package.torch_build == "wheel-pages":
+            paged = {b for row in package.pages(release.version, platform) if minor.minor in row["torch"]
+                     for b in row["builds"]}
+            builds = paged if builds is None else builds & paged
+    names = ", ".join(p.name for p, _ in plan.chosen if p.torch_build == "wheel-pages")
+    published = {v.label for v in minor.variants if platform in v.platforms}
+    found: list[str | None] = [*sorted((b for b in builds or () if b in published),
+                   key=lambda lbl: (_family(search, lbl) == "cuda", _runtime_key(search, lbl)), reverse=True)]
+    if labels != [None]:
+        found = [lbl for lbl in found if lbl in labels]
+    asked, family = request.backend.label, request.backend.family
+    if asked is not None:
+        found = [lbl for lbl in found if lbl == asked]
+    elif family not in (None, "auto"):
+        found = [lbl for lbl in found if lbl is not None and _family(search, lbl) == family]
+    if not found:
+        have = ", ".join(sorted(builds or ())) or "no build"
+        return [], (f"{names}'s wheel pages for torch {minor.minor} on {platform} are for {have}; --backend "
+                    f"{request.backend.text} asks for another build")
+    return found, None
+
+def _built_against(search: Search, plan: Plan, minor: TorchMinor,
+                   default: str | None) -> tuple[list[str | None], str | None] | None:
+    """The torch build a release's documents say its wheels were compiled against (ecosystem.yaml
+    ``torch_index``: vLLM 0.11.1-0.19.x and CUDA 12.9), as `_labels` answers; None when no chosen release has one.
+
+    Another default-index package of the stack (no row: built against the default-index build) goes along when
+    that build is the same CUDA major and no newer (NVIDIA's minor version compatibility); else a conflict."""
+    rows = [(p, r) for p, r in plan.chosen if p.torch_build == "default-index" and r.torch_index]
+    if not rows:
+        return None
+    request, platform = search.request, search.request.platform
+    package, release = rows[0]
+    label = str(release.torch_index["label"])  # type: ignore[index]
+    who = f"{package.name} {release.version}"
+    for other, other_release in rows[1:]:
+        if other_release.torch_index["label"] != label:  # type: ignore[index]
+            return [], (f"{who}'s wheels were built against torch's {label} build, {other.name} "
+                        f"{other_release.version}'s against {other_release.torch_index['label']}")  # type: ignore[index]
+    if not any(v.label == label and platform in v.platforms for v in minor.variants):
+        return [], (f"{who}'s wheels were built against torch's {label} build, which torch {minor.minor} does not "
+                    f"publish for {platform}")
+    asked = request.backend.label
+    if asked is not None and asked != label:
+        return [], (f"{who}'s wheels were built against torch {minor.minor}'s {label} build; --backend {asked} asks "
+                    "for another build")
+    family = request.backend.family
+    if family not in (None, "auto") and family != _family(search, label):
+        return [], f"{who}'s wheels were built against torch {minor.minor}'s {label} build, not a {family} build"
+    others = [p for p, r in plan.chosen if p.torch_build == "default-index" and not r.torch_index]
+    if others and default != label:
+        if default is None or not _minor_compatible(search, default, label):
+            names = ", ".join(p.name for p in others)
+            return [], (f"{who}'s wheels were built against torch {minor.minor}'s {label} build; {names}'s wheels go "
+                        f"with its default-index build {default or '(unknown)'}")
+        _note(plan, Reason(
+            "stack", f"{', '.join(p.name for p in others)}: its wheel was built against torch {minor.minor}'s "
+            f"default-index build {default}; the {label} build {who} needs is the same CUDA major, no older (CUDA "
+            "minor version compatibility)", ("nv_minor_compat",)))
+    return [label], None
+
+
+def _note(plan: Plan, reason: Reason) -> None:
+    if reason not in plan.reasons:
+        plan.reasons.append(reason)
+
+
+def _minor_compatible(search: Search, built: str, runs: str) -> bool:
+    """A binary built against the CUDA of ``built`` runs with the CUDA of ``runs``: same major, no older minor."""
+    old, new = _runtime_key(search, built), _runtime_key(search, runs)
+    return _family(search, built) == _family(search, runs) == "cuda" and bool(old) and old[:1] == new[:1] \
+        and new >= old
 
 
 def _family(search: Search, label: str) -> str | None:
@@ -409,7 +523,8 @@ def _try_combination(search: Search, combo: list[tuple[tuple[PackageRequest, Pac
                 search.attempts.append(Attempt(f"{what} with torch {patch.version}" + (f" ({label})" if label else ""),
                                                answer.code, answer.message, host_only=True))
     if not tried_any:
-        torch_text = " and ".join(str(s) or "any" for s in plan.torch_specs) or "any torch"
+        torch_text = " and ".join([*(str(s) or "any" for s in plan.torch_specs),
+                                   *(" or ".join(row) for row in plan.any_of)]) or "any torch"
         asked = search.request.torch.text
         platform, python = search.request.platform, search.request.python
         pinned = "; ".join(
@@ -462,6 +577,9 @@ def _resolve_torch(search: Search, plan: Plan, version: str, label: str | None) 
 
 
 def _fits_python(package: Package, release: Release, platform: str, python: str) -> bool:
+    if package.torch_build == "wheel-pages":
+        rows = package.pages(release.version, platform)
+        return any(row["python"] is None or python in row["python"] for row in rows)
     if release.wheels.get(platform):
         return release.fits_python(platform, python)
     return True  # prebuilt/sdist packages: checked against their wheel rows when pinned
@@ -523,9 +641,16 @@ def _finish(search: Search, plan: Plan, res: Resolution) -> Resolution | None:
             packages.append(Pin(name, version, res.index_url if name in COMPANION_NAMES else None))
             reasons.append(Reason("stack", f"{by} pins {name}=={version}", (INDEX_SOURCE,)))
     for package, release in plan.chosen:
-        pins = [Reason("stack", _why(search, package, release, res), (INDEX_SOURCE, *package.sources))]
+        curated = tuple(release.torch_index["source"]) if release.torch_index else ()
+        led = next((f"{p.name} {r.version}" for p, r in plan.chosen if r.torch_index), None)
+        pins = [Reason("stack", _why(search, package, release, res, led), (INDEX_SOURCE, *package.sources, *curated))]
         if package.torch_build == "prebuilt":
             pin = _prebuilt(search, package, release, res, warnings, unknowns, requirements)
+            if pin is None:
+                return None
+            stack.append(pin)
+        elif package.torch_build == "wheel-pages":
+            pin = _page_pin(search, package, release, res, unknowns)
             if pin is None:
                 return None
             stack.append(pin)
@@ -540,11 +665,17 @@ def _finish(search: Search, plan: Plan, res: Resolution) -> Resolution | None:
             if package.torch_build is None:
                 unknowns.append(f"which torch build {package.name}'s binaries go with is not in the matrix "
                                 "(no row in ecosystem.yaml)")
-            stack.append(StackPin(package.name, release.version, "index", pins[0].detail,
+            origin = "sdist" if package.torch_build == "jit" and not release.wheels.get(platform) else "index"
+            stack.append(StackPin(package.name, release.version, origin, pins[0].detail,
                                   pins[0].sources, None, no_deps))
         if package.final_release_matches or release.policy:
-            _policy(package, release, stack, requirements, unknowns, warnings, search, res)
+            mismatch = _policy(package, release, stack, requirements, unknowns, warnings, search, res)
+            if mismatch is not None:
+                search.attempts.append(Attempt(f"{package.name} {release.version}", "runtime-mismatch", mismatch,
+                                               host_only=True))
+                return None
         reasons += pins
+    reasons += _companions(search, plan, res, stack, unknowns)
     tried = [a for a in search.attempts if a.host_only]
     for attempt in tried[:3]:
         reasons.append(Reason("stack", f"not {attempt.what}: {attempt.message}"))
@@ -575,7 +706,9 @@ def _finish(search: Search, plan: Plan, res: Resolution) -> Resolution | None:
     )
 
 
-def _why(search: Search, package: Package, release: Release, res: Resolution) -> str:
+def _why(search: Search, package: Package, release: Release, res: Resolution, led: str | None = None) -> str:
+    """Why this release: what its metadata states and the torch build it goes with (``led``: the package whose
+    curated build the stack follows, when another one's)."""
     platform = search.request.platform
     stated = release.torch_specifier(platform, res.python)
     pins = release.pins(platform, res.python)
@@ -584,14 +717,55 @@ def _why(search: Search, package: Package, release: Release, res: Resolution) ->
     pinned = ", ".join(p for p in parts if p) or "no torch requirement"
     newest = "the release asked for" if any(i.name == package.name and i.specifier.startswith("==")
                                             for i in search.request.stack) else "the newest release that fits"
+    built = release.torch_index
     build = {
-        "default-index": f"its wheel goes with torch {res.torch_version}'s default-index build ({res.backend})",
+        "default-index": f"its wheels were built against torch's {res.backend} build ({built['detail']}, curated)"
+        if built else f"its wheel goes with torch {res.torch_version}'s default-index build; the {res.backend} build "
+        f"{led} needs is the same CUDA major, no older (CUDA minor version compatibility)"
+        if led else f"its wheel goes with torch {res.torch_version}'s default-index build ({res.backend})",
         "any": "its wheel carries binaries for every runtime",
         "prebuilt": "a prebuilt wheel for this torch, CUDA major and Python",
         "npu": "the Ascend plugin stack (torch_npu)",
+        "jit": "its ops are compiled at run time against the installed torch (nvcc or hipcc on the target)",
+        "wheel-pages": f"its wheel is on the project's own page for torch {res.torch_version} ({res.backend})",
     }.get(package.torch_build or "", "the torch build its binaries need is unknown")
     return (f"{package.name} {release.version}: {newest}; its {platform} wheel METADATA states {pinned}; "
             f"{build}")
+
+
+def _companions(search: Search, plan: Plan, res: Resolution, stack: list[StackPin],
+                unknowns: list[str]) -> list[Reason]:
+    """The packages a chosen release requires unpinned (vLLM >= 0.25: torchcodec), pinned to the newest release
+    built for the stack's torch (that package's curated table) with a wheel for the target (their reasons); else
+    an unknown."""
+    reasons = []
+    platform, exact = search.request.platform, res.torch_version.split("+")[0]
+    asked = {item.name for item in search.request.stack}
+    for package, release in plan.chosen:
+        for row in release.companions:
+            name = row["package"]
+            if name in asked or any(pin.name == name for pin in stack):
+                continue  # asked for with --with: resolved with the stack
+            other = search.catalog.get(name)
+            found = next((r for r in other.releases if not r.yanked and not r.prerelease and r.curated_torch
+                          and r.curated_torch.get("binaries") and r.fits_python(platform, res.python)
+                          and any(SpecifierSet(spec).contains(exact, prereleases=True)
+                                  for spec in r.curated_torch["binaries"])), None) if other else None
+            if found is None:
+                unknowns.append(f"{package.name} {release.version} requires {name}: no {name} release built for torch "
+                                f"{exact} with a {platform} wheel for Python {res.python} is in the matrix, so pip "
+                                "picks one")
+                continue
+            built = " or ".join(found.curated_torch["binaries"])  # type: ignore[index]
+            pin = StackPin(
+                name, found.version, "index",
+                f"{name} {found.version}: {package.name} {release.version} requires {name} without a torch-aware "
+                f"pin; the newest {name} built for torch {exact} (its binaries: torch {built}, curated)",
+                (*row["source"], *found.curated_torch["source"], INDEX_SOURCE),  # type: ignore[index]
+                None, False)
+            stack.append(pin)
+            reasons.append(Reason("stack", pin.reason, pin.sources))
+    return reasons
 
 
 def _prebuilt(search: Search, package: Package, release: Release, res: Resolution, warnings: list[str],
@@ -647,6 +821,28 @@ def _prebuilt(search: Search, package: Package, release: Release, res: Resolutio
                     (INDEX_SOURCE, *package.sources))
 
 
+def _page_pin(search: Search, package: Package, release: Release, res: Resolution,
+              unknowns: list[str]) -> StackPin | None:
+    """PyG, mmcv, DGL: the release from the project's own wheel page for this torch minor and build (pip's
+    --find-links); its sdist on the default index would build against whatever torch is installed."""
+    platform = search.request.platform
+    minor = ".".join(res.torch_version.split("+")[0].split(".")[:2])
+    for row in package.pages(release.version, platform):
+        if minor in row["torch"] and res.backend in row["builds"]:
+            url = row["url"].format(torch=minor, build=res.backend)
+            if row["python"] is None:
+                unknowns.append(f"which Pythons {package.name}'s wheel page {url} has wheels for is not in the matrix "
+                                f"(Python {res.python} was assumed)")
+            return StackPin(package.name, release.version, "find-links",
+                            f"{package.name} {release.version}: from the project's own wheel page for torch {minor} + "
+                            f"{res.backend} on {platform} (pip --find-links {url}); the default index has no wheel "
+                            "built for this torch", (*row["source"], *package.sources), url)
+    search.attempts.append(Attempt(
+        f"{package.name} {release.version} with torch {res.torch_version}", "stack-conflict",
+        f"no {package.name} {release.version} wheel page for torch {minor} + {res.backend} on {platform}", False))
+    return None
+
+
 def _torch_abi(package: Package, torch_version: str) -> tuple[str, tuple[str, ...]] | None:
     """The C++ ABI of the default-index build of ``torch_version`` (the first row whose specifier holds), with
     its sources, or None (unknown)."""
@@ -675,8 +871,9 @@ def _gpu_floor_failure(search: Search, plan: Plan, res: Resolution,
 
 
 def _policy(package: Package, release: Release, stack: list[StackPin], requirements: list[HostRequirement],
-            unknowns: list[str], warnings: list[str], search: Search, res: Resolution) -> None:
-    """vllm-ascend: the vLLM release its policy pairs it with, and the CANN it needs."""
+            unknowns: list[str], warnings: list[str], search: Search, res: Resolution) -> str | None:
+    """vllm-ascend: the vLLM release its policy pairs it with, and the CANN it needs; why the host's CANN
+    (--runtime) is not that one, or None."""
     row = release.policy or {}
     partner = package.final_release_matches
     version = row.get("vllm")
@@ -697,11 +894,18 @@ def _policy(package: Package, release: Release, stack: list[StackPin], requireme
                 f"{package.name} {release.version}'s version policy pairs it with {partner} {version}",
                 sources, None, no_deps))
     cann = row.get("cann")
+    have = search.request.runtime if res.family == "npu" else None
     if cann:
-        requirements.append(HostRequirement("cann", cann, f"{package.name} {release.version}'s release "
-                                            "compatibility matrix"))
+        if have is not None and runtime_fits("npu", have, cann) is False:
+            return (f"{package.name} {release.version} needs CANN {cann} (its release compatibility matrix); the "
+                    f"host has CANN {have}")
+        if not any(r.name == "cann" and r.version == cann for r in requirements):
+            requirements.append(HostRequirement("cann", cann, f"{package.name} {release.version}'s release "
+                                                "compatibility matrix"))
     else:
-        unknowns.append(f"the CANN version {package.name} {release.version} needs is not in its policy table")
+        unknowns.append(f"the CANN version {package.name} {release.version} needs is not in its policy table"
+                        + (f": whether it runs on CANN {have} is unknown" if have else ""))
+    return None
 
 
 # -- failure --------------------------------------------------------------------------------------------

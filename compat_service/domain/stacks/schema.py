@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from compat_service.domain.backends import Platform
 
-TORCH_BUILDS = ("default-index", "any", "prebuilt", "npu")
+TORCH_BUILDS = ("default-index", "any", "prebuilt", "npu", "wheel-pages", "jit")
 
 
 class _Strict(BaseModel):
@@ -41,6 +41,24 @@ class WheelRow(_Strict):
     source: list[str] = Field(min_length=1)
 
 
+class WheelPageRow(_Strict):
+    """Releases on the project's own wheel pages (pip's ``--find-links``): one page per torch minor and build
+    label, named by ``url`` (``{torch}`` the torch minor, ``{build}`` the label) - PyG's, mmcv's, DGL's. The
+    page's wheels were built against that torch minor and build; the default index holds only the sdist."""
+
+    #: the releases these pages carry
+    versions: list[str] = Field(min_length=1)
+    #: torch minors (``2.5``) with a page
+    torch: list[str] = Field(min_length=1)
+    #: build labels with a page for each of those minors (``cpu``, ``cu124``)
+    builds: list[str] = Field(min_length=1)
+    platforms: list[Platform] = Field(min_length=1)
+    #: the Pythons the pages have wheels for; null = the source does not say (said in the answer)
+    python: list[str] | None = None
+    url: str = Field(pattern=r"^https://.*\{torch\}.*$")
+    source: list[str] = Field(min_length=1)
+
+
 class PolicyRow(_Strict):
     """A version policy row (vllm-ascend <-> vllm <-> CANN); null = the source does not say."""
 
@@ -66,16 +84,46 @@ class GpuFloor(_Strict):
     source: list[str] = Field(min_length=1)
 
 
+class TorchIndexRow(_Strict):
+    """The torch build a package's wheels were compiled against, per range of its releases, where its documents
+    name one (vLLM 0.11.1-0.19.x: CUDA 12.9, torch from /whl/cu129, not the default-index cu128 build)."""
+
+    #: the package's releases the row covers (a specifier: ``>=0.11.1,<0.20``)
+    versions: str
+    #: the torch build label (build_variants.yaml) its binaries were built against
+    label: str
+    detail: str
+    source: list[str] = Field(min_length=1)
+
+
+class CompanionRow(_Strict):
+    """A package a range of releases requires without a torch-aware pin (vLLM >= 0.25 requires torchcodec): the
+    stack pins the release of it built for the torch it chose (that package's own curated table)."""
+
+    #: the releases that require it (a specifier: ``>=0.25``)
+    versions: str
+    #: the ecosystem package required (it has rows of its own in this file)
+    package: str
+    source: list[str] = Field(min_length=1)
+
+
 class EcosystemPackage(_Strict):
     name: str
-    torch_build: Literal["default-index", "any", "prebuilt", "npu"] | None
+    torch_build: Literal["default-index", "any", "prebuilt", "npu", "wheel-pages", "jit"] | None
     source: list[str] = Field(min_length=1)
     torch: list[TorchRow] = Field(default_factory=list)
     wheels: list[WheelRow] = Field(default_factory=list)
     policy: list[PolicyRow] = Field(default_factory=list)
+    #: the project's own wheel pages (torch_build wheel-pages)
+    wheel_pages: list[WheelPageRow] = Field(default_factory=list)
     #: the C++ ABI of torch's default-index builds per torch specifier (first match); none: unknown
     cxx11abi: list[AbiRow] = Field(default_factory=list)
     gpu_floor: GpuFloor | None = None
+    #: the torch build the package's wheels were compiled against, per release range (first match); a release
+    #: without a row goes with the default-index build of its pin (``torch_build: default-index``)
+    torch_index: list[TorchIndexRow] = Field(default_factory=list)
+    #: ecosystem packages its releases require unpinned: the stack pins the one built for its torch
+    companions: list[CompanionRow] = Field(default_factory=list)
     #: a final release X.Y.Z goes with this package's X.Y.Z (vllm-ascend -> vllm)
     final_release_matches: str | None = None
 

@@ -1,0 +1,154 @@
+"""Known-bad combinations (matrix_data/known_bad.yaml): which cited rules a candidate build matches, and what
+the answer says about them. Called from one place, the last step of the stages (`screen`).
+
+A rule matches a candidate when every field it gives matches: the torch patch, the build's family and label,
+the platform, the Python (its minor, and its full version for a CPython patch release), the GPU architecture,
+the driver and macOS versions, a package installed beside torch. A field the request leaves open (no
+--gpu-arch, --driver, --macos or full --python; a --with package without a version) cannot rule the rule out:
+the rule *may* apply.
+
+Per severity (documented in matrix_data/README.md):
+- ``never`` and matched: the build is passed over; the answer names the rule beside the newer patch or the
+  other build it passed over. When no build of any matching patch is left (an exact pin of a known-bad
+  release), the failure is ``known-bad``: it names the rule and its source, and "what would work" lists
+  requests that resolve (the nearest torch release that fits, the CPU build, ...).
+- ``never`` that may apply: the build is kept and the answer says, in one line, when the rule applies.
+- ``caveat`` and matched: one line in the answer's warnings with the rule's id and source; a caveat that only
+  may apply is not said (the answer says caveats where they apply).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Literal
+
+from compat_service.domain.backends import PLUGIN_FAMILIES
+from compat_service.domain.versions import parse_specifier
+
+if TYPE_CHECKING:
+    from compat_service.domain.matrix.rows import KnownBadRule, TorchPatch
+    from compat_service.domain.resolver.state import Candidate, ResolverState
+
+Verdict = Literal["yes", "maybe", "no"]
+
+
+def _arch_number(arch: str) -> int:
+    return int("".join(ch for ch in arch if ch.isdigit()) or 0)
+
+
+def _in_spec(spec_text: str, version: str) -> bool:
+    spec = parse_specifier(spec_text)
+    return spec is not None and spec.contains(version, prereleases=True)
+
+
+def match(
+    rule: KnownBadRule, state: ResolverState, patch: TorchPatch, python: str, c: Candidate
+) -> tuple[Verdict, list[str]]:
+    """Whether ``rule`` holds for this build of ``patch`` on the request's target: "no", "yes", or "maybe" with
+    the conditions the request leaves open (in words)."""
+    r = state.request
+    if not _in_spec(rule.torch, patch.version):
+        return "no", []
+    family = state.family if state.family in PLUGIN_FAMILIES or state.family == "mps" else c.build_row.family
+    if rule.families is not None and family not in rule.families:
+        return "no", []
+    if rule.variants is not None and c.label not in rule.variants:
+        return "no", []
+    if rule.platforms is not None and r.platform not in rule.platforms:
+        return "no", []
+    if rule.python is not None and python not in rule.python:
+        return "no", []
+    open_: list[str] = []
+    if rule.gpu_archs is not None or rule.min_gpu_arch is not None:
+        if r.gpu_arch is None:
+            wanted = list(rule.gpu_archs or []) + ([f"{rule.min_gpu_arch} or newer"] if rule.min_gpu_arch else [])
+            open_.append(f"the GPU is {' or '.join(wanted)}")
+        elif not _arch_fits(rule, r.gpu_arch):
+            return "no", []
+    checks = (
+        ("Python", rule.python_version, r.python_version),
+        ("NVIDIA driver", rule.driver, r.driver),
+        ("macOS", rule.macos, r.macos),
+    )
+    for name, spec, have in checks:
+        if spec is None:
+            continue
+        if have is None:
+            open_.append(f"the {name} is {spec}")
+        elif not _in_spec(spec, have):
+            return "no", []
+    if rule.companion is not None:
+        verdict = _companion(rule, state, patch)
+        if verdict == "no":
+            return "no", []
+        if verdict == "maybe":
+            open_.append(f"{rule.companion.name}{rule.companion.version} is installed")
+    return ("maybe", open_) if open_ else ("yes", [])
+
+
+def _arch_fits(rule: KnownBadRule, gpu: str) -> bool:
+    if rule.gpu_archs is not None and gpu in rule.gpu_archs:
+        return True
+    if rule.min_gpu_arch is not None and gpu.startswith("sm_"):
+        return _arch_number(gpu) >= _arch_number(rule.min_gpu_arch)
+    return False
+
+
+def _companion(rule: KnownBadRule, state: ResolverState, patch: TorchPatch) -> Verdict:
+    """The rule's package beside torch: a pinned companion (its version is the answer's), or a --with package
+    (its version is the stack resolver's: only a rule for every release of it is a sure match)."""
+    assert rule.companion is not None
+    name, spec = rule.companion.name, rule.companion.version
+    if name in state.request.with_:
+        pinned = getattr(patch, name).version
+        if pinned is None:
+            return "maybe"
+        return "yes" if not spec or _in_spec(spec, pinned) else "no"
+    if any(p.name.lower() == name for p in state.request.stack):
+        return "yes" if not spec else "maybe"
+    return "no"
+
+
+def words(rule: KnownBadRule) -> str:
+    """The rule in one line: what breaks, its id and its source."""
+    return f"{rule.effect} [known issue {rule.id}: {', '.join(rule.source)}]"
+
+
+def screen(
+    state: ResolverState, patch: TorchPatch, python: str, candidates: list[Candidate]
+) -> tuple[list[Candidate], list[tuple[Candidate, KnownBadRule]]]:
+    """The candidates no ``never`` rule matches, each with the lines the answer says about the rules that do
+    or may apply (`Candidate.known_bad`), and the (candidate, rule) pairs passed over."""
+    rules = state.matrix.known_bad(patch.version)
+    if not rules:
+        return candidates, []
+    kept: list[Candidate] = []
+    refused: list[tuple[Candidate, KnownBadRule]] = []
+    for c in candidates:
+        lines: list[str] = []
+        bad = None
+        for rule in rules:
+            verdict, open_ = match(rule, state, patch, python, c)
+            if verdict == "no":
+                continue
+            if rule.severity == "never" and verdict == "yes":
+                bad = rule
+                break
+            if rule.severity == "never":
+                lines.append(f"if {' and '.join(open_)}: {words(rule)}")
+            elif verdict == "yes":
+                lines.append(words(rule))
+        if bad is not None:
+            refused.append((c, bad))
+        else:
+            c.known_bad = lines
+            kept.append(c)
+    if kept and refused:
+        passed = "; ".join(f"{c.label} passed over: {words(rule)}" for c, rule in refused)
+        for c in kept:
+            c.known_bad = [*c.known_bad, passed]
+    return kept, refused
+
+
+def skip_words(rule: KnownBadRule) -> str:
+    """Why a patch was passed over, for the answer's "skipped newer" list."""
+    return f"known bad: {rule.id}, {', '.join(rule.source)}"
