@@ -19,6 +19,7 @@ Per severity (documented in matrix_data/README.md):
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import TYPE_CHECKING, Literal
 
 from compat_service.domain.backends import PLUGIN_FAMILIES
@@ -35,7 +36,9 @@ def _arch_number(arch: str) -> int:
     return int("".join(ch for ch in arch if ch.isdigit()) or 0)
 
 
+@lru_cache(maxsize=4096)
 def _in_spec(spec_text: str, version: str) -> bool:
+    """Kept (bounded): every build of every patch the stages try asks it of every rule for that release."""
     spec = parse_specifier(spec_text)
     return spec is not None and spec.contains(version, prereleases=True)
 
