@@ -209,49 +209,73 @@ def _stack_findings(site_packages: Path | None, versions: dict[str, str | None],
     """An installed ecosystem package (vllm, xformers, ...) whose torch requirement the installed torch breaks,
     with the command that repairs it: the package release that fits the installed torch, else the stack of the
     installed release (`accelenv resolve --with NAME==X`)."""
-    from importlib import metadata
-
     from compat_service.domain.diagnosis import Finding
-    from compat_service.domain.errors import AccelenvError
-    from compat_service.domain.install_environment import normalise_name
-    from compat_service.domain.resolver.install_formats import render
-    from compat_service.domain.resolver.request import ResolveRequest
     from compat_service.domain.stacks.catalog import load_catalog
     from compat_service.domain.stacks.doctor import stack_issues
-    from compat_service.domain.stacks.resolve import resolve_stack
 
     catalog = load_catalog(matrix_path)
-    wanted = set(catalog.names())
+    installed = _installed_stack(site_packages, versions, set(catalog.names()))
+    platform = f"{host.os}-{host.arch}"
+    findings = []
+    for issue in stack_issues(installed, catalog, platform, host.python):
+        fix = None
+        if issue.severity == "error":
+            fix = _stack_fix(issue, (versions["torch"] or "").split("+")[0], host, matrix, catalog)
+        severity = "error" if issue.severity == "error" else "warning"
+        findings.append(Finding("stack", severity, issue.message, fix))  # type: ignore[arg-type]
+    return findings
+
+
+def _installed_stack(
+    site_packages: Path | None, versions: dict[str, str | None], wanted: set[str]
+) -> dict[str, str | None]:
+    """torch and its companions' versions, and those of the installed ecosystem packages in ``wanted``."""
+    from importlib import metadata
+
+    from compat_service.domain.install_environment import normalise_name
+
     installed: dict[str, str | None] = dict(versions)
     paths = [str(site_packages)] if site_packages is not None else None
     for dist in metadata.distributions(path=paths) if paths else metadata.distributions():
         name = normalise_name(dist.metadata["Name"] or "")
         if name in wanted:
             installed.setdefault(name, dist.version)
-    platform = f"{host.os}-{host.arch}"
-    findings = []
+    return installed
 
-    def commands(torch: str, package: str) -> str:
-        request = ResolveRequest.for_host(host, torch=torch, with_=[package])
-        text = render(resolve_stack(request, matrix, None, catalog), "pip")
-        return "\n".join(line for line in text.splitlines() if not line.startswith("#")).strip()
 
-    for issue in stack_issues(installed, catalog, platform, host.python):
-        fix = None
-        if issue.severity == "error":
-            torch = (versions["torch"] or "").split("+")[0]
-            try:
-                fix = (f"keep torch {torch}: " + commands(torch, issue.package)).replace(": pip", ":\npip", 1)
-            except AccelenvError:
-                try:
-                    pinned = f"{issue.package}=={issue.version}"
-                    fix = (f"no {issue.package} release fits torch {torch}; install the stack of "
-                           f"{issue.package} {issue.version}:\n" + commands("latest", pinned))
-                except AccelenvError as err:
-                    fix = f"`accelenv resolve --with {pinned}` finds no stack here: {err.message}"
-        severity = "error" if issue.severity == "error" else "warning"
-        findings.append(Finding("stack", severity, issue.message, fix))  # type: ignore[arg-type]
-    return findings
+def _stack_fix(issue: Any, torch: str, host: HostFacts, matrix: Any, catalog: Any) -> str:
+    """The command that repairs a broken package: its release that fits the installed torch, else the stack of
+    the installed release."""
+    from compat_service.domain.errors import AccelenvError
+
+    try:
+        return (f"keep torch {torch}: " + _stack_commands(host, matrix, catalog, torch, issue.package)).replace(
+            ": pip", ":\npip", 1
+        )
+    except AccelenvError:
+        pinned = f"{issue.package}=={issue.version}"
+        try:
+            return (f"no {issue.package} release fits torch {torch}; install the stack of "
+                    f"{issue.package} {issue.version}:\n" + _stack_commands(host, matrix, catalog, "latest", pinned))
+        except AccelenvError as err:
+            return f"`accelenv resolve --with {pinned}` finds no stack here: {err.message}"
+
+
+def _stack_commands(host: HostFacts, matrix: Any, catalog: Any, torch: str, package: str) -> str:
+    """The pip commands of the stack resolve gives for ``package`` with ``torch`` on this host."""
+    from compat_service.domain.resolver.install_formats import render
+    from compat_service.domain.resolver.request import ResolveRequest
+    from compat_service.domain.stacks.resolve import resolve_stack
+
+    request = ResolveRequest.for_host(host, torch=torch, with_=[package])
+    text = render(resolve_stack(request, matrix, None, catalog), "pip")
+    return "\n".join(line for line in text.splitlines() if not line.startswith("#")).strip()
+
+
+def _host_line(host: HostFacts, environment: InstalledEnvironment) -> str:
+    return (f"host: {host.os}-{host.arch}, Python {host.python}, {host.backend}"
+            + (f", driver {host.driver}" if host.driver else "") + (f", {host.gpu_arch}" if host.gpu_arch else "")
+            + (f", glibc {environment.glibc}" if environment.glibc else ""))
 
 
 def _render(result, host, environment: InstalledEnvironment, fmt: str) -> None:
@@ -272,9 +296,7 @@ def _render(result, host, environment: InstalledEnvironment, fmt: str) -> None:
         return
     marks = {"ok": "ok  ", "warning": "warn", "error": "FAIL"}
     out = sys.stdout
-    out.write(f"host: {host.os}-{host.arch}, Python {host.python}, {host.backend}"
-              + (f", driver {host.driver}" if host.driver else "") + (f", {host.gpu_arch}" if host.gpu_arch else "")
-              + (f", glibc {environment.glibc}" if environment.glibc else "") + "\n")
+    out.write(_host_line(host, environment) + "\n")
     if environment.packages:
         out.write("packages: " + ", ".join(f"{k} {v}" for k, v in sorted(environment.packages.items())) + "\n")
     for f in result.findings:

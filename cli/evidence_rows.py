@@ -74,7 +74,7 @@ def fetch_observed_arch_lists(
         from compat_service.db.evidence.build_facts import observed_facts
         from compat_service.db.evidence.lookup import open_evidence_database
         from compat_service.domain.matrix.interface import InMemoryMatrix
-        from compat_service.domain.matrix.rows import as_json
+        from compat_service.domain.matrix.row_base import row_json
         from compat_service.domain.matrix.snapshot import load_matrix_cached
 
         engine, _settings = open_evidence_database(database)
@@ -83,7 +83,7 @@ def fetch_observed_arch_lists(
         finally:
             engine.dispose()
         matrix = InMemoryMatrix(load_matrix_cached(path).data, rows)
-        return [as_json(row) for v in versions for row in matrix.observed_arch_lists(v)]
+        return [row_json(row) for v in versions for row in matrix.observed_arch_lists(v)]
     return []
 
 
@@ -114,14 +114,18 @@ def render_evidence(rows: list[dict[str, Any]]) -> None:
     for column in ("torch", "build", "Python", "platform", "device", "status", "reports", "hosts", "failing checks"):
         table.add_column(column)
     for r in rows:
-        driver = r["driver_version"] and f"driver {r['driver_version']}"
-        device = " ".join(p for p in (r["backend"], r["device_arch"], driver) if p)
-        plain_status = r["status"] == r["health"] or r["health"] in ("none", "unconfirmed")
-        status = r["status"] if plain_status else f"{r['status']} ({r['health']})"
-        more = len(r["failing_checks"]) - 5
-        failing = ", ".join(r["failing_checks"][:5]) + (f" +{more}" if more > 0 else "")
-        cells = (r["torch_version"], r["torch_build"] or "?", r["python"], f"{r['os']}-{r['arch']}", device,
-                 status, str(r["reports"]), str(r["hosts"]), failing or "-")
         # report text is data: never Rich markup, never terminal control (cli/terminal_text.py)
-        table.add_row(*(plain(cell) for cell in cells))
+        table.add_row(*(plain(cell) for cell in _evidence_cells(r)))
     console.print(table)
+
+
+def _evidence_cells(r: dict[str, Any]) -> tuple[str, ...]:
+    """One evidence row as the table's cells."""
+    driver = r["driver_version"] and f"driver {r['driver_version']}"
+    device = " ".join(p for p in (r["backend"], r["device_arch"], driver) if p)
+    plain_status = r["status"] == r["health"] or r["health"] in ("none", "unconfirmed")
+    status = r["status"] if plain_status else f"{r['status']} ({r['health']})"
+    more = len(r["failing_checks"]) - 5
+    failing = ", ".join(r["failing_checks"][:5]) + (f" +{more}" if more > 0 else "")
+    return (r["torch_version"], r["torch_build"] or "?", r["python"], f"{r['os']}-{r['arch']}", device,
+            status, str(r["reports"]), str(r["hosts"]), failing or "-")

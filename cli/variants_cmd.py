@@ -73,12 +73,7 @@ def explain(*, variants_json: Path | None, torch: str, platform: str, gpu_arch: 
                                       hint="give a PEP 825 {name}-{version}-variants.json file") from exc
     else:
         document = release_variants(matrix, torch, platform)["document"]
-    bad: dict[str, str] = {}
-    for item in known_bad:
-        label, sep, reason = item.partition("=")
-        if not sep or not label:
-            raise InvalidRequestError(f"--known-bad {item!r} is not LABEL=REASON", hint="e.g. cu126='probe: broken'")
-        bad[label] = reason
+    bad = _known_bad(known_bad)
     if not (gpu_arch or gpu or driver or rocm or cuda_driver_version):
         from probes.host.facts import detect_host
 
@@ -87,6 +82,19 @@ def explain(*, variants_json: Path | None, torch: str, platform: str, gpu_arch: 
     host = variant_host(matrix, os=os_name, driver=driver, cuda_driver_version=cuda_driver_version,
                         gpu_archs=gpu_arch, gpu_names=gpu, rocm_version=rocm)
     return explain_selection(matrix, host, document, bad)
+
+
+def _known_bad(items: list[str]) -> dict[str, str]:
+    """``--known-bad LABEL=REASON`` (repeatable) as label -> reason."""
+    from compat_service.domain.errors import InvalidRequestError
+
+    bad: dict[str, str] = {}
+    for item in items:
+        label, sep, reason = item.partition("=")
+        if not sep or not label:
+            raise InvalidRequestError(f"--known-bad {item!r} is not LABEL=REASON", hint="e.g. cu126='probe: broken'")
+        bad[label] = reason
+    return bad
 
 
 def explain_for_resolution(text: str, fmt: str, resolution: Any, request: Any, variants_json: str,

@@ -56,13 +56,18 @@ def verify_env_command(
             "differences": [d.to_json() for d in differences],
         }, indent=2))
     else:
-        torch = facts.get("torch") or {}
-        say(f"environment: Python {facts.get('python')}, torch {torch.get('version', 'not installed')}", sys.stdout)
-        for d in differences:
-            say(f"  ✗ {d.message}", sys.stdout)
-        typer.echo("verify-env: ok, the environment is the cell's" if not differences
-                   else f"verify-env: {len(differences)} difference(s) from the cell")
+        _say_differences(facts, differences)
     raise typer.Exit(1 if differences else 0)
+
+
+def _say_differences(facts: dict[str, Any], differences: list[Any]) -> None:
+    """The environment in one line, each difference, and the verdict."""
+    torch = facts.get("torch") or {}
+    say(f"environment: Python {facts.get('python')}, torch {torch.get('version', 'not installed')}", sys.stdout)
+    for d in differences:
+        say(f"  ✗ {d.message}", sys.stdout)
+    typer.echo("verify-env: ok, the environment is the cell's" if not differences
+               else f"verify-env: {len(differences)} difference(s) from the cell")
 
 
 def _cell(text: str) -> Any:

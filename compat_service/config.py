@@ -99,7 +99,7 @@ class Settings(ConnectionLimits):
     resolve_cache_bytes: int = Field(default=4 * 1024 * 1024, ge=0)
     #: most entries of each of the resolver's three request-keyed error-path tables per worker (whether a request
     #: the alternatives search builds resolves, the nearest torch that fits, a failing request's nearby
-    #: alternatives: DerivedMemo.request_limit); 0 = none kept, every failing request searched afresh
+    #: alternatives: MemoStore.request_limit); 0 = none kept, every failing request searched afresh
     resolver_memo_size: int = Field(default=4096, ge=0)
     #: one line per request (method, path, status, duration, request id) on stderr; off for benchmarks
     access_log: bool = True

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
 from compat_service.domain.backends import FAMILIES_FOR_HOST_BACKEND, is_build_label, label_family
 from compat_service.domain.evidence.lookup import EvidenceLookup
-from compat_service.domain.hardware_rules import MVC_LIMITS, arch_coverage, driver_rule
+from compat_service.domain.hardware_rules import MVC_LIMITS, DriverRule, arch_coverage, driver_rule
 from compat_service.domain.host import HostFacts
 from compat_service.domain.matrix.interface import Matrix
 from compat_service.domain.matrix.rows import TorchMinor, TorchPatch
@@ -55,6 +55,10 @@ class Diagnosis:
         return not any(f.severity == "error" for f in self.findings)
 
 
+#: the command that installs what a check asks for (None: none known)
+_Fix = Callable[[str | None], str | None]
+
+
 @dataclass(frozen=True)
 class _Context:
     """What every check reads."""
@@ -68,7 +72,7 @@ class _Context:
     evidence: EvidenceLookup | None
     fix: Callable[[str | None], str | None]
 
-    def fields(self) -> tuple[Any, ...]:
+    def fields(self) -> tuple[Installed, HostFacts, Matrix, TorchPatch, str | None, str, EvidenceLookup | None, _Fix]:
         return (self.installed, self.host, self.matrix, self.patch, self.build, self.platform, self.evidence,
                 self.fix)
 
@@ -141,7 +145,8 @@ def _gpu_arch(c: _Context) -> list[Finding]:
     installed, host, matrix, patch, build, platform, evidence, fix = c.fields()
     if not (build and host.gpu_arch and label_family(build) in ("cuda", "rocm")):
         return []
-    runtime = matrix.build_variant(build).runtime if matrix.build_variant(build) else None
+    row = matrix.build_variant(build)
+    runtime = row.runtime if row else None
     verdict = arch_coverage(matrix, patch.version, build, runtime, platform, host.gpu_arch)
     if verdict.coverage == "no":
         return [Finding(
@@ -162,10 +167,7 @@ def _driver(c: _Context) -> list[Finding]:
         return []
     variant = matrix.build_variant(build)
     runtime = variant.runtime if variant else None
-    coverage = None
-    if host.gpu_arch:
-        coverage = arch_coverage(matrix, patch.version, build, runtime, platform, host.gpu_arch).coverage
-        coverage = None if coverage == "unknown" else coverage
+    coverage = _known_coverage(c, build, runtime)
     # the one driver rule (hardware_rules): the CUDA major's minor-version floor when the GPU has SASS in
     # the build, the toolkit's own floor for PTX
     floor = driver_rule(matrix, runtime, variant.runtime_full if variant else None, host.os, coverage)
@@ -175,22 +177,38 @@ def _driver(c: _Context) -> list[Finding]:
         return [Finding("driver", "warning", f"{build} needs an NVIDIA driver >= {floor.version}; the driver "
                         "version could not be read", "set ACCELENV_DRIVER_VERSION or install nvidia-smi")]
     if cached_version(host.driver) < cached_version(floor.version):
-        return [Finding(
-            "driver", "error",
-            f"the NVIDIA driver {host.driver} is older than {floor.version}, the minimum for {build}",
-            f"upgrade the driver to >= {floor.version}, or install a build for an older CUDA: "
-            + (fix(patch.version) or "`accelenv resolve --driver " + host.driver + "`"),
-        )]
+        return [_driver_too_old(host.driver, build, floor.version, fix(patch.version))]
     if (floor.toolkit_floor and cached_version(host.driver) < cached_version(floor.toolkit_floor)
             and floor.rule == "minor-version-compat"):
-        return [Finding(
-            "driver", "warning",
-            f"driver {host.driver} runs {build} by NVIDIA's minor-version compatibility (>= {floor.version}), "
-            f"below CUDA {floor.toolkit.version if floor.toolkit else runtime}'s own floor {floor.toolkit_floor}: "
-            + MVC_LIMITS,
-            f"upgrade the driver to >= {floor.toolkit_floor} for PTX JIT and torch.compile, or set TRITON_PTXAS_PATH",
-        )]
+        return [_below_own_floor(host.driver, build, floor, runtime)]
     return [Finding("driver", "ok", f"driver {host.driver} meets {build}'s minimum {floor.version}")]
+
+
+def _driver_too_old(driver: str, build: str, needed: str, fix: str | None) -> Finding:
+    return Finding(
+        "driver", "error",
+        f"the NVIDIA driver {driver} is older than {needed}, the minimum for {build}",
+        f"upgrade the driver to >= {needed}, or install a build for an older CUDA: "
+        + (fix or "`accelenv resolve --driver " + driver + "`"),
+    )
+
+
+def _known_coverage(c: _Context, build: str, runtime: str | None) -> str | None:
+    """How the build covers the host's GPU (None: no GPU architecture, or the matrix does not know)."""
+    if not c.host.gpu_arch:
+        return None
+    coverage = arch_coverage(c.matrix, c.patch.version, build, runtime, c.platform, c.host.gpu_arch).coverage
+    return None if coverage == "unknown" else coverage
+
+
+def _below_own_floor(driver: str, build: str, floor: DriverRule, runtime: str | None) -> Finding:
+    return Finding(
+        "driver", "warning",
+        f"driver {driver} runs {build} by NVIDIA's minor-version compatibility (>= {floor.version}), "
+        f"below CUDA {floor.toolkit.version if floor.toolkit else runtime}'s own floor {floor.toolkit_floor}: "
+        + MVC_LIMITS,
+        f"upgrade the driver to >= {floor.toolkit_floor} for PTX JIT and torch.compile, or set TRITON_PTXAS_PATH",
+    )
 
 
 def _companions(c: _Context) -> list[Finding]:

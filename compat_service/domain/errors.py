@@ -52,7 +52,6 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -127,7 +126,7 @@ class Alternative(BaseModel):
     """A nearby request that would work."""
 
     description: str
-    request: dict[str, Any] = Field(default_factory=dict)
+    request: dict[str, str | None] = Field(default_factory=dict)
 
 
 class ErrorBody(BaseModel):
@@ -152,7 +151,7 @@ class AccelenvError(Exception):
     http_status: int = 400
     exit_code: int = 1
 
-    def __init_subclass__(cls, **kwargs: Any) -> None:
+    def __init_subclass__(cls, **kwargs: object) -> None:
         # the registry is complete by construction: a class registers itself where it is defined
         super().__init_subclass__(**kwargs)
         if "code" not in cls.__dict__:
@@ -439,7 +438,7 @@ class QuotaExceededError(BadRequestError):
 
 
 class HttpError(BadRequestError):
-    """Any other refusal of the HTTP framework (the API's handler sets the framework's status on it)."""
+    """Every other refusal of the HTTP framework (the API's handler sets the framework's status on it)."""
 
     code = "http-error"
 

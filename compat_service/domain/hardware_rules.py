@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Literal
 
 from packaging.version import InvalidVersion, Version
 
+from compat_service.domain.matrix.memo import MatrixMemo
 from compat_service.domain.versions import cached_version
 from probes.host.arch_compat import cubin_runs_on, ptx_runs_on
 
@@ -67,25 +68,41 @@ def arch_coverage(
 ) -> ArchVerdict:
     row = matrix.arch_list(torch_version, label, platform)
     if row is not None:
-        shipped = describe_archs(list(row.archs), row.ptx)
-        if any(cubin_runs_on(a, gpu_arch) for a in row.archs):
-            return ArchVerdict("kernels", row, shipped)
-        if row.ptx and ptx_runs_on(row.ptx, gpu_arch):
-            return ArchVerdict("ptx", row, shipped)
-        return ArchVerdict("no", row, shipped)
+        return _list_verdict(row, gpu_arch)
+    verdict = None
     if gpu_arch.startswith("gfx") and runtime is not None:
-        release = matrix.rocm_release(runtime)
-        if release is not None and release.gfx_targets is not None:
-            shipped = ", ".join(release.gfx_targets)
-            return ArchVerdict(
-                "kernels" if gpu_arch in release.gfx_targets else "no", release, shipped, basis="rocm"
-            )
+        verdict = _rocm_verdict(matrix, runtime, gpu_arch)
     if gpu_arch.startswith("sm_") and runtime is not None:
-        span = matrix.toolkit_arch_range(runtime)
-        if span is not None and not arch_in_range(gpu_arch, span.min_arch, span.max_arch):
-            shipped = f"CUDA {runtime} compiles SASS for {span.min_arch} … {span.max_arch} only"
-            return ArchVerdict("no", span, shipped, basis="toolkit")
-    return ArchVerdict("unknown", basis="none")
+        verdict = _toolkit_verdict(matrix, runtime, gpu_arch)
+    return verdict or ArchVerdict("unknown", basis="none")
+
+
+def _list_verdict(row: ArchList, gpu_arch: str) -> ArchVerdict:
+    """What the build's own arch list says: a cubin that runs on the GPU, else PTX it can JIT, else no."""
+    shipped = describe_archs(list(row.archs), row.ptx)
+    if any(cubin_runs_on(a, gpu_arch) for a in row.archs):
+        return ArchVerdict("kernels", row, shipped)
+    if row.ptx and ptx_runs_on(row.ptx, gpu_arch):
+        return ArchVerdict("ptx", row, shipped)
+    return ArchVerdict("no", row, shipped)
+
+
+def _rocm_verdict(matrix: Matrix, runtime: str, gpu_arch: str) -> ArchVerdict | None:
+    """What the ROCm release's gfx list says; None when the matrix has no list for it."""
+    release = matrix.rocm_release(runtime)
+    if release is None or release.gfx_targets is None:
+        return None
+    shipped = ", ".join(release.gfx_targets)
+    return ArchVerdict("kernels" if gpu_arch in release.gfx_targets else "no", release, shipped, basis="rocm")
+
+
+def _toolkit_verdict(matrix: Matrix, runtime: str, gpu_arch: str) -> ArchVerdict | None:
+    """A "no" when the GPU is outside what the CUDA toolkit compiles SASS for; None otherwise."""
+    span = matrix.toolkit_arch_range(runtime)
+    if span is None or arch_in_range(gpu_arch, span.min_arch, span.max_arch):
+        return None
+    shipped = f"CUDA {runtime} compiles SASS for {span.min_arch} … {span.max_arch} only"
+    return ArchVerdict("no", span, shipped, basis="toolkit")
 
 
 def arch_number(arch: str) -> int:
@@ -108,8 +125,12 @@ class DriverFloor:
     toolkit: CudaToolkit | None  # None when the runtime has no row
 
 
+#: (runtime, runtime_full, os) -> its DriverFloor
+_DRIVER_FLOORS: MatrixMemo[tuple[str | None, str | None, str], DriverFloor] = MatrixMemo("driver_floors")
+
+
 def driver_floor(matrix: Matrix, runtime: str | None, runtime_full: str | None, os: str) -> DriverFloor:
-    memo = matrix.memo.driver_floors
+    memo = _DRIVER_FLOORS.table(matrix)
     key = (runtime, runtime_full, os)
     found = memo.get(key)
     if found is None:
@@ -121,16 +142,22 @@ def _driver_floor(matrix: Matrix, runtime: str | None, runtime_full: str | None,
     if runtime is None:
         return DriverFloor(None, None)
     attr = "min_driver_windows" if os == "windows" else "min_driver_linux"
-    want = cached_version(runtime).release[:2]
-    rows = [t for t in matrix.cuda_toolkits() if cached_version(t.version).release[:2] == want]
-    if runtime_full is not None:
-        exact = [t for t in rows if cached_version(t.version) == cached_version(runtime_full)]
-        rows = exact or rows
+    rows = _toolkit_rows(matrix, runtime, runtime_full)
     known = [t for t in rows if getattr(t, attr) is not None]
     if not known:
         return DriverFloor(None, rows[-1] if rows else None)
     best = max(known, key=lambda t: cached_version(getattr(t, attr)))
     return DriverFloor(getattr(best, attr), best)
+
+
+def _toolkit_rows(matrix: Matrix, runtime: str, runtime_full: str | None) -> list[CudaToolkit]:
+    """The toolkit rows of the runtime's major.minor; only the exact release's when ``runtime_full`` has one."""
+    want = cached_version(runtime).release[:2]
+    rows = [t for t in matrix.cuda_toolkits() if cached_version(t.version).release[:2] == want]
+    if runtime_full is not None:
+        exact = [t for t in rows if cached_version(t.version) == cached_version(runtime_full)]
+        rows = exact or rows
+    return rows
 
 
 #: what minor-version compatibility does not cover, said with every answer that counts on it
@@ -170,10 +197,14 @@ class DriverRule:
     coverage: str | None
 
 
+#: (runtime, runtime_full, os, coverage) -> its DriverRule
+_DRIVER_RULES: MatrixMemo[tuple[str | None, str | None, str, str | None], DriverRule] = MatrixMemo("driver_rules")
+
+
 def driver_rule(
     matrix: Matrix, runtime: str | None, runtime_full: str | None, os: str, coverage: str | None
 ) -> DriverRule:
-    memo = matrix.memo.driver_rules
+    memo = _DRIVER_RULES.table(matrix)
     key = (runtime, runtime_full, os, coverage)
     found = memo.get(key)
     if found is None:
@@ -185,10 +216,7 @@ def _driver_rule(
     matrix: Matrix, runtime: str | None, runtime_full: str | None, os: str, coverage: str | None
 ) -> DriverRule:
     own = driver_floor(matrix, runtime, runtime_full, os)
-    row = matrix.minor_version_compat(cached_version(runtime).major) if runtime else None
-    major = None
-    if row is not None:
-        major = row.min_driver_windows if os == "windows" else row.min_driver_linux
+    row, major = _major_floor(matrix, runtime, os)
     if major is None or coverage == "ptx":
         # no minor-version compatibility, or the GPU runs the build only by JIT-compiling its PTX
         needed = [v for v in (own.version, major) if v is not None]
@@ -201,10 +229,23 @@ def _driver_rule(
     return DriverRule(version, "minor-version-compat", own.toolkit, own.version, major, row, coverage)
 
 
+def _major_floor(matrix: Matrix, runtime: str | None, os: str) -> tuple[MinorVersionCompat | None, str | None]:
+    """The runtime's CUDA major's minor-version-compatibility row and its floor on this OS (None: no such row,
+    or no floor for the OS)."""
+    row = matrix.minor_version_compat(cached_version(runtime).major) if runtime else None
+    if row is None:
+        return None, None
+    return row, row.min_driver_windows if os == "windows" else row.min_driver_linux
+
+
+#: os -> (the toolkit's own driver floor, the toolkit version), newest toolkit first
+_TOOLKIT_FLOORS: MatrixMemo[str, tuple[tuple[Version, str], ...]] = MatrixMemo("toolkit_floors")
+
+
 def newest_cuda_for_driver(matrix: Matrix, driver: str, os: str) -> str | None:
     """The newest toolkit whose own floor the driver meets ("driver 470.82 runs CUDA ≤ 11.4")."""
     # memoized per OS, not per driver: a request's driver string is free text
-    memo = matrix.memo.toolkit_floors
+    memo = _TOOLKIT_FLOORS.table(matrix)
     floors = memo.get(os)
     if floors is None:
         attr = "min_driver_windows" if os == "windows" else "min_driver_linux"
@@ -237,8 +278,13 @@ def too_new_for(gpu_arch: str, row: ArchList) -> bool:
     if not gpu_arch.startswith("sm_"):
         return False
     have = [a for a in (*row.archs, row.ptx) if a and a.startswith("sm_")]
-    number = int("".join(ch for ch in gpu_arch[3:] if ch.isdigit()))
-    return bool(have) and all(int("".join(ch for ch in a[3:] if ch.isdigit())) < number for a in have)
+    number = _sm_digits(gpu_arch)
+    return bool(have) and all(_sm_digits(a) < number for a in have)
+
+
+def _sm_digits(arch: str) -> int:
+    """'sm_90a' -> 90 (an arch with no digits is an error, unlike `arch_number`)."""
+    return int("".join(ch for ch in arch[3:] if ch.isdigit()))
 
 
 def runtime_fits(family: str, have: str, needs: str | None) -> bool | None:
@@ -300,30 +346,52 @@ def gpu_for_name(matrix: Matrix, product: str) -> GpuName | None:
     return best
 
 
+def _multi_gpu_note(matched: tuple[tuple[str, str, str], ...], nvidia: bool, picked: str) -> str | None:
+    """Which GPU the answer is for, when the host's GPUs have more than one architecture."""
+    if len({arch for _, arch, _ in matched}) <= 1:
+        return None
+    rule = "the lowest compute capability" if nvidia else "the first GPU"
+    return (
+        f"multi-GPU host ({', '.join(f'{p}: {a}' for p, a, _ in matched)}): the answer is for {rule}, "
+        f"{picked}, so that the build runs on every GPU"
+    )
+
+
 def gpu_arch_for_names(matrix: Matrix, products: Sequence[str]) -> GpuLookup | None:
     """One architecture for a host's GPUs: the lowest NVIDIA compute capability (a build must run on every
     GPU), or the first AMD target; None when no name is known to the matrix."""
-    found = [(p, gpu_for_name(matrix, p)) for p in products if p.strip()]
-    rows = [(p, row) for p, row in found if row is not None]
+    rows, unknown = _named_gpus(matrix, products)
     if not rows:
         return None
     matched = tuple((p, row.arch, row.name) for p, row in rows)
     source = tuple(dict.fromkeys(k for _, row in rows for k in row.source))
-    nvidia = [(p, row) for p, row in rows if row.arch.startswith("sm_")]
-    pick = min(nvidia, key=lambda pr: arch_number(pr[1].arch)) if nvidia else rows[0]
-    archs = sorted({row.arch for _, row in rows})
-    note = None
-    if len(archs) > 1:
-        rule = "the lowest compute capability" if nvidia else "the first GPU"
-        note = (
-            f"multi-GPU host ({', '.join(f'{p}: {a}' for p, a, _ in matched)}): the answer is for {rule}, "
-            f"{pick[1].arch}, so that the build runs on every GPU"
-        )
-    unknown = [p for p, row in found if row is None]
-    if unknown:
-        extra = f"no architecture known for {', '.join(unknown)}; the answer is for the GPUs the matrix names"
-        note = f"{note}; {extra}" if note else extra
-    return GpuLookup(pick[1].arch, gpu_family(pick[1].arch), matched, source, note)
+    arch, nvidia = _lowest_arch([row.arch for _, row in rows])
+    note = _lookup_note(matched, nvidia, arch, unknown)
+    return GpuLookup(arch, gpu_family(arch), matched, source, note)
+
+
+def _named_gpus(matrix: Matrix, products: Sequence[str]) -> tuple[list[tuple[str, GpuName]], list[str]]:
+    """(product, its row) for the products the matrix names, and the (non-blank) products it does not."""
+    found = [(p, gpu_for_name(matrix, p)) for p in products if p.strip()]
+    return [(p, row) for p, row in found if row is not None], [p for p, row in found if row is None]
+
+
+def _lowest_arch(archs: list[str]) -> tuple[str, bool]:
+    """The lowest NVIDIA compute capability (a build must run on every GPU), else the first AMD target; and
+    whether it is NVIDIA's."""
+    nvidia = [arch for arch in archs if arch.startswith("sm_")]
+    return (min(nvidia, key=arch_number), True) if nvidia else (archs[0], False)
+
+
+def _lookup_note(
+    matched: tuple[tuple[str, str, str], ...], nvidia: bool, picked: str, unknown: list[str]
+) -> str | None:
+    """The multi-GPU note and the note on GPUs the matrix does not name, joined."""
+    note = _multi_gpu_note(matched, nvidia, picked)
+    if not unknown:
+        return note
+    extra = f"no architecture known for {', '.join(unknown)}; the answer is for the GPUs the matrix names"
+    return f"{note}; {extra}" if note else extra
 
 
 def gpu_family(arch: str) -> str:

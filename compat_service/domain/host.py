@@ -3,9 +3,9 @@ host and `accelenv doctor` both start from (`ResolveRequest.for_host` turns it i
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+
+from compat_service.domain.json_types import JsonMapping
 
 
 @dataclass(frozen=True)
@@ -28,7 +28,7 @@ class HostFacts:
     macos: str | None = None
 
     @classmethod
-    def from_detected(cls, found: Mapping[str, Any]) -> HostFacts:
+    def from_detected(cls, found: JsonMapping) -> HostFacts:
         """From ``probes.host.facts.detect_host()``'s dict."""
         return cls(
             os=found["os"],

@@ -12,11 +12,11 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass, field
-from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
 from compat_service.domain.diagnosis import Finding
+from compat_service.domain.json_types import JsonObject
 
 #: PEP 600: the legacy manylinux tags are aliases of manylinux_2_5, _2_12 and _2_17 (a standard's grammar,
 #: like the build-label one, not product data)
@@ -38,7 +38,7 @@ class InstalledEnvironment:
     #: the ``Tag:`` lines of torch's WHEEL file, e.g. ('cp311-cp311-manylinux_2_28_x86_64',)
     wheel_tags: tuple[str, ...] = ()
     #: torch.version constants as built: {'cuda': '12.6', 'hip': None, ...} (from torch/version.py)
-    torch_build: dict[str, Any] = field(default_factory=dict)
+    torch_build: JsonObject = field(default_factory=dict)
     #: relevant installed packages (see RELEVANT_PREFIXES): normalised name -> version
     packages: dict[str, str] = field(default_factory=dict)
 
@@ -52,7 +52,7 @@ class InstalledEnvironment:
         found = sorted((name, version) for name, version in self.packages.items() if _CUDNN_PACKAGE.match(name))
         return found[-1] if found else None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         cudnn = self.cudnn
         return {
             "glibc": self.glibc,
@@ -93,14 +93,14 @@ def manylinux_floor(tags: tuple[str, ...]) -> str | None:
     return min(floors, key=Version) if floors else None
 
 
-def torch_build_constants(version_py: str | None) -> dict[str, Any]:
+def torch_build_constants(version_py: str | None) -> JsonObject:
     """The build constants of ``torch/version.py`` (``cuda = '12.6'``, ``hip: Optional[str] = None``), read
     without importing torch; unreadable text gives {}."""
     try:
         tree = ast.parse(version_py or "")
     except SyntaxError:
         return {}
-    found: dict[str, Any] = {}
+    found: JsonObject = {}
     for node in tree.body:
         target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else (
             node.target if isinstance(node, ast.AnnAssign) else None)
@@ -117,23 +117,28 @@ def _version(text: str | None) -> Version | None:
         return None
 
 
+def _glibc_finding(env: InstalledEnvironment, floor: str) -> Finding:
+    """Whether the host's glibc meets the installed wheel's manylinux floor."""
+    glibc = env.glibc
+    if glibc is None:
+        return Finding(
+            "glibc", "warning", f"torch's wheel is manylinux (glibc >= {floor}), and this host's C library "
+            "is not glibc or could not be read: `import torch` may fail",
+            "on musl (Alpine) use a glibc-based image, or build torch from source")
+    if (_version(glibc) or Version("0")) < (_version(floor) or Version("0")):
+        return Finding(
+            "glibc", "error", f"torch's wheel needs glibc >= {floor} ({', '.join(env.wheel_tags)}), "
+            f"this host has glibc {glibc}: `import torch` fails",
+            f"use a distribution with glibc >= {floor}, or an older torch whose wheels target this glibc")
+    return Finding("glibc", "ok", f"glibc {glibc} meets the wheel's manylinux floor {floor}")
+
+
 def environment_findings(env: InstalledEnvironment, *, os_name: str, build: str | None) -> list[Finding]:
     """The collect_env facts that decide whether the installed torch can work here, as findings."""
     findings = []
-    floor, glibc = env.manylinux_floor, env.glibc
+    floor = env.manylinux_floor
     if os_name == "linux" and floor is not None:
-        if glibc is None:
-            findings.append(Finding(
-                "glibc", "warning", f"torch's wheel is manylinux (glibc >= {floor}), and this host's C library "
-                "is not glibc or could not be read: `import torch` may fail",
-                "on musl (Alpine) use a glibc-based image, or build torch from source"))
-        elif (_version(glibc) or Version("0")) < (_version(floor) or Version("0")):
-            findings.append(Finding(
-                "glibc", "error", f"torch's wheel needs glibc >= {floor} ({', '.join(env.wheel_tags)}), "
-                f"this host has glibc {glibc}: `import torch` fails",
-                f"use a distribution with glibc >= {floor}, or an older torch whose wheels target this glibc"))
-        else:
-            findings.append(Finding("glibc", "ok", f"glibc {glibc} meets the wheel's manylinux floor {floor}"))
+        findings.append(_glibc_finding(env, floor))
     cuda, hip = env.torch_build.get("cuda"), env.torch_build.get("hip")
     if build and build.startswith("cu") and cuda:
         built = "cu" + cuda.replace(".", "")

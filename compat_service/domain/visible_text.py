@@ -10,7 +10,6 @@ paragraph separators with a ``\\x`` / ``\\u`` escape. Newline, tab and space sta
 from __future__ import annotations
 
 import unicodedata
-from typing import Any
 
 _KEPT = frozenset("\n\t ")
 _HIDDEN = frozenset(("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"))
@@ -21,7 +20,7 @@ def _escaped(char: str) -> str:
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
 
 
-def visible(text: Any) -> str:
+def visible(text: object) -> str:
     """``text`` (anything; None is ``-``) with the characters above shown as escapes."""
     if text is None:
         return "-"

@@ -247,72 +247,8 @@ def derive_package(
     by_version: dict[Version, list[ParsedFile]] = defaultdict(list)
     for item in parsed:
         by_version[item.version].append(item)
-    wanted = metadata_wanted(parsed, config)
-    names = {canonicalize_name(n) for n in package.requirements}
-    want_runtime = any(canonicalize_name(r.requirement) in names for r in config.runtimes)
-    releases = []
-    for version in sorted(by_version):
-        items = sorted(by_version[version], key=lambda p: p.file.filename)
-        live = [p for p in items if not p.file.yanked]
-        uploads = [p.file.upload_time for p in items if p.file.upload_time is not None]
-        wheels: set[WheelFact] = set()
-        for item in live:
-            wheels.update(wheel_facts(item, config))
-        requires_python = next(((p.file.requires_python, p.file.filename) for p in live if p.file.requires_python),
-                               (None, None))
-        runtimes, requirements = [], []
-        for platform in PLATFORMS:
-            choice = wanted.get((str(version), platform))
-            if choice is None or choice.file.filename not in metadata:
-                continue
-            reqs, metadata_python = requirements_of(metadata[choice.file.filename])
-            if requires_python[0] is None and metadata_python:
-                # the page gave none (older uploads): the wheel's own Requires-Python, from its METADATA
-                requires_python = (metadata_python, choice.file.filename)
-            python = max((w.python for w in wheel_facts(choice, config) if w.platform == platform), key=_python_rank)
-            environment = _environment(config, platform, python)
-            if want_runtime:
-                runtimes.append(runtime_fact(reqs, environment, config, labels, platform, choice.file.filename))
-            for requirement in reqs:
-                if canonicalize_name(requirement.name) not in names:
-                    continue
-                if requirement.marker is not None and "extra" in str(requirement.marker):
-                    continue  # optional extras are not what an install pulls in
-                required = canonicalize_name(requirement.name)
-                if any(required == canonicalize_name(r.requirement) for r in config.runtimes):
-                    continue  # recorded as the runtime
-                pythons = {w.python for w in wheels if w.platform == platform}
-                if not any(marker_applies(requirement.marker, _environment(config, platform, py)) for py in pythons):
-                    continue  # declared for other platforms only (triton on Windows: platform_system == "Linux")
-                requirements.append(
-                    RequirementFact(
-                        platform=platform,
-                        name=canonicalize_name(requirement.name),
-                        specifier=str(requirement.specifier),
-                        marker=str(requirement.marker) if requirement.marker is not None else None,
-                        file=choice.file.filename,
-                    )
-                )
-        yanked_items = [p for p in items if p.file.yanked]
-        releases.append(
-            ReleaseFact(
-                version=str(version),
-                first_upload=min(uploads) if uploads else None,
-                prerelease=version.is_prerelease,
-                postrelease=version.is_postrelease,
-                yanked=bool(items) and not live,
-                yanked_reason=next((p.file.yanked_reason for p in yanked_items if p.file.yanked_reason), None)
-                if not live
-                else None,
-                yanked_files=[p.file.filename for p in yanked_items],
-                requires_python=requires_python[0],
-                requires_python_file=requires_python[1],
-                sdist=next((p.file.filename for p in live if p.tags is None), None),
-                wheels=sorted(wheels, key=_wheel_sort_key),
-                runtimes=runtimes,
-                requirements=requirements,
-            )
-        )
+    derive = _Derive(package, config, metadata, labels, metadata_wanted(parsed, config))
+    releases = [derive.release(version, by_version[version]) for version in sorted(by_version)]
     return PackageFacts(
         package=package.name,
         index=index,
@@ -320,6 +256,119 @@ def derive_package(
         releases=releases,
         variant_indexes=variant_indexes or [],
     )
+
+
+class _Derive:
+    """One project's release facts from its files and the METADATA of the wheels read."""
+
+    def __init__(
+        self,
+        package: PackageConfig,
+        config: RefreshConfig,
+        metadata: Mapping[str, bytes],
+        labels: list[BuildLabel],
+        wanted: Mapping[tuple[str, str], ParsedFile],
+    ) -> None:
+        self.config = config
+        self.metadata = metadata
+        self.labels = labels
+        self.wanted = wanted
+        self.names = {canonicalize_name(n) for n in package.requirements}
+        self.want_runtime = any(canonicalize_name(r.requirement) in self.names for r in config.runtimes)
+
+    def release(self, version: Version, files: list[ParsedFile]) -> ReleaseFact:
+        items = sorted(files, key=lambda p: p.file.filename)
+        live = [p for p in items if not p.file.yanked]
+        wheels: set[WheelFact] = set()
+        for item in live:
+            wheels.update(wheel_facts(item, self.config))
+        requires_python = next(((p.file.requires_python, p.file.filename) for p in live if p.file.requires_python),
+                               (None, None))
+        runtimes: list[RuntimeFact] = []
+        requirements: list[RequirementFact] = []
+        for platform in PLATFORMS:
+            choice = self.wanted.get((str(version), platform))
+            if choice is None or choice.file.filename not in self.metadata:
+                continue
+            reqs, metadata_python = requirements_of(self.metadata[choice.file.filename])
+            if requires_python[0] is None and metadata_python:
+                # the page gave none (older uploads): the wheel's own Requires-Python, from its METADATA
+                requires_python = (metadata_python, choice.file.filename)
+            if self.want_runtime:
+                runtimes.append(self._runtime(reqs, choice, platform))
+            pythons = {w.python for w in wheels if w.platform == platform}
+            requirements += self._requirements(reqs, platform, pythons, choice.file.filename)
+        return _release_fact(version, items, sorted(wheels, key=_wheel_sort_key), requires_python, runtimes,
+                             requirements)
+
+    def _runtime(self, reqs: list[Requirement], choice: ParsedFile, platform: str) -> RuntimeFact:
+        """The accelerator runtime the chosen wheel's requirements pin, for its newest Python's environment."""
+        python = max((w.python for w in wheel_facts(choice, self.config) if w.platform == platform), key=_python_rank)
+        environment = _environment(self.config, platform, python)
+        return runtime_fact(reqs, environment, self.config, self.labels, platform, choice.file.filename)
+
+    def _requirements(
+        self, reqs: list[Requirement], platform: str, pythons: set[str], filename: str
+    ) -> list[RequirementFact]:
+        """The requirements on the recorded packages an install on ``platform`` pulls in (not extras, not the
+        runtime, not ones whose marker holds for none of the platform's wheels)."""
+        out = []
+        for requirement in reqs:
+            if not self._recorded(requirement):
+                continue
+            if not any(marker_applies(requirement.marker, _environment(self.config, platform, py)) for py in pythons):
+                continue  # declared for other platforms only (triton on Windows: platform_system == "Linux")
+            out.append(
+                RequirementFact(
+                    platform=platform,
+                    name=canonicalize_name(requirement.name),
+                    specifier=str(requirement.specifier),
+                    marker=str(requirement.marker) if requirement.marker is not None else None,
+                    file=filename,
+                )
+            )
+        return out
+
+    def _recorded(self, requirement: Requirement) -> bool:
+        """A requirement on a package the facts record, not an optional extra and not the runtime."""
+        if canonicalize_name(requirement.name) not in self.names:
+            return False
+        if requirement.marker is not None and "extra" in str(requirement.marker):
+            return False  # optional extras are not what an install pulls in
+        required = canonicalize_name(requirement.name)
+        return not any(required == canonicalize_name(r.requirement) for r in self.config.runtimes)
+
+
+def _release_fact(
+    version: Version,
+    items: list[ParsedFile],
+    wheels: list[WheelFact],
+    requires_python: tuple[str | None, str | None],
+    runtimes: list[RuntimeFact],
+    requirements: list[RequirementFact],
+) -> ReleaseFact:
+    live = [p for p in items if not p.file.yanked]
+    uploads = [p.file.upload_time for p in items if p.file.upload_time is not None]
+    yanked_items = [p for p in items if p.file.yanked]
+    return ReleaseFact(
+        version=str(version),
+        first_upload=min(uploads) if uploads else None,
+        prerelease=version.is_prerelease,
+        postrelease=version.is_postrelease,
+        yanked=bool(items) and not live,
+        yanked_reason=_yanked_reason(yanked_items) if not live else None,
+        yanked_files=[p.file.filename for p in yanked_items],
+        requires_python=requires_python[0],
+        requires_python_file=requires_python[1],
+        sdist=next((p.file.filename for p in live if p.tags is None), None),
+        wheels=wheels,
+        runtimes=runtimes,
+        requirements=requirements,
+    )
+
+
+def _yanked_reason(yanked: list[ParsedFile]) -> str | None:
+    return next((p.file.yanked_reason for p in yanked if p.file.yanked_reason), None)
 
 
 def variant_wheels(

@@ -14,7 +14,7 @@ from typing import Any
 import yaml
 
 from compat_service.domain.errors import MatrixDataError
-from compat_service.domain.matrix.index_facts import PackageFacts, RefreshConfig
+from compat_service.domain.matrix.index_facts import PackageFacts, RefreshConfig, ReleaseFact, VariantIndexFacts
 from compat_service.domain.matrix.index_layer import INDEX_DIR, M, read_index_file
 
 # libyaml where PyYAML was built with it: the generated files are a few thousand lines each
@@ -82,20 +82,7 @@ def fact_atoms(facts: PackageFacts | None) -> dict[tuple[str, ...], Any]:
     if facts is None:
         return atoms
     for release in facts.releases:
-        v = release.version
-        for name in ("first_upload", "prerelease", "postrelease", "yanked", "requires_python", "sdist"):
-            value = getattr(release, name)
-            atoms[("release", v, name)] = value.isoformat() if hasattr(value, "isoformat") else value
-        for wheel in release.wheels:
-            key: tuple[str, ...] = ("wheel", v, wheel.platform, wheel.python)
-            atoms[key] = ", ".join(sorted({*str(atoms.get(key, "")).split(", "), wheel.file} - {""}))
-        for runtime in release.runtimes:
-            atoms[("runtime", v, runtime.platform)] = f"{runtime.label or runtime.family}" + (
-                f" ({runtime.requirement})" if runtime.requirement else ""
-            ) + (f" toolkit {runtime.toolkit}" if runtime.toolkit else "")
-        for requirement in release.requirements:
-            key = ("requirement", v, requirement.platform, requirement.name)
-            atoms[key] = f"{requirement.specifier}" + (f"; {requirement.marker}" if requirement.marker else "")
+        _release_atoms(release, atoms)
     for found in facts.variants_json:
         for label, props in found.variants.items():
             atoms[("variants-json", found.version, label)] = "; ".join(
@@ -103,13 +90,38 @@ def fact_atoms(facts: PackageFacts | None) -> dict[tuple[str, ...], Any]:
                 for ns, features in sorted(props.items()) for feature, values in sorted(features.items())
             )
     for variant in facts.variant_indexes:
-        if variant.status != "read":
-            continue
-        for version, wheels in variant.releases.items():
-            for wheel in wheels:
-                key = ("variant", variant.label, version, wheel.platform, wheel.python)
-                atoms[key] = ", ".join(sorted({*str(atoms.get(key, "")).split(", "), wheel.file} - {""}))
+        if variant.status == "read":
+            _variant_atoms(variant, atoms)
     return atoms
+
+
+def _variant_atoms(variant: VariantIndexFacts, atoms: dict[tuple[str, ...], Any]) -> None:
+    """The wheel files a variant index that was read serves, per release, platform and Python."""
+    for version, wheels in variant.releases.items():
+        for wheel in wheels:
+            _add_file(atoms, ("variant", variant.label, version, wheel.platform, wheel.python), wheel.file)
+
+
+def _add_file(atoms: dict[tuple[str, ...], Any], key: tuple[str, ...], file: str) -> None:
+    """One more file under ``key`` (the files sorted, comma-separated)."""
+    atoms[key] = ", ".join(sorted({*str(atoms.get(key, "")).split(", "), file} - {""}))
+
+
+def _release_atoms(release: ReleaseFact, atoms: dict[tuple[str, ...], Any]) -> None:
+    """One release's facts: its own fields, its wheels, default-index runtimes and requirements."""
+    v = release.version
+    for name in ("first_upload", "prerelease", "postrelease", "yanked", "requires_python", "sdist"):
+        value = getattr(release, name)
+        atoms[("release", v, name)] = value.isoformat() if hasattr(value, "isoformat") else value
+    for wheel in release.wheels:
+        _add_file(atoms, ("wheel", v, wheel.platform, wheel.python), wheel.file)
+    for runtime in release.runtimes:
+        atoms[("runtime", v, runtime.platform)] = f"{runtime.label or runtime.family}" + (
+            f" ({runtime.requirement})" if runtime.requirement else ""
+        ) + (f" toolkit {runtime.toolkit}" if runtime.toolkit else "")
+    for requirement in release.requirements:
+        key = ("requirement", v, requirement.platform, requirement.name)
+        atoms[key] = f"{requirement.specifier}" + (f"; {requirement.marker}" if requirement.marker else "")
 
 
 @dataclass
@@ -131,18 +143,8 @@ class FactsDiff:
 
         A release that is new as a whole is one line (its first upload and wheel count), not one per fact.
         """
-        out = []
         new = {k[1] for k in self.added if k[0] == "release" and k[2] == "first_upload"}
-        for version in sorted(new, key=_version_key):
-            facts = [k for k in self.added if k[0] != "variant" and k[1] == version]
-            wheels = [k for k in facts if k[0] == "wheel"]
-            platforms = sorted({k[2] for k in wheels})
-            first_upload = self.added[("release", version, "first_upload")]
-            out.append(
-                f"+ {self.package} {version}: new release, first upload {first_upload}"
-                f", {len(wheels)} platform x Python wheel facts ({', '.join(platforms) or 'no wheels'}), "
-                f"{len(facts)} facts in all"
-            )
+        out = [self._new_release(version) for version in sorted(new, key=_version_key)]
         for key, value in sorted(self.added.items()):
             if key[0] != "variant" and key[1] in new:
                 continue
@@ -151,9 +153,22 @@ class FactsDiff:
             out.append(f"~ {self.package} {_describe(key)}: {old} -> {new}")
         for key, value in sorted(self.removed.items()):
             out.append(f"- {self.package} {_describe(key)}: {value}")
-        if limit is not None and len(out) > limit:
-            return [*out[:limit], f"  ... and {len(out) - limit} more for {self.package}"]
-        return out
+        return out if limit is None or len(out) <= limit else [
+            *out[:limit], f"  ... and {len(out) - limit} more for {self.package}"
+        ]
+
+
+    def _new_release(self, version: str) -> str:
+        """A release new as a whole, in one line."""
+        facts = [k for k in self.added if k[0] != "variant" and k[1] == version]
+        wheels = [k for k in facts if k[0] == "wheel"]
+        platforms = sorted({k[2] for k in wheels})
+        first_upload = self.added[("release", version, "first_upload")]
+        return (
+            f"+ {self.package} {version}: new release, first upload {first_upload}"
+            f", {len(wheels)} platform x Python wheel facts ({', '.join(platforms) or 'no wheels'}), "
+            f"{len(facts)} facts in all"
+        )
 
 
 def _version_key(version: str) -> tuple[int, object]:

@@ -160,76 +160,16 @@ def run_refresh(
         label_urls = dict(variant_urls)  # given: read only these labels, there
     retrieved = today or dt.datetime.now(dt.timezone.utc).date()
     result = RefreshResult()
-    loaded: dict[str, PackageFacts | None] = {}
-
-    def previous_facts(name: str) -> PackageFacts | None:
-        if name not in loaded:
-            loaded[name] = load_facts(matrix_path, name)
-        return loaded[name]
+    previous = _PreviousFacts(matrix_path)
 
     with ThreadPoolExecutor(max_workers=concurrency) as pool:
-        progress.stage("project pages", len(selected))
-        pages = _map(pool, lambda p: client.project_page(index.url, p.name), selected, progress)
-        found: list[tuple[PackageConfig, list[IndexFile]]] = []
-        for package, page in zip(selected, pages, strict=True):
-            if page is None:
-                result.notices.append(f"{package.name}: the index has no such project (404); its facts are kept")
-                continue
-            found.append((package, index_files(page)))
-
-        wanted: list[WheelRef] = []
-        for package, files in found:
-            parsed = since_filter([p for p in (parse_file(f, package.name) for f in files) if p], package)
-            if package.requirements:
-                for item in metadata_wanted(parsed, config).values():
-                    f = item.file
-                    wanted.append(WheelRef(f.filename, f.url, f.sha256, f.has_metadata, f.size))
-        unique = list({ref.filename: ref for ref in wanted}.values())
-        progress.stage("wheel metadata", len(unique))
-        raws = _map(pool, lambda ref: read_metadata(client, ref), unique, progress)
-        metadata = {ref.filename: raw for ref, (raw, _how) in zip(unique, raws, strict=True)}
-        for ref, (raw, how) in zip(unique, raws, strict=True):
-            result.metadata_reads[how] = result.metadata_reads.get(how, 0) + 1
-            result.notices.extend(metadata_notices(raw, ref.filename))  # nothing skipped silently
-
-        variants_json: dict[str, list[VariantsJsonFact]] = {}
-        listed = [(package, index.url, f) for package, files in found for f in files
-                  if variants_json_version(f.filename, package.name) is not None
-                  or variant_wheel(f.filename, package.name) is not None]
-        if listed:
-            progress.stage("variants JSON", len(listed))
-            read = _map(pool, lambda job: _read_variants_json(client, *job), listed, progress)
-            for (package, _url, _file), (fact, notice) in zip(listed, read, strict=True):
-                if fact is not None:
-                    variants_json.setdefault(package.name, []).append(fact)
-                if notice:
-                    result.notices.append(notice)
-
+        read = _Reads(client, pool, progress, result)
+        found = read.project_pages(index, selected)
+        metadata = read.wheel_metadata(found, config)
+        variants_json = read.variants_json(index, found)
         variant_facts: dict[str, list[VariantIndexFacts]] = {}
         if variants:
-            variant_client = IndexClient(
-                cache=client.cache, http=client.http, retry=RetryPolicy(attempts=2, wait_initial=0.1, timeout=30),
-                limits=client.limits, run_deadline=client.run_deadline,  # the run's bounds, not fresh ones
-            )
-            jobs = [(package, label, url) for package, _ in found if package.variant_indexes
-                    for label, url in sorted(label_urls.items())]
-            progress.stage("variant indexes", len(jobs))
-            answers = _map(pool, lambda job: _read_variant(variant_client, config, *job), jobs, progress)
-            client.stats.add(**variant_client.stats.as_dict())
-            unreachable: dict[str, list[str]] = {}
-            for (package, label, _url), answer in zip(jobs, answers, strict=True):
-                old = previous_facts(package.name)
-                previous = next((v for v in (old.variant_indexes if old else []) if v.label == label), None)
-                if answer.status == "unreachable":
-                    unreachable.setdefault(package.name, []).append(label)
-                    if previous is not None:
-                        answer = previous
-                variant_facts.setdefault(package.name, []).append(answer)
-            for name, missed in unreachable.items():
-                result.notices.append(
-                    f"{name}: {len(missed)} variant index(es) could not be reached ({', '.join(missed)}); what they "
-                    "serve stays as it was (unknown, not absent)"
-                )
+            variant_facts = read.variant_indexes(found, config, label_urls, previous)
 
     to_write = []
     previous_counts: dict[str, int] = {}
@@ -238,16 +178,10 @@ def run_refresh(
             package, config, files, metadata, labels,
             index=index.label, retrieved=retrieved, variant_indexes=variant_facts.get(package.name),
         )
-        if variants_json.get(package.name):
-            facts = facts.model_copy(update={"variants_json": variants_json[package.name]})
-        old = previous_facts(package.name)
-        diff = diff_facts(package.name, old, facts)
-        result.diffs[package.name] = diff
+        old = previous.get(package.name)
         previous_counts[package.name] = len(fact_atoms(old))
-        if old is not None and diff.empty:
-            facts = old  # nothing new: keep the earlier retrieval date, do not touch the file
-        result.facts[package.name] = facts
-        if write and (old is None or not diff.empty):
+        facts = _compared(result, package.name, old, _with_variants_json(facts, variants_json.get(package.name)))
+        if write and (old is None or facts is not old):
             to_write.append(facts)
     if write and not allow_removals:
         removal_guard(result.diffs, previous_counts)
@@ -255,6 +189,135 @@ def run_refresh(
         result.written.append(write_facts(matrix_path, facts))
     result.stats = client.stats.as_dict()
     return result
+
+
+def _with_variants_json(facts: PackageFacts, found: list[VariantsJsonFact] | None) -> PackageFacts:
+    return facts.model_copy(update={"variants_json": found}) if found else facts
+
+
+def _compared(result: RefreshResult, name: str, old: PackageFacts | None, facts: PackageFacts) -> PackageFacts:
+    """Record the difference from the previous facts; the previous ones when nothing is new (the earlier
+    retrieval date kept, the file untouched)."""
+    diff = diff_facts(name, old, facts)
+    result.diffs[name] = diff
+    if old is not None and diff.empty:
+        facts = old
+    result.facts[name] = facts
+    return facts
+
+
+class _PreviousFacts:
+    """The facts files as they were before this run, each read once."""
+
+    def __init__(self, matrix_path: Path) -> None:
+        self.matrix_path = matrix_path
+        self.loaded: dict[str, PackageFacts | None] = {}
+
+    def get(self, name: str) -> PackageFacts | None:
+        if name not in self.loaded:
+            self.loaded[name] = load_facts(self.matrix_path, name)
+        return self.loaded[name]
+
+
+class _Reads:
+    """The run's reads from the index, each stage fanned out over the pool, its notices kept in the result."""
+
+    def __init__(
+        self, client: IndexClient, pool: ThreadPoolExecutor, progress: Progress, result: RefreshResult
+    ) -> None:
+        self.client = client
+        self.pool = pool
+        self.progress = progress
+        self.result = result
+
+    def project_pages(
+        self, index: IndexLocation, selected: list[PackageConfig]
+    ) -> list[tuple[PackageConfig, list[IndexFile]]]:
+        """Each selected project's files (a project the index does not have keeps its facts)."""
+        self.progress.stage("project pages", len(selected))
+        pages = _map(self.pool, lambda p: self.client.project_page(index.url, p.name), selected, self.progress)
+        found: list[tuple[PackageConfig, list[IndexFile]]] = []
+        for package, page in zip(selected, pages, strict=True):
+            if page is None:
+                self.result.notices.append(f"{package.name}: the index has no such project (404); its facts are kept")
+                continue
+            found.append((package, index_files(page)))
+        return found
+
+    def wheel_metadata(
+        self, found: list[tuple[PackageConfig, list[IndexFile]]], config: RefreshConfig
+    ) -> dict[str, bytes]:
+        """filename -> the metadata of each wheel whose requirements the facts record."""
+        wanted: list[WheelRef] = []
+        for package, files in found:
+            parsed = since_filter([p for p in (parse_file(f, package.name) for f in files) if p], package)
+            if package.requirements:
+                for item in metadata_wanted(parsed, config).values():
+                    f = item.file
+                    wanted.append(WheelRef(f.filename, f.url, f.sha256, f.has_metadata, f.size))
+        unique = list({ref.filename: ref for ref in wanted}.values())
+        self.progress.stage("wheel metadata", len(unique))
+        raws = _map(self.pool, lambda ref: read_metadata(self.client, ref), unique, self.progress)
+        metadata = {ref.filename: raw for ref, (raw, _how) in zip(unique, raws, strict=True)}
+        for ref, (raw, how) in zip(unique, raws, strict=True):
+            self.result.metadata_reads[how] = self.result.metadata_reads.get(how, 0) + 1
+            self.result.notices.extend(metadata_notices(raw, ref.filename))  # nothing skipped silently
+        return metadata
+
+    def variants_json(
+        self, index: IndexLocation, found: list[tuple[PackageConfig, list[IndexFile]]]
+    ) -> dict[str, list[VariantsJsonFact]]:
+        """The PEP 825 variants JSON files the projects publish, per project."""
+        variants_json: dict[str, list[VariantsJsonFact]] = {}
+        listed = [(package, index.url, f) for package, files in found for f in files
+                  if variants_json_version(f.filename, package.name) is not None
+                  or variant_wheel(f.filename, package.name) is not None]
+        if not listed:
+            return variants_json
+        self.progress.stage("variants JSON", len(listed))
+        read = _map(self.pool, lambda job: _read_variants_json(self.client, *job), listed, self.progress)
+        for (package, _url, _file), (fact, notice) in zip(listed, read, strict=True):
+            if fact is not None:
+                variants_json.setdefault(package.name, []).append(fact)
+            if notice:
+                self.result.notices.append(notice)
+        return variants_json
+
+    def variant_indexes(
+        self,
+        found: list[tuple[PackageConfig, list[IndexFile]]],
+        config: RefreshConfig,
+        label_urls: dict[str, str],
+        previous: _PreviousFacts,
+    ) -> dict[str, list[VariantIndexFacts]]:
+        """What each build label's index serves of each project that has variant indexes (an unreachable one
+        keeps what it served before: unknown, not absent)."""
+        client = self.client
+        variant_client = IndexClient(
+            cache=client.cache, http=client.http, retry=RetryPolicy(attempts=2, wait_initial=0.1, timeout=30),
+            limits=client.limits, run_deadline=client.run_deadline,  # the run's bounds, not fresh ones
+        )
+        jobs = [(package, label, url) for package, _ in found if package.variant_indexes
+                for label, url in sorted(label_urls.items())]
+        self.progress.stage("variant indexes", len(jobs))
+        answers = _map(self.pool, lambda job: _read_variant(variant_client, config, *job), jobs, self.progress)
+        client.stats.add(**variant_client.stats.as_dict())
+        variant_facts: dict[str, list[VariantIndexFacts]] = {}
+        unreachable: dict[str, list[str]] = {}
+        for (package, label, _url), answer in zip(jobs, answers, strict=True):
+            old = previous.get(package.name)
+            before = next((v for v in (old.variant_indexes if old else []) if v.label == label), None)
+            if answer.status == "unreachable":
+                unreachable.setdefault(package.name, []).append(label)
+                if before is not None:
+                    answer = before
+            variant_facts.setdefault(package.name, []).append(answer)
+        for name, missed in unreachable.items():
+            self.result.notices.append(
+                f"{name}: {len(missed)} variant index(es) could not be reached ({', '.join(missed)}); what they "
+                "serve stays as it was (unknown, not absent)"
+            )
+        return variant_facts
 
 
 def _read_variant(client: IndexClient, config: RefreshConfig, package: PackageConfig, label: str,

@@ -24,7 +24,8 @@ def _bodies_and_memo(database_url: str, size: int) -> tuple[list[dict[str, objec
             assert res.status_code == 409
             bodies.append({k: v for k, v in res.json().items() if k != "request_id"})
         memo = client.app.state.service.matrix_repository.current().matrix.memo
-        return bodies, (memo.request_limit, len(memo.tried), len(memo.nearest_torch), len(memo.nearby))
+        held = memo.request_entries()
+        return bodies, (memo.request_limit, *(held.get(name, 0) for name in ("tried", "nearest_torch", "nearby")))
 
 
 def test_memo_size_zero_keeps_nothing_and_answers_the_same(shared_database_url: str) -> None:

@@ -63,6 +63,20 @@ def _sweep() -> list[dict[str, str]]:
     for macos, backend in itertools.product(["12.6", "13.6"], ["mps", "cpu"]):
         requests.append({"os": "macos", "macos": macos, "torch": "2.12", "backend": backend, "python": "3.12"})
     requests.append({"backend": "cpu", "python": "3.12", "musl": "yes"})
+    # Jetson targets: NVIDIA's JetPack wheels only (matrix_data/jetson.yaml); each failure's alternatives stay Jetson
+    jetson = {"arch": "aarch64", "os": "linux", "backend": "cuda"}
+    for gpu_arch, extra in [
+        ("sm_87", {"driver": "540.4.0", "torch": "2.13"}),
+        ("sm_87", {"driver": "540.4.0", "python": "3.12"}),
+        ("sm_87", {"runtime": "6.1", "torch": "2.4"}),
+        ("sm_87", {"runtime": "6.0", "python": "3.8"}),
+        ("sm_87", {"backend": "cu126", "python": "3.10"}),
+        ("sm_62", {"runtime": "6.2"}),
+        ("sm_53", {"torch": "2.3"}),
+        ("sm_72", {"runtime": "5.1", "python": "3.10"}),
+        ("sm_72", {"runtime": "7.0"}),
+    ]:
+        requests.append({**jetson, "gpu_arch": gpu_arch, **extra})
     return requests
 
 

@@ -162,6 +162,15 @@ CITED_HOSTS = {
     "peps.python.org",
     # GitHub's runner reference (ci_runners.yaml's runs_on labels)
     "docs.github.com",
+    # Jetson (jetson.yaml): NVIDIA's forum list of JetPack wheels, NVIDIA's download site holding the wheel files,
+    # and a gist tabulating JetPack <-> L4T <-> CUDA
+    "forums.developer.nvidia.com", "developer.download.nvidia.com", "gist.github.com",
+    # PyTorch's own site (its XPU getting-started and release pages), GitHub's raw files (upstream tables at
+    # a tag), LLVM's AMDGPU processor table (gfx arch of AMD APUs)
+    "pytorch.org", "raw.githubusercontent.com", "llvm.org",
+    # the stack packages' own documents: PyG's and OpenMMLab's wheel pages, DeepSpeed's site, vLLM's forum
+    # and a vLLM docs build of a pull request
+    "data.pyg.org", "download.openmmlab.com", "deepspeed.ai", "discuss.vllm.ai", "vllm--6910.org.readthedocs.build",
 }
 
 

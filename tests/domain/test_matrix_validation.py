@@ -432,3 +432,35 @@ def test_known_bad_rules_are_checked(tmp_path: Path, change: Any, expected: str)
     n = len(_read(path / "known_bad.yaml")["rules"]) - 1
     problems = [str(p) for p in matrix_data_problems(path)]
     assert len(problems) == 1 and problems[0].startswith("known_bad.yaml: " + expected.format(n=n)), problems
+
+
+def _wheel_for(jetpack: str) -> Callable[[dict[str, Any]], None]:
+    def change(raw: dict[str, Any]) -> None:
+        raw["wheels"][0]["jetpack"] = [jetpack]
+
+    return change
+
+
+def _release_again(raw: dict[str, Any]) -> None:
+    raw["releases"].append(dict(raw["releases"][0]))
+
+
+def _arch_named(raw: dict[str, Any]) -> None:
+    raw["releases"][0]["archs"] = ["orin"]
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        pytest.param(_wheel_for("9.9"), "wheels[0].jetpack[0]: JetPack 9.9 is not in releases", id="unknown-jetpack"),
+        pytest.param(_release_again, "releases[{n}].jetpack: duplicate JetPack", id="duplicate-jetpack"),
+        pytest.param(_arch_named, "releases[0].archs[0]: 'orin' is not a CUDA architecture", id="arch-not-sm"),
+    ],
+)
+def test_jetson_tables_are_checked(tmp_path: Path, change: Any, expected: str) -> None:
+    """jetson.yaml: each JetPack once, archs as sm_XY, and every wheel names a JetPack the releases list."""
+    path = copy_matrix(tmp_path)
+    _edit(path, "jetson.yaml", change)
+    n = len(_read(path / "jetson.yaml")["releases"]) - 1
+    problems = [str(p) for p in matrix_data_problems(path)]
+    assert len(problems) == 1 and problems[0].startswith("jetson.yaml: " + expected.format(n=n)), problems

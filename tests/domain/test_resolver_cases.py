@@ -73,6 +73,8 @@ def test_golden_case(case: dict[str, Any], matrix: InMemoryMatrix) -> None:
         assert res.backend == expect["backend"]
     if "family" in expect:
         assert res.family == expect["family"]
+    if "python" in expect:
+        assert res.python == str(expect["python"]), res.python
     if "index" in expect:
         label = expect["index"]
         variant = matrix.build_variant(label) if label else None

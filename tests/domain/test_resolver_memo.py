@@ -1,5 +1,5 @@
-"""The caches a matrix keeps for the resolver (InMemoryMatrix's own and its `DerivedMemo`) are keyed by facts drawn
-from the matrix, never by free text from a request: a flood of distinct requests must not grow it."""
+"""The caches a matrix keeps for the resolver (InMemoryMatrix's own and the memos in its `MemoStore`) are keyed by
+facts drawn from the matrix, never by free text from a request: a flood of distinct requests must not grow it."""
 
 from __future__ import annotations
 
@@ -38,9 +38,7 @@ def test_distinct_free_text_requests_do_not_grow_the_memo() -> None:
     assert size > 0, "the flood went through the cached stages"
     flood(1000)
     assert matrix.cache_size() == size
-    assert len(matrix.memo.tried) == 20
-    assert len(matrix.memo.nearest_torch) == 20
-    assert len(matrix.memo.nearby) == 20
+    assert matrix.memo.request_entries() == {"tried": 20, "nearest_torch": 20, "nearby": 20}
 
 
 def test_memoized_answers_equal_fresh_ones() -> None:
@@ -52,7 +50,7 @@ def test_memoized_answers_equal_fresh_ones() -> None:
         {"torch": "2.4.0", "python": "3.10", "backend": "mlu", "with_": "none"},
         {"torch": "latest", "backend": "cuda", "gpu_arch": "sm_90", "driver": "550.54.14"},
         {"torch": "2.7", "os": "macos", "arch": "arm64", "backend": "mps"},
-        # failures: their nearby requests are kept too (DerivedMemo.nearby)
+        # failures: their nearby requests are kept too (explanation's `nearby` memo)
         {"torch": "2.3", "python": "3.13", "backend": "cu121"},
         {"torch": "2.6", "backend": "cuda", "driver": "450.80.02"},
         {"torch": "2.4", "backend": "cu126", "python": "3.10"},

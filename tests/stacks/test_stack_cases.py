@@ -59,6 +59,8 @@ def test_stack_case(case: dict[str, Any]) -> None:
         assert res.backend == expect["backend"]
     for name in expect.get("requirements", []):
         assert name in [r.name for r in res.requirements], res.requirements
+    for text in expect.get("requirement_detail_include", []):
+        assert any(text in r.detail for r in res.requirements), res.requirements
     for text in expect.get("warnings_include", []):
         assert any(text in w for w in res.warnings), res.warnings
     for text in expect.get("unknowns_include", []):

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from packaging.version import Version
 
 from compat_service.domain.errors import AccelenvError
 from compat_service.domain.matrix.snapshot import load_matrix_cached
@@ -107,3 +108,23 @@ def test_a_needs_build_outcome_is_not_a_refusal_and_an_unresolvable_one_is(tmp_p
     with pytest.raises(AccelenvError) as caught:
         resolve_stack(request, load_matrix_cached(), None, load_catalog(data))
     assert "tensorrt==10.0 cannot be installed" in caught.value.message
+
+
+def test_the_next_packages_with_index_wheels_resolve_on_the_loopback_index(tmp_path: Path) -> None:
+    """sglang (exact torch pin) and torch-tensorrt (one torch minor) are asked like the others; the packages whose
+    wheels are on their project's own pages (PyG, mmcv) or that ship an sdist only (DeepSpeed) are never asked:
+    the index the oracle reads has no wheel of theirs (the loopback drops requirements the refresh does not read,
+    such as torch-tensorrt's tensorrt, which the real index serves as an sdist: needs_build there)."""
+    bundled = load_oracle_config(DATA_DIR)
+    assert bundled is not None
+    config = OracleConfig(releases=3, pythons=["3.12"], platforms=bundled.platforms)
+    asked = ["sglang", "torch-tensorrt", "torch-scatter", "mmcv", "deepspeed"]
+    with metadata_index(recorded_projects(DATA_DIR)) as index:
+        location = IndexLocation(url=index.simple, label="loopback", origin="--index-url")
+        checked = run_stack_oracle(DATA_DIR, location, packages=asked, config=config, write=False, concurrency=2,
+                                   cache_dir=tmp_path / "uv-cache")
+    assert {o.package for o in checked.outcomes} == {"sglang", "torch-tensorrt"}
+    assert all(o.resolvable and not o.changed for o in checked.outcomes), checked.outcomes
+    sglang = {o.version: o.torch for o in checked.outcomes if o.package == "sglang"}
+    release = load_catalog().get("sglang").release(max(sglang, key=Version))  # type: ignore[union-attr]
+    assert release is not None and sglang[release.version] == release.pins("linux-x86_64", "3.12")["torch"]

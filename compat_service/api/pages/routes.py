@@ -33,7 +33,7 @@ from compat_service.domain.backends import PLATFORMS
 from compat_service.domain.errors import AccelenvError, NotFoundError
 from compat_service.domain.evidence.perf import describe as describe_perf_figure
 from compat_service.domain.evidence.status import BAD_STATUSES, is_bad
-from compat_service.domain.hardware_rules import driver_rule
+from compat_service.domain.hardware_rules import DriverRule, driver_rule
 from compat_service.domain.visible_text import visible
 
 PAGES = Path(__file__).resolve().parents[1] / "pages"
@@ -267,18 +267,7 @@ async def release_page(request: Request, version: str) -> Response:
     for entry in body["release"]["python"]:
         for platform in entry["platforms"]:
             by_platform.setdefault(platform, []).append(entry["version"])
-    variants = {v.label: v for v in matrix.data.build_variants.variants}
-    floors = []
-    for wheel in body["release"]["variants"]:
-        row = variants.get(wheel["label"])
-        if row is None or row.family != "cuda":
-            continue
-        oses = sorted({p.split("-", 1)[0] for p in wheel["platforms"]})
-        for os_name in oses:
-            floor = driver_rule(matrix.matrix, row.runtime, row.runtime_full, os_name, "kernels")
-            cited = list(floor.toolkit.source) if floor.toolkit is not None else []
-            cited += [k for k in (floor.major_row.source if floor.major_row is not None else ()) if k not in cited]
-            floors.append((wheel["label"], row.runtime, os_name, floor.version, floor.toolkit_floor, cited))
+    floors = _driver_floors(matrix, body["release"]["variants"])
     patch = next((p for p in body["minor"]["patches"] if p["version"] == version), None)
     sources = {s["key"]: s for s in body["sources"]}
     return _page(
@@ -297,6 +286,26 @@ async def release_page(request: Request, version: str) -> Response:
     )
 
 
+def _driver_floors(matrix: MatrixSnapshot, wheels: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    """(label, runtime, os, driver floor, the toolkit's own floor, sources) of each CUDA build and OS."""
+    variants = {v.label: v for v in matrix.data.build_variants.variants}
+    floors = []
+    for wheel in wheels:
+        row = variants.get(wheel["label"])
+        if row is None or row.family != "cuda":
+            continue
+        for os_name in sorted({p.split("-", 1)[0] for p in wheel["platforms"]}):
+            floor = driver_rule(matrix.matrix, row.runtime, row.runtime_full, os_name, "kernels")
+            floors.append((wheel["label"], row.runtime, os_name, floor.version, floor.toolkit_floor, _cited(floor)))
+    return floors
+
+
+def _cited(floor: DriverRule) -> list[str]:
+    """The sources of a driver rule: the toolkit row's, then the minor-version-compatibility row's."""
+    cited = list(floor.toolkit.source) if floor.toolkit is not None else []
+    return cited + [k for k in (floor.major_row.source if floor.major_row is not None else ()) if k not in cited]
+
+
 async def _newest_patch(request: Request, version: str) -> str | None:
     """The newest patch a minor (2.5) or 'latest' stands for; None for anything else (an exact version)."""
     if version != "latest" and re.fullmatch(r"\d+\.\d+", version) is None:
@@ -307,6 +316,23 @@ async def _newest_patch(request: Request, version: str) -> str | None:
             patches = matrix.torch_patches(minor)
             return patches[0].version if patches else None
     return None
+
+
+def _grouped_checks(checks: list[dict[str, Any]]) -> list[tuple[str, dict[str, int], list[dict[str, Any]]]]:
+    """(group, status counts, checks worst first) per check group, the groups with most bad checks first."""
+    order = {**dict.fromkeys(BAD_STATUSES, 0), "unsupported": 1, "skipped": 2, "passed": 3}
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for check in checks:
+        groups.setdefault(check["group"], []).append(check)
+    grouped = []
+    for group, items in groups.items():
+        items.sort(key=lambda c: (order.get(c["status"], 4), c["id"]))
+        counts: dict[str, int] = {}
+        for c in items:
+            counts[c["status"]] = counts.get(c["status"], 0) + 1
+        grouped.append((group, counts, items))
+    grouped.sort(key=lambda g: (-sum(n for s, n in g[1].items() if s in BAD_STATUSES), g[0]))
+    return grouped
 
 
 @router.get("/reports/{report_id}", response_class=HTMLResponse)
@@ -323,18 +349,7 @@ async def report_page(request: Request, report_id: str) -> Response:
     checks = report.get("checks", [])
     bad = BAD_STATUSES
     failing_ids = {c["id"] for c in checks if is_bad(c["group"], c["status"])}  # unsupported in smoke/models too
-    order = {**dict.fromkeys(BAD_STATUSES, 0), "unsupported": 1, "skipped": 2, "passed": 3}
-    groups: dict[str, list[dict[str, Any]]] = {}
-    for check in checks:
-        groups.setdefault(check["group"], []).append(check)
-    grouped = []
-    for group, items in groups.items():
-        items.sort(key=lambda c: (order.get(c["status"], 4), c["id"]))
-        counts: dict[str, int] = {}
-        for c in items:
-            counts[c["status"]] = counts.get(c["status"], 0) + 1
-        grouped.append((group, counts, items))
-    grouped.sort(key=lambda g: (-sum(n for s, n in g[1].items() if s in bad), g[0]))
+    grouped = _grouped_checks(checks)
     failing = [c for c in checks if c["id"] in failing_ids]
     return _page(
         request,

@@ -21,7 +21,7 @@ from packaging.version import Version
 from compat_service.api.service_reads import resolution_body
 from compat_service.domain.backends import ARCHES, OSES, REQUEST_FAMILIES
 from compat_service.domain.errors import AccelenvError
-from compat_service.domain.matrix.rows import MatrixTables
+from compat_service.domain.matrix.rows import MatrixTables, TorchMinor
 from compat_service.domain.resolver.install_formats import render
 from compat_service.domain.resolver.request import API_WORDS, COMPANIONS, PARAMETERS, flag_wording, split_with
 from compat_service.domain.resolver.resolution import Resolution, resolution_from_json
@@ -86,29 +86,37 @@ def choices(data: MatrixTables) -> dict[str, Any]:
     patches = sorted(
         (p.version for m in minors for p in m.patches), key=Version, reverse=True
     )
-    pythons = sorted(
+    labels: dict[str, list[str]] = {}
+    for variant in data.build_variants.variants:
+        labels.setdefault(variant.family, []).append(variant.label)
+    return {
+        "minors": [m.minor for m in minors],
+        "patches": patches,
+        "pythons": _pythons(minors),
+        "oses": OSES,
+        "arches": ARCHES,
+        "families": REQUEST_FAMILIES,
+        "labels": labels,
+        "gpu_archs": _gpu_archs(data),
+        "companions": ["torchvision,torchaudio", *COMPANIONS, "none"],
+        "ecosystem": _ecosystem_names(),
+    }
+
+
+def _pythons(minors: list[TorchMinor]) -> list[str]:
+    """Every Python some release lists (a minor's or a patch's override), newest first."""
+    return sorted(
         {v for m in minors for s in m.python for v in s.versions}
         | {v for m in minors for p in m.patches for s in p.python_override or [] for v in s.versions},
         key=_py_key,
         reverse=True,
     )
-    labels: dict[str, list[str]] = {}
-    for variant in data.build_variants.variants:
-        labels.setdefault(variant.family, []).append(variant.label)
+
+
+def _gpu_archs(data: MatrixTables) -> list[str]:
+    """The arch lists' architectures, then the ROCm releases' other gfx targets."""
     archs = sorted({a for row in data.gpu_archs.arch_lists for a in row.archs})
-    archs += sorted({g for r in data.rocm.releases for g in r.gfx_targets or []} - set(archs))
-    return {
-        "minors": [m.minor for m in minors],
-        "patches": patches,
-        "pythons": pythons,
-        "oses": OSES,
-        "arches": ARCHES,
-        "families": REQUEST_FAMILIES,
-        "labels": labels,
-        "gpu_archs": archs,
-        "companions": ["torchvision,torchaudio", *COMPANIONS, "none"],
-        "ecosystem": _ecosystem_names(),
-    }
+    return archs + sorted({g for r in data.rocm.releases for g in r.gfx_targets or []} - set(archs))
 
 
 def _ecosystem_names() -> list[str]:
@@ -149,14 +157,19 @@ def url_for_state(state: dict[str, str], **changes: Any) -> str:
     for name, value in changes.items():
         if value is None or value == "":
             merged.pop(name, None)
-        elif isinstance(value, bool):
-            merged[name] = "true" if value else "false"
-        elif isinstance(value, (list, tuple)):
-            merged[name] = ",".join(str(v) for v in value) or "none"
         else:
-            merged[name] = str(value)
+            merged[name] = _query_value(value)
     ordered = {k: merged[k] for k in STATE_PARAMS if k in merged}
     return "/" + ("?" + urlencode(ordered) if ordered else "")
+
+
+def _query_value(value: object) -> str:
+    """A parameter's value as the URL writes it (a list comma-separated, ``none`` when empty)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (list, tuple)):
+        return ",".join(str(v) for v in value) or "none"
+    return str(value)
 
 
 @dataclass
@@ -228,19 +241,14 @@ NVIDIA_SMI_QUERY = f"nvidia-smi --query-gpu={','.join(tool_parsers.NVIDIA_SMI_QU
 def from_nvidia_smi(text: str, state: dict[str, str]) -> str:
     """The selector URL with the driver and GPU read from pasted `nvidia-smi` output (probes' parsers):
     plain `nvidia-smi` gives the driver and GPU names, the `NVIDIA_SMI_QUERY` output also the architecture."""
-    rows = tool_parsers.parse_nvidia_smi_query(text)
-    driver = tool_parsers.parse_nvidia_smi_banner(text)["driver_version"]
-    if driver is None:
-        driver = next((r["driver_version"] for r in rows if r["driver_version"]), None)
-    capabilities = [r["compute_cap"] for r in rows if r.get("compute_cap")]
-    names = [g["name"] for g in tool_parsers.parse_nvidia_smi_gpus(text)] or [r["name"] for r in rows if r.get("name")]
+    driver, capabilities, names = _nvidia_smi_facts(text)
     base = _without_page(state)
     if driver is None and not capabilities and not names:
         return url_for_state(base, notice="paste-empty")
     changes: dict[str, Any] = {"driver": driver or base.get("driver")}
     if capabilities:
         # a multi-GPU host: the lowest compute capability (a build must run on every GPU)
-        changes["gpu_arch"] = min(capabilities, key=lambda c: tuple(int(p) for p in c.split(".") if p.isdigit()))
+        changes["gpu_arch"] = min(capabilities, key=_capability_key)
     elif names:
         # plain nvidia-smi prints names only: the resolver maps them with the matrix's GPU names (gpu=)
         changes["gpu"] = ", ".join(dict.fromkeys(names))
@@ -249,6 +257,21 @@ def from_nvidia_smi(text: str, state: dict[str, str]) -> str:
     if not _CUDA_BACKEND.match(base.get("backend", "cpu")):
         changes["backend"] = "cuda"  # an NVIDIA host: its builds, not the CPU one
     return url_for_state(base, **changes)
+
+
+def _nvidia_smi_facts(text: str) -> tuple[str | None, list[str], list[str]]:
+    """The driver, the compute capabilities and the GPU names in pasted `nvidia-smi` output."""
+    rows = tool_parsers.parse_nvidia_smi_query(text)
+    driver = tool_parsers.parse_nvidia_smi_banner(text)["driver_version"]
+    if driver is None:
+        driver = next((r["driver_version"] for r in rows if r["driver_version"]), None)
+    capabilities = [r["compute_cap"] for r in rows if r.get("compute_cap")]
+    names = [g["name"] for g in tool_parsers.parse_nvidia_smi_gpus(text)] or [r["name"] for r in rows if r.get("name")]
+    return driver, capabilities, names
+
+
+def _capability_key(capability: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in capability.split(".") if p.isdigit())
 
 
 def variant_lines(matrix: Any, resolution: Resolution | None, state: dict[str, str]) -> list[str]:

@@ -87,7 +87,7 @@ class MatrixRepository:
     def __init__(self, engine: Engine, *, refresh_s: float = 5.0, resolver_memo_size: int = 4096) -> None:
         self._engine = engine
         self._refresh_s = refresh_s
-        #: set on every matrix it builds (DerivedMemo.request_limit; Settings.resolver_memo_size)
+        #: set on every matrix it builds (MemoStore.request_limit; Settings.resolver_memo_size)
         self._resolver_memo_size = resolver_memo_size
         self._lock = threading.Lock()
         self._snapshot: MatrixSnapshot | None = None

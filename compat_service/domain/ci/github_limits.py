@@ -18,9 +18,9 @@ one. Its ``limits`` object says how many shards the whole matrix needs (`shards_
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from compat_service.domain.errors import Cause, MatrixTooLargeError
+from compat_service.domain.json_types import JsonObject
 
 #: GitHub Actions: jobs one matrix may generate per workflow run
 GITHUB_MAX_JOBS = 256
@@ -29,7 +29,7 @@ GITHUB_MAX_OUTPUT_BYTES = 1_000_000
 _WRAPPER = '{"include":[]}'
 
 
-def include_json(cells: list[dict[str, Any]]) -> str:
+def include_json(cells: list[JsonObject]) -> str:
     """The job output the Action writes: ``{"include": cells}``, compact."""
     return json.dumps({"include": cells}, separators=(",", ":"), ensure_ascii=False)
 
@@ -103,8 +103,8 @@ def shards_needed(sizes: list[int], max_cells: int) -> int:
 
 
 def fit_github_limits(
-    cells: list[dict[str, Any]], max_cells: int, shard: tuple[int, int] | None
-) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    cells: list[JsonObject], max_cells: int, shard: tuple[int, int] | None
+) -> tuple[list[JsonObject], JsonObject]:
     """The cells of ``shard`` (all of them without one) and the ``limits`` object the answer carries;
     raises MatrixTooLargeError when what would be answered is over either limit."""
     sizes = [output_size(json.dumps(c, separators=(",", ":"), ensure_ascii=False)) for c in cells]

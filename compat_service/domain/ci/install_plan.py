@@ -13,11 +13,10 @@ Pure: `checked_install_argv(cell)` returns the steps or raises InstallPlanRefuse
 
 from __future__ import annotations
 
-from typing import Any
-
 from packaging.requirements import InvalidRequirement, Requirement
 
 from compat_service.domain.errors import Cause, InstallPlanRefusedError
+from compat_service.domain.json_types import JsonObject
 
 #: pip options a plan may carry, and whether each takes a value (the next item)
 ALLOWED_OPTIONS: dict[str, bool] = {
@@ -38,33 +37,48 @@ def _refused(message: str, item: object) -> InstallPlanRefusedError:
     )
 
 
-def checked_install_argv(cell: dict[str, Any]) -> list[list[str]]:
+def checked_install_argv(cell: JsonObject) -> list[list[str]]:
     """The cell's install steps, each checked item by item (see the module docstring)."""
     plan = cell.get("install_argv")
     if not isinstance(plan, list) or not plan:
         raise _refused("the cell has no install_argv (a list of pip argument lists)", plan)
-    steps: list[list[str]] = []
-    for step in plan:
-        if not isinstance(step, list) or not all(isinstance(item, str) for item in step):
-            raise _refused("an install step is not a list of strings", step)
-        if step[:2] != ["pip", "install"] or len(step) < 3:
-            raise _refused(f"an install step is not `pip install ...`: {' '.join(step)[:80]}", step[:2])
-        expect_value = False
-        for item in step[2:]:
-            if expect_value:
-                if not item.startswith(_URL_SCHEMES) or any(c.isspace() for c in item):
-                    raise _refused(f"an index option's value is not a URL: {item[:80]}", item)
-                expect_value = False
-            elif item.startswith("-"):
-                if item not in ALLOWED_OPTIONS:
-                    raise _refused(f"pip option {item[:40]} is not one an install plan uses", item)
-                expect_value = ALLOWED_OPTIONS[item]
-            else:
-                try:
-                    Requirement(item)
-                except InvalidRequirement:
-                    raise _refused(f"{item[:80]!r} is not a requirement specifier", item) from None
+    return [_checked_step(step) for step in plan]
+
+
+def _checked_step(step: object) -> list[str]:
+    """One ``pip install ...`` argument list, each item a requirement, an allowed option or its URL."""
+    if not isinstance(step, list) or not all(isinstance(item, str) for item in step):
+        raise _refused("an install step is not a list of strings", step)
+    if step[:2] != ["pip", "install"] or len(step) < 3:
+        raise _refused(f"an install step is not `pip install ...`: {' '.join(step)[:80]}", step[:2])
+    expect_value = False
+    for item in step[2:]:
         if expect_value:
-            raise _refused(f"{step[-1]} has no value", step[-1])
-        steps.append(list(step))
-    return steps
+            _check_url(item)
+            expect_value = False
+        elif item.startswith("-"):
+            expect_value = _takes_value(item)
+        else:
+            _check_requirement(item)
+    if expect_value:
+        raise _refused(f"{step[-1]} has no value", step[-1])
+    return list(step)
+
+
+def _takes_value(option: str) -> bool:
+    """Whether an allowed pip option takes a value (an index URL); refuses any other option."""
+    if option not in ALLOWED_OPTIONS:
+        raise _refused(f"pip option {option[:40]} is not one an install plan uses", option)
+    return ALLOWED_OPTIONS[option]
+
+
+def _check_url(item: str) -> None:
+    if not item.startswith(_URL_SCHEMES) or any(c.isspace() for c in item):
+        raise _refused(f"an index option's value is not a URL: {item[:80]}", item)
+
+
+def _check_requirement(item: str) -> None:
+    try:
+        Requirement(item)
+    except InvalidRequirement:
+        raise _refused(f"{item[:80]!r} is not a requirement specifier", item) from None

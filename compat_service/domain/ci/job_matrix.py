@@ -28,7 +28,9 @@ from __future__ import annotations
 import shlex
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from packaging.version import Version
 
 from compat_service.domain.backends import (
     ARCHES,
@@ -41,10 +43,12 @@ from compat_service.domain.backends import (
 )
 from compat_service.domain.ci.github_limits import GITHUB_MAX_JOBS, fit_github_limits, parse_max_cells, parse_shard
 from compat_service.domain.ci.runners import runner_for
+from compat_service.domain.json_types import JsonObject
 from compat_service.domain.matrix.interface import parse_version
 from compat_service.domain.resolver.install_formats import pip_commands, render
 from compat_service.domain.resolver.request import (
     BackendSpec,
+    PackageRequest,
     ResolveRequest,
     TorchSpec,
     invalid_request,
@@ -85,7 +89,7 @@ class CiMatrixRequest:
     mode: str
     fmt: str
     #: ecosystem packages (``with=vllm``), resolved with torch per cell (compat_service.domain.stacks)
-    stack: tuple[Any, ...] = ()
+    stack: tuple[PackageRequest, ...] = ()
     #: the most cells the answer (one shard) may hold (github_limits: 256 jobs per matrix)
     max_cells: int = GITHUB_MAX_JOBS
     #: (I, N): the I-th of N balanced parts of the matrix; None = the whole matrix
@@ -188,15 +192,20 @@ def _families(text: str | None, builds: tuple[str, ...] | None) -> tuple[str, ..
             ",".join(bad),
         )
     if builds is not None:
-        outside = [b for b in builds if label_family(b) not in parts]
-        if outside:
-            raise invalid_request(
-                f"build {', '.join(outside)} is not of family {', '.join(parts)}",
-                "drop family= (the builds name their families) or list builds of those families",
-                "build",
-                ",".join(outside),
-            )
+        _builds_of(builds, parts)
     return tuple(dict.fromkeys(parts))
+
+
+def _builds_of(builds: tuple[str, ...], families: list[str]) -> None:
+    """Refuse builds outside the families asked for."""
+    outside = [b for b in builds if label_family(b) not in families]
+    if outside:
+        raise invalid_request(
+            f"build {', '.join(outside)} is not of family {', '.join(families)}",
+            "drop family= (the builds name their families) or list builds of those families",
+            "build",
+            ",".join(outside),
+        )
 
 
 def _platforms(os_text: str | None, arch_text: str | None) -> tuple[tuple[str, str], ...]:
@@ -221,32 +230,18 @@ def _platforms(os_text: str | None, arch_text: str | None) -> tuple[tuple[str, s
 # ------------------------------------------------------------------------------------------- the answer
 
 
-def ci_matrix(request: CiMatrixRequest, matrix: Matrix, evidence: EvidenceLookup | None = None) -> dict[str, Any]:
+def ci_matrix(request: CiMatrixRequest, matrix: Matrix, evidence: EvidenceLookup | None = None) -> JsonObject:
     """The matrix for ``request`` (see the module's docstring); raises TorchNotFoundError when the torch
     range selects no release, MatrixTooLargeError when the answer would not fit GitHub's limits."""
-    catalog = None
-    if request.stack:
-        from compat_service.domain.stacks.catalog import load_catalog
-        from compat_service.domain.stacks.resolve import _known
-
-        catalog = load_catalog()
-        for item in request.stack:  # an unknown package is the request's error, not every cell's exclusion
-            _known(catalog, item)
-    groups = _releases(request.torch, matrix)
-    platform_names = [f"{o}-{a}" for o, a in request.platforms]
-    excluded: list[dict[str, Any]] = []
-    unknown: list[dict[str, Any]] = []
-    chosen: list[tuple[TorchMinor, TorchPatch, str, str, str, list[str]]] = []
-    for candidates in groups:
-        for (os_name, arch), platform in zip(request.platforms, platform_names):
-            for (minor, patch), labels in _chosen_builds(request, matrix, candidates, platform, (os_name, arch),
-                                                         excluded, unknown):
-                chosen.append((minor, patch, platform, os_name, arch, labels))
+    catalog = _stack_catalog(request)
+    excluded: list[JsonObject] = []
+    unknown: list[JsonObject] = []
+    chosen = _chosen(request, matrix, excluded, unknown)
     pythons = request.pythons or tuple(
         sorted({p for minor, patch, platform, *_ in chosen for p in python_list(minor, patch, platform)},
                key=python_sort_key)
     )
-    cells: list[dict[str, Any]] = []
+    cells: list[JsonObject] = []
     for minor, patch, platform, os_name, arch, labels in chosen:
         version = patch.version
         supported = python_list(minor, patch, platform)
@@ -280,18 +275,41 @@ def ci_matrix(request: CiMatrixRequest, matrix: Matrix, evidence: EvidenceLookup
 Candidate = tuple["TorchMinor", "TorchPatch"]
 
 
+def _stack_catalog(request: CiMatrixRequest) -> Catalog | None:
+    """The ecosystem catalog when the request names packages (each checked: an unknown package is the
+    request's error, not every cell's exclusion)."""
+    if not request.stack:
+        return None
+    from compat_service.domain.stacks.catalog import load_catalog
+    from compat_service.domain.stacks.resolve import _known
+
+    catalog = load_catalog()
+    for item in request.stack:
+        _known(catalog, item)
+    return catalog
+
+
+def _chosen(
+    request: CiMatrixRequest, matrix: Matrix, excluded: list[JsonObject], unknown: list[JsonObject]
+) -> list[tuple[TorchMinor, TorchPatch, str, str, str, list[str]]]:
+    """(minor, patch, platform, os, arch, build labels) of every release and platform the cells cover."""
+    groups = _releases(request.torch, matrix)
+    platform_names = [f"{o}-{a}" for o, a in request.platforms]
+    chosen: list[tuple[TorchMinor, TorchPatch, str, str, str, list[str]]] = []
+    for candidates in groups:
+        for (os_name, arch), platform in zip(request.platforms, platform_names):
+            for (minor, patch), labels in _chosen_builds(request, matrix, candidates, platform, (os_name, arch),
+                                                         excluded, unknown):
+                chosen.append((minor, patch, platform, os_name, arch, labels))
+    return chosen
+
+
 def _releases(spec: TorchSpec, matrix: Matrix) -> list[list[Candidate]]:
     """The candidate releases, one group per torch minor the range selects (oldest minor first), each its
     patches matching ``spec``, newest first; for ``latest`` one group: every released patch, newest first.
     A group's first patch is the one a cell uses; a later one only stands in for a build the matrix cannot
     say the newer ones publish (see `_chosen_builds`)."""
-    out = []
-    for minor in matrix.torch_minors():
-        if minor.status != "released" and not spec.names_minor(minor.minor):
-            continue
-        patches = [(minor, p) for p in matrix.torch_patches(minor) if spec.matches(p.version, minor.minor)]
-        if patches:
-            out.append(patches)
+    out = _release_groups(spec, matrix)
     if not out:
         from compat_service.domain.errors import Cause, TorchNotFoundError
 
@@ -306,6 +324,18 @@ def _releases(spec: TorchSpec, matrix: Matrix) -> list[list[Candidate]]:
     return out
 
 
+def _release_groups(spec: TorchSpec, matrix: Matrix) -> list[list[Candidate]]:
+    """Each minor's patches matching ``spec``, newest minor first (a minor not released only when named)."""
+    out = []
+    for minor in matrix.torch_minors():
+        if minor.status != "released" and not spec.names_minor(minor.minor):
+            continue
+        patches = [(minor, p) for p in matrix.torch_patches(minor) if spec.matches(p.version, minor.minor)]
+        if patches:
+            out.append(patches)
+    return out
+
+
 def _published(minor: TorchMinor, patch: TorchPatch, platform: str) -> list[VariantAvailability]:
     return [v for v in minor.variants if (v.patches is None or patch.version in v.patches) and platform in v.platforms]
 
@@ -316,8 +346,8 @@ def _chosen_builds(
     candidates: list[Candidate],
     platform: str,
     os_arch: tuple[str, str],
-    excluded: list[dict[str, Any]],
-    unknown: list[dict[str, Any]],
+    excluded: list[JsonObject],
+    unknown: list[JsonObject],
 ) -> list[tuple[Candidate, list[str]]]:
     """The (release, build labels) pairs this group of candidates contributes on ``platform``.
 
@@ -406,8 +436,8 @@ def _cell(
     python: str,
     os_name: str,
     arch: str,
-    excluded: list[dict[str, Any]],
-) -> dict[str, Any] | None:
+    excluded: list[JsonObject],
+) -> JsonObject | None:
     from compat_service.domain.errors import AccelenvError
 
     family = _family(matrix, label)
@@ -440,6 +470,15 @@ def _cell(
             }
         )
         return None
+    return _cell_json(request, matrix, res, (version, label, python, os_name, arch))
+
+
+def _cell_json(
+    request: CiMatrixRequest, matrix: Matrix, res: Resolution, cell: tuple[str, str, str, str, str]
+) -> JsonObject:
+    """One job of the matrix: the answer's pins and install, and what the job runs on and checks; ``cell`` is
+    its (torch, build, Python, os, arch)."""
+    version, label, python, os_name, arch = cell
     build_row = matrix.build_variant(label)
     arch_row = matrix.arch_list(version, label, res.platform)
     pins = {**res.pins, **{p.name: p.version for p in res.stack}}
@@ -491,7 +530,7 @@ def _public(version: str) -> str:
     return version.split("+", 1)[0]
 
 
-def _assign_roles(cells: list[dict[str, Any]]) -> None:
+def _assign_roles(cells: list[JsonObject]) -> None:
     if not cells:
         return
     versions = sorted({c["torch"] for c in cells}, key=lambda v: parse_version(v) or v)
@@ -500,48 +539,65 @@ def _assign_roles(cells: list[dict[str, Any]]) -> None:
         c["role"] = "newest" if c["torch"] == newest else "oldest" if c["torch"] == oldest else "interior"
 
 
-def _runtime_key(cell: dict[str, Any]) -> Any:
-    return parse_version(cell["runtime"] or "0") or parse_version("0")
+def _runtime_key(cell: JsonObject) -> Version:
+    return parse_version(cell["runtime"] or "0") or Version("0")
 
 
-def _pr_cells(cells: list[dict[str, Any]], families: Iterable[str]) -> list[dict[str, Any]]:
+def _pr_cells(cells: list[JsonObject], families: Iterable[str]) -> list[JsonObject]:
     """The extremes: the oldest and the newest torch of the matrix, each with its oldest and newest Python
     (free-threaded builds aside; the family first in the request, then the newest runtime, where several
     cells share a torch and Python), plus one cell per family (its newest torch, Python and runtime)."""
     order = {f: i for i, f in enumerate(families)}
-    picked: list[dict[str, Any]] = []
-
-    def add(group: list[dict[str, Any]]) -> None:
-        gil = [c for c in group if not c["python"].endswith("t")] or group
-        for pick in (min, max):
-            python = pick((c["python"] for c in gil), key=python_sort_key)
-            same = [c for c in gil if c["python"] == python]
-            first = min(order.get(c["family"], len(order)) for c in same)
-            cell = max((c for c in same if order.get(c["family"], len(order)) == first), key=_runtime_key)
-            if cell not in picked:
-                picked.append(cell)
-
-    def newest_of(group: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        top = max((c["torch"] for c in group), key=lambda v: parse_version(v) or v)
-        return [c for c in group if c["torch"] == top]
-
+    picked: list[JsonObject] = []
     if cells:
-        bottom = min((c["torch"] for c in cells), key=lambda v: parse_version(v) or v)
-        add([c for c in cells if c["torch"] == bottom])
-        add(newest_of(cells))
+        _add_extremes(_oldest_torch(cells), order, picked)
+        _add_extremes(_newest_torch(cells), order, picked)
     for family in order:
         group = [c for c in cells if c["family"] == family]
         if group:
-            newest = newest_of(group)
-            gil = [c for c in newest if not c["python"].endswith("t")] or newest
-            python = max((c["python"] for c in gil), key=python_sort_key)
-            cell = max((c for c in gil if c["python"] == python), key=_runtime_key)
-            if cell not in picked:
-                picked.append(cell)
+            _add_once(_newest_cell(group), picked)
     return picked
 
 
-def _request_echo(request: CiMatrixRequest, pythons: tuple[str, ...]) -> dict[str, Any]:
+def _newest_cell(group: list[JsonObject]) -> JsonObject:
+    """The group's cell of the newest torch, Python and runtime (free-threaded builds aside)."""
+    gil = _with_gil(_newest_torch(group))
+    python = max((c["python"] for c in gil), key=python_sort_key)
+    return max((c for c in gil if c["python"] == python), key=_runtime_key)
+
+
+def _add_extremes(group: list[JsonObject], order: dict[str, int], picked: list[JsonObject]) -> None:
+    """The group's cells with its oldest and its newest Python (the family first in the request, then the
+    newest runtime, where several share it)."""
+    gil = _with_gil(group)
+    for pick in (min, max):
+        python = pick((c["python"] for c in gil), key=python_sort_key)
+        same = [c for c in gil if c["python"] == python]
+        first = min(order.get(c["family"], len(order)) for c in same)
+        _add_once(max((c for c in same if order.get(c["family"], len(order)) == first), key=_runtime_key), picked)
+
+
+def _with_gil(group: list[JsonObject]) -> list[JsonObject]:
+    """The group's cells but the free-threaded builds' (all of them when there are only those)."""
+    return [c for c in group if not c["python"].endswith("t")] or group
+
+
+def _oldest_torch(group: list[JsonObject]) -> list[JsonObject]:
+    bottom = min((c["torch"] for c in group), key=lambda v: parse_version(v) or v)
+    return [c for c in group if c["torch"] == bottom]
+
+
+def _newest_torch(group: list[JsonObject]) -> list[JsonObject]:
+    top = max((c["torch"] for c in group), key=lambda v: parse_version(v) or v)
+    return [c for c in group if c["torch"] == top]
+
+
+def _add_once(cell: JsonObject, picked: list[JsonObject]) -> None:
+    if cell not in picked:
+        picked.append(cell)
+
+
+def _request_echo(request: CiMatrixRequest, pythons: tuple[str, ...]) -> JsonObject:
     return {
         "torch": request.torch.text,
         "python": list(pythons),

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
 
 import yaml
 
 from compat_service.domain.errors import Cause, MatrixDataError
+from compat_service.domain.json_types import JsonObject
 
 RUNNERS_FILE = "ci_runners.yaml"
 
@@ -28,7 +28,18 @@ def _data_dir() -> Path:
 @lru_cache(maxsize=1)
 def _table() -> tuple[frozenset[str], dict[str, str | None], dict[str, str | None]]:
     path = _data_dir() / RUNNERS_FILE
-    data: dict[str, Any] = yaml.safe_load(path.read_text(encoding="utf-8"))
+    data: JsonObject = yaml.safe_load(path.read_text(encoding="utf-8"))
+    problems = _runner_problems(data)
+    if problems:
+        raise MatrixDataError(f"{RUNNERS_FILE} is not valid", hint="fix the rows named",
+                              causes=[Cause(constraint=p, origin=f"matrix_data/{RUNNERS_FILE}") for p in problems])
+    runners = {row["platform"]: row.get("runs_on") for row in data.get("runners", [])}
+    containers = {row["family"]: row.get("container") for row in data.get("containers", [])}
+    return frozenset(data.get("hosted_families") or ()), runners, containers
+
+
+def _runner_problems(data: JsonObject) -> list[str]:
+    """Each runner row's missing or unknown sources (a runs_on label needs one)."""
     known = {s["key"] for s in yaml.safe_load((_data_dir() / "sources.yaml").read_text(encoding="utf-8"))["sources"]}
     problems = []
     for row in data.get("runners", []):
@@ -36,12 +47,7 @@ def _table() -> tuple[frozenset[str], dict[str, str | None], dict[str, str | Non
         if row.get("runs_on") is not None and not cited:
             problems.append(f"{RUNNERS_FILE} {row['platform']}: a runs_on label needs a source")
         problems += [f"{RUNNERS_FILE} {row['platform']}: unknown source {key}" for key in cited if key not in known]
-    if problems:
-        raise MatrixDataError(f"{RUNNERS_FILE} is not valid", hint="fix the rows named",
-                              causes=[Cause(constraint=p, origin=f"matrix_data/{RUNNERS_FILE}") for p in problems])
-    runners = {row["platform"]: row.get("runs_on") for row in data.get("runners", [])}
-    containers = {row["family"]: row.get("container") for row in data.get("containers", [])}
-    return frozenset(data.get("hosted_families") or ()), runners, containers
+    return problems
 
 
 def runner_for(platform: str, family: str | None) -> tuple[str | None, str | None]:

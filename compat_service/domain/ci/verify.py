@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
 from compat_service.domain.backends import is_build_label, label_family
+from compat_service.domain.json_types import JsonObject
 from compat_service.domain.resolver.request import invalid_request, parse_python
 
 _EXPECT_RE = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*==\s*([^\s]+)\s*$")
@@ -50,50 +50,17 @@ class Difference:
         return {"what": self.what, "expected": self.expected, "found": self.found, "message": self.message}
 
 
-def expectations(expect: list[str], python: str | None = None, cell: dict[str, Any] | None = None) -> Expected:
+def expectations(expect: list[str], python: str | None = None, cell: JsonObject | None = None) -> Expected:
     """The expectations of ``--expect NAME==VERSION`` (repeatable), ``--python`` and a CI-matrix cell."""
     packages: dict[str, str] = {}
     build = runtime = None
     want_python = None
     if cell is not None:
-        if not isinstance(cell, dict) or "torch" not in cell or "pins" not in cell:
-            raise invalid_request(
-                "--cell is not a cell of GET /v1/ci-matrix (it needs torch, build, python and pins)",
-                "pass one object of the matrix's include list, e.g. --cell '${{ toJSON(matrix) }}'",
-                "--cell",
-                str(cell)[:60],
-            )
-        for name, version in dict(cell["pins"]).items():
-            packages[_normal(name)] = _public(str(version))
-        packages["torch"] = _public(str(cell["torch"]))
-        build = cell.get("build")
-        runtime = cell.get("runtime")
-        want_python = cell.get("python")
+        build, runtime, want_python = _cell_expectations(cell, packages)
     for text in expect:
-        match = _EXPECT_RE.match(text)
-        if not match:
-            raise invalid_request(
-                f"--expect {text!r} is not NAME==VERSION",
-                "write each expectation as NAME==VERSION, e.g. --expect torch==2.3.1+cu121",
-                "--expect",
-                text,
-            )
-        name, version = _normal(match.group(1)), match.group(2)
-        try:
-            parsed = Version(version)
-        except InvalidVersion:
-            raise invalid_request(
-                f"--expect {text!r}: {version!r} is not a version", "give an exact version such as 2.3.1",
-                "--expect", text,
-            ) from None
-        if name == "torch" and parsed.local:
-            if not is_build_label(parsed.local):
-                raise invalid_request(
-                    f"--expect {text!r}: +{parsed.local} is not a build label",
-                    "use torch==VERSION+LABEL with a label such as cpu, cu121, rocm6.0 or xpu",
-                    "--expect", text,
-                )
-            build, version = parsed.local, parsed.public
+        name, version, label = _expectation(text)
+        if label is not None:
+            build = label
         packages[name] = version
     if python is not None:
         want_python = python
@@ -105,6 +72,50 @@ def expectations(expect: list[str], python: str | None = None, cell: dict[str, A
     )
 
 
+def _cell_expectations(cell: JsonObject, packages: dict[str, str]) -> tuple[str | None, str | None, str | None]:
+    """A CI-matrix cell's pins (into ``packages``), and its build, runtime and Python."""
+    if not isinstance(cell, dict) or "torch" not in cell or "pins" not in cell:
+        raise invalid_request(
+            "--cell is not a cell of GET /v1/ci-matrix (it needs torch, build, python and pins)",
+            "pass one object of the matrix's include list, e.g. --cell '${{ toJSON(matrix) }}'",
+            "--cell",
+            str(cell)[:60],
+        )
+    for name, version in dict(cell["pins"]).items():
+        packages[_normal(name)] = _public(str(version))
+    packages["torch"] = _public(str(cell["torch"]))
+    return cell.get("build"), cell.get("runtime"), cell.get("python")
+
+
+def _expectation(text: str) -> tuple[str, str, str | None]:
+    """One ``--expect NAME==VERSION``: the package, its version, and the build label torch's local tag names."""
+    match = _EXPECT_RE.match(text)
+    if not match:
+        raise invalid_request(
+            f"--expect {text!r} is not NAME==VERSION",
+            "write each expectation as NAME==VERSION, e.g. --expect torch==2.3.1+cu121",
+            "--expect",
+            text,
+        )
+    name, version = _normal(match.group(1)), match.group(2)
+    try:
+        parsed = Version(version)
+    except InvalidVersion:
+        raise invalid_request(
+            f"--expect {text!r}: {version!r} is not a version", "give an exact version such as 2.3.1",
+            "--expect", text,
+        ) from None
+    if name != "torch" or not parsed.local:
+        return name, version, None
+    if not is_build_label(parsed.local):
+        raise invalid_request(
+            f"--expect {text!r}: +{parsed.local} is not a build label",
+            "use torch==VERSION+LABEL with a label such as cpu, cu121, rocm6.0 or xpu",
+            "--expect", text,
+        )
+    return name, parsed.public, parsed.local
+
+
 def _normal(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
@@ -113,7 +124,7 @@ def _public(version: str) -> str:
     return version.split("+", 1)[0]
 
 
-def installed_build(torch: dict[str, Any]) -> str | None:
+def installed_build(torch: JsonObject) -> str | None:
     """The build label of the installed torch: its local tag, else what its build constants say."""
     local = str(torch.get("version") or "").partition("+")[2]
     if local and is_build_label(local):
@@ -136,22 +147,9 @@ def _runtime_of(label: str) -> str | None:
     return None
 
 
-def compare(expected: Expected, facts: dict[str, Any]) -> list[Difference]:
+def compare(expected: Expected, facts: JsonObject) -> list[Difference]:
     """Every way ``facts`` (probes/host/installed.py's object) differs from ``expected``."""
-    out: list[Difference] = []
-    installed = {_normal(k): v for k, v in (facts.get("packages") or {}).items()}
-    for name, want in expected.packages.items():
-        have = installed.get(name)
-        if have is None:
-            out.append(Difference(name, want, "not installed", f"{name} {want} is expected but not installed"))
-            continue
-        if _matches(want, have):
-            continue
-        out.append(Difference(
-            name, want, have,
-            f"{name} {have} is installed, the cell expects {want}"
-            + (" (a later install replaced it?)" if name == "torch" else ""),
-        ))
+    out = _package_differences(expected, facts)
     torch = facts.get("torch")
     if expected.build is not None:
         if not torch or torch.get("error"):
@@ -167,6 +165,24 @@ def compare(expected: Expected, facts: dict[str, Any]) -> list[Difference]:
     return out
 
 
+def _package_differences(expected: Expected, facts: JsonObject) -> list[Difference]:
+    out: list[Difference] = []
+    installed = {_normal(k): v for k, v in (facts.get("packages") or {}).items()}
+    for name, want in expected.packages.items():
+        have = installed.get(name)
+        if have is None:
+            out.append(Difference(name, want, "not installed", f"{name} {want} is expected but not installed"))
+            continue
+        if _matches(want, have):
+            continue
+        out.append(Difference(
+            name, want, have,
+            f"{name} {have} is installed, the cell expects {want}"
+            + (" (a later install replaced it?)" if name == "torch" else ""),
+        ))
+    return out
+
+
 def _matches(want: str, have: str) -> bool:
     try:
         w, h = Version(want), Version(have)
@@ -175,7 +191,7 @@ def _matches(want: str, have: str) -> bool:
     return w == h if w.local else w.public == h.public and w.release == h.release
 
 
-def _build_differences(expected: Expected, torch: dict[str, Any], loaded: list[str] | None) -> list[Difference]:
+def _build_differences(expected: Expected, torch: JsonObject, loaded: list[str] | None) -> list[Difference]:
     out: list[Difference] = []
     want = str(expected.build)
     have = installed_build(torch) or "unknown"
@@ -189,19 +205,29 @@ def _build_differences(expected: Expected, torch: dict[str, Any], loaded: list[s
         ))
         return out
     family = label_family(want)
-    runtime = expected.runtime or _runtime_of(want)
-    carried = torch.get("cuda") if family == "cuda" else torch.get("hip") if family == "rocm" else None
-    if runtime and family in ("cuda", "rocm") and (not carried or not str(carried).startswith(runtime)):
+    out.extend(_runtime_difference(expected.runtime or _runtime_of(want), family, want, torch))
+    for lib in _foreign_libraries(loaded or [], family):
         out.append(Difference(
-            f"{family} runtime", runtime, str(carried),
-            f"torch {version} carries {family.upper()} {carried}, the cell's {want} build is {runtime}",
+            "loaded runtime", f"none for {want}", lib,
+            f"{lib} is loaded into the job's Python, which a {want} torch does not use",
         ))
-    if loaded:
-        foreign = [lib for lib in loaded if (lib.startswith("libcudart") and family != "cuda")
-                   or (lib.startswith("libamdhip64") and family != "rocm")]
-        for lib in foreign:
-            out.append(Difference(
-                "loaded runtime", f"none for {want}", lib,
-                f"{lib} is loaded into the job's Python, which a {want} torch does not use",
-            ))
     return out
+
+
+def _runtime_difference(runtime: str | None, family: str | None, want: str, torch: JsonObject) -> list[Difference]:
+    """The CUDA or ROCm release torch carries, when it is not the build's."""
+    if not runtime or family not in ("cuda", "rocm"):
+        return []
+    carried = torch.get("cuda") if family == "cuda" else torch.get("hip")
+    if carried and str(carried).startswith(runtime):
+        return []
+    return [Difference(
+        f"{family} runtime", runtime, str(carried),
+        f"torch {torch.get('version')} carries {family.upper()} {carried}, the cell's {want} build is {runtime}",
+    )]
+
+
+def _foreign_libraries(loaded: list[str], family: str | None) -> list[str]:
+    """The loaded runtime libraries another family's torch uses."""
+    return [lib for lib in loaded if (lib.startswith("libcudart") and family != "cuda")
+            or (lib.startswith("libamdhip64") and family != "rocm")]

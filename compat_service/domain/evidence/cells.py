@@ -17,7 +17,6 @@ import hashlib
 import json
 import re
 from collections.abc import Iterator
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -32,7 +31,8 @@ from compat_service.domain.backends import (
 from compat_service.domain.errors import Cause, ReportInvalidError
 from compat_service.domain.evidence.report import CHECK_STATUSES, Environment
 from compat_service.domain.evidence.status import CellStatus, Health
-from compat_service.domain.matrix.rows import MatrixTables
+from compat_service.domain.json_types import JsonObject
+from compat_service.domain.matrix.rows import MatrixTables, PythonSupport, VariantAvailability
 
 #: PrivateUse1 vendor backends the matrix declares through its vendor tables (plugin on a CPU torch)
 VENDOR_BACKEND_TABLES: dict[str, str] = {family: plugin.table for family, plugin in PLUGINS.items()}
@@ -154,20 +154,21 @@ def iter_declared_cells(data: MatrixTables) -> Iterator[DeclaredCell]:
         for patch in minor.patches:
             pythons = patch.python_override if patch.python_override is not None else minor.python
             for variant in minor.variants:
-                if variant.patches is not None and patch.version not in variant.patches:
-                    continue
-                for support in pythons:
-                    allowed = set(support.platforms) if support.platforms is not None else set(PLATFORMS)
-                    for platform in variant.platforms:
-                        if platform not in allowed:
-                            continue
-                        for py in support.versions:
-                            yield DeclaredCell(
-                                torch_version=patch.version,
-                                torch_build=variant.label,
-                                python=py,
-                                platform=platform,
-                            )
+                if variant.patches is None or patch.version in variant.patches:
+                    yield from _variant_cells(patch.version, variant, pythons)
+
+
+def _variant_cells(
+    version: str, variant: VariantAvailability, pythons: list[PythonSupport]
+) -> Iterator[DeclaredCell]:
+    """One build of one patch: each Python it lists on each platform the build publishes."""
+    for support in pythons:
+        allowed = set(support.platforms) if support.platforms is not None else set(PLATFORMS)
+        for platform in variant.platforms:
+            if platform not in allowed:
+                continue
+            for py in support.versions:
+                yield DeclaredCell(torch_version=version, torch_build=variant.label, python=py, platform=platform)
 
 
 class DeclaredMatrix:
@@ -263,7 +264,7 @@ class CellEvidence(BaseModel):
     first_seen: dt.datetime | None
     last_seen: dt.datetime | None
     #: the perf headline of the cell's newest report that measured it (``domain.evidence.perf``), or None
-    perf: list[dict[str, Any]] | None = None
+    perf: list[JsonObject] | None = None
     counts: CheckCounts = Field(description="check results by status, over all reports")
     failing_checks: list[FailingCheck]
     checks: list[CheckEvidence] = Field(default_factory=list)
@@ -294,7 +295,7 @@ class MatrixCell(BaseModel):
     first_seen: dt.datetime | None = None
     last_seen: dt.datetime | None = None
     #: the perf headline of the newest report that measured it (``domain.evidence.perf``), or None
-    perf: list[dict[str, Any]] | None = None
+    perf: list[JsonObject] | None = None
     failing_checks: list[str] = Field(default_factory=list)
     #: the wheel family of ``torch_build`` (cpu, cuda, rocm, xpu); GET /v1/matrix's ``family`` filter
     family: str | None = None

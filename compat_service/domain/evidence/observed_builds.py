@@ -52,17 +52,9 @@ def observation_of(report: ProbeReport) -> BuildObservation | None:
     label = (env.torch_build or "").strip()
     if label_family(label) not in ("cuda", "rocm"):
         return None
-    raw = env.extra.get("arch_list")
-    if not isinstance(raw, list) or not raw or len(raw) > 64:
+    flags = _arch_flags(env.extra.get("arch_list"))
+    if flags is None:
         return None
-    flags = []
-    for item in raw:
-        if not isinstance(item, str):
-            return None
-        name = item.strip().split(":", 1)[0]
-        if not _ARCH_RE.match(name):
-            return None
-        flags.append(name)
     platform = f"{env.os}-{normalise_arch(env.os, env.arch)}"
     if platform not in PLATFORMS:
         return None
@@ -78,6 +70,22 @@ def observation_of(report: ProbeReport) -> BuildObservation | None:
         cudnn=_text(env.extra.get("cudnn_version")),
         nccl=_text(env.extra.get("nccl_version")),
     )
+
+
+def _arch_flags(raw: object) -> list[str] | None:
+    """The arch names of a report's ``arch_list`` (``sm_90``, ``compute_90``, ``gfx942:xnack-`` -> ``gfx942``);
+    None unless it is a list of at most 64 arch names."""
+    if not isinstance(raw, list) or not raw or len(raw) > 64:
+        return None
+    flags = []
+    for item in raw:
+        if not isinstance(item, str):
+            return None
+        name = item.strip().split(":", 1)[0]
+        if not _ARCH_RE.match(name):
+            return None
+        flags.append(name)
+    return flags
 
 
 def _arch_number(name: str) -> int:
@@ -115,10 +123,7 @@ class ObservedBuild:
         archs = [a for a in self.arch_flags if not a.startswith("compute_")]
         ptx_from = [a for a in self.arch_flags if a.startswith("compute_")]
         ptx = "sm_" + max(ptx_from, key=_arch_number)[len("compute_") :] if ptx_from else None
-        extras = ", ".join(
-            f"{name} {value}" for name, value in (("runtime", self.runtime), ("cuDNN", self.cudnn),
-                                                  ("NCCL", self.nccl)) if value
-        )
+        extras = self._extras()
         note = f"observed: {self.reports} agreeing probe report(s) of torch {self.torch}+{self.variant}"
         return ArchList(
             torch=f"=={self.torch}",
@@ -129,6 +134,12 @@ class ObservedBuild:
             source=[f"report:{rid}" for rid in self.report_ids],
             note=f"{note} ({extras})" if extras else note,
         )
+
+
+    def _extras(self) -> str:
+        """The runtime, cuDNN and NCCL the reports state, for the row's note."""
+        named = (("runtime", self.runtime), ("cuDNN", self.cudnn), ("NCCL", self.nccl))
+        return ", ".join(f"{name} {value}" for name, value in named if value)
 
 
 @dataclass(frozen=True)

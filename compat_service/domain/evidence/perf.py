@@ -9,9 +9,9 @@ figure and, where the probe's peak table knew the device, the fraction of peak.
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from compat_service.domain.evidence.report import PerfFigure, ProbeReport
+from compat_service.domain.json_types import JsonObject
 
 #: the figures a cell keeps, in the order the page lists them
 HEADLINE = ("matmul.float32", "matmul.bfloat16", "matmul.float16", "elementwise.bandwidth", "copy.h2d.pageable",
@@ -20,7 +20,7 @@ HEADLINE = ("matmul.float32", "matmul.bfloat16", "matmul.float16", "elementwise.
 _KEPT = ("name", "unit", "value", "cpu_value", "peak_fraction")
 
 
-def headline(report: ProbeReport) -> list[dict[str, Any]] | None:
+def headline(report: ProbeReport) -> list[JsonObject] | None:
     """The headline figures of ``report`` (None when it carries no perf block or none of them)."""
     if report.perf is None:
         return None
@@ -34,7 +34,7 @@ def headline_json(report: ProbeReport) -> str | None:
     return json.dumps(figures, separators=(",", ":")) if figures else None
 
 
-def parse(text: str | None) -> list[dict[str, Any]] | None:
+def parse(text: str | None) -> list[JsonObject] | None:
     """The stored headline (a column's JSON text), or None; a value that is not a list of figures is None."""
     if not text:
         return None
@@ -62,7 +62,7 @@ def _number(value: float | None, unit: str) -> str:
     return f"{value:.3g} {unit}"
 
 
-def describe(figure: dict[str, Any]) -> str:
+def describe(figure: JsonObject) -> str:
     """'matmul.float32 12.3 TFLOP/s (cpu 98 GFLOP/s, 18% of peak)'"""
     unit = str(figure.get("unit") or "")
     text = f"{figure.get('name')} {_number(figure.get('value'), unit)}"

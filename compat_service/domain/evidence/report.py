@@ -11,9 +11,11 @@ from __future__ import annotations
 import datetime as dt
 import math
 import uuid
-from typing import Annotated, Any, Literal, get_args
+from typing import Annotated, Literal, get_args
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, Strict, StrictBool, StrictFloat
+
+from compat_service.domain.json_types import JsonObject
 
 SCHEMA_VERSION = "1"
 
@@ -35,7 +37,7 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
-def _finite(value: Any) -> Any:
+def _finite(value: object) -> object:
     """Refuse inf and NaN anywhere in free-form data (``1e309`` parses as inf, which JSON cannot hold)."""
     stack = [value]
     while stack:
@@ -58,12 +60,12 @@ def _in_utc_range(value: dt.datetime) -> dt.datetime:
     return value
 
 
-def _integral(value: Any) -> Any:
+def _integral(value: object) -> object:
     """5.0 is the integer 5 (JSON Schema says so too); "5", true and 5.5 stay refused."""
     return int(value) if isinstance(value, float) and value.is_integer() else value
 
 
-def _timestamp_text(value: Any) -> Any:
+def _timestamp_text(value: object) -> object:
     if isinstance(value, (int, float)):
         raise ValueError("timestamps are ISO 8601 strings (2026-01-31T12:00:00Z), not numbers")
     return value
@@ -74,7 +76,7 @@ StrictInt = Annotated[int, Strict(), BeforeValidator(_integral)]
 #: ... and not negative (the bound inside: outside a union it would be published as an unknown keyword)
 Count = Annotated[int, Strict(), Field(ge=0), BeforeValidator(_integral)]
 #: free-form facts: any JSON, numbers finite
-FreeData = Annotated[dict[str, Any], AfterValidator(_finite)]
+FreeData = Annotated[JsonObject, AfterValidator(_finite)]
 #: what the server strips from a cell-key part: every character Python's str.strip() removes, written out
 #: (the \s of JSON Schema's ECMA regexes, of pydantic's Rust regexes and of Python's re each differ on
 #: U+001C-U+001F and U+0085), so that the published pattern means the same in every engine
@@ -263,7 +265,7 @@ def nul_character_paths(report: ProbeReport, body: bytes) -> list[str]:
         return []
     found: list[str] = []
 
-    def walk(value: Any, path: str) -> None:
+    def walk(value: object, path: str) -> None:
         if isinstance(value, str):
             if "\x00" in value:
                 found.append(path)

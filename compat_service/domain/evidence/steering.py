@@ -13,7 +13,7 @@ The status of a cell comes from ``status`` (via the lookup); this module only de
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from compat_service.domain.backends import CPU_WHEEL_FAMILIES, label_family
 from compat_service.domain.errors import Alternative, Cause, NotVerifiedError
@@ -81,7 +81,9 @@ class EvidenceSteering:
         )
 
     def _alternatives(self, family: str, python: str | None) -> list[Alternative]:
-        verified_cells: Any = getattr(self.lookup, "verified_cells", None)
+        verified_cells: Callable[[str, str], list[tuple[str, str, str]]] | None = getattr(
+            self.lookup, "verified_cells", None
+        )
         if verified_cells is None:
             return []
         cells = [

@@ -12,37 +12,53 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 from compat_service.domain.errors import Cause, InvalidRequestError, NoLockForHostError
+from compat_service.domain.json_types import JsonMapping, JsonObject
 from compat_service.domain.resolver.request import ResolveRequest
 from compat_service.domain.resolver.resolution import Resolution
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from compat_service.domain.matrix.interface import Matrix
 
 INDEX_FILE = "locks.json"
 INDEX_SCHEMA = "accelenv-locks/v1"
 _REQUEST_KEYS = ("torch", "python", "os", "arch", "backend", "driver", "gpu_arch", "gpu", "runtime", "with")
 
 
-def request_for(description: Mapping[str, Any]) -> ResolveRequest:
+def request_for(description: JsonMapping) -> ResolveRequest:
     """The resolve request of one host class (a description or a CI-matrix cell)."""
     values = dict(description)
-    cell = "build" in values and "pins" in values  # a GET /v1/ci-matrix cell: its answer's fields beside
-    if cell:
-        values = {k: v for k, v in values.items() if k in (*_REQUEST_KEYS, "build", "platform")}
-        if values.get("runtime") and str(values.get("build", "")).startswith("cu"):
-            del values["runtime"]  # a cell's runtime is the build's CUDA version, not a vendor runtime
+    if "build" in values and "pins" in values:  # a GET /v1/ci-matrix cell: its answer's fields beside
+        values = _cell_request(values)
     if "build" in values and "backend" not in values:
         values["backend"] = values.pop("build")
     platform = values.pop("platform", None)
     if platform and "os" not in values:
         values["os"], _, values["arch"] = str(platform).partition("-")
+    _known_keys(values)
+    kwargs: JsonObject = {("with_" if k == "with" else k): (str(v) if v is not None else None)
+                              for k, v in values.items() if k in _REQUEST_KEYS}
+    return ResolveRequest.from_strings(**kwargs)
+
+
+def _known_keys(values: JsonObject) -> None:
     unknown = sorted(set(values) - set(_REQUEST_KEYS) - {"name"})
     if unknown:
         raise InvalidRequestError(f"a host class has keys accelenv does not read: {', '.join(unknown)}",
                                   hint=f"use resolve's inputs: {', '.join(_REQUEST_KEYS)}")
-    kwargs: dict[str, Any] = {("with_" if k == "with" else k): (str(v) if v is not None else None)
-                              for k, v in values.items() if k in _REQUEST_KEYS}
-    return ResolveRequest.from_strings(**kwargs)
+
+
+def _cell_request(cell: JsonObject) -> JsonObject:
+    """A CI-matrix cell's request fields (its runtime dropped for a CUDA build: that is the build's CUDA version,
+    not a vendor runtime)."""
+    values = {k: v for k, v in cell.items() if k in (*_REQUEST_KEYS, "build", "platform")}
+    if values.get("runtime") and str(values.get("build", "")).startswith("cu"):
+        del values["runtime"]
+    return values
 
 
 def answer_of(resolution: Resolution) -> dict[str, str]:
@@ -63,7 +79,7 @@ def lock_file_name(answer: Mapping[str, str]) -> str:
     return f"pylock.{name}.toml"
 
 
-def lock_index(entries: Sequence[tuple[Mapping[str, str], str, Sequence[Mapping[str, Any]]]]) -> dict[str, Any]:
+def lock_index(entries: Sequence[tuple[Mapping[str, str], str, Sequence[JsonMapping]]]) -> JsonObject:
     """The directory's ``locks.json``: (answer, lock file, host classes) per lock."""
     return {
         "schema": INDEX_SCHEMA,
@@ -72,7 +88,7 @@ def lock_index(entries: Sequence[tuple[Mapping[str, str], str, Sequence[Mapping[
     }
 
 
-def pick_lock(index: Mapping[str, Any], resolution: Resolution) -> tuple[dict[str, Any], str]:
+def pick_lock(index: JsonMapping, resolution: Resolution) -> tuple[JsonObject, str]:
     """The index entry whose answer is this host's, and the sentence saying why."""
     if index.get("schema") != INDEX_SCHEMA:
         raise InvalidRequestError(f"{INDEX_FILE} is not an accelenv lock index (schema {index.get('schema')!r})",
@@ -93,7 +109,9 @@ def pick_lock(index: Mapping[str, Any], resolution: Resolution) -> tuple[dict[st
     )
 
 
-def resolve_request(request: ResolveRequest, data_dir: Any = None, matrix: Any = None) -> Resolution:
+def resolve_request(
+    request: ResolveRequest, data_dir: Path | None = None, matrix: Matrix | None = None
+) -> Resolution:
     """accelenv's answer for one host class (the stack resolver when it names ecosystem packages), against
     ``matrix`` (the service's) or the matrix in ``data_dir`` (default: the bundled one)."""
     from compat_service.domain.matrix.snapshot import load_matrix_cached
@@ -109,10 +127,10 @@ def resolve_request(request: ResolveRequest, data_dir: Any = None, matrix: Any =
 
 
 def group_by_answer(
-    descriptions: Sequence[Mapping[str, Any]], data_dir: Any = None
-) -> list[tuple[dict[str, str], Resolution, list[dict[str, Any]]]]:
+    descriptions: Sequence[JsonMapping], data_dir: Path | None = None
+) -> list[tuple[dict[str, str], Resolution, list[JsonObject]]]:
     """One (answer, resolution, host classes) per distinct answer, in the order the descriptions first reach it."""
-    groups: dict[tuple[tuple[str, str], ...], tuple[dict[str, str], Resolution, list[dict[str, Any]]]] = {}
+    groups: dict[tuple[tuple[str, str], ...], tuple[dict[str, str], Resolution, list[JsonObject]]] = {}
     for description in descriptions:
         resolution = resolve_request(request_for(description), data_dir)
         answer = answer_of(resolution)

@@ -12,12 +12,12 @@ yet, so the round trip it checks is the PEP 751 part (`validate`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
 
 from compat_service.domain.errors import Cause, InvalidRequestError
+from compat_service.domain.json_types import JsonMapping, JsonObject
 
 #: where a file's hash came from
 HASH_FROM_INDEX = "index"
@@ -65,8 +65,8 @@ def summary(packages: Sequence[LockedPackage]) -> LockSummary:
     )
 
 
-def _file_entry(f: LockedFile) -> dict[str, Any]:
-    entry: dict[str, Any] = {"name": f.filename, "url": f.url}
+def _file_entry(f: LockedFile) -> JsonObject:
+    entry: JsonObject = {"name": f.filename, "url": f.url}
     if f.size is not None:
         entry["size"] = f.size
     if f.upload_time is not None:
@@ -80,8 +80,8 @@ def pylock_document(
     *,
     python: str,
     environment: str,
-    tool: Mapping[str, Any],
-) -> dict[str, Any]:
+    tool: JsonMapping,
+) -> JsonObject:
     """The ``pylock.toml`` as a dict: ``python`` (3.11) and ``environment`` (a PEP 508 marker) say where it
     installs; ``tool`` goes under ``[tool.accelenv]``. Raises InvalidRequestError for a file without a hash."""
     unhashed = [f"{p.name} {p.version}: {f.filename}" for p in packages for f in p.wheels if not f.sha256]
@@ -91,16 +91,7 @@ def pylock_document(
             causes=[Cause(constraint=u, origin="lock") for u in unhashed],
             hint="let accelenv hash them from the download, or use an index that states hashes",
         )
-    out_packages = []
-    for p in sorted(packages, key=lambda p: p.name):
-        entry: dict[str, Any] = {"name": p.name, "version": p.version}
-        if p.index:
-            entry["index"] = p.index
-        entry["wheels"] = [_file_entry(f) for f in p.wheels]
-        if p.variants_json is not None and p.variants_json.sha256:
-            entry["variants-json"] = {"url": p.variants_json.url, "hashes": {"sha256": p.variants_json.sha256}}
-        entry["tool"] = {"accelenv": {"hash-source": {f.filename: f.hash_source for f in p.wheels}}}
-        out_packages.append(entry)
+    out_packages = [_package_entry(p) for p in sorted(packages, key=lambda p: p.name)]
     return {
         "lock-version": "1.0",
         "environments": [environment],
@@ -111,14 +102,26 @@ def pylock_document(
     }
 
 
-def pep751_part(document: Mapping[str, Any]) -> dict[str, Any]:
+def _package_entry(p: LockedPackage) -> JsonObject:
+    """One ``[[packages]]`` entry: its wheels with their hashes, its variants JSON, where each hash came from."""
+    entry: JsonObject = {"name": p.name, "version": p.version}
+    if p.index:
+        entry["index"] = p.index
+    entry["wheels"] = [_file_entry(f) for f in p.wheels]
+    if p.variants_json is not None and p.variants_json.sha256:
+        entry["variants-json"] = {"url": p.variants_json.url, "hashes": {"sha256": p.variants_json.sha256}}
+    entry["tool"] = {"accelenv": {"hash-source": {f.filename: f.hash_source for f in p.wheels}}}
+    return entry
+
+
+def pep751_part(document: JsonMapping) -> JsonObject:
     """``document`` without the PEP 825 keys ``packaging.pylock`` does not model (``packages.variants-json``)."""
     out = dict(document)
     out["packages"] = [{k: v for k, v in p.items() if k != "variants-json"} for p in document["packages"]]
     return out
 
 
-def validate(document: Mapping[str, Any]) -> None:
+def validate(document: JsonMapping) -> None:
     """Check ``document`` with ``packaging.pylock``: it parses, and writing it back gives the same PEP 751 dict
     (the tests read the written TOML back the same way)."""
     from packaging.pylock import Pylock, PylockValidationError
@@ -135,7 +138,7 @@ def validate(document: Mapping[str, Any]) -> None:
                                   hint="this is a bug in accelenv lock; please report it")
 
 
-def dumps(document: Mapping[str, Any]) -> str:
+def dumps(document: JsonMapping) -> str:
     import tomli_w
 
     return tomli_w.dumps(dict(document))
@@ -148,4 +151,4 @@ class HostClassLock:
     lock: str
     #: what the lock is for: torch version, build label, platform, Python
     answer: dict[str, str]
-    host_classes: list[dict[str, Any]] = field(default_factory=list)
+    host_classes: list[JsonObject] = field(default_factory=list)

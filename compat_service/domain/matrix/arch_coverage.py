@@ -8,11 +8,19 @@ covers it. ``accelenv matrix validate`` prints the counts and the unknown builds
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
-from compat_service.domain.matrix.rows import MatrixTables
+from compat_service.domain.matrix.rows import (
+    ArchList,
+    ArchSearch,
+    MatrixTables,
+    TorchMinor,
+    TorchPatch,
+    VariantAvailability,
+)
 
 
 @dataclass(frozen=True)
@@ -39,33 +47,49 @@ def arch_list_coverage(data: MatrixTables) -> list[BuildArchStatus]:
     searches = [(_spec(s.torch), s) for s in data.gpu_archs.searched]
     out: list[BuildArchStatus] = []
     for minor in data.torch_releases.minors:
-        for patch in minor.patches:
-            for variant in minor.variants:
-                family = families.get(variant.label)
-                if family not in ("cuda", "rocm"):
-                    continue
-                if variant.patches is not None and patch.version not in variant.patches:
-                    continue
-                for platform in variant.platforms:
-                    known = any(
-                        spec is not None
-                        and a.variant == variant.label
-                        and platform in a.platforms
-                        and spec.contains(patch.version, prereleases=True)
-                        for spec, a in lists
-                    )
-                    searched = None
-                    if not known:
-                        searched = next(
-                            (
-                                s.searched
-                                for spec, s in searches
-                                if spec is not None
-                                and variant.label in s.variants
-                                and platform in s.platforms
-                                and spec.contains(patch.version, prereleases=True)
-                            ),
-                            None,
-                        )
-                    out.append(BuildArchStatus(patch.version, variant.label, family, platform, known, searched))
+        for patch, variant in _gpu_builds(minor, families):
+            family = families[variant.label]
+            for platform in variant.platforms:
+                build = (patch.version, variant.label, platform)
+                known = _has_arch_list(lists, build)
+                searched = None if known else _searched_record(searches, build)
+                out.append(BuildArchStatus(patch.version, variant.label, family, platform, known, searched))
     return out
+
+
+def _gpu_builds(minor: TorchMinor, families: Mapping[str, str]) -> list[tuple[TorchPatch, VariantAvailability]]:
+    """Every (patch, variant) of ``minor`` that is a CUDA or ROCm build the patch publishes."""
+    return [
+        (patch, variant)
+        for patch in minor.patches
+        for variant in minor.variants
+        if families.get(variant.label) in ("cuda", "rocm")
+        and (variant.patches is None or patch.version in variant.patches)
+    ]
+
+
+def _has_arch_list(lists: list[tuple[SpecifierSet | None, ArchList]], build: tuple[str, str, str]) -> bool:
+    version, label, platform = build
+    return any(
+        spec is not None
+        and a.variant == label
+        and platform in a.platforms
+        and spec.contains(version, prereleases=True)
+        for spec, a in lists
+    )
+
+
+def _searched_record(searches: list[tuple[SpecifierSet | None, ArchSearch]], build: tuple[str, str, str]) -> str | None:
+    """What the searched record covering a build without an arch list says was searched; None: no record."""
+    version, label, platform = build
+    return next(
+        (
+            s.searched
+            for spec, s in searches
+            if spec is not None
+            and label in s.variants
+            and platform in s.platforms
+            and spec.contains(version, prereleases=True)
+        ),
+        None,
+    )

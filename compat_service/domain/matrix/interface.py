@@ -10,14 +10,14 @@ Deliberately no pydantic import here: this module is on the fast path of `accele
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar
+from collections.abc import Sequence
+from typing import Protocol, TypeVar
 
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from compat_service.domain.backends import python_sort_key
+from compat_service.domain.matrix.memo import MemoStore
 from compat_service.domain.matrix.rows import (
     ArchList,
     AscendNpuRow,
@@ -26,6 +26,8 @@ from compat_service.domain.matrix.rows import (
     CapabilityFloor,
     CudaToolkit,
     GpuName,
+    JetpackRelease,
+    JetsonWheel,
     KernelUserSpace,
     KnownBadRule,
     MatrixTables,
@@ -43,91 +45,6 @@ from compat_service.domain.matrix.rows import (
     XpuSupport,
 )
 from compat_service.domain.versions import parse_specifier, parse_version
-
-
-@dataclass
-class DerivedMemo:
-    """What the resolver and the hardware rules derive from one matrix, kept by the matrix (as pip keeps its
-    caches in the provider): one typed table per question, each keyed only by facts drawn from the matrix
-    (versions, labels, platforms, OSes; never free text from a request, which would grow it without bound),
-    but for the error path's three request-keyed tables, which their modules bound.
-    The values are owned by their modules (hardware_rules, resolver.answer); the matrix only holds them."""
-
-    #: (runtime, runtime_full, os) -> hardware_rules.DriverFloor
-    driver_floors: dict[tuple[str | None, str | None, str], Any] = field(default_factory=dict)
-    #: (runtime, runtime_full, os, coverage) -> hardware_rules.DriverRule
-    driver_rules: dict[tuple[str | None, str | None, str, str | None], Any] = field(default_factory=dict)
-    #: os -> (the toolkit's own driver floor, the toolkit version), newest toolkit first
-    toolkit_floors: dict[str, tuple[tuple[Version, str], ...]] = field(default_factory=dict)
-    #: (torch spec kind, its text naming latest or a minor or patch of the matrix) -> the (minor, patch) pairs
-    #: it matches, newest first (resolver.stages._matching_patches)
-    matching_patches: dict[tuple[str, str], list[tuple[TorchMinor, TorchPatch]]] = field(default_factory=dict)
-    #: (patch, platform, backend kind or a label the matrix publishes, family) -> (variant, build) rows it admits
-    variant_rows: dict[tuple[str, str, str, str], tuple[tuple[VariantAvailability, BuildVariant], ...]] = field(
-        default_factory=dict
-    )
-    #: (patch, Python, platform, label, family, backend kind, no --python, arch defaulted) -> the answer's head
-    answer_heads: dict[tuple[str, str, str, str, str, str, bool, bool], Any] = field(default_factory=dict)
-    #: (patch, Python, platform, label, family, companions, plugin row's position in its table) -> answer's tail
-    answer_tails: dict[tuple[str, str, str, str, str, tuple[str, ...], int | None], Any] = field(default_factory=dict)
-
-    #: (patch, label, platform, --gpu-arch the matrix names or None, coverage) -> the driver stage's (reasons,
-    #: warnings, requirements) for a request without --driver (resolver.answer._driver_notes)
-    driver_notes: dict[tuple[str, str, str, str | None, str | None], Any] = field(default_factory=dict)
-
-    #: (patch, build label, its runtime, platform, a --gpu-arch the matrix names) -> hardware_rules.ArchVerdict
-    #: (resolver.stages._arch_coverage)
-    arch_coverage: dict[tuple[str, str, str | None, str, str], Any] = field(default_factory=dict)
-    #: (platform, a Python the matrix lists or None, backend kind, a label the matrix publishes or None, family,
-    #: a --gpu-arch the matrix names or None, no --runtime) -> {minor: the lowest driver a patch of it that passes
-    #: the platform, Python, backend and --gpu-arch stages needs, None = none known} (resolver.stages
-    #: ._first_stage_needs)
-    first_stage_minors: dict[tuple[Any, ...], dict[str, Any]] = field(default_factory=dict)
-    #: platform -> every Python some patch publishes wheels for there (resolver.stages._listed_pythons)
-    listed_pythons: dict[str, frozenset[str]] = field(default_factory=dict)
-    #: (patch, a Python it lists, platform, companions) -> resolver.wheel_tags.Blocked rows: its pinned wheels that
-    #: do not install (resolver.wheel_tags.blocked_wheels, for a request with no full Python and no host platform)
-    blocked_wheels: dict[tuple[str, str, str, tuple[str, ...]], tuple[Any, ...]] = field(default_factory=dict)
-    #: (patch, build label, platform, companions) -> resolver.wheel_tags.TagFloor or None: the highest floor the
-    #: pinned wheels' platform tags ask (resolver.wheel_tags.floor_needed)
-    platform_floors: dict[tuple[str, str, str, tuple[str, ...]], Any] = field(default_factory=dict)
-    #: (platform, backend kind, family or a label the matrix publishes) -> whether any release publishes such a
-    #: build there (resolver.explanation._published_anywhere)
-    published_anywhere: dict[tuple[str, str, str], bool] = field(default_factory=dict)
-
-    #: the error path's alternatives search, keyed by requests and so bounded by their modules (oldest dropped):
-    #: a ResolveRequest -> its Resolution or None (resolver.stages.try_resolve)
-    tried: dict[Hashable, Any] = field(default_factory=dict)
-    #: (a ResolveRequest with its torch blanked, the asked minor's position) -> the position of the nearest minor
-    #: that resolves, None = none (resolver.explanation._nearest_fitting_torch)
-    nearest_torch: dict[tuple[Hashable, int], int | None] = field(default_factory=dict)
-    #: (a ResolveRequest, its failure's code and facts) -> the nearby requests that resolve, as the error lists
-    #: them (resolver.explanation.nearby_requests)
-    nearby: dict[Hashable, Any] = field(default_factory=dict)
-    #: the most entries each of the three request-keyed tables keeps (0 = none kept: every failing request is
-    #: searched afresh); the service sets it from ACCELENV_RESOLVER_MEMO_SIZE, the CLI keeps the default
-    request_limit: int = 4096
-
-    def size(self) -> int:
-        """Entries held over the tables keyed by matrix facts (tests check distinct requests do not grow it;
-        the three request-keyed tables are bounded instead)."""
-        return sum(len(table) for name, table in vars(self).items() if name in _MATRIX_KEYED)
-
-    def keep(self, table: dict[Any, Any], key: Hashable, value: Any) -> None:
-        """Store ``value`` in one of the request-keyed tables, dropping its oldest entry (insertion order) when it
-        holds `request_limit`; nothing is kept when the limit is 0."""
-        if self.request_limit <= 0:
-            return
-        if len(table) >= self.request_limit:
-            table.pop(next(iter(table)))
-        table[key] = value
-
-
-#: the DerivedMemo tables keyed by requests (each bounded by `DerivedMemo.request_limit`)
-_REQUEST_KEYED = ("tried", "nearest_torch", "nearby")
-_MATRIX_KEYED = tuple(
-    name for name in DerivedMemo.__dataclass_fields__ if name not in (*_REQUEST_KEYED, "request_limit")
-)
 
 
 class Matrix(Protocol):
@@ -186,6 +103,12 @@ class Matrix(Protocol):
     def capability_floors(self, torch_version: str, platform: str) -> Sequence[CapabilityFloor]:
         """The GPU floors of parts of this release's CUDA builds on ``platform`` (cuDNN, Triton)."""
 
+    def jetpack_releases(self) -> Sequence[JetpackRelease]:
+        """Every JetPack release (jetson.yaml), in the file's order."""
+
+    def jetson_wheels(self) -> Sequence[JetsonWheel]:
+        """NVIDIA's PyTorch wheels for Jetson, newest torch first."""
+
     def runtime_floor(self, torch_version: str, platform: str) -> RuntimeFloor | None:
         """The glibc this release's binaries need where their wheel tag names an older one; None = no row."""
 
@@ -202,8 +125,9 @@ class Matrix(Protocol):
         """label -> the toolkit release the default-index wheels of ``minor`` pin on ``platform``."""
 
     @property
-    def memo(self) -> DerivedMemo:
-        """What the resolver derives from this matrix, kept with it."""
+    def memo(self) -> MemoStore:
+        """What other modules derive from this matrix, kept with it (each memo is declared beside the code that
+        fills it: ``compat_service.domain.matrix.memo``)."""
 
 
 _Row = TypeVar("_Row")
@@ -251,14 +175,18 @@ class InMemoryMatrix:
         self._known_bad_rules = [(parse_specifier(row.torch), row) for row in data.known_bad.rules]
         self._known_bad: dict[str, tuple[KnownBadRule, ...]] = {}
         self._sources = {s.key: s for s in data.sources.sources}
+        self._jetpack = tuple(data.jetson.releases)
+        self._jetson_wheels = tuple(
+            sorted(data.jetson.wheels, key=lambda w: parse_version(w.torch) or Version("0"), reverse=True)
+        )
         self._on_platform: dict[tuple[str, str], tuple[VariantAvailability, ...]] = {}
         self._pythons: dict[tuple[str, str], list[str]] = {}
         self._default_toolkits: dict[tuple[str, str], dict[str, str]] = {}
         self._wheel_floor_memo: dict[tuple[str, str, str], WheelFloor | None] = {}
-        self._memo = DerivedMemo()
+        self._memo = MemoStore()
 
     @property
-    def memo(self) -> DerivedMemo:
+    def memo(self) -> MemoStore:
         return self._memo
 
     def cache_size(self) -> int:
@@ -371,6 +299,12 @@ class InMemoryMatrix:
 
     def source(self, key: str) -> Source | None:
         return self._sources.get(key)
+
+    def jetpack_releases(self) -> Sequence[JetpackRelease]:
+        return self._jetpack
+
+    def jetson_wheels(self) -> Sequence[JetsonWheel]:
+        return self._jetson_wheels
 
     def runtime_floor(self, torch_version: str, platform: str) -> RuntimeFloor | None:
         return next(

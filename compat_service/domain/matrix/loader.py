@@ -12,12 +12,12 @@ Parsing uses libyaml's ``CSafeLoader`` when PyYAML was built with it: start-up t
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import yaml
 from pydantic import BaseModel, ValidationError
 
 from compat_service.domain.errors import MatrixDataError
+from compat_service.domain.json_types import JsonObject
 from compat_service.domain.matrix.index_layer import (
     TORCH_FILE,
     VENDOR_FILE,
@@ -37,9 +37,9 @@ class _StrictLoader(_BaseLoader):
     """Safe loading that refuses a key written twice in one mapping (YAML would keep the last silently)."""
 
 
-def _construct_mapping(loader: Any, node: yaml.MappingNode) -> dict[Any, Any]:
+def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode) -> dict[object, object]:
     loader.flatten_mapping(node)
-    seen: dict[Any, int] = {}
+    seen: dict[object, int] = {}
     for key_node, _ in node.value:
         key = loader.construct_object(key_node)
         if key in seen:
@@ -65,7 +65,7 @@ def default_path() -> Path:
     return DATA_DIR
 
 
-def _read_yaml(file: Path, name: str) -> tuple[Any, list[Problem]]:
+def _read_yaml(file: Path, name: str) -> tuple[JsonObject | None, list[Problem]]:
     try:
         text = file.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -75,14 +75,7 @@ def _read_yaml(file: Path, name: str) -> tuple[Any, list[Problem]]:
     try:
         raw = yaml.load(text, Loader=_StrictLoader)
     except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "unknown position"
-        what = " ".join(part for part in (exc.context, exc.problem) if part)
-        kind = "YAML error" if isinstance(exc, yaml.constructor.ConstructorError) else "YAML syntax error"
-        start = exc.context_mark
-        if start is not None and mark is not None and start.line != mark.line:
-            what += f" (the enclosing block starts on line {start.line + 1})"
-        return None, [Problem(name, where, f"{kind}: {what}")]
+        return None, [_yaml_problem(name, exc)]
     except yaml.YAMLError as exc:
         return None, [Problem(name, "", f"YAML error: {exc}")]
     if not isinstance(raw, dict):
@@ -90,7 +83,19 @@ def _read_yaml(file: Path, name: str) -> tuple[Any, list[Problem]]:
     return raw, []
 
 
-def _message(error: dict[str, Any]) -> str:
+def _yaml_problem(name: str, exc: yaml.MarkedYAMLError) -> Problem:
+    """A YAML error with its position (and where the enclosing block starts, when on another line)."""
+    mark = exc.problem_mark or exc.context_mark
+    where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "unknown position"
+    what = " ".join(part for part in (exc.context, exc.problem) if part)
+    kind = "YAML error" if isinstance(exc, yaml.constructor.ConstructorError) else "YAML syntax error"
+    start = exc.context_mark
+    if start is not None and mark is not None and start.line != mark.line:
+        what += f" (the enclosing block starts on line {start.line + 1})"
+    return Problem(name, where, f"{kind}: {what}")
+
+
+def _message(error: JsonObject) -> str:
     kind = error["type"]
     if kind == "extra_forbidden":
         return "unknown key (not in the schema: check its spelling or extend matrix/schema.py)"
@@ -121,7 +126,7 @@ def _rows_of(model: BaseModel) -> dict[str, list[tuple[int, BaseModel]]]:
     return rows
 
 
-def _lenient_rows(model_cls: type[BaseModel], raw: dict[str, Any]) -> dict[str, list[tuple[int, BaseModel]]]:
+def _lenient_rows(model_cls: type[BaseModel], raw: JsonObject) -> dict[str, list[tuple[int, BaseModel]]]:
     """Rows of a file that failed validation, each list item validated on its own; failing items left out."""
     rows: dict[str, list[tuple[int, BaseModel]]] = {}
     for field, info in model_cls.model_fields.items():
@@ -148,7 +153,7 @@ def _load(path: Path | None, index_layer: bool = True) -> tuple[MatrixData | Non
         return None, [Problem(str(base), "", "is not a directory holding the matrix_data YAML files")]
     models: dict[str, BaseModel] = {}
     rows: FileRows = {}
-    raws: dict[str, Any] = {}
+    raws: JsonObject = {}
     for name in MATRIX_FILES:
         raws[name], read_problems = _read_yaml(base / name, name)
         problems += read_problems
@@ -174,7 +179,7 @@ def _load(path: Path | None, index_layer: bool = True) -> tuple[MatrixData | Non
     return data, []
 
 
-def layer_conflicts(path: Path | None, layer: dict[str, Any]) -> list[Problem]:
+def layer_conflicts(path: Path | None, layer: JsonObject) -> list[Problem]:
     """The conflicts the curated files at ``path`` would have with ``layer`` (project -> PackageFacts), e.g. the
     facts a `matrix refresh --check` just read; unreadable curated files are left to `matrix validate`."""
     base = Path(path) if path is not None else default_path()

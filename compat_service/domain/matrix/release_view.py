@@ -7,12 +7,11 @@ hold.
 
 from __future__ import annotations
 
-from typing import Any
-
 from packaging.version import InvalidVersion, Version
 
 from compat_service.domain.backends import PLATFORMS
 from compat_service.domain.errors import Alternative, Cause, InvalidRequestError, NotFoundError
+from compat_service.domain.json_types import JsonObject
 from compat_service.domain.matrix.rows import (
     DefaultIndexEntry,
     MatrixTables,
@@ -76,29 +75,31 @@ def _python_for(entries: list[PythonSupport], platform: str) -> list[str]:
     return versions
 
 
-def _patch_view(minor: TorchMinor, patch: TorchPatch) -> dict[str, Any]:
+def _labels_on(minor: TorchMinor, version: str, platform: str) -> list[str]:
+    """The build labels patch ``version`` publishes on ``platform``."""
+    return [v.label for v in minor.variants if platform in v.platforms and (v.patches is None or version in v.patches)]
+
+
+def _platform_view(minor: TorchMinor, patch: TorchPatch, platform: str) -> JsonObject | None:
+    """What ``patch`` publishes on ``platform``; None when it has no wheels there (e.g. macOS x86_64 from 2.3)."""
     python = list(patch.python_override) if patch.python_override is not None else list(minor.python)
     defaults: dict[str, DefaultIndexEntry] = {d.platform: d for d in minor.default_index}
-    platforms = []
-    for platform in PLATFORMS:
-        labels = [
-            v.label
-            for v in minor.variants
-            if platform in v.platforms and (v.patches is None or patch.version in v.patches)
-        ]
-        unknown = platform in minor.platforms_unsourced
-        if not labels and not unknown and platform not in defaults:
-            continue  # no wheels at all for this platform (e.g. macOS x86_64 from 2.3)
-        default = defaults.get(platform)
-        platforms.append(
-            {
-                "platform": platform,
-                "python": _python_for(python, platform),
-                "variants": labels,
-                "variants_complete": not unknown,
-                "default_index": default.label if default else None,
-            }
-        )
+    labels = _labels_on(minor, patch.version, platform)
+    unknown = platform in minor.platforms_unsourced
+    if not labels and not unknown and platform not in defaults:
+        return None
+    default = defaults.get(platform)
+    return {
+        "platform": platform,
+        "python": _python_for(python, platform),
+        "variants": labels,
+        "variants_complete": not unknown,
+        "default_index": default.label if default else None,
+    }
+
+
+def _patch_view(minor: TorchMinor, patch: TorchPatch) -> JsonObject:
+    platforms = [view for platform in PLATFORMS if (view := _platform_view(minor, patch, platform)) is not None]
     sources: set[str] = set(patch.release_date_source)
     for companion in (patch.torchvision, patch.torchaudio, patch.triton):
         sources.update(companion.source)
@@ -125,7 +126,7 @@ def _python_key(version: str) -> tuple[Version, bool]:
     return Version(version.rstrip("t")), version.endswith("t")
 
 
-def releases_overview(data: MatrixTables) -> list[dict[str, Any]]:
+def releases_overview(data: MatrixTables) -> list[JsonObject]:
     """One row per torch minor, newest first: patches, newest release date, Python versions, build labels,
     the default-index build per platform and the status (for `matrix show` without ``--torch``)."""
     rows = []
@@ -145,9 +146,8 @@ def releases_overview(data: MatrixTables) -> list[dict[str, Any]]:
     return rows
 
 
-def release_view(data: MatrixTables, torch: str) -> dict[str, Any]:
-    """The minor holding ``torch`` (a minor, a patch, or ``latest`` as in resolve) with one entry per
-    matching patch."""
+def _matching_patches(data: MatrixTables, torch: str) -> tuple[TorchMinor, list[TorchPatch]]:
+    """The minor holding ``torch`` and its patches that ``torch`` names (all of them for a minor)."""
     wanted = _parse(latest_released(data) if torch.strip() == "latest" else torch)
     minor = next((m for m in data.torch_releases.minors if m.minor == f"{wanted.major}.{wanted.minor}"), None)
     exact_patch = len(wanted.release) >= 3
@@ -156,6 +156,13 @@ def release_view(data: MatrixTables, torch: str) -> dict[str, Any]:
     patches = [p for p in minor.patches if not exact_patch or Version(p.version) == wanted]
     if not patches:
         raise _not_found(data, torch, wanted)
+    return minor, patches
+
+
+def release_view(data: MatrixTables, torch: str) -> JsonObject:
+    """The minor holding ``torch`` (a minor, a patch, or ``latest`` as in resolve) with one entry per
+    matching patch."""
+    minor, patches = _matching_patches(data, torch)
     sources: set[str] = set(minor.index_option_source)
     for row in [*minor.python, *minor.variants, *minor.default_index]:
         sources.update(row.source)

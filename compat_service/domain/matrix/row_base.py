@@ -7,16 +7,16 @@ the JSON form, a changed copy) lives here, so the generator carries no second co
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any, ClassVar, TypeVar
+from typing import ClassVar, TypeVar
 
-__all__ = ["Fields", "Frozen", "JsonObject", "as_json", "replace", "set_slot"]
+from compat_service.domain.json_types import JsonObject
+
+__all__ = ["Fields", "Frozen", "JsonObject", "as_json", "replace", "row_json", "set_slot"]
 
 #: sets a slot of a frozen row (its own __setattr__ refuses): the generated __init__ and from_json use it
 set_slot = object.__setattr__
 #: (attribute, JSON key) of every field of a row class, in the schema's order
 Fields = tuple[tuple[str, str], ...]
-#: one row in the schema's JSON form, as json.loads or model_dump(mode="json", by_alias=True) give it
-JsonObject = dict[str, Any]
 _Frozen_T = TypeVar("_Frozen_T", bound="Frozen")
 
 
@@ -44,10 +44,10 @@ class Frozen:
         return f"{type(self).__name__}({fields})"
 
 
-def as_json(value: Any) -> Any:
+def as_json(value: object) -> object:
     """A row (or a list or dict of rows) in the schema's JSON form: ``model_dump(mode="json", by_alias=True)``."""
     if isinstance(value, Frozen):
-        return {key: as_json(getattr(value, name)) for name, key in value._fields}
+        return row_json(value)
     if isinstance(value, list):
         return [as_json(item) for item in value]
     if isinstance(value, dict):
@@ -57,7 +57,12 @@ def as_json(value: Any) -> Any:
     return value
 
 
-def replace(row: _Frozen_T, **changes: Any) -> _Frozen_T:
+def row_json(row: Frozen) -> JsonObject:
+    """One row in the schema's JSON form (`as_json` of a row)."""
+    return {key: as_json(getattr(row, name)) for name, key in row._fields}
+
+
+def replace(row: _Frozen_T, **changes: object) -> _Frozen_T:
     """A copy of ``row`` with ``changes`` (attribute names) applied."""
     values = {name: getattr(row, name) for name, _ in row._fields}
     unknown = set(changes) - set(values)

@@ -36,6 +36,9 @@ __all__ = [
     "GpuName",
     "HostRulesFile",
     "IndexOverride",
+    "JetpackRelease",
+    "JetsonFile",
+    "JetsonWheel",
     "KernelUserSpace",
     "KnownBadCompanion",
     "KnownBadFile",
@@ -1635,6 +1638,139 @@ class KnownBadFile(Frozen):
         )
 
 
+class JetpackRelease(Row):
+    """One JetPack release: its L4T (Jetson Linux) version, CUDA, the Jetson GPUs it runs on and the driver"""
+
+    __slots__ = ("jetpack", "l4t", "cuda", "archs", "driver")
+    _fields: ClassVar[Fields] = (
+        ("source", "source"),
+        ("note", "note"),
+        ("jetpack", "jetpack"),
+        ("l4t", "l4t"),
+        ("cuda", "cuda"),
+        ("archs", "archs"),
+        ("driver", "driver"),
+    )
+    jetpack: str
+    l4t: str | None
+    cuda: str | None
+    archs: list[str]
+    driver: str | None
+
+    def __init__(
+        self,
+        *,
+        source: list[str],
+        note: str | None = None,
+        jetpack: str,
+        l4t: str | None,
+        cuda: str | None,
+        archs: list[str],
+        driver: str | None = None,
+    ) -> None:
+        _set(self, "source", source)
+        _set(self, "note", note)
+        _set(self, "jetpack", jetpack)
+        _set(self, "l4t", l4t)
+        _set(self, "cuda", cuda)
+        _set(self, "archs", archs)
+        _set(self, "driver", driver)
+
+    @classmethod
+    def from_json(cls, data: JsonObject) -> JetpackRelease:
+        return cls(
+            source=data["source"],
+            note=data.get("note", None),
+            jetpack=data["jetpack"],
+            l4t=data["l4t"],
+            cuda=data["cuda"],
+            archs=data["archs"],
+            driver=data.get("driver", None),
+        )
+
+
+class JetsonWheel(Row):
+    """One of NVIDIA's PyTorch wheels for Jetson: the torch release it is, the JetPack releases it is published"""
+
+    __slots__ = ("torch", "wheel_version", "jetpack", "python", "url")
+    _fields: ClassVar[Fields] = (
+        ("source", "source"),
+        ("note", "note"),
+        ("torch", "torch"),
+        ("wheel_version", "wheel_version"),
+        ("jetpack", "jetpack"),
+        ("python", "python"),
+        ("url", "url"),
+    )
+    torch: str
+    wheel_version: str | None
+    jetpack: list[str]
+    python: list[str]
+    url: str | None
+
+    def __init__(
+        self,
+        *,
+        source: list[str],
+        note: str | None = None,
+        torch: str,
+        wheel_version: str | None,
+        jetpack: list[str],
+        python: list[str],
+        url: str | None = None,
+    ) -> None:
+        _set(self, "source", source)
+        _set(self, "note", note)
+        _set(self, "torch", torch)
+        _set(self, "wheel_version", wheel_version)
+        _set(self, "jetpack", jetpack)
+        _set(self, "python", python)
+        _set(self, "url", url)
+
+    @classmethod
+    def from_json(cls, data: JsonObject) -> JetsonWheel:
+        return cls(
+            source=data["source"],
+            note=data.get("note", None),
+            torch=data["torch"],
+            wheel_version=data["wheel_version"],
+            jetpack=data["jetpack"],
+            python=data["python"],
+            url=data.get("url", None),
+        )
+
+
+class JetsonFile(Frozen):
+    """Mirrors schema.JetsonFile."""
+
+    __slots__ = ("schema_", "releases", "wheels")
+    _fields: ClassVar[Fields] = (("schema_", "schema"), ("releases", "releases"), ("wheels", "wheels"))
+    schema_: Literal["jetson/v1"]
+    releases: list[JetpackRelease]
+    wheels: list[JetsonWheel]
+
+    def __init__(
+        self,
+        *,
+        schema_: Literal["jetson/v1"],
+        releases: list[JetpackRelease],
+        wheels: list[JetsonWheel],
+    ) -> None:
+        _set(self, "schema_", schema_)
+        _set(self, "releases", releases)
+        _set(self, "wheels", wheels)
+
+    @classmethod
+    def from_json(cls, data: JsonObject) -> JetsonFile:
+        releases = [JetpackRelease.from_json(x0) for x0 in data["releases"]]
+        wheels = [JetsonWheel.from_json(x0) for x0 in data["wheels"]]
+        return cls(
+            schema_=data["schema"],
+            releases=releases,
+            wheels=wheels,
+        )
+
+
 class AscendNpuRow(Row):
     """torch_npu <-> torch <-> CANN <-> Python, as Ascend documents it (CPU torch plus the plugin)."""
 
@@ -1864,6 +2000,7 @@ class MatrixTables(Frozen):
         "mps",
         "vendor_backends",
         "host_rules",
+        "jetson",
         "known_bad",
     )
     _fields: ClassVar[Fields] = (
@@ -1877,6 +2014,7 @@ class MatrixTables(Frozen):
         ("mps", "mps"),
         ("vendor_backends", "vendor_backends"),
         ("host_rules", "host_rules"),
+        ("jetson", "jetson"),
         ("known_bad", "known_bad"),
     )
     sources: SourcesFile
@@ -1889,6 +2027,7 @@ class MatrixTables(Frozen):
     mps: MpsFile
     vendor_backends: VendorFile
     host_rules: HostRulesFile
+    jetson: JetsonFile
     known_bad: KnownBadFile
 
     def __init__(
@@ -1904,6 +2043,7 @@ class MatrixTables(Frozen):
         mps: MpsFile,
         vendor_backends: VendorFile,
         host_rules: HostRulesFile,
+        jetson: JetsonFile,
         known_bad: KnownBadFile,
     ) -> None:
         _set(self, "sources", sources)
@@ -1916,6 +2056,7 @@ class MatrixTables(Frozen):
         _set(self, "mps", mps)
         _set(self, "vendor_backends", vendor_backends)
         _set(self, "host_rules", host_rules)
+        _set(self, "jetson", jetson)
         _set(self, "known_bad", known_bad)
 
     @classmethod
@@ -1930,6 +2071,7 @@ class MatrixTables(Frozen):
         mps = MpsFile.from_json(data["mps"])
         vendor_backends = VendorFile.from_json(data["vendor_backends"])
         host_rules = HostRulesFile.from_json(data["host_rules"])
+        jetson = JetsonFile.from_json(data["jetson"])
         known_bad = KnownBadFile.from_json(data["known_bad"])
         return cls(
             sources=sources,
@@ -1942,5 +2084,6 @@ class MatrixTables(Frozen):
             mps=mps,
             vendor_backends=vendor_backends,
             host_rules=host_rules,
+            jetson=jetson,
             known_bad=known_bad,
         )

@@ -122,15 +122,22 @@ def _type(annotation: object) -> str:
         return f"Literal[{', '.join(_literal(arg) for arg in args)}]"
     if origin in (list, dict):
         return f"{origin.__name__}[{', '.join(_type(arg) for arg in args)}]"
-    if annotation is type(None):
-        return "None"
-    if annotation is dt.date:
-        return "dt.date"
+    return _leaf_type(annotation)
+
+
+#: the plain annotations and how rows.py writes them
+_LEAF_TYPES: dict[object, str] = {type(None): "None", dt.date: "dt.date", str: "str", int: "int", bool: "bool",
+                                  float: "float"}
+
+
+def _leaf_type(annotation: object) -> str:
+    """A plain annotation (no union, literal or container) as rows.py writes it."""
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         return _name(annotation)
-    if annotation in (str, int, bool, float):
-        return typing.cast(type, annotation).__name__
-    raise TypeError(f"rows_codegen cannot write the annotation {annotation!r}: extend _type")
+    try:
+        return _LEAF_TYPES[annotation]
+    except (KeyError, TypeError):
+        raise TypeError(f"rows_codegen cannot write the annotation {annotation!r}: extend _type") from None
 
 
 def _convert(annotation: object, expr: str, depth: int = 0) -> str:
@@ -139,10 +146,7 @@ def _convert(annotation: object, expr: str, depth: int = 0) -> str:
     annotation = _strip(annotation)
     origin, args = typing.get_origin(annotation), typing.get_args(annotation)
     if origin in (typing.Union, types.UnionType):
-        present = [arg for arg in args if arg is not type(None)]
-        if len(present) != 1:
-            raise TypeError(f"rows_codegen cannot convert the union {annotation!r}: extend _convert")
-        return _convert(present[0], expr, depth)  # None stays None: the caller tests for it
+        return _convert(_present(annotation, args), expr, depth)  # None stays None: the caller tests for it
     item = f"x{depth}"
     if origin is list:
         inner = _convert(args[0], item, depth + 1)
@@ -155,6 +159,14 @@ def _convert(annotation: object, expr: str, depth: int = 0) -> str:
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         return f"{_name(annotation)}.from_json({expr})"
     return expr
+
+
+def _present(annotation: object, args: tuple[object, ...]) -> object:
+    """The one type of an optional union besides None."""
+    present = [arg for arg in args if arg is not type(None)]
+    if len(present) != 1:
+        raise TypeError(f"rows_codegen cannot convert the union {annotation!r}: extend _convert")
+    return present[0]
 
 
 def _optional(annotation: object) -> bool:
@@ -190,17 +202,28 @@ def _class(model: type[BaseModel]) -> str:
     inherited = base.model_fields if base is not None else {}
     fields = model.model_fields
     own = [name for name, info in fields.items() if repr(info) != repr(inherited.get(name))]
-    doc = (model.__doc__ or "").strip().splitlines()
-    if model is ROOT:
-        summary = f"The whole matrix, one table per file (schema.{model.__name__})."
-    else:
-        summary = doc[0] if doc else f"Mirrors schema.{model.__name__}."
     name = _name(model)
-    lines = ["", "", "", f"class {name}({_name(base) if base else 'Frozen'}):", f'    """{summary}"""', ""]
+    lines = ["", "", "", f"class {name}({_name(base) if base else 'Frozen'}):", f'    """{_summary(model)}"""', ""]
     lines += _tuple("    __slots__ = ", [_literal(n) for n in own])
     keys = [f"({_literal(n)}, {_literal(info.alias or n)})" for n, info in fields.items()]
     lines += _tuple("    _fields: ClassVar[Fields] = ", keys)
     lines += [f"    {n}: {_type(fields[n].annotation)}" for n in own]
+    lines += _init_lines(fields)
+    lines += ["", "    @classmethod", f"    def from_json(cls, data: JsonObject) -> {name}:"]
+    lines += _from_json_lines(fields)
+    return "\n".join(lines)
+
+
+def _summary(model: type[BaseModel]) -> str:
+    """The class docstring: the schema model's first line."""
+    if model is ROOT:
+        return f"The whole matrix, one table per file (schema.{model.__name__})."
+    doc = (model.__doc__ or "").strip().splitlines()
+    return doc[0] if doc else f"Mirrors schema.{model.__name__}."
+
+
+def _init_lines(fields: dict[str, FieldInfo]) -> list[str]:
+    """The keyword-only ``__init__`` (a list or dict default is None in the signature, a fresh value inside)."""
     params = []
     for n, info in fields.items():
         default = _default(info)
@@ -208,13 +231,18 @@ def _class(model: type[BaseModel]) -> str:
             params.append(f"{n}: {_type(info.annotation)} | None = None")
         else:
             params.append(f"{n}: {_type(info.annotation)}" + (f" = {default}" if default is not None else ""))
-    lines += ["", "    def __init__(", "        self,", "        *,", *(f"        {p}," for p in params)]
+    lines = ["", "    def __init__(", "        self,", "        *,", *(f"        {p}," for p in params)]
     lines.append("    ) -> None:")
     for n, info in fields.items():
         default = _default(info)
         value = f"{default} if {n} is None else {n}" if default in ("[]", "{}") else n
         lines.append(f"        _set(self, {_literal(n)}, {value})")
-    lines += ["", "    @classmethod", f"    def from_json(cls, data: JsonObject) -> {name}:"]
+    return lines
+
+
+def _from_json_lines(fields: dict[str, FieldInfo]) -> list[str]:
+    """``from_json``'s body: each field read from its JSON key and converted where its JSON form is not its value."""
+    lines: list[str] = []
     arguments = []
     for n, info in fields.items():
         key, default = info.alias or n, _default(info)
@@ -228,8 +256,7 @@ def _class(model: type[BaseModel]) -> str:
         else:
             lines.append(f"        {n} = {_convert(info.annotation, read)}")
         arguments.append(f"{n}={n}")
-    lines += ["        return cls(", *(f"            {a}," for a in arguments), "        )"]
-    return "\n".join(lines)
+    return [*lines, "        return cls(", *(f"            {a}," for a in arguments), "        )"]
 
 
 def render() -> str:

@@ -553,6 +553,43 @@ class KnownBadFile(BaseModel):
     rules: list[KnownBadRule]
 
 
+# --------------------------------------------------------------------------- jetson.yaml
+
+
+class JetpackRelease(Row):
+    """One JetPack release: its L4T (Jetson Linux) version, CUDA, the Jetson GPUs it runs on and the driver
+    version nvidia-smi reports there (null where no source gives it)."""
+
+    jetpack: VersionStr
+    l4t: OptionalVersion
+    cuda: OptionalVersion
+    #: the compute capabilities of the Jetson modules this release supports (sm_53 Nano ... sm_87 Orin)
+    archs: list[str] = Field(min_length=1)
+    #: the driver version nvidia-smi prints on this release (JetPack 6: 540.4.0); null = not sourced
+    driver: DriverVersion = None
+
+
+class JetsonWheel(Row):
+    """One of NVIDIA's PyTorch wheels for Jetson: the torch release it is, the JetPack releases it is published
+    for and the Pythons it has a wheel for, and where the wheel file is (null where no source gives the URL)."""
+
+    #: the torch release NVIDIA's table names ("2.1.0"); the wheel's own version may be a pre-release of it
+    torch: VersionStr
+    #: the wheel file's version string, as pip reports it after install ("2.0.0+nv23.05"); null = unknown
+    wheel_version: str | None
+    jetpack: list[VersionStr] = Field(min_length=1)
+    python: PythonList
+    url: str | None = Field(default=None, pattern=r"^https://\S+\.whl$")
+
+
+class JetsonFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    schema_: Literal["jetson/v1"] = Field(alias="schema")
+    releases: list[JetpackRelease]
+    wheels: list[JetsonWheel]
+
+
 # --------------------------------------------------------------------------- vendor PrivateUse1 plugins
 
 
@@ -619,6 +656,7 @@ MATRIX_FILES: dict[str, type[BaseModel]] = {
     "mps.yaml": MpsFile,
     "vendor_backends.yaml": VendorFile,
     "host_rules.yaml": HostRulesFile,
+    "jetson.yaml": JetsonFile,
     "known_bad.yaml": KnownBadFile,
 }
 
@@ -638,4 +676,5 @@ class MatrixData(BaseModel):
     mps: MpsFile
     vendor_backends: VendorFile
     host_rules: HostRulesFile
+    jetson: JetsonFile
     known_bad: KnownBadFile

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
 
 from compat_service.domain.backends import PLUGIN_FAMILIES, PLUGINS, RUNTIME_COLUMNS, RUNTIME_NAMES
 from compat_service.domain.hardware_rules import (
@@ -12,6 +13,8 @@ from compat_service.domain.hardware_rules import (
     MVC_LIMITS_SOURCES,
     describe_archs,
 )
+from compat_service.domain.json_types import JsonObject
+from compat_service.domain.matrix.memo import MatrixMemo
 from compat_service.domain.matrix.rows import AscendNpuRow, CambriconMluRow
 from compat_service.domain.resolver.resolution import HostRequirement, Pin, Reason, Resolution
 from compat_service.domain.resolver.state import Candidate, ResolverState
@@ -21,7 +24,24 @@ from compat_service.domain.versions import cached_version
 
 if TYPE_CHECKING:
     from compat_service.domain.backends import Platform
-    from compat_service.domain.matrix.rows import TorchMinor, TorchPatch
+    from compat_service.domain.hardware_rules import DriverRule
+    from compat_service.domain.matrix.rows import DefaultIndexEntry, TorchMinor, TorchPatch
+    from compat_service.domain.resolver.wheel_tags import TagFloor
+
+
+#: (patch, Python, platform, label, family, backend kind, no --python, arch defaulted) -> the answer's head:
+#: what depends only on matrix rows and bounded request fields, the same for every request that lands there
+_HEADS: MatrixMemo[tuple[str, str, str, str, str, str, bool, bool], tuple[tuple[Reason, ...], tuple[str, ...]]] = (
+    MatrixMemo("answer_heads")
+)
+#: (patch, Python, platform, label, family, companions, plugin row's position in its table) -> the answer's tail
+_TAILS: MatrixMemo[tuple[str, str, str, str, str, tuple[str, ...], int | None], _Tail] = MatrixMemo("answer_tails")
+#: (patch, label, platform, --gpu-arch the matrix names or None, coverage) -> the driver stage's (reasons,
+#: warnings, requirements) for a request without --driver
+_DRIVER_NOTES: MatrixMemo[
+    tuple[str, str, str, str | None, str | None],
+    tuple[tuple[Reason, ...], tuple[str, ...], tuple[HostRequirement, ...]],
+] = MatrixMemo("driver_notes")
 
 
 def build_resolution(
@@ -29,24 +49,11 @@ def build_resolution(
 ) -> Resolution:
     r = state.request
     version = patch.version
-    here = cached_version(version)
-    skipped = [(v, why) for v, why in state.skipped if cached_version(v) > here]
-    detail = f"torch {version}: newest patch matching --torch {r.torch.text} that meets every constraint"
-    if skipped:
-        detail += "; skipped newer: " + ", ".join(f"{v} ({why})" for v, why in skipped[:6])
-        if len(skipped) > 6:
-            detail += f" and {len(skipped) - 6} more"
-    reasons: list[Reason] = [Reason("torch", detail, tuple(patch.release_date_source))]
+    reasons: list[Reason] = [Reason("torch", _torch_detail(state, version), tuple(patch.release_date_source))]
     warnings = state.warnings
     # What depends only on matrix rows and bounded request fields is built once per matrix: the same
     # sentences for every request that lands on this (patch, Python, build, platform).
-    heads = state.matrix.memo.answer_heads
-    head_key = (
-        version, python, r.platform, c.label, state.family, r.backend.kind, r.python is None, r.arch_defaulted,
-    )
-    head = heads.get(head_key)
-    if head is None:
-        head = heads[head_key] = _head(state, minor, patch, python, c)
+    head = _cached_head(state, minor, patch, python, c)
     reasons.extend(head[0])
     warnings.extend(head[1])
 
@@ -63,11 +70,7 @@ def build_resolution(
     if r.runtime is not None:
         _runtime_reason(state, c, reasons)
 
-    tails = state.matrix.memo.answer_tails
-    tail_key = (version, python, r.platform, c.label, state.family, r.with_, _plugin_position(state, c))
-    tail = tails.get(tail_key)
-    if tail is None:
-        tail = tails[tail_key] = _tail(state, minor, patch, python, c)
+    tail = _cached_tail(state, minor, patch, python, c)
     reasons.extend(tail.reasons)
     warnings.extend(tail.warnings)
     evidence = _evidence(state, version, c.label, python, reasons)
@@ -91,6 +94,42 @@ def build_resolution(
     )
 
 
+def _torch_detail(state: ResolverState, version: str) -> str:
+    """The torch reason: the patch chosen, and the newer ones skipped (six named)."""
+    here = cached_version(version)
+    skipped = [(v, why) for v, why in state.skipped if cached_version(v) > here]
+    detail = f"torch {version}: newest patch matching --torch {state.request.torch.text} that meets every constraint"
+    if skipped:
+        detail += "; skipped newer: " + ", ".join(f"{v} ({why})" for v, why in skipped[:6])
+        if len(skipped) > 6:
+            detail += f" and {len(skipped) - 6} more"
+    return detail
+
+
+def _cached_head(
+    state: ResolverState, minor: TorchMinor, patch: TorchPatch, python: str, c: Candidate
+) -> tuple[tuple[Reason, ...], tuple[str, ...]]:
+    r = state.request
+    heads = _HEADS.table(state.matrix)
+    key = (
+        patch.version, python, r.platform, c.label, state.family, r.backend.kind, r.python is None, r.arch_defaulted,
+    )
+    head = heads.get(key)
+    if head is None:
+        head = heads[key] = _head(state, minor, patch, python, c)
+    return head
+
+
+def _cached_tail(state: ResolverState, minor: TorchMinor, patch: TorchPatch, python: str, c: Candidate) -> _Tail:
+    r = state.request
+    tails = _TAILS.table(state.matrix)
+    key = (patch.version, python, r.platform, c.label, state.family, r.with_, _plugin_position(state, c))
+    tail = tails.get(key)
+    if tail is None:
+        tail = tails[key] = _tail(state, minor, patch, python, c)
+    return tail
+
+
 def _plugin_position(state: ResolverState, c: Candidate) -> int | None:
     """Where the candidate's plugin row sits in its matrix table (the first equal row: equal rows give equal
     answers); None without a plugin."""
@@ -105,15 +144,7 @@ def _head(
     """The Python and build reasons, and the warnings about the release's data and the chosen Python."""
     r = state.request
     version = patch.version
-    warnings: list[str] = []
-    if minor.status != "released":
-        warnings.append(
-            f"the matrix holds partial data for torch {minor.minor} ({minor.note or 'status: partial'})"
-        )
-    if r.python is None:
-        warnings.append(f"no --python given: chose Python {python}, the newest torch {version} supports")
-    if r.arch_defaulted and r.os == "macos":
-        warnings.append("no --arch given for macOS: chose Apple silicon (arm64); give --arch x86_64 for an Intel Mac")
+    warnings = _head_warnings(state, minor, version, python)
     py_sources = tuple(
         dict.fromkeys(
             s
@@ -135,6 +166,21 @@ def _head(
     return reasons, tuple(warnings)
 
 
+def _head_warnings(state: ResolverState, minor: TorchMinor, version: str, python: str) -> list[str]:
+    """The warnings about the release's data and what the resolver chose for the request."""
+    r = state.request
+    warnings: list[str] = []
+    if minor.status != "released":
+        warnings.append(
+            f"the matrix holds partial data for torch {minor.minor} ({minor.note or 'status: partial'})"
+        )
+    if r.python is None:
+        warnings.append(f"no --python given: chose Python {python}, the newest torch {version} supports")
+    if r.arch_defaulted and r.os == "macos":
+        warnings.append("no --arch given for macOS: chose Apple silicon (arm64); give --arch x86_64 for an Intel Mac")
+    return warnings
+
+
 @dataclass(frozen=True)
 class _Tail:
     """The index decision, the pins and what follows from them (the answer's second half)."""
@@ -150,72 +196,102 @@ class _Tail:
 
 def _tail(state: ResolverState, minor: TorchMinor, patch: TorchPatch, python: str, c: Candidate) -> _Tail:
     r = state.request
-    version = patch.version
-    build = c.build_row
     reasons: list[Reason] = []
     warnings: list[str] = []
-    default = next((d for d in minor.default_index if d.platform == r.platform), None)
-    on_default = default is not None and default.label == c.label
-    index_url = None if on_default else build.index_url
-    if default is None or default.label is None:
-        warnings.append(f"the matrix does not say which build the default index serves for {r.platform}")
-    reasons.append(
-        Reason(
-            "index",
-            f"the default index serves {default.label if default and default.label else 'an unknown build'} "
-            f"for {r.platform}: "
-            + ("no index option needed" if on_default else f"{c.label} comes from {build.index_url}"),
-            tuple(default.source) if default is not None else tuple(build.source),
-        )
-    )
-    index_option = minor.index_option or "--index-url"
-    if minor.index_option is None and index_url:
-        warnings.append(
-            f"the matrix does not record the index option torch {minor.minor} used; assuming --index-url"
-        )
+    index_url, index_option, on_default = _index_choice(state, minor, c, reasons, warnings)
     # The official commands of --extra-index-url releases pin local versions (1.13.1+cu117): without
     # the tag pip may take the default index's build, whose version sorts equal.
     local = f"+{c.label}" if index_url and index_option == "--extra-index-url" else ""
-    # The one index rule (every format prints `index_option` as is): the release's own option, except
-    # that an install which also takes packages from the default index (torch-npu) can only add the torch
-    # index as an extra one (one file, one set of indexes); torch's pin is then the plugin's requirement.
-    from_default_index = c.plugin_row is not None and state.family == "npu"
-    if index_url and from_default_index and index_option != "--extra-index-url":
-        index_option = "--extra-index-url"
-        reasons.append(
-            Reason(
-                "index-option",
-                f"torch-npu comes from the default index, so {build.index_url} is an extra index in every "
-                "output format",
-                (),
-            )
-        )
-    torch_pin = version + local
-    # torch-npu is the one plugin whose rows carry the torch its wheels require
-    npu_row = cast("AscendNpuRow", c.plugin_row) if state.family == "npu" else None
-    plugin_pin = _plugin_torch_pin(npu_row, r.platform)
-    if npu_row is not None and plugin_pin is not None and plugin_pin != torch_pin:
-        # the plugin's wheel for this architecture requires this exact torch (2.11.0+cpu on x86_64)
-        reasons.append(Reason("torch-pin", f"torch-npu {npu_row.torch_npu} for {r.platform} requires "
-                              f"torch=={plugin_pin}", tuple(npu_row.source)))
-        torch_pin = plugin_pin
+    index_option = _plugin_index_option(state, c, index_url, index_option, reasons)
+    torch_pin, npu_row = _torch_pin(state, c, patch.version + local, reasons)
     packages = [Pin("torch", torch_pin, index_url)]
     for name in r.with_:
         row = getattr(patch, name)
         packages.append(Pin(name, row.version + local, index_url))
         reasons.append(
-            Reason(name, f"{name} {row.version} pairs with torch {version}", tuple(row.source))
+            Reason(name, f"{name} {row.version} pairs with torch {patch.version}", tuple(row.source))
         )
     if npu_row is not None:
         packages.append(Pin("torch-npu", npu_row.torch_npu, None))
     if on_default:
         _triton_reason(state, patch, python, reasons)  # the requirement read is the default wheel's
-    no_deps: tuple[str, ...] = ()
-    if state.family in PLUGIN_FAMILIES:
-        install = state.matrix.vendor_install(PLUGINS[state.family].install_note)
-        if install is not None and install.companions_no_deps:
-            no_deps = tuple(r.with_)
-    return _Tail(tuple(reasons), tuple(warnings), tuple(packages), index_url, index_option, on_default, no_deps)
+    return _Tail(
+        tuple(reasons), tuple(warnings), tuple(packages), index_url, index_option, on_default, _no_deps(state)
+    )
+
+
+def _index_choice(
+    state: ResolverState, minor: TorchMinor, c: Candidate, reasons: list[Reason], warnings: list[str]
+) -> tuple[str | None, str, bool]:
+    """The index the build comes from (None: the default index serves it), the release's index option, and
+    whether the default index serves it."""
+    r = state.request
+    build = c.build_row
+    default = next((d for d in minor.default_index if d.platform == r.platform), None)
+    on_default = default is not None and default.label == c.label
+    index_url = None if on_default else build.index_url
+    if default is None or default.label is None:
+        warnings.append(f"the matrix does not say which build the default index serves for {r.platform}")
+    reasons.append(_index_reason(r.platform, default, c, on_default))
+    if minor.index_option is None and index_url:
+        warnings.append(
+            f"the matrix does not record the index option torch {minor.minor} used; assuming --index-url"
+        )
+    return index_url, minor.index_option or "--index-url", on_default
+
+
+def _index_reason(platform: str, default: DefaultIndexEntry | None, c: Candidate, on_default: bool) -> Reason:
+    build = c.build_row
+    served = default.label if default and default.label else "an unknown build"
+    return Reason(
+        "index",
+        f"the default index serves {served} for {platform}: "
+        + ("no index option needed" if on_default else f"{c.label} comes from {build.index_url}"),
+        tuple(default.source) if default is not None else tuple(build.source),
+    )
+
+
+def _plugin_index_option(
+    state: ResolverState, c: Candidate, index_url: str | None, index_option: str, reasons: list[Reason]
+) -> str:
+    """The one index rule (every format prints `index_option` as is): the release's own option, except that
+    an install which also takes packages from the default index (torch-npu) can only add the torch index as an
+    extra one (one file, one set of indexes); torch's pin is then the plugin's requirement."""
+    from_default_index = c.plugin_row is not None and state.family == "npu"
+    if not (index_url and from_default_index and index_option != "--extra-index-url"):
+        return index_option
+    reasons.append(
+        Reason(
+            "index-option",
+            f"torch-npu comes from the default index, so {c.build_row.index_url} is an extra index in every "
+            "output format",
+            (),
+        )
+    )
+    return "--extra-index-url"
+
+
+def _torch_pin(
+    state: ResolverState, c: Candidate, torch_pin: str, reasons: list[Reason]
+) -> tuple[str, AscendNpuRow | None]:
+    """torch's pin (the plugin's exact requirement where torch-npu's wheel has one), and torch-npu's row."""
+    # torch-npu is the one plugin whose rows carry the torch its wheels require
+    npu_row = cast("AscendNpuRow", c.plugin_row) if state.family == "npu" else None
+    plugin_pin = _plugin_torch_pin(npu_row, state.request.platform)
+    if npu_row is not None and plugin_pin is not None and plugin_pin != torch_pin:
+        # the plugin's wheel for this architecture requires this exact torch (2.11.0+cpu on x86_64)
+        reasons.append(Reason("torch-pin", f"torch-npu {npu_row.torch_npu} for {state.request.platform} requires "
+                              f"torch=={plugin_pin}", tuple(npu_row.source)))
+        torch_pin = plugin_pin
+    return torch_pin, npu_row
+
+
+def _no_deps(state: ResolverState) -> tuple[str, ...]:
+    """The companions a vendor plugin's install takes with --no-deps (its own pins), if any."""
+    if state.family not in PLUGIN_FAMILIES:
+        return ()
+    install = state.matrix.vendor_install(PLUGINS[state.family].install_note)
+    return tuple(state.request.with_) if install is not None and install.companions_no_deps else ()
 
 
 def _triton_reason(state: ResolverState, patch: TorchPatch, python: str, reasons: list[Reason]) -> None:
@@ -296,7 +372,7 @@ def _driver_notes(
     if r.driver is not None or (r.gpu_arch is not None and r.gpu_arch not in state.matrix.gpu_archs()):
         _driver_reason(state, version, c, reasons, warnings, requirements)
         return
-    memo = state.matrix.memo.driver_notes
+    memo = _DRIVER_NOTES.table(state.matrix)
     key = (version, c.label, r.platform, r.gpu_arch, c.arch.coverage if c.arch is not None else None)
     notes = memo.get(key)
     if notes is None:
@@ -321,7 +397,6 @@ def _driver_reason(
     assert rule is not None, "the driver stage rules every CUDA candidate"
     r = state.request
     runtime = c.build_row.runtime
-    toolkit = rule.toolkit.version if rule.toolkit is not None else runtime
     if rule.version is None:
         warnings.append(
             f"the matrix has no {r.os} driver minimum for CUDA {runtime}; check NVIDIA's release notes"
@@ -329,86 +404,117 @@ def _driver_reason(
         if r.driver is not None:
             state.unknowns.append(f"whether driver {r.driver} runs CUDA {runtime} on {r.os}")
         return
+    toolkit = rule.toolkit.version if rule.toolkit is not None else runtime
     sources = tuple(rule.toolkit.source if rule.toolkit is not None else ()) + tuple(
         rule.major_row.source if rule.major_row is not None else ()
     )
-    major = rule.major_row.cuda_major if rule.major_row is not None else None
-    have = cached_version(r.driver) if r.driver is not None else None
-    own = rule.toolkit_floor
-    below_own = own is not None and (have is None or have < cached_version(own))
     if rule.rule == "minor-version-compat":
-        covers = _build_covers(state, version, c)
-        if c.arch is not None and c.arch.coverage == "kernels":
-            detail = (
-                f"rule minor-version-compat: {r.gpu_arch} has SASS in {c.label}, so CUDA {toolkit} runs on "
-                f"any CUDA {major}.x driver >= {rule.version} on {r.os}"
-            )
-        else:
-            detail = (
-                f"rule minor-version-compat: CUDA {major}.x builds run on a driver >= {rule.version} on {r.os} "
-                f"when the GPU has SASS in {c.label} ({covers})"
-            )
-        if own is not None:
-            detail += f"; a GPU that runs it only through PTX needs CUDA {toolkit}'s own floor >= {own}"
-        requirements.append(
-            HostRequirement(
-                "nvidia-driver",
-                rule.version,
-                f"CUDA {major}.x minor-version-compatibility floor on {r.os}"
-                + (f"; PTX JIT needs CUDA {toolkit}'s own floor {own}" if own else ""),
-            )
-        )
-        if r.driver is not None:
-            detail += f"; driver {r.driver} meets >= {rule.version}"
-        if below_own and r.driver is not None:  # with no --driver, the warning below says it once
-            warnings.append(
-                f"driver {r.driver} is below CUDA {toolkit}'s own floor {own}: "
-                + _mvc_short(r.os)
-            )
-            detail += f"; below CUDA {toolkit}'s own floor, {MVC_LIMITS}"
-            if c.arch is None or c.arch.coverage == "unknown":
-                state.unknowns.append(
-                    f"whether the GPU has SASS in {c.label} ({covers}): driver {r.driver} is below CUDA "
-                    f"{toolkit}'s own floor {own} (give --gpu-arch or --gpu)"
-                )
+        detail = _mvc_detail(state, version, c, rule, toolkit, warnings, requirements)
     else:
-        if c.arch is not None and c.arch.coverage == "ptx":
-            why = f"{r.gpu_arch} runs {c.label} only through its PTX, which the driver JIT-compiles, so "
-        else:
-            why = f"CUDA {runtime} has no minor-version compatibility, so "
-        detail = f"rule toolkit-floor: {why}CUDA {toolkit} needs its own driver floor >= {rule.version} on {r.os}"
-        if own is None:
-            detail = (
-                f"rule toolkit-floor: {why}CUDA {toolkit} needs its own driver floor, which NVIDIA's table does not "
-                f"give for {r.os}; the CUDA {major}.x floor >= {rule.version} is the least it needs"
-            )
-            if r.driver is not None:
-                state.unknowns.append(f"whether driver {r.driver} reaches CUDA {toolkit}'s own floor on {r.os}")
-        if r.driver is not None:
-            detail += f"; driver {r.driver} meets it"
-        requirements.append(
-            HostRequirement("nvidia-driver", rule.version, f"CUDA {toolkit} toolkit minimum on {r.os}")
-        )
+        detail = _toolkit_floor_detail(state, c, rule, toolkit, requirements)
     if r.gpu_arch is None:
         warnings.append(
             f"no --gpu-arch (or --gpu) given: {c.label} has {_build_covers(state, version, c)}; "
             "a GPU none of them runs on (a cubin runs within its major, same or newer minor) gets no kernels"
         )
     if r.driver is None:
-        two_floors = own is not None and own != rule.version
-        warnings.append(
-            f"no --driver given: {c.label} needs an NVIDIA driver >= {rule.version} ({rule.rule}"
-            + (f"; >= {own} for CUDA {toolkit}'s own floor" if two_floors else "")
-            + ")"
-            + (
-                f"; {_mvc_short(r.os)}"
-                if two_floors and rule.rule == "minor-version-compat"
-                else ""
-            )
-        )
-        if two_floors and rule.rule == "minor-version-compat":
-            detail += f"; below CUDA {toolkit}'s own floor, {MVC_LIMITS}"
+        detail += _no_driver_warning(r.os, c, rule, toolkit, warnings)
     reasons.append(Reason("driver", detail, sources))
+
+
+def _mvc_detail(
+    state: ResolverState,
+    version: str,
+    c: Candidate,
+    rule: DriverRule,
+    toolkit: str | None,
+    warnings: list[str],
+    requirements: list[HostRequirement],
+) -> str:
+    """The driver reason under minor-version compatibility (the CUDA major's floor, SASS on the GPU)."""
+    r = state.request
+    major = rule.major_row.cuda_major if rule.major_row is not None else None
+    own = rule.toolkit_floor
+    covers = _build_covers(state, version, c)
+    if c.arch is not None and c.arch.coverage == "kernels":
+        detail = (
+            f"rule minor-version-compat: {r.gpu_arch} has SASS in {c.label}, so CUDA {toolkit} runs on "
+            f"any CUDA {major}.x driver >= {rule.version} on {r.os}"
+        )
+    else:
+        detail = (
+            f"rule minor-version-compat: CUDA {major}.x builds run on a driver >= {rule.version} on {r.os} "
+            f"when the GPU has SASS in {c.label} ({covers})"
+        )
+    if own is not None:
+        detail += f"; a GPU that runs it only through PTX needs CUDA {toolkit}'s own floor >= {own}"
+    requirements.append(
+        HostRequirement(
+            "nvidia-driver",
+            rule.version,
+            f"CUDA {major}.x minor-version-compatibility floor on {r.os}"
+            + (f"; PTX JIT needs CUDA {toolkit}'s own floor {own}" if own else ""),
+        )
+    )
+    if r.driver is None:  # the no --driver warning says the own floor once
+        return detail
+    detail += f"; driver {r.driver} meets >= {rule.version}"
+    if own is not None and cached_version(r.driver) < cached_version(own):
+        detail += _below_own_floor(state, c, toolkit, own, covers, warnings)
+    return detail
+
+
+def _below_own_floor(
+    state: ResolverState, c: Candidate, toolkit: str | None, own: str, covers: str, warnings: list[str]
+) -> str:
+    """A --driver below the toolkit's own floor under minor-version compatibility: what that leaves out."""
+    r = state.request
+    warnings.append(f"driver {r.driver} is below CUDA {toolkit}'s own floor {own}: " + _mvc_short(r.os))
+    if c.arch is None or c.arch.coverage == "unknown":
+        state.unknowns.append(
+            f"whether the GPU has SASS in {c.label} ({covers}): driver {r.driver} is below CUDA "
+            f"{toolkit}'s own floor {own} (give --gpu-arch or --gpu)"
+        )
+    return f"; below CUDA {toolkit}'s own floor, {MVC_LIMITS}"
+
+
+def _toolkit_floor_detail(
+    state: ResolverState, c: Candidate, rule: DriverRule, toolkit: str | None, requirements: list[HostRequirement]
+) -> str:
+    """The driver reason under the toolkit's own floor (no minor-version compatibility, or PTX only)."""
+    r = state.request
+    own = rule.toolkit_floor
+    if c.arch is not None and c.arch.coverage == "ptx":
+        why = f"{r.gpu_arch} runs {c.label} only through its PTX, which the driver JIT-compiles, so "
+    else:
+        why = f"CUDA {c.build_row.runtime} has no minor-version compatibility, so "
+    detail = f"rule toolkit-floor: {why}CUDA {toolkit} needs its own driver floor >= {rule.version} on {r.os}"
+    if own is None:
+        major = rule.major_row.cuda_major if rule.major_row is not None else None
+        detail = (
+            f"rule toolkit-floor: {why}CUDA {toolkit} needs its own driver floor, which NVIDIA's table does not "
+            f"give for {r.os}; the CUDA {major}.x floor >= {rule.version} is the least it needs"
+        )
+        if r.driver is not None:
+            state.unknowns.append(f"whether driver {r.driver} reaches CUDA {toolkit}'s own floor on {r.os}")
+    if r.driver is not None:
+        detail += f"; driver {r.driver} meets it"
+    requirements.append(HostRequirement("nvidia-driver", rule.version, f"CUDA {toolkit} toolkit minimum on {r.os}"))
+    return detail
+
+
+def _no_driver_warning(os: str, c: Candidate, rule: DriverRule, toolkit: str | None, warnings: list[str]) -> str:
+    """The warning for a request with no --driver, and what the driver reason adds for it."""
+    own = rule.toolkit_floor
+    two_floors = own is not None and own != rule.version
+    mvc_two_floors = two_floors and rule.rule == "minor-version-compat"
+    warnings.append(
+        f"no --driver given: {c.label} needs an NVIDIA driver >= {rule.version} ({rule.rule}"
+        + (f"; >= {own} for CUDA {toolkit}'s own floor" if two_floors else "")
+        + ")"
+        + (f"; {_mvc_short(os)}" if mvc_two_floors else "")
+    )
+    return f"; below CUDA {toolkit}'s own floor, {MVC_LIMITS}" if mvc_two_floors else ""
 
 
 def _mvc_short(os_name: str) -> str:
@@ -463,35 +569,71 @@ def _family_notes(
     warnings: list[str],
     requirements: list[HostRequirement],
 ) -> None:
-    if state.family == "mps":
-        row = state.matrix.mps_support(version)
-        if row is None:
-            warnings.append(f"the matrix has no MPS row for torch {version}")
-        elif row.min_macos:
-            requirements.append(HostRequirement("macos", row.min_macos, "MPS needs this macOS or newer"))
-            reasons.append(
-                Reason(
-                    "mps",
-                    f"MPS ships in the macOS wheel; needs macOS >= {row.min_macos}",
-                    tuple(row.source),
-                )
+    """What the family's own table asks of the host (``_FAMILY_NOTES``; a vendor plugin's row)."""
+    if state.family in PLUGIN_FAMILIES:
+        if c.plugin_row is not None:
+            _plugin_notes(state, c.plugin_row, reasons, warnings, requirements)
+        return
+    notes = _FAMILY_NOTES.get(state.family)
+    if notes is not None:
+        notes(state, version, c, reasons, warnings, requirements)
+
+
+def _mps_notes(
+    state: ResolverState,
+    version: str,
+    c: Candidate,
+    reasons: list[Reason],
+    warnings: list[str],
+    requirements: list[HostRequirement],
+) -> None:
+    row = state.matrix.mps_support(version)
+    if row is None:
+        warnings.append(f"the matrix has no MPS row for torch {version}")
+    elif row.min_macos:
+        requirements.append(HostRequirement("macos", row.min_macos, "MPS needs this macOS or newer"))
+        reasons.append(
+            Reason(
+                "mps",
+                f"MPS ships in the macOS wheel; needs macOS >= {row.min_macos}",
+                tuple(row.source),
             )
-    elif state.family == "xpu":
-        xpu = state.matrix.xpu_support(version)
-        if xpu is not None and xpu.driver_requirement:
-            requirements.append(HostRequirement("intel-gpu-driver", None, xpu.driver_requirement))
-            reasons.append(Reason("xpu", xpu.driver_requirement, tuple(xpu.source)))
-        support_package = xpu_prerequisites(xpu)
-        if support_package is not None:
-            requirements.append(HostRequirement("intel-support-package", None, support_package))
-    elif state.family == "rocm" and c.build_row.runtime:
-        release = state.matrix.rocm_release(c.build_row.runtime)
-        if release is not None and release.min_driver:
-            requirements.append(
-                HostRequirement("amdgpu-driver", release.min_driver, f"ROCm {release.version}")
-            )
-    elif state.family in PLUGIN_FAMILIES and c.plugin_row is not None:
-        _plugin_notes(state, c.plugin_row, reasons, warnings, requirements)
+        )
+
+
+def _xpu_notes(
+    state: ResolverState,
+    version: str,
+    c: Candidate,
+    reasons: list[Reason],
+    warnings: list[str],
+    requirements: list[HostRequirement],
+) -> None:
+    xpu = state.matrix.xpu_support(version)
+    if xpu is not None and xpu.driver_requirement:
+        requirements.append(HostRequirement("intel-gpu-driver", None, xpu.driver_requirement))
+        reasons.append(Reason("xpu", xpu.driver_requirement, tuple(xpu.source)))
+    support_package = xpu_prerequisites(xpu)
+    if support_package is not None:
+        requirements.append(HostRequirement("intel-support-package", None, support_package))
+
+
+def _rocm_notes(
+    state: ResolverState,
+    version: str,
+    c: Candidate,
+    reasons: list[Reason],
+    warnings: list[str],
+    requirements: list[HostRequirement],
+) -> None:
+    release = state.matrix.rocm_release(c.build_row.runtime) if c.build_row.runtime else None
+    if release is not None and release.min_driver:
+        requirements.append(HostRequirement("amdgpu-driver", release.min_driver, f"ROCm {release.version}"))
+
+
+_Notes = Callable[[ResolverState, str, Candidate, list[Reason], list[str], list[HostRequirement]], None]
+#: family -> what its table asks of the host (the vendor plugins read their own rows: `_plugin_notes`)
+_FAMILY_NOTES: dict[str, _Notes] = {"mps": _mps_notes, "xpu": _xpu_notes, "rocm": _rocm_notes}
 
 
 def _platform_notes(
@@ -507,38 +649,52 @@ def _platform_notes(
     were passed over for it. The full Python, where given, against the pins' Requires-Python."""
     r = state.request
     floor = floor_needed(state, patch, c.label)
-    flag = "--glibc" if floor is not None and floor.needs == "glibc" else "--macos"
     if floor is not None:
-        version = f"{floor.version[0]}.{floor.version[1]}"
-        name = floor.needs.lower()
-        given = describes_host(state)
-        need = floor.origin or f"the pinned wheels' platform tags need {floor.text}"
-        detail = f"{need}; the target has {host_words(state)}" if given else f"{need}; no {flag} given, assumed"
-        if not any(
-            q.name == name and q.version is not None and cached_version(q.version) >= cached_version(version)
-            for q in requirements
-        ):
-            requirements.append(HostRequirement(name, version, detail))
-        if given:
-            reasons.append(Reason("platform", detail, ("package_index",)))
+        _floor_requirement(state, floor, reasons, requirements)
     if state.wheel_skips:
-        newer = [(v, b) for v, b in state.wheel_skips if cached_version(v) > cached_version(patch.version)]
-        if newer:
-            oldest, blocked = newer[-1]
-            need = f" need {blocked.floor.text}" if blocked.floor is not None else " do not install"
-            reasons.append(
-                Reason(
-                    "platform",
-                    f"torch >= {oldest}:{need} ({blocked.why}); torch {patch.version} is the newest that installs",
-                    ("package_index", "pytorch_rfc_123649") if blocked.floor and blocked.floor.needs == "glibc"
-                    else ("package_index",),
-                )
-            )
+        _newer_skipped(state, patch, reasons)
     full = full_python(state, python)
     if r.python_version is not None and full == r.python_version:
         reasons.append(
             Reason("python", f"Python {full}: every pin's Requires-Python admits it", ("package_index",))
         )
+
+
+def _floor_requirement(
+    state: ResolverState, floor: TagFloor, reasons: list[Reason], requirements: list[HostRequirement]
+) -> None:
+    """The platform tags' floor as a host requirement (unless one as high is there), and a reason when the
+    request describes the host."""
+    flag = "--glibc" if floor.needs == "glibc" else "--macos"
+    version = f"{floor.version[0]}.{floor.version[1]}"
+    name = floor.needs.lower()
+    given = describes_host(state)
+    need = floor.origin or f"the pinned wheels' platform tags need {floor.text}"
+    detail = f"{need}; the target has {host_words(state)}" if given else f"{need}; no {flag} given, assumed"
+    if not any(
+        q.name == name and q.version is not None and cached_version(q.version) >= cached_version(version)
+        for q in requirements
+    ):
+        requirements.append(HostRequirement(name, version, detail))
+    if given:
+        reasons.append(Reason("platform", detail, ("package_index",)))
+
+
+def _newer_skipped(state: ResolverState, patch: TorchPatch, reasons: list[Reason]) -> None:
+    """Why newer releases were passed over for their wheels' platform tags or Python."""
+    newer = [(v, b) for v, b in state.wheel_skips if cached_version(v) > cached_version(patch.version)]
+    if not newer:
+        return
+    oldest, blocked = newer[-1]
+    need = f" need {blocked.floor.text}" if blocked.floor is not None else " do not install"
+    reasons.append(
+        Reason(
+            "platform",
+            f"torch >= {oldest}:{need} ({blocked.why}); torch {patch.version} is the newest that installs",
+            ("package_index", "pytorch_rfc_123649") if blocked.floor and blocked.floor.needs == "glibc"
+            else ("package_index",),
+        )
+    )
 
 
 def _plugin_notes(
@@ -594,7 +750,7 @@ def _plugin_notes(
 
 def _evidence(
     state: ResolverState, version: str, label: str, python: str, reasons: list[Reason]
-) -> dict[str, Any] | None:
+) -> JsonObject | None:
     if state.evidence is None:
         return None
     from compat_service.domain.evidence.steering import answer_notes

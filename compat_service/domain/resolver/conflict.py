@@ -7,10 +7,27 @@ so the success path of `accelenv resolve` never imports pydantic.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypedDict
 
 #: one cause of a failure: (constraint, origin, detail)
 CauseRow = tuple[str, str, str | None]
+
+
+class ConflictFacts(TypedDict, total=False):
+    """The facts of a failure the alternatives search reads."""
+
+    #: the --python asked for (python-not-supported)
+    python: str | None
+    #: the --gpu-arch asked for (arch-not-covered)
+    gpu_arch: str | None
+    #: the lowest driver a build that fits needs (driver-too-old)
+    driver_needed: str
+    #: the companions no build provides (companion-missing)
+    missing: list[str]
+    #: the runtimes the builds that fit use
+    runtimes: list[str]
+    #: the known_bad.yaml rules that refused the builds (known-bad)
+    rules: list[str]
 
 
 @dataclass(eq=False)  # exceptions must stay hashable
@@ -22,7 +39,7 @@ class Conflict(Exception):
     hint: str | None = None
     causes: list[CauseRow] = field(default_factory=list)
     #: facts the alternatives search uses, e.g. {"driver_needed": "530.30.02"}
-    facts: dict[str, Any] = field(default_factory=dict)
+    facts: ConflictFacts = field(default_factory=lambda: ConflictFacts())
 
     def __post_init__(self) -> None:
         super().__init__(self.message)

@@ -15,12 +15,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from packaging.version import Version
 
 from compat_service.domain.backends import CPU_WHEEL_FAMILIES, PLUGINS, RUNTIME_NAMES, python_sort_key
 from compat_service.domain.hardware_rules import newest_cuda_for_driver
+from compat_service.domain.matrix.memo import MatrixMemo, RequestMemo
 from compat_service.domain.resolver.conflict import CauseRow, Conflict
 from compat_service.domain.resolver.request import BackendSpec, TorchSpec
 from compat_service.domain.resolver.state import (
@@ -52,6 +53,9 @@ TryResolve = Callable[["ResolveRequest", "Matrix"], "Resolution | None"]
 #: the torch minors that pass the first stages for a request with its --torch set to them (the stages'
 #: `minors_past_first_stages`): the others cannot resolve, so the nearest-torch search skips them unresolved
 FirstStages = Callable[["ResolveRequest", "Matrix"], frozenset[str]]
+
+#: what to change in a request to run a nearby one (a parameter's new value; None: drop it)
+Flags = dict[str, "str | None"]
 
 
 def torch_not_found(state: ResolverState) -> Conflict:
@@ -423,13 +427,17 @@ def _explain_backend(f: Failure) -> Conflict:
     )
 
 
+#: (platform, backend kind, family or a label the matrix publishes) -> whether any release publishes such a build
+_PUBLISHED_ANYWHERE: MatrixMemo[tuple[str, str, str], bool] = MatrixMemo("published_anywhere")
+
+
 def _published_anywhere(state: ResolverState) -> bool:
     """Whether any release publishes the asked build (a label, or the family's) for the platform; kept per
     matrix for a family or a label the matrix publishes, computed for any other label."""
     r = state.request
     asked = r.backend.label if r.backend.kind == "label" else None
     key = (r.platform, r.backend.kind, asked or state.family)
-    memo = state.matrix.memo.published_anywhere
+    memo = _PUBLISHED_ANYWHERE.table(state.matrix)
     found = memo.get(key)
     if found is None:
         found = any(
@@ -470,14 +478,25 @@ def _span(deaths: list[Dropout]) -> str:
 _CPU = BackendSpec("cpu", "label", "cpu")
 
 
+#: (a ResolveRequest, its failure's code and facts, the resolving function) -> the nearby requests that resolve,
+#: as the error lists them (text, flags as pairs)
+_NEARBY: RequestMemo[
+    tuple[ResolveRequest, str, tuple[tuple[str, object], ...], TryResolve],
+    tuple[tuple[str, tuple[tuple[str, str | None], ...]], ...],
+] = RequestMemo("nearby")
+#: (a ResolveRequest with its torch blanked, the asked minor's position) -> the position of the nearest minor that
+#: resolves, None = none
+_NEAREST_TORCH: RequestMemo[tuple[ResolveRequest, int], int | None] = RequestMemo("nearest_torch")
+
+
 def nearby_requests(
     conflict: Conflict, request: ResolveRequest, matrix: Matrix, try_resolve: TryResolve, first_stages: FirstStages
-) -> list[tuple[str, dict[str, Any]]]:
+) -> list[tuple[str, Flags]]:
     """The nearby requests that resolve, nearest first (`_search_nearby`). Kept per matrix (bounded, oldest
-    dropped), like the searches' own answers (`DerivedMemo.tried`): the search is a function of the request, its
+    dropped), like the searches' own answers (`try_resolve`'s): the search is a function of the request, its
     failure's code and facts, and the matrix, and pipelines and the web selector send the same failing requests
     again and again. The failure itself is found and explained for every request."""
-    memo = matrix.memo.nearby
+    memo = _NEARBY.table(matrix)
     facts = tuple((k, tuple(v) if isinstance(v, list) else v) for k, v in sorted(conflict.facts.items()))
     key = (request, conflict.code, facts, try_resolve)
     try:
@@ -487,13 +506,13 @@ def nearby_requests(
     if found is None:
         searched = _search_nearby(conflict, request, matrix, try_resolve, first_stages)
         found = tuple((text, tuple(flags.items())) for text, flags in searched)
-        matrix.memo.keep(memo, key, found)
+        _NEARBY.keep(matrix, key, found)
     return [(text, dict(flags)) for text, flags in found]
 
 
 def _search_nearby(
     conflict: Conflict, request: ResolveRequest, matrix: Matrix, try_resolve: TryResolve, first_stages: FirstStages
-) -> list[tuple[str, dict[str, Any]]]:
+) -> list[tuple[str, Flags]]:
     # the requests this search resolves, each once (the nearest torch's is listed again below)
     answers: dict[ResolveRequest, Resolution | None] = {}
 
@@ -502,7 +521,7 @@ def _search_nearby(
             answers[candidate] = try_resolve(candidate, m)
         return answers[candidate]
 
-    tries: list[tuple[str, ResolveRequest, dict[str, Any]]] = []
+    tries: list[tuple[str, ResolveRequest, Flags]] = []
     code = conflict.code
     minors = [m.minor for m in matrix.torch_minors()]  # newest first
     asked = _asked_minor(request, minors)
@@ -567,7 +586,7 @@ def _search_nearby(
         cpu = request.changed(backend=_CPU, driver=None, gpu_arch=None, gpu=None, runtime=None)
         tries.append(("the CPU build", cpu, {"backend": "cpu"}))
 
-    out: list[tuple[str, dict[str, Any]]] = []
+    out: list[tuple[str, Flags]] = []
     distance: list[tuple[int, int]] = []
     seen: set[tuple[tuple[str, str], ...]] = set()
     for description, candidate, fixed in tries:
@@ -595,13 +614,13 @@ def _build_words(res: Resolution) -> str:
     return res.backend if res.family in (res.backend, "cuda", "rocm", "xpu") else f"{res.family} on {res.backend}"
 
 
-def _changes(request: ResolveRequest, candidate: ResolveRequest, res: Resolution) -> dict[str, Any]:
+def _changes(request: ResolveRequest, candidate: ResolveRequest, res: Resolution) -> Flags:
     """What to change in ``request`` to run ``candidate`` as resolved: every parameter whose value differs (None:
     drop it), with --torch and --python pinned to the answer's and --backend to its build where that build is the
     family's own (an npu, mlu or mps answer's build label is the CPU wheel's: the family stays). The request with
     these changes applied is an answer, run as given (tests/domain/test_every_alternative_resolves.py)."""
     before, after = request.to_strings(), candidate.to_strings()
-    flags: dict[str, Any] = {k: v for k, v in after.items() if before.get(k) != v}
+    flags: Flags = {k: v for k, v in after.items() if before.get(k) != v}
     flags.update({k: None for k in before if k not in after})
     flags["torch"] = res.torch_version
     python = candidate.python_version
@@ -676,11 +695,10 @@ def _nearest_fitting_torch(
     resolves; the minors are tried in order of distance, so a close one is found in a few resolves."""
     # Answers are kept per matrix (bounded): the search depends on the request but its torch and on where the
     # asked minor sits, and many failing requests share both (a pipeline's matrix, the web selector).
-    memo = matrix.memo.nearest_torch
     key = (request.changed(torch=_ANY_TORCH), asked)  # every field but the torch asked for
-    if key in memo:
-        found = memo[key]
-        return None if found is None else request.changed(torch=TorchSpec(minors[found], "minor"))
+    known = _NEAREST_TORCH.table(matrix).get(key, -1)  # -1: not kept (None is a kept answer: none resolves)
+    if known != -1:
+        return None if known is None else request.changed(torch=TorchSpec(minors[known], "minor"))
     found = None
     passing = first_stages(request, matrix)
     by_distance = sorted((i for i in range(len(minors)) if minors[i] in passing), key=lambda i: (abs(i - asked), i))
@@ -689,7 +707,7 @@ def _nearest_fitting_torch(
         if try_resolve(candidate, matrix) is not None:
             found = index
             break
-    matrix.memo.keep(memo, key, found)
+    _NEAREST_TORCH.keep(matrix, key, found)
     return None if found is None else request.changed(torch=TorchSpec(minors[found], "minor"))
 
 
@@ -755,7 +773,7 @@ EXPLAIN: dict[str, Callable[[Failure], Conflict]] = {
 }
 
 
-def to_error(conflict: Conflict, alternatives: list[tuple[str, dict[str, Any]]]) -> UnsatisfiableError:
+def to_error(conflict: Conflict, alternatives: list[tuple[str, Flags]]) -> UnsatisfiableError:
     from compat_service.domain.errors import ERRORS, Alternative, Cause, UnsatisfiableError
 
     cls = ERRORS[conflict.code]

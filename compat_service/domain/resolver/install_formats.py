@@ -59,7 +59,14 @@ def render(res: Resolution, fmt: str) -> str:
 
 
 def _spec(pin: Pin) -> str:
+    if pin.url is not None:
+        return f"{pin.name} @ {pin.url}"  # a direct reference (PEP 508): NVIDIA's JetPack wheels
     return f"{pin.name}=={pin.version}"
+
+
+def _arg(pin: Pin) -> str:
+    """`_spec` as one shell word (a direct reference has spaces)."""
+    return f'"{_spec(pin)}"' if pin.url is not None else _spec(pin)
 
 
 def _torch_pins(res: Resolution) -> list[Pin]:
@@ -75,7 +82,7 @@ def pip_commands(res: Resolution, tool: str = "pip install") -> list[str]:
     index = "".join(f" {line}" for line in _index_lines(res))
     if res.index_url is None:
         pins = [p for p in res.packages if p.name not in res.no_deps]
-        commands = [f"{tool} " + " ".join(_spec(p) for p in pins)]
+        commands = [f"{tool} " + " ".join(_arg(p) for p in pins)]
     else:
         pins = [p for p in _torch_pins(res) if p.name not in res.no_deps]
         commands = [f"{tool} " + " ".join(_spec(p) for p in pins) + index]

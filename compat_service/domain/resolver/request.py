@@ -159,9 +159,9 @@ PARAMETERS: tuple[Parameter, ...] = (
               cli_help="driver version of the target, e.g. 535.104.05"),
     Parameter("runtime", 32,
               "the target's vendor runtime: the CANN version for npu (8.0.0), the ROCm version for rocm "
-              "(6.2.4), the Cambricon toolkit for mlu (2.15)",
+              "(6.2.4), the Cambricon toolkit for mlu (2.15), the JetPack release of a Jetson (6.2)",
               cli_help="vendor runtime of the target: CANN for npu (8.0.0), ROCm for rocm (6.2.4), "
-              "Cambricon toolkit for mlu (2.15); --backend auto detects CANN and ROCm",
+              "Cambricon toolkit for mlu (2.15), JetPack of a Jetson (6.2); --backend auto detects CANN and ROCm",
               metavar="VERSION"),
     Parameter("gpu_arch", 16, "the target's GPU architecture: sm_90, 9.0 or gfx942",
               cli_help="GPU architecture of the target: sm_90 (or 9.0), gfx942", metavar="ARCH"),
@@ -733,22 +733,19 @@ def check_target_flags(spec: BackendSpec, driver: str | None, runtime: str | Non
             "--driver",
             driver,
         )
-    if runtime is not None and name is None:
-        why = (
-            "the CUDA runtime comes inside the wheel; the host's part is the NVIDIA driver (--driver)"
-            if family == "cuda"
-            else f"--backend {spec.text} has no vendor runtime to match"
-        )
+    if runtime is not None and name is None and family != "cuda":  # cuda: a Jetson's JetPack (resolver/jetson.py)
         raise invalid_request(
-            f"--runtime {runtime} names a vendor runtime (CANN, ROCm, Cambricon toolkit), but {why}",
-            "use --runtime with --backend npu (CANN), rocm (ROCm) or mlu (Cambricon toolkit), or drop it",
+            f"--runtime {runtime} names a vendor runtime (CANN, ROCm, Cambricon toolkit, JetPack), but "
+            f"--backend {spec.text} has no vendor runtime to match",
+            "use --runtime with --backend npu (CANN), rocm (ROCm), mlu (Cambricon toolkit) or a Jetson's cuda "
+            "(JetPack), or drop it",
             "--runtime",
             runtime,
         )
 
 
 _RUNTIME_EXAMPLES = {"npu": "8.0.0", "rocm": "6.2.4", "mlu": "2.15"}
-_RUNTIME_RE = re.compile(r"^(?:ctr\s*|cann\s*|rocm\s*)?v?(\d+(?:\.[0-9a-z]+){0,3})$")
+_RUNTIME_RE = re.compile(r"^(?:ctr\s*|cann\s*|rocm\s*|jetpack\s*)?v?(\d+(?:\.[0-9a-z]+){0,3})$")
 
 
 @lru_cache(maxsize=FIELD_MEMO)

@@ -37,6 +37,8 @@ class Pin:
     version: str
     #: the wheel index this package comes from; None = the default package index
     index_url: str | None
+    #: a wheel file outside any index, installed by its URL (NVIDIA's JetPack wheels); None = from an index
+    url: str | None = None
 
 
 @dataclass(frozen=True)
@@ -212,7 +214,9 @@ def resolution_to_json(res: Resolution, *, for_orjson: bool = False) -> dict[str
         "os": res.os,
         "arch": res.arch,
         "platform": res.platform,
-        "packages": [{"name": p.name, "version": p.version, "index_url": p.index_url} for p in res.packages],
+        "packages": [
+            {"name": p.name, "version": p.version, "index_url": p.index_url, "url": p.url} for p in res.packages
+        ],
         "requirements": [
             {"name": r.name, "version": r.version, "detail": r.detail} for r in res.requirements
         ],
@@ -269,7 +273,7 @@ def resolution_from_json(body: dict[str, Any]) -> Resolution:
         python=body["python"],
         os=body["os"],
         arch=body["arch"],
-        packages=tuple(Pin(p["name"], p["version"], p["index_url"]) for p in body["packages"]),
+        packages=tuple(Pin(p["name"], p["version"], p["index_url"], p.get("url")) for p in body["packages"]),
         index_url=body["index_url"],
         index_option=body["index_option"],
         default_index_has_variant=bool(body["default_index_has_variant"]),

@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from compat_service.domain.evidence.lookup import EvidenceStatus
+from compat_service.domain.json_types import JsonObject
 
 SCHEMA_FILE = Path(__file__).resolve().parents[2] / "schemas" / "resolution.v1.json"
 
@@ -33,6 +34,9 @@ class PackageBody(_Closed):
     name: str = Field(description="distribution name, e.g. torch, torchvision, torch-npu")
     version: str = Field(description="exactly what goes after ==, with a local tag (+cu118) where needed")
     index_url: str | None = Field(description="the wheel index it comes from; null = the default index")
+    url: str | None = Field(
+        default=None, description="a wheel file outside any index, installed by its URL (NVIDIA's JetPack wheels)"
+    )
 
 
 class StackPackageBody(_Closed):
@@ -109,7 +113,7 @@ class InstallBody(_Closed):
 ResolutionBody.model_rebuild()
 
 
-def resolution_json_schema() -> dict[str, Any]:
+def resolution_json_schema() -> JsonObject:
     return ResolutionBody.model_json_schema()
 
 

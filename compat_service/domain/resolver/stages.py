@@ -43,6 +43,7 @@ from compat_service.domain.resolver.explanation import (
     to_error,
     torch_not_found,
 )
+from compat_service.domain.resolver.jetson import is_jetson_target, jetson_answer
 from compat_service.domain.resolver.known_bad import screen, skip_words
 from compat_service.domain.resolver.request import implied_family, invalid_request
 from compat_service.domain.resolver.state import (
@@ -96,6 +97,9 @@ PluginRow = Union["AscendNpuRow", "CambriconMluRow"]
 def resolve(request: ResolveRequest, matrix: Matrix, evidence: EvidenceLookup | None = None) -> Resolution:
     """Resolve one request; raises InvalidRequestError or an UnsatisfiableError subclass."""
     request, gpu = name_the_gpu(request, matrix)
+    jetson = jetson_answer(request, matrix)  # a Jetson GPU: NVIDIA's JetPack wheels (jetson.py), no stages
+    if jetson is not None:
+        return _with_gpu_reason(jetson, gpu)
     _check_request(request, matrix)
     try:
         res = run(ResolverState(matrix, request, evidence))
@@ -165,10 +169,19 @@ def try_resolve(request: ResolveRequest, matrix: Matrix) -> Resolution | None:
     found = tried.get(request, _UNTRIED)
     if found is not _UNTRIED:
         return cast("Resolution | None", found)
-    try:
-        answer: Resolution | None = run(ResolverState(matrix, request, None), explain=False)
-    except Conflict:
-        answer = None
+    answer: Resolution | None
+    if is_jetson_target(request, matrix):  # NVIDIA's JetPack wheels (jetson.py)
+        from compat_service.domain.errors import UnsatisfiableError
+
+        try:
+            answer = jetson_answer(request, matrix)
+        except UnsatisfiableError:
+            answer = None
+    else:
+        try:
+            answer = run(ResolverState(matrix, request, None), explain=False)
+        except Conflict:
+            answer = None
     matrix.memo.keep(tried, request, answer)
     return answer
 

@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
+from compat_service.domain.matrix.memo import MatrixMemo
+
 if TYPE_CHECKING:
     from compat_service.domain.matrix.rows import TorchPatch, WheelFiles
     from compat_service.domain.resolver.state import ResolverState
@@ -122,7 +124,35 @@ class Blocked:
 
 
 def wheels_of(patch: TorchPatch, package: str, platform: str) -> WheelFiles | None:
-    return next((w for w in patch.wheels if w.package == package and w.platform == platform), None)
+    """The default index's wheels of a pinned package (a build label's own index: `variant_wheels_of`)."""
+    return next((w for w in patch.wheels if w.package == package and w.platform == platform
+                 and "+" not in w.version), None)
+
+
+def variant_wheels_of(state: ResolverState, version: str, label: str, platform: str) -> WheelFiles | None:
+    """The wheels of torch ``version`` that the ``/whl/<label>`` index serves for ``platform``, from their file
+    names as the refresh read them (None: that index was not read)."""
+    minor = ".".join(version.split(".")[:2])
+    local = f"{version}+{label}"
+    for row in state.matrix.torch_minors():
+        if row.minor == minor:
+            for patch in state.matrix.torch_patches(row):
+                if patch.version == version:
+                    return next((w for w in patch.wheels if w.version == local and w.platform == platform), None)
+    return None
+
+
+def _label_floor(state: ResolverState, version: str, label: str) -> tuple[list[str], str] | None:
+    """The platform tags of a /whl/<label> build on the target's platform and where they come from: the index's
+    file names where the refresh read them, else host_rules.yaml's wheel_floors; None: neither says."""
+    r = state.request
+    files = variant_wheels_of(state, version, label, r.platform)
+    if files is not None:
+        return list(files.platform_tags), "the index's file names"
+    row = state.matrix.wheel_floor(version, label, r.platform)
+    if row is None:
+        return None
+    return [f"{row.platform_tag}_{r.arch}"], "host_rules.yaml"
 
 
 def _has_python(files: WheelFiles, python: str) -> bool:
@@ -149,6 +179,10 @@ def full_python(state: ResolverState, python: str) -> str:
     return given if given is not None and given.startswith(minor + ".") else minor
 
 
+#: (patch, a Python it lists, platform, companions) -> the pinned wheels that do not install (`blocked_wheels`)
+_BLOCKED_WHEELS: MatrixMemo[tuple[str, str, str, tuple[str, ...]], tuple[Blocked, ...]] = MatrixMemo("blocked_wheels")
+
+
 def blocked_wheels(state: ResolverState, patch: TorchPatch, python: str) -> list[Blocked]:
     """The pinned packages (torch and the asked companions) whose recorded wheels do not install on the target:
     no wheel for the Python, a Requires-Python that excludes the full Python, or (when the request describes
@@ -159,7 +193,7 @@ def blocked_wheels(state: ResolverState, patch: TorchPatch, python: str) -> list
     if r.python_version is not None or describes_host(state):
         return _blocked_wheels(state, patch, python)
     key = (patch.version, python, r.platform, r.with_)
-    memo = state.matrix.memo.blocked_wheels
+    memo = _BLOCKED_WHEELS.table(state.matrix)
     found = memo.get(key)
     if found is None:
         found = memo[key] = tuple(_blocked_wheels(state, patch, python))
@@ -208,13 +242,15 @@ def build_blocked(state: ResolverState, version: str, label: str) -> Blocked | N
     runtime = runtime_floor(state, version)
     if runtime is not None and r.glibc is not None and _version_pair(r.glibc) < runtime.version:
         return Blocked("torch", version, "platform", f"{runtime.origin}; the target has {host_words(state)}", runtime)
-    row = state.matrix.wheel_floor(version, label, r.platform)
-    if row is None:
+    found = _label_floor(state, version, label)
+    if found is None:
         return None
-    tag = f"{row.platform_tag}_{r.arch}"
-    if tag in host_platform_tags(r.os, r.arch, r.glibc, r.musl, r.macos):
+    tags = found[0]
+    if any(t in host_platform_tags(r.os, r.arch, r.glibc, r.musl, r.macos) for t in tags):
         return None
-    floor = tag_floor(tag)
+    tag = ", ".join(tags)
+    floors = [f for f in map(tag_floor, tags) if f is not None]
+    floor = min(floors, key=lambda f: f.version) if floors else None
     need = f" (need {floor.text})" if floor is not None else ""
     return Blocked("torch", f"{version}+{label}", "platform",
                    f"torch {version} {label} wheels are {tag}{need}; the target has {host_words(state)}", floor)
@@ -246,11 +282,15 @@ def runtime_floor(state: ResolverState, version: str) -> TagFloor | None:
     )
 
 
+#: (patch, build label, platform, companions) -> the highest floor the pinned wheels ask (`floor_needed`)
+_PLATFORM_FLOORS: MatrixMemo[tuple[str, str, str, tuple[str, ...]], TagFloor | None] = MatrixMemo("platform_floors")
+
+
 def floor_needed(state: ResolverState, patch: TorchPatch, label: str) -> TagFloor | None:
     """The highest floor the chosen wheels' tags ask of the host (what "host needs" states); kept per matrix."""
     r = state.request
     key = (patch.version, label, r.platform, r.with_)
-    memo = state.matrix.memo.platform_floors
+    memo = _PLATFORM_FLOORS.table(state.matrix)
     if key not in memo:
         memo[key] = _floor_needed(state, patch, label)
     return memo[key]
@@ -259,13 +299,13 @@ def floor_needed(state: ResolverState, patch: TorchPatch, label: str) -> TagFloo
 def _floor_needed(state: ResolverState, patch: TorchPatch, label: str) -> TagFloor | None:
     r = state.request
     floors: list[TagFloor] = []
-    row = state.matrix.wheel_floor(patch.version, label, r.platform) if r.os == "linux" else None
-    if row is not None:
-        found = tag_floor(f"{row.platform_tag}_{r.arch}")
-        if found is not None:
-            floors.append(found)
+    label_tags = _label_floor(state, patch.version, label) if r.os == "linux" else None
+    if label_tags is not None:  # a build served from its own index: its tags, not the default index's wheels
+        own = [f for f in map(tag_floor, label_tags[0]) if f is not None]
+        if own:
+            floors.append(min(own, key=lambda f: f.version))
     for name in ("torch", *r.with_):
-        if row is not None and name == "torch":
+        if label_tags is not None and name == "torch":
             continue
         files = wheels_of(patch, name, r.platform)
         if files is None:

@@ -18,14 +18,21 @@ import hashlib
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
+from compat_service.domain.json_types import JsonObject
+
+if TYPE_CHECKING:
+    from compat_service.domain.errors import Cause
+    from compat_service.domain.matrix.problems import Problem
+    from compat_service.domain.stacks.schema import CompanionRow, TorchIndexRow
+
 ECOSYSTEM_FILE = "ecosystem.yaml"
 #: bump when the compiled layout changes
-CATALOG_FORMAT = "7"
+CATALOG_FORMAT = "8"
 ORACLE_FILE = "stack-oracle.yaml"
 _OWN_FILES = tuple(Path(__file__).with_name(name) for name in ("catalog.py", "schema.py"))
 
@@ -66,6 +73,7 @@ class Release:
         "sdist",
         "torch_index",
         "version",
+        "wheel_tags",
         "wheels",
         "yanked",
     )
@@ -80,13 +88,14 @@ class Release:
         requires_python: str | None,
         sdist: str | None,
         wheels: dict[str, tuple[str, ...]],
+        wheel_tags: dict[str, tuple[tuple[str, str], ...]] | None = None,
         requires: dict[str, tuple[Requirement, ...]],
-        curated_torch: dict[str, Any] | None,
-        policy: dict[str, Any] | None,
+        curated_torch: JsonObject | None,
+        policy: JsonObject | None,
         first_upload: str | None = None,
         oracle: dict[str, dict[str, str | None]] | None = None,
-        torch_index: dict[str, Any] | None = None,
-        companions: tuple[dict[str, Any], ...] = (),
+        torch_index: JsonObject | None = None,
+        companions: tuple[JsonObject, ...] = (),
     ) -> None:
         self.package = package
         self.version = version
@@ -96,6 +105,9 @@ class Release:
         self.sdist = sdist
         #: platform -> Python tags of its wheels (``3.11``, ``3.13t``, ``3.8+`` abi3, ``any``)
         self.wheels = wheels
+        #: platform -> (Python tag, the wheel's platform tags dot-joined as in its file name) per wheel file
+        #: (``("3.12", "manylinux_2_28_x86_64")``): what `host_wheels` checks against the target's tags
+        self.wheel_tags = wheel_tags or {}
         #: platform -> the requirements read from that platform's wheel
         self.requires = requires
         #: curated torch row (torchao): {"binaries": [...], "python_api": [...], "source": [...]}
@@ -175,10 +187,10 @@ class Package:
     )
 
     def __init__(self, *, name: str, torch_build: str | None, sources: tuple[str, ...], index: str | None,
-                 retrieved: str | None, releases: tuple[Release, ...], wheel_rows: tuple[dict[str, Any], ...],
+                 retrieved: str | None, releases: tuple[Release, ...], wheel_rows: tuple[JsonObject, ...],
                  final_release_matches: str | None, oracle_source: str | None = None,
-                 abi_rows: tuple[dict[str, Any], ...] = (), gpu_floor: dict[str, Any] | None = None,
-                 page_rows: tuple[dict[str, Any], ...] = ()) -> None:
+                 abi_rows: tuple[JsonObject, ...] = (), gpu_floor: JsonObject | None = None,
+                 page_rows: tuple[JsonObject, ...] = ()) -> None:
         self.name = name
         #: the project's own wheel pages (schema.WheelPageRow as plain dicts): PyG's, mmcv's, DGL's
         self.page_rows = page_rows
@@ -211,7 +223,7 @@ class Package:
         found |= {platform for row in self.page_rows for platform in row["platforms"]}
         return sorted(found)
 
-    def pages(self, version: str, platform: str) -> list[dict[str, Any]]:
+    def pages(self, version: str, platform: str) -> list[JsonObject]:
         """The wheel-page rows that carry ``version`` on ``platform``."""
         return [row for row in self.page_rows if version in row["versions"] and platform in row["platforms"]]
 
@@ -346,13 +358,13 @@ def load_catalog(data_dir: Path | None = None) -> Catalog:
     return catalog
 
 
-def _from_raw(raw: dict[str, Any]) -> Catalog:
+def _from_raw(raw: JsonObject) -> Catalog:
     """The catalog of the compiled file: the marker environments, and each package's JSON text by name."""
     _MARKER_ENV.update(raw.get("marker_env", {}))
     return Catalog(raw["packages"])
 
 
-def _package(p: dict[str, Any]) -> Package:
+def _package(p: JsonObject) -> Package:
     releases = tuple(
         Release(
             package=p["name"],
@@ -362,6 +374,7 @@ def _package(p: dict[str, Any]) -> Package:
             requires_python=r["requires_python"],
             sdist=r["sdist"],
             wheels={k: tuple(v) for k, v in r["wheels"].items()},
+            wheel_tags={k: tuple((py, tags) for py, tags in v) for k, v in r.get("wheel_tags", {}).items()},
             requires={k: tuple(Requirement(*item) for item in v) for k, v in r["requires"].items()},
             curated_torch=r.get("curated_torch"),
             policy=r.get("policy"),
@@ -388,7 +401,7 @@ def _package(p: dict[str, Any]) -> Package:
     )
 
 
-def ecosystem_problems(data_dir: Path) -> list[Any]:
+def ecosystem_problems(data_dir: Path) -> list[Cause]:
     """Every problem of ecosystem.yaml and the ecosystem's generated files (`matrix validate` reports them)."""
     from compat_service.domain.errors import MatrixDataError
 
@@ -399,7 +412,7 @@ def ecosystem_problems(data_dir: Path) -> list[Any]:
     return []
 
 
-def compile_catalog(data_dir: Path) -> dict[str, Any]:
+def compile_catalog(data_dir: Path) -> JsonObject:
     """Read and validate everything the catalog is made of (YAML, pydantic): the slow path, once per content."""
     import yaml
     from pydantic import ValidationError
@@ -414,7 +427,7 @@ def compile_catalog(data_dir: Path) -> dict[str, Any]:
     config, found = read_index_file(data_dir, "refresh.yaml", RefreshConfig)
     problems += found
     names = [p.name for p in config.packages if p.name not in PROJECTS] if config is not None else []
-    curated: dict[str, Any] = {}
+    curated: JsonObject = {}
     file = data_dir / ECOSYSTEM_FILE
     if file.is_file():
         try:
@@ -485,12 +498,12 @@ def compile_catalog(data_dir: Path) -> dict[str, Any]:
         row = curated.get(name)
         torch_rows = {r.version: r for r in row.torch} if row else {}
         policy_rows = {r.version: r for r in row.policy} if row else {}
-        index_rows: list[tuple[SpecifierSet, Any]] = []
+        index_rows: list[tuple[SpecifierSet, TorchIndexRow]] = []
         for index_row in row.torch_index if row else ():
             spec = _specifier(index_row.versions)
             if spec is not None:
                 index_rows.append((spec, index_row))
-        companion_rows: list[tuple[SpecifierSet, Any]] = []
+        companion_rows: list[tuple[SpecifierSet, CompanionRow]] = []
         for companion in row.companions if row else ():
             spec = _specifier(companion.versions)
             if spec is not None:
@@ -498,11 +511,15 @@ def compile_catalog(data_dir: Path) -> dict[str, Any]:
         releases = []
         for release in sorted(facts.releases if facts else [], key=lambda r: _sort_key(r.version), reverse=True):
             wheels: dict[str, list[str]] = {}
+            wheel_tags: dict[str, list[list[str]]] = {}
             for w in release.wheels:
                 wheels.setdefault(w.platform, [])
                 if w.python not in wheels[w.platform]:
                     wheels[w.platform].append(w.python)
-            requires: dict[str, list[list[Any]]] = {}
+                entry = [w.python, _platform_tags(w.file)]
+                if entry not in wheel_tags.setdefault(w.platform, []):
+                    wheel_tags[w.platform].append(entry)
+            requires: dict[str, list[list[str | None]]] = {}
             for req in release.requirements:
                 requires.setdefault(req.platform, []).append([req.name, req.specifier, req.marker])
             # a row names a release, or a release series (``0.8``: every 0.8.x, as torchcodec's table does)
@@ -512,7 +529,7 @@ def compile_catalog(data_dir: Path) -> dict[str, Any]:
             releases.append({
                 "version": release.version, "yanked": release.yanked, "prerelease": release.prerelease,
                 "requires_python": release.requires_python, "sdist": release.sdist,
-                "wheels": wheels, "requires": requires,
+                "wheels": wheels, "wheel_tags": wheel_tags, "requires": requires,
                 "curated_torch": torch_row.model_dump() if torch_row else None,
                 "policy": policy_row.model_dump() if policy_row else None,
                 "first_upload": release.first_upload.date().isoformat() if release.first_upload else None,
@@ -545,7 +562,19 @@ def compile_catalog(data_dir: Path) -> dict[str, Any]:
     return {"format": CATALOG_FORMAT, "packages": packages, "marker_env": marker_env}
 
 
-def _torch_index_problems(name: str, rows: Any, labels: set[str]) -> list[Any]:
+def _platform_tags(file: str) -> str:
+    """The platform tags of a wheel's file name, dot-joined as written (``manylinux_2_17_x86_64.manylinux2014_x86_64``);
+    ``any`` for a pure-Python wheel or a name packaging cannot read."""
+    from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+
+    try:
+        tags = parse_wheel_filename(file)[3]
+    except InvalidWheelFilename:
+        return "any"
+    return ".".join(sorted({t.platform for t in tags}))
+
+
+def _torch_index_problems(name: str, rows: list[TorchIndexRow], labels: set[str]) -> list[Problem]:
     """A torch_index row's release specifier must parse and its label be a build label (build_variants.yaml)."""
     from compat_service.domain.matrix.problems import Problem
 
@@ -576,7 +605,7 @@ def _series(version: str) -> str:
         return version
 
 
-def _sort_key(version: str) -> tuple[int, Any]:
+def _sort_key(version: str) -> tuple[int, Version | str]:
     try:
         return (1, Version(version))
     except InvalidVersion:

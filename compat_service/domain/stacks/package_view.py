@@ -3,14 +3,13 @@
 
 from __future__ import annotations
 
-from typing import Any
-
+from compat_service.domain.json_types import JsonObject
 from compat_service.domain.stacks.catalog import Catalog, Package, Release
 
 COMPANIONS = ("torchvision", "torchaudio", "torch-npu")
 
 
-def release_row(package: Package, release: Release, platform: str | None = None) -> dict[str, Any]:
+def release_row(package: Package, release: Release, platform: str | None = None) -> JsonObject:
     """A release: its torch requirement and companion pins per platform, Pythons, yanked, curated rows."""
     platforms = sorted(set(release.wheels) | set(release.requires)) if platform is None else [platform]
     per_platform = []
@@ -53,7 +52,7 @@ def release_row(package: Package, release: Release, platform: str | None = None)
 
 
 def package_view(catalog: Catalog, name: str, platform: str | None = None,
-                 include_prereleases: bool = False) -> dict[str, Any] | None:
+                 include_prereleases: bool = False) -> JsonObject | None:
     package = catalog.get(name)
     if package is None:
         return None

@@ -26,7 +26,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, cast
 
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
@@ -36,6 +36,7 @@ from compat_service.domain.resolver.request import BackendSpec, PackageRequest, 
 from compat_service.domain.resolver.resolution import HostRequirement, Pin, Reason, Resolution, StackPin
 from compat_service.domain.resolver.stages import resolve
 from compat_service.domain.stacks.catalog import Catalog, Package, Release, load_catalog
+from compat_service.domain.stacks.host_wheels import torch_installs
 
 if TYPE_CHECKING:
     from compat_service.domain.errors import AccelenvError
@@ -81,7 +82,7 @@ class Search:
         self.evidence = evidence
         self.catalog = catalog
         self.attempts: list[Attempt] = []
-        self.cache: dict[tuple[Any, ...], Any] = {}
+        self.cache: dict[tuple[str, str | None, str | None, str], Resolution | AccelenvError] = {}
         #: a package without a prebuilt wheel for the torch found is built from source: only once every
         #: combination was tried for a prebuilt wheel
         self.allow_source = False
@@ -178,15 +179,19 @@ def _known_torch(package: Package, release: Release, platform: str) -> bool:
 def _candidates(search: Search, item: PackageRequest, package: Package, keep: set[Version]) -> list[Release]:
     platform = search.request.platform
     allowed = [r for r in package.releases if not r.yanked and item.allows(r.version, r.prerelease)]
-    found = _distinct([r for r in allowed if _publishes(package, r, platform) and _installs(search, package, r, None)],
-                      package, platform, keep)
+    found = _distinct([r for r in allowed if _publishes(package, r, platform) and _installs(search, package, r, None)
+                       and _fits_host(search, package, r, None)], package, platform, keep)
     # "no torch requirement" is not "any torch": a release whose torch is unknown never outranks a known one
     found.sort(key=lambda r: not _known_torch(package, r, platform))
-    if not found and any(not _installs(search, package, r, None) for r in allowed):
-        return found  # the oracle's reasons are the attempts
+    if not found and any(not _installs(search, package, r, None) or not _fits_host(search, package, r, None)
+                         for r in allowed):
+        return found  # the oracle's (or the host's wheel tags') reasons are the attempts
     if not found:
         why = (
-            f"{package.name} has no release matching {item.specifier}"
+            f"the package index holds no release of {package.name} (its wheels are published elsewhere only, and "
+            "the matrix has no row for them)"
+            if not package.releases
+            else f"{package.name} has no release matching {item.specifier}"
             if not allowed
             else f"{package.name} publishes no wheels for {platform}"
             + (f" (its wheels are for {', '.join(package.platforms())})" if package.platforms() else "")
@@ -212,12 +217,28 @@ def _installs(search: Search, package: Package, release: Release, python: str | 
     return False
 
 
+def _fits_host(search: Search, package: Package, release: Release, python: str | None) -> bool:
+    """False (with the reason kept as an attempt) when no wheel of the release installs on the described host:
+    its platform tags (glibc, musl, macOS) or its Requires-Python against the full Python (`host_wheels`)."""
+    from compat_service.domain.stacks.host_wheels import platform_blocked, python_blocked
+
+    request = search.request
+    why = platform_blocked(request, package, release, python)
+    code = "platform-unsupported"
+    if why is None:
+        why, code = python_blocked(request, package, release, python), "python-unsupported"
+    if why is None:
+        return True
+    search.attempts.append(Attempt(f"{package.name} {release.version}", code, why, host_only=True))
+    return False
+
+
 def _distinct(releases: list[Release], package: Package, platform: str, keep: set[Version]) -> list[Release]:
     """The newest release of each group that asks the same of torch and the target (same torch requirement,
     curated row, prebuilt wheels, Requires-Python and wheel tags): an older one of a group could only fail
     where the newer one did, so the combinations stay few. A release another requested package pins exactly
     (``keep``) is always kept."""
-    seen: set[tuple[Any, ...]] = set()
+    seen: set[tuple[object, ...]] = set()
     out = []
     for release in releases:
         rows = tuple(
@@ -227,7 +248,8 @@ def _distinct(releases: list[Release], package: Package, platform: str, keep: se
         curated = tuple(release.curated_torch["binaries"] or ()) if release.curated_torch else None
         pages = tuple((tuple(row["torch"]), tuple(row["builds"])) for row in package.pages(release.version, platform))
         key = (release.torch_specifier(platform, None), curated, rows, pages, release.requires_python,
-               release.wheels.get(platform, ()), tuple(sorted(release.pins(platform, None).items())),
+               release.wheels.get(platform, ()), release.wheel_tags.get(platform, ()),
+               tuple(sorted(release.pins(platform, None).items())),
                release.policy is not None, package.final_release_matches is not None and not release.prerelease,
                tuple(c["package"] for c in release.companions),
                tuple(sorted(release.oracle.get(platform, {}).items())))
@@ -306,6 +328,11 @@ def _plan(search: Search, combo: list[tuple[tuple[PackageRequest, Package], Rele
                 earliest = min(filter(None, [release.first_upload, not_after[0] if not_after else None]))
                 not_after = (earliest, f"{package.name} {release.version}")
             continue
+        minors = [m for w in package.wheel_rows if w["version"] == release.version and w["platform"] == platform
+                  for m in w["torch"]] if package.torch_build == "prebuilt" and not search.allow_source \
+            and search.request.torch.kind == "latest" else []
+        if minors:  # torch not asked: before any source build, the newest torch one of its prebuilt wheels fits
+            any_of.append([f"=={m}.*" for m in dict.fromkeys(minors)])
         row = release.curated_torch
         if row is not None and row.get("binaries"):
             any_of.append(list(row["binaries"]))
@@ -345,7 +372,8 @@ def _patches(search: Search, plan: Plan) -> Iterator[tuple[TorchMinor, TorchPatc
             released = patch.release_date
             if plan.not_after and released is not None and released.isoformat() > plan.not_after[0]:
                 continue  # released after the package: its binaries cannot have been built against it
-            if spec.matches(patch.version, minor.minor) and _admits(plan, patch.version):
+            if spec.matches(patch.version, minor.minor) and _admits(plan, patch.version) \
+                    and torch_installs(search.request, patch, search.matrix):
                 yield minor, patch
                 count += 1
                 if count >= MAX_PATCHES:
@@ -374,8 +402,10 @@ def _labels(search: Search, plan: Plan, minor: TorchMinor) -> tuple[list[str | N
         names = ", ".join(p.name for p, _ in plan.chosen if p.torch_build == "default-index")
         built = _built_against(search, plan, minor, label)
         if built is not None:
-            return built
-        if label is None:
+            if built[1] is not None:
+                return built
+            labels = built[0]
+        elif label is None:
             plan.unknowns.append(f"the default-index build of torch {minor.minor} on {platform} is not in the "
                                  f"matrix: the build {names} go with is unknown")
         elif asked is not None and asked != label:
@@ -433,48 +463,52 @@ def _page_labels(search: Search, plan: Plan, minor: TorchMinor,
 
 def _built_against(search: Search, plan: Plan, minor: TorchMinor,
                    default: str | None) -> tuple[list[str | None], str | None] | None:
-    """The torch build a release's documents say its wheels were compiled against (ecosystem.yaml
-    ``torch_index``: vLLM 0.11.1-0.19.x and CUDA 12.9), as `_labels` answers; None when no chosen release has one.
+    """The torch build for the releases whose documents say which build their wheels were compiled against
+    (ecosystem.yaml ``torch_index``: vLLM 0.11.1-0.19.x and CUDA 12.9; xformers' wheels and their CUDA), as
+    `_labels` answers; None when no chosen release has a row.
 
-    Another default-index package of the stack (no row: built against the default-index build) goes along when
-    that build is the same CUDA major and no newer (NVIDIA's minor version compatibility); else a conflict."""
+    A binary built against one CUDA build runs on a build of the same CUDA major and no older minor (NVIDIA's minor
+    version compatibility), so each row admits its own build and those; a default-index package without a row
+    admits its default-index build and those. The build is the default-index one when every package admits it
+    (no other index), else the one they all admit (the oldest such); --backend must name one they all admit."""
     rows = [(p, r) for p, r in plan.chosen if p.torch_build == "default-index" and r.torch_index]
     if not rows:
         return None
     request, platform = search.request, search.request.platform
-    package, release = rows[0]
-    label = str(release.torch_index["label"])  # type: ignore[index]
-    who = f"{package.name} {release.version}"
-    for other, other_release in rows[1:]:
-        if other_release.torch_index["label"] != label:  # type: ignore[index]
-            return [], (f"{who}'s wheels were built against torch's {label} build, {other.name} "
-                        f"{other_release.version}'s against {other_release.torch_index['label']}")  # type: ignore[index]
-    if not any(v.label == label and platform in v.platforms for v in minor.variants):
-        return [], (f"{who}'s wheels were built against torch's {label} build, which torch {minor.minor} does not "
-                    f"publish for {platform}")
+    published = [v.label for v in minor.variants if platform in v.platforms]
+    built = [(f"{p.name} {r.version}", str(r.torch_index["label"])) for p, r in rows]  # type: ignore[index]
+    built += [(p.name, default) for p, r in plan.chosen if p.torch_build == "default-index" and not r.torch_index
+              and default is not None]
+    def admitted(label: str) -> bool:
+        return all(label == b or _minor_compatible(search, b, label) for _who, b in built)
+    who, first = built[0]
     asked = request.backend.label
-    if asked is not None and asked != label:
-        return [], (f"{who}'s wheels were built against torch {minor.minor}'s {label} build; --backend {asked} asks "
-                    "for another build")
+    if asked is not None:
+        if not admitted(asked):
+            return [], (f"{who}'s wheels were built against torch {minor.minor}'s {first} build; --backend {asked} "
+                        "asks for another build")
+        choice = asked
+    elif default is not None and default in published and admitted(default):
+        choice = default
+    else:
+        fits = sorted((lbl for lbl in published if admitted(lbl)), key=lambda lbl: _runtime_key(search, lbl))
+        if not fits:
+            others = "; ".join(f"{w}'s against {b}" for w, b in built[1:])
+            return [], (f"{who}'s wheels were built against torch's {first} build"
+                        + (f", {others}" if others else f", which torch {minor.minor} does not publish for {platform}"))
+        choice = fits[0]
+    if choice not in published:
+        return [], (f"{who}'s wheels were built against torch's {choice} build, which torch {minor.minor} does not "
+                    f"publish for {platform}")
     family = request.backend.family
-    if family not in (None, "auto") and family != _family(search, label):
-        return [], f"{who}'s wheels were built against torch {minor.minor}'s {label} build, not a {family} build"
-    others = [p for p, r in plan.chosen if p.torch_build == "default-index" and not r.torch_index]
-    if others and default != label:
-        if default is None or not _minor_compatible(search, default, label):
-            names = ", ".join(p.name for p in others)
-            return [], (f"{who}'s wheels were built against torch {minor.minor}'s {label} build; {names}'s wheels go "
-                        f"with its default-index build {default or '(unknown)'}")
-        _note(plan, Reason(
-            "stack", f"{', '.join(p.name for p in others)}: its wheel was built against torch {minor.minor}'s "
-            f"default-index build {default}; the {label} build {who} needs is the same CUDA major, no older (CUDA "
-            "minor version compatibility)", ("nv_minor_compat",)))
-    return [label], None
-
-
-def _note(plan: Plan, reason: Reason) -> None:
-    if reason not in plan.reasons:
-        plan.reasons.append(reason)
+    if family not in (None, "auto") and family != _family(search, choice):
+        return [], f"{who}'s wheels were built against torch {minor.minor}'s {first} build, not a {family} build"
+    for name, label in built:
+        if label != choice:
+            _note(plan, Reason(
+                "stack", f"{name}: its wheels were built against torch {minor.minor}'s {label} build; the {choice} "
+                "build is the same CUDA major, no older (CUDA minor version compatibility)", ("nv_minor_compat",)))
+    return [choice], None
 
 
 def _minor_compatible(search: Search, built: str, runs: str) -> bool:
@@ -482,6 +516,11 @@ def _minor_compatible(search: Search, built: str, runs: str) -> bool:
     old, new = _runtime_key(search, built), _runtime_key(search, runs)
     return _family(search, built) == _family(search, runs) == "cuda" and bool(old) and old[:1] == new[:1] \
         and new >= old
+
+
+def _note(plan: Plan, reason: Reason) -> None:
+    if reason not in plan.reasons:
+        plan.reasons.append(reason)
 
 
 def _family(search: Search, label: str) -> str | None:
@@ -561,13 +600,15 @@ def _resolve_torch(search: Search, plan: Plan, version: str, label: str | None) 
             except Exception as exc:
                 if not hasattr(exc, "code") or not hasattr(exc, "exit_code"):
                     raise  # not an AccelenvError: a bug, not an answer
-                search.cache[key] = exc
+                search.cache[key] = cast("AccelenvError", exc)
         answer = search.cache[key]
         if not isinstance(answer, Resolution):
             return answer
         misfits = [(p, r) for p, r in plan.chosen if not _fits_python(p, r, request.platform, answer.python)]
         if not misfits:
-            return answer
+            if all(_fits_host(search, p, r, answer.python) for p, r in plan.chosen):
+                return answer
+            return None  # the attempt says which wheel the host cannot install
         names = ", ".join(f"{p.name} {r.version}" for p, r in misfits)
         last = _python_error(f"{names} has no wheel for Python {answer.python} on {request.platform}")
         if request.python is None:
@@ -617,11 +658,13 @@ def _finish(search: Search, plan: Plan, res: Resolution) -> Resolution | None:
         search.attempts.append(Attempt(what, "gpu-arch-unsupported", too_old, host_only=True))
         return None
     platform = request.platform
+    _host_floors(search, plan, res, requirements_floor)
     packages = list(res.packages)
     reasons = list(res.reasons) + plan.reasons  # the curated torch rows the plan followed
     warnings = list(res.warnings)
     unknowns = list(res.unknowns) + plan.unknowns
-    requirements = list(res.requirements) + requirements_floor
+    raised = {q.name for q in requirements_floor if q.name in ("glibc", "macos")}  # the stack's wheels ask more
+    requirements = [q for q in res.requirements if q.name not in raised] + requirements_floor
     stack: list[StackPin] = []
     # the pins of the stack's releases on torch's companions and plugins win over the matrix's pairing
     for name, (version, by) in sorted(plan.pins.items()):
@@ -719,7 +762,9 @@ def _why(search: Search, package: Package, release: Release, res: Resolution, le
                                             for i in search.request.stack) else "the newest release that fits"
     built = release.torch_index
     build = {
-        "default-index": f"its wheels were built against torch's {res.backend} build ({built['detail']}, curated)"
+        "default-index": f"its wheels were built against torch's {built['label']} build ({built['detail']}, curated)"
+        + ("" if built["label"] == res.backend else f"; the {res.backend} build is the same CUDA major, no older "
+           "(CUDA minor version compatibility)")
         if built else f"its wheel goes with torch {res.torch_version}'s default-index build; the {res.backend} build "
         f"{led} needs is the same CUDA major, no older (CUDA minor version compatibility)"
         if led else f"its wheel goes with torch {res.torch_version}'s default-index build ({res.backend})",
@@ -851,6 +896,29 @@ def _torch_abi(package: Package, torch_version: str) -> tuple[str, tuple[str, ..
         if SpecifierSet(row["torch"]).contains(exact, prereleases=True):
             return row["abi"], tuple(row["source"])
     return None
+
+
+def _host_floors(search: Search, plan: Plan, res: Resolution, requirements: list[HostRequirement]) -> None:
+    """What the stack's pinned wheels' platform tags ask of the host (glibc, macOS), where more than torch's pins
+    ask: the answer's host needs say it (the target's own version, or the floor assumed without --glibc/--macos)."""
+    from compat_service.domain.stacks.host_wheels import describes_host, host_words, stack_floor
+    from compat_service.domain.versions import cached_version as _v
+
+    for package, release in plan.chosen:
+        floor = stack_floor(search.request, package, release, res.python)
+        if floor is None:
+            continue
+        version = f"{floor.version[0]}.{floor.version[1]}"
+        name = floor.needs.lower()
+        if any(q.name == name and q.version is not None and _v(q.version) >= _v(version)
+               for q in (*res.requirements, *requirements)):
+            continue
+        given = describes_host(search.request)
+        flag = "--glibc" if name == "glibc" else "--macos"
+        detail = (f"{package.name} {release.version} wheels need {floor.text}; "
+                  + (f"the target has {host_words(search.request)}" if given else f"no {flag} given, assumed"))
+        requirements[:] = [q for q in requirements if q.name != name]
+        requirements.append(HostRequirement(name, version, detail))
 
 
 def _gpu_floor_failure(search: Search, plan: Plan, res: Resolution,

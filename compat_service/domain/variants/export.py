@@ -25,11 +25,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import Any
 
 from compat_service.domain.errors import NotFoundError
+from compat_service.domain.json_types import JsonObject
 from compat_service.domain.matrix.interface import Matrix
-from compat_service.domain.matrix.rows import TorchMinor, TorchPatch
+from compat_service.domain.matrix.rows import ArchList, TorchMinor, TorchPatch
 from compat_service.domain.variants.providers import Providers, load_providers
 
 #: the PEP 817 schema URL variantlib writes and checks (the schema's ``$id``)
@@ -95,36 +95,61 @@ def build_properties(matrix: Matrix, torch: str, label: str, platform: str,
     if build is None:
         unknown.append(f"build label {label} is not in build_variants.yaml")
     elif family in ("cuda", "rocm"):
-        namespace = "nvidia" if family == "cuda" else "amd"
-        feature = "cuda_version_lower_bound" if family == "cuda" else "rocm_version"
-        if build.runtime is not None:
-            props.setdefault(namespace, {})[feature] = [build.runtime]
-        else:
-            unknown.append(f"{label}: the runtime version is not sourced")
-        row = matrix.arch_list(torch, label, platform)
-        arch_feature = "sm_arch" if family == "cuda" else "gfx_arch"
-        from_index = (stated or {}).get(namespace, {}).get(arch_feature)
-        if row is None and from_index:
-            props.setdefault(namespace, {})[arch_feature] = list(from_index)
-            sources.append("package_index")
-        elif row is None:
-            unknown.append(f"{label} on {platform}: the arch list is not sourced (gpu_archs.yaml)")
-        elif family == "cuda":
-            values = [v for a in row.archs if (v := _sm_value(a, "real"))]
-            if row.ptx and (ptx := _sm_value(row.ptx, "virtual")):
-                values.append(ptx)
-            skipped = [a for a in row.archs if _sm_value(a, "real") is None]
-            if skipped:
-                unknown.append(f"{', '.join(skipped)}: arch-specific cubins have no value in the nvidia plugin's "
-                               "sm_arch catalogue")
-            props[namespace]["sm_arch"] = values
-            sources.extend(row.source)
-        else:
-            props.setdefault(namespace, {})["gfx_arch"] = list(row.archs)
-            sources.extend(row.source)
+        props.update(_runtime_properties(build.runtime, family, label, unknown))
+        _arch_properties(matrix.arch_list(torch, label, platform), family, (label, platform), stated,
+                         (props, unknown, sources))
     elif family == "xpu":
         unknown.append(f"{label}: the Intel device IPs the build targets are not sourced (intel :: device_ip)")
     return BuildVariantProperties(torch, label, family, platform, props, tuple(unknown), tuple(dict.fromkeys(sources)))
+
+
+def _runtime_properties(runtime: str | None, family: str, label: str, unknown: list[str]) -> Properties:
+    """The build's runtime as its provider's feature (nvidia :: cuda_version_lower_bound, amd :: rocm_version)."""
+    if runtime is None:
+        unknown.append(f"{label}: the runtime version is not sourced")
+        return {}
+    if family == "cuda":
+        return {"nvidia": {"cuda_version_lower_bound": [runtime]}}
+    return {"amd": {"rocm_version": [runtime]}}
+
+
+def _arch_properties(
+    row: ArchList | None,
+    family: str,
+    where: tuple[str, str],
+    stated: Properties | None,
+    out: tuple[Properties, list[str], list[str]],
+) -> None:
+    """The build's GPU architectures (nvidia :: sm_arch, amd :: gfx_arch) from the matrix's arch list, else from
+    what the index states; ``where`` is (label, platform), ``out`` the (properties, unknowns, sources) to fill."""
+    props, unknown, sources = out
+    label, platform = where
+    namespace = "nvidia" if family == "cuda" else "amd"
+    arch_feature = "sm_arch" if family == "cuda" else "gfx_arch"
+    from_index = (stated or {}).get(namespace, {}).get(arch_feature)
+    if row is None and from_index:
+        props.setdefault(namespace, {})[arch_feature] = list(from_index)
+        sources.append("package_index")
+    elif row is None:
+        unknown.append(f"{label} on {platform}: the arch list is not sourced (gpu_archs.yaml)")
+    elif family == "cuda":
+        props[namespace]["sm_arch"] = _sm_values(row, unknown)
+        sources.extend(row.source)
+    else:
+        props.setdefault(namespace, {})["gfx_arch"] = list(row.archs)
+        sources.extend(row.source)
+
+
+def _sm_values(row: ArchList, unknown: list[str]) -> list[str]:
+    """The nvidia plugin's sm_arch values of an arch list (cubins ``_real``, PTX ``_virtual``)."""
+    values = [v for a in row.archs if (v := _sm_value(a, "real"))]
+    if row.ptx and (ptx := _sm_value(row.ptx, "virtual")):
+        values.append(ptx)
+    skipped = [a for a in row.archs if _sm_value(a, "real") is None]
+    if skipped:
+        unknown.append(f"{', '.join(skipped)}: arch-specific cubins have no value in the nvidia plugin's "
+                       "sm_arch catalogue")
+    return values
 
 
 def find_patch(matrix: Matrix, version: str) -> tuple[TorchMinor, TorchPatch]:
@@ -152,20 +177,25 @@ def release_builds(matrix: Matrix, version: str, platform: str) -> list[BuildVar
             for label in labels]
 
 
-def _providers_json(providers: Providers, namespaces: set[str]) -> dict[str, Any]:
+def _providers_json(providers: Providers, namespaces: set[str]) -> JsonObject:
     return {
         ns: {"requires": list(p.requires), "plugin-api": p.plugin_api}
         for ns, p in providers.by_namespace.items() if ns in namespaces
     }
 
 
-def variants_document(builds: list[BuildVariantProperties], providers: Providers | None = None) -> dict[str, Any]:
+def _namespaces(exported: list[BuildVariantProperties], providers: Providers) -> tuple[set[str], list[str]]:
+    """The namespaces the exported builds use (the first of the providers' when none), and their priority order."""
+    used = {ns for b in exported for ns in b.properties}
+    order = [ns for ns in providers.namespace_priorities if ns in used] or list(providers.namespace_priorities[:1])
+    return used or set(order), order
+
+
+def variants_document(builds: list[BuildVariantProperties], providers: Providers | None = None) -> JsonObject:
     """The index-level ``{name}-{version}-variants.json`` for ``builds`` (the exportable ones)."""
     providers = providers or load_providers()
     exported = [b for b in builds if b.exportable]
-    used = {ns for b in exported for ns in b.properties}
-    order = [ns for ns in providers.namespace_priorities if ns in used] or list(providers.namespace_priorities[:1])
-    used = used or set(order)
+    used, order = _namespaces(exported, providers)
     return {
         "$schema": SCHEMA_URL,
         "default-priorities": {"namespace": order},
@@ -174,12 +204,12 @@ def variants_document(builds: list[BuildVariantProperties], providers: Providers
     }
 
 
-def variant_dist_info(build: BuildVariantProperties, providers: Providers | None = None) -> dict[str, Any]:
+def variant_dist_info(build: BuildVariantProperties, providers: Providers | None = None) -> JsonObject:
     """One wheel's ``*.dist-info/variant.json`` (PEP 825): the same keys, exactly one variant."""
     return variants_document([build], providers)
 
 
-def release_variants(matrix: Matrix, version: str, platform: str) -> dict[str, Any]:
+def release_variants(matrix: Matrix, version: str, platform: str) -> JsonObject:
     """What `matrix show --variants` and GET /v1/torch/{version}/variants.json give: the PEP 825 document and,
     beside it, the builds not exported or exported with gaps (``accelenv`` key, never inside the document)."""
     builds = release_builds(matrix, version, platform)

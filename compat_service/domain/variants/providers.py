@@ -122,32 +122,46 @@ def highest_gpu(gpus: Sequence[str]) -> str | None:
 
 
 def _nvidia(host: HostVariantFacts) -> list[FeatureConfig]:
-    try:
-        umd = Version(host.cuda_driver_version) if host.cuda_driver_version else None
-    except InvalidVersion:
-        umd = None
+    umd = _umd_version(host.cuda_driver_version)
     if umd is None:
         return []
     major, minor = umd.major, umd.minor
     lower = [
-        f"{m}.{n}" if n is not None else f"{m}"
+        _umd_text(m, n)
         for m in range(major, min(_UMD_MAJORS) - 1, -1)
         for n in ([*range(max(_UMD_MINORS), -1, -1), None] if m < major else [*range(minor, -1, -1), None])
     ]
     upper = [
-        f"{m}.{n}" if n is not None else f"{m}"
+        _umd_text(m, n)
         for m in range(max(_UMD_MAJORS), major - 1, -1)
         for n in ([*range(max(_UMD_MINORS), -1, -1), None] if m > major else range(max(_UMD_MINORS), minor, -1))
     ]
     out = [FeatureConfig("nvidia", "cuda_version_lower_bound", tuple(lower))]
     if upper:
         out.append(FeatureConfig("nvidia", "cuda_version_upper_bound", tuple(upper)))
-    top = highest_gpu(host.nvidia_gpus)
-    cap = _capability(top) if top else None
-    if cap is not None and cap >= (5, 0):
-        sm = [f"{cap[0]}{n}_real" for n in range(cap[1], -1, -1)] + [f"{cap[0]}0_virtual"]
-        out.append(FeatureConfig("nvidia", "sm_arch", tuple(sm)))
+    out.extend(_sm_arch(host.nvidia_gpus))
     return out
+
+
+def _umd_version(text: str | None) -> Version | None:
+    try:
+        return Version(text) if text else None
+    except InvalidVersion:
+        return None
+
+
+def _umd_text(major: int, minor: int | None) -> str:
+    return f"{major}.{minor}" if minor is not None else f"{major}"
+
+
+def _sm_arch(gpus: Sequence[str]) -> list[FeatureConfig]:
+    """The nvidia plugin's sm_arch values for the highest GPU (its cubins, newest first, then its PTX)."""
+    top = highest_gpu(gpus)
+    cap = _capability(top) if top else None
+    if cap is None or cap < (5, 0):
+        return []
+    sm = [f"{cap[0]}{n}_real" for n in range(cap[1], -1, -1)] + [f"{cap[0]}0_virtual"]
+    return [FeatureConfig("nvidia", "sm_arch", tuple(sm))]
 
 
 def _amd(host: HostVariantFacts) -> list[FeatureConfig]:

@@ -19,11 +19,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
 from compat_service.domain.hardware_rules import driver_rule, newest_cuda_for_driver, runtime_fits
+from compat_service.domain.json_types import JsonMapping, JsonObject
 from compat_service.domain.matrix.interface import Matrix
 from compat_service.domain.variants.export import NULL_LABEL
 from compat_service.domain.variants.providers import (
@@ -96,7 +96,7 @@ class SelectionExplanation:
     def agree(self) -> bool:
         return self.provider_choice == self.accelenv_choice
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             "provider_choice": self.provider_choice,
             "provider_order": list(self.provider_order),
@@ -118,41 +118,47 @@ def _provider_side(variants: Variants, configs: list[FeatureConfig], namespaces:
     rejects: dict[str, str] = {}
     fits: list[str] = []
     for label, props in variants.items():
-        why = None
-        for ns, features in props.items():
-            for feature, values in features.items():
-                supported = allowed.get((ns, feature))
-                if not supported:
-                    why = f"the {ns} provider reports no {feature} on this host"
-                elif not set(values) & set(supported):
-                    shown = ", ".join(supported[:4]) + (", …" if len(supported) > 4 else "")
-                    why = f"{ns} :: {feature} :: {', '.join(values)} is not among the supported {shown}"
-                if why:
-                    break
-            if why:
-                break
+        why = _provider_refusal(props, allowed)
         if why:
             rejects[label] = why
         else:
             fits.append(label)
     # rank: supported properties in namespace order, then the provider's feature and value order
     ordered = [c for ns in namespaces for c in configs if c.namespace == ns]
-    keys = [(c.namespace, c.feature) for c in ordered]
-    big = 1 << 30
-
-    def rank(label: str) -> tuple[tuple[int, ...], str]:
-        ranks = [big] * len(keys)
-        for ns, features in variants.get(label, {}).items():
-            for feature, values in features.items():
-                if (ns, feature) in keys:
-                    i = keys.index((ns, feature))
-                    order = ordered[i].values
-                    ranks[i] = min([order.index(v) for v in values if v in order] or [big])
-        return tuple(ranks), label
-
     if NULL_LABEL not in fits:
         fits.append(NULL_LABEL)
-    return sorted(fits, key=rank), rejects
+    return sorted(fits, key=lambda label: (_provider_rank(variants.get(label, {}), ordered), label)), rejects
+
+
+def _provider_refusal(
+    props: Mapping[str, Mapping[str, list[str]]], allowed: Mapping[tuple[str, str], tuple[str, ...]]
+) -> str | None:
+    """Why the provider rules a variant out: the first property the host does not support; None when it fits."""
+    for ns, features in props.items():
+        for feature, values in features.items():
+            supported = allowed.get((ns, feature))
+            if not supported:
+                return f"the {ns} provider reports no {feature} on this host"
+            if not set(values) & set(supported):
+                shown = ", ".join(supported[:4]) + (", …" if len(supported) > 4 else "")
+                return f"{ns} :: {feature} :: {', '.join(values)} is not among the supported {shown}"
+    return None
+
+
+_UNRANKED = 1 << 30
+
+
+def _provider_rank(props: Mapping[str, Mapping[str, list[str]]], ordered: list[FeatureConfig]) -> tuple[int, ...]:
+    """Per supported feature (in ``ordered``'s order), the best position of a value the variant names."""
+    keys = [(c.namespace, c.feature) for c in ordered]
+    ranks = [_UNRANKED] * len(keys)
+    for ns, features in props.items():
+        for feature, values in features.items():
+            if (ns, feature) in keys:
+                i = keys.index((ns, feature))
+                order = ordered[i].values
+                ranks[i] = min([order.index(v) for v in values if v in order] or [_UNRANKED])
+    return tuple(ranks)
 
 
 def _version(text: str | None) -> Version | None:
@@ -162,6 +168,9 @@ def _version(text: str | None) -> Version | None:
         return None
 
 
+_OUT = (1, 0, 0.0)  # the preference key of a variant accelenv rules out
+
+
 def _accelenv_verdict(
     matrix: Matrix, host: VariantHost, label: str, props: Mapping[str, Mapping[str, list[str]]]
 ) -> tuple[str | None, tuple[int, int, float]]:
@@ -169,56 +178,88 @@ def _accelenv_verdict(
     nvidia = props.get("nvidia", {})
     amd = props.get("amd", {})
     if nvidia:
-        runtime = next(iter(nvidia.get("cuda_version_lower_bound") or ()), None)
-        gpus = [g for g in host.gpus if g.startswith("sm_")]
-        if not gpus:
-            return "the host has no NVIDIA GPU", (1, 0, 0.0)
-        sm = nvidia.get("sm_arch")
-        coverage = "unknown"
-        if sm is not None:
-            cubins = [f"sm_{v.removesuffix('_real')}" for v in sm if v.endswith("_real")]
-            ptx = [f"sm_{v.removesuffix('_virtual')}" for v in sm if v.endswith("_virtual")]
-            worst = "kernels"
-            for gpu in gpus:
-                if any(cubin_runs_on(c, gpu) for c in cubins):
-                    continue
-                if any(ptx_runs_on(p, gpu) for p in ptx):
-                    worst = "ptx"
-                    continue
-                return f"the build ships no kernels or PTX for {gpu}", (1, 0, 0.0)
-            coverage = worst
-        if host.driver is not None and runtime is not None:
-            rule = driver_rule(matrix, runtime, None, host.os, coverage)
-            need, have = _version(rule.version), _version(host.driver)
-            if need is not None and have is not None and have < need:
-                return (f"driver {host.driver} is below the {rule.version} that CUDA {runtime} needs "
-                        f"({rule.rule})"), (1, 0, 0.0)
-        runtime_v = _version(runtime)
-        return None, (0, 0 if coverage != "ptx" else 1, -float(runtime_v.major * 100 + runtime_v.minor)
-                      if runtime_v else 0.0)
+        return _nvidia_verdict(matrix, host, nvidia)
     if amd:
-        gfx = [g for g in host.gpus if g.startswith("gfx")]
-        if not gfx:
-            return "the host has no AMD GPU", (1, 0, 0.0)
-        targets = amd.get("gfx_arch")
-        if targets is not None:
-            missing = [g for g in gfx if g not in targets]
-            if missing:
-                return f"the build ships no code objects for {', '.join(missing)}", (1, 0, 0.0)
-        runtime = next(iter(amd.get("rocm_version") or ()), None)
-        if host.rocm_version and runtime_fits("rocm", host.rocm_version, runtime) is False:
-            return f"ROCm {host.rocm_version} on the host does not fit the build's ROCm {runtime}", (1, 0, 0.0)
-        runtime_v = _version(runtime)
-        return None, (0, 0, -float(runtime_v.major * 100 + runtime_v.minor) if runtime_v else 0.0)
+        return _amd_verdict(host, amd)
     if props:
-        return f"accelenv does not judge the {', '.join(props)} namespace", (1, 0, 0.0)
+        return f"accelenv does not judge the {', '.join(props)} namespace", _OUT
     return None, (0, 9, 0.0)  # the null variant (the CPU build): always runs, preferred last
+
+
+def _runtime_rank(runtime: str | None) -> float:
+    """Newer runtimes first: minus major * 100 + minor (0 when unknown)."""
+    runtime_v = _version(runtime)
+    return -float(runtime_v.major * 100 + runtime_v.minor) if runtime_v else 0.0
+
+
+def _nvidia_verdict(
+    matrix: Matrix, host: VariantHost, nvidia: Mapping[str, list[str]]
+) -> tuple[str | None, tuple[int, int, float]]:
+    runtime = next(iter(nvidia.get("cuda_version_lower_bound") or ()), None)
+    gpus = [g for g in host.gpus if g.startswith("sm_")]
+    if not gpus:
+        return "the host has no NVIDIA GPU", _OUT
+    sm = nvidia.get("sm_arch")
+    coverage = "unknown"
+    if sm is not None:
+        coverage, refused = _sm_coverage(sm, gpus)
+        if refused is not None:
+            return f"the build ships no kernels or PTX for {refused}", _OUT
+    refused = _driver_refusal(matrix, host, runtime, coverage)
+    if refused is not None:
+        return refused, _OUT
+    return None, (0, 0 if coverage != "ptx" else 1, _runtime_rank(runtime))
+
+
+def _driver_refusal(matrix: Matrix, host: VariantHost, runtime: str | None, coverage: str) -> str | None:
+    """Why the host's driver is too old for the build's CUDA (the resolver's driver rule), or None."""
+    if host.driver is None or runtime is None:
+        return None
+    rule = driver_rule(matrix, runtime, None, host.os, coverage)
+    need, have = _version(rule.version), _version(host.driver)
+    if need is not None and have is not None and have < need:
+        return f"driver {host.driver} is below the {rule.version} that CUDA {runtime} needs ({rule.rule})"
+    return None
+
+
+def _sm_coverage(sm: list[str], gpus: list[str]) -> tuple[str, str | None]:
+    """How every GPU runs the build's sm_arch property ("kernels", else "ptx"), or the first GPU it does not
+    run on."""
+    cubins = [f"sm_{v.removesuffix('_real')}" for v in sm if v.endswith("_real")]
+    ptx = [f"sm_{v.removesuffix('_virtual')}" for v in sm if v.endswith("_virtual")]
+    worst = "kernels"
+    for gpu in gpus:
+        if any(cubin_runs_on(c, gpu) for c in cubins):
+            continue
+        if any(ptx_runs_on(p, gpu) for p in ptx):
+            worst = "ptx"
+            continue
+        return worst, gpu
+    return worst, None
+
+
+def _missing_targets(gfx: list[str], targets: list[str] | None) -> list[str]:
+    """The host's gfx targets the build's gfx_arch property does not list (none when it has no such list)."""
+    return [g for g in gfx if g not in targets] if targets is not None else []
+
+
+def _amd_verdict(host: VariantHost, amd: Mapping[str, list[str]]) -> tuple[str | None, tuple[int, int, float]]:
+    gfx = [g for g in host.gpus if g.startswith("gfx")]
+    if not gfx:
+        return "the host has no AMD GPU", _OUT
+    missing = _missing_targets(gfx, amd.get("gfx_arch"))
+    if missing:
+        return f"the build ships no code objects for {', '.join(missing)}", _OUT
+    runtime = next(iter(amd.get("rocm_version") or ()), None)
+    if host.rocm_version and runtime_fits("rocm", host.rocm_version, runtime) is False:
+        return f"ROCm {host.rocm_version} on the host does not fit the build's ROCm {runtime}", _OUT
+    return None, (0, 0, _runtime_rank(runtime))
 
 
 def explain_selection(
     matrix: Matrix,
     host: VariantHost,
-    document: Mapping[str, Any],
+    document: JsonMapping,
     known_bad: Mapping[str, str] | None = None,
 ) -> SelectionExplanation:
     """The installer's pick and accelenv's pick among ``document``'s variants (a PEP 825 variants JSON) for
@@ -230,18 +271,7 @@ def explain_selection(
     configs = [c for ns in namespaces for c in supported_configs(ns, facts)]
     provider_order, provider_rejects = _provider_side(variants, configs, namespaces)
 
-    accel_rejects: dict[str, str] = {}
-    keyed: list[tuple[tuple[int, int, float], str]] = []
-    for label in [*variants, *([NULL_LABEL] if NULL_LABEL not in variants else [])]:
-        if label in known_bad:
-            accel_rejects[label] = f"known-bad: {known_bad[label]}"
-            continue
-        why, key = _accelenv_verdict(matrix, host, label, variants.get(label, {}))
-        if why:
-            accel_rejects[label] = why
-        else:
-            keyed.append((key, label))
-    accel_order = [label for _, label in sorted(keyed)]
+    accel_order, accel_rejects = _accelenv_side(matrix, host, variants, known_bad)
     provider_choice = provider_order[0] if provider_order else None
     accel_choice = accel_order[0] if accel_order else None
     differences = _differences(host, facts.cuda_driver_version, provider_choice, accel_choice,
@@ -252,6 +282,24 @@ def explain_selection(
     )
 
 
+def _accelenv_side(
+    matrix: Matrix, host: VariantHost, variants: Variants, known_bad: Mapping[str, str]
+) -> tuple[list[str], dict[str, str]]:
+    """accelenv's order of the variants it accepts (the null variant among them), and why it rules out the rest."""
+    rejects: dict[str, str] = {}
+    keyed: list[tuple[tuple[int, int, float], str]] = []
+    for label in [*variants, *([NULL_LABEL] if NULL_LABEL not in variants else [])]:
+        if label in known_bad:
+            rejects[label] = f"known-bad: {known_bad[label]}"
+            continue
+        why, key = _accelenv_verdict(matrix, host, label, variants.get(label, {}))
+        if why:
+            rejects[label] = why
+        else:
+            keyed.append((key, label))
+    return [label for _, label in sorted(keyed)], rejects
+
+
 def _differences(
     host: VariantHost, umd: str | None, provider: str | None, accel: str | None,
     provider_rejects: dict[str, str], accel_rejects: dict[str, str], known_bad: Mapping[str, str], variants: Variants,
@@ -260,47 +308,51 @@ def _differences(
         return []
     out: list[Difference] = []
     if provider is not None and provider in accel_rejects:
-        why = accel_rejects[provider]
-        top = highest_gpu(host.gpus)
-        others = [g for g in host.gpus if g.startswith("sm_") and g != top]
-        if provider in known_bad:
-            out.append(Difference("known-bad", f"the installer takes {provider}, which accelenv knows to be bad: "
-                                  f"{known_bad[provider]}"))
-        elif others and "no kernels" in why and top is not None and top not in why:
-            out.append(Difference(
-                "highest-gpu-only",
-                f"the nvidia provider judges only the highest GPU ({top}) and takes {provider}; accelenv checks "
-                f"every GPU: {why}",
-            ))
-        else:
-            out.append(Difference("accelenv-rules-out", f"the installer takes {provider}; accelenv rules it out: "
-                                  f"{why}"))
+        out.append(_accelenv_refuses(host, provider, accel_rejects[provider], known_bad))
     if accel is not None and accel in provider_rejects:
-        why = provider_rejects[accel]
-        nvidia = variants.get(accel, {}).get("nvidia", {})
-        amd = variants.get(accel, {}).get("amd", {})
-        if "cuda_version_lower_bound" in why and nvidia:
-            out.append(Difference(
-                "minor-version-compat",
-                f"the nvidia provider needs a driver reporting CUDA >= {nvidia['cuda_version_lower_bound'][0]} "
-                f"(this one reports {umd}) and skips {accel}; NVIDIA's minor-version compatibility runs a "
-                f"CUDA {nvidia['cuda_version_lower_bound'][0].split('.')[0]}.x build on any driver of the major's "
-                f"floor when the build's SASS covers the GPU, and driver {host.driver} meets it, so accelenv takes "
-                f"{accel}",
-            ))
-        elif "rocm_version" in why and amd:
-            out.append(Difference(
-                "rocm-version-exact",
-                f"the amd provider matches rocm_version exactly ({host.rocm_version} is not "
-                f"{amd['rocm_version'][0]}) and skips {accel}; accelenv takes a build of the same ROCm major.minor",
-            ))
-        else:
-            out.append(Difference("provider-rules-out", f"accelenv takes {accel}; the installer's providers rule "
-                                  f"it out: {why}"))
+        out.append(_provider_refuses(host, umd, accel, provider_rejects[accel], variants))
     if not out:
         out.append(Difference("preference", f"both accept {provider} and {accel}; the installer ranks by the "
                               "providers' property order, accelenv prefers SASS over PTX, then the newest runtime"))
     return out
+
+
+def _accelenv_refuses(host: VariantHost, provider: str, why: str, known_bad: Mapping[str, str]) -> Difference:
+    """Why accelenv does not take the installer's pick."""
+    top = highest_gpu(host.gpus)
+    others = [g for g in host.gpus if g.startswith("sm_") and g != top]
+    if provider in known_bad:
+        return Difference("known-bad", f"the installer takes {provider}, which accelenv knows to be bad: "
+                          f"{known_bad[provider]}")
+    if others and "no kernels" in why and top is not None and top not in why:
+        return Difference(
+            "highest-gpu-only",
+            f"the nvidia provider judges only the highest GPU ({top}) and takes {provider}; accelenv checks "
+            f"every GPU: {why}",
+        )
+    return Difference("accelenv-rules-out", f"the installer takes {provider}; accelenv rules it out: {why}")
+
+
+def _provider_refuses(host: VariantHost, umd: str | None, accel: str, why: str, variants: Variants) -> Difference:
+    """Why the installer's providers do not take accelenv's pick."""
+    nvidia = variants.get(accel, {}).get("nvidia", {})
+    amd = variants.get(accel, {}).get("amd", {})
+    if "cuda_version_lower_bound" in why and nvidia:
+        return Difference(
+            "minor-version-compat",
+            f"the nvidia provider needs a driver reporting CUDA >= {nvidia['cuda_version_lower_bound'][0]} "
+            f"(this one reports {umd}) and skips {accel}; NVIDIA's minor-version compatibility runs a "
+            f"CUDA {nvidia['cuda_version_lower_bound'][0].split('.')[0]}.x build on any driver of the major's "
+            f"floor when the build's SASS covers the GPU, and driver {host.driver} meets it, so accelenv takes "
+            f"{accel}",
+        )
+    if "rocm_version" in why and amd:
+        return Difference(
+            "rocm-version-exact",
+            f"the amd provider matches rocm_version exactly ({host.rocm_version} is not "
+            f"{amd['rocm_version'][0]}) and skips {accel}; accelenv takes a build of the same ROCm major.minor",
+        )
+    return Difference("provider-rules-out", f"accelenv takes {accel}; the installer's providers rule it out: {why}")
 
 
 def variant_host(
