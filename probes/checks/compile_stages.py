@@ -84,10 +84,55 @@ def inductor_backend(ctx):
     return True, None
 
 
-def run_stage(ctx, stage):
+def _model_phase(ctx, compile_fn, stage, model):
     torch = ctx.torch
-    compile_fn = getattr(torch, "compile", None)
-    if compile_fn is None:
+    x = torch.randn(10, 16, generator=torch.Generator().manual_seed(3)).to(ctx.device)
+    want_out, want_grads = _train_grads(torch, model, x)
+    compiled = compile_fn(model, backend=stage)
+    got_out, got_grads = _train_grads(torch, compiled, x)
+    return _close(torch, [got_out.cpu()] + [g.cpu() for g in got_grads],
+                  [want_out.cpu()] + [g.cpu() for g in want_grads])
+
+
+def _phases(ctx, compile_fn, stage, light):
+    """[(phase, compare)] in order: each compare compiles one thing and returns what differs from eager."""
+    torch = ctx.torch
+    pw_in, red_in = _inputs(ctx)
+    model = _model(ctx)
+
+    def against_eager(traced, fn, inputs):
+        return lambda: _close(torch, compile_fn(traced, backend=stage)(*inputs).cpu(), fn(torch, *inputs).cpu())
+
+    if light:
+        # One graph, one generated kernel file: each graph costs inductor a C++ (or Triton) compile of
+        # several seconds on a loaded host; --deep adds the model forward and backward.
+        return [("pointwise and reduction in one graph",
+                 against_eager(lambda x, y, a, b: _combined(torch, x, y, a, b), _combined, pw_in + red_in))]
+    return [("pointwise", against_eager(lambda x, y: _pointwise(torch, x, y), _pointwise, pw_in)),
+            ("reduction", against_eager(lambda a, b: _reduction(torch, a, b), _reduction, red_in)),
+            ("model forward and backward", lambda: _model_phase(ctx, compile_fn, stage, model))]
+
+
+def _compile_error(ctx, stage, phase, exc, data):
+    """The entry for a compile (or compiled run) that raised in ``phase``."""
+    data.update(phase=phase, error=error_texts.first_line(exc, 500), exception=type(exc).__name__)
+    info = error_texts.classify_unsupported(exc)
+    text = str(exc)[:4000]
+    if info is not None and info.get("aten_op"):
+        data.update(aten_op=info["aten_op"], backend_reported=info.get("backend"))
+        return checks.unsupported("torch.compile(backend=%r) on %s: %s is not implemented (%s)"
+                                  % (stage, ctx.device, info["aten_op"], phase), **data)
+    if stage == "inductor" and not ctx.is_cpu and _NO_CODEGEN.search(text):
+        return checks.unsupported("inductor has no code generator for %s: %s" % (ctx.device_type, data["error"]),
+                                  **data)
+    return checks.failed("torch.compile(backend=%r) failed on %s (%s): %s"
+                         % (stage, ctx.device, phase, data["error"]), **data)
+
+
+def _unavailable(ctx, stage):
+    """The skip or unsupported entry when this torch cannot compile for ``stage`` at all, else None."""
+    torch = ctx.torch
+    if getattr(torch, "compile", None) is None:
         return checks.skipped("torch %s has no torch.compile (it arrived in 2.0)" % torch.__version__)
     try:
         import torch._dynamo as dynamo
@@ -98,47 +143,26 @@ def run_stage(ctx, stage):
         has, why = inductor_backend(ctx)
         if has is False:
             return checks.unsupported(why, stage=stage, backend=stage)
-    pw_in, red_in = _inputs(ctx)
-    model = _model(ctx)
+    return None
+
+
+def run_stage(ctx, stage):
+    refused = _unavailable(ctx, stage)
+    if refused is not None:
+        return refused
+    compile_fn = ctx.torch.compile
     data = {"stage": stage, "backend": stage}
-    phase = "compile"
     light = stage == "inductor" and not ctx.options.get("deep")
+    phases = _phases(ctx, compile_fn, stage, light)
+    phase, problem = "compile", None
     try:
-        if light:
-            # One graph, one generated kernel file: each graph costs inductor a C++ (or Triton) compile of
-            # several seconds on a loaded host; --deep adds the model forward and backward.
-            phase = "pointwise and reduction in one graph"
-            got = compile_fn(lambda x, y, a, b: _combined(torch, x, y, a, b), backend=stage)(*(pw_in + red_in))
-            problem = _close(torch, got.cpu(), _combined(torch, *(pw_in + red_in)).cpu())
-        else:
-            phase = "pointwise"
-            got = compile_fn(lambda x, y: _pointwise(torch, x, y), backend=stage)(*pw_in)
-            problem = _close(torch, got.cpu(), _pointwise(torch, *pw_in).cpu())
-        if problem is None and not light:
-            phase = "reduction"
-            got = compile_fn(lambda a, b: _reduction(torch, a, b), backend=stage)(*red_in)
-            problem = _close(torch, got.cpu(), _reduction(torch, *red_in).cpu())
-        if problem is None and not light:
-            phase = "model forward and backward"
-            x = torch.randn(10, 16, generator=torch.Generator().manual_seed(3)).to(ctx.device)
-            want_out, want_grads = _train_grads(torch, model, x)
-            compiled = compile_fn(model, backend=stage)
-            got_out, got_grads = _train_grads(torch, compiled, x)
-            problem = _close(torch, [got_out.cpu()] + [g.cpu() for g in got_grads],
-                             [want_out.cpu()] + [g.cpu() for g in want_grads])
+        for name, compare in phases:
+            phase = name  # the phase an exception names
+            problem = compare()
+            if problem is not None:
+                break
     except Exception as exc:
-        data.update(phase=phase, error=error_texts.first_line(exc, 500), exception=type(exc).__name__)
-        info = error_texts.classify_unsupported(exc)
-        text = str(exc)[:4000]
-        if info is not None and info.get("aten_op"):
-            data.update(aten_op=info["aten_op"], backend_reported=info.get("backend"))
-            return checks.unsupported("torch.compile(backend=%r) on %s: %s is not implemented (%s)"
-                                      % (stage, ctx.device, info["aten_op"], phase), **data)
-        if stage == "inductor" and not ctx.is_cpu and _NO_CODEGEN.search(text):
-            return checks.unsupported("inductor has no code generator for %s: %s" % (ctx.device_type, data["error"]),
-                                      **data)
-        return checks.failed("torch.compile(backend=%r) failed on %s (%s): %s"
-                             % (stage, ctx.device, phase, data["error"]), **data)
+        return _compile_error(ctx, stage, phase, exc, data)
     if problem is not None:
         data["phase"] = phase
         return checks.failed("torch.compile(backend=%r) differs from eager on %s (%s): %s"

@@ -125,6 +125,28 @@ def _cuda_devices(ctx, archs):
     return devices
 
 
+def _name_and_memory(torch, module, device_type, i):
+    """(name, total memory in bytes) of device ``i``, from whichever calls the device module has."""
+    name = None
+    total = None
+    props = _call(module.get_device_properties, i) if hasattr(module, "get_device_properties") else None
+    if props is not None:
+        name = getattr(props, "name", None)
+        total = getattr(props, "total_memory", None)
+    if name is None and hasattr(module, "get_device_name"):
+        name = _call(module.get_device_name, i)
+    if total is None and hasattr(module, "mem_get_info"):
+        info = _call(module.mem_get_info, i) or _call(module.mem_get_info)
+        total = info[1] if info else None
+    if device_type == "mps":
+        return _mps_defaults(torch, name, total)
+    return name, total
+
+
+def _mps_defaults(torch, name, total):
+    return name or "Apple MPS", total or _call(getattr(torch.mps, "recommended_max_memory", lambda: None))
+
+
 def _generic_devices(ctx, device_type):
     torch = ctx.torch
     module = device_activation.device_module(torch, device_type)
@@ -134,20 +156,7 @@ def _generic_devices(ctx, device_type):
         count = answered if answered is not None else 1
     devices = []
     for i in range(count or 0):
-        name = None
-        total = None
-        props = _call(module.get_device_properties, i) if hasattr(module, "get_device_properties") else None
-        if props is not None:
-            name = getattr(props, "name", None)
-            total = getattr(props, "total_memory", None)
-        if name is None and hasattr(module, "get_device_name"):
-            name = _call(module.get_device_name, i)
-        if total is None and hasattr(module, "mem_get_info"):
-            info = _call(module.mem_get_info, i) or _call(module.mem_get_info)
-            total = info[1] if info else None
-        if device_type == "mps":
-            name = name or "Apple MPS"
-            total = total or _call(getattr(torch.mps, "recommended_max_memory", lambda: None))
+        name, total = _name_and_memory(torch, module, device_type, i)
         arch = device_type if device_type == ctx.privateuse1 else None
         devices.append({
             "index": i, "type": device_type, "name": str(name) if name else None, "arch": arch,
@@ -194,17 +203,24 @@ def visible_accelerators(ctx):
     if mps is not None and _call(mps.is_available):
         seen["mps"] = 1
     if ctx.privateuse1:
-        module = device_activation.device_module(torch, ctx.privateuse1)
-        if module is not None and _call(getattr(module, "is_available", lambda: False)):
-            seen[ctx.privateuse1] = _call(getattr(module, "device_count", lambda: 1)) or 1
+        _add_privateuse1(torch, ctx.privateuse1, seen)
+    return seen, _accelerator_api(torch)
+
+
+def _add_privateuse1(torch, backend, seen):
+    module = device_activation.device_module(torch, backend)
+    if module is not None and _call(getattr(module, "is_available", lambda: False)):
+        seen[backend] = _call(getattr(module, "device_count", lambda: 1)) or 1
+
+
+def _accelerator_api(torch):
+    """What torch.accelerator says: the current accelerator and its device count, or that it is absent."""
     accelerator = getattr(torch, "accelerator", None)
     if accelerator is None or not hasattr(accelerator, "current_accelerator"):
-        api = {"available": False, "note": "torch.accelerator is absent (torch < 2.6)"}
-    else:
-        current = _call(accelerator.current_accelerator)
-        api = {"available": True, "current": current.type if current is not None else None,
-               "device_count": _call(accelerator.device_count)}
-    return seen, api
+        return {"available": False, "note": "torch.accelerator is absent (torch < 2.6)"}
+    current = _call(accelerator.current_accelerator)
+    return {"available": True, "current": current.type if current is not None else None,
+            "device_count": _call(accelerator.device_count)}
 
 
 def collect(ctx):

@@ -518,8 +518,7 @@ def run_op(ctx, op):
     return _outcome(ctx, name, results, skipped, missing, first_failure, variants, samples_run, forward_only)
 
 
-def _outcome(ctx, name, results, skipped, missing, first_failure, variants, samples_run, forward_only=()):
-    statuses = set(results.values())
+def _outcome_data(name, results, skipped, missing, first_failure, variants, samples_run, forward_only):
     data = {"opinfo": name, "dtypes": results, "samples_run": samples_run, "missing_aten_ops": missing}
     if forward_only:
         data["forward_only"] = list(forward_only)
@@ -529,7 +528,21 @@ def _outcome(ctx, name, results, skipped, missing, first_failure, variants, samp
         data["variants"] = variants
     if first_failure:
         data["first_failure"] = first_failure
+    return data
+
+
+def _passed_detail(ctx, name, results, forward_only):
     checked = sorted(d for d, s in results.items() if s != "skipped")
+    detail = "%s matches CPU in %s" % (name, ", ".join(
+        d + (" (forward only)" if d in forward_only else "") for d in checked))
+    if ctx.is_cpu:
+        detail += " (device is CPU: proves the harness, not an accelerator)"
+    return detail
+
+
+def _outcome(ctx, name, results, skipped, missing, first_failure, variants, samples_run, forward_only=()):
+    statuses = set(results.values())
+    data = _outcome_data(name, results, skipped, missing, first_failure, variants, samples_run, forward_only)
     if "failed" in statuses:
         return checks.failed("%s differs from CPU in %s (%s): %s" % (
             name, first_failure["dtype"], first_failure["phase"], first_failure["error"]), **data)
@@ -538,11 +551,7 @@ def _outcome(ctx, name, results, skipped, missing, first_failure, variants, samp
         return checks.unsupported("%s: %s not implemented on %s (%s)" % (
             name, ", ".join(missing) or "an op is", ctx.backend, error), **data)
     if "passed" in statuses:
-        detail = "%s matches CPU in %s" % (name, ", ".join(
-            d + (" (forward only)" if d in forward_only else "") for d in checked))
-        if ctx.is_cpu:
-            detail += " (device is CPU: proves the harness, not an accelerator)"
-        return checks.passed(detail, **data)
+        return checks.passed(_passed_detail(ctx, name, results, forward_only), **data)
     why = "; ".join("%s: %s" % (d, r) for d, r in sorted(skipped.items()))[:MAX_TEXT]
     why = why or "no declared dtype in %s" % ",".join(TARGET_DTYPES)
     return checks.skipped("%s: nothing to compare (%s)" % (name, why), **data)
@@ -576,11 +585,13 @@ def plan(ctx):
 
 
 # -- the summary entry (runs in the parent: no torch) -------------------------------------------------
-def group_summary(entries):
-    """The report's ``summary.groups.opinfo``: what the group's entries add up to. ``passed`` only when some
-    op x dtype was compared and nothing failed; ``not_run`` when nothing was compared (no device, no OpInfo)."""
-    unavailable = (".unavailable", ".device_unavailable")
-    ops = [e for e in entries if e["group"] == "opinfo" and not e["id"].endswith(unavailable)]
+def _add_missing(missing, entry, data):
+    for op in data.get("missing_aten_ops") or []:
+        missing.setdefault(op, []).append(data.get("opinfo") or entry["id"][len("opinfo."):])
+
+
+def _tally(ops):
+    """(counts by status, op x dtype pairs compared, forward-only dtypes, {missing aten op: [opinfo]})."""
     counts = dict((s, 0) for s in checks.STATUSES)
     missing: Dict[str, Any] = {}
     op_dtypes = forward_only = 0
@@ -589,21 +600,34 @@ def group_summary(entries):
         data = entry.get("data") or {}
         op_dtypes += sum(1 for s in (data.get("dtypes") or {}).values() if s != "skipped")
         forward_only += len(data.get("forward_only") or ())
-        for op in data.get("missing_aten_ops") or []:
-            missing.setdefault(op, []).append(data.get("opinfo") or entry["id"][len("opinfo."):])
-    bad = [s for s in checks.BAD_STATUSES if counts[s]]
-    if bad:
-        status = "failed"
-    elif not op_dtypes:
-        status = "not_run"
-    else:
-        status = "unsupported" if counts["unsupported"] else "passed"
+        _add_missing(missing, entry, data)
+    return counts, op_dtypes, forward_only, missing
+
+
+def _group_status(counts, op_dtypes):
+    if any(counts[s] for s in checks.BAD_STATUSES):
+        return "failed"
+    if not op_dtypes:
+        return "not_run"
+    return "unsupported" if counts["unsupported"] else "passed"
+
+
+def _group_detail(entries, ops, counts, op_dtypes, forward_only):
     if op_dtypes:
-        detail = "%d OpInfos, %d op x dtype pairs compared with CPU (%d forward only): %s" % (
+        return "%d OpInfos, %d op x dtype pairs compared with CPU (%d forward only): %s" % (
             len(ops), op_dtypes, forward_only, ", ".join("%d %s" % (n, s) for s, n in counts.items() if n))
-    else:
-        why = [e.get("detail") for e in entries if e["id"].endswith("unavailable") and e.get("detail")]
-        detail = "nothing was compared with CPU" + (": %s" % why[0][:300] if why else "")
+    why = [e.get("detail") for e in entries if e["id"].endswith("unavailable") and e.get("detail")]
+    return "nothing was compared with CPU" + (": %s" % why[0][:300] if why else "")
+
+
+def group_summary(entries):
+    """The report's ``summary.groups.opinfo``: what the group's entries add up to. ``passed`` only when some
+    op x dtype was compared and nothing failed; ``not_run`` when nothing was compared (no device, no OpInfo)."""
+    unavailable = (".unavailable", ".device_unavailable")
+    ops = [e for e in entries if e["group"] == "opinfo" and not e["id"].endswith(unavailable)]
+    counts, op_dtypes, forward_only, missing = _tally(ops)
+    status = _group_status(counts, op_dtypes)
+    detail = _group_detail(entries, ops, counts, op_dtypes, forward_only)
     if missing:
         detail += "; missing aten ops: %s" % ", ".join(sorted(missing))
     return {"status": status, "detail": detail, "ops": len(ops), "op_dtypes_checked": op_dtypes,

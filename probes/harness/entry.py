@@ -160,6 +160,15 @@ def _worker_flags(args, threads=None):
     return flags
 
 
+def _runners(args, launch, phases, together, progress, blocklist):
+    """One Runner per phase: the phases run together share the cores, the ``alone`` ones get them all."""
+    flags = _worker_flags(args, worker_threads(len(together)))
+    return [runner.Runner(launch, args.device, phase, args.timeout, progress,
+                          flags if phase in together else _worker_flags(args, worker_threads(1)),
+                          describe=i == 0, blocklist=blocklist)
+            for i, phase in enumerate(phases)]
+
+
 def run_phases(args, groups, progress):
     """Run each phase's Runner in its own thread, the ``alone`` groups (perf) after all the others, one at a time
     with every core; returns (hello, entries in group order, fatal, usage)."""
@@ -167,11 +176,7 @@ def run_phases(args, groups, progress):
     blocklist = runner.Blocklist()
     phases = _phases(groups)
     together = [p for p in phases if p[0] not in registry.ALONE]
-    flags = _worker_flags(args, worker_threads(len(together)))
-    runners = [runner.Runner(launch, args.device, phase, args.timeout, progress,
-                             flags if phase in together else _worker_flags(args, worker_threads(1)),
-                             describe=i == 0, blocklist=blocklist)
-               for i, phase in enumerate(phases)]
+    runners = _runners(args, launch, phases, together, progress, blocklist)
     progress.runners = runners
     outcomes: List[Any] = [None] * len(runners)
 
@@ -187,10 +192,20 @@ def run_phases(args, groups, progress):
         if phase not in together:
             work(i)
     blocklist.close()
-    hello = outcomes[0][0] if outcomes else None
+    return _gathered(runners, outcomes)
+
+
+def _in_group_order(outcomes):
     entries = [entry for _, phase_entries in outcomes for entry in phase_entries]
     order = dict((group, i) for i, group in enumerate(checks.GROUPS))
     entries.sort(key=lambda e: order.get(e["group"], len(order)))  # stable: each group keeps its own order
+    return entries
+
+
+def _gathered(runners, outcomes):
+    """(hello, entries in group order, fatal, usage) from the finished runners and their outcomes."""
+    hello = outcomes[0][0] if outcomes else None
+    entries = _in_group_order(outcomes)
     usage = next((r.usage_error for r in runners if r.usage_error), None)
     fatal = next((r.fatal for r in runners if r.fatal), None)
     if hello is not None:
@@ -198,14 +213,62 @@ def run_phases(args, groups, progress):
     return hello, entries, fatal, usage
 
 
-def main(argv=None):
-    args = parser().parse_args(argv)
+def _opinfo_ops_from_env(args):
+    """Fill ``--opinfo-ops`` from the environment when not given; False (after saying why) when it is bad."""
     if args.opinfo_ops is None and os.environ.get(OPINFO_OPS_ENV, "").strip():
         try:
             args.opinfo_ops = _patterns(os.environ[OPINFO_OPS_ENV])
         except argparse.ArgumentTypeError as exc:
             sys.stderr.write("accelenv-probe: error: %s: %s\n" % (OPINFO_OPS_ENV, exc))
-            return 2
+            return False
+    return True
+
+
+def _described_host(args, hello, fatal):
+    """(environment, devices): the worker's description, or a fallback naming why there is none."""
+    if hello and hello.get("environment"):
+        return hello["environment"], hello.get("devices", [])
+    requested = args.device.split(":")[0]
+    environment = report_assembly.fallback_environment(requested if requested != "auto" else "cpu",
+                                                       fatal or "the probe worker never described torch")
+    return environment, []
+
+
+def _coverage(hello, entries):
+    if hello and hello.get("backend_relevant"):
+        return dispatcher.summarise(hello["backend_relevant"], hello.get("exercised") or (), entries,
+                                    hello.get("without_own_kernel"), hello.get("backend_fallback"))
+    return None
+
+
+def _write_report(args, report):
+    """The report as JSON to ``--output`` (atomically) or stdout; the summary table to stderr unless quiet."""
+    text = json.dumps(report, indent=2, default=str)
+    if args.output:
+        tmp = args.output + ".tmp"
+        with open(tmp, "w") as handle:
+            handle.write(text + "\n")
+        os.replace(tmp, args.output)
+    else:
+        sys.stdout.write(text + "\n")
+    if not args.quiet:
+        sys.stderr.write("\n" + report_assembly.render_summary(report) + "\n")
+        if report.get("certification"):
+            sys.stderr.write(certify.render(report["certification"]) + "\n")
+
+
+def _exit_code(args, report):
+    if not report["summary"]["ok"]:
+        return 1
+    if args.strict and report["summary"]["counts"].get("unsupported"):
+        return EXIT_UNSUPPORTED
+    return 0
+
+
+def main(argv=None):
+    args = parser().parse_args(argv)
+    if not _opinfo_ops_from_env(args):
+        return 2
     if args.dist_rank is not None:
         from probes.checks import distributed
 
@@ -221,35 +284,11 @@ def main(argv=None):
         return 2
     if fatal:
         entries = [checks.result_entry("detect.torch_build", "detect", "error", 0.0, fatal)]
-    if hello and hello.get("environment"):
-        environment, devices = hello["environment"], hello.get("devices", [])
-    else:
-        requested = args.device.split(":")[0]
-        environment = report_assembly.fallback_environment(requested if requested != "auto" else "cpu",
-                                                           fatal or "the probe worker never described torch")
-        devices = []
+    environment, devices = _described_host(args, hello, fatal)
     digest, stable = fingerprint.host_fingerprint()
-    coverage = None
-    if hello and hello.get("backend_relevant"):
-        coverage = dispatcher.summarise(hello["backend_relevant"], hello.get("exercised") or (), entries,
-                                        hello.get("without_own_kernel"), hello.get("backend_fallback"))
+    coverage = _coverage(hello, entries)
     report = report_assembly.assemble(environment, devices, entries, digest, stable, coverage)
     if args.certify:
         report["certification"] = certify.certification(report)
-    text = json.dumps(report, indent=2, default=str)
-    if args.output:
-        tmp = args.output + ".tmp"
-        with open(tmp, "w") as handle:
-            handle.write(text + "\n")
-        os.replace(tmp, args.output)
-    else:
-        sys.stdout.write(text + "\n")
-    if not args.quiet:
-        sys.stderr.write("\n" + report_assembly.render_summary(report) + "\n")
-        if report.get("certification"):
-            sys.stderr.write(certify.render(report["certification"]) + "\n")
-    if not report["summary"]["ok"]:
-        return 1
-    if args.strict and report["summary"]["counts"].get("unsupported"):
-        return EXIT_UNSUPPORTED
-    return 0
+    _write_report(args, report)
+    return _exit_code(args, report)

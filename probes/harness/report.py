@@ -111,9 +111,7 @@ def _assemble(environment, devices, entries, fingerprint, fingerprint_stable):
     return report
 
 
-def render_summary(report):
-    """A plain-text table: one row per group, one column per status, then the checks that went wrong."""
-    statuses = checks.STATUSES
+def _group_rows(report, statuses):
     rows = []
     for group in checks.GROUPS:
         counts = dict((s, 0) for s in statuses)
@@ -122,37 +120,63 @@ def render_summary(report):
                 counts[entry["status"]] += 1
         if any(counts.values()):
             rows.append([group] + [str(counts[s]) for s in statuses])
+    return rows
+
+
+def _group_table(report):
+    """The per-group count table: a header, a rule, then one row per group with any checks."""
+    statuses = checks.STATUSES
+    rows = _group_rows(report, statuses)
     header = ["group"] + list(statuses)
     widths = [max(len(r[i]) for r in [header] + rows) for i in range(len(header))]
     lines = ["  ".join(cell.rjust(w) if i else cell.ljust(w) for i, (cell, w) in enumerate(zip(row, widths)))
              for row in [header] + rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
+    return lines
+
+
+def _coverage_lines(report):
+    coverage = report.get("coverage")
+    if not (coverage and coverage.get("backend_relevant")):
+        return []
+    return ["dispatcher coverage: %d of %d backend-relevant aten overloads exercised on the device (%.1f%%); "
+            "%d missing, %d fell back to CPU" % (coverage["exercised"], coverage["backend_relevant"],
+                                                 100.0 * (coverage.get("fraction") or 0.0),
+                                                 len(coverage.get("missing") or ()),
+                                                 len(coverage.get("fell_back") or ()))]
+
+
+def _perf_lines(report):
+    perf = report.get("perf") or {}
+    if not perf.get("figures"):
+        return []
+    return (["", "perf (device | this host's CPU | fraction of the device's peak):"]
+            + ["  " + render_figure(figure) for figure in perf["figures"][:24]])
+
+
+def _not_ok_lines(report):
+    bad = [e for e in report["checks"] if registry.is_failing(e["group"], e["status"])]
+    if not bad:
+        return []
+    lines = ["", "not ok:"]
+    for entry in bad[:20]:
+        lines.append("  %-9s %s: %s" % (entry["status"], entry["id"], (entry["detail"] or "")[:160]))
+    if len(bad) > 20:
+        lines.append("  ... and %d more" % (len(bad) - 20))
+    return lines
+
+
+def render_summary(report):
+    """A plain-text table: one row per group, one column per status, then the checks that went wrong."""
+    lines = _group_table(report)
     env = report["environment"]
     lines.insert(0, "accelenv probe: torch %s (%s) on %s, python %s" % (
         env["torch_version"], env.get("torch_build"), env["backend"], env["python_version"]))
-    bad = [e for e in report["checks"] if registry.is_failing(e["group"], e["status"])]
     for name, group in sorted((report["summary"].get("groups") or {}).items()):
         lines.append("%s: %s" % (name, group.get("detail") or group.get("status")))
-    coverage = report.get("coverage")
-    if coverage and coverage.get("backend_relevant"):
-        lines.append("dispatcher coverage: %d of %d backend-relevant aten overloads exercised on the device (%.1f%%); "
-                     "%d missing, %d fell back to CPU" % (coverage["exercised"], coverage["backend_relevant"],
-                                                          100.0 * (coverage.get("fraction") or 0.0),
-                                                          len(coverage.get("missing") or ()),
-                                                          len(coverage.get("fell_back") or ())))
-    perf = report.get("perf") or {}
-    if perf.get("figures"):
-        lines.append("")
-        lines.append("perf (device | this host's CPU | fraction of the device's peak):")
-        for figure in perf["figures"][:24]:
-            lines.append("  " + render_figure(figure))
-    if bad:
-        lines.append("")
-        lines.append("not ok:")
-        for entry in bad[:20]:
-            lines.append("  %-9s %s: %s" % (entry["status"], entry["id"], (entry["detail"] or "")[:160]))
-        if len(bad) > 20:
-            lines.append("  ... and %d more" % (len(bad) - 20))
+    lines += _coverage_lines(report)
+    lines += _perf_lines(report)
+    lines += _not_ok_lines(report)
     verdict = "OK" if report["summary"]["ok"] else "NOT OK"
     lines.append("%s: %d checks, %s" % (verdict, report["summary"]["total"], ", ".join(
         "%d %s" % (n, s) for s, n in report["summary"]["counts"].items() if n)))

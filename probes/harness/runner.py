@@ -245,30 +245,33 @@ class Runner(object):
             json.dump(value, out)
         return path
 
+    def _worker_over_remaining(self):
+        """One worker over the checks not yet recorded (all of them before the plan is known); True when
+        the run is over (the worker finished, or reported a fatal or usage error)."""
+        only_file = self._json_file("accelenv-only-", self._remaining()) if self.plan is not None else None
+        try:
+            finished = self._one_worker(only_file)
+        finally:
+            if only_file:
+                os.unlink(only_file)
+        return finished or self.fatal or self.usage_error
+
     def _run(self):
         attempts_without_progress = 0
-        while True:
-            only_file = None
-            if self.plan is not None:
-                remaining = self._remaining()
-                if not remaining:
-                    break
-                only_file = self._json_file("accelenv-only-", remaining)
+        while self.plan is None or self._remaining():
             before = len(self.results)
-            try:
-                finished = self._one_worker(only_file)
-            finally:
-                if only_file:
-                    os.unlink(only_file)
-            if finished or self.fatal or self.usage_error:
+            if self._worker_over_remaining():
                 break
             attempts_without_progress = attempts_without_progress + 1 if len(self.results) == before else 0
             if attempts_without_progress >= 2:
-                for cid in self._remaining():
-                    self._record(checks.result_entry(cid, self._group_of(cid), "crashed", 0.0,
-                                                     "not run: the probe worker failed to start twice in a row"))
+                self._give_up()
                 break
         return self.hello, [self.results[cid] for cid, _ in self.plan or () if cid in self.results]
+
+    def _give_up(self):
+        for cid in self._remaining():
+            self._record(checks.result_entry(cid, self._group_of(cid), "crashed", 0.0,
+                                             "not run: the probe worker failed to start twice in a row"))
 
     def _one_worker(self, only_file):
         """Run one worker until done (True) or until it hangs/dies (False)."""
@@ -282,59 +285,76 @@ class Runner(object):
                 message = worker.next_message(max(wait, 0.0))
                 if message is None:  # timed out
                     worker.kill()
-                    if current is None:
-                        self._startup_failure(worker, "the probe worker did not report within %ss"
-                                              % (STARTUP_ALLOWANCE_S + self.timeout), "timeout")
-                        return False
-                    limit = self._timeout_of(current)
-                    data = {"timeout_s": limit}
-                    where = self._localise("timeout", current, data)
-                    self._record(checks.result_entry(
-                        current, self._group_of(current), "timeout", time.monotonic() - started,
-                        "no result within %ss%s; the worker was killed and a fresh one ran the rest" % (limit, where),
-                        data))
+                    self._timed_out(worker, current, started)
                     return False
                 if message == "eof":
-                    data, how, tail = worker.death()
-                    if current is not None:
-                        detail = "the worker %s while running this check" % how
-                        detail += self._localise("crashed", current, data)
-                        if data.get("faulthandler"):
-                            frames = data["faulthandler"]
-                            detail += "; innermost frame: " + frames[1 if len(frames) > 1 else 0]
-                        if tail:
-                            detail += "; stderr tail: " + tail[-800:]
-                        self._record(checks.result_entry(current, self._group_of(current), "crashed",
-                                                         time.monotonic() - started, detail, data))
-                    elif self.plan is None:
-                        self._startup_failure(worker, "the probe worker %s before reporting" % how, "crashed",
-                                              data, tail)
+                    self._died(worker, current, started)
                     return False
                 kind = message.get("type")
-                if kind == "hello":
-                    if self.hello is None:
-                        self.hello = message
-                    if self.plan is None:
-                        self.plan = [(item[0], item[1]) for item in message["plan"]]
-                        self.timeouts = dict((item[0], item[2]) for item in message["plan"]
-                                             if len(item) > 2 and item[2])
-                elif kind == "start":
+                if kind == "start":
                     current, started = message["id"], time.monotonic()
                 elif kind == "result":
                     self._record(message["check"])
                     current = None
-                elif kind == "coverage":
-                    self.exercised.update(message.get("exercised") or ())
-                elif kind == "done":
-                    return True
-                elif kind == "fatal":
-                    self.fatal = message.get("detail")
-                    return True
-                elif kind == "usage":
-                    self.usage_error = message.get("detail") or "invalid settings"
+                elif self._finishes(kind, message):
                     return True
         finally:
             worker.close()
+
+    def _timed_out(self, worker, current, started):
+        """Record why the (killed) worker stopped answering: at startup, or in ``current``."""
+        if current is None:
+            self._startup_failure(worker, "the probe worker did not report within %ss"
+                                  % (STARTUP_ALLOWANCE_S + self.timeout), "timeout")
+            return
+        limit = self._timeout_of(current)
+        data = {"timeout_s": limit}
+        where = self._localise("timeout", current, data)
+        self._record(checks.result_entry(
+            current, self._group_of(current), "timeout", time.monotonic() - started,
+            "no result within %ss%s; the worker was killed and a fresh one ran the rest" % (limit, where),
+            data))
+
+    def _died(self, worker, current, started):
+        """Record the worker's death: as ``current``'s crash, or as a failure to start."""
+        data, how, tail = worker.death()
+        if current is not None:
+            detail = "the worker %s while running this check" % how
+            detail += self._localise("crashed", current, data)
+            if data.get("faulthandler"):
+                frames = data["faulthandler"]
+                detail += "; innermost frame: " + frames[1 if len(frames) > 1 else 0]
+            if tail:
+                detail += "; stderr tail: " + tail[-800:]
+            self._record(checks.result_entry(current, self._group_of(current), "crashed",
+                                             time.monotonic() - started, detail, data))
+        elif self.plan is None:
+            self._startup_failure(worker, "the probe worker %s before reporting" % how, "crashed",
+                                  data, tail)
+
+    def _hello(self, message):
+        if self.hello is None:
+            self.hello = message
+        if self.plan is None:
+            self.plan = [(item[0], item[1]) for item in message["plan"]]
+            self.timeouts = dict((item[0], item[2]) for item in message["plan"]
+                                 if len(item) > 2 and item[2])
+
+    def _finishes(self, kind, message):
+        """Take in a message other than start/result; True when it ends the worker's run."""
+        if kind == "hello":
+            self._hello(message)
+        elif kind == "coverage":
+            self.exercised.update(message.get("exercised") or ())
+        elif kind == "done":
+            return True
+        elif kind == "fatal":
+            self.fatal = message.get("detail")
+            return True
+        elif kind == "usage":
+            self.usage_error = message.get("detail") or "invalid settings"
+            return True
+        return False
 
     def _startup_failure(self, worker, detail, status, data=None, tail=""):
         if tail:

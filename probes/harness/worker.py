@@ -223,6 +223,22 @@ def run_check(ctx, check, injected, tracing=None):
     return checks.result_entry(check.id, check.group, status, time.perf_counter() - started, detail, data)
 
 
+def _hello(torch, ctx, facts, planned, send_environment):
+    """The worker's first message: its plan and, when asked, the host's description and dispatcher coverage."""
+    hello = {"type": "hello", "plan": [[c.id, c.group, c.timeout] for c in planned]}
+    if send_environment:
+        hello["environment"] = facts["environment"]
+        hello["devices"] = facts["devices"]
+        try:
+            hello["backend_relevant"] = dispatcher.backend_relevant(torch)
+            if ctx.device is not None and ctx.privateuse1 and ctx.device_type == ctx.privateuse1:
+                lacking, fallback = dispatcher.own_kernels(torch, hello["backend_relevant"])
+                hello["without_own_kernel"], hello["backend_fallback"] = lacking, fallback
+        except Exception:  # a torch without the dispatcher queries: no coverage figure
+            pass
+    return hello
+
+
 def main(requested, groups, only=None, send_environment=True, options=None, trail_file=None, blocked_file=None,
          threads=None):
     stream = _protocol_stream()
@@ -243,18 +259,7 @@ def main(requested, groups, only=None, send_environment=True, options=None, trai
         return 2
     facts = detect.collect(ctx)
     planned = build_plan(ctx, facts, groups)
-    hello = {"type": "hello", "plan": [[c.id, c.group, c.timeout] for c in planned]}
-    if send_environment:
-        hello["environment"] = facts["environment"]
-        hello["devices"] = facts["devices"]
-        try:
-            hello["backend_relevant"] = dispatcher.backend_relevant(torch)
-            if ctx.device is not None and ctx.privateuse1 and ctx.device_type == ctx.privateuse1:
-                lacking, fallback = dispatcher.own_kernels(torch, hello["backend_relevant"])
-                hello["without_own_kernel"], hello["backend_fallback"] = lacking, fallback
-        except Exception:  # a torch without the dispatcher queries: no coverage figure
-            pass
-    _send(stream, hello)
+    _send(stream, _hello(torch, ctx, facts, planned, send_environment))
     tracing = Tracing(torch, trail_file, blocked_file, ctx.device_type if ctx.device is not None else None)
     for check in planned:
         if only is not None and check.id not in only:

@@ -112,6 +112,25 @@ def _op(entry: str, target: str) -> str:
     return target
 
 
+def _oom_capacity(entry: str, target: str) -> int:
+    if not target:
+        return OOM_CAPACITY
+    if target.isdigit() and int(target) > 0:
+        return int(target)
+    raise _bad(entry, "oom:BYTES needs a positive whole number of bytes")
+
+
+def _add_op_fault(plan: FaultPlan, entry: str, kind: str, target: str) -> None:
+    if kind == "wrong" and target.startswith("promotion:"):
+        plan.promotion_ops.append(_op(entry, target[len("promotion:"):]))
+    elif kind in OP_KINDS:
+        if not target:
+            raise _bad(entry, "%s needs an operator, e.g. %s:aten::mm" % (kind, kind))
+        plan.op_faults()[kind].append(_op(entry, target))
+    else:
+        raise _bad(entry, "unknown kind %r" % kind)
+
+
 def parse_faults(spec: Optional[str]) -> FaultPlan:
     """Parse the comma-separated fault list; raise ValueError naming the first bad entry."""
     plan = FaultPlan()
@@ -125,19 +144,8 @@ def parse_faults(spec: Optional[str]) -> FaultPlan:
                 raise _bad(entry, "%s takes no target" % kind)
             setattr(plan, kind, True)
         elif kind == "oom":
-            if not target:
-                plan.oom_capacity = OOM_CAPACITY
-            elif target.isdigit() and int(target) > 0:
-                plan.oom_capacity = int(target)
-            else:
-                raise _bad(entry, "oom:BYTES needs a positive whole number of bytes")
-        elif kind == "wrong" and target.startswith("promotion:"):
-            plan.promotion_ops.append(_op(entry, target[len("promotion:"):]))
-        elif kind in OP_KINDS:
-            if not target:
-                raise _bad(entry, "%s needs an operator, e.g. %s:aten::mm" % (kind, kind))
-            plan.op_faults()[kind].append(_op(entry, target))
+            plan.oom_capacity = _oom_capacity(entry, target)
         else:
-            raise _bad(entry, "unknown kind %r" % kind)
+            _add_op_fault(plan, entry, kind, target)
         plan.entries.append(entry)
     return plan

@@ -85,6 +85,11 @@ def select(catalogue: Dict[str, Any], target: str, kind: str) -> List[str]:
         chosen = [name for name in catalogue if family(name) == target]
     if chosen:
         return chosen
+    raise _unknown_target(every, target, kind)
+
+
+def _unknown_target(every: List[str], target: str, kind: str) -> ValueError:
+    """The error for a fault target naming no refdev kernel: a composite op, or no operator at all."""
     known = target in every or any(family(n) == target for n in every)
     if known:
         why = (
@@ -93,7 +98,7 @@ def select(catalogue: Dict[str, Any], target: str, kind: str) -> List[str]:
         )
     else:
         why = "is not an operator in torch %s" % torch.__version__
-    raise ValueError("bad refdev fault '%s:%s': %s %s; %s" % (kind, target, target, why, USAGE))
+    return ValueError("bad refdev fault '%s:%s': %s %s; %s" % (kind, target, target, why, USAGE))
 
 
 class KernelSet:
@@ -335,20 +340,36 @@ def _number_dtype(value: Any, others: List[Any]) -> Any:
     if isinstance(value, bool):
         return torch.bool
     if isinstance(value, int):
-        return like if like is not None and not like.is_floating_point and not like.is_complex and \
-            like != torch.bool and not dimensioned else torch.int64
+        return _int_dtype(like, dimensioned)
     if isinstance(value, float):
-        if like is not None and (like.is_floating_point or like.is_complex):
-            return torch.float64 if dimensioned else (like if like.is_floating_point else torch.float64)
-        return torch.get_default_dtype()
+        return _float_dtype(like, dimensioned)
+    return _complex_dtype(like, dimensioned)
+
+
+def _int_dtype(like: Any, dimensioned: bool) -> Any:
+    return like if like is not None and not like.is_floating_point and not like.is_complex and \
+        like != torch.bool and not dimensioned else torch.int64
+
+
+def _float_dtype(like: Any, dimensioned: bool) -> Any:
+    if like is not None and (like.is_floating_point or like.is_complex):
+        return torch.float64 if dimensioned else (like if like.is_floating_point else torch.float64)
+    return torch.get_default_dtype()
+
+
+def _complex_dtype(like: Any, dimensioned: bool) -> Any:
     if like is not None and like.is_complex:
         return torch.complex128 if dimensioned else like
     return torch.complex128 if torch.get_default_dtype() == torch.float64 else torch.complex64
 
 
+def _has_number(args: Any, kwargs: Any, positions: Tuple[int, ...], names: Tuple[str, ...]) -> bool:
+    return any(isinstance(args[i], _NUMBERS) for i in positions if i < len(args)) or \
+        any(isinstance(kwargs.get(n), _NUMBERS) for n in names)
+
+
 def _unwrapped_numbers(args: Any, kwargs: Any, positions: Tuple[int, ...], names: Tuple[str, ...]) -> Any:
-    if not any(isinstance(args[i], _NUMBERS) for i in positions if i < len(args)) and \
-            not any(isinstance(kwargs.get(n), _NUMBERS) for n in names):
+    if not _has_number(args, kwargs, positions, names):
         return args, kwargs
     tensors = [a for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor)]
     args = tuple(torch.tensor(a, dtype=_number_dtype(a, tensors)) if i in positions and isinstance(a, _NUMBERS) else a

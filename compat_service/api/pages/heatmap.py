@@ -95,16 +95,12 @@ def _kept(counts: dict[str, int], listed: set[str], cap: int) -> set[str]:
     return (listed & counts.keys()) | set(others[:cap])
 
 
-def build_heatmap(
-    cells: Sequence[MatrixCell] | Sequence[Any], variant_labels: list[str], state: dict[str, str],
-    *, max_observed_rows: int = MAX_OBSERVED_ROWS, max_observed_columns: int = MAX_OBSERVED_COLUMNS,
-) -> Heatmap:
-    """Squares for ``cells`` (already filtered by Python, platform and status); ``state`` holds the
-    validated filters (the squares link to them). Releases and builds only reports name are capped."""
-    family = state.get("family")
+def _tally(
+    cells: Sequence[MatrixCell] | Sequence[Any], family: str | None, listed_versions: set[str], listed_builds: set[str]
+) -> tuple[dict[tuple[str, str], dict[str, int]], dict[str, int], dict[tuple[str, str], int]]:
+    """({square: {status: cells}}, {release: reports}, {square: reports}) over the cells of ``family``; the
+    releases and builds the matrix lists (declared cells) are added to ``listed_versions`` / ``listed_builds``."""
     by_square: dict[tuple[str, str], dict[str, int]] = {}
-    listed_versions: set[str] = set()
-    listed_builds = set(variant_labels)
     reports_by_version: dict[str, int] = {}
     reports_by_square: dict[tuple[str, str], int] = {}
     for cell in cells:
@@ -119,20 +115,22 @@ def build_heatmap(
         square = (cell.torch_version, build)
         reports_by_version[cell.torch_version] = reports_by_version.get(cell.torch_version, 0) + cell.reports
         reports_by_square[square] = reports_by_square.get(square, 0) + cell.reports
-    kept_versions = _kept(reports_by_version, listed_versions, max_observed_rows)
-    # the builds of the kept releases only: a column of squares all left off would show nothing
+    return by_square, reports_by_version, reports_by_square
+
+
+def _reports_by_build(reports_by_square: dict[tuple[str, str], int], kept_versions: set[str]) -> dict[str, int]:
+    """Reports per build, counting the kept releases' squares only."""
     reports_by_build: dict[str, int] = {}
-    for version, build in by_square:
+    for (version, build), reports in reports_by_square.items():
         if version in kept_versions:
-            reports_by_build[build] = reports_by_build.get(build, 0) + reports_by_square[(version, build)]
-    kept_builds = _kept(reports_by_build, listed_builds, max_observed_columns)
-    all_builds = {b for _, b in by_square}
-    hidden = 0
-    for key in [k for k in by_square if k[0] not in kept_versions or k[1] not in kept_builds]:
-        hidden += sum(by_square.pop(key).values())
-    builds = {b for _, b in by_square}
-    columns = [label for label in variant_labels if label in builds]
-    columns += sorted(builds - set(columns))
+            reports_by_build[build] = reports_by_build.get(build, 0) + reports
+    return reports_by_build
+
+
+def _square_rows(
+    by_square: dict[tuple[str, str], dict[str, int]], columns: list[str], state: dict[str, str]
+) -> list[tuple[str, list[Square]]]:
+    """One row of squares per release, newest first, one square per column."""
     versions = sorted({t for t, _ in by_square}, key=_version_key, reverse=True)
     rows = []
     for version in versions:
@@ -142,6 +140,31 @@ def build_heatmap(
             href = matrix_url(state, torch=version, build=build) + "#evidence" if counts else ""
             squares.append(Square(torch=version, build=build, counts=counts, href=href))
         rows.append((version, squares))
+    return rows
+
+
+def build_heatmap(
+    cells: Sequence[MatrixCell] | Sequence[Any], variant_labels: list[str], state: dict[str, str],
+    *, max_observed_rows: int = MAX_OBSERVED_ROWS, max_observed_columns: int = MAX_OBSERVED_COLUMNS,
+) -> Heatmap:
+    """Squares for ``cells`` (already filtered by Python, platform and status); ``state`` holds the
+    validated filters (the squares link to them). Releases and builds only reports name are capped."""
+    listed_versions: set[str] = set()
+    listed_builds = set(variant_labels)
+    by_square, reports_by_version, reports_by_square = _tally(cells, state.get("family"), listed_versions,
+                                                              listed_builds)
+    kept_versions = _kept(reports_by_version, listed_versions, max_observed_rows)
+    # the builds of the kept releases only: a column of squares all left off would show nothing
+    reports_by_build = _reports_by_build(reports_by_square, kept_versions)
+    kept_builds = _kept(reports_by_build, listed_builds, max_observed_columns)
+    all_builds = {b for _, b in by_square}
+    hidden = 0
+    for key in [k for k in by_square if k[0] not in kept_versions or k[1] not in kept_builds]:
+        hidden += sum(by_square.pop(key).values())
+    builds = {b for _, b in by_square}
+    columns = [label for label in variant_labels if label in builds]
+    columns += sorted(builds - set(columns))
+    rows = _square_rows(by_square, columns, state)
     total = sum(sum(counts.values()) for counts in by_square.values())
     return Heatmap(
         columns=columns, rows=rows, cells=total, hidden_cells=hidden,

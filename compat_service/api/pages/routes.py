@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -153,6 +153,62 @@ def _matrix_filters(
     return filters, problems
 
 
+def _row_filter(filters: dict[str, str]) -> MatrixFilter:
+    """The rows a page's validated filters keep (its platform is an os-arch pair)."""
+    platform = filters.get("platform")
+    return MatrixFilter(
+        python=filters.get("python"),
+        os=platform.split("-", 1)[0] if platform else None,
+        arch=platform.split("-", 1)[1] if platform else None,
+        status=filters.get("status"),
+    )
+
+
+def _missing_square(heat: Any, torch: str | None, build: str | None) -> NotFoundError | None:
+    """The error for a selected torch or build the heatmap has no square for; None when it has."""
+    if (torch and not any(v == torch for v, _ in heat.rows)) or (build and build not in heat.columns):
+        what = " ".join(f"{n} {v[:40]!r}" for n, v in (("torch", torch), ("build", build)) if v)
+        return NotFoundError(
+            f"the matrix page has no square for {what}",
+            hint="open a square of the heatmap; GET /v1/matrix lists every cell, observed ones included",
+        )
+    return None
+
+
+async def _cached_heatmap(
+    request: Request, matrix: MatrixSnapshot, filters: dict[str, str], read_rows: Callable[[], list[Any]]
+) -> Any:
+    labels = [v.label for v in matrix.data.build_variants.variants]
+    # a heatmap is a pure function of the load, the stored evidence and the validated filters: cached per
+    # worker (bounded by entries and by bytes)
+    stamp = service_reads.evidence_stamp(request.app)
+    key = ("matrix-page", matrix.content_hash, stamp, tuple(sorted(filters.items())))
+    cache = _page_cache(request)
+    heat = cache.get(key)
+    if heat is None:
+        cells = await run_in_threadpool(read_rows)
+        heat = heatmap.build_heatmap(cells, labels, filters)
+        cache.put(key, heat)
+    return heat
+
+
+def _page_state(filters: dict[str, str], torch: str | None, build: str | None) -> dict[str, str]:
+    """The page's query state: its filters and the selected square."""
+    return {**filters, **({"torch": torch} if torch else {}), **({"build": build} if build else {})}
+
+
+async def _square_cells(
+    read: Callable[[MatrixFilter], list[Any]], flt: MatrixFilter, state: dict[str, str], torch: str | None,
+    build: str | None
+) -> list[Any]:
+    """The cells of the selected square (a torch and a build), under the page's filters; none unselected."""
+    if not (torch and build):
+        return []
+    square = MatrixFilter(torch=torch, build=None if build == "unknown" else build, python=flt.python,
+                          os=flt.os, arch=flt.arch, status=flt.status)
+    return heatmap.square_cells(await run_in_threadpool(read, square), state)
+
+
 @router.get("/matrix", response_class=HTMLResponse)
 async def matrix_page(request: Request) -> Response:
     matrix = await get_matrix(request)
@@ -160,13 +216,7 @@ async def matrix_page(request: Request) -> Response:
     pythons = selector.choices(data)["pythons"]
     families = sorted({v.family for v in data.build_variants.variants})
     filters, problems = _matrix_filters(request, families, pythons)
-    platform = filters.get("platform")
-    flt = MatrixFilter(
-        python=filters.get("python"),
-        os=platform.split("-", 1)[0] if platform else None,
-        arch=platform.split("-", 1)[1] if platform else None,
-        status=filters.get("status"),
-    )
+    flt = _row_filter(filters)
 
     def read(flt: MatrixFilter, *, models: bool = True) -> list[Any]:
         # the rows GET /v1/matrix keeps for this load and evidence (assembled once per worker); the heatmap
@@ -175,32 +225,14 @@ async def matrix_page(request: Request) -> Response:
             rows = service_reads.current_rows(request.app, session, matrix)
             return [cell_of(r) if models else r for r in rows.select(flt)]
 
-    labels = [v.label for v in data.build_variants.variants]
-    # a heatmap is a pure function of the load, the stored evidence and the validated filters: cached per
-    # worker (bounded by entries and by bytes)
-    stamp = service_reads.evidence_stamp(request.app)
-    key = ("matrix-page", matrix.content_hash, stamp, tuple(sorted(filters.items())))
-    cache = _page_cache(request)
-    heat = cache.get(key)
-    if heat is None:
-        cells = await run_in_threadpool(partial(read, flt, models=False))
-        heat = heatmap.build_heatmap(cells, labels, filters)
-        cache.put(key, heat)
+    heat = await _cached_heatmap(request, matrix, filters, partial(read, flt, models=False))
     q = request.query_params
     torch, build = q.get("torch", "").strip() or None, q.get("build", "").strip() or None
-    if (torch and not any(v == torch for v, _ in heat.rows)) or (build and build not in heat.columns):
-        what = " ".join(f"{n} {v[:40]!r}" for n, v in (("torch", torch), ("build", build)) if v)
-        missing = NotFoundError(
-            f"the matrix page has no square for {what}",
-            hint="open a square of the heatmap; GET /v1/matrix lists every cell, observed ones included",
-        )
+    missing = _missing_square(heat, torch, build)
+    if missing is not None:
         return _error_page(request, "Matrix", refusal(missing))
-    state = {**filters, **({"torch": torch} if torch else {}), **({"build": build} if build else {})}
-    selected = []
-    if torch and build:
-        square = MatrixFilter(torch=torch, build=None if build == "unknown" else build, python=flt.python,
-                              os=flt.os, arch=flt.arch, status=flt.status)
-        selected = heatmap.square_cells(await run_in_threadpool(read, square), state)
+    state = _page_state(filters, torch, build)
+    selected = await _square_cells(read, flt, state, torch, build)
     with_reports = [c for c in selected if c.reports][:MAX_EVIDENCE_CELLS]
     token = bearer_secret(request.headers.get("authorization"))
     evidence = await run_in_threadpool(_evidence, request.app, token, matrix, with_reports)

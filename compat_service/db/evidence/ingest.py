@@ -240,20 +240,27 @@ def ingest_prepared(
     over_quota: dict[str, ReportStorageQuotaError] = {}
     with sqlite_write_gate(_engine_of(session)):
         stored = _store(session, batch, now, rows, refused, over_quota)
-    results: list[IngestResult | AccelenvError] = []
-    for p in prepared:
-        report_id = p.report_id
-        if report_id in refused:
-            results.append(_revoked())
-        elif report_id in over_quota:
-            results.append(over_quota[report_id])
-        elif report_id not in stored and first[report_id] is p:
-            results.append(IngestResult(report_id=report_id, created=True, key=p.key))
-        elif stored.get(report_id, first[report_id].report_row["body_sha256"]) != p.report_row["body_sha256"]:
-            results.append(_conflict(report_id))
-        else:
-            results.append(IngestResult(report_id=report_id, created=False, key=p.key))
-    return results
+    return [_result(p, first, stored, refused, over_quota) for p in prepared]
+
+
+def _result(
+    p: PreparedReport,
+    first: dict[str, PreparedReport],
+    stored: dict[str, str],
+    refused: set[str],
+    over_quota: dict[str, ReportStorageQuotaError],
+) -> IngestResult | AccelenvError:
+    """What ``ingest_prepared`` answers for one report of the batch."""
+    report_id = p.report_id
+    if report_id in refused:
+        return _revoked()
+    if report_id in over_quota:
+        return over_quota[report_id]
+    if report_id not in stored and first[report_id] is p:
+        return IngestResult(report_id=report_id, created=True, key=p.key)
+    if stored.get(report_id, first[report_id].report_row["body_sha256"]) != p.report_row["body_sha256"]:
+        return _conflict(report_id)
+    return IngestResult(report_id=report_id, created=False, key=p.key)
 
 
 _cell_ids: weakref.WeakKeyDictionary[Engine, dict[str, int]] = weakref.WeakKeyDictionary()
@@ -329,6 +336,77 @@ def _store_cached(
         return _store_once(session, batch, now, {}, known, check_rows, refused)
 
 
+def _live_reports(
+    conn: sa.Connection, sql: _Statements, batch: list[PreparedReport], refused: set[str]
+) -> list[PreparedReport] | None:
+    """The batch less the reports whose token is gone (their ids added to ``refused``); None when none is left."""
+    submitters = sorted({p.submitter for p in batch} - {0})
+    if not submitters:
+        return batch
+    live = set(conn.execute(sql.live_tokens, {"tids": submitters}).scalars())
+    if len(live) < len(submitters):
+        refused.update(p.report_id for p in batch if p.submitter and p.submitter not in live)
+        batch = [p for p in batch if p.report_id not in refused]
+        if not batch:
+            return None
+    return batch
+
+
+def _insert_cells(
+    conn: sa.Connection, sql: _Statements, batch: list[PreparedReport], now: dt.datetime, cell_ids: dict[str, int]
+) -> set[int]:
+    """Add each of the batch's cells not in ``cell_ids`` (in digest order) to it; the ids of the cells created."""
+    new_cells: set[int] = set()
+    for p in sorted({p.digest: p for p in batch}.values(), key=lambda p: p.digest):
+        if p.digest in cell_ids:
+            continue
+        key = p.key.model_dump()
+        cell_id = conn.execute(
+            sql.cell_insert, {"key_hash": p.digest, "first_seen": now, "last_seen": now, **key}
+        ).scalar()
+        if cell_id is None:
+            cell_id = conn.execute(sql.cell_id, {"digest": p.digest}).scalar_one()
+        else:
+            new_cells.add(cell_id)
+        cell_ids[p.digest] = cell_id
+    return new_cells
+
+
+def _insert_reports(
+    conn: sa.Connection, sql: _Statements, batch: list[PreparedReport], cell_ids: dict[str, int]
+) -> tuple[list[PreparedReport], dict[str, str]]:
+    """(the reports inserted, {report id: stored sha} of those stored already), in report id order."""
+    # all reports in one multi-row INSERT (SQLAlchemy's insertmanyvalues), RETURNING those it inserted
+    in_order = sorted(batch, key=lambda p: p.report_id)
+    report_rows = [{**p.report_row, "cell_id": cell_ids[p.digest]} for p in in_order]
+    inserted = set(conn.execute(sql.report_insert, report_rows).scalars())
+    created = [p for p in in_order if p.report_id in inserted]
+    already = [p.report_id for p in in_order if p.report_id not in inserted]
+    stored: dict[str, str] = dict(conn.execute(sql.stored_sha, {"rids": already}).all()) if already else {}
+    return created, stored
+
+
+def _count_created(
+    conn: sa.Connection,
+    sql: _Statements,
+    cell_ids: dict[str, int],
+    created: list[PreparedReport],
+    now: dt.datetime,
+    check_rows: dict[str, _CellRows],
+    new_cells: set[int],
+) -> None:
+    """Charge the created reports to their tokens, add them to the counters and observations, and drop the
+    cells this batch created for none of them."""
+    _charge(conn, sql, created)
+    _add_evidence(conn, sql, cell_ids, created, now, check_rows)
+    insert_observations(
+        conn, [observation_row(p.observation, p.report_row["received_at"]) for p in created if p.observation]
+    )
+    # a cell this batch created for reports that were all stored already: drop it, as a rollback would
+    for cell_id in new_cells - {cell_ids[p.digest] for p in created}:
+        conn.execute(sa.delete(_CELL).where(_CELL.c.id == cell_id))
+
+
 def _store_once(
     session: Session,
     batch: list[PreparedReport],
@@ -347,46 +425,16 @@ def _store_once(
         # Core statements on the session's connection: plain INSERT/UPDATE semantics, no ORM bookkeeping.
         conn = session.connection()
         sql = _statements(conn.dialect.name)
-        submitters = sorted({p.submitter for p in batch} - {0})
-        if submitters:
-            live = set(conn.execute(sql.live_tokens, {"tids": submitters}).scalars())
-            if len(live) < len(submitters):
-                refused.update(p.report_id for p in batch if p.submitter and p.submitter not in live)
-                batch = [p for p in batch if p.report_id not in refused]
-                if not batch:
-                    session.rollback()
-                    return {}
-        new_cells: set[int] = set()
-        for p in sorted({p.digest: p for p in batch}.values(), key=lambda p: p.digest):
-            if p.digest in cell_ids:
-                continue
-            key = p.key.model_dump()
-            cell_id = conn.execute(
-                sql.cell_insert, {"key_hash": p.digest, "first_seen": now, "last_seen": now, **key}
-            ).scalar()
-            if cell_id is None:
-                cell_id = conn.execute(sql.cell_id, {"digest": p.digest}).scalar_one()
-            else:
-                new_cells.add(cell_id)
-            cell_ids[p.digest] = cell_id
-        # all reports in one multi-row INSERT (SQLAlchemy's insertmanyvalues), RETURNING those it inserted
-        in_order = sorted(batch, key=lambda p: p.report_id)
-        report_rows = [{**p.report_row, "cell_id": cell_ids[p.digest]} for p in in_order]
-        inserted = set(conn.execute(sql.report_insert, report_rows).scalars())
-        created = [p for p in in_order if p.report_id in inserted]
-        already = [p.report_id for p in in_order if p.report_id not in inserted]
-        stored: dict[str, str] = dict(conn.execute(sql.stored_sha, {"rids": already}).all()) if already else {}
+        live = _live_reports(conn, sql, batch, refused)
+        if live is None:
+            session.rollback()
+            return {}
+        new_cells = _insert_cells(conn, sql, live, now, cell_ids)
+        created, stored = _insert_reports(conn, sql, live, cell_ids)
         if not created:
             session.rollback()  # nothing new: leave no cell row behind either
             return stored
-        _charge(conn, sql, created)
-        _add_evidence(conn, sql, cell_ids, created, now, check_rows)
-        insert_observations(
-            conn, [observation_row(p.observation, p.report_row["received_at"]) for p in created if p.observation]
-        )
-        # a cell this batch created for reports that were all stored already: drop it, as a rollback would
-        for cell_id in new_cells - {cell_ids[p.digest] for p in created}:
-            conn.execute(sa.delete(_CELL).where(_CELL.c.id == cell_id))
+        _count_created(conn, sql, cell_ids, created, now, check_rows, new_cells)
         session.commit()
         for p in created:
             known[p.digest] = cell_ids[p.digest]
@@ -402,13 +450,19 @@ def _store_once(
     return stored
 
 
-def _charge(conn: sa.Connection, sql: _Statements, created: list[PreparedReport]) -> None:
-    """Add the created reports to their tokens' storage, token by token in id order; raise _OverQuota
-    naming every report of each token the batch would take past its quota."""
+def _by_token(created: list[PreparedReport]) -> dict[int, list[PreparedReport]]:
+    """The reports sent with a token, by the token's id."""
     by_token: dict[int, list[PreparedReport]] = {}
     for p in created:
         if p.submitter:
             by_token.setdefault(p.submitter, []).append(p)
+    return by_token
+
+
+def _charge(conn: sa.Connection, sql: _Statements, created: list[PreparedReport]) -> None:
+    """Add the created reports to their tokens' storage, token by token in id order; raise _OverQuota
+    naming every report of each token the batch would take past its quota."""
+    by_token = _by_token(created)
     over: dict[str, ReportStorageQuotaError] = {}
     for token_id in sorted(by_token):
         reports = by_token[token_id]
@@ -453,16 +507,7 @@ def _add_evidence(
     by_host = [(cell_ids[p.digest], p.report_row["host_fingerprint"], p.verdict.passed) for p in created]
     new_hosts = _add_tally(conn, sql.host_upsert, "host_fingerprint", by_host, now)
     for cell_id, reports in sorted(by_cell.items()):
-        cell_rows = precomputed[reports[0].digest]
-        rows = cell_rows.rows if cell_rows.reports == len(reports) else check_rows(reports)
-        if not rows:
-            continue
-        # one shard per cell and batch (the first report's): each (cell, check) row is written once
-        shard = int(reports[0].report_id.replace("-", ""), 16) % CHECK_SHARDS
-        if sql.check_upsert_many:
-            conn.exec_driver_sql(sql.check_upsert, [(cell_id, shard, *row) for row in rows])
-        else:
-            conn.execute(sql.check_upsert, {"cell_id": cell_id, "shard": shard, "rows": json.dumps(rows)})
+        _add_checks(conn, sql, cell_id, reports, precomputed)
     for cell_id, reports in sorted(by_cell.items()):
         updated = conn.execute(
             sql.cell_update,
@@ -482,15 +527,37 @@ def _add_evidence(
         )
         if updated.rowcount != 1:
             raise _StaleCellId
-        with_perf = [p for p in reports if p.perf is not None]
-        if with_perf:  # the newest report's figures; an older one arriving later leaves them
-            newest = max(with_perf, key=lambda p: p.report_row["created_at"])
-            at = newest.report_row["created_at"]
-            conn.execute(
-                sa.update(_CELL)
-                .where(_CELL.c.id == cell_id, sa.or_(_CELL.c.perf_at.is_(None), _CELL.c.perf_at <= at))
-                .values(perf=newest.perf, perf_at=at)
-            )
+        _set_perf(conn, cell_id, reports)
+
+
+def _add_checks(
+    conn: sa.Connection, sql: _Statements, cell_id: int, reports: list[PreparedReport],
+    precomputed: dict[str, _CellRows],
+) -> None:
+    """Add one cell's created reports to its check counters."""
+    cell_rows = precomputed[reports[0].digest]
+    rows = cell_rows.rows if cell_rows.reports == len(reports) else check_rows(reports)
+    if not rows:
+        return
+    # one shard per cell and batch (the first report's): each (cell, check) row is written once
+    shard = int(reports[0].report_id.replace("-", ""), 16) % CHECK_SHARDS
+    if sql.check_upsert_many:
+        conn.exec_driver_sql(sql.check_upsert, [(cell_id, shard, *row) for row in rows])
+    else:
+        conn.execute(sql.check_upsert, {"cell_id": cell_id, "shard": shard, "rows": json.dumps(rows)})
+
+
+def _set_perf(conn: sa.Connection, cell_id: int, reports: list[PreparedReport]) -> None:
+    """The cell's perf figures: the newest report's; an older one arriving later leaves them."""
+    with_perf = [p for p in reports if p.perf is not None]
+    if with_perf:
+        newest = max(with_perf, key=lambda p: p.report_row["created_at"])
+        at = newest.report_row["created_at"]
+        conn.execute(
+            sa.update(_CELL)
+            .where(_CELL.c.id == cell_id, sa.or_(_CELL.c.perf_at.is_(None), _CELL.c.perf_at <= at))
+            .values(perf=newest.perf, perf_at=at)
+        )
 
 
 def _add_tally(
