@@ -248,9 +248,7 @@ def run_resolve(
         else:
             resolution = resolve(request, load_matrix_cached(data_dir), evidence)
     if note is not None:
-        import dataclasses
-
-        resolution = dataclasses.replace(resolution, warnings=(note, *resolution.warnings))
+        resolution = resolution.changed(warnings=(note, *resolution.warnings))
     text = render(resolution, fmt)
     if explain_variants is not None:
         from cli.variants_cmd import explain_for_resolution

@@ -58,7 +58,7 @@ def test_memos_change_no_answer() -> None:
 
 
 def test_the_minors_the_nearest_torch_search_skips_do_not_resolve() -> None:
-    """`minors_past_first_stages` (platform, Python, backend, --gpu-arch and driver stages) only leaves out minors
+    """`minors_past_first_stages` (every stage but the companions) only leaves out minors
     the stages refuse (the search skips them unresolved),
     and keeps the ones that resolve: checked against `run` itself."""
     from compat_service.domain.resolver.conflict import Conflict

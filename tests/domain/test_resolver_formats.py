@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import shlex
 from typing import Any
@@ -21,7 +20,6 @@ from compat_service.domain.resolver.resolution import (
     HostRequirement,
     Resolution,
     StackPin,
-    made_resolution,
     resolution_from_json,
     resolution_to_json,
 )
@@ -65,8 +63,7 @@ def test_orjson_writes_the_rows_as_the_plain_json_form(res: Resolution) -> None:
     """The service writes `resolution_to_json(res, for_orjson=True)` (its rows the dataclasses themselves) with
     orjson: the bytes must be those of the plain form, every kind of row included."""
     assert orjson.dumps(resolution_to_json(res, for_orjson=True)) == orjson.dumps(resolution_to_json(res))
-    full = dataclasses.replace(
-        res,
+    full = res.changed(
         stack=(StackPin("vllm", "0.15.1", "url", "pins torch", ("vllm-src",), "https://example.org/w.whl", True),),
         requirements=(*res.requirements, HostRequirement("cann", None, "Ascend CANN")),
         evidence={"status": "verified", "hosts": 3, "detail": None},
@@ -76,14 +73,21 @@ def test_orjson_writes_the_rows_as_the_plain_json_form(res: Resolution) -> None:
     assert orjson.dumps(resolution_to_json(full, for_orjson=True)) == orjson.dumps(resolution_to_json(full))
 
 
-def test_made_resolutions_equal_dataclass_built_ones(res: Resolution) -> None:
-    """The resolver makes its answers with `made_resolution` (no __init__): every field there, defaults too."""
-    values = {f.name: getattr(res, f.name) for f in dataclasses.fields(Resolution)}
-    assert made_resolution(**values) == Resolution(**values) == res
-    assert dataclasses.asdict(res) == dataclasses.asdict(Resolution(**values))
-    required = {f.name: values[f.name] for f in dataclasses.fields(Resolution)
-                if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING}
-    assert made_resolution(**required) == Resolution(**required)
+def test_changed_resolutions_hold_every_field(res: Resolution) -> None:
+    """`Resolution.changed` copies every field and changes the named ones; equal answers are equal and hash
+    alike; the fields left out of the constructor take their defaults."""
+    values = res.fields()
+    assert Resolution(**values) == res.changed() == res and hash(res.changed()) == hash(res)
+    warned = res.changed(warnings=("w",))
+    assert warned.warnings == ("w",) and warned != res
+    assert {k: v for k, v in warned.fields().items() if k != "warnings"} == {
+        k: v for k, v in values.items() if k != "warnings"
+    }
+    required = dict(list(values.items())[:10])
+    assert Resolution(**required).fields() == required | {
+        "requirements": (), "reasons": (), "warnings": (), "evidence": None, "unknowns": (), "no_deps": (),
+        "stack": (),
+    }
 
 
 def test_pip_commands_install_exactly_the_pins(res: Resolution) -> None:

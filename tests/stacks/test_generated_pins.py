@@ -9,8 +9,6 @@ package's binaries go with).
 
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
 from packaging.specifiers import SpecifierSet
 
@@ -67,7 +65,7 @@ def _torch_alone_refused(request: ResolveRequest, torch_pin: str | None) -> str 
     """The error code of the torch resolver for the pinned torch alone on the request's target, or None."""
     if not torch_pin:
         return None
-    alone = dataclasses.replace(request, stack=(), torch=TorchSpec(torch_pin.split("+")[0], "exact"))
+    alone = request.changed(stack=(), torch=TorchSpec(torch_pin.split("+")[0], "exact"))
     try:
         resolve(alone, MATRIX)
     except AccelenvError as exc:

@@ -91,8 +91,8 @@ def test_the_listing_command_writes_the_package_requirements_but_the_held_ones(n
     from importlib.metadata import requires
 
     pin = dataclasses.replace(no_deps.stack[0], name="httpx", no_deps=True)
-    res = dataclasses.replace(no_deps, stack=(pin,),
-                              packages=(*no_deps.packages, dataclasses.replace(no_deps.packages[0], name="anyio")))
+    res = no_deps.changed(stack=(pin,),
+                          packages=(*no_deps.packages, dataclasses.replace(no_deps.packages[0], name="anyio")))
     listing = next(c for c in pip_commands(res) if c.endswith("> httpx-requirements.txt"))
     command = listing.replace("python -c", f"{shlex.quote(sys.executable)} -c", 1)
     subprocess.run(["bash", "-c", command], cwd=tmp_path, check=True, timeout=60)

@@ -221,8 +221,7 @@ def in_page_words(res: Resolution) -> Resolution:
     def say(text: str) -> str:
         return flag_wording(text, PAGE_WORDS)
 
-    return replace(
-        res,
+    return res.changed(
         warnings=tuple(say(w) for w in res.warnings),
         unknowns=tuple(say(u) for u in res.unknowns),
         reasons=tuple(replace(r, detail=say(r.detail)) for r in res.reasons),

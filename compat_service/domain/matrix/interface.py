@@ -182,6 +182,7 @@ class InMemoryMatrix:
         self._on_platform: dict[tuple[str, str], tuple[VariantAvailability, ...]] = {}
         self._pythons: dict[tuple[str, str], list[str]] = {}
         self._default_toolkits: dict[tuple[str, str], dict[str, str]] = {}
+        self._wheel_floor_memo: dict[tuple[str, str, str], WheelFloor | None] = {}
         self._memo = MemoStore()
 
     @property
@@ -190,7 +191,7 @@ class InMemoryMatrix:
 
     def cache_size(self) -> int:
         """Entries held by every cache of this matrix (tests check distinct requests do not grow it)."""
-        own = (self._on_platform, self._pythons, self._default_toolkits, self._arch_memo)
+        own = (self._on_platform, self._pythons, self._default_toolkits, self._arch_memo, self._wheel_floor_memo)
         return self._memo.size() + sum(len(table) for table in own)
 
     def variants_on_platform(self, minor: TorchMinor, version: str, platform: str) -> tuple[VariantAvailability, ...]:
@@ -333,17 +334,20 @@ class InMemoryMatrix:
         ]
 
     def wheel_floor(self, torch_version: str, label: str, platform: str) -> WheelFloor | None:
-        return next(
-            (
-                row
-                for spec, row in self._wheel_floors
-                if label in row.variants
-                and platform in row.platforms
-                and spec is not None
-                and spec.contains(torch_version, prereleases=True)
-            ),
-            None,
-        )
+        key = (torch_version, label, platform)
+        if key not in self._wheel_floor_memo:  # the resolver asks it for every answer
+            self._wheel_floor_memo[key] = next(
+                (
+                    row
+                    for spec, row in self._wheel_floors
+                    if label in row.variants
+                    and platform in row.platforms
+                    and spec is not None
+                    and spec.contains(torch_version, prereleases=True)
+                ),
+                None,
+            )
+        return self._wheel_floor_memo[key]
 
 
 def _arch_key(arch: str) -> tuple[bool, int, str]:

@@ -16,7 +16,7 @@ from compat_service.domain.hardware_rules import (
 from compat_service.domain.json_types import JsonObject
 from compat_service.domain.matrix.memo import MatrixMemo
 from compat_service.domain.matrix.rows import AscendNpuRow, CambriconMluRow
-from compat_service.domain.resolver.resolution import HostRequirement, Pin, Reason, Resolution, made_resolution
+from compat_service.domain.resolver.resolution import HostRequirement, Pin, Reason, Resolution
 from compat_service.domain.resolver.state import Candidate, ResolverState
 from compat_service.domain.resolver.vendor_rules import rocm_fit_reason, xpu_prerequisites
 from compat_service.domain.resolver.wheel_tags import describes_host, floor_needed, full_python, host_words
@@ -47,7 +47,7 @@ _DRIVER_NOTES: MatrixMemo[
 def build_resolution(
     state: ResolverState, minor: TorchMinor, patch: TorchPatch, python: str, c: Candidate
 ) -> Resolution:
-    r = state.r
+    r = state.request
     version = patch.version
     reasons: list[Reason] = [Reason("torch", _torch_detail(state, version), tuple(patch.release_date_source))]
     warnings = state.warnings
@@ -74,7 +74,7 @@ def build_resolution(
     reasons.extend(tail.reasons)
     warnings.extend(tail.warnings)
     evidence = _evidence(state, version, c.label, python, reasons)
-    return made_resolution(
+    return Resolution(
         torch_version=version,
         backend=c.label,
         family=state.family,
@@ -98,7 +98,7 @@ def _torch_detail(state: ResolverState, version: str) -> str:
     """The torch reason: the patch chosen, and the newer ones skipped (six named)."""
     here = cached_version(version)
     skipped = [(v, why) for v, why in state.skipped if cached_version(v) > here]
-    detail = f"torch {version}: newest patch matching --torch {state.r.torch.text} that meets every constraint"
+    detail = f"torch {version}: newest patch matching --torch {state.request.torch.text} that meets every constraint"
     if skipped:
         detail += "; skipped newer: " + ", ".join(f"{v} ({why})" for v, why in skipped[:6])
         if len(skipped) > 6:
@@ -109,8 +109,8 @@ def _torch_detail(state: ResolverState, version: str) -> str:
 def _cached_head(
     state: ResolverState, minor: TorchMinor, patch: TorchPatch, python: str, c: Candidate
 ) -> tuple[tuple[Reason, ...], tuple[str, ...]]:
-    r = state.r
-    heads = _HEADS.table(state.m)
+    r = state.request
+    heads = _HEADS.table(state.matrix)
     key = (
         patch.version, python, r.platform, c.label, state.family, r.backend.kind, r.python is None, r.arch_defaulted,
     )
@@ -121,8 +121,8 @@ def _cached_head(
 
 
 def _cached_tail(state: ResolverState, minor: TorchMinor, patch: TorchPatch, python: str, c: Candidate) -> _Tail:
-    r = state.r
-    tails = _TAILS.table(state.m)
+    r = state.request
+    tails = _TAILS.table(state.matrix)
     key = (patch.version, python, r.platform, c.label, state.family, r.with_, _plugin_position(state, c))
     tail = tails.get(key)
     if tail is None:
@@ -135,14 +135,14 @@ def _plugin_position(state: ResolverState, c: Candidate) -> int | None:
     answers); None without a plugin."""
     if c.plugin_row is None:
         return None
-    return list(getattr(state.m, PLUGINS[state.family].table)()).index(c.plugin_row)
+    return list(getattr(state.matrix, PLUGINS[state.family].table)()).index(c.plugin_row)
 
 
 def _head(
     state: ResolverState, minor: TorchMinor, patch: TorchPatch, python: str, c: Candidate
 ) -> tuple[tuple[Reason, ...], tuple[str, ...]]:
     """The Python and build reasons, and the warnings about the release's data and the chosen Python."""
-    r = state.r
+    r = state.request
     version = patch.version
     warnings = _head_warnings(state, minor, version, python)
     py_sources = tuple(
@@ -168,7 +168,7 @@ def _head(
 
 def _head_warnings(state: ResolverState, minor: TorchMinor, version: str, python: str) -> list[str]:
     """The warnings about the release's data and what the resolver chose for the request."""
-    r = state.r
+    r = state.request
     warnings: list[str] = []
     if minor.status != "released":
         warnings.append(
@@ -195,7 +195,7 @@ class _Tail:
 
 
 def _tail(state: ResolverState, minor: TorchMinor, patch: TorchPatch, python: str, c: Candidate) -> _Tail:
-    r = state.r
+    r = state.request
     reasons: list[Reason] = []
     warnings: list[str] = []
     index_url, index_option, on_default = _index_choice(state, minor, c, reasons, warnings)
@@ -225,7 +225,7 @@ def _index_choice(
 ) -> tuple[str | None, str, bool]:
     """The index the build comes from (None: the default index serves it), the release's index option, and
     whether the default index serves it."""
-    r = state.r
+    r = state.request
     build = c.build_row
     default = next((d for d in minor.default_index if d.platform == r.platform), None)
     on_default = default is not None and default.label == c.label
@@ -277,10 +277,10 @@ def _torch_pin(
     """torch's pin (the plugin's exact requirement where torch-npu's wheel has one), and torch-npu's row."""
     # torch-npu is the one plugin whose rows carry the torch its wheels require
     npu_row = cast("AscendNpuRow", c.plugin_row) if state.family == "npu" else None
-    plugin_pin = _plugin_torch_pin(npu_row, state.r.platform)
+    plugin_pin = _plugin_torch_pin(npu_row, state.request.platform)
     if npu_row is not None and plugin_pin is not None and plugin_pin != torch_pin:
         # the plugin's wheel for this architecture requires this exact torch (2.11.0+cpu on x86_64)
-        reasons.append(Reason("torch-pin", f"torch-npu {npu_row.torch_npu} for {state.r.platform} requires "
+        reasons.append(Reason("torch-pin", f"torch-npu {npu_row.torch_npu} for {state.request.platform} requires "
                               f"torch=={plugin_pin}", tuple(npu_row.source)))
         torch_pin = plugin_pin
     return torch_pin, npu_row
@@ -290,8 +290,8 @@ def _no_deps(state: ResolverState) -> tuple[str, ...]:
     """The companions a vendor plugin's install takes with --no-deps (its own pins), if any."""
     if state.family not in PLUGIN_FAMILIES:
         return ()
-    install = state.m.vendor_install(PLUGINS[state.family].install_note)
-    return tuple(state.r.with_) if install is not None and install.companions_no_deps else ()
+    install = state.matrix.vendor_install(PLUGINS[state.family].install_note)
+    return tuple(state.request.with_) if install is not None and install.companions_no_deps else ()
 
 
 def _triton_reason(state: ResolverState, patch: TorchPatch, python: str, reasons: list[Reason]) -> None:
@@ -302,7 +302,7 @@ def _triton_reason(state: ResolverState, patch: TorchPatch, python: str, reasons
     if not requirement:
         return
     marker, applies = triton.marker, triton.applies
-    platform = state.r.platform
+    platform = state.request.platform
     if applies is None or platform not in applies:
         text = f"torch {patch.version} requires {requirement}" + (f"; {marker}" if marker else "")
     elif python in applies[platform]:
@@ -322,7 +322,7 @@ def _plugin_torch_pin(row: AscendNpuRow | None, platform: str) -> str | None:
 
 
 def _arch_reason(state: ResolverState, c: Candidate, reasons: list[Reason], warnings: list[str]) -> None:
-    gpu = state.r.gpu_arch
+    gpu = state.request.gpu_arch
     verdict = c.arch
     assert verdict is not None
     if verdict.coverage == "unknown":
@@ -346,9 +346,9 @@ def _arch_reason(state: ResolverState, c: Candidate, reasons: list[Reason], warn
 
 def _capability_floors(state: ResolverState, version: str, warnings: list[str]) -> None:
     """Parts of the build the GPU is too old for (host_rules.yaml capability_floors), one line each."""
-    gpu = state.r.gpu_arch or ""
+    gpu = state.request.gpu_arch or ""
     have = int("".join(ch for ch in gpu if ch.isdigit()) or 0)
-    for row in state.m.capability_floors(version, state.r.platform):
+    for row in state.matrix.capability_floors(version, state.request.platform):
         need = int("".join(ch for ch in row.min_arch if ch.isdigit()))
         if have < need:
             warnings.append(
@@ -368,11 +368,11 @@ def _driver_notes(
     """`_driver_reason`, kept per matrix where the request gives no --driver (then nothing in it is free text:
     the rule, the coverage and the sentences follow from the patch, the build, the platform and a --gpu-arch
     the matrix names)."""
-    r = state.r
-    if r.driver is not None or (r.gpu_arch is not None and r.gpu_arch not in state.m.gpu_archs()):
+    r = state.request
+    if r.driver is not None or (r.gpu_arch is not None and r.gpu_arch not in state.matrix.gpu_archs()):
         _driver_reason(state, version, c, reasons, warnings, requirements)
         return
-    memo = _DRIVER_NOTES.table(state.m)
+    memo = _DRIVER_NOTES.table(state.matrix)
     key = (version, c.label, r.platform, r.gpu_arch, c.arch.coverage if c.arch is not None else None)
     notes = memo.get(key)
     if notes is None:
@@ -395,7 +395,7 @@ def _driver_reason(
     """The driver the build needs and the rule that decided it (hardware_rules: two floors)."""
     rule = c.floor
     assert rule is not None, "the driver stage rules every CUDA candidate"
-    r = state.r
+    r = state.request
     runtime = c.build_row.runtime
     if rule.version is None:
         warnings.append(
@@ -432,7 +432,7 @@ def _mvc_detail(
     requirements: list[HostRequirement],
 ) -> str:
     """The driver reason under minor-version compatibility (the CUDA major's floor, SASS on the GPU)."""
-    r = state.r
+    r = state.request
     major = rule.major_row.cuda_major if rule.major_row is not None else None
     own = rule.toolkit_floor
     covers = _build_covers(state, version, c)
@@ -468,7 +468,7 @@ def _below_own_floor(
     state: ResolverState, c: Candidate, toolkit: str | None, own: str, covers: str, warnings: list[str]
 ) -> str:
     """A --driver below the toolkit's own floor under minor-version compatibility: what that leaves out."""
-    r = state.r
+    r = state.request
     warnings.append(f"driver {r.driver} is below CUDA {toolkit}'s own floor {own}: " + _mvc_short(r.os))
     if c.arch is None or c.arch.coverage == "unknown":
         state.unknowns.append(
@@ -482,7 +482,7 @@ def _toolkit_floor_detail(
     state: ResolverState, c: Candidate, rule: DriverRule, toolkit: str | None, requirements: list[HostRequirement]
 ) -> str:
     """The driver reason under the toolkit's own floor (no minor-version compatibility, or PTX only)."""
-    r = state.r
+    r = state.request
     own = rule.toolkit_floor
     if c.arch is not None and c.arch.coverage == "ptx":
         why = f"{r.gpu_arch} runs {c.label} only through its PTX, which the driver JIT-compiles, so "
@@ -526,10 +526,10 @@ def _mvc_short(os_name: str) -> str:
 
 def _build_covers(state: ResolverState, version: str, c: Candidate) -> str:
     """Which GPU architectures the build ships SASS for, as the matrix knows it (for the driver rule)."""
-    row = state.m.arch_list(version, c.label, state.r.platform)
+    row = state.matrix.arch_list(version, c.label, state.request.platform)
     if row is not None:
         return f"SASS for {describe_archs(list(row.archs), row.ptx)}"
-    span = state.m.toolkit_arch_range(c.build_row.runtime or "0")
+    span = state.matrix.toolkit_arch_range(c.build_row.runtime or "0")
     if span is not None:
         return f"arch list unknown; CUDA {c.build_row.runtime} compiles {span.min_arch} … {span.max_arch}"
     return "arch list unknown"
@@ -541,8 +541,8 @@ def _runtime_reason(state: ResolverState, c: Candidate, reasons: list[Reason]) -
         state.unknowns.append(c.runtime_unknown)
         return
     name = RUNTIME_NAMES.get(state.family, "runtime")
-    have = state.r.runtime
-    window = rocm_fit_reason(state.m, have or "", c.label, c.build_row.runtime) if state.family == "rocm" else None
+    have = state.request.runtime
+    window = rocm_fit_reason(state.matrix, have or "", c.label, c.build_row.runtime) if state.family == "rocm" else None
     if window is not None:
         detail, sources = window
     elif state.family == "rocm":
@@ -587,7 +587,7 @@ def _mps_notes(
     warnings: list[str],
     requirements: list[HostRequirement],
 ) -> None:
-    row = state.m.mps_support(version)
+    row = state.matrix.mps_support(version)
     if row is None:
         warnings.append(f"the matrix has no MPS row for torch {version}")
     elif row.min_macos:
@@ -609,7 +609,7 @@ def _xpu_notes(
     warnings: list[str],
     requirements: list[HostRequirement],
 ) -> None:
-    xpu = state.m.xpu_support(version)
+    xpu = state.matrix.xpu_support(version)
     if xpu is not None and xpu.driver_requirement:
         requirements.append(HostRequirement("intel-gpu-driver", None, xpu.driver_requirement))
         reasons.append(Reason("xpu", xpu.driver_requirement, tuple(xpu.source)))
@@ -626,7 +626,7 @@ def _rocm_notes(
     warnings: list[str],
     requirements: list[HostRequirement],
 ) -> None:
-    release = state.m.rocm_release(c.build_row.runtime) if c.build_row.runtime else None
+    release = state.matrix.rocm_release(c.build_row.runtime) if c.build_row.runtime else None
     if release is not None and release.min_driver:
         requirements.append(HostRequirement("amdgpu-driver", release.min_driver, f"ROCm {release.version}"))
 
@@ -647,7 +647,7 @@ def _platform_notes(
     """What the pinned wheels' platform tags ask of the host (glibc, macOS), said as a host requirement: the
     target's own version when the request gives it, else the floor the answer assumes; and why newer releases
     were passed over for it. The full Python, where given, against the pins' Requires-Python."""
-    r = state.r
+    r = state.request
     floor = floor_needed(state, patch, c.label)
     if floor is not None:
         _floor_requirement(state, floor, reasons, requirements)
@@ -743,7 +743,7 @@ def _plugin_notes(
             )
         )
         warnings.append(f"install torch_mlu {row.torch_mlu} from the Cambricon SDK after torch")
-    note = state.m.install_note(PLUGINS[state.family].install_note)
+    note = state.matrix.install_note(PLUGINS[state.family].install_note)
     if note:
         reasons.append(Reason("install", note, ()))
 
@@ -757,7 +757,7 @@ def _evidence(
 
     assert state.steering is not None, "a resolution with evidence steers by it"
     cell = state.steering.status(version, label, python)
-    reason, warning = answer_notes(cell, version, label, state.r.platform)
+    reason, warning = answer_notes(cell, version, label, state.request.platform)
     if reason is not None:
         reasons.append(Reason("evidence", reason, ()))
     if warning is not None:

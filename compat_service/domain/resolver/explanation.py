@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from packaging.version import Version
 
@@ -24,7 +24,20 @@ from compat_service.domain.hardware_rules import newest_cuda_for_driver
 from compat_service.domain.matrix.memo import MatrixMemo, RequestMemo
 from compat_service.domain.resolver.conflict import CauseRow, Conflict
 from compat_service.domain.resolver.request import BackendSpec, TorchSpec
-from compat_service.domain.resolver.state import Dropout, ResolverState
+from compat_service.domain.resolver.state import (
+    BackendRefusal,
+    CompanionsRefusal,
+    DriverRefusal,
+    Dropout,
+    GpuArchRefusal,
+    KnownBadRefusal,
+    PlatformRefusal,
+    PythonRefusal,
+    Refusal,
+    ResolverState,
+    RuntimeRefusal,
+    WheelsRefusal,
+)
 from compat_service.domain.resolver.vendor_rules import rocm_window
 from compat_service.domain.resolver.wheel_tags import host_words
 
@@ -46,15 +59,15 @@ Flags = dict[str, "str | None"]
 
 
 def torch_not_found(state: ResolverState) -> Conflict:
-    versions = [p.version for m in state.m.torch_minors() for p in state.m.torch_patches(m)]
+    versions = [p.version for m in state.matrix.torch_minors() for p in state.matrix.torch_patches(m)]
     known = (
         f"the matrix knows torch {versions[-1]} to {versions[0]}" if versions else "the matrix is empty"
     )
     return Conflict(
         "torch-not-found",
-        f"no torch release in the matrix matches --torch {state.r.torch.text}",
+        f"no torch release in the matrix matches --torch {state.request.torch.text}",
         hint="ask for a version the matrix lists (`accelenv matrix show`), or 'latest'",
-        causes=[(f"torch {state.r.torch.text}", "request: --torch", known)],
+        causes=[(f"torch {state.request.torch.text}", "request: --torch", known)],
     )
 
 
@@ -71,9 +84,18 @@ class Failure:
     torch_cause: CauseRow
 
 
+_R = TypeVar("_R", bound=Refusal)
+
+
+def _info(dropout: Dropout, kind: type[_R]) -> _R:
+    """What the stage that refused ``dropout`` said (every dropout a stage's explanation reads is that stage's)."""
+    assert isinstance(dropout.info, kind)
+    return dropout.info
+
+
 def explain_failure(state: ResolverState, stage: str, deaths: list[Dropout]) -> Conflict:
     """The `Conflict` for ``stage``, the furthest one any candidate patch reached (`EXPLAIN[stage]`)."""
-    r = state.r
+    r = state.request
     asked = f"torch {r.torch.text}"
     by_minor: dict[str, Dropout] = {}
     for d in deaths:
@@ -83,12 +105,12 @@ def explain_failure(state: ResolverState, stage: str, deaths: list[Dropout]) -> 
 
 
 def _explain_platform(f: Failure) -> Conflict:
-    r = f.state.r
+    r = f.state.request
     causes = [f.torch_cause] + [
         (
             f"torch {m} wheels",
             f"matrix: torch_releases {m}",
-            f"published for {', '.join(d.info['platforms'])}",
+            f"published for {', '.join(_info(d, PlatformRefusal).platforms)}",
         )
         for m, d in f.by_minor.items()
     ]
@@ -113,17 +135,16 @@ def _explain_platform(f: Failure) -> Conflict:
 
 
 def _explain_python(f: Failure) -> Conflict:
-    r = f.state.r
-    ranges = {m: _py_range(d.info["pythons"]) for m, d in f.by_minor.items()}
+    r = f.state.request
+    ranges = {m: _py_range(_info(d, PythonRefusal).pythons) for m, d in f.by_minor.items()}
     parts = [f"torch {m} supports Python {span} on {r.platform}" for m, span in ranges.items()]
     message = "; ".join(parts) + f"; you asked for {r.python}"
     causes: list[CauseRow] = [
         (f"python in {span}", f"matrix: torch_releases {m} python", None) for m, span in ranges.items()
     ]
     # (the Pythons of every refusing release: read only when more than three minors refused)
-    everywhere = (
-        sorted({p for d in f.deaths for p in d.info["pythons"]}, key=python_sort_key) if len(f.by_minor) > 3 else []
-    )
+    refused = {p for d in f.deaths for p in _info(d, PythonRefusal).pythons} if len(f.by_minor) > 3 else set()
+    everywhere = sorted(refused, key=python_sort_key)
     if len(f.by_minor) > 3 and everywhere and r.python:
         # Every release refused it: one line, the span of all of them (e.g. Python 2.7, 3.99).
         message = (
@@ -144,8 +165,8 @@ def _explain_python(f: Failure) -> Conflict:
 def _explain_wheels(f: Failure) -> Conflict:
     """A pinned wheel that does not install on the target: its platform tags (glibc, musl, macOS) or its
     Python (no wheel, or a Requires-Python that excludes the full version)."""
-    r = f.state.r
-    blocked = [b for d in f.deaths for b in d.info["blocked"]]
+    r = f.state.request
+    blocked = [b for d in f.deaths for b in _info(d, WheelsRefusal).blocked]
     lines = list(dict.fromkeys(b.why for b in blocked))
     causes: list[CauseRow] = [f.torch_cause]
     origin = "matrix: package index wheel files (torch_releases wheels, host_rules, mps)"
@@ -181,10 +202,10 @@ def _explain_wheels(f: Failure) -> Conflict:
 
 
 def _explain_plugin(f: Failure) -> Conflict:
-    r = f.state.r
+    r = f.state.request
     plugin = PLUGINS[f.state.family]
     name = plugin.package
-    rows = getattr(f.state.m, plugin.table)()
+    rows = getattr(f.state.matrix, plugin.table)()
     torches = sorted({row.torch for row in rows}, key=Version, reverse=True)
     causes = [
         f.torch_cause,
@@ -203,10 +224,11 @@ def _explain_plugin(f: Failure) -> Conflict:
 
 
 def _explain_gpu_arch(f: Failure) -> Conflict:
-    r = f.state.r
+    r = f.state.request
     causes: list[CauseRow] = [f.torch_cause, (f"gpu arch {r.gpu_arch}", "request: --gpu-arch", None)]
     for d in list(f.by_minor.values())[:2]:
-        for label, verdict in d.info["verdicts"]:
+        for label, verdict in _info(d, GpuArchRefusal).verdicts:
+            assert verdict.row is not None  # a "no" rests on the row that says so
             causes.append(
                 (
                     f"{label} of torch {d.patch.version} ships {verdict.shipped}",
@@ -224,10 +246,10 @@ def _explain_gpu_arch(f: Failure) -> Conflict:
 
 
 def _explain_driver(f: Failure) -> Conflict:
-    r = f.state.r
-    floors = [(label, rule) for d in f.deaths for label, rule in d.info["floors"]]
+    r = f.state.request
+    floors = [(label, rule) for d in f.deaths for label, rule in _info(d, DriverRefusal).floors]
     needed = min((rule.version for _, rule in floors if rule.version), key=Version)
-    runs = newest_cuda_for_driver(f.state.m, r.driver or "0", r.os)
+    runs = newest_cuda_for_driver(f.state.matrix, r.driver or "0", r.os)
     lowest_cuda = min(
         (rule.toolkit.version for _, rule in floors if rule.toolkit is not None), key=Version, default="?"
     )
@@ -258,8 +280,8 @@ def _explain_driver(f: Failure) -> Conflict:
 
 
 def _explain_companions(f: Failure) -> Conflict:
-    missing = sorted({n for d in f.deaths for n in d.info["missing"]})
-    unpublished = [d for d in f.deaths if d.info.get("unpublished") is not None]
+    missing = sorted({n for d in f.deaths for n in _info(d, CompanionsRefusal).missing})
+    unpublished = [d for d in f.deaths if _info(d, CompanionsRefusal).unpublished is not None]
     if unpublished and len(unpublished) == len(f.deaths):
         return _explain_unpublished(f, missing, unpublished)
     causes = [f.torch_cause] + [
@@ -269,7 +291,7 @@ def _explain_companions(f: Failure) -> Conflict:
             "unknown (null)",
         )
         for d in f.deaths[:4]
-        for n in d.info["missing"]
+        for n in _info(d, CompanionsRefusal).missing
     ]
     return Conflict(
         "companion-unknown",
@@ -282,7 +304,7 @@ def _explain_companions(f: Failure) -> Conflict:
 
 def _explain_known_bad(f: Failure) -> Conflict:
     """Every build that fits is one a ``never`` rule of known_bad.yaml passes over (known_bad.py)."""
-    refused = [(d.patch.version, c.label, rule) for d in f.deaths for c, rule in d.info["refused"]]
+    refused = [(d.patch.version, c.label, rule) for d in f.deaths for c, rule in _info(d, KnownBadRefusal).refused]
     version, label, rule = refused[0]
     causes: list[CauseRow] = [f.torch_cause]
     seen: set[str] = set()
@@ -303,8 +325,9 @@ def _explain_known_bad(f: Failure) -> Conflict:
 
 def _explain_unpublished(f: Failure, missing: list[str], deaths: list[Dropout]) -> Conflict:
     """The xpu index publishes no companion wheels for these releases on this platform (xpu.yaml)."""
-    row = deaths[0].info["unpublished"]
-    platform = f.state.r.platform
+    row = _info(deaths[0], CompanionsRefusal).unpublished
+    assert row is not None  # (the caller passes the dropouts that have one)
+    platform = f.state.request.platform
     causes = [f.torch_cause] + [
         (
             f"{' and '.join(missing)} for torch {row.torch} on {platform}",
@@ -325,18 +348,18 @@ def _unsourced(state: ResolverState, by_minor: dict[str, Dropout]) -> list[Cause
     """Minors whose builds for this platform no source lists: 'not published' is unknown there."""
     return [
         (
-            f"torch {m} builds for {state.r.platform}",
+            f"torch {m} builds for {state.request.platform}",
             f"matrix: torch_releases {m} platforms_unsourced",
             "no source lists them: unknown, not established as unpublished",
         )
         for m, d in by_minor.items()
-        if state.r.platform in (d.minor.platforms_unsourced or [])
+        if state.request.platform in (d.minor.platforms_unsourced or [])
     ]
 
 
 def _explain_backend(f: Failure) -> Conflict:
     state, asked, by_minor, torch_cause = f.state, f.asked, f.by_minor, f.torch_cause
-    r = state.r
+    r = state.request
     wanted = r.backend.text
     if state.family == "mps" and r.os != "macos":
         return Conflict(
@@ -350,7 +373,7 @@ def _explain_backend(f: Failure) -> Conflict:
         )
     if state.family in PLUGINS:
         plugin = PLUGINS[state.family]
-        install = state.m.vendor_install(plugin.install_note)
+        install = state.matrix.vendor_install(plugin.install_note)
         if install is not None and r.platform not in install.platforms:
             return Conflict(
                 "backend-unavailable",
@@ -372,7 +395,7 @@ def _explain_backend(f: Failure) -> Conflict:
     for m, d in list(by_minor.items())[:3]:
         causes.append(
             (
-                f"torch {m} on {r.platform} publishes {', '.join(d.info['labels'])}",
+                f"torch {m} on {r.platform} publishes {', '.join(_info(d, BackendRefusal).labels)}",
                 f"matrix: torch_releases {m} variants",
                 None,
             )
@@ -380,7 +403,7 @@ def _explain_backend(f: Failure) -> Conflict:
     unknown = _unsourced(state, by_minor)
     causes += unknown
     if unknown and len(unknown) == len(by_minor):
-        known = ", ".join(sorted({label for d in by_minor.values() for label in d.info["labels"]}))
+        known = ", ".join(sorted({label for d in by_minor.values() for label in _info(d, BackendRefusal).labels}))
         return Conflict(
             "variant-not-published",
             f"the matrix does not know whether {asked} publishes a {wanted} build for {r.platform}: no source "
@@ -411,26 +434,26 @@ _PUBLISHED_ANYWHERE: MatrixMemo[tuple[str, str, str], bool] = MatrixMemo("publis
 def _published_anywhere(state: ResolverState) -> bool:
     """Whether any release publishes the asked build (a label, or the family's) for the platform; kept per
     matrix for a family or a label the matrix publishes, computed for any other label."""
-    r = state.r
+    r = state.request
     asked = r.backend.label if r.backend.kind == "label" else None
     key = (r.platform, r.backend.kind, asked or state.family)
-    memo = _PUBLISHED_ANYWHERE.table(state.m)
+    memo = _PUBLISHED_ANYWHERE.table(state.matrix)
     found = memo.get(key)
     if found is None:
         found = any(
             r.platform in v.platforms and _family_matches(state, v.label)
-            for m in state.m.torch_minors()
+            for m in state.matrix.torch_minors()
             for v in m.variants
         )
-        if asked is None or state.m.build_variant(asked) is not None:
+        if asked is None or state.matrix.build_variant(asked) is not None:
             memo[key] = found
     return found
 
 
 def _family_matches(state: ResolverState, label: str) -> bool:
-    if state.r.backend.kind == "label":
-        return label == state.r.backend.label
-    build = state.m.build_variant(label)
+    if state.request.backend.kind == "label":
+        return label == state.request.backend.label
+    build = state.matrix.build_variant(label)
     return build is not None and build.family == (
         "cpu" if state.family in CPU_WHEEL_FAMILIES else state.family
     )
@@ -693,12 +716,12 @@ _ANY_TORCH = TorchSpec("latest", "latest")
 
 def _explain_runtime(f: Failure) -> Conflict:
     state, asked, deaths, torch_cause = f.state, f.asked, f.deaths, f.torch_cause
-    r = state.r
+    r = state.request
     name = RUNTIME_NAMES.get(state.family, "runtime")
     what = PLUGINS[state.family].package if state.family in PLUGINS else f"{state.family} build"
     offered: dict[str, str | None] = {}
     for d in deaths:
-        for label, needs in d.info["offered"]:
+        for label, needs in _info(d, RuntimeRefusal).offered:
             offered.setdefault(label, needs)
     needs_text = ", ".join(f"{label} needs {name} {needs or 'unknown'}" for label, needs in list(offered.items())[:6])
     causes = [torch_cause, (f"{name} {r.runtime}", "request: --runtime", None)]
@@ -708,7 +731,7 @@ def _explain_runtime(f: Failure) -> Conflict:
         for label, needs in list(offered.items())[:6]
     ]
     runtimes = sorted({n for n in offered.values() if n}, reverse=True)
-    window = rocm_window(state.m, r.runtime or "") if state.family == "rocm" else None
+    window = rocm_window(state.matrix, r.runtime or "") if state.family == "rocm" else None
     if window is not None:
         causes.append(
             (

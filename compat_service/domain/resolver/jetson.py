@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from compat_service.domain.resolver.request import invalid_request
-from compat_service.domain.resolver.resolution import HostRequirement, Pin, Reason, made_resolution
+from compat_service.domain.resolver.resolution import HostRequirement, Pin, Reason, Resolution
 from compat_service.domain.versions import cached_version
 
 if TYPE_CHECKING:
@@ -25,7 +25,6 @@ if TYPE_CHECKING:
     from compat_service.domain.matrix.interface import Matrix
     from compat_service.domain.matrix.rows import JetpackRelease, JetsonWheel
     from compat_service.domain.resolver.request import ResolveRequest
-    from compat_service.domain.resolver.resolution import Resolution
 
 #: the answer's build label: NVIDIA's JetPack wheel (not one of PyTorch's indexes)
 LABEL = "jetpack"
@@ -275,7 +274,7 @@ def _resolution(
         f", CUDA {', '.join(cuda)} from JetPack" if cuda else ""
     )
     requirements = (HostRequirement(f"JetPack {' or '.join(row.jetpack for row in on)}", None, detail),)
-    return made_resolution(
+    return Resolution(
         torch_version=w.torch,
         backend=LABEL,
         family="cuda",

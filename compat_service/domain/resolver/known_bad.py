@@ -19,6 +19,7 @@ Per severity (documented in matrix_data/README.md):
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import TYPE_CHECKING, Literal
 
 from compat_service.domain.backends import PLUGIN_FAMILIES
@@ -35,7 +36,9 @@ def _arch_number(arch: str) -> int:
     return int("".join(ch for ch in arch if ch.isdigit()) or 0)
 
 
+@lru_cache(maxsize=4096)
 def _in_spec(spec_text: str, version: str) -> bool:
+    """Kept (bounded): every build of every patch the stages try asks it of every rule for that release."""
     spec = parse_specifier(spec_text)
     return spec is not None and spec.contains(version, prereleases=True)
 
@@ -45,7 +48,7 @@ def match(
 ) -> tuple[Verdict, list[str]]:
     """Whether ``rule`` holds for this build of ``patch`` on the request's target: "no", "yes", or "maybe" with
     the conditions the request leaves open (in words)."""
-    r = state.r
+    r = state.request
     if not _in_spec(rule.torch, patch.version):
         return "no", []
     family = state.family if state.family in PLUGIN_FAMILIES or state.family == "mps" else c.build_row.family
@@ -98,12 +101,12 @@ def _companion(rule: KnownBadRule, state: ResolverState, patch: TorchPatch) -> V
     (its version is the stack resolver's: only a rule for every release of it is a sure match)."""
     assert rule.companion is not None
     name, spec = rule.companion.name, rule.companion.version
-    if name in state.r.with_:
+    if name in state.request.with_:
         pinned = getattr(patch, name).version
         if pinned is None:
             return "maybe"
         return "yes" if not spec or _in_spec(spec, pinned) else "no"
-    if any(p.name.lower() == name for p in state.r.stack):
+    if any(p.name.lower() == name for p in state.request.stack):
         return "yes" if not spec else "maybe"
     return "no"
 
@@ -118,7 +121,7 @@ def screen(
 ) -> tuple[list[Candidate], list[tuple[Candidate, KnownBadRule]]]:
     """The candidates no ``never`` rule matches, each with the lines the answer says about the rules that do
     or may apply (`Candidate.known_bad`), and the (candidate, rule) pairs passed over."""
-    rules = state.m.known_bad(patch.version)
+    rules = state.matrix.known_bad(patch.version)
     if not rules:
         return candidates, []
     kept: list[Candidate] = []

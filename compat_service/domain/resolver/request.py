@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, fields
-from functools import cached_property, lru_cache
+from dataclasses import dataclass
+from functools import lru_cache
 from operator import attrgetter
 from typing import Any, Literal
 
@@ -297,71 +297,127 @@ class BackendSpec:
         return self.text if self.kind == "label" else None
 
 
-@dataclass(frozen=True)
-class ResolveRequest:
-    torch: TorchSpec = field(default_factory=lambda: TorchSpec("latest", "latest"))
-    #: "3.11" or "3.13t"; None = the newest the chosen torch supports (the service has no "this host")
-    python: str | None = None
-    os: str = "linux"
-    arch: str = "x86_64"
-    backend: BackendSpec = field(default_factory=lambda: BackendSpec("cpu", "label", "cpu"))
-    driver: str | None = None
-    gpu_arch: str | None = None
-    with_: tuple[str, ...] = DEFAULT_COMPANIONS
-    #: ecosystem packages resolved together with torch (`compat_service.domain.stacks`), in request order
-    stack: tuple[PackageRequest, ...] = ()
-    #: the host's vendor runtime (CANN for npu, ROCm for rocm, Cambricon's toolkit for mlu)
-    runtime: str | None = None
-    #: GPU product names (--gpu), mapped to gpu_arch by the resolver (the names table is matrix data)
-    gpu: str | None = None
-    #: no --backend and nothing implied a family: --gpu may still name one
-    backend_defaulted: bool = False
-    #: no --arch given: the answer says which it chose (arm64 for macOS)
-    arch_defaulted: bool = False
-    #: accept only combinations probe reports verify (needs evidence: --server or --database)
-    require_verified: bool = False
-    #: fail (rests-on-unknown) instead of answering when the answer rests on data the matrix does not have
-    strict: bool = False
-    #: the full Python version when the request gives one (3.14.1), checked against Requires-Python
-    python_version: str | None = None
-    #: the target's C library and OS version: glibc 2.17, musl ("yes" or 1.2), macOS 13.6 (None: not given)
-    glibc: str | None = None
-    musl: str | None = None
-    macos: str | None = None
+_LATEST = TorchSpec("latest", "latest")
+_CPU = BackendSpec("cpu", "label", "cpu")
 
-    @cached_property  # read at every stage; kept in the instance's dict (not a field: eq and hash ignore it)
-    def platform(self) -> str:
-        return f"{self.os}-{self.arch}"
+
+#: the request's fields, in order (`ResolveRequest.__init__`'s parameters)
+REQUEST_FIELDS = (
+    "torch", "python", "os", "arch", "backend", "driver", "gpu_arch", "with_", "stack", "runtime", "gpu",
+    "backend_defaulted", "arch_defaulted", "require_verified", "strict", "python_version", "glibc", "musl", "macos",
+)
+
+
+class ResolveRequest:
+    """One request, parsed. Never changed once made (`changed` makes a copy): its hash is computed once, as
+    packaging's `Tag` keeps its own, since the alternatives search looks up each request it builds in the matrix's
+    tables (DerivedMemo.tried, nearest_torch)."""
+
+    __slots__ = (*REQUEST_FIELDS, "platform", "_hash")
+
+    torch: TorchSpec
+    #: "3.11" or "3.13t"; None = the newest the chosen torch supports (the service has no "this host")
+    python: str | None
+    os: str
+    arch: str
+    backend: BackendSpec
+    driver: str | None
+    gpu_arch: str | None
+    with_: tuple[str, ...]
+    #: ecosystem packages resolved together with torch (`compat_service.domain.stacks`), in request order
+    stack: tuple[PackageRequest, ...]
+    #: the host's vendor runtime (CANN for npu, ROCm for rocm, Cambricon's toolkit for mlu)
+    runtime: str | None
+    #: GPU product names (--gpu), mapped to gpu_arch by the resolver (the names table is matrix data)
+    gpu: str | None
+    #: no --backend and nothing implied a family: --gpu may still name one
+    backend_defaulted: bool
+    #: no --arch given: the answer says which it chose (arm64 for macOS)
+    arch_defaulted: bool
+    #: accept only combinations probe reports verify (needs evidence: --server or --database)
+    require_verified: bool
+    #: fail (rests-on-unknown) instead of answering when the answer rests on data the matrix does not have
+    strict: bool
+    #: the full Python version when the request gives one (3.14.1), checked against Requires-Python
+    python_version: str | None
+    #: the target's C library and OS version: glibc 2.17, musl ("yes" or 1.2), macOS 13.6 (None: not given)
+    glibc: str | None
+    musl: str | None
+    macos: str | None
+    #: "linux-x86_64": os and arch, read at every stage
+    platform: str
+    _hash: int
+
+    def __init__(
+        self,
+        torch: TorchSpec = _LATEST,
+        python: str | None = None,
+        os: str = "linux",
+        arch: str = "x86_64",
+        backend: BackendSpec = _CPU,
+        driver: str | None = None,
+        gpu_arch: str | None = None,
+        with_: tuple[str, ...] = DEFAULT_COMPANIONS,
+        stack: tuple[PackageRequest, ...] = (),
+        runtime: str | None = None,
+        gpu: str | None = None,
+        backend_defaulted: bool = False,
+        arch_defaulted: bool = False,
+        require_verified: bool = False,
+        strict: bool = False,
+        python_version: str | None = None,
+        glibc: str | None = None,
+        musl: str | None = None,
+        macos: str | None = None,
+    ) -> None:
+        self.torch = torch
+        self.python = python
+        self.os = os
+        self.arch = arch
+        self.backend = backend
+        self.driver = driver
+        self.gpu_arch = gpu_arch
+        self.with_ = with_
+        self.stack = stack
+        self.runtime = runtime
+        self.gpu = gpu
+        self.backend_defaulted = backend_defaulted
+        self.arch_defaulted = arch_defaulted
+        self.require_verified = require_verified
+        self.strict = strict
+        self.python_version = python_version
+        self.glibc = glibc
+        self.musl = musl
+        self.macos = macos
+        self.platform = f"{os}-{arch}"
+        self._hash = hash(_field_values(self))
 
     def __hash__(self) -> int:
-        # the dataclass's hash (of every field, in order), kept in the instance's dict: the alternatives
-        # search looks each request it builds up in the matrix's tables (DerivedMemo.tried, nearest_torch)
-        found: int | None = self.__dict__.get("_hash")
-        if found is None:
-            found = self.__dict__["_hash"] = hash(_field_values(self))
-        return found
+        return self._hash
 
     def __eq__(self, other: object) -> bool:
-        # the dataclass's eq (every field, in order), compared as two C-built tuples
         if other.__class__ is not ResolveRequest:
             return NotImplemented
-        return self is other or _field_values(self) == _field_values(other)
+        assert isinstance(other, ResolveRequest)
+        return self is other or (self._hash == other._hash and _field_values(self) == _field_values(other))
+
+    def __repr__(self) -> str:
+        return f"ResolveRequest({', '.join(f'{k}={v!r}' for k, v in self.fields().items())})"
 
     def __getstate__(self) -> dict[str, Any]:
-        # what is derived stays behind (a str hash differs between processes)
-        return dict(zip(_REQUEST_FIELDS, _field_values(self), strict=True))
+        # the fields only: the hash is recomputed (a str hash differs between processes)
+        return self.fields()
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(**state)  # type: ignore[misc]
+
+    def fields(self) -> dict[str, Any]:
+        """Every field by name, in order (what `__init__` takes)."""
+        return dict(zip(REQUEST_FIELDS, _field_values(self), strict=True))
 
     def changed(self, **fields: Any) -> ResolveRequest:
-        """``dataclasses.replace(self, **fields)`` without running ``__init__`` again (the values are already
-        parsed and there is no ``__post_init__``): the alternatives search builds several per failure."""
-        unknown = fields.keys() - _REQUEST_FIELD_SET
-        if unknown:
-            raise TypeError(f"ResolveRequest has no field {sorted(unknown)[0]!r}")
-        state = self.__dict__.copy()
-        for derived in _DERIVED:
-            state.pop(derived, None)
-        state.update(fields)
-        return _made(state)
+        """A copy with ``fields`` changed (the values already parsed)."""
+        return ResolveRequest(**(self.fields() | fields))
 
     @classmethod
     def from_strings(
@@ -413,9 +469,7 @@ class ResolveRequest:
             "python_version": _parse_python_full(python),
             **_parse_host_platform(os_name, glibc, musl, macos),
         }
-        if cls is not ResolveRequest:  # a subclass runs its own __init__
-            return cls(**fields)
-        return _made(fields)
+        return cls(**fields)
 
     @classmethod
     def for_host(cls, host: HostFacts, **flags: Any) -> ResolveRequest:
@@ -475,21 +529,8 @@ class ResolveRequest:
         return out
 
 
-_REQUEST_FIELDS = tuple(f.name for f in fields(ResolveRequest))
-_REQUEST_FIELD_SET = frozenset(_REQUEST_FIELDS)
-#: every field's value, in order: the tuple the dataclass's own hash and eq compare
-_field_values = attrgetter(*_REQUEST_FIELDS)
-#: what an instance keeps beside its fields (`platform`, the hash), never carried to a changed copy
-_DERIVED = ("platform", "_hash")
-
-
-def _made(fields: dict[str, Any]) -> ResolveRequest:
-    """A ResolveRequest of ``fields`` (every field, already parsed), made without the frozen dataclass's
-    ``__init__``, which sets each of its 15 fields through ``object.__setattr__`` (a fifth of parsing a query
-    string); its platform is set now."""
-    new = object.__new__(ResolveRequest)
-    new.__dict__.update(fields, platform=f"{fields['os']}-{fields['arch']}")
-    return new
+#: every field's value, in order: the tuple the hash and eq compare
+_field_values = attrgetter(*REQUEST_FIELDS)
 
 
 def invalid_request(message: str, hint: str, flag: str, value: str) -> Exception:

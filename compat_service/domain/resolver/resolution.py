@@ -8,8 +8,9 @@ fast path of `accelenv resolve`.
 
 from __future__ import annotations
 
-from dataclasses import MISSING, dataclass, field, fields
+from dataclasses import dataclass
 from functools import lru_cache
+from operator import attrgetter
 from typing import Any
 
 #: bump when a field changes meaning; additive fields keep it
@@ -68,8 +69,19 @@ class HostRequirement:
     detail: str
 
 
-@dataclass(frozen=True)
+#: a resolution's fields, in order (`Resolution.__init__`'s parameters)
+RESOLUTION_FIELDS = (
+    "torch_version", "backend", "family", "python", "os", "arch", "packages", "index_url", "index_option",
+    "default_index_has_variant", "requirements", "reasons", "warnings", "evidence", "unknowns", "no_deps", "stack",
+)
+
+
 class Resolution:
+    """The answer. Never changed once made (`changed` makes a copy); plain slots, since the resolver makes one
+    per request."""
+
+    __slots__ = RESOLUTION_FIELDS
+
     torch_version: str
     backend: str  # build label of the torch wheel: cpu, cu121, rocm6.0, xpu
     family: str  # cpu, cuda, rocm, xpu, mps, npu, mlu
@@ -82,17 +94,74 @@ class Resolution:
     #: "--index-url" or "--extra-index-url", as the official commands for this release use it
     index_option: str
     default_index_has_variant: bool
-    requirements: tuple[HostRequirement, ...] = ()
-    reasons: tuple[Reason, ...] = ()
-    warnings: tuple[str, ...] = ()
+    requirements: tuple[HostRequirement, ...]
+    reasons: tuple[Reason, ...]
+    warnings: tuple[str, ...]
     #: evidence status of the chosen cell, when an EvidenceLookup was given
-    evidence: dict[str, Any] | None = field(default=None)
+    evidence: dict[str, Any] | None
     #: what the answer rests on that the matrix does not know (empty: every deciding fact is sourced)
-    unknowns: tuple[str, ...] = ()
+    unknowns: tuple[str, ...]
     #: packages installed with --no-deps in their own command (the mlu companions; vendor_backends installs)
-    no_deps: tuple[str, ...] = ()
+    no_deps: tuple[str, ...]
     #: the ecosystem packages of the stack (`--with vllm`), in install order, after `packages`
-    stack: tuple[StackPin, ...] = ()
+    stack: tuple[StackPin, ...]
+
+    def __init__(
+        self,
+        torch_version: str,
+        backend: str,
+        family: str,
+        python: str,
+        os: str,
+        arch: str,
+        packages: tuple[Pin, ...],
+        index_url: str | None,
+        index_option: str,
+        default_index_has_variant: bool,
+        requirements: tuple[HostRequirement, ...] = (),
+        reasons: tuple[Reason, ...] = (),
+        warnings: tuple[str, ...] = (),
+        evidence: dict[str, Any] | None = None,
+        unknowns: tuple[str, ...] = (),
+        no_deps: tuple[str, ...] = (),
+        stack: tuple[StackPin, ...] = (),
+    ) -> None:
+        self.torch_version = torch_version
+        self.backend = backend
+        self.family = family
+        self.python = python
+        self.os = os
+        self.arch = arch
+        self.packages = packages
+        self.index_url = index_url
+        self.index_option = index_option
+        self.default_index_has_variant = default_index_has_variant
+        self.requirements = requirements
+        self.reasons = reasons
+        self.warnings = warnings
+        self.evidence = evidence
+        self.unknowns = unknowns
+        self.no_deps = no_deps
+        self.stack = stack
+
+    def fields(self) -> dict[str, Any]:
+        """Every field by name, in order (what `__init__` takes)."""
+        return dict(zip(RESOLUTION_FIELDS, _resolution_values(self), strict=True))
+
+    def changed(self, **fields: Any) -> Resolution:
+        """A copy with ``fields`` changed."""
+        return Resolution(**(self.fields() | fields))
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not Resolution:
+            return NotImplemented
+        return _resolution_values(self) == _resolution_values(other)
+
+    def __hash__(self) -> int:
+        return hash(_resolution_values(self))
+
+    def __repr__(self) -> str:
+        return f"Resolution({', '.join(f'{k}={v!r}' for k, v in self.fields().items())})"
 
     @property
     def status(self) -> str:
@@ -108,18 +177,7 @@ class Resolution:
         return {p.name: p.version for p in self.packages}
 
 
-_DEFAULTS = {f.name: f.default for f in fields(Resolution) if f.default is not MISSING}
-_FACTORIES = {f.name: f.default_factory for f in fields(Resolution) if f.default_factory is not MISSING}
-
-
-def made_resolution(**values: Any) -> Resolution:
-    """``Resolution(**values)`` without the frozen dataclass's ``__init__``, which sets each of its 18 fields
-    through ``object.__setattr__`` (the resolver makes one per request); the fields left out take their
-    defaults. For the resolver's own answers, whose values it has just built; a test holds the two equal."""
-    new = object.__new__(Resolution)
-    new.__dict__.update(_DEFAULTS, **{name: make() for name, make in _FACTORIES.items()})
-    new.__dict__.update(values)
-    return new
+_resolution_values = attrgetter(*RESOLUTION_FIELDS)
 
 
 def resolution_to_json(res: Resolution, *, for_orjson: bool = False) -> dict[str, Any]:

@@ -12,8 +12,8 @@ through `Matrix`; it never imports pydantic on the success path.
 
 from __future__ import annotations
 
-from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Union, cast
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Union, cast
 
 from packaging.version import Version
 
@@ -49,9 +49,21 @@ from compat_service.domain.resolver.request import implied_family, invalid_reque
 from compat_service.domain.resolver.state import (
     STAGE,
     STAGES,
+    BackendRefusal,
     Candidate,
+    CompanionsRefusal,
+    DriverRefusal,
     Dropout,
+    GpuArchRefusal,
+    KnownBadRefusal,
+    PlatformRefusal,
+    PluginRefusal,
+    PythonRefusal,
+    Refusal,
     ResolverState,
+    RuntimeRefusal,
+    Trial,
+    WheelsRefusal,
 )
 from compat_service.domain.resolver.vendor_rules import (
     check_intel_gpu_backend,
@@ -64,6 +76,7 @@ from compat_service.domain.versions import cached_version
 if TYPE_CHECKING:
     from compat_service.domain.backends import Platform
     from compat_service.domain.evidence.lookup import EvidenceLookup
+    from compat_service.domain.evidence.steering import EvidenceSteering
     from compat_service.domain.matrix.interface import Matrix
     from compat_service.domain.matrix.rows import (
         BuildVariant,
@@ -74,6 +87,7 @@ if TYPE_CHECKING:
     )
     from compat_service.domain.resolver.request import ResolveRequest, TorchSpec
     from compat_service.domain.resolver.resolution import Resolution
+    from compat_service.domain.resolver.wheel_tags import Blocked
 
 
 #: a vendor plugin's row (torch-npu, torch-mlu): `PLUGINS[family].table` names the matrix table
@@ -141,10 +155,10 @@ def _with_gpu_reason(res: Resolution, gpu: GpuLookup | None) -> Resolution:
     target = f"the xpu build (Intel device family {gpu.arch})" if gpu.family == "xpu" else gpu.arch
     reason = Reason("gpu", f"--gpu: {named}; resolved for {target}", gpu.source)
     warnings = (gpu.note,) if gpu.note else ()
-    return replace(res, reasons=(reason, *res.reasons), warnings=(*warnings, *res.warnings))
+    return res.changed(reasons=(reason, *res.reasons), warnings=(*warnings, *res.warnings))
 
 
-_UNTRIED: Any = object()
+_UNTRIED = object()
 
 
 def try_resolve(request: ResolveRequest, matrix: Matrix) -> Resolution | None:
@@ -152,9 +166,9 @@ def try_resolve(request: ResolveRequest, matrix: Matrix) -> Resolution | None:
     alternatives search. Answers are kept per matrix (bounded): pipelines and the web selector send many
     unsatisfiable requests, and their searches try the same nearby requests again and again."""
     tried = matrix.memo.tried
-    found: Resolution | None = tried.get(request, _UNTRIED)
+    found = tried.get(request, _UNTRIED)
     if found is not _UNTRIED:
-        return found
+        return cast("Resolution | None", found)
     answer: Resolution | None
     if is_jetson_target(request, matrix):  # NVIDIA's JetPack wheels (jetson.py)
         from compat_service.domain.errors import UnsatisfiableError
@@ -172,68 +186,25 @@ def try_resolve(request: ResolveRequest, matrix: Matrix) -> Resolution | None:
     return answer
 
 
-#: a patch the first stages refuse (`_first_stages_need`)
-_REFUSED: Any = object()
-
-
-def _first_stages_need(state: ResolverState, minor: TorchMinor, patch: TorchPatch) -> Any:
-    """`_try_patch`'s platform, Python and backend stages, then for a CUDA or ROCm request without --runtime
-    (no plugin or runtime stage comes between them then) its --gpu-arch stage: `_REFUSED` when one refuses the
-    patch, else the lowest driver (a Version) its remaining CUDA builds need, None when one needs none that
-    is known (the driver stage then passes whatever --driver says) or the driver stage was not reached here."""
-    on_platform = state.m.variants_on_platform(minor, patch.version, state.r.platform)
-    if not on_platform:
-        return _REFUSED
-    pythons = state.m.pythons(minor, patch, state.r.platform)
-    python = state.r.python or _newest_gil_python(pythons)
-    if python is None or python not in pythons:
-        return _REFUSED
-    candidates = _variants(state, patch.version, on_platform)
-    if not candidates:
-        return _REFUSED
-    platform = state.r.platform
-    if state.r.gpu_arch and state.family in ("cuda", "rocm"):
-        if state.r.runtime is not None:
-            return None
-        for c in candidates:
-            c.arch = _arch_verdict(state, patch.version, c, platform)
-        candidates = [c for c in candidates if c.arch is not None and c.arch.coverage != "no"]
-        if not candidates:
-            return _REFUSED
-    if state.family != "cuda":
-        return None
-    pinned = state.m.default_toolkits(minor, platform)
-    lowest = None
-    for c in candidates:  # as the driver stage derives each build's floor
-        toolkit = pinned.get(c.label) or c.build_row.runtime_full
-        coverage = c.arch.coverage if c.arch is not None else None
-        floor = driver_rule(state.m, c.build_row.runtime, toolkit, state.r.os, coverage)
-        if floor is None or floor.version is None:
-            return None
-        needed = cached_version(floor.version)
-        lowest = needed if lowest is None or needed < lowest else lowest
-    return lowest
-
-
 def minors_past_first_stages(request: ResolveRequest, matrix: Matrix) -> frozenset[str]:
-    """The torch minors of which a patch passes the platform, Python, backend, --gpu-arch and driver stages
-    for ``request`` with its --torch set to that minor (`_first_stages_need`): the only ones the nearest-torch
-    search need resolve."""
-    needs = _first_stage_needs(request, matrix)
+    """The torch minors of which a patch passes every stage but the companions for ``request`` with its --torch
+    set to that minor: the only ones the nearest-torch search need resolve."""
+    needs = _driver_needs(request, matrix)
     if request.driver is None or request.backend.family != "cuda":
         return frozenset(needs)
     have = cached_version(request.driver)
     return frozenset(minor for minor, need in needs.items() if need is None or need <= have)
 
 
-def _first_stage_needs(request: ResolveRequest, matrix: Matrix) -> dict[str, Any]:
-    """minor -> the lowest driver a patch of it past the first stages needs (None: none known), for the minors
-    with such a patch. Kept per matrix when the Python, the backend and the GPU architecture are ones the
-    matrix lists (the platform is one of OSES x ARCHES; no stage checked here reads the --runtime or --driver
-    text, only whether there is a --runtime)."""
+def _driver_needs(request: ResolveRequest, matrix: Matrix) -> dict[str, Version | None]:
+    """minor -> the lowest driver a patch of it that passes the stages before the driver's needs (None: one of its
+    builds has no known floor, so any driver passes), for the minors with such a patch: the stages folded over
+    every patch up to the driver's, then the driver stage's floors (`_driver_floors`). Kept per matrix when
+    every request field those stages read is one the matrix lists (no stage before the driver's reads --driver;
+    a full Python, a C library or OS version, or a --runtime is computed afresh)."""
     r = request
     asked = r.backend.label if r.backend.kind == "label" else None
-    key = (r.platform, r.python, r.backend.kind, asked, r.backend.family, r.gpu_arch, r.runtime is None)
+    key = (r.platform, r.python, r.backend.kind, asked, r.backend.family, r.gpu_arch, r.with_)
     memo = matrix.memo.first_stage_minors
     found = memo.get(key)
     if found is not None:
@@ -241,17 +212,46 @@ def _first_stage_needs(request: ResolveRequest, matrix: Matrix) -> dict[str, Any
     state = ResolverState(matrix, request, None)
     found = {}
     for minor in matrix.torch_minors():
-        needs = [_first_stages_need(state, minor, patch) for patch in matrix.torch_patches(minor)]
-        needs = [need for need in needs if need is not _REFUSED]
+        needs = [_lowest_floor(state, t) for t in _passing(state, minor, _BEFORE_DRIVER)]
         if needs:
-            found[minor.minor] = None if None in needs else min(needs)
-    if (
+            found[minor.minor] = None if None in needs else min(n for n in needs if n is not None)
+    if _matrix_keyed(state, asked):
+        memo[key] = found
+    return found
+
+
+def _matrix_keyed(state: ResolverState, asked: str | None) -> bool:
+    """Whether every request field the stages before the driver's read is one the matrix lists (or absent)."""
+    r, matrix = state.request, state.matrix
+    return (
         (asked is None or matrix.build_variant(asked) is not None)
         and (r.python is None or r.python in _listed_pythons(matrix, r.platform))
         and (r.gpu_arch is None or r.gpu_arch in matrix.gpu_archs())
-    ):
-        memo[key] = found
-    return found
+        and r.python_version is None
+        and r.runtime is None
+        and not describes_host(state)
+    )
+
+
+def _passing(state: ResolverState, minor: TorchMinor, stages: tuple[Stage, ...]) -> list[Trial]:
+    """The trials of ``minor``'s patches that pass ``stages``."""
+    out = []
+    for patch in state.matrix.torch_patches(minor):
+        outcome = _try_patch(state, minor, patch, stages)
+        if isinstance(outcome, Trial):
+            out.append(outcome)
+    return out
+
+
+def _lowest_floor(state: ResolverState, trial: Trial) -> Version | None:
+    """The lowest driver floor over the trial's builds (None: one has no known floor, or not a CUDA request)."""
+    if state.family != "cuda":
+        return None
+    _driver_floors(state, trial)
+    floors = [c.floor.version if c.floor is not None else None for c in trial.candidates]
+    if None in floors:
+        return None
+    return min(cached_version(f) for f in floors if f is not None)
 
 
 def _listed_pythons(matrix: Matrix, platform: str) -> frozenset[str]:
@@ -307,54 +307,65 @@ def _check_request(request: ResolveRequest, matrix: Matrix) -> None:
 def run(state: ResolverState, *, explain: bool = True) -> Resolution:
     """The stages over every matching patch, newest first; raises a `Conflict` when none passes (with
     ``explain=False`` one that says nothing: building the explanation is most of a failure's cost)."""
-    matched = _matching_patches(state.r.torch, state.m)
+    matched = _matching_patches(state.request.torch, state.matrix)
     if not matched:
         raise torch_not_found(state) if explain else _unexplained()
     deaths: list[Dropout] = []
-    fallback: tuple[TorchMinor, TorchPatch, str, list[Candidate]] | None = None
+    passed: list[Trial] = []
     # With --gpu-arch, a patch whose every build has an *unknown* arch list waits until no patch
     # with a known, covering list remains: "unknown" must not beat "known to work".
-    unknown_arch: list[tuple[TorchMinor, TorchPatch, str, list[Candidate]]] = []
+    unknown_arch: list[Trial] = []
     for minor, patch in matched:
         outcome = _try_patch(state, minor, patch)
         if isinstance(outcome, Dropout):
             deaths.append(outcome)
-            why = _SKIP_REASONS[STAGES[outcome.stage]]
-            if STAGES[outcome.stage] == "wheels":
-                first = outcome.info["blocked"][0]
-                why = f"{first.package} wheels need {first.floor.text}" if first.floor is not None else first.why
-                state.wheel_skips.append((patch.version, outcome.info["blocked"][0]))
-            if STAGES[outcome.stage] == "known_bad":
-                why = skip_words(outcome.info["refused"][0][1])
-            if STAGES[outcome.stage] in ("platform", "backend") and state.r.platform in (
-                minor.platforms_unsourced or ()
-            ):
-                why = f"could not confirm: no source lists its {state.r.platform} builds yet"
-            state.skipped.append((patch.version, why))
-            continue
-        python, candidates = outcome
-        if state.r.gpu_arch and all(c.arch is not None and c.arch.coverage == "unknown" for c in candidates):
-            unknown_arch.append((minor, patch, python, candidates))
-            state.skipped.append((patch.version, f"no sourced arch list to check {state.r.gpu_arch} against"))
-            continue
-        chosen = _pick(state, minor, patch, python, candidates)
-        if chosen is not None:
-            return _checked(state, chosen)
-        fallback = fallback or (minor, patch, python, candidates)
-    for minor, patch, python, candidates in unknown_arch:
-        chosen = _pick(state, minor, patch, python, candidates)
-        if chosen is not None:
-            return _checked(state, chosen)
-        fallback = fallback or (minor, patch, python, candidates)
-    if fallback is not None and state.steering is not None:
-        if state.r.require_verified:
-            raise state.steering.not_verified(f"torch {state.r.torch.text}", state.family, state.r.python)
-        minor, patch, python, candidates = fallback
-        return _checked(state, build_resolution(state, minor, patch, python, _best(state, candidates)))
-    if not explain:
-        raise _unexplained()
+            state.skipped.append((patch.version, _skip_reason(state, outcome)))
+        elif state.request.gpu_arch and _arch_lists_unknown(outcome):
+            unknown_arch.append(outcome)
+            state.skipped.append((patch.version, f"no sourced arch list to check {state.request.gpu_arch} against"))
+        elif (chosen := _pick(state, outcome, passed)) is not None:
+            return chosen
+    for trial in unknown_arch:
+        if (chosen := _pick(state, trial, passed)) is not None:
+            return chosen
+    if passed and state.steering is not None:
+        return _unverified(state, state.steering, passed[0])
+    raise _failure(state, deaths) if explain else _unexplained()
+
+
+def _failure(state: ResolverState, deaths: list[Dropout]) -> Conflict:
+    """The failure at the furthest stage any patch reached, explained."""
     furthest = max(d.stage for d in deaths)
-    raise explain_failure(state, STAGES[furthest], [d for d in deaths if d.stage == furthest])
+    return explain_failure(state, STAGES[furthest], [d for d in deaths if d.stage == furthest])
+
+
+def _unverified(state: ResolverState, steering: EvidenceSteering, first: Trial) -> Resolution:
+    """The evidence passed over every build of every patch that passed the stages: the first one's best build
+    (the answer says what the evidence found), or with --require-verified the failure that says none is."""
+    if state.request.require_verified:
+        raise steering.not_verified(f"torch {state.request.torch.text}", state.family, state.request.python)
+    best = _best(state, first.candidates)
+    return _checked(state, build_resolution(state, first.minor, first.patch, first.python, best))
+
+
+def _arch_lists_unknown(trial: Trial) -> bool:
+    return all(c.arch is not None and c.arch.coverage == "unknown" for c in trial.candidates)
+
+
+def _skip_reason(state: ResolverState, dropout: Dropout) -> str:
+    """Why the answer passed over a newer patch (noting the first wheel that does not install)."""
+    info = dropout.info
+    if isinstance(info, WheelsRefusal):
+        first = info.blocked[0]
+        state.wheel_skips.append((dropout.patch.version, first))
+        return f"{first.package} wheels need {first.floor.text}" if first.floor is not None else first.why
+    if isinstance(info, KnownBadRefusal):
+        return skip_words(info.refused[0][1])
+    if isinstance(info, (PlatformRefusal, BackendRefusal)) and state.request.platform in (
+        dropout.minor.platforms_unsourced or ()
+    ):
+        return f"could not confirm: no source lists its {state.request.platform} builds yet"
+    return _SKIP_REASONS[STAGES[dropout.stage]]
 
 
 def _matching_patches(spec: TorchSpec, matrix: Matrix) -> list[tuple[TorchMinor, TorchPatch]]:
@@ -398,7 +409,7 @@ _SKIP_REASONS = {
 
 def _checked(state: ResolverState, res: Resolution) -> Resolution:
     """The answer, or with --strict a `rests-on-unknown` failure when it rests on facts the matrix lacks."""
-    if state.r.strict and res.unknowns:
+    if state.request.strict and res.unknowns:
         raise Conflict(
             "rests-on-unknown",
             f"torch {res.torch_version} {res.backend} is the only answer, and it rests on data the matrix "
@@ -411,127 +422,218 @@ def _checked(state: ResolverState, res: Resolution) -> Resolution:
     return res
 
 
-def _pick(
-    state: ResolverState, minor: TorchMinor, patch: TorchPatch, python: str, candidates: list[Candidate]
-) -> Resolution | None:
-    """The resolution from this patch's best build; None when the evidence passes over every build of
-    it (broken, or unverified with --require-verified) and an alternative may remain
-    (compat_service/domain/evidence/steering.py)."""
+def _pick(state: ResolverState, trial: Trial, passed: list[Trial]) -> Resolution | None:
+    """The answer from this patch's best build (`_checked`); None, and the trial noted in ``passed``, when the
+    evidence passes over every build of it (broken, or unverified with --require-verified) and an alternative
+    may remain (compat_service/domain/evidence/steering.py)."""
+    minor, patch, python, candidates = trial.minor, trial.patch, trial.python, trial.candidates
     if state.steering is None:
-        return build_resolution(state, minor, patch, python, _best(state, candidates))
+        return _checked(state, build_resolution(state, minor, patch, python, _best(state, candidates)))
     picked = state.steering.pick(
         patch.version, python, candidates, lambda c: c.label, lambda cs: _best(state, cs)
     )
     if picked is None:
+        passed.append(trial)
         return None
     state.warnings.extend(state.steering.notes(patch.version, picked.label))
-    return build_resolution(state, minor, patch, python, picked)
+    return _checked(state, build_resolution(state, minor, patch, python, picked))
 
 
-def _try_patch(state: ResolverState, minor: TorchMinor, patch: TorchPatch) -> Dropout | tuple[str, list[Candidate]]:
-    platform = state.r.platform
-    version = patch.version
-    on_platform = state.m.variants_on_platform(minor, version, platform)
-    if not on_platform:
-        published = [v for v in minor.variants if v.patches is None or version in v.patches]
-        platforms = sorted({p for v in published for p in v.platforms})
-        return Dropout(STAGE["platform"], minor, patch, {"platforms": platforms})
+def _platform_stage(state: ResolverState, t: Trial) -> Refusal | None:
+    t.on_platform = state.matrix.variants_on_platform(t.minor, t.patch.version, state.request.platform)
+    if t.on_platform:
+        return None
+    published = [v for v in t.minor.variants if v.patches is None or t.patch.version in v.patches]
+    return PlatformRefusal(sorted({p for v in published for p in v.platforms}))
 
-    pythons = state.m.pythons(minor, patch, platform)
-    python = state.r.python or _newest_gil_python(pythons)
-    if python is None or python not in pythons:
-        return Dropout(STAGE["python"], minor, patch, {"pythons": pythons})
 
-    blocked = blocked_wheels(state, patch, python)
-    if blocked and state.r.python is None:
-        # no --python: the newest Python whose pinned wheels all install, where an older one has them
-        for older in reversed([p for p in pythons if not p.endswith("t") and p != python]):
-            if not blocked_wheels(state, patch, older):
-                python, blocked = older, []
-                break
+def _python_stage(state: ResolverState, t: Trial) -> Refusal | None:
+    t.pythons = state.matrix.pythons(t.minor, t.patch, state.request.platform)
+    python = state.request.python or _newest_gil_python(t.pythons)
+    if python is None or python not in t.pythons:
+        return PythonRefusal(t.pythons)
+    t.python = python
+    return None
+
+
+def _wheels_stage(state: ResolverState, t: Trial) -> Refusal | None:
+    """The pinned wheels install on the target (its Python, its platform tags); then the builds the backend
+    request admits (the backend stage refuses when none), each of whose wheel must install too."""
+    blocked = _python_wheels(state, t)
     if blocked:
-        return Dropout(STAGE["wheels"], minor, patch, {"blocked": blocked})
+        return WheelsRefusal(blocked)
+    t.candidates = _variants(state, t.patch.version, t.on_platform)
+    if not t.candidates or not describes_host(state):
+        return None
+    builds = [(c, build_blocked(state, t.patch.version, c.label)) for c in t.candidates]
+    refused = [b for _, b in builds if b is not None]
+    if len(refused) == len(builds):
+        return WheelsRefusal(refused)
+    t.candidates = [c for c, b in builds if b is None]
+    return None
 
-    candidates = _variants(state, version, on_platform)
-    if not candidates:
-        return Dropout(STAGE["backend"], minor, patch, {"labels": sorted({v.label for v in on_platform})})
-    if describes_host(state):
-        builds = [(c, build_blocked(state, version, c.label)) for c in candidates]
-        if all(b is not None for _, b in builds):
-            return Dropout(STAGE["wheels"], minor, patch, {"blocked": [b for _, b in builds]})
-        candidates = [c for c, b in builds if b is None]
 
+def _python_wheels(state: ResolverState, t: Trial) -> list[Blocked]:
+    """The pinned wheels that do not install for the trial's Python; with no --python, the newest Python whose
+    pinned wheels all install is taken instead, where an older one has them."""
+    blocked = blocked_wheels(state, t.patch, t.python)
+    if blocked and state.request.python is None:
+        for older in reversed([p for p in t.pythons if not p.endswith("t") and p != t.python]):
+            if not blocked_wheels(state, t.patch, older):
+                t.python = older
+                return []
+    return blocked
+
+
+def _backend_stage(state: ResolverState, t: Trial) -> Refusal | None:
+    if t.candidates:
+        return None
+    return BackendRefusal(sorted({v.label for v in t.on_platform}))
+
+
+def _plugin_stage(state: ResolverState, t: Trial) -> Refusal | None:
+    if state.family not in PLUGIN_FAMILIES:
+        return None
+    plugin = _plugin_row(state, t.patch.version, t.python, state.request.platform)
+    if plugin is None:
+        return PluginRefusal()
+    for c in t.candidates:
+        c.plugin_row = plugin
+    return None
+
+
+def _runtime_stage(state: ResolverState, t: Trial) -> Refusal | None:
+    runtime = state.request.runtime
+    if runtime is None:
+        return None
     if state.family in PLUGIN_FAMILIES:
-        plugin = _plugin_row(state, version, python, platform)
-        if plugin is None:
-            return Dropout(STAGE["plugin"], minor, patch)
-        runtime_note = None
-        if state.r.runtime is not None:
-            plugin, runtime_note, offered = _plugin_for_runtime(state, version, python, platform)
-            if plugin is None:
-                return Dropout(STAGE["runtime"], minor, patch, {"offered": offered})
-        for c in candidates:
-            c.plugin_row = plugin
-            c.runtime_unknown = runtime_note
-    elif state.family == "rocm" and state.r.runtime is not None:
-        # the host's own ROCm minor first, else a release AMD's kernel-driver window admits (vendor_rules)
-        fits = [c for c in candidates if runtime_fits("rocm", state.r.runtime, c.build_row.runtime) is not False]
-        fits = fits or [c for c in candidates if rocm_fits(state.m, state.r.runtime, c.build_row.runtime)]
-        if not fits:
-            offered = [(c.label, c.build_row.runtime) for c in candidates]
-            return Dropout(STAGE["runtime"], minor, patch, {"offered": offered})
-        for c in fits:
-            if c.build_row.runtime is None:
-                c.runtime_unknown = f"whether {c.label} runs on ROCm {state.r.runtime} (its ROCm release is unknown)"
-        candidates = fits
+        return _plugin_runtime_stage(state, t)
+    if state.family != "rocm":
+        return None
+    fits = [c for c in t.candidates if runtime_fits("rocm", runtime, c.build_row.runtime) is not False]
+    # the host's own ROCm minor first, else a release AMD's kernel-driver window admits (vendor_rules)
+    fits = fits or [c for c in t.candidates if rocm_fits(state.matrix, runtime, c.build_row.runtime)]
+    if not fits:
+        return RuntimeRefusal([(c.label, c.build_row.runtime) for c in t.candidates])
+    for c in fits:
+        if c.build_row.runtime is None:
+            c.runtime_unknown = f"whether {c.label} runs on ROCm {runtime} (its ROCm release is unknown)"
+    t.candidates = fits
+    return None
 
-    if state.r.gpu_arch and state.family in ("cuda", "rocm"):
-        verdicts = []
-        for c in candidates:
-            c.arch = _arch_verdict(state, version, c, platform)
-            verdicts.append((c.label, c.arch))
-        covered = [c for c in candidates if c.arch is not None and c.arch.coverage != "no"]
-        if not covered:
-            return Dropout(STAGE["gpu_arch"], minor, patch, {"verdicts": verdicts})
-        candidates = covered
 
-    if state.family == "cuda":
-        pinned = state.m.default_toolkits(minor, platform)
-        for c in candidates:
-            toolkit = pinned.get(c.label) or c.build_row.runtime_full
-            coverage = c.arch.coverage if c.arch is not None else None
-            c.floor = driver_rule(state.m, c.build_row.runtime, toolkit, state.r.os, coverage)
-        if state.r.driver is not None:
-            have = cached_version(state.r.driver)
-            fits = [
-                c
-                for c in candidates
-                if c.floor is None or c.floor.version is None or cached_version(c.floor.version) <= have
-            ]
-            if not fits:
-                return Dropout(
-                    STAGE["driver"], minor, patch, {"floors": [(c.label, c.floor) for c in candidates]}
-                )
-            candidates = fits
+def _plugin_runtime_stage(state: ResolverState, t: Trial) -> Refusal | None:
+    """The vendor plugin row for --runtime (one whose runtime is unknown, said so, when none is known to fit)."""
+    plugin, runtime_note, offered = _plugin_for_runtime(state, t.patch.version, t.python, state.request.platform)
+    if plugin is None:
+        return RuntimeRefusal(offered)
+    for c in t.candidates:
+        c.plugin_row = plugin
+        c.runtime_unknown = runtime_note
+    return None
 
-    missing = [name for name in state.r.with_ if getattr(patch, name).version is None]
+
+def _gpu_arch_stage(state: ResolverState, t: Trial) -> Refusal | None:
+    if not state.request.gpu_arch or state.family not in ("cuda", "rocm"):
+        return None
+    verdicts = []
+    for c in t.candidates:
+        c.arch = verdict = _arch_verdict(state, t.patch.version, c, state.request.platform)
+        verdicts.append((c.label, verdict))
+    covered = [c for c in t.candidates if c.arch is not None and c.arch.coverage != "no"]
+    if not covered:
+        return GpuArchRefusal(verdicts)
+    t.candidates = covered
+    return None
+
+
+def _driver_stage(state: ResolverState, t: Trial) -> Refusal | None:
+    """Each CUDA build's driver floor (the answer names it); with --driver, the builds it meets."""
+    if state.family != "cuda":
+        return None
+    _driver_floors(state, t)
+    if state.request.driver is None:
+        return None
+    have = cached_version(state.request.driver)
+    fits = [
+        c for c in t.candidates if c.floor is None or c.floor.version is None or cached_version(c.floor.version) <= have
+    ]
+    if not fits:  # then every build has a known floor above the driver
+        return DriverRefusal([(c.label, c.floor) for c in t.candidates if c.floor is not None])
+    t.candidates = fits
+    return None
+
+
+def _driver_floors(state: ResolverState, t: Trial) -> None:
+    """Each build's driver floor, from its toolkit (the one the default index's wheels pin, else its own) and its
+    coverage of --gpu-arch."""
+    pinned = state.matrix.default_toolkits(t.minor, state.request.platform)
+    for c in t.candidates:
+        toolkit = pinned.get(c.label) or c.build_row.runtime_full
+        coverage = c.arch.coverage if c.arch is not None else None
+        c.floor = driver_rule(state.matrix, c.build_row.runtime, toolkit, state.request.os, coverage)
+
+
+def _companions_stage(state: ResolverState, t: Trial) -> Refusal | None:
+    missing = [name for name in state.request.with_ if getattr(t.patch, name).version is None]
     if missing:
-        return Dropout(STAGE["companions"], minor, patch, {"missing": missing})
+        return CompanionsRefusal(missing)
     if state.family == "xpu":
-        missing, row = unpublished_companions(state.m, version, platform, state.r.with_)
+        r = state.request
+        missing, row = unpublished_companions(state.matrix, t.patch.version, r.platform, r.with_)
         if missing:
-            return Dropout(STAGE["companions"], minor, patch, {"missing": missing, "unpublished": row})
-    candidates, refused = screen(state, patch, python, candidates)
+            return CompanionsRefusal(missing, row)
+    return None
+
+
+def _known_bad_stage(state: ResolverState, t: Trial) -> Refusal | None:
+    candidates, refused = screen(state, t.patch, t.python, t.candidates)
     if not candidates:
-        return Dropout(STAGE["known_bad"], minor, patch, {"refused": refused})
-    return python, candidates
+        return KnownBadRefusal(refused)
+    t.candidates = candidates
+    return None
+
+
+#: a stage: None when the patch passes it (the stage narrows the trial's builds and notes what it found), else
+#: what refused it
+Stage = Callable[[ResolverState, Trial], "Refusal | None"]
+
+#: the stages, in `STAGES` order (a test pins the keys to them): `run` folds every patch over all of them
+STAGE_CHECKS: dict[str, Stage] = {
+    "platform": _platform_stage,
+    "python": _python_stage,
+    "wheels": _wheels_stage,
+    "backend": _backend_stage,
+    "plugin": _plugin_stage,
+    "runtime": _runtime_stage,
+    "gpu_arch": _gpu_arch_stage,
+    "driver": _driver_stage,
+    "companions": _companions_stage,
+    "known_bad": _known_bad_stage,
+}
+_ALL_STAGES = tuple(STAGE_CHECKS.values())
+#: what the nearest-torch search folds over (`minors_past_first_stages`): the stages before the driver's, whose
+#: floors it then compares with --driver
+_BEFORE_DRIVER = _ALL_STAGES[: STAGE["driver"]]
+
+
+def _try_patch(
+    state: ResolverState, minor: TorchMinor, patch: TorchPatch, stages: tuple[Stage, ...] = _ALL_STAGES
+) -> Dropout | Trial:
+    """The patch through ``stages`` (a prefix of `STAGE_CHECKS`, in order): where it dropped out, or what passed."""
+    trial = Trial(minor, patch)
+    for index, stage in enumerate(stages):
+        refusal = stage(state, trial)
+        if refusal is not None:
+            return Dropout(index, minor, patch, refusal)
+    return trial
 
 
 def _arch_verdict(state: ResolverState, version: str, c: Candidate, platform: str) -> ArchVerdict:
     """The build's coverage of --gpu-arch. An unknown list never beats a known "no": when a newer patch's
     list for this label is known and the GPU is newer than everything it ships, an older patch of the same
     label (whose list is unknown) cannot ship it either, so it inherits that "no"."""
-    gpu = state.r.gpu_arch or ""
+    gpu = state.request.gpu_arch or ""
     verdict = _arch_coverage(state, version, c.label, c.build_row.runtime, platform, gpu)
     if verdict.coverage != "unknown":
         return verdict
@@ -548,11 +650,11 @@ def _arch_coverage(
     runtime and the platform it publishes them for are the matrix's own): the nearest-torch search asks it for
     every build of every minor it tries."""
     key = (version, label, runtime, platform, gpu)
-    memo = state.m.memo.arch_coverage
+    memo = state.matrix.memo.arch_coverage
     found = memo.get(key)
     if found is None:
-        found = arch_coverage(state.m, version, label, runtime, platform, gpu)
-        if gpu in state.m.gpu_archs():
+        found = arch_coverage(state.matrix, version, label, runtime, platform, gpu)
+        if gpu in state.matrix.gpu_archs():
             memo[key] = found
     return found
 
@@ -565,8 +667,8 @@ def _newer_known_no(
     here = cached_version(version)
     newer = [
         p.version
-        for m in state.m.torch_minors()
-        for p in state.m.torch_patches(m)
+        for m in state.matrix.torch_minors()
+        for p in state.matrix.torch_patches(m)
         if cached_version(p.version) > here
     ]
     for other in sorted(newer, key=cached_version):
@@ -581,16 +683,16 @@ def _newer_known_no(
 
 def _variants(state: ResolverState, version: str, on_platform: tuple[VariantAvailability, ...]) -> list[Candidate]:
     """Fresh candidates (the later stages annotate them) for the builds the backend request admits."""
-    r = state.r
+    r = state.request
     rows: tuple[tuple[VariantAvailability, BuildVariant], ...] | None
     # keyed by the backend kind, or by a label the matrix publishes (a label is free text: any other one
     # filters directly)
     asked = r.backend.kind if r.backend.kind != "label" else r.backend.label or ""
-    if r.backend.kind == "label" and state.m.build_variant(asked) is None:
+    if r.backend.kind == "label" and state.matrix.build_variant(asked) is None:
         rows = _variant_rows(state, on_platform)
     else:
         key = (version, r.platform, asked, state.family)
-        memo = state.m.memo.variant_rows
+        memo = state.matrix.memo.variant_rows
         rows = memo.get(key)
         if rows is None:
             rows = memo[key] = _variant_rows(state, on_platform)
@@ -600,19 +702,19 @@ def _variants(state: ResolverState, version: str, on_platform: tuple[VariantAvai
 def _variant_rows(
     state: ResolverState, on_platform: tuple[VariantAvailability, ...]
 ) -> tuple[tuple[VariantAvailability, BuildVariant], ...]:
-    if state.family == "mps" and state.r.os != "macos":
+    if state.family == "mps" and state.request.os != "macos":
         return ()
     if state.family in PLUGIN_FAMILIES:
-        install = state.m.vendor_install(PLUGINS[state.family].install_note)
-        if install is not None and state.r.platform not in install.platforms:
+        install = state.matrix.vendor_install(PLUGINS[state.family].install_note)
+        if install is not None and state.request.platform not in install.platforms:
             return ()
     out = []
     for v in on_platform:
-        build = state.m.build_variant(v.label)
+        build = state.matrix.build_variant(v.label)
         if build is None:
             continue
-        if state.r.backend.kind == "label":
-            ok = v.label == state.r.backend.label or _same_rocm_line(state.r.backend.label or "", build)
+        if state.request.backend.kind == "label":
+            ok = v.label == state.request.backend.label or _same_rocm_line(state.request.backend.label or "", build)
         elif state.family in CPU_WHEEL_FAMILIES:
             ok = build.family == "cpu"
         else:
@@ -638,7 +740,7 @@ def _plugin_row(state: ResolverState, torch_version: str, python: str, platform:
 def _plugin_rows(state: ResolverState, torch_version: str, python: str, platform: str) -> list[PluginRow]:
     """The plugin rows for this torch and Python, best first: not end-of-life, then the newest release."""
     plugin = PLUGINS[state.family]
-    rows = getattr(state.m, plugin.table)()
+    rows = getattr(state.matrix, plugin.table)()
     name = plugin.version_field
     want = Version(torch_version)
     fits = [
@@ -662,7 +764,7 @@ def _plugin_for_runtime(
     plugin = PLUGINS[state.family]
     column = RUNTIME_COLUMNS[state.family]
     rows = _plugin_rows(state, torch_version, python, platform)
-    have = state.r.runtime or ""
+    have = state.request.runtime or ""
     known = [r for r in rows if runtime_fits(state.family, have, getattr(r, column)) is True]
     if known:
         return known[0], None, []
@@ -686,7 +788,7 @@ def _plugin_pythons(row: PluginRow, platform: str, python: str) -> list[str]:
 
 
 def _best(state: ResolverState, candidates: list[Candidate]) -> Candidate:
-    have = cached_version(state.r.driver) if state.r.driver is not None else None
+    have = cached_version(state.request.driver) if state.request.driver is not None else None
 
     def key(c: Candidate) -> tuple[int, int, Version]:
         known = 0 if c.arch is not None and c.arch.coverage == "unknown" else 1

@@ -8,7 +8,7 @@ at the furthest stage any patch reached.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from compat_service.domain.evidence.lookup import EvidenceLookup
@@ -19,11 +19,14 @@ if TYPE_CHECKING:
         AscendNpuRow,
         BuildVariant,
         CambriconMluRow,
+        KnownBadRule,
         TorchMinor,
         TorchPatch,
         VariantAvailability,
+        XpuSupport,
     )
     from compat_service.domain.resolver.request import ResolveRequest
+    from compat_service.domain.resolver.wheel_tags import Blocked
 
 STAGES = (
     "platform",
@@ -44,8 +47,8 @@ class ResolverState:
     """What every part of one resolution reads: the matrix, the request, the family asked for, warnings."""
 
     def __init__(self, matrix: Matrix, request: ResolveRequest, evidence: EvidenceLookup | None) -> None:
-        self.m = matrix
-        self.r = request
+        self.matrix = matrix
+        self.request = request
         self.evidence = evidence
         self.family = request.backend.family or "cpu"
         self.warnings: list[str] = []
@@ -58,7 +61,7 @@ class ResolverState:
         #: (patch, why) for each patch passed over before the answer, newest first (the answer names them)
         self.skipped: list[tuple[str, str]] = []
         #: (patch, the first wheel that does not install on the target) for each patch passed over for it
-        self.wheel_skips: list[tuple[str, Any]] = []
+        self.wheel_skips: list[tuple[str, Blocked]] = []
         if evidence is not None:
             # imported only with evidence: it pulls the error models (pydantic), off the fast path
             from compat_service.domain.evidence.steering import EvidenceSteering
@@ -85,10 +88,103 @@ class Candidate:
 
 
 @dataclass
+class Trial:
+    """One patch going through the stages (stages.STAGE_CHECKS): what the stages so far chose for it."""
+
+    minor: TorchMinor
+    patch: TorchPatch
+    #: the variants the patch publishes for the request's platform (the platform stage)
+    on_platform: tuple[VariantAvailability, ...] = ()
+    #: the Pythons it has wheels for there, oldest first, and the one chosen (the Python and wheels stages)
+    pythons: list[str] = field(default_factory=list)
+    python: str = ""
+    #: the builds still standing (the wheels stage takes the ones the backend request admits)
+    candidates: list[Candidate] = field(default_factory=list)
+
+
+# What each stage says when it refuses a patch, one record per stage (what its explanation reads).
+
+
+@dataclass(frozen=True)
+class PlatformRefusal:
+    #: the platforms the patch publishes wheels for
+    platforms: list[str]
+
+
+@dataclass(frozen=True)
+class PythonRefusal:
+    #: the Pythons the patch has wheels for on the platform, oldest first
+    pythons: list[str]
+
+
+@dataclass(frozen=True)
+class WheelsRefusal:
+    #: the pinned wheels (or each build's wheel) that do not install on the target
+    blocked: list[Blocked]
+
+
+@dataclass(frozen=True)
+class BackendRefusal:
+    #: the build labels the patch publishes for the platform
+    labels: list[str]
+
+
+@dataclass(frozen=True)
+class PluginRefusal:
+    """No vendor plugin row for the patch and Python."""
+
+
+@dataclass(frozen=True)
+class RuntimeRefusal:
+    #: (build label or plugin version, the runtime it needs; None = unknown)
+    offered: list[tuple[str, str | None]]
+
+
+@dataclass(frozen=True)
+class GpuArchRefusal:
+    #: (build label, its coverage of --gpu-arch)
+    verdicts: list[tuple[str, ArchVerdict]]
+
+
+@dataclass(frozen=True)
+class DriverRefusal:
+    #: (build label, its driver floor) for each build the floor refuses
+    floors: list[tuple[str, DriverRule]]
+
+
+@dataclass(frozen=True)
+class CompanionsRefusal:
+    #: the --with companions the matrix has no version of (or the xpu index publishes no wheels of)
+    missing: list[str]
+    #: the xpu.yaml row that says its index publishes no companion wheels for the patch on the platform
+    unpublished: XpuSupport | None = None
+
+
+@dataclass(frozen=True)
+class KnownBadRefusal:
+    #: (build, the known_bad.yaml ``never`` rule that passes over it)
+    refused: list[tuple[Candidate, KnownBadRule]]
+
+
+Refusal = (
+    PlatformRefusal
+    | PythonRefusal
+    | WheelsRefusal
+    | BackendRefusal
+    | PluginRefusal
+    | RuntimeRefusal
+    | GpuArchRefusal
+    | DriverRefusal
+    | CompanionsRefusal
+    | KnownBadRefusal
+)
+
+
+@dataclass
 class Dropout:
-    """Where one patch dropped out, and what the message needs to say about it."""
+    """Where one patch dropped out (an index into `STAGES`), and what the stage said."""
 
     stage: int
     minor: TorchMinor
     patch: TorchPatch
-    info: dict[str, Any] = field(default_factory=dict)
+    info: Refusal

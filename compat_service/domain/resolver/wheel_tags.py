@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
+from compat_service.domain.matrix.memo import MatrixMemo
+
 if TYPE_CHECKING:
     from compat_service.domain.matrix.rows import TorchPatch, WheelFiles
     from compat_service.domain.resolver.state import ResolverState
@@ -48,9 +50,11 @@ class TagFloor:
         return f"{self.needs} >= {self.version[0]}.{self.version[1]}"
 
 
+@lru_cache(maxsize=1024)
 def tag_floor(tag: str) -> TagFloor | None:
     """``manylinux_2_28_x86_64`` -> glibc >= 2.28; ``manylinux2014_aarch64`` -> glibc >= 2.17;
-    ``macosx_14_0_arm64`` -> macOS >= 14.0; ``win_amd64`` -> None."""
+    ``macosx_14_0_arm64`` -> macOS >= 14.0; ``win_amd64`` -> None. Kept (bounded): the tags are the index's
+    wheel files', read for every answer."""
     for legacy, version in _LEGACY_MANYLINUX.items():
         if tag.startswith(legacy + "_"):
             return TagFloor("glibc", version)
@@ -93,12 +97,12 @@ def host_platform_tags(
 
 def describes_host(state: ResolverState) -> bool:
     """The request names the host's C library or OS version (so the wheels' tags are checked)."""
-    r = state.r
+    r = state.request
     return r.glibc is not None or r.musl is not None or r.macos is not None
 
 
 def host_words(state: ResolverState) -> str:
-    r = state.r
+    r = state.request
     if r.musl is not None:
         return "musl libc" + (f" {r.musl}" if r.musl[0].isdigit() else "")
     if r.glibc is not None:
@@ -130,9 +134,9 @@ def variant_wheels_of(state: ResolverState, version: str, label: str, platform: 
     names as the refresh read them (None: that index was not read)."""
     minor = ".".join(version.split(".")[:2])
     local = f"{version}+{label}"
-    for row in state.m.torch_minors():
+    for row in state.matrix.torch_minors():
         if row.minor == minor:
-            for patch in state.m.torch_patches(row):
+            for patch in state.matrix.torch_patches(row):
                 if patch.version == version:
                     return next((w for w in patch.wheels if w.version == local and w.platform == platform), None)
     return None
@@ -141,11 +145,11 @@ def variant_wheels_of(state: ResolverState, version: str, label: str, platform: 
 def _label_floor(state: ResolverState, version: str, label: str) -> tuple[list[str], str] | None:
     """The platform tags of a /whl/<label> build on the target's platform and where they come from: the index's
     file names where the refresh read them, else host_rules.yaml's wheel_floors; None: neither says."""
-    r = state.r
+    r = state.request
     files = variant_wheels_of(state, version, label, r.platform)
     if files is not None:
         return list(files.platform_tags), "the index's file names"
-    row = state.m.wheel_floor(version, label, r.platform)
+    row = state.matrix.wheel_floor(version, label, r.platform)
     if row is None:
         return None
     return [f"{row.platform_tag}_{r.arch}"], "host_rules.yaml"
@@ -171,15 +175,33 @@ def _admits(requires_python: str, python: str) -> bool:
 def full_python(state: ResolverState, python: str) -> str:
     """The full Python version the request gives (3.14.1) when it is of the chosen minor, else the minor."""
     minor = python.rstrip("t")
-    given = state.r.python_version
+    given = state.request.python_version
     return given if given is not None and given.startswith(minor + ".") else minor
+
+
+#: (patch, a Python it lists, platform, companions) -> the pinned wheels that do not install (`blocked_wheels`)
+_BLOCKED_WHEELS: MatrixMemo[tuple[str, str, str, tuple[str, ...]], tuple[Blocked, ...]] = MatrixMemo("blocked_wheels")
 
 
 def blocked_wheels(state: ResolverState, patch: TorchPatch, python: str) -> list[Blocked]:
     """The pinned packages (torch and the asked companions) whose recorded wheels do not install on the target:
     no wheel for the Python, a Requires-Python that excludes the full Python, or (when the request describes
-    the host) no platform tag the host accepts. A package with no recorded wheels is not checked here."""
-    r = state.r
+    the host) no platform tag the host accepts. A package with no recorded wheels is not checked here. Kept per
+    matrix for a request that gives neither a full Python nor the host's platform (``python`` is one the patch
+    lists: the Python stage chose it)."""
+    r = state.request
+    if r.python_version is not None or describes_host(state):
+        return _blocked_wheels(state, patch, python)
+    key = (patch.version, python, r.platform, r.with_)
+    memo = _BLOCKED_WHEELS.table(state.matrix)
+    found = memo.get(key)
+    if found is None:
+        found = memo[key] = tuple(_blocked_wheels(state, patch, python))
+    return list(found)
+
+
+def _blocked_wheels(state: ResolverState, patch: TorchPatch, python: str) -> list[Blocked]:
+    r = state.request
     full = full_python(state, python)
     host = host_platform_tags(r.os, r.arch, r.glibc, r.musl, r.macos) if describes_host(state) else None
     out: list[Blocked] = []
@@ -212,7 +234,7 @@ def build_blocked(state: ResolverState, version: str, label: str) -> Blocked | N
     """A build that does not run on the described host (None: it does, or nothing says it does not): a build
     served from a /whl/<label> index whose platform tag host_rules.yaml gives, above the target's glibc; MPS
     in a release whose macOS floor (mps.yaml) is above --macos."""
-    r = state.r
+    r = state.request
     if r.os == "macos" and r.macos is not None and state.family == "mps":
         return _mps_blocked(state, version)
     if r.os != "linux" or (r.glibc is None and r.musl is None):
@@ -235,21 +257,21 @@ def build_blocked(state: ResolverState, version: str, label: str) -> Blocked | N
 
 
 def _mps_blocked(state: ResolverState, version: str) -> Blocked | None:
-    row = state.m.mps_support(version)
-    if row is None or row.min_macos is None or state.r.macos is None:
+    row = state.matrix.mps_support(version)
+    if row is None or row.min_macos is None or state.request.macos is None:
         return None
     need = _version_pair(row.min_macos)
-    if _version_pair(state.r.macos) >= need:
+    if _version_pair(state.request.macos) >= need:
         return None
     return Blocked("torch", version, "platform",
                    f"MPS in torch {version} needs macOS >= {row.min_macos} (mps.yaml: {', '.join(row.source)}); "
-                   f"the target has macOS {state.r.macos}", TagFloor("macOS", need))
+                   f"the target has macOS {state.request.macos}", TagFloor("macOS", need))
 
 
 def runtime_floor(state: ResolverState, version: str) -> TagFloor | None:
     """The glibc a release's binaries need where their wheel tag names an older one (host_rules.yaml
     runtime_floors: torch up to 2.6 is tagged manylinux1 but was built on CentOS 7, glibc 2.17)."""
-    row = state.m.runtime_floor(version, state.r.platform) if state.r.os == "linux" else None
+    row = state.matrix.runtime_floor(version, state.request.platform) if state.request.os == "linux" else None
     if row is None:
         return None
     return TagFloor(
@@ -260,9 +282,22 @@ def runtime_floor(state: ResolverState, version: str) -> TagFloor | None:
     )
 
 
+#: (patch, build label, platform, companions) -> the highest floor the pinned wheels ask (`floor_needed`)
+_PLATFORM_FLOORS: MatrixMemo[tuple[str, str, str, tuple[str, ...]], TagFloor | None] = MatrixMemo("platform_floors")
+
+
 def floor_needed(state: ResolverState, patch: TorchPatch, label: str) -> TagFloor | None:
-    """The highest floor the chosen wheels' tags ask of the host (what "host needs" states)."""
-    r = state.r
+    """The highest floor the chosen wheels' tags ask of the host (what "host needs" states); kept per matrix."""
+    r = state.request
+    key = (patch.version, label, r.platform, r.with_)
+    memo = _PLATFORM_FLOORS.table(state.matrix)
+    if key not in memo:
+        memo[key] = _floor_needed(state, patch, label)
+    return memo[key]
+
+
+def _floor_needed(state: ResolverState, patch: TorchPatch, label: str) -> TagFloor | None:
+    r = state.request
     floors: list[TagFloor] = []
     label_tags = _label_floor(state, patch.version, label) if r.os == "linux" else None
     if label_tags is not None:  # a build served from its own index: its tags, not the default index's wheels

@@ -582,9 +582,9 @@ def _resolve_torch(search: Search, plan: Plan, version: str, label: str | None) 
 
     The error classes are not imported here: they pull pydantic, which the success path never needs."""
     request = search.request
-    base = dataclasses.replace(request, stack=(), torch=TorchSpec(version, "exact"))
+    base = request.changed(stack=(), torch=TorchSpec(version, "exact"))
     if label is not None:
-        base = dataclasses.replace(base, backend=BackendSpec(label, "label", _family(search, label)))
+        base = base.changed(backend=BackendSpec(label, "label", _family(search, label)))
     pythons: list[str | None] = [request.python]
     last: AccelenvError | Resolution | None = None
     tried: set[str | None] = set()
@@ -596,7 +596,7 @@ def _resolve_torch(search: Search, plan: Plan, version: str, label: str | None) 
         key = (version, label, python, request.backend.text)
         if key not in search.cache:
             try:
-                search.cache[key] = resolve(dataclasses.replace(base, python=python), search.matrix, search.evidence)
+                search.cache[key] = resolve(base.changed(python=python), search.matrix, search.evidence)
             except Exception as exc:
                 if not hasattr(exc, "code") or not hasattr(exc, "exit_code"):
                     raise  # not an AccelenvError: a bug, not an answer
@@ -743,8 +743,8 @@ def _finish(search: Search, plan: Plan, res: Resolution) -> Resolution | None:
                                        f"--strict: the answer rests on data the matrix lacks: {unknowns[0]}",
                                        host_only=True))
         return None
-    return dataclasses.replace(
-        res, packages=tuple(packages), reasons=tuple(reasons), warnings=tuple(dict.fromkeys(warnings)),
+    return res.changed(
+        packages=tuple(packages), reasons=tuple(reasons), warnings=tuple(dict.fromkeys(warnings)),
         unknowns=tuple(dict.fromkeys(unknowns)), requirements=tuple(requirements), stack=tuple(stack),
     )
 
@@ -1016,18 +1016,18 @@ def _nearest(search: Search) -> list[tuple[str, dict[str, str]]]:
     out: list[tuple[str, dict[str, str]]] = []
     tries: list[ResolveRequest] = []
     if request.torch.kind != "latest":
-        tries.append(dataclasses.replace(request, torch=TorchSpec("latest", "latest")))
+        tries.append(request.changed(torch=TorchSpec("latest", "latest")))
     for item in request.stack:
         if item.specifier:
             loose = tuple(PackageRequest(i.name, "") if i is item else i for i in request.stack)
-            tries.append(dataclasses.replace(request, stack=loose))
+            tries.append(request.changed(stack=loose))
     if request.python is not None:
-        tries.append(dataclasses.replace(request, python=None))
+        tries.append(request.changed(python=None))
     if request.backend.family in ("cpu", None) and request.os != "macos":
         # a CPU target: the same stack on a CUDA host (the ecosystem's wheels are mostly CUDA builds)
-        tries.append(dataclasses.replace(request, backend=BackendSpec("cuda", "family", "cuda")))
+        tries.append(request.changed(backend=BackendSpec("cuda", "family", "cuda")))
     if request.backend.kind == "label":
-        tries.append(dataclasses.replace(request, backend=BackendSpec(request.backend.family or "cpu", "family",
+        tries.append(request.changed(backend=BackendSpec(request.backend.family or "cpu", "family",
                                                                        request.backend.family)))
     from compat_service.domain.errors import AccelenvError
 
@@ -1041,10 +1041,10 @@ def _nearest(search: Search) -> list[tuple[str, dict[str, str]]]:
         out.append((f"{text} with torch {found.torch_version} ({found.backend}, Python {found.python}){target}",
                     found_request(attempt, found)))
     try:
-        alone = resolve(dataclasses.replace(request, stack=()), search.matrix, None)
+        alone = resolve(request.changed(stack=()), search.matrix, None)
         names = ", ".join(i.name for i in request.stack)
         out.append((f"torch {alone.torch_version} ({alone.backend}) without {names}",
-                    dataclasses.replace(request, stack=()).to_strings()))
+                    request.changed(stack=()).to_strings()))
     except AccelenvError:
         pass  # torch alone does not fit either: no such alternative
     return _unique(out)[:4]
@@ -1064,5 +1064,5 @@ def found_request(request: ResolveRequest, found: Resolution) -> dict[str, str]:
     """The request that names the stack found exactly (for an alternative)."""
     pinned = tuple(PackageRequest(p.name, f"=={p.version}") for p in found.stack
                    if any(i.name == p.name for i in request.stack))
-    return dataclasses.replace(request, stack=pinned, torch=TorchSpec(found.torch_version.split("+")[0], "exact")
+    return request.changed(stack=pinned, torch=TorchSpec(found.torch_version.split("+")[0], "exact")
                                ).to_strings()
