@@ -39,6 +39,24 @@ def base_op_name(op):
     return op
 
 
+def _missing_op(kind, match, text):
+    """The ``classify_unsupported`` answer for a message naming the op (``match``) that has no kernel."""
+    op = match.group("op")
+    if kind == "overrideable":
+        op = "aten::" + op
+    info = {
+        "aten_op": op,
+        "base_op": base_op_name(op),
+        "backend": match.groupdict().get("backend") or ("mps" if kind == "mps" else None),
+        "kind": kind,
+    }
+    backends = _BACKENDS.search(text)
+    if backends:  # the dispatcher's own list: where this op does have kernels
+        info["available_backends"] = [b.strip() for b in backends.group("list").split(",") if b.strip()]
+        info["dispatcher_message"] = text[:backends.end()][-MAX_MESSAGE:]
+    return info
+
+
 def classify_unsupported(exc):
     """Return ``{'aten_op', 'base_op', 'backend', 'kind'}`` when ``exc`` says an op or dtype is missing.
 
@@ -50,20 +68,7 @@ def classify_unsupported(exc):
     for kind, pattern in (("dispatcher", _DISPATCH), ("overrideable", _OVERRIDEABLE), ("mps", _MPS)):
         match = pattern.search(first) or pattern.search(text[:4000])
         if match:
-            op = match.group("op")
-            if kind == "overrideable":
-                op = "aten::" + op
-            info = {
-                "aten_op": op,
-                "base_op": base_op_name(op),
-                "backend": match.groupdict().get("backend") or ("mps" if kind == "mps" else None),
-                "kind": kind,
-            }
-            backends = _BACKENDS.search(text)
-            if backends:  # the dispatcher's own list: where this op does have kernels
-                info["available_backends"] = [b.strip() for b in backends.group("list").split(",") if b.strip()]
-                info["dispatcher_message"] = text[:backends.end()][-MAX_MESSAGE:]
-            return info
+            return _missing_op(kind, match, text)
     match = _DTYPE.search(first)
     if match:
         return {

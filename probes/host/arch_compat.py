@@ -55,15 +55,25 @@ def cuda_kernels_for(arch_list, capability):
     """
     if not arch_list or capability is None:
         return None, "unknown"
+    how = _cuda_kernel_kind(arch_list, capability)
+    return how != "none", how
+
+
+def _has_exact_sass(cubins, capability):
+    return any((_parts(token) or (None, None))[:2] == tuple(capability) for token in cubins)
+
+
+def _cuda_kernel_kind(arch_list, capability):
+    """How the list carries kernels for ``capability``: its own SASS, compatible SASS, PTX to JIT, or none."""
     gpu = cuda_arch_name(capability)
     cubins = [token for token in arch_list if token.startswith("sm_")]
-    if any((_parts(token) or (None, None))[:2] == tuple(capability) for token in cubins):
-        return True, "sass-exact"
+    if _has_exact_sass(cubins, capability):
+        return "sass-exact"
     if any(cubin_runs_on(token, gpu) for token in cubins):
-        return True, "sass-compatible"
+        return "sass-compatible"
     if any(ptx_runs_on(token, gpu) for token in arch_list if token.startswith("compute_")):
-        return True, "ptx-jit"
-    return False, "none"
+        return "ptx-jit"
+    return "none"
 
 
 def rocm_kernels_for(arch_list, gcn_arch_name):
