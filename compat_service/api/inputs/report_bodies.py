@@ -137,18 +137,25 @@ def _unknown_keys(value: Any, shape: _Shape | None, path: str, found: list[str])
     if shape is None:
         return
     if shape.keys is not None and isinstance(value, dict):
-        if extra := value.keys() - shape.keys:
-            found.extend(f"{path}.{key}"[:MAX_CAUSE_CHARS] for key in sorted(extra)[:MAX_CAUSES - len(found)])
-            if len(found) == MAX_CAUSES:
-                return
-        for key, child in (shape.children or {}).items():
-            if key in value:
-                _unknown_keys(value[key], child, f"{path}.{key}", found)
-                if len(found) == MAX_CAUSES:
-                    return
+        _unknown_object_keys(value, shape.keys, shape.children or {}, path, found)
     elif shape.items is not None and isinstance(value, list):
         for i, item in enumerate(value):
             _unknown_keys(item, shape.items, f"{path}.{i}", found)
+            if len(found) == MAX_CAUSES:
+                return
+
+
+def _unknown_object_keys(
+    value: dict[str, Any], keys: frozenset[str], children: dict[str, _Shape], path: str, found: list[str]
+) -> None:
+    """``_unknown_keys`` for an object whose schema lists its keys: its own unknown keys, then its children's."""
+    if extra := value.keys() - keys:
+        found.extend(f"{path}.{key}"[:MAX_CAUSE_CHARS] for key in sorted(extra)[:MAX_CAUSES - len(found)])
+        if len(found) == MAX_CAUSES:
+            return
+    for key, child in children.items():
+        if key in value:
+            _unknown_keys(value[key], child, f"{path}.{key}", found)
             if len(found) == MAX_CAUSES:
                 return
 
