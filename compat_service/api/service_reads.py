@@ -251,6 +251,29 @@ def _safe_input(value: object) -> str:
     return text if len(text) <= 120 else text[:117] + "..."
 
 
+def _minor_of(data: matrix_rows.MatrixTables, name: str) -> matrix_rows.TorchMinor:
+    """The snapshot's minor row; DatabaseNotReadyError when a load changed the tables since the snapshot."""
+    minor = next((m for m in data.torch_releases.minors if m.minor == name), None)
+    if minor is None:  # a load committed between reading the snapshot and the tables
+        raise DatabaseNotReadyError(
+            "the matrix was reloaded while answering", hint="retry the request", causes=[]
+        )
+    return minor
+
+
+def _cited(minor: matrix_rows.TorchMinor, arch_lists: list[matrix_rows.ArchList], version: str) -> set[str]:
+    """The source keys a release's rows cite: its minor's, its arch lists' and the patch's own."""
+    cited: set[str] = set()
+    for row in (*minor.python, *minor.variants, *minor.default_index, *arch_lists):
+        cited.update(row.source)
+    for patch in minor.patches:
+        if patch.version == version:
+            cited.update(patch.release_date_source)
+            for companion in (patch.torchvision, patch.torchaudio, patch.triton):
+                cited.update(companion.source)
+    return cited
+
+
 def torch_release(session: Session, matrix: MatrixSnapshot, version: str) -> TorchReleaseDetail:
     """What the matrix knows about one torch release; NotFoundError when it does not list it."""
     release = get_release(session, version)
@@ -260,22 +283,11 @@ def torch_release(session: Session, matrix: MatrixSnapshot, version: str) -> Tor
             hint="GET /v1/torch lists the releases the matrix knows",
         )
     data = matrix.data
-    minor = next((m for m in data.torch_releases.minors if m.minor == release.minor), None)
-    if minor is None:  # a load committed between reading the snapshot and the tables
-        raise DatabaseNotReadyError(
-            "the matrix was reloaded while answering", hint="retry the request", causes=[]
-        )
+    minor = _minor_of(data, release.minor)
     arch_lists = [
         a for a in data.gpu_archs.arch_lists if SpecifierSet(a.torch).contains(version, prereleases=True)
     ]
-    cited: set[str] = set()
-    for row in (*minor.python, *minor.variants, *minor.default_index, *arch_lists):
-        cited.update(row.source)
-    for patch in minor.patches:
-        if patch.version == version:
-            cited.update(patch.release_date_source)
-            for companion in (patch.torchvision, patch.torchaudio, patch.triton):
-                cited.update(companion.source)
+    cited = _cited(minor, arch_lists, version)
     sources = [s for s in data.sources.sources if s.key in cited]
     return TorchReleaseDetail(
         matrix_version=matrix.version, release=release, minor=_published(TorchMinor, minor),

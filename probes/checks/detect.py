@@ -223,23 +223,19 @@ def _accelerator_api(torch):
             "device_count": _call(accelerator.device_count)}
 
 
-def collect(ctx):
-    """Return {'environment': {...}, 'devices': [...], 'facts': {...}} (fingerprint added by the runner)."""
-    torch = ctx.torch
-    archs = arch_list(torch)
-    seen, api = visible_accelerators(ctx)
+def _devices(ctx, archs, seen):
+    """Every device this torch sees (the CPU first when it is the one probed)."""
     devices = []
     if ctx.device_type == "cpu" or ctx.device_type is None:
         devices.append(_cpu_device())
     for device_type in seen:
         devices.extend(_cuda_devices(ctx, archs) if device_type == "cuda" else _generic_devices(ctx, device_type))
-    matching = [d for d in devices if d["type"] == ctx.device_type and d["index"] == ctx.index]
-    probed = matching[0] if matching else None
-    family = host_facts.driver_family(ctx.device_type, ctx.hip_build)
-    driver, driver_sources = host_facts.detect_driver(family) if ctx.device_type not in (None, "cpu") else (None, [])
-    host = host_facts.host_summary()
-    override_arch = host_facts.gpu_arch_override()
-    extra = {
+    return devices
+
+
+def _build_facts(torch, archs):
+    """The facts of torch's own build: its arch list, debug and ABI flags, CUDA/ROCm, cuDNN and NCCL."""
+    return {
         "arch_list": archs,
         "debug": bool(getattr(torch.version, "debug", False)),
         "cxx11_abi": _call(lambda: bool(torch._C._GLIBCXX_USE_CXX11_ABI)),
@@ -247,6 +243,28 @@ def collect(ctx):
         "hip_build": getattr(torch.version, "hip", None),
         "cudnn_version": _call(torch.backends.cudnn.version) if _call(torch.backends.cudnn.is_available) else None,
         "nccl_version": nccl_version(torch) if archs else None,
+    }
+
+
+def _driver(ctx, family):
+    """(driver version, where it was read) for an accelerator; (None, []) for the CPU."""
+    return host_facts.detect_driver(family) if ctx.device_type not in (None, "cpu") else (None, [])
+
+
+def collect(ctx):
+    """Return {'environment': {...}, 'devices': [...], 'facts': {...}} (fingerprint added by the runner)."""
+    torch = ctx.torch
+    archs = arch_list(torch)
+    seen, api = visible_accelerators(ctx)
+    devices = _devices(ctx, archs, seen)
+    matching = [d for d in devices if d["type"] == ctx.device_type and d["index"] == ctx.index]
+    probed = matching[0] if matching else None
+    family = host_facts.driver_family(ctx.device_type, ctx.hip_build)
+    driver, driver_sources = _driver(ctx, family)
+    host = host_facts.host_summary()
+    override_arch = host_facts.gpu_arch_override()
+    extra = {
+        **_build_facts(torch, archs),
         "accelerators": seen,
         "accelerator_api": api,
         "privateuse1_backend": ctx.privateuse1,

@@ -16,6 +16,8 @@ exercised on the device while a fallback is registered are listed under ``via_ba
 fallen back, whether or not the fallback warned.
 """
 
+from typing import Set
+
 #: what the report's ``coverage.definition`` says
 DEFINITION = ("aten overloads with a CPU kernel (the ops a backend implements itself; composite ops excluded); "
               "exercised = called with a device tensor by a traced check")
@@ -44,19 +46,29 @@ def qualified(name):
     return name[:-len(".default")] if name.endswith(".default") else name
 
 
-def summarise(relevant, exercised, entries, lacking=None, fallback=None):
-    """The report's ``coverage`` block from the relevant names, the exercised names and the checks' entries;
-    ``lacking`` and ``fallback`` (``own_kernels``) where the device is a PrivateUse1 backend."""
-    relevant_set = set(relevant)
-    reached = sorted(set(qualified(n) for n in exercised) & relevant_set)
-    missing, fell_back = set(), set()
+def _missing_and_fell_back(entries):
+    """(aten ops the checks found missing on the device, aten ops they saw fall back to the CPU)."""
+    missing: Set[str] = set()
+    fell_back: Set[str] = set()
     for entry in entries:
         data = entry.get("data") or {}
         if entry.get("status") == "unsupported" and data.get("aten_op") and data.get("kind") != "dtype":
             missing.add(qualified(str(data["aten_op"])))
         missing.update(qualified(str(op)) for op in data.get("missing_aten_ops") or ())
-        for op in data.get("cpu_fallback_ops") or ([data["fallback_op"]] if data.get("fallback_op") else []):
-            fell_back.add(qualified(str(op)))
+        fell_back.update(qualified(str(op)) for op in _fallback_ops(data))
+    return missing, fell_back
+
+
+def _fallback_ops(data):
+    return data.get("cpu_fallback_ops") or ([data["fallback_op"]] if data.get("fallback_op") else [])
+
+
+def summarise(relevant, exercised, entries, lacking=None, fallback=None):
+    """The report's ``coverage`` block from the relevant names, the exercised names and the checks' entries;
+    ``lacking`` and ``fallback`` (``own_kernels``) where the device is a PrivateUse1 backend."""
+    relevant_set = set(relevant)
+    reached = sorted(set(qualified(n) for n in exercised) & relevant_set)
+    missing, fell_back = _missing_and_fell_back(entries)
     total = len(relevant_set)
     block = {}
     if lacking is not None:

@@ -66,24 +66,13 @@ def device_module(ctx, name):
     module = getattr(torch, name, None)
     if module is None:
         return checks.unsupported("no torch.%s device module (torch._register_device_module was not called)" % name)
-    cuda = getattr(torch, "cuda", None)
     missing = [f for f in DEVICE_MODULE_FUNCTIONS if not hasattr(module, f)]
-    in_cuda = [f for f in DEVICE_MODULE_FUNCTIONS if cuda is None or hasattr(cuda, f)]
     data = {"module": getattr(module, "__name__", repr(module))[:200], "missing": missing,
             "compared_with": "torch.cuda"}
-    if "is_available" in missing or "device_count" in missing:
-        return checks.unsupported("torch.%s lacks %s" % (name, ", ".join(missing)), **data)
-    available, count = bool(module.is_available()), int(module.device_count())
-    data.update(is_available=available, device_count=count)
-    if not available or count < 1:
-        return checks.failed("torch.%s says is_available()=%s, device_count()=%d while a tensor lives on %s"
-                             % (name, available, count, ctx.device), **data)
-    if "current_device" not in missing:
-        current = module.current_device()
-        data["current_device"] = current
-        if not isinstance(current, int) or not 0 <= current < count:
-            return checks.failed("torch.%s.current_device() gave %r for %d device(s)" % (name, current, count), **data)
-    gaps = [f for f in missing if f in in_cuda]
+    no_device = _no_device(ctx, module, name, missing, data)
+    if no_device is not None:
+        return no_device
+    gaps = _cuda_gaps(torch, missing)
     if gaps:
         return checks.unsupported("torch.%s lacks %d of the torch.cuda functions training code calls: %s"
                                   % (name, len(gaps), ", ".join(gaps)), **data)
@@ -93,6 +82,36 @@ def device_module(ctx, name):
         return checks.failed("torch.%s has the functions, but they do not work: %s" % (name, "; ".join(wrong)), **data)
     return checks.passed("torch.%s has every torch.cuda function training code calls (%d), and the ones that can be "
                          "called harmlessly answer as torch.cuda's do" % (name, len(DEVICE_MODULE_FUNCTIONS)), **data)
+
+
+def _cuda_gaps(torch, missing):
+    """The missing functions torch.cuda has (all of them where this torch has no torch.cuda)."""
+    cuda = getattr(torch, "cuda", None)
+    in_cuda = [f for f in DEVICE_MODULE_FUNCTIONS if cuda is None or hasattr(cuda, f)]
+    return [f for f in missing if f in in_cuda]
+
+
+def _no_device(ctx, module, name, missing, data):
+    """The entry when the module cannot say which devices there are (answers recorded in ``data``), else None."""
+    if "is_available" in missing or "device_count" in missing:
+        return checks.unsupported("torch.%s lacks %s" % (name, ", ".join(missing)), **data)
+    available, count = bool(module.is_available()), int(module.device_count())
+    data.update(is_available=available, device_count=count)
+    if not available or count < 1:
+        return checks.failed("torch.%s says is_available()=%s, device_count()=%d while a tensor lives on %s"
+                             % (name, available, count, ctx.device), **data)
+    if "current_device" not in missing:
+        return _bad_current_device(module, name, count, data)
+    return None
+
+
+def _bad_current_device(module, name, count, data):
+    """The failed entry when current_device() names no device (it is recorded in ``data``), else None."""
+    current = module.current_device()
+    data["current_device"] = current
+    if not isinstance(current, int) or not 0 <= current < count:
+        return checks.failed("torch.%s.current_device() gave %r for %d device(s)" % (name, current, count), **data)
+    return None
 
 
 def _misbehaving(torch, module, index):

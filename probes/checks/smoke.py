@@ -85,24 +85,36 @@ def state_differences(torch, want, got, path="checkpoint", found=None, limit=6):
     if len(found) >= limit:
         return found
     if isinstance(want, dict) and isinstance(got, dict):
-        if sorted(map(str, want)) != sorted(map(str, got)):
-            found.append("%s: keys %s, saved %s" % (path, sorted(map(str, got))[:8], sorted(map(str, want))[:8]))
-            return found
-        for key in want:
-            state_differences(torch, want[key], got[key], "%s[%r]" % (path, key), found, limit)
+        _dict_differences(torch, want, got, path, found, limit)
     elif isinstance(want, (list, tuple)) and isinstance(got, (list, tuple)):
-        if len(want) != len(got):
-            found.append("%s: %d items, saved %d" % (path, len(got), len(want)))
-            return found
-        for i, (w, g) in enumerate(zip(want, got)):
-            state_differences(torch, w, g, "%s[%d]" % (path, i), found, limit)
+        _list_differences(torch, want, got, path, found, limit)
     elif isinstance(want, torch.Tensor) and isinstance(got, torch.Tensor):
-        w, g = want.detach().cpu(), got.detach().cpu()
-        if w.dtype != g.dtype or w.shape != g.shape or not bool(torch.equal(w, g)):
-            found.append("%s: %s, saved %s" % (path, _brief(g), _brief(w)))
+        _tensor_difference(torch, want, got, path, found)
     elif type(want) is not type(got) or want != got:
         found.append("%s: %r, saved %r" % (path, got, want))
     return found
+
+
+def _tensor_difference(torch, want, got, path, found):
+    w, g = want.detach().cpu(), got.detach().cpu()
+    if w.dtype != g.dtype or w.shape != g.shape or not bool(torch.equal(w, g)):
+        found.append("%s: %s, saved %s" % (path, _brief(g), _brief(w)))
+
+
+def _dict_differences(torch, want, got, path, found, limit):
+    if sorted(map(str, want)) != sorted(map(str, got)):
+        found.append("%s: keys %s, saved %s" % (path, sorted(map(str, got))[:8], sorted(map(str, want))[:8]))
+        return
+    for key in want:
+        state_differences(torch, want[key], got[key], "%s[%r]" % (path, key), found, limit)
+
+
+def _list_differences(torch, want, got, path, found, limit):
+    if len(want) != len(got):
+        found.append("%s: %d items, saved %d" % (path, len(got), len(want)))
+        return
+    for i, (w, g) in enumerate(zip(want, got)):
+        state_differences(torch, w, g, "%s[%d]" % (path, i), found, limit)
 
 
 def _brief(t):

@@ -109,23 +109,29 @@ def _nvidia_smi_device(text):
     gpus = [g for g in tool_parsers.parse_nvidia_smi_query(text) if g["compute_cap"] or g["name"]]
     if not gpus:
         return None
-
-    def capability(gpu):
-        cap = gpu["compute_cap"]
-        try:
-            return tuple(int(p) for p in cap.split(".")) if cap else (99, 9)
-        except ValueError:
-            return (99, 9)
-
-    lowest = min(gpus, key=capability)
+    lowest = min(gpus, key=_capability)
     cap = lowest["compute_cap"]
-    arch = arch_compat.cuda_arch_name(capability(lowest)) if cap and capability(lowest) != (99, 9) else None
+    arch = arch_compat.cuda_arch_name(_capability(lowest)) if cap and _capability(lowest) != (99, 9) else None
+    return {"arch": arch, "name": _lowest_name(lowest, gpus)}
+
+
+def _capability(gpu):
+    """A GPU's compute capability as a tuple; (99, 9), above every real one, when it is not known."""
+    cap = gpu["compute_cap"]
+    try:
+        return tuple(int(p) for p in cap.split(".")) if cap else (99, 9)
+    except ValueError:
+        return (99, 9)
+
+
+def _lowest_name(lowest, gpus):
+    """The lowest GPU's name; on a host with several kinds of GPU, saying it is the lowest of them."""
     name = lowest["name"]
     kinds = sorted({(g["name"], g["compute_cap"]) for g in gpus}, key=lambda k: (k[0] or "", k[1] or ""))
     if len(kinds) > 1:
         listed = ", ".join("%s (%s)" % (n, c) for n, c in kinds)
         name = "%s (lowest capability of %d GPUs: %s)" % (name, len(gpus), listed)
-    return {"arch": arch, "name": name}
+    return name
 
 
 def _first_gfx(parse):
@@ -274,6 +280,23 @@ def detect_driver(family, env=None, root="/", looker=None):
     return (looker or _Looker(root)).consult(DRIVER_SOURCES.get(family, ()))
 
 
+def _detect_family(host, looker):
+    """Fill ``host`` with the first accelerator family whose driver, runtime or device is found; else the
+    platform's default (mps on arm64 macOS, cpu)."""
+    for family in DETECTION_ORDER:
+        driver, entries = looker.consult(DRIVER_SOURCES.get(family, ()))
+        runtime, more = looker.consult(RUNTIME_SOURCES.get(family, ()))
+        device, most = looker.consult(DEVICE_SOURCES.get(family, ()), first_only=True)
+        host["sources"] += entries + more + most
+        if driver or runtime or device:
+            host.update(backend=family, driver_version=driver, runtime_version=runtime,
+                        device_arch=(device or {}).get("arch"), device_name=(device or {}).get("name"))
+            return
+    host["backend"] = "mps" if (host["os"], host["arch"]) == ("macos", "arm64") else "cpu"
+    host["sources"].append({"source": "platform", "outcome": "value",
+                            "value": "%s-%s" % (host["os"], host["arch"])})
+
+
 def detect_host(env=None, root="/", host_os=None, host_arch=None, timeout=TOOL_TIMEOUT_S):
     """This host without torch: the accelerator, its driver and first device, and what was consulted.
 
@@ -290,20 +313,8 @@ def detect_host(env=None, root="/", host_os=None, host_arch=None, timeout=TOOL_T
     if forced:
         host["backend"] = forced
         host["sources"].append({"source": "env:" + BACKEND_OVERRIDE_ENV, "outcome": "value", "value": forced})
-    looker = _Looker(root, timeout)
-    for family in () if forced else DETECTION_ORDER:
-        driver, entries = looker.consult(DRIVER_SOURCES.get(family, ()))
-        runtime, more = looker.consult(RUNTIME_SOURCES.get(family, ()))
-        device, most = looker.consult(DEVICE_SOURCES.get(family, ()), first_only=True)
-        host["sources"] += entries + more + most
-        if driver or runtime or device:
-            host.update(backend=family, driver_version=driver, runtime_version=runtime,
-                        device_arch=(device or {}).get("arch"), device_name=(device or {}).get("name"))
-            break
-    if host["backend"] is None:
-        host["backend"] = "mps" if (host["os"], host["arch"]) == ("macos", "arm64") else "cpu"
-        host["sources"].append({"source": "platform", "outcome": "value",
-                                "value": "%s-%s" % (host["os"], host["arch"])})
+    if not forced:
+        _detect_family(host, _Looker(root, timeout))
     forced_driver = override(DRIVER_OVERRIDE_ENV, env)
     if forced_driver:
         host["driver_version"] = forced_driver

@@ -46,20 +46,7 @@ class QuotaMiddleware:
         if not self.enabled or scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        now = time.monotonic()
-        client = scope.get("client")
-        bearer = None
-        for name, value in scope["headers"]:
-            if name == b"authorization" and value[:7].lower() == b"bearer ":
-                bearer = value[7:].strip()
-        refused = None
-        window = None
-        if client is not None:
-            window = self._window(f"a:{client[0]}", now)
-            refused = self._check(window, now, self.requests_per_min, "requests")
-        if refused is None and bearer and self.token_requests_per_min:
-            key = "t:" + hashlib.sha256(bearer).hexdigest()[:32]
-            refused = self._check(self._window(key, now), now, self.token_requests_per_min, "token-requests")
+        window, refused = self._count(scope, time.monotonic())
         if refused is None:
             if window is None or not self.bytes_per_min or scope["method"] in ("GET", "HEAD"):
                 await self.app(scope, receive, send)
@@ -81,6 +68,21 @@ class QuotaMiddleware:
             scope, receive, send
         )
 
+    def _count(self, scope: Scope, now: float) -> tuple[list[float] | None, tuple[str, int] | None]:
+        """Count the request in its address's and its token's windows: (the address's window, or None
+        without a client address; (kind, retry after) when a limit is passed, else None)."""
+        client = scope.get("client")
+        bearer = _bearer(scope["headers"])
+        refused = None
+        window = None
+        if client is not None:
+            window = self._window(f"a:{client[0]}", now)
+            refused = self._check(window, now, self.requests_per_min, "requests")
+        if refused is None and bearer and self.token_requests_per_min:
+            key = "t:" + hashlib.sha256(bearer).hexdigest()[:32]
+            refused = self._check(self._window(key, now), now, self.token_requests_per_min, "token-requests")
+        return window, refused
+
     def _window(self, key: str, now: float) -> list[float]:
         """This client's window (a new one when its minute is over), with this request counted."""
         window = self._windows.get(key)
@@ -97,6 +99,15 @@ class QuotaMiddleware:
         if kind == "requests" and self.bytes_per_min and window[2] > self.bytes_per_min:
             return "bytes", retry_after
         return None
+
+
+def _bearer(headers: list[tuple[bytes, bytes]]) -> bytes | None:
+    """The token of the (last) ``Authorization: Bearer`` header; None without one."""
+    bearer = None
+    for name, value in headers:
+        if name == b"authorization" and value[:7].lower() == b"bearer ":
+            bearer = value[7:].strip()
+    return bearer
 
 
 def _exceeded(kind: str, quota: QuotaMiddleware, retry_after: int) -> QuotaExceededError:

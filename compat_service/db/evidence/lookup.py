@@ -81,14 +81,19 @@ class DatabaseEvidence:
             cells = [c for c in found if c.backend in backends]
             if not cells:
                 return None
-            healths = {
-                c.id: cell_health(c, min_hosts=self._min_hosts, min_submitters=self._min_submitters) for c in cells
-            }
-            combined = combine_health(healths.values())
-            worst = [cid for cid, h in healths.items() if h == combined and cid is not None]
-            failing = list(dict.fromkeys(f for ids in failing_check_ids(session, worst).values() for f in ids))
+            combined, failing = self._health(session, cells)
         hosts = sum(c.passing_hosts if combined == "verified" else c.hosts for c in cells)
         return CellVerdict(status=_STATUS_OF[combined], hosts=hosts, detail=_describe(combined, failing, hosts))  # type: ignore[arg-type]
+
+    def _health(self, session: Session, cells: list[EvidenceCell]) -> tuple[Health, list[str]]:
+        """The cells' combined health, and the failing checks of the cells that have it."""
+        healths = {
+            c.id: cell_health(c, min_hosts=self._min_hosts, min_submitters=self._min_submitters) for c in cells
+        }
+        combined = combine_health(healths.values())
+        worst = [cid for cid, h in healths.items() if h == combined and cid is not None]
+        failing = list(dict.fromkeys(f for ids in failing_check_ids(session, worst).values() for f in ids))
+        return combined, failing
 
     def verified_cells(self, os: str, arch: str) -> list[tuple[str, str, str]]:
         """(torch version, build, Python) of every verified declared-cell on a platform."""

@@ -87,16 +87,7 @@ class IngestQueue:
             if item is _STOP:
                 return
             batch: list[_Item] = [item]  # type: ignore[list-item]
-            stop = False
-            while len(batch) < self._max_batch:
-                try:
-                    item = self._queue.get_nowait()
-                except queue.Empty:
-                    break
-                if item is _STOP:
-                    stop = True
-                    break
-                batch.append(item)  # type: ignore[arg-type]
+            stop = self._fill(batch)
             # a submitter that gave up (its request was cancelled) before the write began is left out
             live = [(r, f) for r, f in batch if f.set_running_or_notify_cancel()]
             try:
@@ -108,6 +99,18 @@ class IngestQueue:
                 raise
             if stop:
                 return
+
+    def _fill(self, batch: list[_Item]) -> bool:
+        """Add what is waiting to ``batch``, up to the batch size; True when the stop sign was among it."""
+        while len(batch) < self._max_batch:
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                return False
+            if item is _STOP:
+                return True
+            batch.append(item)  # type: ignore[arg-type]
+        return False
 
     def _store(self, batch: list[_Item]) -> None:
         if not batch:

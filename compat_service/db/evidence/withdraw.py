@@ -87,24 +87,7 @@ def withdraw_submitter(engine: Engine, token_id: int, *, now: dt.datetime | None
             session.rollback()
             raise NotFoundError(f"no token with id {token_id}", hint="`accelenv token list` shows the ids")
         sums = _Sums()
-        withdrawn = 0
-        after = ""
-        while True:
-            rows = conn.execute(
-                sa.select(report_table.c.report_id, report_table.c.cell_id, report_table.c.host_fingerprint,
-                          report_table.c.body)
-                .where(report_table.c.submitter_id == token_id, report_table.c.report_id > after)
-                .order_by(report_table.c.report_id)
-                .limit(_CHUNK)
-            ).all()
-            if not rows:
-                break
-            for _report_id, cell_id, host, body in rows:
-                sums.add(cell_id, host, body)
-            delete_observations(conn, [r[0] for r in rows])  # the build facts they stated go with them
-            conn.execute(sa.delete(report_table).where(report_table.c.report_id.in_([r[0] for r in rows])))
-            withdrawn += len(rows)
-            after = rows[-1][0]
+        withdrawn = _delete_reports(conn, report_table, token_id, sums)
         if withdrawn:
             # evidence counts the token's reports for its owner (revision 0009)
             owner_key = conn.execute(
@@ -115,6 +98,28 @@ def withdraw_submitter(engine: Engine, token_id: int, *, now: dt.datetime | None
         row = session.get(ApiToken, token_id)
         token = ApiTokenPublic.model_validate(row, from_attributes=True)
     return WithdrawResult(token=token, reports_withdrawn=withdrawn, cells=len(sums.cells))
+
+
+def _delete_reports(conn: sa.Connection, report_table: sa.Table, token_id: int, sums: _Sums) -> int:
+    """Delete the token's reports (and their observations) chunk by chunk, adding each to ``sums``; how many."""
+    withdrawn = 0
+    after = ""
+    while True:
+        rows = conn.execute(
+            sa.select(report_table.c.report_id, report_table.c.cell_id, report_table.c.host_fingerprint,
+                      report_table.c.body)
+            .where(report_table.c.submitter_id == token_id, report_table.c.report_id > after)
+            .order_by(report_table.c.report_id)
+            .limit(_CHUNK)
+        ).all()
+        if not rows:
+            return withdrawn
+        for _report_id, cell_id, host, body in rows:
+            sums.add(cell_id, host, body)
+        delete_observations(conn, [r[0] for r in rows])  # the build facts they stated go with them
+        conn.execute(sa.delete(report_table).where(report_table.c.report_id.in_([r[0] for r in rows])))
+        withdrawn += len(rows)
+        after = rows[-1][0]
 
 
 def _take_tally(
@@ -135,6 +140,35 @@ def _take_tally(
     cell[f"passing_{distinct}"] += int(passing > 0 and left_passing == 0)
 
 
+def _take_checks(
+    conn: sa.Connection, check_t: sa.Table, cell_id: int, check_id: str, take: Counter[str], failed: bool
+) -> None:
+    """Take ``take`` (per status) off one check's counts in ``cell_id``; ``failed``: clear its last failure."""
+    # the counts live in shards (evidence_models.CHECK_SHARDS): take them from whichever shard holds them
+    shards = conn.execute(
+        sa.select(check_t.c.shard, *(check_t.c[s] for s in CHECK_STATUSES))
+        .where(check_t.c.cell_id == cell_id, check_t.c.check_id == check_id)
+        .order_by(check_t.c.shard)
+        .with_for_update()
+    ).all()
+    remaining = Counter(take)
+    for shard, *counts in shards:
+        values: dict[str, object] = {}
+        for status, have in zip(CHECK_STATUSES, counts):
+            n = min(have, remaining[status])
+            if n:
+                values[status] = check_t.c[status] - n
+                remaining[status] -= n
+        if failed:
+            values["last_failure"] = None
+        if values:
+            conn.execute(
+                sa.update(check_t)
+                .where(check_t.c.cell_id == cell_id, check_t.c.check_id == check_id, check_t.c.shard == shard)
+                .values(**values)
+            )
+
+
 def _subtract(conn: sa.Connection, sums: _Sums, counted_as: int) -> None:
     host_t, sub_t, check_t, cell_t = (
         core_table(EvidenceHost), core_table(EvidenceSubmitter), core_table(EvidenceCheck), core_table(EvidenceCell),
@@ -145,29 +179,7 @@ def _subtract(conn: sa.Connection, sums: _Sums, counted_as: int) -> None:
         who = sub_t.c.submitter_id == counted_as
         _take_tally(conn, sub_t, who, cell_id, taken, sums.cells[cell_id], "submitters")
     for (cell_id, check_id), take in sorted(sums.checks.items()):
-        # the counts live in shards (evidence_models.CHECK_SHARDS): take them from whichever shard holds them
-        shards = conn.execute(
-            sa.select(check_t.c.shard, *(check_t.c[s] for s in CHECK_STATUSES))
-            .where(check_t.c.cell_id == cell_id, check_t.c.check_id == check_id)
-            .order_by(check_t.c.shard)
-            .with_for_update()
-        ).all()
-        remaining = Counter(take)
-        for shard, *counts in shards:
-            values: dict[str, object] = {}
-            for status, have in zip(CHECK_STATUSES, counts):
-                n = min(have, remaining[status])
-                if n:
-                    values[status] = check_t.c[status] - n
-                    remaining[status] -= n
-            if (cell_id, check_id) in sums.failed_checks:
-                values["last_failure"] = None
-            if values:
-                conn.execute(
-                    sa.update(check_t)
-                    .where(check_t.c.cell_id == cell_id, check_t.c.check_id == check_id, check_t.c.shard == shard)
-                    .values(**values)
-                )
+        _take_checks(conn, check_t, cell_id, check_id, take, (cell_id, check_id) in sums.failed_checks)
     for cell_id, cell_counts in sorted(sums.cells.items()):
         conn.execute(
             sa.update(cell_t)

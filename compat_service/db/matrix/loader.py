@@ -14,6 +14,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -26,7 +27,7 @@ from sqlmodel import Session, SQLModel, func, select
 from compat_service.db.engine import core_table, session_scope
 from compat_service.db.matrix.tables import MATRIX_TABLES, MatrixLoad, TorchPython, TorchRelease, TorchWheel
 from compat_service.domain.errors import ConflictError, DatabaseNotReadyError
-from compat_service.domain.matrix.schema import MatrixData
+from compat_service.domain.matrix.schema import MatrixData, TorchMinor, TorchPatch
 
 # Any constant works: it only has to be the same in every process that loads.
 _PG_LOAD_LOCK = 0x616363656C656E76
@@ -77,31 +78,36 @@ def matrix_rows(data: MatrixData) -> dict[type[SQLModel], list[dict[str, Any]]]:
                     "sort_key": version_sort_key(patch.version),
                 }
             )
-            wheel_platforms: set[str] = set()
-            for variant in minor.variants:
-                if variant.patches is not None and patch.version not in variant.patches:
-                    continue
-                for platform in variant.platforms:
-                    wheel_platforms.add(platform)
-                    rows[TorchWheel].append(
-                        {
-                            "torch_version": patch.version,
-                            "label": variant.label,
-                            "family": family.get(variant.label, "unknown"),
-                            "platform": platform,
-                        }
-                    )
-            pythons = {
-                (python, platform)
-                for entry in (patch.python_override or minor.python)
-                for python in entry.versions
-                for platform in (entry.platforms if entry.platforms else sorted(wheel_platforms))
-            }
-            rows[TorchPython] += [
-                {"torch_version": patch.version, "python": py, "platform": plat}
-                for py, plat in sorted(pythons)
-            ]
+            wheels = _wheel_rows(minor, patch, family)
+            rows[TorchWheel] += wheels
+            rows[TorchPython] += _python_rows(minor, patch, {w["platform"] for w in wheels})
     return rows
+
+
+def _wheel_rows(minor: TorchMinor, patch: TorchPatch, family: Mapping[str, str]) -> list[dict[str, Any]]:
+    """One row per wheel variant and platform the patch publishes."""
+    return [
+        {
+            "torch_version": patch.version,
+            "label": variant.label,
+            "family": family.get(variant.label, "unknown"),
+            "platform": platform,
+        }
+        for variant in minor.variants
+        if variant.patches is None or patch.version in variant.patches
+        for platform in variant.platforms
+    ]
+
+
+def _python_rows(minor: TorchMinor, patch: TorchPatch, wheel_platforms: set[str]) -> list[dict[str, Any]]:
+    """One row per Python and platform the patch supports (an entry naming no platform: every wheel's)."""
+    pythons = {
+        (python, platform)
+        for entry in (patch.python_override or minor.python)
+        for python in entry.versions
+        for platform in (entry.platforms if entry.platforms else sorted(wheel_platforms))
+    }
+    return [{"torch_version": patch.version, "python": py, "platform": plat} for py, plat in sorted(pythons)]
 
 
 def _key(model: type[SQLModel], values: Any) -> tuple[Any, ...]:
@@ -120,14 +126,18 @@ def _sync(session: Session, rows: dict[type[SQLModel], list[dict[str, Any]]]) ->
         session.flush()
     for model in MATRIX_TABLES:
         for key, values in wanted[model].items():
-            current = existing[model].get(key)
-            if current is None:
-                session.add(model(**values))
-                continue
-            for name, value in values.items():
-                if getattr(current, name) != value:
-                    setattr(current, name, value)
+            _upsert(session, model, existing[model].get(key), values)
         session.flush()
+
+
+def _upsert(session: Session, model: type[SQLModel], current: Any, values: dict[str, Any]) -> None:
+    """Add the row, or set the fields of the stored one that differ."""
+    if current is None:
+        session.add(model(**values))
+        return
+    for name, value in values.items():
+        if getattr(current, name) != value:
+            setattr(current, name, value)
 
 
 def latest_load(session: Session) -> MatrixLoad | None:
