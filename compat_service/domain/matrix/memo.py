@@ -20,7 +20,7 @@ from __future__ import annotations
 import functools
 import threading
 from collections.abc import Hashable, MutableMapping
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast
+from typing import TYPE_CHECKING, Generic, Protocol, TypeVar, cast
 
 if TYPE_CHECKING:
     from cachetools import FIFOCache
@@ -86,12 +86,6 @@ class MemoStore:
             with self._lock:
                 table[key] = value
 
-    def __getattr__(self, name: str) -> Any:
-        # The resolver stages' memos by their former attribute names (untyped), until the stages declare their
-        # own beside their code (`matrix.memo.tried` is `RequestMemo("tried")`'s table).
-        if name.startswith("_"):
-            raise AttributeError(name)
-        return self.bounded(name) if name in _LEGACY_BOUNDED else self.table(name)
 
 
 @functools.cache
@@ -109,10 +103,6 @@ def _fifo_class() -> type[FIFOCache[object, object]]:
                 return default
 
     return BoundedFIFO
-
-
-#: the stages' request-keyed memos still reached by attribute name
-_LEGACY_BOUNDED = frozenset({"tried"})
 
 
 class _HasMemo(Protocol):

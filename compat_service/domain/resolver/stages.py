@@ -34,6 +34,7 @@ from compat_service.domain.hardware_rules import (
     runtime_fits,
     too_new_for,
 )
+from compat_service.domain.matrix.memo import MatrixMemo, RequestMemo
 from compat_service.domain.matrix.rows import ArchList, AscendNpuRow
 from compat_service.domain.resolver.answer import build_resolution
 from compat_service.domain.resolver.conflict import Conflict
@@ -161,12 +162,15 @@ def _with_gpu_reason(res: Resolution, gpu: GpuLookup | None) -> Resolution:
 _UNTRIED = object()
 
 
+#: a request the alternatives search tries -> its answer, None when it does not resolve (`try_resolve`)
+_TRIED: RequestMemo[ResolveRequest, Resolution | None] = RequestMemo("tried")
+
+
 def try_resolve(request: ResolveRequest, matrix: Matrix) -> Resolution | None:
     """Resolve without raising and without explaining a failure (the search only needs yes or no); for the
     alternatives search. Answers are kept per matrix (bounded): pipelines and the web selector send many
     unsatisfiable requests, and their searches try the same nearby requests again and again."""
-    tried = matrix.memo.tried
-    found = tried.get(request, _UNTRIED)
+    found = _TRIED.table(matrix).get(request, _UNTRIED)
     if found is not _UNTRIED:
         return cast("Resolution | None", found)
     answer: Resolution | None
@@ -182,7 +186,7 @@ def try_resolve(request: ResolveRequest, matrix: Matrix) -> Resolution | None:
             answer = run(ResolverState(matrix, request, None), explain=False)
         except Conflict:
             answer = None
-    matrix.memo.keep(tried, request, answer)
+    _TRIED.keep(matrix, request, answer)
     return answer
 
 
@@ -196,6 +200,13 @@ def minors_past_first_stages(request: ResolveRequest, matrix: Matrix) -> frozens
     return frozenset(minor for minor, need in needs.items() if need is None or need <= have)
 
 
+#: (platform, a Python the matrix lists or None, backend kind, a label the matrix publishes or None, family, a
+#: --gpu-arch the matrix names or None, companions) -> `_driver_needs`
+_DRIVER_NEEDS: MatrixMemo[
+    tuple[str, str | None, str, str | None, str | None, str | None, tuple[str, ...]], dict[str, Version | None]
+] = MatrixMemo("first_stage_minors")
+
+
 def _driver_needs(request: ResolveRequest, matrix: Matrix) -> dict[str, Version | None]:
     """minor -> the lowest driver a patch of it that passes the stages before the driver's needs (None: one of its
     builds has no known floor, so any driver passes), for the minors with such a patch: the stages folded over
@@ -205,7 +216,7 @@ def _driver_needs(request: ResolveRequest, matrix: Matrix) -> dict[str, Version 
     r = request
     asked = r.backend.label if r.backend.kind == "label" else None
     key = (r.platform, r.python, r.backend.kind, asked, r.backend.family, r.gpu_arch, r.with_)
-    memo = matrix.memo.first_stage_minors
+    memo = _DRIVER_NEEDS.table(matrix)
     found = memo.get(key)
     if found is not None:
         return found
@@ -254,9 +265,13 @@ def _lowest_floor(state: ResolverState, trial: Trial) -> Version | None:
     return min(cached_version(f) for f in floors if f is not None)
 
 
+#: platform -> every Python some patch publishes wheels for there
+_LISTED_PYTHONS: MatrixMemo[str, frozenset[str]] = MatrixMemo("listed_pythons")
+
+
 def _listed_pythons(matrix: Matrix, platform: str) -> frozenset[str]:
     """Every Python some patch publishes wheels for on ``platform`` (kept per matrix)."""
-    memo = matrix.memo.listed_pythons
+    memo = _LISTED_PYTHONS.table(matrix)
     found = memo.get(platform)
     if found is None:
         found = memo[platform] = frozenset(
@@ -368,11 +383,16 @@ def _skip_reason(state: ResolverState, dropout: Dropout) -> str:
     return _SKIP_REASONS[STAGES[dropout.stage]]
 
 
+#: (torch spec kind, its text naming latest or a minor or patch of the matrix) -> the (minor, patch) pairs it
+#: matches, newest first
+_MATCHING_PATCHES: MatrixMemo[tuple[str, str], list[tuple[TorchMinor, TorchPatch]]] = MatrixMemo("matching_patches")
+
+
 def _matching_patches(spec: TorchSpec, matrix: Matrix) -> list[tuple[TorchMinor, TorchPatch]]:
     """The (minor, patch) pairs --torch matches, newest first; kept per matrix for a --torch that names what
     the matrix holds (latest, one of its minors or patch versions), computed for any other."""
     named = spec.minor_named()
-    memo = matrix.memo.matching_patches
+    memo = _MATCHING_PATCHES.table(matrix)
     key = (spec.kind, spec.text)
     found = memo.get(key)
     if found is not None:
@@ -643,6 +663,10 @@ def _arch_verdict(state: ResolverState, version: str, c: Candidate, platform: st
     return state.arch_refused[key] or verdict
 
 
+#: (patch, build label, its runtime, platform, a --gpu-arch the matrix names) -> its coverage
+_ARCH_COVERAGE: MatrixMemo[tuple[str, str, str | None, str, str], ArchVerdict] = MatrixMemo("arch_coverage")
+
+
 def _arch_coverage(
     state: ResolverState, version: str, label: str, runtime: str | None, platform: str, gpu: str
 ) -> ArchVerdict:
@@ -650,7 +674,7 @@ def _arch_coverage(
     runtime and the platform it publishes them for are the matrix's own): the nearest-torch search asks it for
     every build of every minor it tries."""
     key = (version, label, runtime, platform, gpu)
-    memo = state.matrix.memo.arch_coverage
+    memo = _ARCH_COVERAGE.table(state.matrix)
     found = memo.get(key)
     if found is None:
         found = arch_coverage(state.matrix, version, label, runtime, platform, gpu)
@@ -681,6 +705,12 @@ def _newer_known_no(
     return None
 
 
+#: (patch, platform, backend kind or a label the matrix publishes, family) -> the (variant, build) rows it admits
+_VARIANT_ROWS: MatrixMemo[tuple[str, str, str, str], tuple[tuple[VariantAvailability, BuildVariant], ...]] = (
+    MatrixMemo("variant_rows")
+)
+
+
 def _variants(state: ResolverState, version: str, on_platform: tuple[VariantAvailability, ...]) -> list[Candidate]:
     """Fresh candidates (the later stages annotate them) for the builds the backend request admits."""
     r = state.request
@@ -692,7 +722,7 @@ def _variants(state: ResolverState, version: str, on_platform: tuple[VariantAvai
         rows = _variant_rows(state, on_platform)
     else:
         key = (version, r.platform, asked, state.family)
-        memo = state.matrix.memo.variant_rows
+        memo = _VARIANT_ROWS.table(state.matrix)
         rows = memo.get(key)
         if rows is None:
             rows = memo[key] = _variant_rows(state, on_platform)
