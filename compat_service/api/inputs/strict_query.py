@@ -114,18 +114,28 @@ async def strict_query(request: Request) -> None:
     route = request.scope.get("route")
     if not isinstance(route, APIRoute) or not route.include_in_schema:
         return
+    known = _known_names(route)
+    for name in query_names(raw):
+        if name not in known:
+            raise unknown_parameter(name, known, route.path)
+    if route.path in CHECKED_PATHS:
+        _check_values(request, route.path)
+
+
+def _known_names(route: APIRoute) -> frozenset[str]:
+    """The query parameters the route declares (worked out once per route, kept on it)."""
     known = getattr(route, "_accelenv_query_names", None)
     if known is None:
         known = declared_query_names(route)
         route._accelenv_query_names = known  # type: ignore[attr-defined]
-    for name in query_names(raw):
-        if name not in known:
-            raise unknown_parameter(name, known, route.path)
-    if route.path not in CHECKED_PATHS:
-        return
+    return known
+
+
+def _check_values(request: Request, path: str) -> None:
+    """Refuse a value of the kind a checked parameter cannot take."""
     for name, value in request.query_params.multi_items():
         if name in VALUE_CHECKS:
-            error = invalid_value(name, value, route.path)
+            error = invalid_value(name, value, path)
             if error is not None:
                 raise error
 
