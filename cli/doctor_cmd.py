@@ -12,6 +12,7 @@ fix is what `accelenv resolve` gives for this host instead.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -59,9 +60,6 @@ def doctor_command(
 
 def installed_versions(site_packages: Path | None) -> tuple[dict[str, str | None], InstalledEnvironment]:
     """torch and its companions' versions, and the environment facts collect_env reports (no torch import)."""
-    from importlib import metadata
-
-    from compat_service.domain.errors import InvalidRequestError
     from compat_service.domain.install_environment import (
         InstalledEnvironment,
         is_relevant,
@@ -71,17 +69,11 @@ def installed_versions(site_packages: Path | None) -> tuple[dict[str, str | None
     )
     from probes.host.facts import glibc_version
 
-    if site_packages is not None and not site_packages.is_dir():
-        raise InvalidRequestError(
-            f"--site-packages {site_packages} is not a directory",
-            hint="give the site-packages directory of the environment to check",
-        )
-    paths = [str(site_packages)] if site_packages is not None else None
     found: dict[str, str | None] = dict.fromkeys(PACKAGES)
     relevant: dict[str, str] = {}
     tags: tuple[str, ...] = ()
     build: dict[str, object] = {}
-    for dist in metadata.distributions(path=paths) if paths else metadata.distributions():
+    for dist in _distributions(site_packages):
         name = normalise_name(dist.metadata["Name"] or "")
         if is_relevant(name):
             relevant.setdefault(name, dist.version)
@@ -91,6 +83,22 @@ def installed_versions(site_packages: Path | None) -> tuple[dict[str, str | None
                 tags = wheel_tags(_read(dist, "WHEEL"))
                 build = torch_build_constants(_read_located(dist, "torch/version.py"))
     return found, InstalledEnvironment(glibc=glibc_version(), wheel_tags=tags, torch_build=build, packages=relevant)
+
+
+def _distributions(site_packages: Path | None) -> Iterable[Any]:
+    """The installed distributions of ``site_packages`` (this environment's when None)."""
+    from importlib import metadata
+
+    from compat_service.domain.errors import InvalidRequestError
+
+    if site_packages is None:
+        return metadata.distributions()
+    if not site_packages.is_dir():
+        raise InvalidRequestError(
+            f"--site-packages {site_packages} is not a directory",
+            hint="give the site-packages directory of the environment to check",
+        )
+    return metadata.distributions(path=[str(site_packages)])
 
 
 def _read(dist, name: str) -> str | None:

@@ -35,16 +35,17 @@ def _hoist_defs(node: Any, found: dict[str, Any]) -> Any:
         if isinstance(defs, dict):
             for name, schema in defs.items():
                 found[name] = _hoist_defs(schema, found)
-        return {
-            key: (_COMPONENTS_REF + value[len(_DEFS_REF):])
-            if key == "$ref" and isinstance(value, str) and value.startswith(_DEFS_REF)
-            else _hoist_defs(value, found)
-            for key, value in node.items()
-            if key != "$defs"
-        }
+        return {key: _hoisted_value(key, value, found) for key, value in node.items() if key != "$defs"}
     if isinstance(node, list):
         return [_hoist_defs(item, found) for item in node]
     return node
+
+
+def _hoisted_value(key: str, value: Any, found: dict[str, Any]) -> Any:
+    """A ``$ref`` to a ``$defs`` entry rewritten to the components; any other value hoisted in turn."""
+    if key == "$ref" and isinstance(value, str) and value.startswith(_DEFS_REF):
+        return _COMPONENTS_REF + value[len(_DEFS_REF):]
+    return _hoist_defs(value, found)
 
 
 def _error(description: str) -> dict[str, Any]:

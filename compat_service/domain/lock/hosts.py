@@ -31,7 +31,16 @@ _REQUEST_KEYS = ("torch", "python", "os", "arch", "backend", "driver", "gpu_arch
 
 def request_for(description: JsonMapping) -> ResolveRequest:
     """The resolve request of one host class (a description or a CI-matrix cell)."""
-    values = dict(description)
+    values = _request_fields(dict(description))
+    _known_keys(values)
+    kwargs: JsonObject = {("with_" if k == "with" else k): (str(v) if v is not None else None)
+                              for k, v in values.items() if k in _REQUEST_KEYS}
+    return ResolveRequest.from_strings(**kwargs)
+
+
+def _request_fields(values: JsonObject) -> JsonObject:
+    """A description's fields as resolve's: a CI-matrix cell's request, ``build`` as the backend, ``platform``
+    as os and arch."""
     if "build" in values and "pins" in values:  # a GET /v1/ci-matrix cell: its answer's fields beside
         values = _cell_request(values)
     if "build" in values and "backend" not in values:
@@ -39,10 +48,7 @@ def request_for(description: JsonMapping) -> ResolveRequest:
     platform = values.pop("platform", None)
     if platform and "os" not in values:
         values["os"], _, values["arch"] = str(platform).partition("-")
-    _known_keys(values)
-    kwargs: JsonObject = {("with_" if k == "with" else k): (str(v) if v is not None else None)
-                              for k, v in values.items() if k in _REQUEST_KEYS}
-    return ResolveRequest.from_strings(**kwargs)
+    return values
 
 
 def _known_keys(values: JsonObject) -> None:

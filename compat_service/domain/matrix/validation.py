@@ -15,7 +15,7 @@ GPU names are listed once with their vendor's kind of architecture.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from packaging.version import Version
@@ -496,17 +496,25 @@ def _searched(
         _defined(out, (file, f"{base}.variants[{j}]"), label, labels)
     if spec is None:
         return
-    builds = [(label, plat) for label in search.variants for plat in search.platforms]
-    for ver in (ver for ver in patches if spec.contains(ver, prereleases=True)):
-        for label, plat in builds:
-            if (label, plat, ver) in claimed:
-                out.add(
-                    file,
-                    base,
-                    f"torch {ver} {label} on {plat} has an arch list "
-                    f"(arch_lists[{claimed[(label, plat, ver)]}]): "
-                    "a searched record is only for builds without one",
-                )
+    versions = [ver for ver in patches if spec.contains(ver, prereleases=True)]
+    for label, plat, ver, at in _claimed_builds(search, versions, claimed):
+        out.add(
+            file,
+            base,
+            f"torch {ver} {label} on {plat} has an arch list (arch_lists[{at}]): "
+            "a searched record is only for builds without one",
+        )
+
+
+def _claimed_builds(
+    search: ArchSearch, versions: list[Version], claimed: dict[tuple[str, str, Version], int]
+) -> Iterator[tuple[str, str, Version, int]]:
+    """The builds a searched record names that an arch list already covers, with that list's index."""
+    for ver in versions:
+        for label in search.variants:
+            for plat in search.platforms:
+                if (label, plat, ver) in claimed:
+                    yield label, plat, ver, claimed[(label, plat, ver)]
 
 
 def _vendor(rows: FileRows) -> list[Problem]:
@@ -545,15 +553,19 @@ def _known_bad(rows: FileRows, labels: JsonObject, patches: list[Version]) -> li
         if spec is not None and not any(spec.contains(v, prereleases=True) for v in [*patches, *_TORCH_GRID]):
             out.add(file, f"rules[{i}].torch", f"{rule.torch!r} holds no torch version (an empty range)")
         for j, label in enumerate(rule.variants or []):
-            if label not in labels:
-                out.add(file, f"rules[{i}].variants[{j}]", f"build label {label!r} is not in build_variants.yaml")
-            elif rule.families is not None and labels[label].family not in rule.families:
-                out.add(
-                    file,
-                    f"rules[{i}].variants[{j}]",
-                    f"{label} is a {labels[label].family} build, not one of the rule's families {rule.families}",
-                )
+            problem = _rule_label_problem(label, labels, rule.families)
+            if problem:
+                out.add(file, f"rules[{i}].variants[{j}]", problem)
     return out
+
+
+def _rule_label_problem(label: str, labels: JsonObject, families: Sequence[str] | None) -> str | None:
+    """What is wrong with a known-bad rule's build label: not defined, or of a family the rule does not name."""
+    if label not in labels:
+        return f"build label {label!r} is not in build_variants.yaml"
+    if families is not None and labels[label].family not in families:
+        return f"{label} is a {labels[label].family} build, not one of the rule's families {families}"
+    return None
 
 
 def _jetson(rows: FileRows) -> list[Problem]:
