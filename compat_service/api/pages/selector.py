@@ -21,7 +21,7 @@ from packaging.version import Version
 from compat_service.api.service_reads import resolution_body
 from compat_service.domain.backends import ARCHES, OSES, REQUEST_FAMILIES
 from compat_service.domain.errors import AccelenvError
-from compat_service.domain.matrix.rows import MatrixTables, TorchMinor
+from compat_service.domain.matrix.model.rows import MatrixTables, TorchMinor
 from compat_service.domain.resolver.install_formats import render
 from compat_service.domain.resolver.request import API_WORDS, COMPANIONS, PARAMETERS, flag_wording, split_with
 from compat_service.domain.resolver.resolution import Resolution, resolution_from_json
