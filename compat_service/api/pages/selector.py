@@ -204,10 +204,13 @@ async def answer(request: Request, state: dict[str, str]) -> Answer:
         return Answer(body=body, error=body, alternatives=alternatives)
     body = json.loads(raw)
     resolution = in_page_words(resolution_from_json(body))
+    # The page lists the warnings and the unknowns once, under the install (issue 29); its install texts are
+    # the commands alone. The CLI's and the API's texts keep them as comments, for scripts.
+    commands_only = resolution.changed(warnings=(), unknowns=())
     formats: list[tuple[str, str, str | None, str | None]] = []
     for fmt, label in FORMATS:
         try:
-            formats.append((fmt, label, render(resolution, fmt), None))
+            formats.append((fmt, label, render(commands_only, fmt), None))
         except AccelenvError as exc:  # e.g. no Dockerfile for a Windows target
             formats.append((fmt, label, None, exc.message))
     return Answer(body=body, resolution=resolution, formats=formats)
