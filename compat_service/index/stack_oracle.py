@@ -105,7 +105,7 @@ def _published(package: Package, release: Release, platform: str, python: str) -
 def stack_pins(matrix_path: Path, question: Question) -> StackAnswer | AccelenvError:
     """The pins and wheel pages of the stack answer to ``--with PKG==X`` on the question's target, or the
     refusal."""
-    from compat_service.domain.matrix.snapshot import load_matrix_cached
+    from compat_service.domain.matrix.loading.snapshot import load_matrix_cached
     from compat_service.domain.resolver.request import ResolveRequest
     from compat_service.domain.stacks.catalog import load_catalog
     from compat_service.domain.stacks.resolve import resolve_stack

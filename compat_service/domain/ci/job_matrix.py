@@ -61,7 +61,7 @@ from compat_service.domain.resolver.stages import resolve
 if TYPE_CHECKING:
     from compat_service.domain.evidence.lookup import EvidenceLookup
     from compat_service.domain.matrix.interface import Matrix
-    from compat_service.domain.matrix.rows import TorchMinor, TorchPatch, VariantAvailability
+    from compat_service.domain.matrix.model.rows import TorchMinor, TorchPatch, VariantAvailability
     from compat_service.domain.resolver.resolution import Resolution
     from compat_service.domain.stacks.catalog import Catalog
 
