@@ -20,7 +20,7 @@ import warnings
 
 from probes.checks import context, detect, device_activation, dispatcher, error_texts, registry
 from probes.checks import outcome as checks
-from probes.harness import breadcrumbs, faults, runner
+from probes.harness import breadcrumbs, faults, kernel_block, runner
 
 # The groups, their plans and which run untraced: ``probes.checks.registry``.
 
@@ -106,6 +106,9 @@ class Tracing(object):
         # which aten ops each backward node type calls, learned from CPU backward passes (shared with the
         # workers before and after this one through a file beside the blocklist)
         self.learned = breadcrumbs.NodeOps(runner.Blocklist.nodes_path(blocked_file) if blocked_file else None)
+        # the blocked families refused at the device's own kernels too: composite ops, the device's backward
+        # pass and the untraced groups reach them there
+        self.kernels = kernel_block.KernelBlock(torch, device_type) if torch is not None else None
         self.refresh()
 
     def refresh(self):
@@ -123,6 +126,8 @@ class Tracing(object):
         self.why = dict((family, "%s in %s" % ("timed out" if info.get("status") == "timeout" else
                                               "crashed the worker", info.get("check")))
                         for family, info in blocked.items())
+        if self.kernels is not None:
+            self.kernels.block_all(self.why)
 
     def mode(self, check):
         if self.torch is None or check.group in registry.UNTRACED or (self.trail is None and not self.blocked):
@@ -159,20 +164,27 @@ def _run_outcome(ctx, check, injected, tracing):
     faults.inject(injected, check.id)
     if tracing is not None:
         tracing.refresh()
+    kernels = tracing.kernels if tracing is not None else None
+    if kernels is not None:
+        kernels.hit = None
     mode = tracing.mode(check) if tracing is not None else None
     if mode is None:
-        return check.run(ctx), None
+        try:
+            outcome = check.run(ctx)
+        except breadcrumbs.BlockedOp:
+            return None, kernels.hit if kernels is not None else None
+        return outcome, kernels.hit if kernels is not None else None
     def blocked_in_backward(name, why):
         mode.hit_blocked = (name, why)
 
-    backward = breadcrumbs.untraced_backward(ctx.torch, tracing.trail, tracing.why, blocked_in_backward, mode,
+    backward = breadcrumbs.device_backward(ctx.torch, tracing.trail, tracing.why, blocked_in_backward, mode,
                                              tracing.learned) if not ctx.is_cpu else _nothing()
     try:
         with backward, mode:
             outcome = check.run(ctx)
     except breadcrumbs.BlockedOp:
-        return None, mode.hit_blocked
-    return outcome, mode.hit_blocked
+        return None, mode.hit_blocked or (kernels.hit if kernels is not None else None)
+    return outcome, mode.hit_blocked or (kernels.hit if kernels is not None else None)
 
 
 def _fell_back(status, detail, data, messages):
