@@ -13,6 +13,7 @@ import contextlib
 import faulthandler
 import json
 import os
+import signal
 import sys
 import time
 import traceback
@@ -123,8 +124,9 @@ class Tracing(object):
         except (OSError, ValueError):
             return
         self._stamp, self.blocked = stamp, blocked
-        self.why = dict((family, "%s in %s" % ("timed out" if info.get("status") == "timeout" else
-                                              "crashed the worker", info.get("check")))
+        # in place: a mode made before (a check in flight when the runner's signal came) sees the new ones
+        self.why.update((family, "%s in %s" % ("timed out" if info.get("status") == "timeout" else
+                                               "crashed the worker", info.get("check")))
                         for family, info in blocked.items())
         if self.kernels is not None:
             self.kernels.block_all(self.why)
@@ -251,10 +253,29 @@ def _hello(torch, ctx, facts, planned, send_environment):
     return hello
 
 
+def _listen_for_blocks():
+    """Re-read the blocklist when the runner says it grew (``runner.Blocklist.NOTIFY``), between two bytecodes of
+    whatever check is running: a worker running beside the one that died stops calling the op at once. The
+    handler is set before the hello, so the signal never meets the default action (ending the process)."""
+    listening = []  # type: list  # the Tracing, once there is one
+
+    def refresh(signum, frame):
+        for tracing in listening:
+            tracing.refresh()
+
+    if runner.Blocklist.NOTIFY is not None:
+        try:
+            signal.signal(runner.Blocklist.NOTIFY, refresh)
+        except (ValueError, OSError):  # not the main thread: the list is read before each check only
+            pass
+    return listening
+
+
 def main(requested, groups, only=None, send_environment=True, options=None, trail_file=None, blocked_file=None,
          threads=None):
     stream = _protocol_stream()
     faulthandler.enable()  # a segfault or abort leaves a Python traceback in the stderr tail we report
+    listening = _listen_for_blocks()
     injected = faults.from_env()
     try:
         import torch
@@ -273,6 +294,7 @@ def main(requested, groups, only=None, send_environment=True, options=None, trai
     planned = build_plan(ctx, facts, groups)
     _send(stream, _hello(torch, ctx, facts, planned, send_environment))
     tracing = Tracing(torch, trail_file, blocked_file, ctx.device_type if ctx.device is not None else None)
+    listening.append(tracing)
     for check in planned:
         if only is not None and check.id not in only:
             continue
