@@ -6,7 +6,6 @@ assertions (the full suite takes a minute)."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
