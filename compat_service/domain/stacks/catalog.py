@@ -310,7 +310,7 @@ def _key(data_dir: Path) -> str:
     """The key of the compiled catalog: this module, the schema and the data files by path, size and
     modification time (reading the generated YAML on every `resolve --with` costs more than the answer; any
     edit, checkout or refresh changes a file's stats)."""
-    from compat_service.domain.matrix.snapshot import stat_key
+    from compat_service.domain.matrix.loading.snapshot import stat_key
 
     files = [*_OWN_FILES, data_dir / ECOSYSTEM_FILE, data_dir / "sources.yaml", *(data_dir / "index").glob("*.yaml")]
     return stat_key(CATALOG_FORMAT, sorted(files))
@@ -321,7 +321,7 @@ _LOADED: dict[str, Catalog] = {}
 
 def load_catalog(data_dir: Path | None = None) -> Catalog:
     """The catalog of ``data_dir`` (default: the bundled matrix_data), from its compiled JSON when current."""
-    from compat_service.domain.matrix.snapshot import bundled_data_dir, cache_file, read_cached, write_cached
+    from compat_service.domain.matrix.loading.snapshot import bundled_data_dir, cache_file, read_cached, write_cached
 
     base = Path(data_dir) if data_dir is not None else bundled_data_dir()
     key = _key(base)
@@ -408,8 +408,8 @@ def compile_catalog(data_dir: Path) -> JsonObject:
     from pydantic import ValidationError
 
     from compat_service.domain.errors import MatrixDataError
-    from compat_service.domain.matrix.index_facts import PackageFacts, RefreshConfig
-    from compat_service.domain.matrix.index_layer import PROJECTS, read_index_file
+    from compat_service.domain.matrix.index.index_facts import PackageFacts, RefreshConfig
+    from compat_service.domain.matrix.index.index_layer import PROJECTS, read_index_file
     from compat_service.domain.matrix.problems import Problem, format_loc
     from compat_service.domain.stacks.schema import EcosystemFile, StackOracleFile
 
