@@ -61,7 +61,7 @@ def build_resolution(
     if c.arch is not None:
         _arch_reason(state, c, reasons, warnings)
     if state.family == "cuda" and r.gpu_arch is not None and r.gpu_arch.startswith("sm_"):
-        _capability_floors(state, version, warnings)
+        _capability_floors(state, version, c.label, warnings)
     warnings.extend(line for line in c.known_bad if line not in warnings)
     if state.family == "cuda":
         _driver_notes(state, version, c, reasons, warnings, requirements)
@@ -362,11 +362,11 @@ def _arch_reason(state: ResolverState, c: Candidate, reasons: list[Reason], warn
         )
 
 
-def _capability_floors(state: ResolverState, version: str, warnings: list[str]) -> None:
+def _capability_floors(state: ResolverState, version: str, label: str, warnings: list[str]) -> None:
     """Parts of the build the GPU is too old for (host_rules.yaml capability_floors), one line each."""
     gpu = state.request.gpu_arch or ""
     have = int("".join(ch for ch in gpu if ch.isdigit()) or 0)
-    for row in state.matrix.capability_floors(version, state.request.platform):
+    for row in state.matrix.capability_floors(version, state.request.platform, label):
         need = int("".join(ch for ch in row.min_arch if ch.isdigit()))
         if have < need:
             warnings.append(
