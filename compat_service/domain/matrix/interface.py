@@ -100,8 +100,8 @@ class Matrix(Protocol):
     def wheel_floor(self, torch_version: str, label: str, platform: str) -> WheelFloor | None:
         """The platform tag of a build whose wheel files the index layer does not record; None = no row."""
 
-    def capability_floors(self, torch_version: str, platform: str) -> Sequence[CapabilityFloor]:
-        """The GPU floors of parts of this release's CUDA builds on ``platform`` (cuDNN, Triton)."""
+    def capability_floors(self, torch_version: str, platform: str, label: str) -> Sequence[CapabilityFloor]:
+        """The GPU floors of parts of this release's CUDA build ``label`` on ``platform`` (cuDNN, Triton)."""
 
     def jetpack_releases(self) -> Sequence[JetpackRelease]:
         """Every JetPack release (jetson.yaml), in the file's order."""
@@ -326,11 +326,14 @@ class InMemoryMatrix:
             )
         return found
 
-    def capability_floors(self, torch_version: str, platform: str) -> Sequence[CapabilityFloor]:
+    def capability_floors(self, torch_version: str, platform: str, label: str) -> Sequence[CapabilityFloor]:
         return [
             row
             for spec, row in self._capability_floors
-            if platform in row.platforms and spec is not None and spec.contains(torch_version, prereleases=True)
+            if platform in row.platforms
+            and (row.variants is None or label in row.variants)
+            and spec is not None
+            and spec.contains(torch_version, prereleases=True)
         ]
 
     def wheel_floor(self, torch_version: str, label: str, platform: str) -> WheelFloor | None:

@@ -568,6 +568,18 @@ def _rule_label_problem(label: str, labels: JsonObject, families: Sequence[str] 
     return None
 
 
+def _host_rules(rows: FileRows, labels: JsonObject) -> list[Problem]:
+    """host_rules.yaml: a capability floor's build labels exist and are CUDA builds."""
+    out = _Problems()
+    file = "host_rules.yaml"
+    for i, row in _rows(rows, file, "capability_floors"):
+        for j, label in enumerate(row.variants or []):
+            problem = _rule_label_problem(label, labels, ["cuda"])
+            if problem:
+                out.add(file, f"capability_floors[{i}].variants[{j}]", problem)
+    return out
+
+
 def _jetson(rows: FileRows) -> list[Problem]:
     """jetson.yaml: each JetPack release once, every arch an sm_XY, every wheel's JetPack a listed release."""
     out = _Problems()
@@ -603,5 +615,6 @@ def cross_file_problems(rows: FileRows) -> list[Problem]:
     problems += _gpu_archs(rows, labels, patches)
     problems += _vendor(rows)
     problems += _known_bad(rows, labels, patches)
+    problems += _host_rules(rows, labels)
     problems += _jetson(rows)
     return problems

@@ -1343,7 +1343,7 @@ class WheelFloor(Row):
 class CapabilityFloor(Row):
     """A part of a CUDA build that needs a newer GPU than the build's own kernels: the cuDNN it bundles, the"""
 
-    __slots__ = ("torch", "component", "min_arch", "platforms", "effect")
+    __slots__ = ("torch", "component", "min_arch", "platforms", "effect", "variants")
     _fields: ClassVar[Fields] = (
         ("source", "source"),
         ("note", "note"),
@@ -1352,12 +1352,14 @@ class CapabilityFloor(Row):
         ("min_arch", "min_arch"),
         ("platforms", "platforms"),
         ("effect", "effect"),
+        ("variants", "variants"),
     )
     torch: str
     component: str
     min_arch: str
     platforms: list[Platform]
     effect: str
+    variants: list[str] | None
 
     def __init__(
         self,
@@ -1369,6 +1371,7 @@ class CapabilityFloor(Row):
         min_arch: str,
         platforms: list[Platform],
         effect: str,
+        variants: list[str] | None = None,
     ) -> None:
         _set(self, "source", source)
         _set(self, "note", note)
@@ -1377,6 +1380,7 @@ class CapabilityFloor(Row):
         _set(self, "min_arch", min_arch)
         _set(self, "platforms", platforms)
         _set(self, "effect", effect)
+        _set(self, "variants", variants)
 
     @classmethod
     def from_json(cls, data: JsonObject) -> CapabilityFloor:
@@ -1388,6 +1392,7 @@ class CapabilityFloor(Row):
             min_arch=data["min_arch"],
             platforms=data["platforms"],
             effect=data["effect"],
+            variants=data.get("variants", None),
         )
 
 

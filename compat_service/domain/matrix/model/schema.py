@@ -470,6 +470,9 @@ class CapabilityFloor(Row):
     platforms: list[Platform] = Field(min_length=1)
     #: what fails below the floor, in one line
     effect: str = Field(min_length=1)
+    #: the build labels of the range that bundle this part (a cuDNN differs by build: 2.11's cu126 keeps cuDNN
+    #: 9.10, its cu128 and cu130 bundle 9.17); null = every CUDA build of the range
+    variants: list[str] | None = None
 
 
 class RuntimeFloor(Row):
