@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, cast
 
 from compat_service.domain.backends import PLUGIN_FAMILIES, PLUGINS, RUNTIME_COLUMNS, RUNTIME_NAMES
@@ -16,6 +15,7 @@ from compat_service.domain.hardware_rules import (
 from compat_service.domain.json_types import JsonObject
 from compat_service.domain.matrix.memo import MatrixMemo
 from compat_service.domain.matrix.model.rows import AscendNpuRow, CambriconMluRow
+from compat_service.domain.record import Record
 from compat_service.domain.resolver.resolution import HostRequirement, Pin, Reason, Resolution
 from compat_service.domain.resolver.state import Candidate, ResolverState
 from compat_service.domain.resolver.vendor_rules import rocm_fit_reason, xpu_prerequisites
@@ -181,10 +181,10 @@ def _head_warnings(state: ResolverState, minor: TorchMinor, version: str, python
     return warnings
 
 
-@dataclass(frozen=True)
-class _Tail:
+class _Tail(Record):
     """The index decision, the pins and what follows from them (the answer's second half)."""
 
+    __slots__ = ("reasons", "warnings", "packages", "index_url", "index_option", "on_default", "no_deps")
     reasons: tuple[Reason, ...]
     warnings: tuple[str, ...]
     packages: tuple[Pin, ...]
@@ -192,6 +192,24 @@ class _Tail:
     index_option: str
     on_default: bool
     no_deps: tuple[str, ...]
+
+    def __init__(
+        self,
+        reasons: tuple[Reason, ...],
+        warnings: tuple[str, ...],
+        packages: tuple[Pin, ...],
+        index_url: str | None,
+        index_option: str,
+        on_default: bool,
+        no_deps: tuple[str, ...],
+    ) -> None:
+        self.reasons = reasons
+        self.warnings = warnings
+        self.packages = packages
+        self.index_url = index_url
+        self.index_option = index_option
+        self.on_default = on_default
+        self.no_deps = no_deps
 
 
 def _tail(state: ResolverState, minor: TorchMinor, patch: TorchPatch, python: str, c: Candidate) -> _Tail:
