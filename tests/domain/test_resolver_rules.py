@@ -10,9 +10,9 @@ import pytest
 from compat_service.domain.errors import RESOLVER_ERROR_CODES, CompanionUnknownError, InvalidRequestError
 from compat_service.domain.evidence.lookup import CellVerdict, EvidenceStatus
 from compat_service.domain.matrix.interface import InMemoryMatrix
-from compat_service.domain.matrix.loader import load_matrix_rows
-from compat_service.domain.matrix.rows import MatrixTables, replace
-from compat_service.domain.matrix.snapshot import load_matrix_cached
+from compat_service.domain.matrix.loading.loader import load_matrix_rows
+from compat_service.domain.matrix.loading.snapshot import load_matrix_cached
+from compat_service.domain.matrix.model.rows import MatrixTables, replace
 from compat_service.domain.resolver.request import ResolveRequest, parse_torch_spec
 from compat_service.domain.resolver.resolution import resolution_to_json
 from compat_service.domain.resolver.stages import resolve
@@ -177,7 +177,7 @@ def test_old_snapshots_are_pruned(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     """Keyed by file stats, every checkout writes its own snapshot: the cache keeps the newest KEEP_SNAPSHOTS."""
     import os
 
-    from compat_service.domain.matrix.snapshot import KEEP_SNAPSHOTS
+    from compat_service.domain.matrix.loading.snapshot import KEEP_SNAPSHOTS
 
     monkeypatch.setenv("ACCELENV_CACHE_DIR", str(tmp_path))
     for i in range(KEEP_SNAPSHOTS + 3):
@@ -197,7 +197,7 @@ def test_damaged_snapshot_is_rebuilt_from_the_yaml(tmp_path: Path, monkeypatch: 
     snapshot.write_text('{"torch_releases": ')
     request = ResolveRequest.from_strings(torch="2.3", backend="cu121", python="3.10")
     assert resolve(request, load_matrix_cached()).pins["torch"] == "2.3.1"
-    assert snapshot.read_text().startswith('{"sources"')
+    assert snapshot.read_text().partition("\n")[2].startswith('{"sources"')
 
 
 def test_snapshot_that_no_longer_fits_the_rows_is_rebuilt(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -208,6 +208,18 @@ def test_snapshot_that_no_longer_fits_the_rows_is_rebuilt(tmp_path: Path, monkey
     good = snapshot.read_text()
     snapshot.write_text(good.replace('"cuda_major":', '"major":', 1))
     assert snapshot.read_text() != good
+    request = ResolveRequest.from_strings(torch="2.3", backend="cu121", python="3.10")
+    assert resolve(request, load_matrix_cached()).pins["torch"] == "2.3.1"
+    assert snapshot.read_text() == good
+
+
+def test_snapshot_of_another_key_is_rebuilt(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The key on a snapshot's first line decides, not the file's name: a file written for other files is a miss."""
+    monkeypatch.setenv("ACCELENV_CACHE_DIR", str(tmp_path))
+    load_matrix_cached()
+    (snapshot,) = tmp_path.glob("matrix-*.json")
+    good = snapshot.read_text()
+    snapshot.write_text("another checkout's key\n" + good.partition("\n")[2])
     request = ResolveRequest.from_strings(torch="2.3", backend="cu121", python="3.10")
     assert resolve(request, load_matrix_cached()).pins["torch"] == "2.3.1"
     assert snapshot.read_text() == good

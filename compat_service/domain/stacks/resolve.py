@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from compat_service.domain.errors import AccelenvError
     from compat_service.domain.evidence.lookup import EvidenceLookup
     from compat_service.domain.matrix.interface import Matrix
-    from compat_service.domain.matrix.rows import TorchMinor, TorchPatch
+    from compat_service.domain.matrix.model.rows import TorchMinor, TorchPatch
     from compat_service.domain.resolver.request import ResolveRequest
 
 #: combinations of package releases tried before giving up (newest first)
@@ -707,7 +707,8 @@ def _finish(search: Search, plan: Plan, res: Resolution) -> Resolution | None:
                                 f"({release.first_upload}) was considered")
             if package.torch_build is None:
                 unknowns.append(f"which torch build {package.name}'s binaries go with is not in the matrix "
-                                "(no row in ecosystem.yaml)")
+                                + ("(its ecosystem.yaml row leaves torch_build unknown)" if package.sources
+                                   else "(no row in ecosystem.yaml)"))
             origin = "sdist" if package.torch_build == "jit" and not release.wheels.get(platform) else "index"
             stack.append(StackPin(package.name, release.version, origin, pins[0].detail,
                                   pins[0].sources, None, no_deps))

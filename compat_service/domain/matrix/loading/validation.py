@@ -23,8 +23,7 @@ from pydantic import BaseModel
 
 from compat_service.domain.backends import LABEL_PREFIXES, PLUGINS
 from compat_service.domain.json_types import JsonObject
-from compat_service.domain.matrix.problems import Problem
-from compat_service.domain.matrix.schema import (
+from compat_service.domain.matrix.model.schema import (
     ArchList,
     ArchSearch,
     BuildVariant,
@@ -32,6 +31,7 @@ from compat_service.domain.matrix.schema import (
     TorchPatch,
     VariantAvailability,
 )
+from compat_service.domain.matrix.problems import Problem
 from compat_service.domain.versions import parse_specifier, parse_version
 
 #: file name -> list field -> [(index in the file, row)]
@@ -568,8 +568,21 @@ def _rule_label_problem(label: str, labels: JsonObject, families: Sequence[str] 
     return None
 
 
+def _host_rules(rows: FileRows, labels: JsonObject) -> list[Problem]:
+    """host_rules.yaml: a capability floor's build labels exist and are CUDA builds."""
+    out = _Problems()
+    file = "host_rules.yaml"
+    for i, row in _rows(rows, file, "capability_floors"):
+        for j, label in enumerate(row.variants or []):
+            problem = _rule_label_problem(label, labels, ["cuda"])
+            if problem:
+                out.add(file, f"capability_floors[{i}].variants[{j}]", problem)
+    return out
+
+
 def _jetson(rows: FileRows) -> list[Problem]:
-    """jetson.yaml: each JetPack release once, every arch an sm_XY, every wheel's JetPack a listed release."""
+    """jetson.yaml: each JetPack release once, every arch an sm_XY, every wheel's JetPack a listed release, and
+    no SBSA module's arch also answered by JetPack wheels."""
     out = _Problems()
     file = "jetson.yaml"
     seen: dict[str, int] = {}
@@ -588,6 +601,10 @@ def _jetson(rows: FileRows) -> list[Problem]:
         for j, jetpack in enumerate(wheel.jetpack):
             if jetpack not in seen:
                 out.add(file, f"wheels[{i}].jetpack[{j}]", f"JetPack {jetpack} is not in releases")
+    jetpack_archs = {arch for _, row in _rows(rows, file, "releases") for arch in row.archs}
+    for i, module in _rows(rows, file, "sbsa_modules"):
+        if module.arch in jetpack_archs:
+            out.add(file, f"sbsa_modules[{i}].arch", f"{module.arch} is also a JetPack release's arch (JetPack wheels)")
     return out
 
 
@@ -603,5 +620,6 @@ def cross_file_problems(rows: FileRows) -> list[Problem]:
     problems += _gpu_archs(rows, labels, patches)
     problems += _vendor(rows)
     problems += _known_bad(rows, labels, patches)
+    problems += _host_rules(rows, labels)
     problems += _jetson(rows)
     return problems
