@@ -581,7 +581,8 @@ def _host_rules(rows: FileRows, labels: JsonObject) -> list[Problem]:
 
 
 def _jetson(rows: FileRows) -> list[Problem]:
-    """jetson.yaml: each JetPack release once, every arch an sm_XY, every wheel's JetPack a listed release."""
+    """jetson.yaml: each JetPack release once, every arch an sm_XY, every wheel's JetPack a listed release, and
+    no SBSA module's arch also answered by JetPack wheels."""
     out = _Problems()
     file = "jetson.yaml"
     seen: dict[str, int] = {}
@@ -600,6 +601,10 @@ def _jetson(rows: FileRows) -> list[Problem]:
         for j, jetpack in enumerate(wheel.jetpack):
             if jetpack not in seen:
                 out.add(file, f"wheels[{i}].jetpack[{j}]", f"JetPack {jetpack} is not in releases")
+    jetpack_archs = {arch for _, row in _rows(rows, file, "releases") for arch in row.archs}
+    for i, module in _rows(rows, file, "sbsa_modules"):
+        if module.arch in jetpack_archs:
+            out.add(file, f"sbsa_modules[{i}].arch", f"{module.arch} is also a JetPack release's arch (JetPack wheels)")
     return out
 
 
