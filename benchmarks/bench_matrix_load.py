@@ -26,7 +26,7 @@ sys.path.insert(0, str(REPO_ROOT))
 
 def _cold_import_ms(runs: int) -> float:
     code = (
-        "import time; t=time.perf_counter(); import compat_service.domain.matrix.loader; "
+        "import time; t=time.perf_counter(); import compat_service.domain.matrix.loading.loader; "
         "print((time.perf_counter()-t)*1000)"
     )
     samples = [
@@ -47,8 +47,8 @@ def main() -> None:
 
     import yaml
 
-    from compat_service.domain.matrix.loader import _StrictLoader, load_matrix_data
-    from compat_service.domain.matrix.schema import MATRIX_FILES
+    from compat_service.domain.matrix.loading.loader import _StrictLoader, load_matrix_data
+    from compat_service.domain.matrix.model.schema import MATRIX_FILES
     from matrix_data import DATA_DIR
 
     load_matrix_data()  # warm caches (pydantic validators, file system)

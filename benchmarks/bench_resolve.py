@@ -67,7 +67,7 @@ def main() -> None:
     import compileall
     import os
 
-    from compat_service.domain.matrix.snapshot import load_matrix_cached
+    from compat_service.domain.matrix.loading.snapshot import load_matrix_cached
     from compat_service.domain.resolver.request import ResolveRequest
     from compat_service.domain.resolver.stages import resolve
 

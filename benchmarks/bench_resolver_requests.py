@@ -52,7 +52,7 @@ def main() -> None:
 
     from compat_service.domain.errors import AccelenvError
     from compat_service.domain.matrix.interface import InMemoryMatrix
-    from compat_service.domain.matrix.loader import load_matrix_rows
+    from compat_service.domain.matrix.loading.loader import load_matrix_rows
     from compat_service.domain.resolver.request import ResolveRequest
     from compat_service.domain.resolver.stages import resolve
 

@@ -63,7 +63,7 @@ CHECK_STATUSES = ("passed", "failed", "unsupported", "skipped", "timeout", "cras
 
 def _cells(n: int, rng: random.Random) -> list[dict]:
     from compat_service.domain.evidence.cells import DeclaredMatrix
-    from compat_service.domain.matrix.loader import load_matrix_rows
+    from compat_service.domain.matrix.loading.loader import load_matrix_rows
 
     declared = [c for c in DeclaredMatrix(load_matrix_rows()).cells if c.platform == "linux-x86_64"]
     cells: list[dict] = []

@@ -64,7 +64,7 @@ def rotation_paths(count: int = ROTATION) -> list[str]:
 
     from compat_service.domain.errors import AccelenvError
     from compat_service.domain.matrix.interface import InMemoryMatrix
-    from compat_service.domain.matrix.loader import load_matrix_rows
+    from compat_service.domain.matrix.loading.loader import load_matrix_rows
     from compat_service.domain.resolver.request import ResolveRequest
     from compat_service.domain.resolver.stages import resolve
 
@@ -103,7 +103,7 @@ def mixed_paths(count: int = ROTATION, share: float = UNSATISFIABLE_SHARE) -> li
 
     from compat_service.domain.errors import AccelenvError, UnsatisfiableError
     from compat_service.domain.matrix.interface import InMemoryMatrix
-    from compat_service.domain.matrix.loader import load_matrix_rows
+    from compat_service.domain.matrix.loading.loader import load_matrix_rows
     from compat_service.domain.resolver.request import ResolveRequest
     from compat_service.domain.resolver.stages import resolve
 

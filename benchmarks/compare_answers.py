@@ -38,7 +38,7 @@ STACK_PACKAGES = ["vllm", "xformers", "bitsandbytes", "torchao", "flash-attn", "
 
 def _queries(seed: int, count: int, *, stacks: bool = False) -> list[dict[str, str]]:
     from compat_service.domain.matrix.interface import InMemoryMatrix
-    from compat_service.domain.matrix.loader import load_matrix_rows
+    from compat_service.domain.matrix.loading.loader import load_matrix_rows
 
     matrix = InMemoryMatrix(load_matrix_rows())
     torches = [p.version for m in matrix.torch_minors() for p in matrix.torch_patches(m)]
@@ -64,7 +64,7 @@ def _failing(count: int) -> list[dict[str, str]]:
     """``count`` requests the resolver refuses as unsatisfiable (most with nearest alternatives)."""
     from compat_service.domain.errors import UnsatisfiableError
     from compat_service.domain.matrix.interface import InMemoryMatrix
-    from compat_service.domain.matrix.loader import load_matrix_rows
+    from compat_service.domain.matrix.loading.loader import load_matrix_rows
     from compat_service.domain.resolver.request import ResolveRequest
     from compat_service.domain.resolver.stages import resolve
 

@@ -106,7 +106,7 @@ def build_matrix(query: dict[str, str], *, server: str | None, matrix_path: Path
 
         return ServiceClient(server, token=os.environ.get("ACCELENV_TOKEN") or None).ci_matrix(query)
     from compat_service.domain.ci.job_matrix import CiMatrixRequest, ci_matrix
-    from compat_service.domain.matrix.snapshot import load_matrix_cached
+    from compat_service.domain.matrix.loading.snapshot import load_matrix_cached
 
     request = CiMatrixRequest.from_strings(**{("with_" if k == "with" else k): v for k, v in query.items()})
     return ci_matrix(request, load_matrix_cached(matrix_path))

@@ -155,7 +155,7 @@ def detect_host_facts() -> HostFacts:
 def run_doctor(*, site_packages: Path | None, database: str | None, matrix_path: Path | None, fmt: str) -> bool:
     from compat_service.domain.diagnosis import Installed, diagnose
     from compat_service.domain.install_environment import environment_findings
-    from compat_service.domain.matrix.snapshot import load_matrix_cached
+    from compat_service.domain.matrix.loading.snapshot import load_matrix_cached
 
     host = _checked_host(detect_host_facts())
     versions, environment = installed_versions(site_packages)

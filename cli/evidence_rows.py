@@ -31,7 +31,7 @@ def _from_database(database: str, torch: str, path: Path | None) -> list[dict[st
     from compat_service.db.evidence.matrix_cells import matrix_cells
     from compat_service.db.evidence.queries import MatrixFilter, with_failing_checks
     from compat_service.domain.evidence.cells import DeclaredMatrix
-    from compat_service.domain.matrix.snapshot import load_matrix_cached
+    from compat_service.domain.matrix.loading.snapshot import load_matrix_cached
 
     engine, settings = open_evidence_database(database)
     try:
@@ -74,8 +74,8 @@ def fetch_observed_arch_lists(
         from compat_service.db.evidence.build_facts import observed_facts
         from compat_service.db.evidence.lookup import open_evidence_database
         from compat_service.domain.matrix.interface import InMemoryMatrix
-        from compat_service.domain.matrix.row_base import row_json
-        from compat_service.domain.matrix.snapshot import load_matrix_cached
+        from compat_service.domain.matrix.loading.snapshot import load_matrix_cached
+        from compat_service.domain.matrix.model.row_base import row_json
 
         engine, _settings = open_evidence_database(database)
         try:

@@ -17,7 +17,7 @@ from cli import matrix_refresh_cmd
 from cli.error_render import dump_json, guarded
 
 if TYPE_CHECKING:
-    from compat_service.domain.matrix.rows import MatrixTables
+    from compat_service.domain.matrix.model.rows import MatrixTables
 
 matrix_app = typer.Typer(name="matrix", help="Check and read the compatibility matrix.", no_args_is_help=True)
 
@@ -42,7 +42,7 @@ def validate(
 ) -> None:
     """Check every file and cross-file rule; print each problem with its file and key."""
     from compat_service.domain.errors import MatrixDataError
-    from compat_service.domain.matrix.loader import default_path, load_matrix_rows, matrix_data_problems
+    from compat_service.domain.matrix.loading.loader import default_path, load_matrix_rows, matrix_data_problems
     from compat_service.domain.stacks.catalog import ecosystem_problems
 
     where = path if path is not None else default_path()
@@ -121,7 +121,7 @@ def show(
     """The releases the matrix holds, or what it says about one: Python, variants, default index, companions."""
     with guarded(as_json=as_json):
         if variants:
-            from compat_service.domain.matrix.snapshot import load_matrix_cached
+            from compat_service.domain.matrix.loading.snapshot import load_matrix_cached
             from compat_service.domain.variants.export import release_variants
 
             exported = release_variants(load_matrix_cached(path), torch or "latest", platform)
@@ -130,8 +130,8 @@ def show(
         if with_ is not None:
             _show_package(with_, torch, path, as_json)
             return
+        from compat_service.domain.matrix.loading.snapshot import load_matrix_cached
         from compat_service.domain.matrix.release_view import release_view, releases_overview
-        from compat_service.domain.matrix.snapshot import load_matrix_cached
 
         data = load_matrix_cached(path).data
         if torch is None:

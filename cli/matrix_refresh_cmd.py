@@ -106,7 +106,7 @@ def refresh(
         from rich.console import Console
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-        from compat_service.domain.matrix.loader import default_path
+        from compat_service.domain.matrix.loading.loader import default_path
         from compat_service.index.client import IndexClient
         from compat_service.index.errors import MatrixOutOfDateError
         from compat_service.index.location import resolve_index
@@ -129,7 +129,7 @@ def refresh(
             )
         lines = [line for diff in result.diffs.values() for line in diff.lines(limit)]
         counts = result.counts()
-        from compat_service.domain.matrix.loader import layer_conflicts
+        from compat_service.domain.matrix.loading.loader import layer_conflicts
 
         # what the curated files would contradict in these facts (`matrix validate` reports the same once written)
         conflicts = [str(problem) for problem in layer_conflicts(matrix_path, result.facts)]

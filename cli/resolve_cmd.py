@@ -227,7 +227,7 @@ def run_resolve(
     else:
         from pathlib import Path
 
-        from compat_service.domain.matrix.snapshot import load_matrix_cached
+        from compat_service.domain.matrix.loading.snapshot import load_matrix_cached
         from compat_service.domain.resolver.stages import resolve
 
 

@@ -60,7 +60,7 @@ def explain(*, variants_json: Path | None, torch: str, platform: str, gpu_arch: 
             known_bad: list[str], matrix_path: Path | None = None) -> Any:
     """The explanation for the arguments (shared by `variants explain` and `resolve --explain-variants`)."""
     from compat_service.domain.errors import InvalidRequestError
-    from compat_service.domain.matrix.snapshot import load_matrix_cached
+    from compat_service.domain.matrix.loading.snapshot import load_matrix_cached
     from compat_service.domain.variants.export import release_variants
     from compat_service.domain.variants.selection import explain_selection, variant_host
 

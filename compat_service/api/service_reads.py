@@ -36,8 +36,8 @@ from compat_service.domain.errors import (
     NotFoundError,
 )
 from compat_service.domain.evidence.cells import CellEvidence, CellKey, CheckCounts, python_minor
-from compat_service.domain.matrix import rows as matrix_rows
-from compat_service.domain.matrix.schema import ArchList, Source, TorchMinor
+from compat_service.domain.matrix.model import rows as matrix_rows
+from compat_service.domain.matrix.model.schema import ArchList, Source, TorchMinor
 from compat_service.domain.resolver.install_formats import render
 from compat_service.domain.resolver.request import ResolveRequest
 from compat_service.domain.resolver.resolution import resolution_to_json

@@ -21,7 +21,7 @@ from compat_service.domain.evidence.lookup import EvidenceLookup
 from compat_service.domain.hardware_rules import MVC_LIMITS, DriverRule, arch_coverage, driver_rule
 from compat_service.domain.host import HostFacts
 from compat_service.domain.matrix.interface import Matrix
-from compat_service.domain.matrix.rows import TorchMinor, TorchPatch
+from compat_service.domain.matrix.model.rows import TorchMinor, TorchPatch
 from compat_service.domain.resolver.request import COMPANIONS
 from compat_service.domain.versions import cached_version
 

@@ -41,7 +41,7 @@ from probes.host.arch_compat import cubin_runs_on, ptx_runs_on
 
 if TYPE_CHECKING:
     from compat_service.domain.matrix.interface import Matrix
-    from compat_service.domain.matrix.rows import ArchList, CudaToolkit, GpuName, MinorVersionCompat, Row
+    from compat_service.domain.matrix.model.rows import ArchList, CudaToolkit, GpuName, MinorVersionCompat, Row
 
 Coverage = Literal["kernels", "ptx", "no", "unknown"]
 #: what a verdict rests on: the build's own arch list, its toolkit's compile range, ROCm's gfx list

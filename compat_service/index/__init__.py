@@ -9,7 +9,7 @@ This package is the only one that talks to a package index. It is split like thi
 - ``wheel_metadata``: a wheel's ``METADATA`` from its PEP 658 file or, failing that, from HTTP range reads of
   the zip's central directory (never the whole wheel);
 - ``facts``: pure derivation of the facts (releases, wheels per platform and Python, runtimes, pins) from
-  parsed pages and metadata; their schema is ``compat_service/domain/matrix/index_facts.py``; ``refresh_config``
+  parsed pages and metadata; their schema is ``compat_service/domain/matrix/index/index_facts.py``; ``refresh_config``
   what to read (data, from ``matrix_data/index/refresh.yaml``);
 - ``refresh``: the orchestration behind ``accelenv matrix refresh``, and ``generated`` the generated files
   under ``matrix_data/index/`` and the diff ``--check`` prints.

@@ -27,7 +27,7 @@ from packaging.utils import (
 from packaging.version import InvalidVersion, Version
 
 from compat_service.domain.backends import PLATFORMS, python_sort_key
-from compat_service.domain.matrix.index_facts import (
+from compat_service.domain.matrix.index.index_facts import (
     PackageConfig,
     PackageFacts,
     RefreshConfig,

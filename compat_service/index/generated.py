@@ -14,8 +14,8 @@ from typing import Any
 import yaml
 
 from compat_service.domain.errors import MatrixDataError
-from compat_service.domain.matrix.index_facts import PackageFacts, RefreshConfig, ReleaseFact, VariantIndexFacts
-from compat_service.domain.matrix.index_layer import INDEX_DIR, M, read_index_file
+from compat_service.domain.matrix.index.index_facts import PackageFacts, RefreshConfig, ReleaseFact, VariantIndexFacts
+from compat_service.domain.matrix.index.index_layer import INDEX_DIR, M, read_index_file
 
 # libyaml where PyYAML was built with it: the generated files are a few thousand lines each
 _Dumper: type = getattr(yaml, "CSafeDumper", yaml.SafeDumper)

@@ -17,7 +17,7 @@ from typing import Protocol
 from pypi_simple import DistributionPackage, ProjectPage
 
 from compat_service.domain.errors import Cause
-from compat_service.domain.matrix.index_facts import (
+from compat_service.domain.matrix.index.index_facts import (
     PackageConfig,
     PackageFacts,
     RefreshConfig,
@@ -121,7 +121,7 @@ def _index_file(package: DistributionPackage) -> IndexFile:
 
 def build_labels(matrix_path: Path) -> tuple[list[BuildLabel], dict[str, str]]:
     """The build variants (label, family, runtime) and each label's index URL, from build_variants.yaml."""
-    from compat_service.domain.matrix.loader import load_matrix_data
+    from compat_service.domain.matrix.loading.loader import load_matrix_data
 
     variants = load_matrix_data(matrix_path, index_layer=False).build_variants.variants
     labels = [BuildLabel(v.label, v.family, v.runtime) for v in variants]

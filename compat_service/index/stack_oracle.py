@@ -83,7 +83,7 @@ def questions(matrix_path: Path, config: OracleConfig, packages: list[str] | Non
 
 def stack_pins(matrix_path: Path, question: Question) -> list[str] | AccelenvError:
     """The pins of the stack answer to ``--with PKG==X`` on the question's target, or the refusal."""
-    from compat_service.domain.matrix.snapshot import load_matrix_cached
+    from compat_service.domain.matrix.loading.snapshot import load_matrix_cached
     from compat_service.domain.resolver.request import ResolveRequest
     from compat_service.domain.stacks.catalog import load_catalog
     from compat_service.domain.stacks.resolve import resolve_stack

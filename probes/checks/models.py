@@ -18,7 +18,7 @@ Built from ``torch.nn`` here, no download; each step runs in milliseconds on a C
 
 import copy
 
-from probes.checks import blame
+from probes.checks import blame, error_texts
 from probes.checks import outcome as checks
 from probes.checks.context import CPU_SAME_DEVICE
 from probes.checks.smoke import device_failure
@@ -189,10 +189,37 @@ def _compare_training(ctx, name, dev, cpu, tol, label, norm=False):
     return checks.passed(detail, **data)
 
 
+def _blamed_error(ctx, what, work):
+    """``work()``'s result; where it raises an error that is not the backend saying it lacks an op, not an
+    out-of-memory and not a blocked op, the op whose device result first differs from CPU is looked for (a
+    wrong dtype from one kernel surfaces as a later op's "mat1 and mat2 must have the same dtype"): found,
+    the check fails naming it (``BlamedError``); not found, the error goes on as it was."""
+    try:
+        return work()
+    except checks.BlockedOp:
+        raise
+    except Exception as exc:
+        if ctx.is_cpu or error_texts.classify_unsupported(exc) or error_texts.is_oom(exc, ctx.torch):
+            raise
+        error = error_texts.first_line(exc)
+        outcome = blame.blamed(ctx, checks.failed("%s on %s: %s" % (what, ctx.device, error), error=error), work)
+        if "blamed_op" not in outcome.data:
+            raise
+        raise BlamedError(outcome) from exc
+
+
+class BlamedError(Exception):
+    """A device error traced to the first op whose result differs from CPU; ``outcome`` is the check's."""
+
+    def __init__(self, outcome):
+        Exception.__init__(self, outcome.detail)
+        self.outcome = outcome
+
+
 def train_float32(ctx, name):
     torch = ctx.torch
     model, x, y = build(torch, name)
-    dev = train(torch, name, model, x, y, ctx.device)
+    dev = _blamed_error(ctx, "%s float32 training" % name, lambda: train(torch, name, model, x, y, ctx.device))
     cpu = train(torch, name, model, x, y, "cpu")
     outcome = _compare_training(ctx, name, dev, cpu, FLOAT32_TOL, "float32 training")
     if outcome.status == "failed":  # name the kernel: one step again, op by op against CPU
@@ -233,16 +260,17 @@ def inference(ctx, name):
     with torch.inference_mode():
         want = model(x)
         dev_model = copy.deepcopy(model).to(ctx.device)
-        got = dev_model(x.to(ctx.device)).cpu()
+
+    def run():
+        with torch.inference_mode():
+            return dev_model(x.to(ctx.device)).cpu()
+
+    got = _blamed_error(ctx, "%s inference" % name, run)
     err = _rel_err(torch, got, want)
     data = {"rel_err": err, "tolerance": FLOAT32_TOL, "shape": list(got.shape)}
     if tuple(got.shape) != tuple(want.shape) or not err <= FLOAT32_TOL:
-        def again():
-            with torch.inference_mode():
-                dev_model(x.to(ctx.device))
-
         return blame.blamed(ctx, checks.failed("%s inference on %s differs from CPU: relative error %.3g (tolerance %g)"
-                                               % (name, ctx.device, err, FLOAT32_TOL), **data), again)
+                                               % (name, ctx.device, err, FLOAT32_TOL), **data), run)
     detail = "%s eval() under inference_mode matches CPU (relative error %.3g)" % (name, err)
     if ctx.is_cpu:
         detail += "; " + CPU_SAME_DEVICE
@@ -251,7 +279,10 @@ def inference(ctx, name):
 
 def _bound(fn, name):
     def run(ctx):
-        return fn(ctx, name)
+        try:
+            return fn(ctx, name)
+        except BlamedError as exc:
+            return exc.outcome
 
     run.__name__ = "%s %s" % (name, fn.__name__)
     return device_failure(run)

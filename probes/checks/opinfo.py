@@ -20,6 +20,11 @@ the worker is one ``crashed`` entry and a fresh worker goes on. ``group_summary`
 the report, not a check). In the default mode backward runs in the first dtype that has it; the other
 dtypes are listed in ``data.forward_only`` and the detail says so. torch refusing the device type itself
 ("mode only supports CPU, CUDA and XPU device type") is ``unsupported``, not a numeric failure.
+
+A failed OpInfo names the kernel to blame (``probes.checks.blame``): its failing sample runs again on the
+device, in the failing phase, op by op against CPU, and the first aten op that differs is ``data.blamed_op``
+(a wrong ``mm`` fails ``cholesky``'s backward and ``cov``; each names ``aten::mm``). The summary counts the
+failed OpInfos per blamed op.
 """
 
 import fnmatch
@@ -30,7 +35,7 @@ import warnings
 from types import FrameType
 from typing import Any, Dict, Optional
 
-from probes.checks import error_texts
+from probes.checks import blame, error_texts
 from probes.checks import outcome as checks
 
 TARGET_DTYPES = ("float32", "float64", "float16", "bfloat16", "complex64", "int64", "int32", "uint8", "bool")
@@ -420,6 +425,26 @@ def run_variants(torch, op, sample, device, tol):
     return verdicts
 
 
+def _failing_work(torch, op, sample, device, phase, want_grad):
+    """The device side of the sample that failed, in the phase it failed in, for the blame re-run."""
+    def work():
+        plain = _detached(torch, sample)
+        if phase == "out=":
+            with torch.no_grad():
+                cpu_raw = _call(op, plain)
+                out = _empty_outs(torch, cpu_raw, device)
+                _call(op, _moved(torch, plain, device), lambda x, *a, **k: op(x, *a, out=out, **k))
+        elif phase == "inplace":
+            with torch.no_grad():
+                _call(op, _moved(torch, plain, device), op.inplace_variant)
+        else:
+            dev = _moved(torch, sample, device)
+            dev_out = sample.output_process_fn_grad(_call(op, dev))
+            if phase == "backward" and want_grad:
+                _grads(torch, dev, dev_out)
+    return work
+
+
 # -- one OpInfo: every dtype -----------------------------------------------------------------------
 ORDER = {"failed": 0, "unsupported": 1, "passed": 2, "skipped": 3}
 
@@ -448,7 +473,7 @@ def run_op(ctx, op):
     deep = bool(ctx.options.get("deep"))
     grad_done = variants_done = False
     results, skipped, missing, forward_only = {}, {}, [], []
-    first_failure, samples_run = None, 0
+    first_failure, samples_run, failing = None, 0, None
     variants: Dict[str, Any] = {}
     for dtype_name in _declared(ctx, op):
         dtype = getattr(torch, dtype_name)
@@ -514,8 +539,13 @@ def run_op(ctx, op):
         elif verdict[0].status in ("failed", "unsupported") and first_failure is None:
             first_failure = {"dtype": dtype_name, "phase": verdict[0].phase, "sample": _describe(torch, verdict[1]),
                              "error": verdict[0].why}
+            if verdict[0].status == "failed":
+                failing = _failing_work(torch, op, verdict[1], ctx.device, verdict[0].phase, want_grad)
     forward_only = [d for d in forward_only if results.get(d) not in (None, "skipped")]
-    return _outcome(ctx, name, results, skipped, missing, first_failure, variants, samples_run, forward_only)
+    outcome = _outcome(ctx, name, results, skipped, missing, first_failure, variants, samples_run, forward_only)
+    if outcome.status == "failed" and failing is not None:
+        outcome = blame.blamed(ctx, outcome, failing)
+    return outcome
 
 
 def _outcome_data(name, results, skipped, missing, first_failure, variants, samples_run, forward_only):
@@ -604,6 +634,16 @@ def _tally(ops):
     return counts, op_dtypes, forward_only, missing
 
 
+def _blamed_ops(ops):
+    """{aten op: [OpInfo names it failed]}, the op blamed most first: the kernels the failures trace back to."""
+    blamed: Dict[str, Any] = {}
+    for entry in ops:
+        data = entry.get("data") or {}
+        if entry["status"] == "failed" and data.get("blamed_op"):
+            blamed.setdefault(data["blamed_op"], []).append(data.get("opinfo") or entry["id"][len("opinfo."):])
+    return dict(sorted(blamed.items(), key=lambda item: (-len(item[1]), item[0])))
+
+
 def _group_status(counts, op_dtypes):
     if any(counts[s] for s in checks.BAD_STATUSES):
         return "failed"
@@ -630,7 +670,12 @@ def group_summary(entries):
     detail = _group_detail(entries, ops, counts, op_dtypes, forward_only)
     if missing:
         detail += "; missing aten ops: %s" % ", ".join(sorted(missing))
+    blamed = _blamed_ops(ops)
+    if blamed:
+        detail += "; first differing kernel: %s" % ", ".join(
+            "%s (%d OpInfo%s)" % (op, len(names), "" if len(names) == 1 else "s") for op, names in blamed.items())
     return {"status": status, "detail": detail, "ops": len(ops), "op_dtypes_checked": op_dtypes,
             "forward_only": forward_only, "counts": counts, "missing_aten_ops": sorted(missing),
             "missing_by_op": dict((k, v[:20]) for k, v in sorted(missing.items())),
+            "blamed_ops": dict((k, v[:50]) for k, v in blamed.items()),
             "not_ok": [e["id"] for e in ops if e["status"] in checks.BAD_STATUSES][:200]}

@@ -2,8 +2,9 @@
 
 Pinned memory (``pin_memory()``, ``DataLoader(pin_memory=True)``), ``non_blocking`` copies, a device
 ``Generator``, ``get_rng_state``/``set_rng_state`` of the device module, ``torch.random.fork_rng``, the
-profiler recording device activity, a model and optimizer checkpoint loaded back onto the device, activation
-checkpointing, and which ``torch.cuda``-style memory functions the device module has.
+profiler recording device activity, a training checkpoint (model, optimizer state, the loop's step, the CPU and
+device RNG states) loaded back onto the device and resumed, activation checkpointing, and which
+``torch.cuda``-style memory functions the device module has.
 
 A backend that does not provide an API at all (NotImplementedError, the PrivateUse1 hooks' "You should
 register ... and implement getNewGenerator", no such function) is ``unsupported``; an API that exists and
@@ -296,8 +297,9 @@ def checkpoint_load(ctx):
     opt.step()
     buffer = io.BytesIO()
     saved = {"model": model.state_dict(), "optim": opt.state_dict(), "step": smoke.CHECKPOINT_STEP,
-             "step_on_device": torch.tensor(smoke.CHECKPOINT_STEP, device=ctx.device)}
+             "step_on_device": torch.tensor(smoke.CHECKPOINT_STEP, device=ctx.device), "rng": _rng_states(ctx)}
     torch.save(saved, buffer)
+    following = _draws(torch, ctx), torch.randn(8)  # what a run resumed from this checkpoint must draw next
     buffer.seek(0)
     try:
         loaded = torch.load(buffer, map_location=ctx.device, weights_only=True)
@@ -324,8 +326,42 @@ def checkpoint_load(ctx):
     if worst != 0.0:
         return checks.failed("a step after loading the checkpoint differs from the original by %.3g" % worst,
                              max_abs_err=worst)
-    return checks.passed(_note(ctx, "model and AdamW state saved and loaded back onto %s; the next step is identical"
-                               % ctx.device), devices=devices)
+    rng = sorted(saved["rng"])
+    try:
+        replays = _resumed_draws(ctx, loaded["rng"], following)
+    except Exception as exc:
+        return _answer(ctx, "set_rng_state with the checkpoint's RNG state", exc)
+    if replays is not None:
+        return checks.failed("the checkpoint's RNG state does not resume the run: after set_rng_state the %s draws "
+                             "differ from those that followed the save" % replays, devices=devices, rng=rng)
+    return checks.passed(_note(ctx, "model, AdamW state, step and the %s RNG states saved and loaded back onto %s; the "
+                               "next step and the next random draws are identical" % ("/".join(rng), ctx.device)),
+                         devices=devices, rng=rng)
+
+
+def _rng_states(ctx):
+    """{"cpu": the CPU RNG state, "device": the device module's, where it has get_rng_state}."""
+    states = {"cpu": ctx.torch.get_rng_state()}
+    get = getattr(_rng_owner(ctx), "get_rng_state", None)
+    if not ctx.is_cpu and get is not None:
+        states["device"] = get()
+    return states
+
+
+def _resumed_draws(ctx, states, following):
+    """None when restoring ``states`` (as loaded) replays ``following`` (device draws, CPU draws); else which
+    draws differ ("device", "CPU")."""
+    torch = ctx.torch
+    if "device" in states:
+        _rng_owner(ctx).set_rng_state(states["device"].cpu())
+    torch.set_rng_state(states["cpu"].cpu())
+    device_draws = _draws(torch, ctx)
+    cpu_draws = torch.randn(8)
+    if not bool(torch.equal(device_draws, following[0])):
+        return "CPU" if ctx.is_cpu else "device"
+    if not bool(torch.equal(cpu_draws, following[1])):
+        return "CPU"
+    return None
 
 
 def activation_checkpointing(ctx):

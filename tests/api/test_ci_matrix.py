@@ -13,7 +13,7 @@ from cli.main import app as cli_app
 from compat_service.api.deps import state_of
 from compat_service.domain.ci.job_matrix import CiMatrixRequest, ci_matrix
 from compat_service.domain.matrix.interface import InMemoryMatrix
-from compat_service.domain.matrix.loader import load_matrix_rows
+from compat_service.domain.matrix.loading.loader import load_matrix_rows
 from compat_service.domain.resolver.request import ResolveRequest
 from compat_service.domain.resolver.stages import resolve
 

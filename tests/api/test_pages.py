@@ -163,10 +163,33 @@ def test_the_selector_warnings_name_the_form_fields_and_say_each_thing_once(clie
     assert len(set(warnings)) == len(warnings)
     reasons = _list_items(page, "reasons")
     assert any(f"newest patch matching {labels['f-torch']} 2.3 " in r for r in reasons), reasons
-    # the install texts' comments say the same; the API's JSON on the page stays the API's own answer
-    assert f"# warning: no {labels['f-driver'].lower()} given" in html.unescape(page)
+    # said once: the install texts are the commands alone; the API's JSON on the page stays the API's own answer
+    assert not [fmt for fmt in ("pip", "requirements") if "# warning" in _install_text(page, fmt)]
     assert embedded(page) == {k: v for k, v in client.get("/v1/resolve?torch=2.3&backend=cu121").json().items()
                               if k != "request_id"}
+
+
+def _install_text(page: str, fmt: str) -> str:
+    """The text of one install format's code box, as the page shows it."""
+    found = re.search(rf'<pre id="out-{fmt}"[^>]*><code>(.*?)</code></pre>', page, re.DOTALL)
+    assert found, f"the page has no {fmt} install box"
+    return html.unescape(found[1])
+
+
+def test_a_jetson_answer_says_its_companion_warning_once(client: TestClient) -> None:
+    """Issue 29: the JetPack answer's torch-only warning was printed in the install box as a comment and again
+    under Warnings; it is said once, under Warnings, and the boxes hold the commands (NVIDIA's wheel URL)."""
+    query = {"gpu_arch": "sm_87", "driver": "540.4.0", "arch": "aarch64", "python": "3.10"}
+    page = client.get("/?" + urlencode(query)).text
+    warning = "torchvision, torchaudio: NVIDIA's JetPack table lists torch only"
+    assert [w for w in _list_items(page, "warnings") if warning in w]
+    shown = html.unescape(_EMBEDDED.sub("", page))  # the embedded JSON is the API's body, not page text
+    assert shown.count(warning) == 1, shown.count(warning)
+    wheel = "https://developer.download.nvidia.com/compute/redist/jp/v61/pytorch/torch-2.5.0a0+872d972e41"
+    for fmt in ("pip", "requirements"):
+        text = _install_text(page, fmt)
+        assert wheel in text and "# warning" not in text and "# status" not in text, text
+    assert any(warning in w for w in embedded(page)["warnings"])  # the API still says it
 
 
 def test_the_accelerator_field_labels_auto_honestly(client: TestClient) -> None:

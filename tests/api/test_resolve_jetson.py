@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from fastapi.testclient import TestClient
 
-from compat_service.domain.resolver.install_formats import pip_commands
+from compat_service.domain.resolver.install_commands import pip_commands
 from compat_service.domain.resolver.resolution import resolution_from_json, resolution_to_json
 
 

@@ -17,7 +17,7 @@ from fastapi.testclient import TestClient
 
 from compat_service.domain.evidence.lookup import CellVerdict
 from compat_service.domain.matrix.interface import InMemoryMatrix
-from compat_service.domain.matrix.loader import load_matrix_rows
+from compat_service.domain.matrix.loading.loader import load_matrix_rows
 from compat_service.domain.resolver.request import PARAMETERS, ResolveRequest
 from compat_service.domain.resolver.resolution import resolution_to_json
 from compat_service.domain.resolver.resolution_schema import (

@@ -78,8 +78,8 @@ def test_openapi_and_docs_are_published(client: TestClient) -> None:
 
 def test_the_service_follows_a_new_load(database_url: str) -> None:
     from compat_service.db.matrix.loader import import_matrix_data
-    from compat_service.domain.matrix.loader import load_matrix_data
-    from compat_service.domain.matrix.schema import SourcesFile
+    from compat_service.domain.matrix.loading.loader import load_matrix_data
+    from compat_service.domain.matrix.model.schema import SourcesFile
 
     app = create_app(settings_for(database_url, matrix_refresh_s=0))
     with TestClient(app) as client:

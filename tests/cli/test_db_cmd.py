@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from cli.main import app
-from compat_service.domain.matrix.loader import default_path
+from compat_service.domain.matrix.loading.loader import default_path
 
 runner = CliRunner()
 

@@ -148,7 +148,7 @@ def test_validate_json_clean_and_broken(tmp_path: Path) -> None:
 
 
 def test_show_without_torch_lists_every_release_newest_first() -> None:
-    from compat_service.domain.matrix.loader import load_matrix_data
+    from compat_service.domain.matrix.loading.loader import load_matrix_data
 
     result = runner.invoke(app, ["matrix", "show", "--json"])
     assert result.exit_code == 0, result.output
@@ -175,7 +175,7 @@ def test_show_without_torch_renders_a_table() -> None:
 
 
 def test_show_latest_is_the_release_resolve_picks() -> None:
-    from compat_service.domain.matrix.snapshot import load_matrix_cached
+    from compat_service.domain.matrix.loading.snapshot import load_matrix_cached
     from compat_service.domain.resolver.request import ResolveRequest
     from compat_service.domain.resolver.stages import resolve
 

@@ -25,9 +25,9 @@ from compat_service.db.matrix.loader import (
 from compat_service.db.matrix.snapshot_follower import MatrixRepository, read_snapshot
 from compat_service.db.matrix.tables import MATRIX_TABLES, MatrixLoad, TorchRelease, TorchWheel
 from compat_service.domain.errors import MatrixDataError
-from compat_service.domain.matrix.loader import default_path, load_matrix_data, load_matrix_rows
-from compat_service.domain.matrix.rows import MatrixTables
-from compat_service.domain.matrix.schema import SourcesFile
+from compat_service.domain.matrix.loading.loader import default_path, load_matrix_data, load_matrix_rows
+from compat_service.domain.matrix.model.rows import MatrixTables
+from compat_service.domain.matrix.model.schema import SourcesFile
 
 
 def database_digest(engine: Engine) -> str:

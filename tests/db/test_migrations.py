@@ -20,7 +20,7 @@ from compat_service.db.evidence.report_tables import StoredReport
 from compat_service.db.matrix.loader import import_matrix
 from compat_service.db.matrix.tables import MATRIX_TABLES, ApiToken, MatrixLoad
 from compat_service.domain.errors import DatabaseNotReadyError
-from compat_service.domain.matrix.loader import load_matrix_data
+from compat_service.domain.matrix.loading.loader import load_matrix_data
 
 OUR_TABLES = {
     t.__tablename__ for t in (*MATRIX_TABLES, MatrixLoad, ApiToken, StoredReport)  # type: ignore[attr-defined]

@@ -7,7 +7,7 @@ import pytest
 from compat_service.domain.backends import PLUGINS, label_family, normalise_arch, python_sort_key
 from compat_service.domain.evidence.cells import cell_key_of
 from compat_service.domain.evidence.report import Environment
-from compat_service.domain.matrix.loader import load_matrix_data
+from compat_service.domain.matrix.loading.loader import load_matrix_data
 from compat_service.domain.resolver.request import ResolveRequest
 
 SPELLINGS = ["x86_64", "amd64", "x64", "aarch64", "arm64", "ARM64"]

@@ -26,7 +26,7 @@ from compat_service.domain.errors import (
     TorchNotFoundError,
 )
 from compat_service.domain.matrix.interface import InMemoryMatrix
-from compat_service.domain.matrix.loader import load_matrix_rows
+from compat_service.domain.matrix.loading.loader import load_matrix_rows
 from compat_service.domain.resolver.install_formats import render
 from compat_service.domain.resolver.request import ResolveRequest
 from compat_service.domain.resolver.stages import resolve

@@ -6,7 +6,7 @@ import pytest
 
 from compat_service.domain.hardware_rules import arch_coverage, arch_in_range, driver_rule
 from compat_service.domain.matrix.interface import InMemoryMatrix
-from compat_service.domain.matrix.loader import load_matrix_rows
+from compat_service.domain.matrix.loading.loader import load_matrix_rows
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,7 @@ import random
 
 from compat_service.domain.errors import AccelenvError
 from compat_service.domain.matrix.interface import InMemoryMatrix
-from compat_service.domain.matrix.loader import load_matrix_rows
+from compat_service.domain.matrix.loading.loader import load_matrix_rows
 from compat_service.domain.resolver import stages
 from compat_service.domain.resolver.request import ResolveRequest
 

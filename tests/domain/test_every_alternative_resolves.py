@@ -18,7 +18,7 @@ import yaml
 from cli.resolve_cmd import main as resolve_main
 from compat_service.domain.errors import AccelenvError, UnsatisfiableError
 from compat_service.domain.matrix.interface import InMemoryMatrix
-from compat_service.domain.matrix.loader import load_matrix_rows
+from compat_service.domain.matrix.loading.loader import load_matrix_rows
 from compat_service.domain.resolver.request import ResolveRequest
 from compat_service.domain.resolver.stages import resolve
 

@@ -15,9 +15,9 @@ import yaml
 from packaging.version import Version
 
 from compat_service.domain.errors import AccelenvError
-from compat_service.domain.matrix.index_layer import final_releases, load_layer
+from compat_service.domain.matrix.index.index_layer import final_releases, load_layer
 from compat_service.domain.matrix.interface import InMemoryMatrix
-from compat_service.domain.matrix.loader import load_matrix_data, load_matrix_rows, matrix_data_problems
+from compat_service.domain.matrix.loading.loader import load_matrix_data, load_matrix_rows, matrix_data_problems
 from compat_service.domain.resolver.request import ResolveRequest
 from compat_service.domain.resolver.resolution import Resolution
 from compat_service.domain.resolver.stages import resolve

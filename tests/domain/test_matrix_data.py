@@ -12,10 +12,10 @@ import yaml
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from compat_service.domain.matrix.loader import load_matrix_data, load_matrix_rows, matrix_data_problems
-from compat_service.domain.matrix.rows import MatrixTables, TorchMinor, TorchPatch
-from compat_service.domain.matrix.schema import MATRIX_FILES, python_sort_key
-from compat_service.domain.matrix.validation import source_references
+from compat_service.domain.matrix.loading.loader import load_matrix_data, load_matrix_rows, matrix_data_problems
+from compat_service.domain.matrix.loading.validation import source_references
+from compat_service.domain.matrix.model.rows import MatrixTables, TorchMinor, TorchPatch
+from compat_service.domain.matrix.model.schema import MATRIX_FILES, python_sort_key
 from matrix_data import DATA_DIR
 
 # the sourced research notes beside the checkout (CI lays a copy of shared/ next to its clone)

@@ -8,9 +8,9 @@ import pytest
 import yaml
 
 from compat_service.domain.errors import MatrixDataError
-from compat_service.domain.matrix import loader as matrix_loader
 from compat_service.domain.matrix.interface import InMemoryMatrix
-from compat_service.domain.matrix.loader import load_matrix_data, load_matrix_rows
+from compat_service.domain.matrix.loading import loader as matrix_loader
+from compat_service.domain.matrix.loading.loader import load_matrix_data, load_matrix_rows
 from compat_service.domain.matrix.problems import Problem, format_loc
 
 

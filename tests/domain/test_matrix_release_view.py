@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 
 from compat_service.domain.errors import InvalidRequestError, NotFoundError
-from compat_service.domain.matrix.loader import load_matrix_rows
+from compat_service.domain.matrix.loading.loader import load_matrix_rows
+from compat_service.domain.matrix.model.rows import MatrixTables
 from compat_service.domain.matrix.release_view import release_view
-from compat_service.domain.matrix.rows import MatrixTables
 
 
 @pytest.fixture(scope="module")

@@ -6,12 +6,12 @@ import json
 
 import pytest
 
-from compat_service.domain.matrix import rows, rows_codegen
-from compat_service.domain.matrix.loader import load_matrix_data, rows_of
+from compat_service.domain.matrix.loading.loader import load_matrix_data, rows_of
+from compat_service.domain.matrix.model import rows, rows_codegen
 
 
 def test_rows_module_is_what_the_generator_writes() -> None:
-    """The schema is written once: rows.py follows it (regenerate: python -m ...matrix.rows_codegen)."""
+    """The schema is written once: rows.py follows it (regenerate: python -m ...matrix.model.rows_codegen)."""
     assert rows_codegen.ROWS_FILE.read_text(encoding="utf-8") == rows_codegen.render()
 
 

@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from compat_service.domain.errors import MatrixDataError
-from compat_service.domain.matrix.loader import load_matrix_data, matrix_data_problems
+from compat_service.domain.matrix.loading.loader import load_matrix_data, matrix_data_problems
 from matrix_data import DATA_DIR
 
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)

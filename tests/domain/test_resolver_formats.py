@@ -13,7 +13,7 @@ from packaging.requirements import Requirement
 
 from compat_service.domain.errors import InvalidRequestError
 from compat_service.domain.matrix.interface import InMemoryMatrix
-from compat_service.domain.matrix.loader import load_matrix_rows
+from compat_service.domain.matrix.loading.loader import load_matrix_rows
 from compat_service.domain.resolver.install_formats import render
 from compat_service.domain.resolver.request import ResolveRequest
 from compat_service.domain.resolver.resolution import (

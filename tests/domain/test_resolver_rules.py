@@ -10,9 +10,9 @@ import pytest
 from compat_service.domain.errors import RESOLVER_ERROR_CODES, CompanionUnknownError, InvalidRequestError
 from compat_service.domain.evidence.lookup import CellVerdict, EvidenceStatus
 from compat_service.domain.matrix.interface import InMemoryMatrix
-from compat_service.domain.matrix.loader import load_matrix_rows
-from compat_service.domain.matrix.rows import MatrixTables, replace
-from compat_service.domain.matrix.snapshot import load_matrix_cached
+from compat_service.domain.matrix.loading.loader import load_matrix_rows
+from compat_service.domain.matrix.loading.snapshot import load_matrix_cached
+from compat_service.domain.matrix.model.rows import MatrixTables, replace
 from compat_service.domain.resolver.request import ResolveRequest, parse_torch_spec
 from compat_service.domain.resolver.resolution import resolution_to_json
 from compat_service.domain.resolver.stages import resolve
@@ -177,7 +177,7 @@ def test_old_snapshots_are_pruned(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     """Keyed by file stats, every checkout writes its own snapshot: the cache keeps the newest KEEP_SNAPSHOTS."""
     import os
 
-    from compat_service.domain.matrix.snapshot import KEEP_SNAPSHOTS
+    from compat_service.domain.matrix.loading.snapshot import KEEP_SNAPSHOTS
 
     monkeypatch.setenv("ACCELENV_CACHE_DIR", str(tmp_path))
     for i in range(KEEP_SNAPSHOTS + 3):

@@ -12,7 +12,7 @@ import yaml
 
 from compat_service.domain.errors import AccelenvError
 from compat_service.domain.matrix.interface import InMemoryMatrix
-from compat_service.domain.matrix.loader import load_matrix_rows
+from compat_service.domain.matrix.loading.loader import load_matrix_rows
 from compat_service.domain.resolver.request import ResolveRequest
 from compat_service.domain.resolver.stages import resolve
 from compat_service.index.refresh import run_refresh

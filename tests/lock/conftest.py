@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from compat_service.domain.matrix.snapshot import load_matrix_cached
+from compat_service.domain.matrix.loading.snapshot import load_matrix_cached
 from compat_service.domain.variants.export import release_variants
 from tests.lock.lock_index import LockIndex, TinyWheel, fake_torch, lock_index
 

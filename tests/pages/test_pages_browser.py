@@ -79,6 +79,28 @@ def test_copy_puts_the_command_on_the_clipboard(visit: Visit) -> None:
     visit.screenshot("selector")
 
 
+def test_a_long_jetpack_url_wraps_in_its_box_and_the_warning_is_said_once(visit: Visit) -> None:
+    """Issue 29: NVIDIA's JetPack wheel URL is one long line; it wraps inside its code box at every width (the
+    copy takes it whole), and the torch-only companion warning is said once, under Warnings."""
+    visit.open("/?gpu_arch=sm_87&driver=540.4.0&arch=aarch64&python=3.10")
+    box = visit.page.locator("#out-pip")
+    wheel = "https://developer.download.nvidia.com/compute/redist/jp/v61/pytorch/torch-2.5.0a0+872d972e41"
+    for width in (1280, 390):
+        visit.page.set_viewport_size({"width": width, "height": 900})
+        inner, shown, right = box.evaluate("e => [e.scrollWidth, e.clientWidth, e.getBoundingClientRect().right]")
+        assert inner <= shown, f"the pip box scrolls sideways at {width} px: {inner} > {shown}"
+        assert right <= width, f"the pip box ends at {right} px in a {width} px viewport"
+    assert wheel in box.inner_text() and "# warning" not in box.inner_text()
+    visit.page.click("button.copy[data-copy=out-pip]")
+    visit.page.locator("#out-pip ~ .copied").wait_for()
+    assert wheel in visit.page.evaluate("navigator.clipboard.readText()")
+    warning = "NVIDIA's JetPack table lists torch only"
+    said = [w for w in visit.page.locator("ul.warnings li").all_inner_texts() if warning in w]
+    assert len(said) == 1, said
+    assert visit.page.locator("main").inner_text().count(warning) == 1
+    visit.screenshot("selector-jetpack")
+
+
 def field_name(visit: Visit, field_id: str) -> str:
     """What the form calls a field: its label's own text (without the "(optional)" note or the control)."""
     return visit.page.locator(f"label[for={field_id}]").evaluate(

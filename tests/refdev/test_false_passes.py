@@ -97,7 +97,32 @@ def test_a_checkpoint_whose_step_loads_back_zero_fails() -> None:
         entry = _run_check(run_python, "cpu", module, check, STEP_LOADS_AS_ZERO)
         assert entry["status"] == "failed", entry
         assert "differs from what was saved" in entry["detail"] and "['step']" in entry["detail"], entry
-        assert _run_check(run_python, "cpu", module, check, "")["status"] == "passed"
+        real = _run_check(run_python, "cpu", module, check, "")
+        assert real["status"] == "passed", real
+        if module == "runtime_api":  # the training state includes the RNG, on CPU the CPU's alone
+            assert real["data"]["rng"] == ["cpu"] and "step and the cpu RNG states" in real["detail"], real
+
+
+RNG_NOT_RESTORED = """
+torch.set_rng_state = lambda state: None          # a resumed run that keeps drawing where it was
+"""
+RNG_LEFT_OUT = """
+load = torch.load
+def without_rng(*a, **k):                         # a checkpoint that loads back without its RNG states
+    obj = load(*a, **k)
+    del obj["rng"]
+    return obj
+torch.load = without_rng
+"""
+
+
+def test_a_checkpoint_that_does_not_resume_the_rng_fails() -> None:
+    not_restored = _run_check(run_python, "cpu", "runtime_api", "runtime.checkpoint_load", RNG_NOT_RESTORED)
+    assert not_restored["status"] == "failed", not_restored
+    assert "the checkpoint's RNG state does not resume the run" in not_restored["detail"]
+    left_out = _run_check(run_python, "cpu", "runtime_api", "runtime.checkpoint_load", RNG_LEFT_OUT)
+    assert left_out["status"] == "failed", left_out
+    assert "keys" in left_out["detail"] and "'rng'" in left_out["detail"], left_out
 
 
 SYNC_RAISES = """

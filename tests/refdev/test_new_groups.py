@@ -54,7 +54,8 @@ def test_compile_stages_each_have_a_verdict(clean: tuple[Any, dict[str, Any]]) -
     pytest.param("runtime.fork_rng", "unsupported", "has no generator of its own", id="fork-rng"),
     pytest.param("runtime.manual_seed", "unsupported", "has no generator of its own", id="manual-seed"),
     pytest.param("runtime.profiler", "unsupported", "recorded no refdev activity", id="profiler"),
-    pytest.param("runtime.checkpoint_load", "passed", "loaded back onto refdev", id="checkpoint"),
+    pytest.param("runtime.checkpoint_load", "passed", "cpu/device RNG states saved and loaded back onto refdev",
+                 id="checkpoint"),
     pytest.param("runtime.activation_checkpointing", "passed", "same gradients", id="activation-checkpointing"),
     pytest.param("runtime.memory_functions", "passed", "memory_summary absent", id="memory-functions"),
 ])

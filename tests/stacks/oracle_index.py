@@ -13,8 +13,8 @@ from pathlib import Path
 
 import yaml
 
-from compat_service.domain.matrix.index_facts import PackageFacts, RefreshConfig
-from compat_service.domain.matrix.index_layer import read_index_file
+from compat_service.domain.matrix.index.index_facts import PackageFacts, RefreshConfig
+from compat_service.domain.matrix.index.index_layer import read_index_file
 from tests.index.metadata_index import RecordedWheel
 
 EXTRA = Path(__file__).resolve().parents[1] / "data" / "stack_cases" / "oracle" / "extra_projects.yaml"

@@ -13,7 +13,7 @@ import pytest
 from packaging.specifiers import SpecifierSet
 
 from compat_service.domain.errors import AccelenvError, PlatformUnsupportedError
-from compat_service.domain.matrix.snapshot import load_matrix_cached
+from compat_service.domain.matrix.loading.snapshot import load_matrix_cached
 from compat_service.domain.resolver.request import ResolveRequest, TorchSpec
 from compat_service.domain.resolver.stages import resolve
 from compat_service.domain.stacks.catalog import load_catalog

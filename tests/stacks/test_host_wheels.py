@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from compat_service.domain.errors import AccelenvError
-from compat_service.domain.matrix.snapshot import load_matrix_cached
+from compat_service.domain.matrix.loading.snapshot import load_matrix_cached
 from compat_service.domain.resolver.request import ResolveRequest
 from compat_service.domain.stacks.catalog import Catalog, _platform_tags, load_catalog
 from compat_service.domain.stacks.host_wheels import lowest_floor, platform_blocked

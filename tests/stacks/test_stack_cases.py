@@ -9,8 +9,8 @@ import pytest
 import yaml
 
 from compat_service.domain.errors import AccelenvError
-from compat_service.domain.matrix.snapshot import load_matrix_cached
-from compat_service.domain.resolver.install_formats import pip_commands
+from compat_service.domain.matrix.loading.snapshot import load_matrix_cached
+from compat_service.domain.resolver.install_commands import pip_commands
 from compat_service.domain.resolver.request import ResolveRequest
 from compat_service.domain.resolver.resolution import resolution_from_json, resolution_to_json
 from compat_service.domain.resolver.resolution_schema import ResolutionBody

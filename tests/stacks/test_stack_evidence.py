@@ -4,7 +4,7 @@ and `require_verified` picks the newest package release whose torch cell the rep
 from __future__ import annotations
 
 from compat_service.domain.evidence.lookup import CellVerdict
-from compat_service.domain.matrix.snapshot import load_matrix_cached
+from compat_service.domain.matrix.loading.snapshot import load_matrix_cached
 from compat_service.domain.resolver.request import ResolveRequest
 from compat_service.domain.stacks.catalog import load_catalog
 from compat_service.domain.stacks.resolve import resolve_stack

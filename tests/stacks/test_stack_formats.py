@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from compat_service.domain.matrix.snapshot import load_matrix_cached
-from compat_service.domain.resolver.install_formats import pip_commands, render
+from compat_service.domain.matrix.loading.snapshot import load_matrix_cached
+from compat_service.domain.resolver.install_commands import pip_commands
+from compat_service.domain.resolver.install_formats import render
 from compat_service.domain.resolver.request import ResolveRequest
 from compat_service.domain.resolver.resolution import Resolution
 from compat_service.domain.stacks.catalog import load_catalog

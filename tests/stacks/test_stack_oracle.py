@@ -11,7 +11,7 @@ import yaml
 from packaging.version import Version
 
 from compat_service.domain.errors import AccelenvError
-from compat_service.domain.matrix.snapshot import load_matrix_cached
+from compat_service.domain.matrix.loading.snapshot import load_matrix_cached
 from compat_service.domain.resolver.request import ResolveRequest
 from compat_service.domain.stacks.catalog import load_catalog
 from compat_service.domain.stacks.resolve import resolve_stack

@@ -8,7 +8,7 @@ import pytest
 from variantlib.models.variant import VariantDescription, VariantProperty
 from variantlib.resolver.lib import sort_and_filter_supported_variants
 
-from compat_service.domain.matrix.snapshot import load_matrix_cached
+from compat_service.domain.matrix.loading.snapshot import load_matrix_cached
 from compat_service.domain.variants.export import release_variants
 from compat_service.domain.variants.providers import supported_configs
 from compat_service.domain.variants.selection import VariantHost, explain_selection

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from compat_service.domain.matrix.snapshot import load_matrix_cached
+from compat_service.domain.matrix.loading.snapshot import load_matrix_cached
 from compat_service.domain.variants.export import build_properties
 from compat_service.index.client import IndexCache, IndexClient
 from compat_service.index.location import IndexLocation

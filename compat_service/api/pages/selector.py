@@ -21,7 +21,7 @@ from packaging.version import Version
 from compat_service.api.service_reads import resolution_body
 from compat_service.domain.backends import ARCHES, OSES, REQUEST_FAMILIES
 from compat_service.domain.errors import AccelenvError
-from compat_service.domain.matrix.rows import MatrixTables, TorchMinor
+from compat_service.domain.matrix.model.rows import MatrixTables, TorchMinor
 from compat_service.domain.resolver.install_formats import render
 from compat_service.domain.resolver.request import API_WORDS, COMPANIONS, PARAMETERS, flag_wording, split_with
 from compat_service.domain.resolver.resolution import Resolution, resolution_from_json
@@ -204,10 +204,13 @@ async def answer(request: Request, state: dict[str, str]) -> Answer:
         return Answer(body=body, error=body, alternatives=alternatives)
     body = json.loads(raw)
     resolution = in_page_words(resolution_from_json(body))
+    # The page lists the warnings and the unknowns once, under the install (issue 29); its install texts are
+    # the commands alone. The CLI's and the API's texts keep them as comments, for scripts.
+    commands_only = resolution.changed(warnings=(), unknowns=())
     formats: list[tuple[str, str, str | None, str | None]] = []
     for fmt, label in FORMATS:
         try:
-            formats.append((fmt, label, render(resolution, fmt), None))
+            formats.append((fmt, label, render(commands_only, fmt), None))
         except AccelenvError as exc:  # e.g. no Dockerfile for a Windows target
             formats.append((fmt, label, None, exc.message))
     return Answer(body=body, resolution=resolution, formats=formats)

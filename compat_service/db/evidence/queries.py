@@ -33,7 +33,7 @@ from compat_service.domain.evidence.cells import (
 from compat_service.domain.evidence.perf import parse as parse_perf
 from compat_service.domain.evidence.report import CHECK_STATUSES
 from compat_service.domain.evidence.status import REQUIRED_GROUPS, UNSUPPORTED_FAILS, cell_health, cell_status
-from compat_service.domain.matrix.rows import MatrixTables
+from compat_service.domain.matrix.model.rows import MatrixTables
 
 RECENT_REPORTS = 20
 

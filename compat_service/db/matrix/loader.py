@@ -27,7 +27,7 @@ from sqlmodel import Session, SQLModel, func, select
 from compat_service.db.engine import core_table, session_scope
 from compat_service.db.matrix.tables import MATRIX_TABLES, MatrixLoad, TorchPython, TorchRelease, TorchWheel
 from compat_service.domain.errors import ConflictError, DatabaseNotReadyError
-from compat_service.domain.matrix.schema import MatrixData, TorchMinor, TorchPatch
+from compat_service.domain.matrix.model.schema import MatrixData, TorchMinor, TorchPatch
 
 # Any constant works: it only has to be the same in every process that loads.
 _PG_LOAD_LOCK = 0x616363656C656E76
@@ -191,7 +191,7 @@ def import_matrix_data(engine: Engine, data: MatrixData, *, source_path: str) ->
 
 def import_matrix(engine: Engine, path: Path | None = None) -> ImportResult:
     """Validate matrix_data at ``path`` (None = the bundled copy) and load it."""
-    from compat_service.domain.matrix.loader import load_matrix_data
+    from compat_service.domain.matrix.loading.loader import load_matrix_data
 
     data = load_matrix_data(path)
     return import_matrix_data(engine, data, source_path=str(path) if path else "bundled matrix_data")

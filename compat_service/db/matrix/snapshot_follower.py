@@ -25,7 +25,7 @@ from sqlmodel import Session, select
 from compat_service.db.matrix.tables import MatrixLoad
 from compat_service.domain.errors import DatabaseNotReadyError
 from compat_service.domain.matrix.interface import InMemoryMatrix
-from compat_service.domain.matrix.rows import ArchList, MatrixTables
+from compat_service.domain.matrix.model.rows import ArchList, MatrixTables
 
 
 @dataclass(frozen=True)

@@ -45,7 +45,8 @@ from compat_service.domain.ci.github_limits import GITHUB_MAX_JOBS, fit_github_l
 from compat_service.domain.ci.runners import runner_for
 from compat_service.domain.json_types import JsonObject
 from compat_service.domain.matrix.interface import parse_version
-from compat_service.domain.resolver.install_formats import pip_commands, render
+from compat_service.domain.resolver.install_commands import pip_commands
+from compat_service.domain.resolver.install_formats import render
 from compat_service.domain.resolver.request import (
     BackendSpec,
     PackageRequest,
@@ -61,7 +62,7 @@ from compat_service.domain.resolver.stages import resolve
 if TYPE_CHECKING:
     from compat_service.domain.evidence.lookup import EvidenceLookup
     from compat_service.domain.matrix.interface import Matrix
-    from compat_service.domain.matrix.rows import TorchMinor, TorchPatch, VariantAvailability
+    from compat_service.domain.matrix.model.rows import TorchMinor, TorchPatch, VariantAvailability
     from compat_service.domain.resolver.resolution import Resolution
     from compat_service.domain.stacks.catalog import Catalog
 

@@ -32,7 +32,7 @@ from compat_service.domain.errors import Cause, ReportInvalidError
 from compat_service.domain.evidence.report import CHECK_STATUSES, Environment
 from compat_service.domain.evidence.status import CellStatus, Health
 from compat_service.domain.json_types import JsonObject
-from compat_service.domain.matrix.rows import MatrixTables, PythonSupport, VariantAvailability
+from compat_service.domain.matrix.model.rows import MatrixTables, PythonSupport, VariantAvailability
 
 #: PrivateUse1 vendor backends the matrix declares through its vendor tables (plugin on a CPU torch)
 VENDOR_BACKEND_TABLES: dict[str, str] = {family: plugin.table for family, plugin in PLUGINS.items()}

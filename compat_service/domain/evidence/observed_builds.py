@@ -20,7 +20,7 @@ from typing import cast
 
 from compat_service.domain.backends import PLATFORMS, Platform, label_family, normalise_arch
 from compat_service.domain.evidence.report import ProbeReport
-from compat_service.domain.matrix.rows import ArchList
+from compat_service.domain.matrix.model.rows import ArchList
 
 #: what one entry of a compiled arch list may be: sm_90, sm_90a, compute_120, gfx942 (a ":xnack-" feature is cut)
 _ARCH_RE = re.compile(r"^(sm_\d+[af]?|compute_\d+[af]?|gfx[0-9a-f]+)$")

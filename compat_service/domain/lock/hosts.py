@@ -120,7 +120,7 @@ def resolve_request(
 ) -> Resolution:
     """accelenv's answer for one host class (the stack resolver when it names ecosystem packages), against
     ``matrix`` (the service's) or the matrix in ``data_dir`` (default: the bundled one)."""
-    from compat_service.domain.matrix.snapshot import load_matrix_cached
+    from compat_service.domain.matrix.loading.snapshot import load_matrix_cached
     from compat_service.domain.resolver.stages import resolve
 
     matrix = matrix if matrix is not None else load_matrix_cached(data_dir)

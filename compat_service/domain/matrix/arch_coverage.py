@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
-from compat_service.domain.matrix.rows import (
+from compat_service.domain.matrix.model.rows import (
     ArchList,
     ArchSearch,
     MatrixTables,

@@ -18,7 +18,7 @@ from packaging.version import Version
 
 from compat_service.domain.backends import python_sort_key
 from compat_service.domain.matrix.memo import MemoStore
-from compat_service.domain.matrix.rows import (
+from compat_service.domain.matrix.model.rows import (
     ArchList,
     AscendNpuRow,
     BuildVariant,

@@ -12,7 +12,7 @@ from packaging.version import InvalidVersion, Version
 from compat_service.domain.backends import PLATFORMS
 from compat_service.domain.errors import Alternative, Cause, InvalidRequestError, NotFoundError
 from compat_service.domain.json_types import JsonObject
-from compat_service.domain.matrix.rows import (
+from compat_service.domain.matrix.model.rows import (
     DefaultIndexEntry,
     MatrixTables,
     PythonSupport,

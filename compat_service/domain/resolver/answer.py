@@ -15,7 +15,7 @@ from compat_service.domain.hardware_rules import (
 )
 from compat_service.domain.json_types import JsonObject
 from compat_service.domain.matrix.memo import MatrixMemo
-from compat_service.domain.matrix.rows import AscendNpuRow, CambriconMluRow
+from compat_service.domain.matrix.model.rows import AscendNpuRow, CambriconMluRow
 from compat_service.domain.resolver.resolution import HostRequirement, Pin, Reason, Resolution
 from compat_service.domain.resolver.state import Candidate, ResolverState
 from compat_service.domain.resolver.vendor_rules import rocm_fit_reason, xpu_prerequisites
@@ -25,7 +25,7 @@ from compat_service.domain.versions import cached_version
 if TYPE_CHECKING:
     from compat_service.domain.backends import Platform
     from compat_service.domain.hardware_rules import DriverRule
-    from compat_service.domain.matrix.rows import DefaultIndexEntry, TorchMinor, TorchPatch
+    from compat_service.domain.matrix.model.rows import DefaultIndexEntry, TorchMinor, TorchPatch
     from compat_service.domain.resolver.wheel_tags import TagFloor
 
 

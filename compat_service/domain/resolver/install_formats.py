@@ -41,7 +41,16 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
-from compat_service.domain.resolver.resolution import Pin, Resolution, StackPin, resolution_to_json
+from compat_service.domain.resolver.install_commands import (
+    after_torch,
+    find_links,
+    index_lines,
+    pip_commands,
+    spec,
+    stack_spec,
+    torch_pins,
+)
+from compat_service.domain.resolver.resolution import Resolution, resolution_to_json
 
 FORMATS = ("text", "json", "pip", "requirements", "uv", "conda", "docker")
 
@@ -58,111 +67,17 @@ def render(res: Resolution, fmt: str) -> str:
     return renderer(res)
 
 
-def _spec(pin: Pin) -> str:
-    if pin.url is not None:
-        return f"{pin.name} @ {pin.url}"  # a direct reference (PEP 508): NVIDIA's JetPack wheels
-    return f"{pin.name}=={pin.version}"
-
-
-def _arg(pin: Pin) -> str:
-    """`_spec` as one shell word (a direct reference has spaces)."""
-    return f'"{_spec(pin)}"' if pin.url is not None else _spec(pin)
-
-
-def _torch_pins(res: Resolution) -> list[Pin]:
-    return [p for p in res.packages if p.index_url is not None and p.index_url == res.index_url]
-
-
-def _default_pins(res: Resolution) -> list[Pin]:
-    return [p for p in res.packages if p.index_url is None]
-
-
-def pip_commands(res: Resolution, tool: str = "pip install") -> list[str]:
-    """One command per index: torch packages first, then what comes from the default index."""
-    index = "".join(f" {line}" for line in _index_lines(res))
-    if res.index_url is None:
-        pins = [p for p in res.packages if p.name not in res.no_deps]
-        commands = [f"{tool} " + " ".join(_arg(p) for p in pins)]
-    else:
-        pins = [p for p in _torch_pins(res) if p.name not in res.no_deps]
-        commands = [f"{tool} " + " ".join(_spec(p) for p in pins) + index]
-    no_deps = [p for p in res.packages if p.name in res.no_deps]
-    if no_deps:
-        commands.append(f"{tool} --no-deps " + " ".join(_spec(p) for p in no_deps) + index)
-    rest = [p for p in _default_pins(res) if p.name not in res.no_deps] if res.index_url else []
-    if rest:
-        commands.append(f"{tool} " + " ".join(_spec(p) for p in rest))
-    if res.stack:
-        commands = _stack_commands(res, tool, commands)
-    return commands
-
-
-def _stack_spec(pin: StackPin) -> str:
-    if pin.origin == "url" and pin.url:
-        return f'"{pin.name} @ {pin.url}"'
-    return f"{pin.name}=={pin.version}"
-
-
-def _find_links(pins: list[StackPin] | tuple[StackPin, ...]) -> list[str]:
-    """The wheel pages (``--find-links``) of the pins that come from their project's own pages, in order."""
-    return list(dict.fromkeys(p.url for p in pins if p.origin == "find-links" and p.url))
-
-
-def _stack_commands(res: Resolution, tool: str, commands: list[str]) -> list[str]:
-    """The ecosystem packages after torch, never replacing it (see the module docstring)."""
-    plain = [p for p in res.stack if p.origin != "sdist" and not p.no_deps]
-    if plain:
-        specs = " ".join([*(_stack_spec(p) for p in plain), *(f"--find-links {u}" for u in _find_links(plain))])
-        if res.index_url is None and not res.no_deps and len(commands) == 1:
-            commands = [f"{commands[0]} {specs}"]
-        else:
-            held = " ".join(_spec(p) for p in res.packages if p.name not in res.no_deps)
-            commands = [*commands, f"{tool} {held} {specs}"]
-    commands += _after_torch(res, tool)
-    return commands
-
-
-def _after_torch(res: Resolution, tool: str) -> list[str]:
-    """The commands that follow the installs a file can state: each source build without build isolation, each
-    ``--no-deps`` package with, next, its other requirements (see the module docstring)."""
-    held = " ".join(_spec(p) for p in res.packages if p.name not in res.no_deps)
-    commands = []
-    for pin in res.stack:
-        if pin.origin == "sdist":
-            commands.append(f"{tool} --no-build-isolation {held} {pin.name}=={pin.version}")
-        elif pin.no_deps:
-            commands.append(f"{tool} --no-deps {_stack_spec(pin)}")
-            commands += _requirements_of(res, pin, tool, held)
-    return commands
-
-
-def _requirements_of(res: Resolution, pin: StackPin, tool: str, held: str) -> list[str]:
-    """A ``--no-deps`` package's own requirements but the pins of the answer (torch and what the stack installs),
-    read from its installed metadata (``importlib.metadata``: markers kept, extras left out), then installed with
-    every pin of the answer held."""
-    skip = sorted({"torch", *(p.name for p in res.packages), *(p.name for p in res.stack)})
-    names = ", ".join(repr(name) for name in skip)
-    listing = f"{pin.name}-requirements.txt"
-    script = (
-        "import re; from importlib.metadata import requires; "
-        f"skip = {{{names}}}; "
-        f"print(*[r for r in requires({pin.name!r}) or [] if 'extra ==' not in r and "
-        "re.split(r'[^A-Za-z0-9._-]', r, maxsplit=1)[0].lower().replace('_', '-') not in skip], sep='\\n')"
-    )
-    return [f'python -c "{script}" > {listing}', f"{tool} -r {listing} {held}".rstrip()]
-
-
 def _stack_lines(res: Resolution) -> list[str]:
     """requirements.txt / conda pip lines of the stack: what one pip run can install (see `_after_lines`), after
     the wheel pages of the packages from their project's own page (``--find-links``)."""
     plain = [pin for pin in res.stack if pin.origin != "sdist" and not pin.no_deps]
-    return [f"--find-links {url}" for url in _find_links(plain)] + [
+    return [f"--find-links {url}" for url in find_links(plain)] + [
         pin.url if pin.origin == "url" and pin.url else f"{pin.name}=={pin.version}" for pin in plain]
 
 
 def _after_lines(res: Resolution, comment: str = "#") -> list[str]:
     """What a file cannot install, as comments: the commands to run once it is installed."""
-    after = _after_torch(res, "pip install")
+    after = after_torch(res, "pip install")
     if not after:
         return []
     why = []
@@ -182,12 +97,6 @@ def _header(res: Resolution) -> str:
     return f"# accelenv: torch {res.torch_version} ({res.backend}) for Python {res.python} on {res.platform}"
 
 
-def _index_lines(res: Resolution) -> list[str]:
-    # The one index rule: every format prints the resolution's `index_option` as is (the resolver decides
-    # it: the release's own option, --extra-index-url when packages also come from the default index).
-    return [] if res.index_url is None else [f"{res.index_option} {res.index_url}"]
-
-
 def _warning_comments(res: Resolution) -> list[str]:
     """The warnings (and an answer's unknowns) as comments, so a script's output keeps them."""
     lines = [f"# warning: {w}" for w in res.warnings]
@@ -197,9 +106,9 @@ def _warning_comments(res: Resolution) -> list[str]:
 
 
 def _requirements(res: Resolution) -> str:
-    lines = [_header(res), *_warning_comments(res), *_index_lines(res)]
+    lines = [_header(res), *_warning_comments(res), *index_lines(res)]
     # requirements.txt has no per-package --no-deps: say so where it applies
-    lines += [_spec(p) + ("  # install with --no-deps" if p.name in res.no_deps else "") for p in res.packages]
+    lines += [spec(p) + ("  # install with --no-deps" if p.name in res.no_deps else "") for p in res.packages]
     lines += _stack_lines(res)
     lines += _after_lines(res)
     return "\n".join(lines) + "\n"
@@ -213,11 +122,11 @@ def _uv(res: Resolution) -> str:
     index_name = f"pytorch-{res.backend}"
     commands = pip_commands(res, tool="uv pip install")
     lines = [_header(res), *(f"# {c}" for c in commands), "", "[project]", "dependencies = ["]
-    lines += [f"  {_toml_str(_spec(p))}," for p in res.packages]
-    lines += [f"  {_toml_str(_stack_spec(p).strip(chr(34)))}," for p in res.stack]
+    lines += [f"  {_toml_str(spec(p))}," for p in res.packages]
+    lines += [f"  {_toml_str(stack_spec(p).strip(chr(34)))}," for p in res.stack]
     lines.append("]")
     lines += _uv_settings(res)
-    torch_pins = _torch_pins(res)
+    on_index = torch_pins(res)
     sources: list[str] = []
     if res.index_url is not None:
         lines += [
@@ -227,7 +136,7 @@ def _uv(res: Resolution) -> str:
             f"url = {_toml_str(res.index_url)}",
             "explicit = true",
         ]
-        sources += [f"{p.name} = [{{ index = {_toml_str(index_name)} }}]" for p in torch_pins]
+        sources += [f"{p.name} = [{{ index = {_toml_str(index_name)} }}]" for p in on_index]
     # a project's own wheel page (--find-links) is a flat index in uv, used only for that package
     for pin in res.stack:
         if pin.origin == "find-links" and pin.url:
@@ -255,7 +164,7 @@ def _uv_settings(res: Resolution) -> list[str]:
     if overridden:
         names = ", ".join(p.name for p in overridden)
         lines += [f"# {names} pin(s) another torch than this answer's: the answer's pins override theirs",
-                  "override-dependencies = [" + ", ".join(_toml_str(_spec(p)) for p in res.packages) + "]"]
+                  "override-dependencies = [" + ", ".join(_toml_str(spec(p)) for p in res.packages) + "]"]
     return lines
 
 
@@ -271,8 +180,8 @@ def _conda(res: Resolution) -> str:
         "  - pip",
         "  - pip:",
     ]
-    lines += [f"      - {line}" for line in _index_lines(res)]
-    lines += [f"      - {_spec(p)}" for p in res.packages]
+    lines += [f"      - {line}" for line in index_lines(res)]
+    lines += [f"      - {spec(p)}" for p in res.packages]
     lines += [f"      - {line}" for line in _stack_lines(res)]
     lines += _after_lines(res)
     return "\n".join(lines) + "\n"

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
     from compat_service.domain.errors import Alternative
     from compat_service.domain.matrix.interface import Matrix
-    from compat_service.domain.matrix.rows import JetpackRelease, JetsonWheel
+    from compat_service.domain.matrix.model.rows import JetpackRelease, JetsonWheel
     from compat_service.domain.resolver.request import ResolveRequest
 
 #: the answer's build label: NVIDIA's JetPack wheel (not one of PyTorch's indexes)

@@ -27,7 +27,7 @@ from compat_service.domain.matrix.memo import MatrixMemo
 from compat_service.domain.versions import parse_specifier
 
 if TYPE_CHECKING:
-    from compat_service.domain.matrix.rows import KnownBadRule, TorchPatch
+    from compat_service.domain.matrix.model.rows import KnownBadRule, TorchPatch
     from compat_service.domain.resolver.state import Candidate, ResolverState
 
 Verdict = Literal["yes", "maybe", "no"]

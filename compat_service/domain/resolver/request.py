@@ -311,7 +311,7 @@ REQUEST_FIELDS = (
 class ResolveRequest:
     """One request, parsed. Never changed once made (`changed` makes a copy): its hash is computed once, as
     packaging's `Tag` keeps its own, since the alternatives search looks up each request it builds in the matrix's
-    tables (DerivedMemo.tried, nearest_torch)."""
+    memos (`RequestMemo`s: the stages' `tried`, the explanation's `nearest_torch`)."""
 
     __slots__ = (*REQUEST_FIELDS, "platform", "_hash")
 

@@ -13,6 +13,8 @@ from functools import lru_cache
 from operator import attrgetter
 from typing import Any
 
+from compat_service.domain.resolver.install_commands import pip_commands
+
 #: bump when a field changes meaning; additive fields keep it
 JSON_VERSION = "1"
 
@@ -247,15 +249,13 @@ def _commands(
 ) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The commands depend on these fields alone; kept, since many answers share them (the uncached
     service writes them into every answer)."""
-    from compat_service.domain.resolver.install_formats import pip_commands  # it imports this module
-
     shape = _CommandInput(packages, index_url, index_option, no_deps, stack)
-    return tuple(pip_commands(shape)), tuple(pip_commands(shape, tool="uv pip install"))  # type: ignore[arg-type]
+    return tuple(pip_commands(shape)), tuple(pip_commands(shape, tool="uv pip install"))
 
 
 @dataclass(frozen=True)
 class _CommandInput:
-    """The fields of a `Resolution` that `install_formats.pip_commands` reads."""
+    """The fields of a `Resolution` that `install_commands.pip_commands` reads."""
 
     packages: tuple[Pin, ...]
     index_url: str | None

@@ -35,7 +35,7 @@ from compat_service.domain.hardware_rules import (
     too_new_for,
 )
 from compat_service.domain.matrix.memo import MatrixMemo, RequestMemo
-from compat_service.domain.matrix.rows import ArchList, AscendNpuRow
+from compat_service.domain.matrix.model.rows import ArchList, AscendNpuRow
 from compat_service.domain.resolver.answer import build_resolution
 from compat_service.domain.resolver.conflict import Conflict
 from compat_service.domain.resolver.explanation import (
@@ -80,7 +80,7 @@ if TYPE_CHECKING:
     from compat_service.domain.evidence.lookup import EvidenceLookup
     from compat_service.domain.evidence.steering import EvidenceSteering
     from compat_service.domain.matrix.interface import Matrix
-    from compat_service.domain.matrix.rows import (
+    from compat_service.domain.matrix.model.rows import (
         BuildVariant,
         CambriconMluRow,
         TorchMinor,

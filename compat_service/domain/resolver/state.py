@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from compat_service.domain.evidence.steering import EvidenceSteering
     from compat_service.domain.hardware_rules import ArchVerdict, DriverRule
     from compat_service.domain.matrix.interface import Matrix
-    from compat_service.domain.matrix.rows import (
+    from compat_service.domain.matrix.model.rows import (
         AscendNpuRow,
         BuildVariant,
         CambriconMluRow,

@@ -11,7 +11,7 @@ from compat_service.domain.versions import cached_version
 
 if TYPE_CHECKING:
     from compat_service.domain.matrix.interface import Matrix
-    from compat_service.domain.matrix.rows import KernelUserSpace, XpuSupport
+    from compat_service.domain.matrix.model.rows import KernelUserSpace, XpuSupport
     from compat_service.domain.resolver.request import BackendSpec, ResolveRequest
 
 

@@ -25,7 +25,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from compat_service.domain.matrix.memo import MatrixMemo
 
 if TYPE_CHECKING:
-    from compat_service.domain.matrix.rows import TorchPatch, WheelFiles
+    from compat_service.domain.matrix.model.rows import TorchPatch, WheelFiles
     from compat_service.domain.resolver.state import ResolverState
 
 #: packaging._manylinux's legacy aliases (PEP 513, 571, 599) and the glibc each stands for

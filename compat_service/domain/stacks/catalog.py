@@ -328,7 +328,7 @@ _LOADED: dict[str, Catalog] = {}
 
 def load_catalog(data_dir: Path | None = None) -> Catalog:
     """The catalog of ``data_dir`` (default: the bundled matrix_data), from its compiled JSON when current."""
-    from compat_service.domain.matrix.snapshot import bundled_data_dir, cache_dir
+    from compat_service.domain.matrix.loading.snapshot import bundled_data_dir, cache_dir
 
     base = Path(data_dir) if data_dir is not None else bundled_data_dir()
     key = _digest(base)
@@ -350,7 +350,7 @@ def load_catalog(data_dir: Path | None = None) -> Catalog:
             "packages": {p["name"]: json.dumps(p, separators=(",", ":")) for p in built["packages"]},
         }
         if compiled is not None:
-            from compat_service.domain.matrix.snapshot import _write_atomically
+            from compat_service.domain.matrix.loading.snapshot import _write_atomically
 
             _write_atomically(compiled, json.dumps(raw, separators=(",", ":")).encode())
     catalog = _from_raw(raw)
@@ -418,8 +418,8 @@ def compile_catalog(data_dir: Path) -> JsonObject:
     from pydantic import ValidationError
 
     from compat_service.domain.errors import MatrixDataError
-    from compat_service.domain.matrix.index_facts import PackageFacts, RefreshConfig
-    from compat_service.domain.matrix.index_layer import PROJECTS, read_index_file
+    from compat_service.domain.matrix.index.index_facts import PackageFacts, RefreshConfig
+    from compat_service.domain.matrix.index.index_layer import PROJECTS, read_index_file
     from compat_service.domain.matrix.problems import Problem, format_loc
     from compat_service.domain.stacks.schema import EcosystemFile, StackOracleFile
 

@@ -16,7 +16,7 @@ from compat_service.domain.resolver.wheel_tags import TagFloor, host_platform_ta
 
 if TYPE_CHECKING:
     from compat_service.domain.matrix.interface import Matrix
-    from compat_service.domain.matrix.rows import TorchPatch
+    from compat_service.domain.matrix.model.rows import TorchPatch
     from compat_service.domain.resolver.request import ResolveRequest
     from compat_service.domain.stacks.catalog import Package, Release
 

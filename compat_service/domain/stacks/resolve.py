@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from compat_service.domain.errors import AccelenvError
     from compat_service.domain.evidence.lookup import EvidenceLookup
     from compat_service.domain.matrix.interface import Matrix
-    from compat_service.domain.matrix.rows import TorchMinor, TorchPatch
+    from compat_service.domain.matrix.model.rows import TorchMinor, TorchPatch
     from compat_service.domain.resolver.request import ResolveRequest
 
 #: combinations of package releases tried before giving up (newest first)

@@ -29,7 +29,7 @@ from pathlib import Path
 from compat_service.domain.errors import NotFoundError
 from compat_service.domain.json_types import JsonObject
 from compat_service.domain.matrix.interface import Matrix
-from compat_service.domain.matrix.rows import ArchList, TorchMinor, TorchPatch
+from compat_service.domain.matrix.model.rows import ArchList, TorchMinor, TorchPatch
 from compat_service.domain.variants.providers import Providers, load_providers
 
 #: the PEP 817 schema URL variantlib writes and checks (the schema's ``$id``)
@@ -70,8 +70,8 @@ def _sm_value(arch: str, kind: str) -> str | None:
 def index_stated_properties(data_dir: Path | None = None) -> dict[tuple[str, str], Properties]:
     """(torch version, label) -> the properties a PEP 825 variants JSON on the package index states for that
     variant (read by `matrix refresh` into ``matrix_data/index/torch.yaml``: ``variants_json``)."""
-    from compat_service.domain.matrix.index_facts import PackageFacts
-    from compat_service.domain.matrix.index_layer import read_index_file
+    from compat_service.domain.matrix.index.index_facts import PackageFacts
+    from compat_service.domain.matrix.index.index_layer import read_index_file
 
     if data_dir is None:
         from matrix_data import DATA_DIR

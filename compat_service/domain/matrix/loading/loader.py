@@ -18,17 +18,17 @@ from pydantic import BaseModel, ValidationError
 
 from compat_service.domain.errors import MatrixDataError
 from compat_service.domain.json_types import JsonObject
-from compat_service.domain.matrix.index_layer import (
+from compat_service.domain.matrix.index.index_layer import (
     TORCH_FILE,
     VENDOR_FILE,
     apply_index_layer,
     load_refresh_config,
     merge_layer,
 )
+from compat_service.domain.matrix.loading.validation import FileRows, cross_file_problems
+from compat_service.domain.matrix.model.rows import MatrixTables
+from compat_service.domain.matrix.model.schema import MATRIX_FILES, MatrixData
 from compat_service.domain.matrix.problems import Problem, format_loc
-from compat_service.domain.matrix.rows import MatrixTables
-from compat_service.domain.matrix.schema import MATRIX_FILES, MatrixData
-from compat_service.domain.matrix.validation import FileRows, cross_file_problems
 
 _BaseLoader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 

@@ -14,7 +14,7 @@ what their ``class`` statements cost.
 
 Regenerate after editing schema.py (a test fails while rows.py differs from what this writes):
 
-    .venv/bin/python -m compat_service.domain.matrix.rows_codegen
+    .venv/bin/python -m compat_service.domain.matrix.model.rows_codegen
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
 from compat_service.domain.backends import Platform
-from compat_service.domain.matrix import schema
+from compat_service.domain.matrix.model import schema
 
 ROWS_FILE = Path(__file__).with_name("rows.py")
 #: the schema's root model and the name of its row class (``MatrixRows`` already names the evidence rows of
@@ -41,9 +41,9 @@ _NAMED = {Platform: "Platform"}
 
 _HEADER = '''"""The matrix's rows: one frozen class per model of ``schema.py``, the same on every path.
 
-GENERATED from compat_service/domain/matrix/schema.py by compat_service/domain/matrix/rows_codegen.py (which
-says why plain classes); do not edit. Regenerate with
-    .venv/bin/python -m compat_service.domain.matrix.rows_codegen
+GENERATED from compat_service/domain/matrix/model/schema.py by
+compat_service/domain/matrix/model/rows_codegen.py (which says why plain classes); do not edit. Regenerate with
+    .venv/bin/python -m compat_service.domain.matrix.model.rows_codegen
 
 The schema validates matrix_data; these classes carry the validated rows to every reader of the matrix
 (``loader.load_matrix_rows``, ``snapshot.load_matrix_cached``, the service's stored load), built by
@@ -58,8 +58,8 @@ import datetime as dt
 from typing import ClassVar, Literal
 
 from compat_service.domain.backends import Platform
-from compat_service.domain.matrix.row_base import Fields, Frozen, JsonObject, as_json, replace
-from compat_service.domain.matrix.row_base import set_slot as _set
+from compat_service.domain.matrix.model.row_base import Fields, Frozen, JsonObject, as_json, replace
+from compat_service.domain.matrix.model.row_base import set_slot as _set
 
 __all__ = [
 {names}

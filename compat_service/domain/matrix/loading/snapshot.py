@@ -21,7 +21,7 @@ import tempfile
 from pathlib import Path
 
 from compat_service.domain.matrix.interface import InMemoryMatrix
-from compat_service.domain.matrix.rows import MatrixTables, as_json
+from compat_service.domain.matrix.model.rows import MatrixTables, as_json
 
 #: bump when the snapshot layout changes
 SNAPSHOT_FORMAT = "2"
@@ -29,9 +29,17 @@ SNAPSHOT_FORMAT = "2"
 KEEP_SNAPSHOTS = 8
 #: the modules that shape the data (schema and rows, and the merge of the generated layer): an edit to one
 #: must miss the cache
+_MATRIX_PACKAGE = Path(__file__).resolve().parent.parent
 _SHAPING_FILES = tuple(
-    Path(__file__).with_name(name)
-    for name in ("schema.py", "rows.py", "row_base.py", "index_layer.py", "index_facts.py", "markers.py")
+    _MATRIX_PACKAGE / name
+    for name in (
+        "model/schema.py",
+        "model/rows.py",
+        "model/row_base.py",
+        "index/index_layer.py",
+        "index/index_facts.py",
+        "markers.py",
+    )
 )
 
 
@@ -74,7 +82,7 @@ def load_matrix_cached(path: Path | None = None) -> InMemoryMatrix:
             return InMemoryMatrix(MatrixTables.from_json(json.loads(snapshot.read_bytes())))
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             pass  # a damaged snapshot is rebuilt from the YAML below
-    from compat_service.domain.matrix.loader import load_matrix_rows
+    from compat_service.domain.matrix.loading.loader import load_matrix_rows
 
     rows = load_matrix_rows(data_dir)
     if snapshot is not None:

@@ -23,8 +23,7 @@ from pydantic import BaseModel
 
 from compat_service.domain.backends import LABEL_PREFIXES, PLUGINS
 from compat_service.domain.json_types import JsonObject
-from compat_service.domain.matrix.problems import Problem
-from compat_service.domain.matrix.schema import (
+from compat_service.domain.matrix.model.schema import (
     ArchList,
     ArchSearch,
     BuildVariant,
@@ -32,6 +31,7 @@ from compat_service.domain.matrix.schema import (
     TorchPatch,
     VariantAvailability,
 )
+from compat_service.domain.matrix.problems import Problem
 from compat_service.domain.versions import parse_specifier, parse_version
 
 #: file name -> list field -> [(index in the file, row)]

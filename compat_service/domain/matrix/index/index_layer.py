@@ -37,7 +37,7 @@ from pydantic import ValidationError
 
 from compat_service.domain.backends import PLATFORMS, python_sort_key
 from compat_service.domain.json_types import JsonObject
-from compat_service.domain.matrix.index_facts import (
+from compat_service.domain.matrix.index.index_facts import (
     PackageFacts,
     RefreshConfig,
     ReleaseFact,

@@ -1,8 +1,8 @@
 """The matrix's rows: one frozen class per model of ``schema.py``, the same on every path.
 
-GENERATED from compat_service/domain/matrix/schema.py by compat_service/domain/matrix/rows_codegen.py (which
-says why plain classes); do not edit. Regenerate with
-    .venv/bin/python -m compat_service.domain.matrix.rows_codegen
+GENERATED from compat_service/domain/matrix/model/schema.py by
+compat_service/domain/matrix/model/rows_codegen.py (which says why plain classes); do not edit. Regenerate with
+    .venv/bin/python -m compat_service.domain.matrix.model.rows_codegen
 
 The schema validates matrix_data; these classes carry the validated rows to every reader of the matrix
 (``loader.load_matrix_rows``, ``snapshot.load_matrix_cached``, the service's stored load), built by
@@ -17,8 +17,8 @@ import datetime as dt
 from typing import ClassVar, Literal
 
 from compat_service.domain.backends import Platform
-from compat_service.domain.matrix.row_base import Fields, Frozen, JsonObject, as_json, replace
-from compat_service.domain.matrix.row_base import set_slot as _set
+from compat_service.domain.matrix.model.row_base import Fields, Frozen, JsonObject, as_json, replace
+from compat_service.domain.matrix.model.row_base import set_slot as _set
 
 __all__ = [
     "ArchList",
