@@ -94,6 +94,14 @@ def _app_main(args: argparse.Namespace) -> None:
     from compat_service.config import Settings
 
     def asgi_pass(app, paths: list[tuple[bytes, bytes]], profile: cProfile.Profile | None = None):
+        sent: list[dict] = []
+
+        async def receive() -> dict:
+            return {"type": "http.request", "body": b"", "more_body": False}
+
+        async def send(message: dict) -> None:
+            sent.append(message)
+
         async def run() -> float:
             if profile is not None:  # the event loop runs in the portal's thread
                 profile.enable()
@@ -105,14 +113,7 @@ def _app_main(args: argparse.Namespace) -> None:
                     "root_path": "", "headers": [(b"host", b"127.0.0.1")], "client": ("127.0.0.1", 40000),
                     "server": ("127.0.0.1", 8000), "state": {},
                 }
-                sent = []
-
-                async def receive():
-                    return {"type": "http.request", "body": b"", "more_body": False}
-
-                async def send(message):
-                    sent.append(message)
-
+                sent.clear()
                 await app(scope, receive, send)
                 if sent[0]["status"] not in (200, 409):
                     raise SystemExit(f"{raw_path!r}?{raw_query!r}: status {sent[0]['status']}")
