@@ -30,12 +30,12 @@ SASS in it, known even when the build's own list is not; a list is only unknown 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from packaging.version import InvalidVersion, Version
 
 from compat_service.domain.matrix.memo import MatrixMemo
+from compat_service.domain.record import Record
 from compat_service.domain.versions import cached_version
 from probes.host.arch_compat import cubin_runs_on, ptx_runs_on
 
@@ -48,14 +48,22 @@ Coverage = Literal["kernels", "ptx", "no", "unknown"]
 Basis = Literal["list", "toolkit", "rocm", "none"]
 
 
-@dataclass(frozen=True)
-class ArchVerdict:
+class ArchVerdict(Record):
+    __slots__ = ("coverage", "row", "shipped", "basis")
     coverage: Coverage
     #: the matrix row behind the verdict (an ArchList, a ToolkitArchRange or a RocmRelease), None = unknown
-    row: Row | None = None
+    row: Row | None
     #: what the build ships, for messages ("sm_50 … sm_90 + PTX sm_90")
-    shipped: str | None = None
-    basis: Basis = "list"
+    shipped: str | None
+    basis: Basis
+
+    def __init__(
+        self, coverage: Coverage, row: Row | None = None, shipped: str | None = None, basis: Basis = "list"
+    ) -> None:
+        self.coverage = coverage
+        self.row = row
+        self.shipped = shipped
+        self.basis = basis
 
 
 def describe_archs(archs: list[str], ptx: str | None) -> str:
@@ -119,10 +127,14 @@ def arch_in_range(gpu_arch: str, low: str, high: str) -> bool:
     return number <= arch_number(high) or number // 10 == arch_number(high) // 10
 
 
-@dataclass(frozen=True)
-class DriverFloor:
+class DriverFloor(Record):
+    __slots__ = ("version", "toolkit")
     version: str | None  # None = the matrix has no floor for this OS
     toolkit: CudaToolkit | None  # None when the runtime has no row
+
+    def __init__(self, version: str | None, toolkit: CudaToolkit | None) -> None:
+        self.version = version
+        self.toolkit = toolkit
 
 
 #: (runtime, runtime_full, os) -> its DriverFloor
@@ -178,10 +190,10 @@ MVC_LIMITS_SOURCES = ("nv_minor_compat", "pytorch_triton_ptxas")
 Rule = Literal["minor-version-compat", "toolkit-floor"]
 
 
-@dataclass(frozen=True)
-class DriverRule:
+class DriverRule(Record):
     """The driver a build needs on this GPU, and which rule decided it (the table in the module docstring)."""
 
+    __slots__ = ("version", "rule", "toolkit", "toolkit_floor", "major_floor", "major_row", "coverage")
     #: the floor the decision uses; None = neither floor is known for this OS
     version: str | None
     rule: Rule
@@ -195,6 +207,24 @@ class DriverRule:
     major_row: MinorVersionCompat | None
     #: the GPU's coverage the rule was applied with (None: no --gpu-arch)
     coverage: str | None
+
+    def __init__(
+        self,
+        version: str | None,
+        rule: Rule,
+        toolkit: CudaToolkit | None,
+        toolkit_floor: str | None,
+        major_floor: str | None,
+        major_row: MinorVersionCompat | None,
+        coverage: str | None,
+    ) -> None:
+        self.version = version
+        self.rule = rule
+        self.toolkit = toolkit
+        self.toolkit_floor = toolkit_floor
+        self.major_floor = major_floor
+        self.major_row = major_row
+        self.coverage = coverage
 
 
 #: (runtime, runtime_full, os, coverage) -> its DriverRule
@@ -315,21 +345,40 @@ def _runtime_version(text: str) -> Version | None:
     return None
 
 
-@dataclass(frozen=True)
-class GpuLookup:
+class GpuLookup(Record):
     """GPU product names mapped to one architecture (gpu_names in cuda.yaml, rocm.yaml and xpu.yaml)."""
 
+    __slots__ = ("arch", "family", "matched", "source", "note")
     arch: str
     family: str  # "cuda" (NVIDIA), "rocm" (AMD) or "xpu" (Intel: arch is the device family, bmg)
     #: (product name as given, architecture, the matrix's name that matched)
     matched: tuple[tuple[str, str, str], ...]
     source: tuple[str, ...]
     #: said when several GPUs disagree: which one the answer is for
-    note: str | None = None
+    note: str | None
+
+    def __init__(
+        self,
+        arch: str,
+        family: str,
+        matched: tuple[tuple[str, str, str], ...],
+        source: tuple[str, ...],
+        note: str | None = None,
+    ) -> None:
+        self.arch = arch
+        self.family = family
+        self.matched = matched
+        self.source = source
+        self.note = note
+
+
+#: the trademark marks vendors' tools print inside product names ("AMD Radeon(TM) 8060S Graphics",
+#: "Intel(R) Arc(TM) B580"): no part of the name
+_MARKS = frozenset({"tm", "r"})
 
 
 def _words(text: str) -> list[str]:
-    return [w for w in "".join(ch if ch.isalnum() else " " for ch in text.lower()).split() if w]
+    return [w for w in "".join(ch if ch.isalnum() else " " for ch in text.lower()).split() if w not in _MARKS]
 
 
 def gpu_for_name(matrix: Matrix, product: str) -> GpuName | None:

@@ -161,6 +161,7 @@ def resolve_closure(
     *,
     index_url: str,
     extra_index_urls: Sequence[str] = (),
+    find_links: Sequence[str] = (),
     constraints: Sequence[str] = (),
     index_strategy: str = "first-index",
     build: bool = False,
@@ -172,7 +173,8 @@ def resolve_closure(
     """Resolve ``requirements`` (PEP 508 strings) for ``target`` with uv against ``index_url`` (+ extras).
 
     ``constraints`` limit versions without requiring the package (``torch==2.9.0``). uv reads the extra index
-    URLs before ``index_url`` (a package found on one is taken from there). ``index_strategy`` is
+    URLs before ``index_url`` (a package found on one is taken from there). ``find_links``: a project's own wheel
+    pages (PyG's, mmcv's: pip's and uv's ``--find-links``), read beside the indexes. ``index_strategy`` is
     uv's: ``first-index`` (a package found on an earlier index is taken only from it, the safe default for
     a variant index such as a torch one) or ``unsafe-best-match``. Raises `IndexUnreachableError` when uv
     fails for any reason other than "no solution" (an index that cannot be read, a timeout).
@@ -197,6 +199,8 @@ def resolve_closure(
         ]
         for extra in extra_index_urls:
             args += ["--extra-index-url", extra]
+        for page in find_links:
+            args += ["--find-links", page]
         if constraints:
             constraint_file = Path(work, "constraints.txt")
             constraint_file.write_text("\n".join(constraints) + "\n")

@@ -4,14 +4,16 @@ For each ecosystem package (``index/refresh.yaml``), its newest live releases (`
 how many, which platforms and Pythons), on each platform it publishes for and each Python its wheels take,
 the stack resolver answers ``--with PKG==X`` (the torch and companions it pins, the package itself); the
 answer's pins from the index then go to `resolution_oracle.resolve_closure` (``uv pip compile``) against the
-index refresh reads. The outcome, with the index and date it was read, is written to
-``matrix_data/index/stack-oracle.yaml``: resolvable with every pin unchanged, or not and the requirement the
-resolver names (``vllm 0.34.0``: ``flashinfer-python==0.7.3`` does not exist). The stack resolver then never
-recommends a release the oracle found unresolvable and names that reason when the release is asked for.
+index refresh reads, with the wheel pages of the answer's packages that come from their project's own page (PyG,
+mmcv: ``--find-links``, as the answer's install command has them). The outcome, with the index and date it was
+read, is written to ``matrix_data/index/stack-oracle.yaml``: resolvable with every pin unchanged, or not and the
+requirement the resolver names (``vllm 0.34.0``: ``flashinfer-python==0.7.3`` does not exist). The stack resolver
+then never recommends a release the oracle found unresolvable and names that reason when the release is asked for.
 
-A question the stack resolver itself refuses (no torch fits) has no answer to check and no outcome. A pin
-from outside the index (flash-attn's release-asset wheel) is not given to the resolver. The torch a stack
-needs from a variant index (a cu126 build) is checked by its version on the configured index: same
+A question the stack resolver itself refuses (no torch fits) has no answer to check and no outcome. A release is
+asked on a platform where it publishes wheels: on the index, or (a wheel-pages package) on a page of its own. A
+pin from outside the index and its pages (flash-attn's release-asset wheel) is not given to the resolver. The
+torch a stack needs from a variant index (a cu126 build) is checked by its version on the configured index: same
 requirements, another build.
 """
 
@@ -28,6 +30,7 @@ import yaml
 from packaging.version import Version
 
 from compat_service.domain.errors import AccelenvError
+from compat_service.domain.stacks.catalog import Package, Release
 from compat_service.domain.stacks.schema import OracleConfig, OracleOutcome, OraclePlatform, StackOracleFile
 from compat_service.index.location import IndexLocation
 from compat_service.index.resolution_oracle import OracleTarget, Resolution, find_uv, resolve_closure
@@ -41,6 +44,15 @@ _HEADER = (
 
 #: one question: package, version, platform row, Python
 Question = tuple[str, str, OraclePlatform, str]
+
+
+@dataclass(frozen=True)
+class StackAnswer:
+    """What the resolver is given for one stack answer: its pins (``name==version``) and the wheel pages
+    (``--find-links``) its packages from their project's own page are installed from."""
+
+    pins: list[str]
+    find_links: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -77,12 +89,22 @@ def questions(matrix_path: Path, config: OracleConfig, packages: list[str] | Non
         for release in live:
             for row in config.platforms:
                 for python in config.pythons:
-                    if release.wheels.get(row.platform) and release.fits_python(row.platform, python):
+                    if _published(package, release, row.platform, python):
                         yield name, release.version, row, python
 
 
-def stack_pins(matrix_path: Path, question: Question) -> list[str] | AccelenvError:
-    """The pins of the stack answer to ``--with PKG==X`` on the question's target, or the refusal."""
+def _published(package: Package, release: Release, platform: str, python: str) -> bool:
+    """Whether ``release`` has a wheel for ``platform`` and ``python``: on the index, or for a wheel-pages package
+    (whose index holds its sdist at most) on a page of its own, at the page rows' Pythons (every Python where the
+    rows do not say: the resolver answers)."""
+    if package.torch_build != "wheel-pages":
+        return release.fits_python(platform, python)
+    return any(row["python"] is None or python in row["python"] for row in package.pages(release.version, platform))
+
+
+def stack_pins(matrix_path: Path, question: Question) -> StackAnswer | AccelenvError:
+    """The pins and wheel pages of the stack answer to ``--with PKG==X`` on the question's target, or the
+    refusal."""
     from compat_service.domain.matrix.loading.snapshot import load_matrix_cached
     from compat_service.domain.resolver.request import ResolveRequest
     from compat_service.domain.stacks.catalog import load_catalog
@@ -98,11 +120,15 @@ def stack_pins(matrix_path: Path, question: Question) -> list[str] | AccelenvErr
     except AccelenvError as exc:
         return exc
     pins = [f"{p.name}=={p.version.split('+')[0]}" for p in answer.packages]
-    pins += [f"{p.name}=={p.version}" for p in answer.stack if p.origin == "index"]
-    return pins
+    pins += [f"{p.name}=={p.version}" for p in answer.stack if p.origin in ("index", "find-links")]
+    pages = [p.url for p in answer.stack if p.origin == "find-links" and p.url]
+    return StackAnswer(pins, list(dict.fromkeys(pages)))
 
 
-def outcome(question: Question, requested: list[str], answer: Resolution) -> OracleOutcome:
+def outcome(question: Question, requested: list[str], answer: Resolution,
+            find_links: list[str] | None = None) -> OracleOutcome:
+    """``requested``'s pins against the resolver's: a pin without a local label (``torch-scatter==2.1.2``) holds
+    for any local build of that release (a page's ``2.1.2+pt25cu124``), as it does for pip and uv."""
     name, version, row, python = question
     torch = next((r.split("==", 1)[1] for r in requested if r.startswith("torch==")), "")
     changed = []
@@ -110,13 +136,17 @@ def outcome(question: Question, requested: list[str], answer: Resolution) -> Ora
         for pin in requested:
             wanted_name, wanted = pin.split("==", 1)
             got = answer.version_of(wanted_name)
-            if got is None or Version(got) != Version(wanted):
+            if got is None or not _same_release(Version(got), Version(wanted)):
                 changed.append(f"{pin} -> {got or 'absent'}")
     return OracleOutcome(
         package=name, version=version, platform=row.platform, python=python, torch=torch, requested=requested,
         resolvable=answer.resolvable and not changed, failing=answer.failing_requirement, changed=changed,
-        needs_build=answer.needs_build,
+        needs_build=answer.needs_build, find_links=list(find_links or []),
     )
+
+
+def _same_release(got: Version, wanted: Version) -> bool:
+    return got == wanted if wanted.local else got.public == wanted.public
 
 
 def uv_version(uv: str) -> str:
@@ -144,7 +174,7 @@ def run_stack_oracle(
     if config is None:
         return result
     uv = find_uv()
-    asked: list[tuple[Question, list[str]]] = []
+    asked: list[tuple[Question, StackAnswer]] = []
     for question in questions(matrix_path, config, packages):
         pins = stack_pins(matrix_path, question)
         if isinstance(pins, AccelenvError):
@@ -153,11 +183,13 @@ def run_stack_oracle(
         else:
             asked.append((question, pins))
 
-    def check(item: tuple[Question, list[str]]) -> OracleOutcome:
-        question, pins = item
+    def check(item: tuple[Question, StackAnswer]) -> OracleOutcome:
+        question, stack = item
         _name, _version, row, python = question
         target = OracleTarget(row.uv_platform, python, row.macos)
-        return outcome(question, pins, resolver(pins, target, index_url=index.url, cache_dir=cache_dir, uv=uv))
+        found = resolver(stack.pins, target, index_url=index.url, find_links=stack.find_links, cache_dir=cache_dir,
+                         uv=uv)
+        return outcome(question, stack.pins, found, stack.find_links)
 
     done = 0
     with ThreadPoolExecutor(max_workers=concurrency) as pool:
@@ -188,7 +220,8 @@ def write_oracle(matrix_path: Path, facts: StackOracleFile, *, keep_others: bool
     body = yaml.safe_dump(data, sort_keys=False)
     lines = ["outcomes:"]
     for o in outcomes:
-        lines.append("- " + yaml.safe_dump(o.model_dump(), default_flow_style=True, width=100_000, sort_keys=False)
+        row = o.model_dump(exclude=None if o.find_links else {"find_links"})  # said only where given
+        lines.append("- " + yaml.safe_dump(row, default_flow_style=True, width=100_000, sort_keys=False)
                      .strip())
     target.write_text(_HEADER + body + "\n".join(lines) + "\n", encoding="utf-8")
     return target

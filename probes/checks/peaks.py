@@ -18,6 +18,9 @@ Each row of ``PEAKS`` is a dict:
 Units are decimal, as the datasheets print them: 1 TFLOPS = 1e12 FLOP/s, 1 TB/s = 1e12 bytes/s,
 1 GB/s = 1e9 bytes/s. A figure no reachable source confirms is None (unknown is null, never a guess); the perf
 group then reports the measured figure without a fraction of peak. A device no row matches has no fractions.
+Ascend: the launch Ascend 910 (torch_npu names it ``Ascend910A``) has Huawei's FP16 figure; the 910B variants
+(``Ascend910B1``-``B4``, in the Atlas 800T A2) have rows that store nothing and say why: no vendor document
+states their per-chip peaks and the public copies disagree.
 """
 
 from typing import Any, Dict, Tuple
@@ -28,6 +31,33 @@ _NVIDIA_TENSOR_DATASHEET = ("https://resources.nvidia.com/en-us-tensor-core/nvid
                             "(H100 datasheet)")
 _HALVED = ("the datasheet prints BF16/FP16 Tensor Core figures with sparsity (footnote '* With sparsity'); "
            "stored dense = printed / 2")
+
+_ASCEND_910B_UNSOURCED = (
+    "no figures stored: Huawei publishes no per-chip peak for the Ascend 910B family (the Atlas 800T A2 / 900 "
+    "A2 pages give system figures only), and the figures public copies give disagree and are not confirmed by a "
+    "vendor document; the rows exist so that the report says so instead of borrowing another chip's figures"
+)
+_ASCEND_910B_SEEN = (
+    "searched: third-party pages give FP16 256, 280, 320 and 353.9 TFLOPS and memory bandwidth 400 GB/s, "
+    "768 GB/s, 1.2 TB/s and 1.6 TB/s for '910B' without naming the variant (e.g. "
+    "https://ai.gitee.com/docs/compute/clusters_gpu/ascend_gpu: FP16/BF16 280; "
+    "https://jishuzhan.net/article/1872432607539499010: FP16 256, 768 GB/s; "
+    "https://gitcode.com/cann/ops-cv/issues/997: 353.9 cube-only for 910B2, derived from the CANN platform INI)"
+)
+
+
+def _unsourced_910b(variant):
+    return {
+        "match": (variant,),
+        "flops": {"float32": None, "float16": None, "bfloat16": None},
+        "memory_bw": None,
+        "source": "Huawei Atlas 800T A2 training server product documentation",
+        "url": "https://www.hiascend.com/",
+        "where": "torch_npu names the chip %s (the CANN platform config's SoC_version)" % variant,
+        "sparsity": _ASCEND_910B_UNSOURCED,
+        "checked": _ASCEND_910B_SEEN,
+    }
+
 
 PEAKS: Tuple[Dict[str, Any], ...] = (
     {
@@ -174,7 +204,26 @@ PEAKS: Tuple[Dict[str, Any], ...] = (
         "sparsity": "dense: the data sheet prints dense and with-sparsity figures separately; dense stored",
         "checked": "pytorch/pytorch torch/_inductor/analysis/device_info.py ('AMD MI300X': float32 163.4, "
                    "bfloat16 / float16 1307.4, dram_bw_gbs 5300.0, citing this data sheet)",
+    },    {
+        # torch_npu's get_device_name gives the SoC version; Ascend910A is the 32-core Ascend 910 of the launch
+        "match": ("Ascend910A",),
+        "flops": {"float32": None, "float16": 256e12, "bfloat16": None},
+        "memory_bw": None,
+        "source": "Huawei, 'DaVinci: A Scalable Architecture for Neural Network Computing' (Hot Chips 31, 2019) "
+                  "and the Ascend 910 launch (23 August 2019)",
+        "url": "https://old.hotchips.org/hc31/HC31_1.11_Huawei.Davinci.HengLiao_v4.0.pdf",
+        "where": "Ascend 910: 32 Da Vinci cores, 256 TFLOPS FP16 (half precision), 512 TOPS INT8",
+        "sparsity": "dense: one FP16 figure (the Cube units'), no sparsity mode. float32, bfloat16 and memory "
+                    "bandwidth None: not stated in the launch material or confirmed by a reachable copy",
+        "checked": "https://pureai.com/articles/2019/09/03/nws-huawei-ascend-910-processor.aspx ('For half-precision "
+                   "floating point (FP16) operations, Ascend 910 delivers 256 TeraFLOPS'); "
+                   "http://m.elecfans.com/article/1058184.html (the Hot Chips slide: 32 Da Vinci cores, 256 "
+                   "TFLOPS half precision); the CANN platform config Ascend910A.ini (ai_core_cnt=32) for the name",
     },
+    _unsourced_910b("Ascend910B1"),
+    _unsourced_910b("Ascend910B2"),
+    _unsourced_910b("Ascend910B3"),
+    _unsourced_910b("Ascend910B4"),
 )
 
 

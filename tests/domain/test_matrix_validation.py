@@ -449,12 +449,17 @@ def _arch_named(raw: dict[str, Any]) -> None:
     raw["releases"][0]["archs"] = ["orin"]
 
 
+def _sbsa_orin(raw: dict[str, Any]) -> None:
+    raw["sbsa_modules"][0]["arch"] = "sm_87"
+
+
 @pytest.mark.parametrize(
     ("change", "expected"),
     [
         pytest.param(_wheel_for("9.9"), "wheels[0].jetpack[0]: JetPack 9.9 is not in releases", id="unknown-jetpack"),
         pytest.param(_release_again, "releases[{n}].jetpack: duplicate JetPack", id="duplicate-jetpack"),
         pytest.param(_arch_named, "releases[0].archs[0]: 'orin' is not a CUDA architecture", id="arch-not-sm"),
+        pytest.param(_sbsa_orin, "sbsa_modules[0].arch: sm_87 is also a JetPack release's arch", id="sbsa-and-jetpack"),
     ],
 )
 def test_jetson_tables_are_checked(tmp_path: Path, change: Any, expected: str) -> None:
@@ -464,3 +469,28 @@ def test_jetson_tables_are_checked(tmp_path: Path, change: Any, expected: str) -
     n = len(_read(path / "jetson.yaml")["releases"]) - 1
     problems = [str(p) for p in matrix_data_problems(path)]
     assert len(problems) == 1 and problems[0].startswith("jetson.yaml: " + expected.format(n=n)), problems
+
+
+def _floor_label(label: str) -> Any:
+    def change(raw: dict[str, Any]) -> None:
+        raw["capability_floors"][0]["variants"] = [label]
+
+    return change
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        pytest.param(_floor_label("cu999"), "capability_floors[0].variants[0]: build label 'cu999' is not in",
+                     id="unknown-label"),
+        pytest.param(_floor_label("rocm6.2"), "capability_floors[0].variants[0]: rocm6.2 is a rocm build",
+                     id="not-a-cuda-build"),
+    ],
+)
+def test_capability_floor_labels_are_checked(tmp_path: Path, change: Any, expected: str) -> None:
+    """host_rules.yaml: a capability floor narrowed to build labels names CUDA builds that exist."""
+    path = copy_matrix(tmp_path)
+    _edit(path, "host_rules.yaml", change)
+    problems = [str(p) for p in matrix_data_problems(path)]
+    assert len(problems) == 1 and problems[0].startswith("host_rules.yaml: " + expected), problems
+

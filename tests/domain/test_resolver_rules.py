@@ -197,7 +197,7 @@ def test_damaged_snapshot_is_rebuilt_from_the_yaml(tmp_path: Path, monkeypatch: 
     snapshot.write_text('{"torch_releases": ')
     request = ResolveRequest.from_strings(torch="2.3", backend="cu121", python="3.10")
     assert resolve(request, load_matrix_cached()).pins["torch"] == "2.3.1"
-    assert snapshot.read_text().startswith('{"sources"')
+    assert snapshot.read_text().partition("\n")[2].startswith('{"sources"')
 
 
 def test_snapshot_that_no_longer_fits_the_rows_is_rebuilt(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -208,6 +208,18 @@ def test_snapshot_that_no_longer_fits_the_rows_is_rebuilt(tmp_path: Path, monkey
     good = snapshot.read_text()
     snapshot.write_text(good.replace('"cuda_major":', '"major":', 1))
     assert snapshot.read_text() != good
+    request = ResolveRequest.from_strings(torch="2.3", backend="cu121", python="3.10")
+    assert resolve(request, load_matrix_cached()).pins["torch"] == "2.3.1"
+    assert snapshot.read_text() == good
+
+
+def test_snapshot_of_another_key_is_rebuilt(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The key on a snapshot's first line decides, not the file's name: a file written for other files is a miss."""
+    monkeypatch.setenv("ACCELENV_CACHE_DIR", str(tmp_path))
+    load_matrix_cached()
+    (snapshot,) = tmp_path.glob("matrix-*.json")
+    good = snapshot.read_text()
+    snapshot.write_text("another checkout's key\n" + good.partition("\n")[2])
     request = ResolveRequest.from_strings(torch="2.3", backend="cu121", python="3.10")
     assert resolve(request, load_matrix_cached()).pins["torch"] == "2.3.1"
     assert snapshot.read_text() == good

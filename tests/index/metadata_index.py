@@ -3,7 +3,9 @@
 Each project is a list of `RecordedWheel` (file name, ``Requires-Dist`` lines, ``Requires-Python``). The server
 answers ``/simple/<project>/`` with PEP 691 JSON (sha256 of each wheel, ``core-metadata`` with its hash: PEP 658/714),
 ``/files/<wheel>`` with a small real wheel around that METADATA and ``/files/<wheel>.metadata`` with the METADATA
-alone. Unlike ``loopback_index`` (recorded pages of the real index, with the real index's hashes), every hash here is
+alone. ``flat_pages`` are a project's own wheel pages (PyG's, mmcv's: pip's ``--find-links``): ``/<path>`` answers
+an HTML page of links to its wheels, each served under ``/files/`` as the index's are. Unlike ``loopback_index``
+(recorded pages of the real index, with the real index's hashes), every hash here is
 the hash of what this server serves, so a resolver that checks them is satisfied. ``requests`` logs every path asked.
 """
 
@@ -18,7 +20,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import unquote
+from urllib.parse import quote, unquote
 
 from packaging.utils import canonicalize_name, parse_wheel_filename
 
@@ -65,11 +67,12 @@ class _Served:
     files: dict[str, bytes] = field(default_factory=dict)
     metadata: dict[str, bytes] = field(default_factory=dict)
     pages: dict[str, bytes] = field(default_factory=dict)
+    flat_pages: dict[str, list[RecordedWheel]] = field(default_factory=dict)
     requests: list[str] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def __post_init__(self) -> None:
-        for wheels in self.projects.values():
+        for wheels in [*self.projects.values(), *self.flat_pages.values()]:
             for wheel in wheels:
                 self.metadata[wheel.filename] = wheel.metadata()
 
@@ -77,7 +80,8 @@ class _Served:
         """The wheel, built the first time its page or the file is asked for."""
         with self.lock:
             if filename not in self.files:
-                wheel = next(w for ws in self.projects.values() for w in ws if w.filename == filename)
+                every = [*self.projects.values(), *self.flat_pages.values()]
+                wheel = next(w for ws in every for w in ws if w.filename == filename)
                 self.files[filename] = wheel.wheel()
             return self.files[filename]
 
@@ -103,6 +107,18 @@ class _Served:
             files.append(entry)
         return json.dumps({"meta": {"api-version": "1.1"}, "name": project, "files": files}).encode()
 
+    def flat_page(self, path: str) -> bytes | None:
+        """A project's own wheel page: one link per wheel, the sha256 in the fragment (as PyG's pages link)."""
+        wheels = self.flat_pages.get(path)
+        if wheels is None:
+            return None
+        depth = "../" * path.count("/")
+        links = []
+        for wheel in wheels:
+            digest = hashlib.sha256(self.file(wheel.filename)).hexdigest()
+            links.append(f'<a href="{depth}files/{quote(wheel.filename)}#sha256={digest}">{wheel.filename}</a><br>')
+        return ("<!DOCTYPE html><html><body>\n" + "\n".join(links) + "\n</body></html>\n").encode()
+
 
 class _Handler(BaseHTTPRequestHandler):
     server: _Server
@@ -116,7 +132,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Cache-Control", "max-age=3600")  # one test's answers never change
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
-        self.wfile.write(body)
+        if self.command != "HEAD":  # a HEAD (uv's probe of a flat page's wheel) gets the headers alone
+            self.wfile.write(body)
 
     def do_GET(self) -> None:
         served = self.server.served
@@ -129,6 +146,9 @@ class _Handler(BaseHTTPRequestHandler):
             if body is None:
                 return self._send(404, b"no such project", "text/plain")
             return self._send(200, body, JSON_TYPE)
+        page = served.flat_page("/".join(parts))
+        if page is not None:
+            return self._send(200, page, "text/html")
         if len(parts) == 2 and parts[0] == "files":
             name = parts[1]
             if name.endswith(".metadata") and name.removesuffix(".metadata") in served.metadata:
@@ -136,6 +156,9 @@ class _Handler(BaseHTTPRequestHandler):
             if name in served.metadata:
                 return self._send(200, served.file(name), "application/octet-stream")
         self._send(404, b"not found", "text/plain")
+
+    def do_HEAD(self) -> None:
+        self.do_GET()
 
 
 class _Server(ThreadingHTTPServer):
@@ -150,10 +173,14 @@ class _Server(ThreadingHTTPServer):
 class MetadataIndex:
     simple: str
     requests: list[str]
+    #: the server's root (``http://127.0.0.1:PORT``): a flat page is at ``{base}/{path}``
+    base: str = ""
 
 
 @contextmanager
-def metadata_index(projects: Mapping[str, Sequence[RecordedWheel]]) -> Iterator[MetadataIndex]:
-    served = _Served({str(canonicalize_name(k)): list(v) for k, v in projects.items()})
+def metadata_index(projects: Mapping[str, Sequence[RecordedWheel]],
+                   flat_pages: Mapping[str, Sequence[RecordedWheel]] | None = None) -> Iterator[MetadataIndex]:
+    served = _Served({str(canonicalize_name(k)): list(v) for k, v in projects.items()},
+                     flat_pages={k.strip("/"): list(v) for k, v in (flat_pages or {}).items()})
     with serving(_Server(served)) as base:
-        yield MetadataIndex(f"{base}/simple/", served.requests)
+        yield MetadataIndex(f"{base}/simple/", served.requests, base)

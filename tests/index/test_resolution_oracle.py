@@ -81,6 +81,24 @@ def test_an_extra_index_is_read(tmp_path: Path) -> None:
     assert answer.pins["torch"].index == second.simple
 
 
+def test_a_wheel_page_is_read_as_find_links(tmp_path: Path) -> None:
+    """A package whose wheels are on its project's own page (PyG's ``torch-2.9.0+cu128.html``): the index holds
+    only its sdist (here: no file), the page a wheel per build with a local label."""
+    page = [W("torch_scatter-2.1.2+pt29cu128-cp312-cp312-linux_x86_64.whl")]
+    projects = {**PROJECTS, "torch-scatter": []}
+    with metadata_index(projects, flat_pages={"whl/torch-2.9.0+cu128.html": page}) as served:
+        without = resolve_closure(["torch==2.9.0", "torch-scatter==2.1.2"], LINUX_312, index_url=served.simple,
+                                  cache_dir=tmp_path)
+        answer = resolve_closure(["torch==2.9.0", "torch-scatter==2.1.2"], LINUX_312, index_url=served.simple,
+                                 find_links=[f"{served.base}/whl/torch-2.9.0+cu128.html"], cache_dir=tmp_path)
+        asked = list(served.requests)
+    assert not without.resolvable and (without.failing_requirement or "").startswith("torch-scatter")
+    assert answer.resolvable, answer.failure
+    assert answer.version_of("torch-scatter") == "2.1.2+pt29cu128"
+    assert answer.pins["torch-scatter"].index == f"{served.base}/whl/torch-2.9.0+cu128.html"
+    assert "/whl/torch-2.9.0+cu128.html" in asked
+
+
 def test_an_index_that_does_not_answer_is_an_error_not_an_unresolvable_answer(tmp_path: Path) -> None:
     with metadata_index({}) as gone:
         url = gone.simple

@@ -58,6 +58,9 @@ def test_rows_are_unique_and_none_is_shadowed_by_an_earlier_one() -> None:
     ("NVIDIA L4", "L4"),
     ("Tesla T4", "T4"),
     ("AMD Instinct MI300X", "MI300X"),
+    ("Ascend910A", "Ascend910A"),
+    ("Ascend910B2", "Ascend910B2"),
+    ("Ascend910ProA", None),
     ("NVIDIA L40S", None),
     ("NVIDIA GeForce RTX 4090", None),
     ("", None),
@@ -67,6 +70,16 @@ def test_lookup_maps_the_names_torch_reports(torch_name: str, row: str | None) -
     assert (found and found["row"]) == (row or found)
     if found:
         assert found["source"].count("https://") >= 1 and set(found["flops"]) == set(peaks.DTYPES)
+
+
+def test_ascend_rows_store_only_what_a_source_states() -> None:
+    launch = peaks.lookup("Ascend910A")
+    assert launch is not None and launch["flops"] == {"float32": None, "float16": 256e12, "bfloat16": None}
+    assert launch["memory_bw"] is None and "hotchips.org" in launch["source"]
+    for variant in ("Ascend910B1", "Ascend910B2", "Ascend910B3", "Ascend910B4"):
+        row = peaks.lookup(variant)
+        assert row is not None and set(row["flops"].values()) == {None} and row["memory_bw"] is None
+        assert "publishes no per-chip peak" in row["source"]
 
 
 def test_stored_tensor_figures_are_dense() -> None:

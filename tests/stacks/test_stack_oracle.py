@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -17,9 +18,10 @@ from compat_service.domain.stacks.catalog import load_catalog
 from compat_service.domain.stacks.resolve import resolve_stack
 from compat_service.domain.stacks.schema import OracleConfig, StackOracleFile
 from compat_service.index.location import IndexLocation
+from compat_service.index.resolution_oracle import OracleTarget, Resolution, resolve_closure
 from compat_service.index.stack_oracle import load_oracle_config, run_stack_oracle, write_oracle
 from matrix_data import DATA_DIR
-from tests.index.metadata_index import metadata_index
+from tests.index.metadata_index import RecordedWheel, metadata_index
 from tests.stacks.oracle_index import recorded_projects
 
 RECORDED = StackOracleFile.model_validate(yaml.safe_load((DATA_DIR / "index" / "stack-oracle.yaml").read_text()))
@@ -111,20 +113,83 @@ def test_a_needs_build_outcome_is_not_a_refusal_and_an_unresolvable_one_is(tmp_p
 
 
 def test_the_next_packages_with_index_wheels_resolve_on_the_loopback_index(tmp_path: Path) -> None:
-    """sglang (exact torch pin) and torch-tensorrt (one torch minor) are asked like the others; the packages whose
-    wheels are on their project's own pages (PyG, mmcv) or that ship an sdist only (DeepSpeed) are never asked:
-    the index the oracle reads has no wheel of theirs (the loopback drops requirements the refresh does not read,
-    such as torch-tensorrt's tensorrt, which the real index serves as an sdist: needs_build there)."""
+    """sglang (exact torch pin) and torch-tensorrt (one torch minor) are asked like the others; DeepSpeed, which
+    ships an sdist only, is never asked: the index the oracle reads has no wheel of its (the loopback drops
+    requirements the refresh does not read, such as torch-tensorrt's tensorrt, which the real index serves as an
+    sdist: needs_build there)."""
     bundled = load_oracle_config(DATA_DIR)
     assert bundled is not None
     config = OracleConfig(releases=3, pythons=["3.12"], platforms=bundled.platforms)
-    asked = ["sglang", "torch-tensorrt", "torch-scatter", "mmcv", "deepspeed"]
+    asked = ["sglang", "torch-tensorrt", "deepspeed"]
     with metadata_index(recorded_projects(DATA_DIR)) as index:
         location = IndexLocation(url=index.simple, label="loopback", origin="--index-url")
         checked = run_stack_oracle(DATA_DIR, location, packages=asked, config=config, write=False, concurrency=2,
                                    cache_dir=tmp_path / "uv-cache")
     assert {o.package for o in checked.outcomes} == {"sglang", "torch-tensorrt"}
-    assert all(o.resolvable and not o.changed for o in checked.outcomes), checked.outcomes
+    assert all(o.resolvable and not o.changed and not o.find_links for o in checked.outcomes), checked.outcomes
     sglang = {o.version: o.torch for o in checked.outcomes if o.package == "sglang"}
     release = load_catalog().get("sglang").release(max(sglang, key=Version))  # type: ignore[union-attr]
     assert release is not None and sglang[release.version] == release.pins("linux-x86_64", "3.12")["torch"]
+
+
+#: the hosts of the wheel pages ecosystem.yaml names, and where the loopback serves each instead
+PAGE_HOSTS = {"https://data.pyg.org/": "pyg/", "https://download.openmmlab.com/": "mmlab/"}
+
+
+def _page_wheels(name: str, version: str, torch: str, build: str) -> list[RecordedWheel]:
+    """The wheels a project's page lists for Python 3.12, named as each project names them: PyG's carry the torch
+    and build as a local label (``torch_scatter-2.1.2+pt25cu124``), mmcv's do not."""
+    dist = name.replace("-", "_")
+    local = f"+pt{torch.replace('.', '')}{build}" if name != "mmcv" else ""
+    return [RecordedWheel(f"{dist}-{version}{local}-cp312-cp312-{tag}.whl")
+            for tag in ("manylinux1_x86_64" if name == "mmcv" else "linux_x86_64", "win_amd64")]
+
+
+def test_wheel_page_packages_are_checked_with_their_pages_as_find_links(tmp_path: Path) -> None:
+    """The PyG extensions and mmcv install from their project's own page: the oracle gives the resolver the page the
+    answer names (--find-links) with the index, and the page's local build of the pinned release satisfies the pin.
+    The loopback serves each page ecosystem.yaml names; the network boundary is where the test steps in: the real
+    resolver (uv) is given the loopback's address of each page, as DNS would give a host's."""
+    raw = yaml.safe_load((DATA_DIR / "ecosystem.yaml").read_text())
+    pages: dict[str, list[RecordedWheel]] = {}
+    for package in raw["packages"]:
+        for row in package.get("wheel_pages", []):
+            for torch in row["torch"]:
+                for build in row["builds"]:
+                    url = row["url"].format(torch=torch, build=build)
+                    host = next(h for h in PAGE_HOSTS if url.startswith(h))
+                    wheels = pages.setdefault(PAGE_HOSTS[host] + url.removeprefix(host), [])
+                    for version in row["versions"]:
+                        wheels += _page_wheels(package["name"], version, torch, build)
+    bundled = load_oracle_config(DATA_DIR)
+    assert bundled is not None
+    config = OracleConfig(releases=3, pythons=["3.12"], platforms=bundled.platforms)
+    with metadata_index(recorded_projects(DATA_DIR), flat_pages=pages) as index:
+
+        def on_loopback(url: str) -> str:
+            host = next(h for h in PAGE_HOSTS if url.startswith(h))
+            return f"{index.base}/{PAGE_HOSTS[host]}{url.removeprefix(host)}"
+
+        def resolver(pins: list[str], target: OracleTarget, **kwargs: Any) -> Resolution:
+            kwargs["find_links"] = [on_loopback(u) for u in kwargs["find_links"]]
+            return resolve_closure(pins, target, **kwargs)
+
+        location = IndexLocation(url=index.simple, label="loopback", origin="--index-url")
+        checked = run_stack_oracle(DATA_DIR, location, packages=["torch-scatter", "torch-sparse", "mmcv"],
+                                   config=config, write=False, concurrency=2, cache_dir=tmp_path / "uv-cache",
+                                   resolver=resolver)
+        asked = set(index.requests)
+    assert {o.package for o in checked.outcomes} == {"torch-scatter", "torch-sparse", "mmcv"}, checked.refused
+    assert {o.platform for o in checked.outcomes} == {"linux-x86_64", "windows-x86_64"}
+    for outcome in checked.outcomes:
+        assert outcome.resolvable and not outcome.changed, outcome
+        assert len(outcome.find_links) == 1 and outcome.find_links[0].startswith(tuple(PAGE_HOSTS)), outcome
+        assert on_loopback(outcome.find_links[0]).removeprefix(index.base) in asked
+        assert f"{outcome.package}=={outcome.version}" in outcome.requested
+    (tmp_path / "index").mkdir()
+    written = write_oracle(tmp_path, StackOracleFile.model_validate({
+        "schema": "stack_oracle/v1", "index": "loopback", "retrieved": "2026-12-06", "resolver": "uv",
+        "outcomes": checked.outcomes}))
+    again = StackOracleFile.model_validate(yaml.safe_load(written.read_text()))
+    assert [o.find_links for o in again.outcomes] == [o.find_links for o in sorted(
+        checked.outcomes, key=lambda o: (o.package, o.version, o.platform, o.python))]

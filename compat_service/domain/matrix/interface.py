@@ -35,6 +35,7 @@ from compat_service.domain.matrix.model.rows import (
     MpsSupport,
     RocmRelease,
     RuntimeFloor,
+    SbsaJetson,
     Source,
     ToolkitArchRange,
     TorchMinor,
@@ -100,14 +101,17 @@ class Matrix(Protocol):
     def wheel_floor(self, torch_version: str, label: str, platform: str) -> WheelFloor | None:
         """The platform tag of a build whose wheel files the index layer does not record; None = no row."""
 
-    def capability_floors(self, torch_version: str, platform: str) -> Sequence[CapabilityFloor]:
-        """The GPU floors of parts of this release's CUDA builds on ``platform`` (cuDNN, Triton)."""
+    def capability_floors(self, torch_version: str, platform: str, label: str) -> Sequence[CapabilityFloor]:
+        """The GPU floors of parts of this release's CUDA build ``label`` on ``platform`` (cuDNN, Triton)."""
 
     def jetpack_releases(self) -> Sequence[JetpackRelease]:
         """Every JetPack release (jetson.yaml), in the file's order."""
 
     def jetson_wheels(self) -> Sequence[JetsonWheel]:
         """NVIDIA's PyTorch wheels for Jetson, newest torch first."""
+
+    def sbsa_jetsons(self) -> Sequence[SbsaJetson]:
+        """Jetson modules that run PyTorch's SBSA linux-aarch64 CUDA builds (Thor), not JetPack wheels."""
 
     def runtime_floor(self, torch_version: str, platform: str) -> RuntimeFloor | None:
         """The glibc this release's binaries need where their wheel tag names an older one; None = no row."""
@@ -176,6 +180,7 @@ class InMemoryMatrix:
         self._known_bad: dict[str, tuple[KnownBadRule, ...]] = {}
         self._sources = {s.key: s for s in data.sources.sources}
         self._jetpack = tuple(data.jetson.releases)
+        self._sbsa_jetsons = tuple(data.jetson.sbsa_modules)
         self._jetson_wheels = tuple(
             sorted(data.jetson.wheels, key=lambda w: parse_version(w.torch) or Version("0"), reverse=True)
         )
@@ -306,6 +311,9 @@ class InMemoryMatrix:
     def jetson_wheels(self) -> Sequence[JetsonWheel]:
         return self._jetson_wheels
 
+    def sbsa_jetsons(self) -> Sequence[SbsaJetson]:
+        return self._sbsa_jetsons
+
     def runtime_floor(self, torch_version: str, platform: str) -> RuntimeFloor | None:
         return next(
             (
@@ -326,11 +334,14 @@ class InMemoryMatrix:
             )
         return found
 
-    def capability_floors(self, torch_version: str, platform: str) -> Sequence[CapabilityFloor]:
+    def capability_floors(self, torch_version: str, platform: str, label: str) -> Sequence[CapabilityFloor]:
         return [
             row
             for spec, row in self._capability_floors
-            if platform in row.platforms and spec is not None and spec.contains(torch_version, prereleases=True)
+            if platform in row.platforms
+            and (row.variants is None or label in row.variants)
+            and spec is not None
+            and spec.contains(torch_version, prereleases=True)
         ]
 
     def wheel_floor(self, torch_version: str, label: str, platform: str) -> WheelFloor | None:

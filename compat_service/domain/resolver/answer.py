@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, cast
 
 from compat_service.domain.backends import PLUGIN_FAMILIES, PLUGINS, RUNTIME_COLUMNS, RUNTIME_NAMES
@@ -16,6 +15,7 @@ from compat_service.domain.hardware_rules import (
 from compat_service.domain.json_types import JsonObject
 from compat_service.domain.matrix.memo import MatrixMemo
 from compat_service.domain.matrix.model.rows import AscendNpuRow, CambriconMluRow
+from compat_service.domain.record import Record
 from compat_service.domain.resolver.resolution import HostRequirement, Pin, Reason, Resolution
 from compat_service.domain.resolver.state import Candidate, ResolverState
 from compat_service.domain.resolver.vendor_rules import rocm_fit_reason, xpu_prerequisites
@@ -61,7 +61,7 @@ def build_resolution(
     if c.arch is not None:
         _arch_reason(state, c, reasons, warnings)
     if state.family == "cuda" and r.gpu_arch is not None and r.gpu_arch.startswith("sm_"):
-        _capability_floors(state, version, warnings)
+        _capability_floors(state, version, c.label, warnings)
     warnings.extend(line for line in c.known_bad if line not in warnings)
     if state.family == "cuda":
         _driver_notes(state, version, c, reasons, warnings, requirements)
@@ -181,10 +181,10 @@ def _head_warnings(state: ResolverState, minor: TorchMinor, version: str, python
     return warnings
 
 
-@dataclass(frozen=True)
-class _Tail:
+class _Tail(Record):
     """The index decision, the pins and what follows from them (the answer's second half)."""
 
+    __slots__ = ("reasons", "warnings", "packages", "index_url", "index_option", "on_default", "no_deps")
     reasons: tuple[Reason, ...]
     warnings: tuple[str, ...]
     packages: tuple[Pin, ...]
@@ -192,6 +192,24 @@ class _Tail:
     index_option: str
     on_default: bool
     no_deps: tuple[str, ...]
+
+    def __init__(
+        self,
+        reasons: tuple[Reason, ...],
+        warnings: tuple[str, ...],
+        packages: tuple[Pin, ...],
+        index_url: str | None,
+        index_option: str,
+        on_default: bool,
+        no_deps: tuple[str, ...],
+    ) -> None:
+        self.reasons = reasons
+        self.warnings = warnings
+        self.packages = packages
+        self.index_url = index_url
+        self.index_option = index_option
+        self.on_default = on_default
+        self.no_deps = no_deps
 
 
 def _tail(state: ResolverState, minor: TorchMinor, patch: TorchPatch, python: str, c: Candidate) -> _Tail:
@@ -344,11 +362,11 @@ def _arch_reason(state: ResolverState, c: Candidate, reasons: list[Reason], warn
         )
 
 
-def _capability_floors(state: ResolverState, version: str, warnings: list[str]) -> None:
+def _capability_floors(state: ResolverState, version: str, label: str, warnings: list[str]) -> None:
     """Parts of the build the GPU is too old for (host_rules.yaml capability_floors), one line each."""
     gpu = state.request.gpu_arch or ""
     have = int("".join(ch for ch in gpu if ch.isdigit()) or 0)
-    for row in state.matrix.capability_floors(version, state.request.platform):
+    for row in state.matrix.capability_floors(version, state.request.platform, label):
         need = int("".join(ch for ch in row.min_arch if ch.isdigit()))
         if have < need:
             warnings.append(

@@ -14,7 +14,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple, TypeVar
 
 from packaging.version import Version
@@ -22,6 +21,7 @@ from packaging.version import Version
 from compat_service.domain.backends import CPU_WHEEL_FAMILIES, PLUGINS, RUNTIME_NAMES, python_sort_key
 from compat_service.domain.hardware_rules import newest_cuda_for_driver
 from compat_service.domain.matrix.memo import MatrixMemo, RequestMemo
+from compat_service.domain.record import Record
 from compat_service.domain.resolver.conflict import CauseRow, Conflict
 from compat_service.domain.resolver.request import BackendSpec, TorchSpec
 from compat_service.domain.resolver.state import (
@@ -79,10 +79,10 @@ def torch_not_found(state: ResolverState) -> Conflict:
     )
 
 
-@dataclass(frozen=True)
-class Failure:
+class Failure(Record):
     """What every stage's explanation reads: the furthest stage's dropouts, one per minor, and the --torch cause."""
 
+    __slots__ = ("state", "deaths", "by_minor", "asked", "torch_cause")
     state: ResolverState
     deaths: list[Dropout]
     #: the first dropout of each minor, newest first
@@ -90,6 +90,20 @@ class Failure:
     #: "torch <the --torch text>"
     asked: str
     torch_cause: CauseRow
+
+    def __init__(
+        self,
+        state: ResolverState,
+        deaths: list[Dropout],
+        by_minor: dict[str, Dropout],
+        asked: str,
+        torch_cause: CauseRow,
+    ) -> None:
+        self.state = state
+        self.deaths = deaths
+        self.by_minor = by_minor
+        self.asked = asked
+        self.torch_cause = torch_cause
 
 
 _R = TypeVar("_R", bound=Refusal)

@@ -16,13 +16,13 @@ not on the start-up path of a plain `accelenv resolve`.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from compat_service.domain.matrix.memo import MatrixMemo
+from compat_service.domain.record import Record
 
 if TYPE_CHECKING:
     from compat_service.domain.matrix.model.rows import TorchPatch, WheelFiles
@@ -35,15 +35,20 @@ _TAG_RE = re.compile(r"^(manylinux|musllinux|macosx)_(\d+)_(\d+)_")
 _NEEDS = {"manylinux": "glibc", "musllinux": "musl", "macosx": "macOS"}
 
 
-@dataclass(frozen=True)
-class TagFloor:
+class TagFloor(Record):
     """What one platform tag asks of the host: ``glibc`` 2.28, ``musl`` 1.2, ``macOS`` 14.0 (None: nothing
     the request describes, e.g. ``win_amd64``)."""
 
+    __slots__ = ("needs", "version", "origin")
     needs: str
     version: tuple[int, int]
     #: why, where the floor is not a wheel tag's (a release's binaries built for a newer glibc than their tag)
-    origin: str | None = None
+    origin: str | None
+
+    def __init__(self, needs: str, version: tuple[int, int], origin: str | None = None) -> None:
+        self.needs = needs
+        self.version = version
+        self.origin = origin
 
     @property
     def text(self) -> str:
@@ -110,17 +115,24 @@ def host_words(state: ResolverState) -> str:
     return f"macOS {r.macos}"
 
 
-@dataclass(frozen=True)
-class Blocked:
+class Blocked(Record):
     """A pinned wheel that does not install on the target, and why."""
 
+    __slots__ = ("package", "version", "kind", "why", "floor")
     package: str
     version: str
     #: "python" (no wheel for the Python, or Requires-Python excludes it) or "platform" (its tags)
     kind: str
     why: str
     #: the floor the wheel's tags ask for (platform), for the message and the alternatives
-    floor: TagFloor | None = None
+    floor: TagFloor | None
+
+    def __init__(self, package: str, version: str, kind: str, why: str, floor: TagFloor | None = None) -> None:
+        self.package = package
+        self.version = version
+        self.kind = kind
+        self.why = why
+        self.floor = floor
 
 
 def wheels_of(patch: TorchPatch, package: str, platform: str) -> WheelFiles | None:

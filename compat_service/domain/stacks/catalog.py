@@ -14,9 +14,7 @@ its own, parsed when the package is first asked for: `--with vllm` parses vllm's
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -308,19 +306,14 @@ def _marker_holds(marker: str, platform: str, python: str) -> bool:
 # -- loading ------------------------------------------------------------------------------------------------
 
 
-def _digest(data_dir: Path) -> str:
+def _key(data_dir: Path) -> str:
     """The key of the compiled catalog: this module, the schema and the data files by path, size and
-    modification time (reading ~700 KB of generated YAML on every `resolve --with` costs more than the
-    answer; any edit, checkout or refresh changes a file's size or mtime)."""
-    digest = hashlib.sha256(CATALOG_FORMAT.encode())
+    modification time (reading the generated YAML on every `resolve --with` costs more than the answer; any
+    edit, checkout or refresh changes a file's stats)."""
+    from compat_service.domain.matrix.loading.snapshot import stat_key
+
     files = [*_OWN_FILES, data_dir / ECOSYSTEM_FILE, data_dir / "sources.yaml", *(data_dir / "index").glob("*.yaml")]
-    for path in sorted(files):
-        try:
-            stat = path.stat()
-        except OSError:
-            continue
-        digest.update(f"{os.path.abspath(path)}\0{stat.st_size}\0{stat.st_mtime_ns}\0".encode())
-    return digest.hexdigest()
+    return stat_key(CATALOG_FORMAT, sorted(files))
 
 
 _LOADED: dict[str, Catalog] = {}
@@ -328,18 +321,18 @@ _LOADED: dict[str, Catalog] = {}
 
 def load_catalog(data_dir: Path | None = None) -> Catalog:
     """The catalog of ``data_dir`` (default: the bundled matrix_data), from its compiled JSON when current."""
-    from compat_service.domain.matrix.loading.snapshot import bundled_data_dir, cache_dir
+    from compat_service.domain.matrix.loading.snapshot import bundled_data_dir, cache_file, read_cached, write_cached
 
     base = Path(data_dir) if data_dir is not None else bundled_data_dir()
-    key = _digest(base)
+    key = _key(base)
     if key in _LOADED:
         return _LOADED[key]
-    use_cache = os.environ.get("ACCELENV_NO_MATRIX_CACHE", "") in ("", "0")
-    compiled = cache_dir() / f"ecosystem-{key[:32]}.json" if use_cache else None
+    compiled = cache_file("ecosystem", key)
+    content = read_cached(compiled, key)
     raw = None
-    if compiled is not None and compiled.is_file():
+    if content is not None:
         try:
-            raw = json.loads(compiled.read_text(encoding="utf-8"))
+            raw = json.loads(content)
         except ValueError:
             raw = None
     if raw is None:
@@ -349,10 +342,7 @@ def load_catalog(data_dir: Path | None = None) -> Catalog:
             "marker_env": built["marker_env"],
             "packages": {p["name"]: json.dumps(p, separators=(",", ":")) for p in built["packages"]},
         }
-        if compiled is not None:
-            from compat_service.domain.matrix.loading.snapshot import _write_atomically
-
-            _write_atomically(compiled, json.dumps(raw, separators=(",", ":")).encode())
+        write_cached(compiled, key, json.dumps(raw, separators=(",", ":")).encode())
     catalog = _from_raw(raw)
     _LOADED[key] = catalog
     return catalog

@@ -707,7 +707,8 @@ def _finish(search: Search, plan: Plan, res: Resolution) -> Resolution | None:
                                 f"({release.first_upload}) was considered")
             if package.torch_build is None:
                 unknowns.append(f"which torch build {package.name}'s binaries go with is not in the matrix "
-                                "(no row in ecosystem.yaml)")
+                                + ("(its ecosystem.yaml row leaves torch_build unknown)" if package.sources
+                                   else "(no row in ecosystem.yaml)"))
             origin = "sdist" if package.torch_build == "jit" and not release.wheels.get(platform) else "index"
             stack.append(StackPin(package.name, release.version, origin, pins[0].detail,
                                   pins[0].sources, None, no_deps))

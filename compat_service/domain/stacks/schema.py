@@ -173,6 +173,9 @@ class OracleOutcome(_Strict):
     #: unresolvable from wheels alone: ``failing`` has no wheel for the target and would be built from its sdist
     #: (not a refusal: said as such)
     needs_build: bool = False
+    #: the wheel pages given to the resolver as ``--find-links`` (a package from its project's own page: PyG,
+    #: mmcv); empty when every pin comes from the index
+    find_links: list[str] = Field(default_factory=list)
 
 
 class StackOracleFile(_Strict):

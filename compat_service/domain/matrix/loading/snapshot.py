@@ -4,7 +4,9 @@ Loading matrix_data means parsing YAML and validating it with pydantic: ~0.3 s, 
 models. The first load validates, converts the models to the matrix's rows (``rows.MatrixTables``, frozen
 classes generated from the schema) and writes the rows in the schema's JSON form into the user cache
 directory, keyed by the stats of the data files *and* of the modules that shape them (the schema, the rows,
-the index layer; ``data_digest``), so any edit to one misses the cache. Later loads build the same row
+the index layer; ``data_key``), so any edit to one misses the cache. The key is the file's first line, and a
+checksum of it names the file (``cache_file``, ``read_cached``, ``write_cached``, which the ecosystem
+catalog's compiled file uses too): a file whose first line is another key is a miss. Later loads build the same row
 classes from that JSON (``MatrixTables.from_json``, no pydantic imported): both paths hand `InMemoryMatrix`
 one row family, through one constructor. A snapshot that does not parse or lacks a field is rebuilt from
 the YAML.
@@ -14,17 +16,17 @@ Override the directory with ACCELENV_CACHE_DIR; ACCELENV_NO_MATRIX_CACHE=1 turns
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import tempfile
+import zlib
+from collections.abc import Iterable
 from pathlib import Path
 
 from compat_service.domain.matrix.interface import InMemoryMatrix
 from compat_service.domain.matrix.model.rows import MatrixTables, as_json
 
 #: bump when the snapshot layout changes
-SNAPSHOT_FORMAT = "2"
+SNAPSHOT_FORMAT = "3"
 #: snapshots kept in the cache directory (the newest; one per checkout or install of matrix_data in use)
 KEEP_SNAPSHOTS = 8
 #: the modules that shape the data (schema and rows, and the merge of the generated layer): an edit to one
@@ -58,35 +60,79 @@ def cache_dir() -> Path:
     return Path(user_cache_dir("accelenv", appauthor=False))
 
 
-def data_digest(data_dir: Path) -> str:
+def data_key(data_dir: Path) -> str:
     """The snapshot's key: the format, and the path, size, mtime and ctime of each shaping module and data file.
 
-    File stats, as Python's own bytecode cache uses, not the files' bytes: hashing ~0.9 MB of YAML cost ~1.5 ms
-    of the start-up budget. On POSIX writing a file changes its ctime, which no tool sets back, so an edit always
-    misses (on Windows ctime is the creation time: size and mtime decide); a fresh checkout or install misses
-    once, with the same content, and writes the snapshot again."""
-    digest = hashlib.sha256(SNAPSHOT_FORMAT.encode())
-    for path in [*_SHAPING_FILES, *sorted([*data_dir.glob("*.yaml"), *data_dir.glob("index/*.yaml")])]:
-        stat = path.stat()
-        digest.update(f"{path}\0{stat.st_size}\0{stat.st_mtime_ns}\0{stat.st_ctime_ns}\0".encode())
-    return digest.hexdigest()
+    File stats, as Python's own bytecode cache uses, not the files' bytes (hashing the YAML would cost more of
+    the start-up than the answer). On POSIX writing a file changes its ctime, which no tool sets back, so an
+    edit always misses (on Windows ctime is the creation time: size and mtime decide); a fresh checkout or
+    install misses once, with the same content, and writes the snapshot again."""
+    return stat_key(
+        SNAPSHOT_FORMAT, [*_SHAPING_FILES, *sorted([*data_dir.glob("*.yaml"), *data_dir.glob("index/*.yaml")])]
+    )
+
+
+def stat_key(tag: str, files: Iterable[Path]) -> str:
+    """``tag``, then the path, size, mtime and ctime of each file that exists, in the order given."""
+    parts = [tag]
+    for path in files:
+        try:
+            stat = path.stat()
+        except OSError:
+            continue
+        parts.append(f"{os.path.abspath(path)}\0{stat.st_size}\0{stat.st_mtime_ns}\0{stat.st_ctime_ns}")
+    return "\0".join(parts)
+
+
+def cache_file(kind: str, key: str) -> Path | None:
+    """Where the compiled file of ``kind`` for ``key`` lives; None when ACCELENV_NO_MATRIX_CACHE turns caching off.
+
+    The name holds a checksum of the key, which keeps the files of different checkouts apart; the key itself,
+    on the file's first line, decides whether the file is current (`read_cached`)."""
+    if os.environ.get("ACCELENV_NO_MATRIX_CACHE", "") not in ("", "0"):
+        return None
+    return cache_dir() / f"{kind}-{zlib.crc32(_key_line(key)):08x}.json"
+
+
+def read_cached(file: Path | None, key: str) -> bytes | None:
+    """What `write_cached` wrote to ``file`` for ``key``; None when it is missing, unreadable or of another key."""
+    if file is None:
+        return None
+    try:
+        data = file.read_bytes()
+    except OSError:
+        return None
+    line, _, content = data.partition(b"\n")
+    return content if line == _key_line(key) else None
+
+
+def write_cached(file: Path | None, key: str, content: bytes) -> None:
+    """Write ``content`` to ``file`` under ``key`` (atomically; a cache that cannot be written only costs speed)."""
+    if file is not None:
+        _write_atomically(file, _key_line(key) + b"\n" + content)
+
+
+def _key_line(key: str) -> bytes:
+    # a newline in a path would split the key line: that file then never matches and is rebuilt each time
+    return key.encode("utf-8", "surrogateescape")
 
 
 def load_matrix_cached(path: Path | None = None) -> InMemoryMatrix:
     """The matrix in `path` (default: the bundled matrix_data), from the snapshot when it is current."""
     data_dir = Path(path) if path is not None else bundled_data_dir()
-    use_cache = os.environ.get("ACCELENV_NO_MATRIX_CACHE", "") in ("", "0")
-    snapshot = cache_dir() / f"matrix-{data_digest(data_dir)[:32]}.json" if use_cache else None
-    if snapshot is not None and snapshot.is_file():
+    key = data_key(data_dir)
+    snapshot = cache_file("matrix", key)
+    content = read_cached(snapshot, key)
+    if content is not None:
         try:
-            return InMemoryMatrix(MatrixTables.from_json(json.loads(snapshot.read_bytes())))
-        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            return InMemoryMatrix(MatrixTables.from_json(json.loads(content)))
+        except (ValueError, KeyError, TypeError, AttributeError):
             pass  # a damaged snapshot is rebuilt from the YAML below
     from compat_service.domain.matrix.loading.loader import load_matrix_rows
 
     rows = load_matrix_rows(data_dir)
     if snapshot is not None:
-        _write_atomically(snapshot, json.dumps(as_json(rows), separators=(",", ":")).encode())
+        write_cached(snapshot, key, json.dumps(as_json(rows), separators=(",", ":")).encode())
         _prune(snapshot.parent)
     return InMemoryMatrix(rows)
 
@@ -102,6 +148,8 @@ def _prune(directory: Path) -> None:
 
 
 def _write_atomically(target: Path, content: bytes) -> None:
+    import tempfile  # only when writing: a current snapshot is read without it
+
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".matrix-", suffix=".tmp")

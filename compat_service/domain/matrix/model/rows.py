@@ -52,6 +52,7 @@ __all__ = [
     "RocmRelease",
     "Row",
     "RuntimeFloor",
+    "SbsaJetson",
     "Source",
     "SourcesFile",
     "ToolkitArchRange",
@@ -1343,7 +1344,7 @@ class WheelFloor(Row):
 class CapabilityFloor(Row):
     """A part of a CUDA build that needs a newer GPU than the build's own kernels: the cuDNN it bundles, the"""
 
-    __slots__ = ("torch", "component", "min_arch", "platforms", "effect")
+    __slots__ = ("torch", "component", "min_arch", "platforms", "effect", "variants")
     _fields: ClassVar[Fields] = (
         ("source", "source"),
         ("note", "note"),
@@ -1352,12 +1353,14 @@ class CapabilityFloor(Row):
         ("min_arch", "min_arch"),
         ("platforms", "platforms"),
         ("effect", "effect"),
+        ("variants", "variants"),
     )
     torch: str
     component: str
     min_arch: str
     platforms: list[Platform]
     effect: str
+    variants: list[str] | None
 
     def __init__(
         self,
@@ -1369,6 +1372,7 @@ class CapabilityFloor(Row):
         min_arch: str,
         platforms: list[Platform],
         effect: str,
+        variants: list[str] | None = None,
     ) -> None:
         _set(self, "source", source)
         _set(self, "note", note)
@@ -1377,6 +1381,7 @@ class CapabilityFloor(Row):
         _set(self, "min_arch", min_arch)
         _set(self, "platforms", platforms)
         _set(self, "effect", effect)
+        _set(self, "variants", variants)
 
     @classmethod
     def from_json(cls, data: JsonObject) -> CapabilityFloor:
@@ -1388,6 +1393,7 @@ class CapabilityFloor(Row):
             min_arch=data["min_arch"],
             platforms=data["platforms"],
             effect=data["effect"],
+            variants=data.get("variants", None),
         )
 
 
@@ -1740,14 +1746,51 @@ class JetsonWheel(Row):
         )
 
 
+class SbsaJetson(Row):
+    """A Jetson module whose JetPack runs PyTorch's SBSA linux-aarch64 CUDA builds (Thor on JetPack 7): answered"""
+
+    __slots__ = ("arch", "module")
+    _fields: ClassVar[Fields] = (("source", "source"), ("note", "note"), ("arch", "arch"), ("module", "module"))
+    arch: str
+    module: str
+
+    def __init__(
+        self,
+        *,
+        source: list[str],
+        note: str | None = None,
+        arch: str,
+        module: str,
+    ) -> None:
+        _set(self, "source", source)
+        _set(self, "note", note)
+        _set(self, "arch", arch)
+        _set(self, "module", module)
+
+    @classmethod
+    def from_json(cls, data: JsonObject) -> SbsaJetson:
+        return cls(
+            source=data["source"],
+            note=data.get("note", None),
+            arch=data["arch"],
+            module=data["module"],
+        )
+
+
 class JetsonFile(Frozen):
     """Mirrors schema.JetsonFile."""
 
-    __slots__ = ("schema_", "releases", "wheels")
-    _fields: ClassVar[Fields] = (("schema_", "schema"), ("releases", "releases"), ("wheels", "wheels"))
+    __slots__ = ("schema_", "releases", "wheels", "sbsa_modules")
+    _fields: ClassVar[Fields] = (
+        ("schema_", "schema"),
+        ("releases", "releases"),
+        ("wheels", "wheels"),
+        ("sbsa_modules", "sbsa_modules"),
+    )
     schema_: Literal["jetson/v1"]
     releases: list[JetpackRelease]
     wheels: list[JetsonWheel]
+    sbsa_modules: list[SbsaJetson]
 
     def __init__(
         self,
@@ -1755,19 +1798,23 @@ class JetsonFile(Frozen):
         schema_: Literal["jetson/v1"],
         releases: list[JetpackRelease],
         wheels: list[JetsonWheel],
+        sbsa_modules: list[SbsaJetson] | None = None,
     ) -> None:
         _set(self, "schema_", schema_)
         _set(self, "releases", releases)
         _set(self, "wheels", wheels)
+        _set(self, "sbsa_modules", [] if sbsa_modules is None else sbsa_modules)
 
     @classmethod
     def from_json(cls, data: JsonObject) -> JetsonFile:
         releases = [JetpackRelease.from_json(x0) for x0 in data["releases"]]
         wheels = [JetsonWheel.from_json(x0) for x0 in data["wheels"]]
+        sbsa_modules = [SbsaJetson.from_json(x0) for x0 in data.get("sbsa_modules", [])]
         return cls(
             schema_=data["schema"],
             releases=releases,
             wheels=wheels,
+            sbsa_modules=sbsa_modules,
         )
 
 
