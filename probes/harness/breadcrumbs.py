@@ -11,12 +11,16 @@ failure's status, so a hang in ``aten::mm`` costs the suite one timeout.
 
 Format of the file (``SIZE`` bytes, NUL padded): ``E aten::mm`` or ``R aten::mm.out``.
 
-Limit: the autograd engine runs a device's backward pass on a thread of its own and carries the mode there;
-on torch 2.13 an exception raised under a Python dispatch mode on that thread ends the process
-("terminate called without an active exception"), so a missing backward kernel would look like a crash.
-For devices other than CPU the backward pass therefore runs without the mode (``untraced_backward``):
-its breadcrumb is ``E autograd backward`` (a hang there names the backward pass, not the op) and blocked
-ops are not refused inside it.
+Blocked ops are also refused at the device's own kernel (``probes.harness.kernel_block``), which catches what
+the mode cannot see: ops called inside another op's kernel, and the groups that run untraced.
+
+Limit: on torch 2.13 a Python exception raised under a Python dispatch mode while the autograd engine runs a
+device's backward pass ends the process ("terminate called without an active exception"), whether the mode
+raised it or an op's kernel did (a missing backward kernel would look like a crash). So inside a device's
+backward pass (``device_backward``) the mode never lets an exception through: it keeps the first one, hands
+the engine meta tensors instead of the op's outputs (the engine then stops with a C++ error of its own, which
+is safe), and the kept exception is raised again on the calling thread. The pass is traced op by op like the
+forward one: a crash or hang in the backward of ``addmm`` names ``aten::mm``.
 """
 
 import contextlib
@@ -110,8 +114,17 @@ def make_mode(torch, trail, blocked, device_type=None, seen=None, learned=None):
             self.hit_blocked = None
             self._names = {}
             self.node = None  # the backward node a traced (CPU) backward pass is in, set by its pre-hooks
+            self.deferring = 0  # > 0 while a device's backward pass runs under the mode (``traced_backward``)
+            self.deferred = None  # the first exception an op raised there, raised again on the calling thread
+
+        def _defer(self, exc, func, args, kwargs):
+            """Keep ``exc`` for the calling thread and return a stand-in (see the module's Limit)."""
+            if self.deferred is None:
+                self.deferred = exc
+            return _stand_in(torch, func, args, kwargs)
 
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
             name = self._names.get(func)
             if name is None:
                 schema = func._schema
@@ -120,24 +133,50 @@ def make_mode(torch, trail, blocked, device_type=None, seen=None, learned=None):
             if self.node is not None and learned is not None:
                 learned.add(self.node, base_name(name))
             if seen is not None and name not in seen and (
-                    device_type in (None, "cpu") or _touches(args, device_type) or _touches(kwargs or {}, device_type)):
+                    device_type in (None, "cpu") or _touches(args, device_type) or _touches(kwargs, device_type)):
                 seen.add(name)
             if blocked:
                 why = blocked.get(base_name(name))
                 if why is not None and device_type is not None and device_type != "cpu" and not (
-                        _touches(args, device_type) or _touches(kwargs or {}, device_type)):
+                        _touches(args, device_type) or _touches(kwargs, device_type)):
                     why = None  # the same op on CPU: not the device's op
                 if why is not None:
                     self.hit_blocked = (name, why)
+                    if self.deferring:
+                        return self._defer(BlockedOp(name, why), func, args, kwargs)
                     raise BlockedOp(name, why)
             if trail is not None:
                 trail.write(ENTERED, name)
-            out = func(*args, **(kwargs or {}))
+            if self.deferring:
+                try:
+                    out = func(*args, **kwargs)
+                except Exception as exc:
+                    return self._defer(exc, func, args, kwargs)
+            else:
+                out = func(*args, **kwargs)
             if trail is not None:
                 trail.write(RETURNED, name)
             return out
 
     return _BreadcrumbMode()
+
+
+def _stand_in(torch, func, args, kwargs):
+    """What an op that raised returns inside a device's backward pass: its outputs as meta tensors (the engine
+    then stops with an error of its own, "expected device ... but got meta", raised in C++), or None where
+    the op has no meta kernel. Nothing is allocated on the device (the op may have run out of its memory)."""
+    try:
+        from torch.utils._pytree import tree_map
+
+        def meta(value):
+            if isinstance(value, torch.Tensor):
+                return torch.empty_strided(tuple(value.shape), tuple(value.stride()), dtype=value.dtype,
+                                           device="meta")
+            return value
+
+        return func(*tree_map(meta, list(args)), **tree_map(meta, dict(kwargs)))
+    except Exception:
+        return None
 
 
 BACKWARD = "autograd backward"
@@ -227,18 +266,22 @@ def _on_device(roots, nodes):
 
 
 @contextlib.contextmanager
-def untraced_backward(torch, trail, blocked=None, on_blocked=None, mode=None, learned=None):
-    """While active: a device's backward pass runs with the dispatch modes switched off (see the module's Limit).
+def device_backward(torch, trail, blocked=None, on_blocked=None, mode=None, learned=None):
+    """While active: a backward pass is followed op by op, and a device's cannot end the process (see the
+    module's Limit).
 
-    What it runs is still followed at the level of autograd nodes: a pre-hook on each node writes
-    ``E backward <NodeName>`` to the trail (a crash or hang in the backward of ``addmm`` names
-    ``AddmmBackward0``). A graph holding a node type in ``blocked`` ({'backward AddmmBackward': why}), or a node
-    type ``learned`` (a ``NodeOps``) knows to call a blocked aten family, is refused before the engine starts,
-    with ``BlockedOp`` raised on the calling thread (on torch 2.13 a Python exception raised on a device's
-    autograd thread, in a hook as under a mode, ends the process); ``on_blocked(name, why)`` hears of it first.
+    A pre-hook on each node writes ``E backward <NodeName>`` to the trail, and ``mode`` (the breadcrumb mode)
+    then writes each aten op the node calls: a crash or hang in the backward of ``addmm`` names ``aten::mm``
+    (and ``AddmmBackward0`` where it is outside any op). A graph holding a node type in ``blocked``
+    ({'backward AddmmBackward': why}), or a node type ``learned`` (a ``NodeOps``) knows to call a blocked aten
+    family, is refused before the engine starts, with ``BlockedOp`` raised on the calling thread;
+    ``on_blocked(name, why)`` hears of it first.
 
-    A graph wholly on the CPU runs on the calling thread, so it keeps ``mode``: its ops are traced, and each
-    node's ops are recorded in ``learned`` (``mode.node`` names the node the engine is in)."""
+    A device's graph runs with the mode deferring: an op that raises (a missing kernel, a blocked op, an
+    out-of-memory) hands the engine a stand-in, and its exception is raised again on the calling thread once
+    the engine has stopped. Without ``mode`` the device's pass runs with the dispatch modes switched off.
+    A graph wholly on the CPU keeps ``mode`` as it is. Each node's ops are recorded in ``learned``
+    (``mode.node`` names the node the engine is in)."""
     autograd = torch.autograd
     original = getattr(autograd, "_engine_run_backward", None)
     try:
@@ -266,31 +309,56 @@ def untraced_backward(torch, trail, blocked=None, on_blocked=None, mode=None, le
             on_blocked(name, why)
         raise BlockedOp(name, why)
 
-    def run(*args, **kwargs):
+    def hooked(roots, nodes, on_cpu):
         handles = []  # type: list
+        for node in nodes:
+            label = BACKWARD_NODE + node.name()
+            base = base_name(label)
+            if not on_cpu:
+                why = (blocked or {}).get(base)
+                if why is not None:
+                    refuse(handles, label, why)
+                op = learned.blocked_in(base, blocked) if learned is not None and blocked else None
+                if op is not None:
+                    refuse(handles, op, "%s%s%s" % (blocked[op], _NODE_MARK, node.name()))
+            try:
+                handles.append(node.register_prehook(hook_for(label, base)))
+            except Exception:
+                continue  # a node type without hooks (an AccumulateGrad of an old torch)
+        return handles
+
+    def deferring(args, kwargs):
+        """The engine under the mode, its first op's exception raised here rather than on its thread."""
+        previous, mode.deferred = mode.deferred, None
+        mode.deferring += 1
+        failure = None
+        try:
+            out = original(*args, **kwargs)
+        except Exception as exc:  # the engine's own complaint about a stand-in, or a node's C++ error
+            failure = exc
+        finally:
+            mode.deferring -= 1
+            deferred, mode.deferred = mode.deferred, previous
+        if deferred is not None:
+            if isinstance(deferred, BlockedOp) and on_blocked is not None and mode.hit_blocked:
+                on_blocked(*mode.hit_blocked)
+            raise deferred
+        if failure is not None:
+            raise failure
+        return out
+
+    def run(*args, **kwargs):
         roots = args[0] if args else ()
         nodes = _graph_nodes(roots)
-        traced = mode is not None and not _on_device(roots, nodes)
-        if trail is not None or blocked or traced:
-            for node in nodes:
-                label = BACKWARD_NODE + node.name()
-                base = base_name(label)
-                if not traced:
-                    why = (blocked or {}).get(base)
-                    if why is not None:
-                        refuse(handles, label, why)
-                    op = learned.blocked_in(base, blocked) if learned is not None and blocked else None
-                    if op is not None:
-                        refuse(handles, op, "%s%s%s" % (blocked[op], _NODE_MARK, node.name()))
-                try:
-                    handles.append(node.register_prehook(hook_for(label, base)))
-                except Exception:
-                    continue  # a node type without hooks (an AccumulateGrad of an old torch)
+        on_cpu = not _on_device(roots, nodes)
+        handles = hooked(roots, nodes, on_cpu) if trail is not None or blocked or mode is not None else []
         if trail is not None:
             trail.write(ENTERED, BACKWARD)
         try:
-            if traced:
+            if mode is not None and on_cpu:
                 out = original(*args, **kwargs)
+            elif mode is not None:
+                out = deferring(args, kwargs)
             else:
                 with _disable_current_modes():
                     out = original(*args, **kwargs)

@@ -35,9 +35,14 @@ class Blocklist(object):
     """The op families that hung or crashed, shared by every runner of a suite and written to one file that
     each worker re-reads before a check (so a worker running at the same time learns of them too)."""
 
+    #: sent to every worker attached when the list grows: it re-reads the list there and then, mid-check (a
+    #: worker running at the same time would otherwise reach the op before its next check)
+    NOTIFY = getattr(signal, "SIGUSR1", None)
+
     def __init__(self):
         self.lock = threading.Lock()
         self.entries = {}  # aten op family -> {"status", "op", "check"}
+        self.workers = set()  # the pids of the workers that listen for NOTIFY
         handle, self.path = tempfile.mkstemp(prefix="accelenv-blocked-", suffix=".json")
         with os.fdopen(handle, "w") as out:
             json.dump({}, out)
@@ -57,6 +62,22 @@ class Blocklist(object):
             with open(tmp, "w") as out:
                 json.dump(self.entries, out)
             os.replace(tmp, self.path)
+            listening = list(self.workers) if self.NOTIFY is not None else []
+        for pid in listening:
+            try:
+                os.kill(pid, self.NOTIFY)  # type: ignore[arg-type]  # not None: listening is empty then
+            except OSError:
+                pass  # it has just ended
+
+    def attach(self, pid):
+        """Tell the worker ``pid`` (which said hello, so it handles NOTIFY) when the list grows."""
+        if self.NOTIFY is not None:
+            with self.lock:
+                self.workers.add(pid)
+
+    def detach(self, pid):
+        with self.lock:
+            self.workers.discard(pid)
 
     def close(self):
         for path in (self.path, self.path + ".tmp", self.nodes_path(self.path)):
@@ -298,7 +319,11 @@ class Runner(object):
                     current = None
                 elif self._finishes(kind, message):
                     return True
+                elif kind == "hello" and self.blocklist is not None:
+                    self.blocklist.attach(worker.proc.pid)
         finally:
+            if self.blocklist is not None:
+                self.blocklist.detach(worker.proc.pid)
             worker.close()
 
     def _timed_out(self, worker, current, started):

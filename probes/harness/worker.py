@@ -13,6 +13,7 @@ import contextlib
 import faulthandler
 import json
 import os
+import signal
 import sys
 import time
 import traceback
@@ -20,7 +21,7 @@ import warnings
 
 from probes.checks import context, detect, device_activation, dispatcher, error_texts, registry
 from probes.checks import outcome as checks
-from probes.harness import breadcrumbs, faults, runner
+from probes.harness import breadcrumbs, faults, kernel_block, runner
 
 # The groups, their plans and which run untraced: ``probes.checks.registry``.
 
@@ -106,6 +107,9 @@ class Tracing(object):
         # which aten ops each backward node type calls, learned from CPU backward passes (shared with the
         # workers before and after this one through a file beside the blocklist)
         self.learned = breadcrumbs.NodeOps(runner.Blocklist.nodes_path(blocked_file) if blocked_file else None)
+        # the blocked families refused at the device's own kernels too: composite ops, the device's backward
+        # pass and the untraced groups reach them there
+        self.kernels = kernel_block.KernelBlock(torch, device_type) if torch is not None else None
         self.refresh()
 
     def refresh(self):
@@ -120,9 +124,12 @@ class Tracing(object):
         except (OSError, ValueError):
             return
         self._stamp, self.blocked = stamp, blocked
-        self.why = dict((family, "%s in %s" % ("timed out" if info.get("status") == "timeout" else
-                                              "crashed the worker", info.get("check")))
+        # in place: a mode made before (a check in flight when the runner's signal came) sees the new ones
+        self.why.update((family, "%s in %s" % ("timed out" if info.get("status") == "timeout" else
+                                               "crashed the worker", info.get("check")))
                         for family, info in blocked.items())
+        if self.kernels is not None:
+            self.kernels.block_all(self.why)
 
     def mode(self, check):
         if self.torch is None or check.group in registry.UNTRACED or (self.trail is None and not self.blocked):
@@ -159,20 +166,27 @@ def _run_outcome(ctx, check, injected, tracing):
     faults.inject(injected, check.id)
     if tracing is not None:
         tracing.refresh()
+    kernels = tracing.kernels if tracing is not None else None
+    if kernels is not None:
+        kernels.hit = None
     mode = tracing.mode(check) if tracing is not None else None
     if mode is None:
-        return check.run(ctx), None
+        try:
+            outcome = check.run(ctx)
+        except breadcrumbs.BlockedOp:
+            return None, kernels.hit if kernels is not None else None
+        return outcome, kernels.hit if kernels is not None else None
     def blocked_in_backward(name, why):
         mode.hit_blocked = (name, why)
 
-    backward = breadcrumbs.untraced_backward(ctx.torch, tracing.trail, tracing.why, blocked_in_backward, mode,
+    backward = breadcrumbs.device_backward(ctx.torch, tracing.trail, tracing.why, blocked_in_backward, mode,
                                              tracing.learned) if not ctx.is_cpu else _nothing()
     try:
         with backward, mode:
             outcome = check.run(ctx)
     except breadcrumbs.BlockedOp:
-        return None, mode.hit_blocked
-    return outcome, mode.hit_blocked
+        return None, mode.hit_blocked or (kernels.hit if kernels is not None else None)
+    return outcome, mode.hit_blocked or (kernels.hit if kernels is not None else None)
 
 
 def _fell_back(status, detail, data, messages):
@@ -239,10 +253,29 @@ def _hello(torch, ctx, facts, planned, send_environment):
     return hello
 
 
+def _listen_for_blocks():
+    """Re-read the blocklist when the runner says it grew (``runner.Blocklist.NOTIFY``), between two bytecodes of
+    whatever check is running: a worker running beside the one that died stops calling the op at once. The
+    handler is set before the hello, so the signal never meets the default action (ending the process)."""
+    listening = []  # type: list  # the Tracing, once there is one
+
+    def refresh(signum, frame):
+        for tracing in listening:
+            tracing.refresh()
+
+    if runner.Blocklist.NOTIFY is not None:
+        try:
+            signal.signal(runner.Blocklist.NOTIFY, refresh)
+        except (ValueError, OSError):  # not the main thread: the list is read before each check only
+            pass
+    return listening
+
+
 def main(requested, groups, only=None, send_environment=True, options=None, trail_file=None, blocked_file=None,
          threads=None):
     stream = _protocol_stream()
     faulthandler.enable()  # a segfault or abort leaves a Python traceback in the stderr tail we report
+    listening = _listen_for_blocks()
     injected = faults.from_env()
     try:
         import torch
@@ -261,6 +294,7 @@ def main(requested, groups, only=None, send_environment=True, options=None, trai
     planned = build_plan(ctx, facts, groups)
     _send(stream, _hello(torch, ctx, facts, planned, send_environment))
     tracing = Tracing(torch, trail_file, blocked_file, ctx.device_type if ctx.device is not None else None)
+    listening.append(tracing)
     for check in planned:
         if only is not None and check.id not in only:
             continue

@@ -44,7 +44,7 @@ from compat_service.domain.resolver.explanation import (
     to_error,
     torch_not_found,
 )
-from compat_service.domain.resolver.jetson import is_jetson_target, jetson_answer
+from compat_service.domain.resolver.jetson import is_jetson_target, jetson_answer, on_sbsa_jetson
 from compat_service.domain.resolver.known_bad import screen, skip_words
 from compat_service.domain.resolver.request import implied_family, invalid_request
 from compat_service.domain.resolver.state import (
@@ -101,6 +101,7 @@ def resolve(request: ResolveRequest, matrix: Matrix, evidence: EvidenceLookup | 
     jetson = jetson_answer(request, matrix)  # a Jetson GPU: NVIDIA's JetPack wheels (jetson.py), no stages
     if jetson is not None:
         return _with_gpu_reason(jetson, gpu)
+    request, sbsa_jetson = on_sbsa_jetson(request, matrix)  # Thor: the stages, on linux-aarch64
     _check_request(request, matrix)
     try:
         res = run(ResolverState(matrix, request, evidence))
@@ -108,6 +109,8 @@ def resolve(request: ResolveRequest, matrix: Matrix, evidence: EvidenceLookup | 
         raise to_error(
             conflict, nearby_requests(conflict, request, matrix, try_resolve, minors_past_first_stages)
         ) from None
+    if sbsa_jetson is not None:
+        res = res.changed(reasons=(sbsa_jetson, *res.reasons))
     return _with_gpu_reason(res, gpu)
 
 
