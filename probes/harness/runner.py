@@ -14,6 +14,7 @@ status without calling it. A check may declare its own timeout (compile stages d
 import json
 import os
 import queue
+import shutil
 import signal
 import subprocess
 import sys
@@ -46,12 +47,19 @@ class Blocklist(object):
         handle, self.path = tempfile.mkstemp(prefix="accelenv-blocked-", suffix=".json")
         with os.fdopen(handle, "w") as out:
             json.dump({}, out)
+        os.mkdir(self.first_calls_path(self.path))
 
     @staticmethod
     def nodes_path(path):
         """The file beside the blocklist where workers record which aten ops each backward node type calls
         (``probes.harness.breadcrumbs.NodeOps``)."""
         return path + ".nodes"
+
+    @staticmethod
+    def first_calls_path(path):
+        """The directory beside the blocklist where workers hold each op family's first call
+        (``probes.harness.breadcrumbs.FirstCalls``)."""
+        return path + ".first"
 
     def add(self, family, info):
         with self.lock:
@@ -80,6 +88,7 @@ class Blocklist(object):
             self.workers.discard(pid)
 
     def close(self):
+        shutil.rmtree(self.first_calls_path(self.path), ignore_errors=True)
         for path in (self.path, self.path + ".tmp", self.nodes_path(self.path)):
             try:
                 os.unlink(path)
@@ -299,10 +308,13 @@ class Runner(object):
         breadcrumbs.create(self.trail_file)
         worker = _Worker(self.launch, self._args(only_file))
         current, started = None, 0.0  # started: when `current` began (read only while it is set)
+        paused = None  # since when `current` waits for another worker's first call of an op (its clock stopped)
         try:
             while True:
                 wait = STARTUP_ALLOWANCE_S + self.timeout if current is None else \
                     self._timeout_of(current) - (time.monotonic() - started)
+                if paused is not None:  # the other worker's check ends within its own timeout
+                    wait = STARTUP_ALLOWANCE_S + 2 * max([self.timeout] + list(self.timeouts.values()))
                 message = worker.next_message(max(wait, 0.0))
                 if message is None:  # timed out
                     worker.kill()
@@ -313,7 +325,12 @@ class Runner(object):
                     return False
                 kind = message.get("type")
                 if kind == "start":
-                    current, started = message["id"], time.monotonic()
+                    current, started, paused = message["id"], time.monotonic(), None
+                elif kind == "wait" and current is not None:
+                    if message.get("waiting"):
+                        paused = time.monotonic()
+                    elif paused is not None:
+                        started, paused = started + (time.monotonic() - paused), None
                 elif kind == "result":
                     self._record(message["check"])
                     current = None

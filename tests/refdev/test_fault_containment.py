@@ -1,8 +1,8 @@
 """One bad kernel costs the whole default suite one worker: the full refdev suite with aten::mm crashing (or
 hanging) has exactly one check that died in it, named, and every later check that reaches mm (composite ops,
-backward passes, the untraced compile and perf groups, workers running beside the one that died) is marked
-without calling it, naming the op and the check that died. One probe run per fault, shared by the
-assertions (the full suite takes a minute)."""
+backward passes, the untraced compile and perf groups, workers running beside the one that died, even while
+it hangs) is marked without calling it, naming the op and the check that died. One probe run per fault,
+shared by the assertions (the full suite takes a minute or two)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ DIED = {"crash": "crashed", "hang": "timeout"}
 REACHING_MM = ("smoke", "models", "ops", "compile", "perf")
 
 
-@pytest.fixture(scope="module", params=["crash"])
+@pytest.fixture(scope="module", params=["crash", "hang"])
 def suite(request: pytest.FixtureRequest, refdev_available: None,
           tmp_path_factory: pytest.TempPathFactory) -> tuple[str, int, dict[str, dict[str, Any]]]:
     kind = request.param
