@@ -43,7 +43,7 @@ class Blocklist(object):
     def __init__(self):
         self.lock = threading.Lock()
         self.entries = {}  # aten op family -> {"status", "op", "check"}
-        self.workers = set()  # the pids of the workers that listen for NOTIFY
+        self.workers = set()  # the processes (Popen) of the workers that listen for NOTIFY
         handle, self.path = tempfile.mkstemp(prefix="accelenv-blocked-", suffix=".json")
         with os.fdopen(handle, "w") as out:
             json.dump({}, out)
@@ -71,21 +71,23 @@ class Blocklist(object):
                 json.dump(self.entries, out)
             os.replace(tmp, self.path)
             listening = list(self.workers) if self.NOTIFY is not None else []
-        for pid in listening:
+        for proc in listening:
+            if proc.poll() is not None:
+                continue  # ended (its pid may already be another process's)
             try:
-                os.kill(pid, self.NOTIFY)  # type: ignore[arg-type]  # not None: listening is empty then
+                proc.send_signal(self.NOTIFY)
             except OSError:
                 pass  # it has just ended
 
-    def attach(self, pid):
-        """Tell the worker ``pid`` (which said hello, so it handles NOTIFY) when the list grows."""
+    def attach(self, proc):
+        """Tell the worker ``proc`` (which said hello, so it handles NOTIFY) when the list grows."""
         if self.NOTIFY is not None:
             with self.lock:
-                self.workers.add(pid)
+                self.workers.add(proc)
 
-    def detach(self, pid):
+    def detach(self, proc):
         with self.lock:
-            self.workers.discard(pid)
+            self.workers.discard(proc)
 
     def close(self):
         shutil.rmtree(self.first_calls_path(self.path), ignore_errors=True)
@@ -317,6 +319,8 @@ class Runner(object):
                     wait = STARTUP_ALLOWANCE_S + 2 * max([self.timeout] + list(self.timeouts.values()))
                 message = worker.next_message(max(wait, 0.0))
                 if message is None:  # timed out
+                    if self.blocklist is not None:
+                        self.blocklist.detach(worker.proc)
                     worker.kill()
                     self._timed_out(worker, current, started)
                     return False
@@ -337,10 +341,10 @@ class Runner(object):
                 elif self._finishes(kind, message):
                     return True
                 elif kind == "hello" and self.blocklist is not None:
-                    self.blocklist.attach(worker.proc.pid)
+                    self.blocklist.attach(worker.proc)
         finally:
             if self.blocklist is not None:
-                self.blocklist.detach(worker.proc.pid)
+                self.blocklist.detach(worker.proc)
             worker.close()
 
     def _timed_out(self, worker, current, started):
