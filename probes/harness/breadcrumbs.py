@@ -42,7 +42,7 @@ BACKWARD_NODE = "backward "
 
 def base_name(op):
     """'aten::mm.default' -> 'aten::mm': the family a block applies to; 'backward AddmmBackward0' ->
-    'backward AddmmBackward' (a backward node type, where the backward pass runs untraced)."""
+    'backward AddmmBackward' (a backward node type: a crash or hang in a node outside any of its aten ops)."""
     if op.startswith(BACKWARD_NODE):
         return op.rstrip("0123456789")
     return op.split(".", 1)[0]
@@ -206,7 +206,7 @@ def make_mode(torch, trail, blocked, device_type=None, seen=None, learned=None, 
             self.hit_blocked = None
             self._names = {}
             self.node = None  # the backward node a traced (CPU) backward pass is in, set by its pre-hooks
-            self.deferring = 0  # > 0 while a device's backward pass runs under the mode (``traced_backward``)
+            self.deferring = 0  # > 0 while a device's backward pass runs under the mode (``device_backward``)
             self.deferred = None  # the first exception an op raised there, raised again on the calling thread
 
         def _defer(self, exc, func, args, kwargs):
@@ -305,11 +305,12 @@ def _graph_nodes(roots, limit=20000):
 
 
 class NodeOps(object):
-    """Which aten op families each backward node type calls, learned from the CPU backward passes the checks run
-    (their CPU references) and kept in a file beside the blocklist, so a fresh worker knows what the one before
-    it learned. A device's backward pass runs untraced (the module's Limit), so this is how a graph about to
-    run there is known to reach an op that crashed or hung: ``aten::mm`` crashed in a forward pass, and a later
-    ``MmBackward0`` or ``AddmmBackward0`` on the device is refused instead of crashing a second worker.
+    """Which aten op families each backward node type calls, learned from the backward passes the checks run
+    under the mode (CPU references and the device's own) and kept in a file beside the blocklist, so a fresh
+    worker knows what the one before it learned. A graph about to run on the device is so known to reach an op
+    that crashed or hung before the engine starts: ``aten::mm`` crashed, and a later ``MmBackward0`` or
+    ``AddmmBackward0`` on the device is refused naming the node (the mode and the device's kernel refuse the op
+    too, where nothing was learned).
 
     File format: one ``<node type>\t<aten family>`` per line, appended."""
 
@@ -350,7 +351,7 @@ _NODE_MARK = "; the backward node that calls it: "
 
 
 def node_of(why):
-    """The backward node named in a refusal's ``why`` (``untraced_backward``), or None."""
+    """The backward node named in a refusal's ``why`` (``device_backward``), or None."""
     return why.split(_NODE_MARK, 1)[1] if why and _NODE_MARK in why else None
 
 

@@ -232,14 +232,14 @@ class Runner(object):
         data["last_aten_op"] = op
         if state != "entered":
             return "; the last aten op it entered, %s, had returned" % op
-        if op.startswith(breadcrumbs.BACKWARD_NODE):  # a node of the untraced backward pass: block its type
+        if op.startswith(breadcrumbs.BACKWARD_NODE):  # in a backward node, outside any of its aten ops: block its type
             node = op[len(breadcrumbs.BACKWARD_NODE):]
             data["backward_node"] = node
             if self.blocklist is not None:
                 self.blocklist.add(breadcrumbs.base_name(op), {"status": status, "op": op, "check": check_id})
             return ("; it was in the backward pass, inside %s (its aten ops are not traced on this device; later "
                     "checks whose backward reaches %s are marked without running it)" % (node, node))
-        if not op.startswith("aten::"):  # e.g. the untraced backward pass of a device: nothing to block
+        if not op.startswith("aten::"):  # e.g. the engine itself (autograd backward): nothing to block
             data["last_step"] = op
             return "; it was in the %s (its ops are not traced on this device)" % op
         data["aten_op"] = op
