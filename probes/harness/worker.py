@@ -290,6 +290,17 @@ def _hello(torch, ctx, facts, planned, send_environment):
     return hello
 
 
+def _warm_for_the_mode(torch, checks):
+    """Import what a dispatch mode's first op imports (torch._dynamo: seconds on a loaded host) before the first
+    check starts, so it counts against the worker's startup allowance rather than the first traced check's
+    timeout (a 5 s ``--timeout`` timed out a check that only waited for the import)."""
+    if any(c.group not in registry.UNTRACED for c in checks):
+        try:
+            import torch._dynamo  # noqa: F401
+        except Exception:
+            pass
+
+
 def _listen_for_blocks():
     """Re-read the blocklist when the runner says it grew (``runner.Blocklist.NOTIFY``), between two bytecodes of
     whatever check is running: a worker running beside the one that died stops calling the op at once. The
@@ -333,6 +344,7 @@ def main(requested, groups, only=None, send_environment=True, options=None, trai
     tracing = Tracing(torch, trail_file, blocked_file, ctx.device_type if ctx.device is not None else None,
                       lambda message: _send(stream, message))
     listening.append(tracing)
+    _warm_for_the_mode(torch, [c for c in planned if only is None or c.id in only])
     for check in planned:
         if only is not None and check.id not in only:
             continue
