@@ -13,6 +13,11 @@ rotations of 640 distinct requests: ``uncached`` (all resolvable) and ``mixed`` 
 failure explained with its nearest alternatives). The figure is the median over ``--rounds`` passes after one
 warm-up pass, in CPU time of the process (`time.process_time`: other load on the machine counts less).
 ``--profile N`` prints cProfile's N most expensive functions (cumulative) over one pass of each.
+
+``--app`` measures instead the whole service in process: each request of the rotations sent as one ASGI call
+to the app `bench_service.py` runs (cache off, memos off, access log off: it writes to stderr), beside
+`bench_service.bare_app`'s route driven the same way in the same process, so the HTTP server and the
+client, which `bench_service.py` measures as well, are left out; the ratio is bare µs ÷ service µs.
 """
 
 from __future__ import annotations
@@ -38,7 +43,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--profile", type=int, default=0, metavar="N")
+    parser.add_argument("--app", action="store_true", help="the whole service in process, beside a bare route")
     args = parser.parse_args()
+    if args.app:
+        return _app_main(args)
 
     from bench_service import mixed_paths, rotation_paths
 
@@ -73,6 +81,74 @@ def main() -> None:
             profile.runcall(one_pass, queries)
             print(f"--- {name}", file=sys.stderr)
             pstats.Stats(profile, stream=sys.stderr).sort_stats("cumulative").print_stats(args.profile)
+    print(json.dumps(out))
+
+
+def _app_main(args: argparse.Namespace) -> None:
+    import tempfile
+
+    from bench_service import bare_app, mixed_paths, rotation_paths
+    from fastapi.testclient import TestClient
+
+    from compat_service.api.app import create_app
+    from compat_service.config import Settings
+
+    def asgi_pass(app, paths: list[tuple[bytes, bytes]], profile: cProfile.Profile | None = None):
+        sent: list[dict] = []
+
+        async def receive() -> dict:
+            return {"type": "http.request", "body": b"", "more_body": False}
+
+        async def send(message: dict) -> None:
+            sent.append(message)
+
+        async def run() -> float:
+            if profile is not None:  # the event loop runs in the portal's thread
+                profile.enable()
+            start = time.process_time()
+            for raw_path, raw_query in paths:
+                scope = {
+                    "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "GET",
+                    "scheme": "http", "path": raw_path.decode(), "raw_path": raw_path, "query_string": raw_query,
+                    "root_path": "", "headers": [(b"host", b"127.0.0.1")], "client": ("127.0.0.1", 40000),
+                    "server": ("127.0.0.1", 8000), "state": {},
+                }
+                sent.clear()
+                await app(scope, receive, send)
+                if sent[0]["status"] not in (200, 409):
+                    raise SystemExit(f"{raw_path!r}?{raw_query!r}: status {sent[0]['status']}")
+            if profile is not None:
+                profile.disable()
+            return (time.process_time() - start) / len(paths) * 1e6
+
+        return run
+
+    def split(paths: list[str]) -> list[tuple[bytes, bytes]]:
+        return [tuple(p.encode().partition(b"?")[::2]) for p in paths]  # type: ignore[misc]
+
+    out: dict[str, float] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        settings = Settings(
+            database_url=f"sqlite:///{tmp}/bench.sqlite3", auto_migrate=True, resolve_cache_size=0,
+            resolver_memo_size=0, access_log=False,
+        )
+        with TestClient(create_app(settings)) as service, TestClient(bare_app()) as bare:
+            bare_paths = split(["/bare"] * 640)
+            for name, paths in {"uncached": split(rotation_paths()), "mixed": split(mixed_paths())}.items():
+                service.portal.call(asgi_pass(service.app, paths))  # warm-up
+                bare.portal.call(asgi_pass(bare.app, bare_paths))
+                ours, theirs = [], []
+                for _ in range(args.rounds):
+                    ours.append(service.portal.call(asgi_pass(service.app, paths)))
+                    theirs.append(bare.portal.call(asgi_pass(bare.app, bare_paths)))
+                out[f"{name}_app_us_per_request"] = round(statistics.median(ours), 1)
+                out[f"{name}_bare_us_per_request"] = round(statistics.median(theirs), 1)
+                out[f"{name}_ratio"] = round(statistics.median(theirs) / statistics.median(ours), 3)
+                if args.profile:
+                    profile = cProfile.Profile()
+                    service.portal.call(asgi_pass(service.app, paths, profile))
+                    print(f"--- {name}", file=sys.stderr)
+                    pstats.Stats(profile, stream=sys.stderr).sort_stats("cumulative").print_stats(args.profile)
     print(json.dumps(out))
 
 

@@ -60,7 +60,7 @@ def probe_command(
     bundle: Path | None = typer.Option(None, "--bundle", help="only write the single-file probe here (a file, "
                                           "or a directory to hold accelenv_probe.py)"),
     quiet: bool = typer.Option(False, "--quiet", help="no progress lines"),
-    deep: bool = typer.Option(False, "--deep", help="opinfo: every sample input, not only the first per op and dtype"),
+    deep: bool = typer.Option(False, "--deep", help="opinfo: every reference input, not the first sample only"),
     strict: bool = typer.Option(False, "--strict", help="exit 3 when a check is unsupported (and nothing failed)"),
     certify: bool = typer.Option(False, "--certify", help="score the run on the measurable rows of the PyTorch "
                                  "Compute Platform Quality Levels rubric (report.certification)"),

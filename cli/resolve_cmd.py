@@ -159,7 +159,6 @@ def run_resolve(
     explain_variants: str | None = None,
 ) -> str:
     from compat_service.domain.backends import normalise_arch
-    from compat_service.domain.host import HostFacts
     from compat_service.domain.resolver.install_formats import render
     from compat_service.domain.resolver.request import ResolveRequest, invalid_request
     from probes.host import facts as host_facts
@@ -187,6 +186,8 @@ def run_resolve(
                 f"({backend}); name --backend for another"
             )
         else:
+            from compat_service.domain.host import HostFacts
+
             _check_backend_override(host_facts)
             host = HostFacts.from_detected(host_facts.detect_host())
     if host is not None:

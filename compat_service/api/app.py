@@ -8,16 +8,12 @@ DatabaseNotReadyError. Several workers build one app each (`app_from_env`, a uvi
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import importlib
-import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import Depends, FastAPI
-from fastapi_offline import FastAPIOffline
-from starlette.routing import Route
+from fastapi.staticfiles import StaticFiles
 
 from compat_service.api.deps import AppState
 from compat_service.api.errors import install_error_handlers, unhandled_error_response
@@ -34,6 +30,7 @@ from compat_service.api.openapi_doc import install_openapi
 from compat_service.api.pages.routes import PAGE_CACHE_BYTES, PAGE_CACHE_SIZE, page_weight
 from compat_service.api.pages.routes import static_files as pages_static
 from compat_service.api.resolve_cache import LruCache, ResolveCache
+from compat_service.api.routes import docs
 from compat_service.api.server.gc_tuning import tune_for_service
 from compat_service.api.server.lifecycle import announce_start, announce_stop
 from compat_service.config import Settings, load_settings
@@ -45,58 +42,18 @@ from compat_service.db.matrix.loader import prepare_database
 from compat_service.db.matrix.snapshot_follower import MatrixRepository
 from compat_service.db.tokens import TokenCache
 
-#: routers in include order (routes match in this order: the hot /v1/resolve first); reports, evidence,
-#: matrix and probe are owned by other parts of the project; pages are the HTML site (api/pages/)
+#: routers in include order (routes match in this order: the hot /v1/resolve first, the API's own documents
+#: last); reports, evidence, matrix and probe are owned by other parts of the project; pages are the HTML site
+#: (api/pages/)
 ROUTERS = (
     "resolve", "health", "torch", "packages", "matrix", "ci_matrix", "reports", "evidence", "probe", "tokens",
-    "metrics", "variants", "lock", "pages",
+    "metrics", "variants", "lock", "pages", "docs",
 )
+#: routers whose query strings strict_query does not check: GET /v1/resolve refuses an unknown name while
+#: reading its query itself; Swagger UI's OAuth2 redirect carries the identity provider's parameters
+UNCHECKED_QUERY = frozenset({"resolve", "docs"})
 #: where a router's module lives when not under api/routes/ (the pages are a self-contained package)
 ROUTER_MODULES = {"pages": "compat_service.api.pages.routes"}
-
-
-#: the docs pages load only this server's assets: ReDoc's bundle would otherwise fetch its vendor's logo from
-#: the internet (its side menu has no option to drop it); Swagger UI and ReDoc start from an inline script,
-#: allowed by its hash only (``{scripts}``), never 'unsafe-inline'
-DOCS_CSP = (
-    "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; "
-    "script-src 'self'{scripts}; worker-src 'self' blob:; connect-src 'self'; object-src 'none'; "
-    "base-uri 'none'; frame-ancestors 'none'"
-)
-_INLINE_SCRIPT = re.compile(rb"<script(?![^>]*\bsrc=)[^>]*>(.*?)</script>", re.S | re.I)
-
-
-def docs_csp(html: bytes) -> str:
-    """``DOCS_CSP`` allowing exactly the inline scripts of ``html`` (by their sha256)."""
-    hashes = "".join(
-        f" 'sha256-{base64.b64encode(hashlib.sha256(script).digest()).decode()}'"
-        for script in _INLINE_SCRIPT.findall(html)
-    )
-    return DOCS_CSP.format(scripts=hashes)
-
-
-def _same_origin_only(app: FastAPI, paths: tuple[str, ...]) -> None:
-    """Send ``docs_csp`` with the pages at ``paths`` (wrapping just those routes keeps it off the hot path)."""
-    for route in app.router.routes:
-        if isinstance(route, Route) and route.path in paths:
-            inner = route.app
-
-            async def with_csp(scope, receive, send, inner=inner):
-                held: list[dict] = []  # the page is small: hold it to hash its inline scripts
-
-                async def send_with_header(message):
-                    held.append(message)
-                    if message["type"] == "http.response.body" and not message.get("more_body", False):
-                        body = b"".join(m.get("body", b"") for m in held if m["type"] == "http.response.body")
-                        header = (b"content-security-policy", docs_csp(body).encode())
-                        for m in held:
-                            if m["type"] == "http.response.start":
-                                m["headers"] = [*m.get("headers", []), header]
-                            await send(m)
-
-                await inner(scope, receive, send_with_header)
-
-            route.app = with_csp
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -126,15 +83,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         announce_stop(state, state.metrics.served)
         state.metrics.process_exiting()
 
-    # Swagger UI and ReDoc from the assets fastapi-offline ships (no CDN: the docs work offline)
-    app = FastAPIOffline(
+    # the OpenAPI document and the docs pages are a router of our own (api/routes/docs.py), included last
+    app = FastAPI(
         title="accelenv compatibility service",
         summary="Which PyTorch install works on this accelerator host — with evidence.",
         version="1",
-        docs_url="/docs",
-        redoc_url="/redoc",
-        static_url="/static/api-docs",
-        openapi_url="/openapi.json",
+        docs_url=None,
+        redoc_url=None,
+        openapi_url=None,
         lifespan=lifespan,
         telemetry=None if settings.opentelemetry else {"tracing": False, "metrics": False, "logs": False},
     )
@@ -155,16 +111,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     install_error_handlers(app)
     for name in ROUTERS:
         module = importlib.import_module(ROUTER_MODULES.get(name, f"compat_service.api.routes.{name}"))
-        # an unknown query parameter is a 422 naming the nearest known one (api/inputs/strict_query.py);
-        # GET /v1/resolve reads its query string itself and refuses an unknown name while reading it
-        app.include_router(module.router, dependencies=[] if name == "resolve" else [Depends(strict_query)])
+        # an unknown query parameter is a 422 naming the nearest known one (api/inputs/strict_query.py)
+        checks = [] if name in UNCHECKED_QUERY else [Depends(strict_query)]
+        app.include_router(module.router, dependencies=checks)
     install_openapi(app)
     app.mount("/static/site", pages_static, name="site-static")
-    # Routes match in list order: ours (the hot /v1/resolve first) ahead of the OpenAPI, docs and docs-asset
-    # routes the app class registers when it is built (each route tried first costs every resolve a match).
-    built_in = {"/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc", "/static/api-docs"}
-    app.router.routes.sort(key=lambda route: getattr(route, "path", None) in built_in)
-    _same_origin_only(app, ("/docs", "/redoc"))
+    app.mount(docs.STATIC_URL, StaticFiles(directory=docs.STATIC_DIR), name="api-docs-static")
     # Added last = outermost: the size limit applies before anything reads the body.
     app.add_middleware(HttpCacheMiddleware, max_age_s=settings.cache_max_age_s)
     # the ETag is the uncompressed body's; HEAD runs as its GET (tag, compression and all) with no body

@@ -19,8 +19,9 @@ here. Plain Python (no pydantic): the resolver's fast path imports this module.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Literal, get_args
+
+from compat_service.domain.record import Record
 
 #: the grammar of a build label (also the pydantic pattern of build_variants.yaml's ``label``)
 BUILD_LABEL_PATTERN = r"^(cpu|cu\d{3}|rocm\d+\.\d+(\.\d+)?|xpu)$"
@@ -39,10 +40,10 @@ REQUEST_FAMILIES: tuple[str, ...] = ("cuda", "rocm", "xpu", "mps", "npu", "mlu")
 CPU_WHEEL_FAMILIES: tuple[str, ...] = ("cpu", "mps", "npu", "mlu")
 
 
-@dataclass(frozen=True)
-class VendorPlugin:
+class VendorPlugin(Record):
     """A PrivateUse1 vendor backend: a plugin package on a CPU torch, declared in vendor_backends.yaml."""
 
+    __slots__ = ("family", "table", "version_field", "package", "install_note")
     family: str
     #: the list in vendor_backends.yaml (and the `Matrix` method that returns it)
     table: str
@@ -52,6 +53,13 @@ class VendorPlugin:
     package: str
     #: the key of its install note in the matrix
     install_note: str
+
+    def __init__(self, family: str, table: str, version_field: str, package: str, install_note: str) -> None:
+        self.family = family
+        self.table = table
+        self.version_field = version_field
+        self.package = package
+        self.install_note = install_note
 
 
 PLUGINS: dict[str, VendorPlugin] = {

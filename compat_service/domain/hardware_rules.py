@@ -372,8 +372,13 @@ class GpuLookup(Record):
         self.note = note
 
 
+#: the trademark marks vendors' tools print inside product names ("AMD Radeon(TM) 8060S Graphics",
+#: "Intel(R) Arc(TM) B580"): no part of the name
+_MARKS = frozenset({"tm", "r"})
+
+
 def _words(text: str) -> list[str]:
-    return [w for w in "".join(ch if ch.isalnum() else " " for ch in text.lower()).split() if w]
+    return [w for w in "".join(ch if ch.isalnum() else " " for ch in text.lower()).split() if w not in _MARKS]
 
 
 def gpu_for_name(matrix: Matrix, product: str) -> GpuName | None:

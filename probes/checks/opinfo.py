@@ -5,8 +5,10 @@ expecttest) are present, each OpInfo is one check: for every dtype it declares (
 that the device holds), its sample inputs are made on CPU, copied to the device, run on both, and compared
 with ``torch.testing.assert_close``; where the op supports autograd in that dtype, the gradients too (one
 fixed cotangent per output); on the first sample, the ``out=`` and in-place variants OpInfo lists.
-Default: the first sample per op x dtype, with backward and the variants in the first dtype that has them;
-``--deep``: every sample, backward and variants in every dtype. An op the device says it ran on the CPU
+Default: the first of OpInfo's ``sample_inputs`` per op x dtype, with backward and the variants in the first
+dtype that has them; ``--deep``: every one of its ``reference_inputs`` (what ``test_compare_cpu`` runs: the
+sample inputs plus, for about a third of the ops, extremal values, non-contiguous and zero-element inputs),
+backward and variants in every dtype; ``data.inputs`` says which. An op the device says it ran on the CPU
 fallback (a warning, as MPS and vendor plugins give) fails. This is PyTorch's ``test_compare_cpu``
 (test/test_ops.py) run the other way round: its tolerance, atol = rtol = 1e-3, widened where the OpInfo
 declares a ``toleranceOverride`` / ``precisionOverride`` that applies to that test.
@@ -492,7 +494,8 @@ def run_op(ctx, op):
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             try:
-                samples = op.sample_inputs("cpu", dtype, requires_grad=want_grad)
+                make = op.reference_inputs if deep else op.sample_inputs
+                samples = make("cpu", dtype, requires_grad=want_grad)
                 for sample in samples:
                     tried += 1
                     try:
@@ -543,6 +546,7 @@ def run_op(ctx, op):
                 failing = _failing_work(torch, op, verdict[1], ctx.device, verdict[0].phase, want_grad)
     forward_only = [d for d in forward_only if results.get(d) not in (None, "skipped")]
     outcome = _outcome(ctx, name, results, skipped, missing, first_failure, variants, samples_run, forward_only)
+    outcome.data["inputs"] = "reference_inputs" if deep else "sample_inputs (first)"
     if outcome.status == "failed" and failing is not None:
         outcome = blame.blamed(ctx, outcome, failing)
     return outcome

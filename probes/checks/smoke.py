@@ -8,7 +8,7 @@ and on CPU. float32 throughout (TF32 is turned off by the worker), so the two ru
 import copy
 import io
 
-from probes.checks import error_texts
+from probes.checks import blame, error_texts
 from probes.checks import outcome as checks
 from probes.checks.context import CPU_SAME_DEVICE
 
@@ -30,12 +30,12 @@ def _model_and_data(torch):
     return model, x, y
 
 
-def _train(torch, model, x, y, device):
+def _train(torch, model, x, y, device, steps=STEPS):
     model = copy.deepcopy(model).to(device)
     x, y = x.to(device), y.to(device)
     opt = torch.optim.AdamW(model.parameters(), lr=LR, eps=ADAM_EPS)
     losses = []
-    for _ in range(STEPS):
+    for _ in range(steps):
         opt.zero_grad()
         loss = torch.nn.functional.cross_entropy(model(x), y)
         loss.backward()
@@ -72,8 +72,9 @@ def cpu_agreement(ctx):
     data = {"max_loss_rel_err": loss_err, "max_param_abs_err": param_err, "steps": STEPS,
             "loss_rtol": LOSS_RTOL, "param_atol": PARAM_ATOL}
     if loss_err > LOSS_RTOL or param_err > PARAM_ATOL:
-        return checks.failed("device and CPU training diverge: loss rel err %.3g (max %g), param abs err %.3g "
-                             "(max %g)" % (loss_err, LOSS_RTOL, param_err, PARAM_ATOL), **data)
+        outcome = checks.failed("device and CPU training diverge: loss rel err %.3g (max %g), param abs err %.3g "
+                                "(max %g)" % (loss_err, LOSS_RTOL, param_err, PARAM_ATOL), **data)
+        return blame.blamed(ctx, outcome, lambda: _train(torch, model, x, y, ctx.device, steps=1))
     return checks.passed(_same_device_note(
         ctx, "device and CPU agree after %d steps (param abs err %.3g)" % (STEPS, param_err)), **data)
 
@@ -164,7 +165,8 @@ def checkpoint(ctx):
 
 def device_failure(fn):
     """A training step that cannot run on the device: ``unsupported`` naming the aten op when the dispatcher
-    says the backend lacks it (as the op checks report it), else ``failed``."""
+    says the backend lacks it (as the op checks report it), else ``failed``, naming the first op whose device
+    result differs from CPU where one does (``probes.checks.blame``)."""
 
     def run(ctx, *args):
         try:
@@ -180,7 +182,12 @@ def device_failure(fn):
                 return checks.unsupported(detail, **data)
             if error_texts.is_oom(exc, ctx.torch):
                 data["out_of_memory"] = True
-            return checks.failed("%s on %s: %s" % (fn.__name__, ctx.device, data["error"]), **data)
+            outcome = checks.failed("%s on %s: %s" % (fn.__name__, ctx.device, data["error"]), **data)
+            if data.get("out_of_memory") or isinstance(exc, checks.BlockedOp):
+                return outcome
+            # a device error is often a wrong kernel earlier on (a promoting add surfacing as "mat1 and mat2
+            # must have the same dtype"): the check once more, op by op against CPU, names it
+            return blame.blamed(ctx, outcome, lambda: fn(ctx, *args))
 
     return run
 

@@ -72,7 +72,7 @@ def parser():
     p.add_argument("--timeout", type=_timeout, default=DEFAULT_TIMEOUT_S, help="seconds per check")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
     p.add_argument("--deep", action="store_true",
-                   help="opinfo: every sample input, not only the first per op and dtype")
+                   help="opinfo: every reference input, not the first sample only")
     p.add_argument("--certify", action="store_true",
                    help="map the run onto the measurable rows of the PyTorch Compute Platform Quality Levels rubric "
                         "(report.certification, with the points and evidence per row)")

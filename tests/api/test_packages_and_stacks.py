@@ -99,6 +99,27 @@ def test_a_package_from_its_own_wheel_pages_lists_them_and_resolves_to_its_page(
     assert any(page in c for c in res.json()["install"]["pip"])
 
 
+def test_a_release_only_its_pages_carry_is_listed_and_resolved(client: TestClient) -> None:
+    """DGL 2.4.0 is on DGL's own pages only: listed first, with its pages and no index file; resolved to its page."""
+    body = client.get("/v1/packages/dgl", params={"platform": "linux-x86_64"}).json()
+    assert body["torch_build"] == "wheel-pages" and "dgl_start_page_2_4" in body["sources"]
+    newest = body["releases"][0]
+    assert newest["version"] == "2.4.0" and not newest["platforms"]
+    assert {m for p in newest["wheel_pages"] for m in p["torch"]} == {"2.1", "2.2", "2.3", "2.4"}
+    res = client.get("/v1/resolve", params={"with": "dgl", "torch": "2.4", "backend": "cu124", "python": "3.12"})
+    assert res.status_code == 200, res.text
+    pin = res.json()["stack"][0]
+    assert (pin["version"], pin["origin"], pin["url"]) == (
+        "2.4.0", "find-links", "https://data.dgl.ai/wheels/torch-2.4/cu124/repo.html")
+
+
+def test_a_package_without_a_torch_requirement_shows_the_torch_sglang_pins_beside_it(client: TestClient) -> None:
+    body = client.get("/v1/packages/sgl-kernel", params={"platform": "linux-x86_64"}).json()
+    rows = {r["version"]: r for r in body["releases"]}
+    assert "sglang_issue_5247" in body["sources"]
+    assert "==2.9.1" in str(rows["0.3.21"]) and "==2.8.0" in str(rows["0.3.17.post1"])
+
+
 def test_the_selector_page_resolves_a_wheel_page_package(client: TestClient) -> None:
     page = client.get("/", params={"with": "mmcv", "torch": "2.1", "backend": "cu118", "python": "3.11"})
     assert page.status_code == 200

@@ -67,7 +67,7 @@ def test_the_minors_the_nearest_torch_search_skips_do_not_resolve() -> None:
 
     def resolves(request: ResolveRequest) -> bool:
         try:
-            stages.run(ResolverState(matrix, request, None), explain=False)
+            stages.run(ResolverState(matrix, request, None))
         except Conflict:
             return False
         return True

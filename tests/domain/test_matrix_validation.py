@@ -449,12 +449,17 @@ def _arch_named(raw: dict[str, Any]) -> None:
     raw["releases"][0]["archs"] = ["orin"]
 
 
+def _sbsa_orin(raw: dict[str, Any]) -> None:
+    raw["sbsa_modules"][0]["arch"] = "sm_87"
+
+
 @pytest.mark.parametrize(
     ("change", "expected"),
     [
         pytest.param(_wheel_for("9.9"), "wheels[0].jetpack[0]: JetPack 9.9 is not in releases", id="unknown-jetpack"),
         pytest.param(_release_again, "releases[{n}].jetpack: duplicate JetPack", id="duplicate-jetpack"),
         pytest.param(_arch_named, "releases[0].archs[0]: 'orin' is not a CUDA architecture", id="arch-not-sm"),
+        pytest.param(_sbsa_orin, "sbsa_modules[0].arch: sm_87 is also a JetPack release's arch", id="sbsa-and-jetpack"),
     ],
 )
 def test_jetson_tables_are_checked(tmp_path: Path, change: Any, expected: str) -> None:

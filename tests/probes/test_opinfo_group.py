@@ -64,7 +64,7 @@ def test_harness_artefacts_are_skipped_with_the_reason(opinfo_run: ProbeRun, op:
 @pytest.fixture(scope="module")
 def deep_run(tmp_path_factory: pytest.TempPathFactory) -> ProbeRun:
     return run_probe(tmp_path_factory.mktemp("opinfo-deep"), "--device", "cpu", "--checks", "opinfo", "--deep",
-                     "--opinfo-ops", "istft")
+                     "--opinfo-ops", "istft,where")
 
 
 def test_deep_gradients_are_taken_with_respect_to_the_same_leaves_on_both_sides(deep_run: ProbeRun) -> None:
@@ -76,6 +76,15 @@ def test_deep_gradients_are_taken_with_respect_to_the_same_leaves_on_both_sides(
     assert check["status"] == "passed", check
     assert check["data"]["dtypes"] == {"complex64": "passed"}
     assert check["data"]["samples_run"] == 10  # every sample, the two windowed ones included
+
+
+def test_deep_runs_the_reference_inputs_test_compare_cpu_runs(deep_run: ProbeRun) -> None:
+    # where's sample_inputs give 6 per dtype; its reference_inputs add extremal, non-contiguous and broadcast ones
+    check = deep_run.check("opinfo.where")
+    assert check["status"] == "passed", check
+    assert check["data"]["inputs"] == "reference_inputs"
+    compared = [d for d, s in check["data"]["dtypes"].items() if s != "skipped"]
+    assert check["data"]["samples_run"] > 6 * len(compared), check["data"]
 
 
 class _Sample:

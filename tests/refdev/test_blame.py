@@ -24,7 +24,7 @@ Run = tuple[Any, dict[str, Any]]
 @pytest.fixture(scope="module")
 def wrong_mm(tmp_path_factory: pytest.TempPathFactory, refdev_available: None) -> Run:
     out = tmp_path_factory.mktemp("wrong_mm") / "r.json"
-    return run_probe(["--checks", "opinfo", "--opinfo-ops", MM_CONSUMERS], out, faults="wrong:aten::mm")
+    return run_probe(["--checks", "smoke,opinfo", "--opinfo-ops", MM_CONSUMERS], out, faults="wrong:aten::mm")
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +44,7 @@ def promoting_add(tmp_path_factory: pytest.TempPathFactory, refdev_available: No
 def test_every_opinfo_a_wrong_mm_fails_is_blamed_on_mm(wrong_mm: Run) -> None:
     proc, report = wrong_mm
     checks = by_id(report)
-    failed = {cid: c for cid, c in checks.items() if c["status"] == "failed"}
+    failed = {cid: c for cid, c in checks.items() if c["status"] == "failed" and c["group"] == "opinfo"}
     # the pattern takes variants too (linalg.pinv.hermitian)
     assert {f"opinfo.{op}" for op in MM_CONSUMERS.split(",") if op != "add"} <= set(failed), sorted(failed)
     for cid, entry in failed.items():
@@ -59,6 +59,12 @@ def test_every_opinfo_a_wrong_mm_fails_is_blamed_on_mm(wrong_mm: Run) -> None:
     assert sum(len(v) for v in summary["blamed_ops"].values()) == len(failed)
     assert "first differing kernel: aten::mm" in summary["detail"]
     assert proc.returncode == 1
+
+
+def test_smoke_training_that_diverges_from_cpu_names_mm(wrong_mm: Run) -> None:
+    agreement = by_id(wrong_mm[1])["smoke.cpu_agreement"]
+    assert agreement["status"] == "failed" and agreement["data"]["blamed_op"] == "aten::mm", agreement
+    assert "device and CPU training diverge" in agreement["detail"]
 
 
 def test_a_wrong_pooling_kernel_is_named_in_training_and_inference(wrong_models: Run) -> None:

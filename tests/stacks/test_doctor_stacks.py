@@ -65,3 +65,18 @@ def test_an_installed_pyg_extension_without_a_page_for_the_installed_torch_is_a_
         stack_issues({"torch": "2.5.1+cu124", "torch-scatter": "2.1.2+pt25cu124"}, catalog, "linux-x86_64", "3.12")
         == []
     )
+
+
+def test_doctor_flags_sgl_kernel_beside_another_torch_and_dgl_without_a_page_for_it() -> None:
+    from compat_service.domain.stacks.doctor import stack_issues
+
+    catalog = load_catalog()
+    # sglang pins sgl-kernel 0.3.21 with torch 2.9.1 (sglang_pyproject); built against libtorch (sglang #5247)
+    kernel = stack_issues({"torch": "2.8.0+cu128", "sgl-kernel": "0.3.21"}, catalog, "linux-x86_64", "3.12")
+    assert [(i.package, i.severity) for i in kernel] == [("sgl-kernel", "error")]
+    assert "==2.9.1" in kernel[0].message
+    assert stack_issues({"torch": "2.9.1+cu128", "sgl-kernel": "0.3.21"}, catalog, "linux-x86_64", "3.12") == []
+    # DGL's pages reach torch 2.4 (dgl_start_page_2_4)
+    dgl = stack_issues({"torch": "2.6.0+cu124", "dgl": "2.4.0+cu124"}, catalog, "linux-x86_64", "3.12")
+    assert [(i.package, i.severity) for i in dgl] == [("dgl", "warning")]
+    assert stack_issues({"torch": "2.4.1+cu124", "dgl": "2.4.0+cu124"}, catalog, "linux-x86_64", "3.12") == []

@@ -133,23 +133,25 @@ def test_the_next_packages_with_index_wheels_resolve_on_the_loopback_index(tmp_p
 
 
 #: the hosts of the wheel pages ecosystem.yaml names, and where the loopback serves each instead
-PAGE_HOSTS = {"https://data.pyg.org/": "pyg/", "https://download.openmmlab.com/": "mmlab/"}
+PAGE_HOSTS = {"https://data.pyg.org/": "pyg/", "https://download.openmmlab.com/": "mmlab/",
+              "https://data.dgl.ai/": "dgl/"}
 
 
-def _page_wheels(name: str, version: str, torch: str, build: str) -> list[RecordedWheel]:
-    """The wheels a project's page lists for Python 3.12, named as each project names them: PyG's carry the torch
-    and build as a local label (``torch_scatter-2.1.2+pt25cu124``), mmcv's do not."""
+def _page_wheels(name: str, version: str, torch: str, build: str, pyg: bool) -> list[RecordedWheel]:
+    """The wheels a project's page lists for Python 3.12: PyG's carry the torch and build as a local label
+    (``torch_scatter-2.1.2+pt25cu124``); the others' are named without one here (a pin holds either way)."""
     dist = name.replace("-", "_")
-    local = f"+pt{torch.replace('.', '')}{build}" if name != "mmcv" else ""
+    local = f"+pt{torch.replace('.', '')}{build}" if pyg else ""
     return [RecordedWheel(f"{dist}-{version}{local}-cp312-cp312-{tag}.whl")
-            for tag in ("manylinux1_x86_64" if name == "mmcv" else "linux_x86_64", "win_amd64")]
+            for tag in ("linux_x86_64" if local else "manylinux1_x86_64", "linux_aarch64", "win_amd64")]
 
 
 def test_wheel_page_packages_are_checked_with_their_pages_as_find_links(tmp_path: Path) -> None:
     """The PyG extensions and mmcv install from their project's own page: the oracle gives the resolver the page the
     answer names (--find-links) with the index, and the page's local build of the pinned release satisfies the pin.
-    The loopback serves each page ecosystem.yaml names; the network boundary is where the test steps in: the real
-    resolver (uv) is given the loopback's address of each page, as DNS would give a host's."""
+    DGL 2.4.0 and pyg-lib are on their pages only (the index holds no file of them). The loopback serves each page
+    ecosystem.yaml names; the network boundary is where the test steps in: the real resolver (uv) is given the
+    loopback's address of each page, as DNS would give a host's."""
     raw = yaml.safe_load((DATA_DIR / "ecosystem.yaml").read_text())
     pages: dict[str, list[RecordedWheel]] = {}
     for package in raw["packages"]:
@@ -160,7 +162,7 @@ def test_wheel_page_packages_are_checked_with_their_pages_as_find_links(tmp_path
                     host = next(h for h in PAGE_HOSTS if url.startswith(h))
                     wheels = pages.setdefault(PAGE_HOSTS[host] + url.removeprefix(host), [])
                     for version in row["versions"]:
-                        wheels += _page_wheels(package["name"], version, torch, build)
+                        wheels += _page_wheels(package["name"], version, torch, build, host == "https://data.pyg.org/")
     bundled = load_oracle_config(DATA_DIR)
     assert bundled is not None
     config = OracleConfig(releases=3, pythons=["3.12"], platforms=bundled.platforms)
@@ -175,12 +177,14 @@ def test_wheel_page_packages_are_checked_with_their_pages_as_find_links(tmp_path
             return resolve_closure(pins, target, **kwargs)
 
         location = IndexLocation(url=index.simple, label="loopback", origin="--index-url")
-        checked = run_stack_oracle(DATA_DIR, location, packages=["torch-scatter", "torch-sparse", "mmcv"],
-                                   config=config, write=False, concurrency=2, cache_dir=tmp_path / "uv-cache",
-                                   resolver=resolver)
+        asked_packages = ["torch-scatter", "torch-sparse", "mmcv", "dgl", "pyg-lib"]
+        checked = run_stack_oracle(DATA_DIR, location, packages=asked_packages, config=config, write=False,
+                                   concurrency=2, cache_dir=tmp_path / "uv-cache", resolver=resolver)
         asked = set(index.requests)
-    assert {o.package for o in checked.outcomes} == {"torch-scatter", "torch-sparse", "mmcv"}, checked.refused
-    assert {o.platform for o in checked.outcomes} == {"linux-x86_64", "windows-x86_64"}
+    assert {o.package for o in checked.outcomes} == {"torch-scatter", "torch-sparse", "mmcv", "dgl", "pyg-lib"}, (
+        checked.refused)
+    assert {o.platform for o in checked.outcomes} == {"linux-x86_64", "linux-aarch64", "windows-x86_64"}
+    assert {o.package for o in checked.outcomes if o.platform == "linux-aarch64"} == {"pyg-lib"}  # 0.8.0's arm64
     for outcome in checked.outcomes:
         assert outcome.resolvable and not outcome.changed, outcome
         assert len(outcome.find_links) == 1 and outcome.find_links[0].startswith(tuple(PAGE_HOSTS)), outcome

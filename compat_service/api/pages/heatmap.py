@@ -1,8 +1,9 @@
 """The matrix page's model: torch releases × builds, each square summing the matrix cells under it.
 
-The cells are `GET /v1/matrix`'s rows (``matrix_cells``: declared cells joined with their evidence, then
-the observed ones), filtered the same way; a square shows how many of its cells (Python × platform) have
-each status and takes the colour of the most telling one (broken, partial, verified, observed, declared).
+The cells are `GET /v1/matrix`'s rows, in its one row form (``matrix_cells.MatrixRow``: declared cells joined
+with their evidence, then the observed ones), filtered the same way; a square shows how many of its cells
+(Python × platform) have each status and takes the colour of the most telling one (broken, partial, verified,
+observed, declared).
 A square with no cell is ``unknown``: the matrix does not list that build for that release.
 """
 
@@ -10,13 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 from urllib.parse import urlencode
 
 from packaging.version import InvalidVersion, Version
 
+from compat_service.db.evidence.matrix_cells import MatrixRow
 from compat_service.domain.backends import label_family
-from compat_service.domain.evidence.cells import MatrixCell
 
 #: every status a square can show, most telling first (its colour is the first one present)
 STATUSES = ("broken", "partial", "verified", "observed", "declared")
@@ -96,7 +96,7 @@ def _kept(counts: dict[str, int], listed: set[str], cap: int) -> set[str]:
 
 
 def _tally(
-    cells: Sequence[MatrixCell] | Sequence[Any], family: str | None, listed_versions: set[str], listed_builds: set[str]
+    cells: Sequence[MatrixRow], family: str | None, listed_versions: set[str], listed_builds: set[str]
 ) -> tuple[dict[tuple[str, str], dict[str, int]], dict[str, int], dict[tuple[str, str], int]]:
     """({square: {status: cells}}, {release: reports}, {square: reports}) over the cells of ``family``; the
     releases and builds the matrix lists (declared cells) are added to ``listed_versions`` / ``listed_builds``."""
@@ -144,7 +144,7 @@ def _square_rows(
 
 
 def build_heatmap(
-    cells: Sequence[MatrixCell] | Sequence[Any], variant_labels: list[str], state: dict[str, str],
+    cells: Sequence[MatrixRow], variant_labels: list[str], state: dict[str, str],
     *, max_observed_rows: int = MAX_OBSERVED_ROWS, max_observed_columns: int = MAX_OBSERVED_COLUMNS,
 ) -> Heatmap:
     """Squares for ``cells`` (already filtered by Python, platform and status); ``state`` holds the
@@ -173,7 +173,7 @@ def build_heatmap(
     )
 
 
-def square_cells(cells: list[MatrixCell], state: dict[str, str]) -> list[MatrixCell]:
+def square_cells(cells: Sequence[MatrixRow], state: dict[str, str]) -> list[MatrixRow]:
     """The cells of the square ``state`` names (its torch and build), evidence first."""
     family = state.get("family")
     selected = [
@@ -186,7 +186,7 @@ def square_cells(cells: list[MatrixCell], state: dict[str, str]) -> list[MatrixC
     return selected
 
 
-def evidence_params(cell: MatrixCell) -> dict[str, str]:
+def evidence_params(cell: MatrixRow) -> dict[str, str]:
     """`GET /v1/evidence`'s query for one evidence cell (its full key)."""
     params = {"torch": cell.torch_version, "python": cell.python, "os": cell.os, "arch": cell.arch,
               "backend": cell.backend or ""}

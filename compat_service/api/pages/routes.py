@@ -26,7 +26,7 @@ from compat_service.api.deps import bearer_secret, get_matrix, state_of, token_h
 from compat_service.api.pages import heatmap, selector
 from compat_service.api.pages.reads import ApiAnswer, answered, read_service, refusal
 from compat_service.api.resolve_cache import LruCache
-from compat_service.db.evidence.matrix_cells import cell_of
+from compat_service.db.evidence.matrix_cells import MatrixRow
 from compat_service.db.evidence.queries import MatrixFilter
 from compat_service.db.matrix.snapshot_follower import MatrixSnapshot
 from compat_service.domain.backends import PLATFORMS
@@ -176,7 +176,7 @@ def _missing_square(heat: Any, torch: str | None, build: str | None) -> NotFound
 
 
 async def _cached_heatmap(
-    request: Request, matrix: MatrixSnapshot, filters: dict[str, str], read_rows: Callable[[], list[Any]]
+    request: Request, matrix: MatrixSnapshot, filters: dict[str, str], read_rows: Callable[[], list[MatrixRow]]
 ) -> Any:
     labels = [v.label for v in matrix.data.build_variants.variants]
     # a heatmap is a pure function of the load, the stored evidence and the validated filters: cached per
@@ -198,9 +198,9 @@ def _page_state(filters: dict[str, str], torch: str | None, build: str | None) -
 
 
 async def _square_cells(
-    read: Callable[[MatrixFilter], list[Any]], flt: MatrixFilter, state: dict[str, str], torch: str | None,
+    read: Callable[[MatrixFilter], list[MatrixRow]], flt: MatrixFilter, state: dict[str, str], torch: str | None,
     build: str | None
-) -> list[Any]:
+) -> list[MatrixRow]:
     """The cells of the selected square (a torch and a build), under the page's filters; none unselected."""
     if not (torch and build):
         return []
@@ -218,14 +218,13 @@ async def matrix_page(request: Request) -> Response:
     filters, problems = _matrix_filters(request, families, pythons)
     flt = _row_filter(filters)
 
-    def read(flt: MatrixFilter, *, models: bool = True) -> list[Any]:
-        # the rows GET /v1/matrix keeps for this load and evidence (assembled once per worker); the heatmap
-        # only counts them: the rows themselves (models: the square's cells, which the page lists)
+    def read(flt: MatrixFilter) -> list[MatrixRow]:
+        # the rows GET /v1/matrix keeps for this load and evidence (assembled once per worker; the list is
+        # shared, read only): the heatmap counts them, the selected square lists its own
         with Session(state_of(request.app).engine) as session:
-            rows = service_reads.current_rows(request.app, session, matrix)
-            return [cell_of(r) if models else r for r in rows.select(flt)]
+            return service_reads.current_rows(request.app, session, matrix).select(flt)
 
-    heat = await _cached_heatmap(request, matrix, filters, partial(read, flt, models=False))
+    heat = await _cached_heatmap(request, matrix, filters, partial(read, flt))
     q = request.query_params
     torch, build = q.get("torch", "").strip() or None, q.get("build", "").strip() or None
     missing = _missing_square(heat, torch, build)

@@ -35,6 +35,7 @@ from compat_service.domain.matrix.model.rows import (
     MpsSupport,
     RocmRelease,
     RuntimeFloor,
+    SbsaJetson,
     Source,
     ToolkitArchRange,
     TorchMinor,
@@ -109,6 +110,9 @@ class Matrix(Protocol):
     def jetson_wheels(self) -> Sequence[JetsonWheel]:
         """NVIDIA's PyTorch wheels for Jetson, newest torch first."""
 
+    def sbsa_jetsons(self) -> Sequence[SbsaJetson]:
+        """Jetson modules that run PyTorch's SBSA linux-aarch64 CUDA builds (Thor), not JetPack wheels."""
+
     def runtime_floor(self, torch_version: str, platform: str) -> RuntimeFloor | None:
         """The glibc this release's binaries need where their wheel tag names an older one; None = no row."""
 
@@ -176,6 +180,7 @@ class InMemoryMatrix:
         self._known_bad: dict[str, tuple[KnownBadRule, ...]] = {}
         self._sources = {s.key: s for s in data.sources.sources}
         self._jetpack = tuple(data.jetson.releases)
+        self._sbsa_jetsons = tuple(data.jetson.sbsa_modules)
         self._jetson_wheels = tuple(
             sorted(data.jetson.wheels, key=lambda w: parse_version(w.torch) or Version("0"), reverse=True)
         )
@@ -305,6 +310,9 @@ class InMemoryMatrix:
 
     def jetson_wheels(self) -> Sequence[JetsonWheel]:
         return self._jetson_wheels
+
+    def sbsa_jetsons(self) -> Sequence[SbsaJetson]:
+        return self._sbsa_jetsons
 
     def runtime_floor(self, torch_version: str, platform: str) -> RuntimeFloor | None:
         return next(

@@ -6,7 +6,6 @@ so the success path of `accelenv resolve` never imports pydantic.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import TypedDict
 
 #: one cause of a failure: (constraint, origin, detail)
@@ -30,16 +29,27 @@ class ConflictFacts(TypedDict, total=False):
     rules: list[str]
 
 
-@dataclass(eq=False)  # exceptions must stay hashable
 class Conflict(Exception):
     """The resolver's internal, pydantic-free form of a failure; `to_error` makes the public error."""
 
     code: str
     message: str
-    hint: str | None = None
-    causes: list[CauseRow] = field(default_factory=list)
+    hint: str | None
+    causes: list[CauseRow]
     #: facts the alternatives search uses, e.g. {"driver_needed": "530.30.02"}
-    facts: ConflictFacts = field(default_factory=lambda: ConflictFacts())
+    facts: ConflictFacts
 
-    def __post_init__(self) -> None:
-        super().__init__(self.message)
+    def __init__(
+        self,
+        code: str,
+        message: str,
+        hint: str | None = None,
+        causes: list[CauseRow] | None = None,
+        facts: ConflictFacts | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.hint = hint
+        self.causes = [] if causes is None else causes
+        self.facts = ConflictFacts() if facts is None else facts

@@ -14,7 +14,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, NamedTuple, TypeVar
 
 from packaging.version import Version
 
@@ -46,10 +46,18 @@ if TYPE_CHECKING:
     from compat_service.domain.hardware_rules import DriverRule
     from compat_service.domain.matrix.interface import Matrix
     from compat_service.domain.resolver.request import ResolveRequest
-    from compat_service.domain.resolver.resolution import Resolution
+
+class Fit(NamedTuple):
+    """What the search reads of a nearby request's answer (the stages' `try_resolve` builds no more of it)."""
+
+    torch_version: str
+    backend: str
+    family: str
+    python: str
+
 
 #: resolves a request without raising (None when it does not resolve): the stages' `try_resolve`
-TryResolve = Callable[["ResolveRequest", "Matrix"], "Resolution | None"]
+TryResolve = Callable[["ResolveRequest", "Matrix"], "Fit | None"]
 #: the torch minors that pass the first stages for a request with its --torch set to them (the stages'
 #: `minors_past_first_stages`): the others cannot resolve, so the nearest-torch search skips them unresolved
 FirstStages = Callable[["ResolveRequest", "Matrix"], frozenset[str]]
@@ -528,9 +536,9 @@ def _search_nearby(
     conflict: Conflict, request: ResolveRequest, matrix: Matrix, try_resolve: TryResolve, first_stages: FirstStages
 ) -> list[tuple[str, Flags]]:
     # the requests this search resolves, each once (the nearest torch's is listed again below)
-    answers: dict[ResolveRequest, Resolution | None] = {}
+    answers: dict[ResolveRequest, Fit | None] = {}
 
-    def resolved(candidate: ResolveRequest, m: Matrix) -> Resolution | None:
+    def resolved(candidate: ResolveRequest, m: Matrix) -> Fit | None:
         if candidate not in answers:
             answers[candidate] = try_resolve(candidate, m)
         return answers[candidate]
@@ -603,11 +611,12 @@ def _search_nearby(
     out: list[tuple[str, Flags]] = []
     distance: list[tuple[int, int]] = []
     seen: set[tuple[tuple[str, str], ...]] = set()
+    asked_strings = request.to_strings()
     for description, candidate, fixed in tries:
         res = resolved(candidate, matrix)
         if res is None:
             continue
-        flags = _changes(request, candidate, res) | fixed
+        flags = _changes(asked_strings, request, candidate, res) | fixed
         key = tuple(sorted((k, str(v)) for k, v in flags.items()))
         if key in seen:
             continue
@@ -623,17 +632,18 @@ def _search_nearby(
     return [out[i] for i in order]
 
 
-def _build_words(res: Resolution) -> str:
+def _build_words(res: Fit) -> str:
     """``cu126``; a plugin or MPS answer as its family on the CPU wheel (``npu on cpu``)."""
     return res.backend if res.family in (res.backend, "cuda", "rocm", "xpu") else f"{res.family} on {res.backend}"
 
 
-def _changes(request: ResolveRequest, candidate: ResolveRequest, res: Resolution) -> Flags:
+def _changes(before: dict[str, str], request: ResolveRequest, candidate: ResolveRequest, res: Fit) -> Flags:
     """What to change in ``request`` to run ``candidate`` as resolved: every parameter whose value differs (None:
     drop it), with --torch and --python pinned to the answer's and --backend to its build where that build is the
     family's own (an npu, mlu or mps answer's build label is the CPU wheel's: the family stays). The request with
-    these changes applied is an answer, run as given (tests/domain/test_every_alternative_resolves.py)."""
-    before, after = request.to_strings(), candidate.to_strings()
+    these changes applied is an answer, run as given (tests/domain/test_every_alternative_resolves.py).
+    ``before``: ``request.to_strings()``, read once per search."""
+    after = candidate.to_strings()
     flags: Flags = {k: v for k, v in after.items() if before.get(k) != v}
     flags.update({k: None for k in before if k not in after})
     flags["torch"] = res.torch_version
@@ -713,16 +723,15 @@ def _nearest_fitting_torch(
     known = _NEAREST_TORCH.table(matrix).get(key, -1)  # -1: not kept (None is a kept answer: none resolves)
     if known != -1:
         return None if known is None else request.changed(torch=TorchSpec(minors[known], "minor"))
-    found = None
     passing = first_stages(request, matrix)
     by_distance = sorted((i for i in range(len(minors)) if minors[i] in passing), key=lambda i: (abs(i - asked), i))
     for index in by_distance:
         candidate = request.changed(torch=TorchSpec(minors[index], "minor"))
         if try_resolve(candidate, matrix) is not None:
-            found = index
-            break
-    _NEAREST_TORCH.keep(matrix, key, found)
-    return None if found is None else request.changed(torch=TorchSpec(minors[found], "minor"))
+            _NEAREST_TORCH.keep(matrix, key, index)
+            return candidate
+    _NEAREST_TORCH.keep(matrix, key, None)
+    return None
 
 
 _ANY_TORCH = TorchSpec("latest", "latest")

@@ -77,20 +77,30 @@ def _default_pins(res: CommandInput) -> list[PinFields]:
 def pip_commands(res: CommandInput, tool: str = "pip install") -> list[str]:
     """One command per index: torch packages first, then what comes from the default index."""
     index = "".join(f" {line}" for line in index_lines(res))
+    commands = [_torch_command(res, tool, index), *_other_commands(res, tool, index)]
+    if res.stack:
+        commands = _stack_commands(res, tool, commands)
+    return commands
+
+
+def _torch_command(res: CommandInput, tool: str, index: str) -> str:
+    """The first command: every package with the default index, else the torch packages with theirs."""
     if res.index_url is None:
         pins = [p for p in res.packages if p.name not in res.no_deps]
-        commands = [f"{tool} " + " ".join(_arg(p) for p in pins)]
-    else:
-        pins = [p for p in torch_pins(res) if p.name not in res.no_deps]
-        commands = [f"{tool} " + " ".join(spec(p) for p in pins) + index]
+        return f"{tool} " + " ".join(_arg(p) for p in pins)
+    pins = [p for p in torch_pins(res) if p.name not in res.no_deps]
+    return f"{tool} " + " ".join(spec(p) for p in pins) + index
+
+
+def _other_commands(res: CommandInput, tool: str, index: str) -> list[str]:
+    """After the first: the ``--no-deps`` packages from torch's index, then what comes from the default index."""
+    commands = []
     no_deps = [p for p in res.packages if p.name in res.no_deps]
     if no_deps:
         commands.append(f"{tool} --no-deps " + " ".join(spec(p) for p in no_deps) + index)
     rest = [p for p in _default_pins(res) if p.name not in res.no_deps] if res.index_url else []
     if rest:
         commands.append(f"{tool} " + " ".join(spec(p) for p in rest))
-    if res.stack:
-        commands = _stack_commands(res, tool, commands)
     return commands
 
 
@@ -109,14 +119,18 @@ def _stack_commands(res: CommandInput, tool: str, commands: list[str]) -> list[s
     """The ecosystem packages after torch, never replacing it (see `install_formats`' docstring)."""
     plain = [p for p in res.stack if p.origin != "sdist" and not p.no_deps]
     if plain:
-        specs = " ".join([*(stack_spec(p) for p in plain), *(f"--find-links {u}" for u in find_links(plain))])
-        if res.index_url is None and not res.no_deps and len(commands) == 1:
-            commands = [f"{commands[0]} {specs}"]
-        else:
-            held = " ".join(spec(p) for p in res.packages if p.name not in res.no_deps)
-            commands = [*commands, f"{tool} {held} {specs}"]
-    commands += after_torch(res, tool)
-    return commands
+        commands = _with_plain_stack(res, tool, commands, plain)
+    return commands + after_torch(res, tool)
+
+
+def _with_plain_stack(res: CommandInput, tool: str, commands: list[str], plain: list[StackPinFields]) -> list[str]:
+    """The stack's packages that one pip run installs: in torch's one command when it has the default index
+    alone, else in a command of their own that holds every torch pin."""
+    specs = " ".join([*(stack_spec(p) for p in plain), *(f"--find-links {u}" for u in find_links(plain))])
+    if res.index_url is None and not res.no_deps and len(commands) == 1:
+        return [f"{commands[0]} {specs}"]
+    held = " ".join(spec(p) for p in res.packages if p.name not in res.no_deps)
+    return [*commands, f"{tool} {held} {specs}"]
 
 
 def after_torch(res: CommandInput, tool: str) -> list[str]:

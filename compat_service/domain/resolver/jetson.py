@@ -8,6 +8,9 @@ from NVIDIA's wheel table only: `jetson_answer` is called once, by `stages.resol
 The JetPack release comes from ``--runtime`` (the host's JetPack, ``6.2`` or ``jetpack 6.2``), else from
 ``--driver`` (the version nvidia-smi prints there, 540.4.0 on JetPack 6.2.1), else any release that runs the
 GPU. ``--runtime`` with any other CUDA target is refused here too (the CUDA runtime comes in the wheel).
+
+Jetson modules listed in ``jetson.yaml``'s ``sbsa_modules`` (Thor, JetPack 7) run PyTorch's SBSA builds: the
+stages answer them, on linux-aarch64 (`on_sbsa_jetson` sets an --arch left at its default, refuses x86_64).
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ if TYPE_CHECKING:
 
     from compat_service.domain.errors import Alternative
     from compat_service.domain.matrix.interface import Matrix
-    from compat_service.domain.matrix.model.rows import JetpackRelease, JetsonWheel
+    from compat_service.domain.matrix.model.rows import JetpackRelease, JetsonWheel, SbsaJetson
     from compat_service.domain.resolver.request import ResolveRequest
 
 #: the answer's build label: NVIDIA's JetPack wheel (not one of PyTorch's indexes)
@@ -48,6 +51,37 @@ def is_jetson_target(request: ResolveRequest, matrix: Matrix) -> bool:
         and request.backend.family == "cuda"
         and request.gpu_arch in jetson_archs(matrix)
     )
+
+
+def _sbsa_jetson(request: ResolveRequest, matrix: Matrix) -> SbsaJetson | None:
+    if request.os != "linux" or request.gpu_arch is None or request.backend.family != "cuda":
+        return None
+    return next((m for m in matrix.sbsa_jetsons() if m.arch == request.gpu_arch), None)
+
+
+def on_sbsa_jetson(request: ResolveRequest, matrix: Matrix) -> tuple[ResolveRequest, Reason | None]:
+    """A Jetson module that runs the SBSA builds (Thor): the request on linux-aarch64 (an --arch left at its
+    default becomes aarch64, x86_64 is refused) and the reason the answer gives; else the request as it is."""
+    module = _sbsa_jetson(request, matrix)
+    if module is None:
+        return request, None
+    if request.arch != "aarch64":
+        if not request.arch_defaulted:
+            raise invalid_request(
+                f"{request.gpu_arch} is a {module.module} GPU, which sits on an aarch64 module, "
+                f"but --arch says {request.arch}",
+                "give --arch aarch64 (a Jetson), or the GPU of this host",
+                "--arch",
+                request.arch,
+            )
+        request = request.changed(arch="aarch64")
+    reason = Reason(
+        "jetson",
+        f"{request.gpu_arch} on linux-aarch64 is a {module.module} module: its JetPack runs PyTorch's SBSA "
+        "linux-aarch64 CUDA builds (a build that ships its kernels), not a JetPack wheel",
+        tuple(module.source),
+    )
+    return request, reason
 
 
 def jetson_answer(request: ResolveRequest, matrix: Matrix) -> Resolution | None:
@@ -292,4 +326,4 @@ def _resolution(
     )
 
 
-__all__ = ["LABEL", "is_jetson_target", "jetson_answer", "jetson_archs"]
+__all__ = ["LABEL", "is_jetson_target", "jetson_answer", "jetson_archs", "on_sbsa_jetson"]

@@ -23,6 +23,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Literal
 
 from compat_service.domain.backends import PLUGIN_FAMILIES
+from compat_service.domain.matrix.memo import MatrixMemo
 from compat_service.domain.versions import parse_specifier
 
 if TYPE_CHECKING:
@@ -43,23 +44,35 @@ def _in_spec(spec_text: str, version: str) -> bool:
     return spec is not None and spec.contains(version, prereleases=True)
 
 
-def match(
-    rule: KnownBadRule, state: ResolverState, patch: TorchPatch, python: str, c: Candidate
-) -> tuple[Verdict, list[str]]:
-    """Whether ``rule`` holds for this build of ``patch`` on the request's target: "no", "yes", or "maybe" with
-    the conditions the request leaves open (in words)."""
-    r = state.request
-    if not _in_spec(rule.torch, patch.version):
-        return "no", []
+#: (patch, family, build label, platform, Python) -> the rules whose fixed fields (torch range, families, build
+#: labels, platforms, Pythons) hold for that build, in file order: all drawn from the matrix, so bounded; `match`
+#: reads the request's own fields against these only
+_APPLICABLE: MatrixMemo[tuple[str, str, str, str, str], tuple[KnownBadRule, ...]] = MatrixMemo("known_bad_rules")
+
+
+def applicable(state: ResolverState, patch: TorchPatch, python: str, c: Candidate) -> tuple[KnownBadRule, ...]:
+    """The rules of this build of ``patch`` that the request's GPU, versions and packages decide (`match`)."""
     family = state.family if state.family in PLUGIN_FAMILIES or state.family == "mps" else c.build_row.family
-    if rule.families is not None and family not in rule.families:
-        return "no", []
-    if rule.variants is not None and c.label not in rule.variants:
-        return "no", []
-    if rule.platforms is not None and r.platform not in rule.platforms:
-        return "no", []
-    if rule.python is not None and python not in rule.python:
-        return "no", []
+    key = (patch.version, family, c.label, state.request.platform, python)
+    memo = _APPLICABLE.table(state.matrix)
+    found = memo.get(key)
+    if found is None:
+        found = memo[key] = tuple(
+            rule
+            for rule in state.matrix.known_bad(patch.version)
+            if _in_spec(rule.torch, patch.version)
+            and (rule.families is None or family in rule.families)
+            and (rule.variants is None or c.label in rule.variants)
+            and (rule.platforms is None or key[3] in rule.platforms)
+            and (rule.python is None or python in rule.python)
+        )
+    return found
+
+
+def match(rule: KnownBadRule, state: ResolverState, patch: TorchPatch) -> tuple[Verdict, list[str]]:
+    """Whether ``rule``, one of the build's `applicable` rules, holds on the request's target: "no", "yes", or
+    "maybe" with the conditions the request leaves open (in words)."""
+    r = state.request
     open_: list[str] = []
     if rule.gpu_archs is not None or rule.min_gpu_arch is not None:
         if r.gpu_arch is None:
@@ -129,8 +142,8 @@ def screen(
     for c in candidates:
         lines: list[str] = []
         bad = None
-        for rule in rules:
-            verdict, open_ = match(rule, state, patch, python, c)
+        for rule in applicable(state, patch, python, c):
+            verdict, open_ = match(rule, state, patch)
             if verdict == "no":
                 continue
             if rule.severity == "never" and verdict == "yes":

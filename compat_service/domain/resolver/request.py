@@ -13,10 +13,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from functools import lru_cache
 from operator import attrgetter
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
@@ -31,8 +30,11 @@ from compat_service.domain.backends import (
     label_family,
     normalise_arch,
 )
-from compat_service.domain.host import HostFacts
+from compat_service.domain.record import Record
 from compat_service.domain.versions import cached_version
+
+if TYPE_CHECKING:
+    from compat_service.domain.host import HostFacts
 
 #: packages `--with` may add next to torch
 COMPANIONS = ("torchvision", "torchaudio")
@@ -49,12 +51,16 @@ _GPU_ARCH_RE = re.compile(r"^(sm_\d{2,3}[af]?|gfx[0-9a-f]{3,5})$")
 _NAME_RE = re.compile(r"^([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)\s*(.*)$")
 
 
-@dataclass(frozen=True)
-class PackageRequest:
+class PackageRequest(Record):
     """An ecosystem package and the releases the request allows ('' = any)."""
 
+    __slots__ = ("name", "specifier")
     name: str
-    specifier: str = ""
+    specifier: str
+
+    def __init__(self, name: str, specifier: str = "") -> None:
+        self.name = name
+        self.specifier = specifier
 
     @property
     def text(self) -> str:
@@ -102,10 +108,13 @@ def parse_package(text: str) -> PackageRequest | None:
 TorchSpecKind = Literal["latest", "minor", "exact", "specifier"]
 
 
-@dataclass(frozen=True)
-class Parameter:
+class Parameter(Record):
     """One parameter of a resolve request, as the CLI flag and as the API query parameter."""
 
+    __slots__ = (
+        "name", "max_length", "description", "cli_help", "cli_default", "cli_dest", "metavar", "switch", "repeatable",
+        "bare_value",
+    )
     #: the query parameter (``gpu_arch``, ``with``)
     name: str
     #: the longest value the API accepts
@@ -113,18 +122,42 @@ class Parameter:
     #: the API's description (OpenAPI)
     description: str
     #: the CLI's help, where the CLI's default differs (this host, auto-detection)
-    cli_help: str | None = None
+    cli_help: str | None
     #: the CLI's default (None: the domain's default, or this host)
-    cli_default: str | None = None
+    cli_default: str | None
     #: the argparse destination, where it is not ``name``
-    cli_dest: str | None = None
-    metavar: str | None = None
+    cli_dest: str | None
+    metavar: str | None
     #: a yes/no switch (``--require-verified``; ``require_verified=true`` in a query)
-    switch: bool = False
+    switch: bool
     #: may be given more than once (``--with vllm --with flash-attn``; ``with=vllm&with=flash-attn``)
-    repeatable: bool = False
+    repeatable: bool
     #: the CLI flag may be given without a value, which then means this (``--musl`` alone: ``yes``)
-    bare_value: str | None = None
+    bare_value: str | None
+
+    def __init__(
+        self,
+        name: str,
+        max_length: int,
+        description: str,
+        cli_help: str | None = None,
+        cli_default: str | None = None,
+        cli_dest: str | None = None,
+        metavar: str | None = None,
+        switch: bool = False,
+        repeatable: bool = False,
+        bare_value: str | None = None,
+    ) -> None:
+        self.name = name
+        self.max_length = max_length
+        self.description = description
+        self.cli_help = cli_help
+        self.cli_default = cli_default
+        self.cli_dest = cli_dest
+        self.metavar = metavar
+        self.switch = switch
+        self.repeatable = repeatable
+        self.bare_value = bare_value
 
     @property
     def flag(self) -> str:
@@ -249,13 +282,18 @@ def _kept_wording(text: str) -> str:
     return flag_wording(text, API_WORDS)
 
 
-@dataclass(frozen=True)
-class TorchSpec:
+class TorchSpec(Record):
     """`--torch`: latest, a minor (newest patch of it), an exact version, or a PEP 440 specifier."""
 
+    __slots__ = ("text", "kind", "specifier")
     text: str
     kind: TorchSpecKind
-    specifier: SpecifierSet | None = None
+    specifier: SpecifierSet | None
+
+    def __init__(self, text: str, kind: TorchSpecKind, specifier: SpecifierSet | None = None) -> None:
+        self.text = text
+        self.kind = kind
+        self.specifier = specifier
 
     def matches(self, version: str, minor: str) -> bool:
         if self.kind == "latest":
@@ -284,13 +322,18 @@ class TorchSpec:
         return False
 
 
-@dataclass(frozen=True)
-class BackendSpec:
+class BackendSpec(Record):
     """`--backend`: cpu, a build label (cu121, rocm6.0, xpu), a family (cuda, ...), or auto."""
 
+    __slots__ = ("text", "kind", "family")
     text: str
     kind: Literal["label", "family", "auto"]
     family: str | None
+
+    def __init__(self, text: str, kind: Literal["label", "family", "auto"], family: str | None) -> None:
+        self.text = text
+        self.kind = kind
+        self.family = family
 
     @property
     def label(self) -> str | None:

@@ -13,6 +13,7 @@ from functools import lru_cache
 from operator import attrgetter
 from typing import Any
 
+from compat_service.domain.record import Record
 from compat_service.domain.resolver.install_commands import pip_commands
 
 #: bump when a field changes meaning; additive fields keep it
@@ -34,6 +35,8 @@ class Reason:
 
 @dataclass(frozen=True)
 class Pin:
+    """One package of the torch install: ``name==version``, from ``index_url`` or ``url``."""
+
     name: str
     #: exactly what goes after ``==`` (with a local tag such as +cu118 where the install needs one)
     version: str
@@ -253,15 +256,29 @@ def _commands(
     return tuple(pip_commands(shape)), tuple(pip_commands(shape, tool="uv pip install"))
 
 
-@dataclass(frozen=True)
-class _CommandInput:
+class _CommandInput(Record):
     """The fields of a `Resolution` that `install_commands.pip_commands` reads."""
 
+    __slots__ = ("packages", "index_url", "index_option", "no_deps", "stack")
     packages: tuple[Pin, ...]
     index_url: str | None
     index_option: str
     no_deps: tuple[str, ...]
     stack: tuple[StackPin, ...]
+
+    def __init__(
+        self,
+        packages: tuple[Pin, ...],
+        index_url: str | None,
+        index_option: str,
+        no_deps: tuple[str, ...],
+        stack: tuple[StackPin, ...],
+    ) -> None:
+        self.packages = packages
+        self.index_url = index_url
+        self.index_option = index_option
+        self.no_deps = no_deps
+        self.stack = stack
 
 
 def resolution_from_json(body: dict[str, Any]) -> Resolution:

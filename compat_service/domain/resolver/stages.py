@@ -12,7 +12,7 @@ through `Matrix`; it never imports pydantic on the success path.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Union, cast
 
 from packaging.version import Version
@@ -39,12 +39,13 @@ from compat_service.domain.matrix.model.rows import ArchList, AscendNpuRow
 from compat_service.domain.resolver.answer import build_resolution
 from compat_service.domain.resolver.conflict import Conflict
 from compat_service.domain.resolver.explanation import (
+    Fit,
     explain_failure,
     nearby_requests,
     to_error,
     torch_not_found,
 )
-from compat_service.domain.resolver.jetson import is_jetson_target, jetson_answer
+from compat_service.domain.resolver.jetson import is_jetson_target, jetson_answer, on_sbsa_jetson
 from compat_service.domain.resolver.known_bad import screen, skip_words
 from compat_service.domain.resolver.request import implied_family, invalid_request
 from compat_service.domain.resolver.state import (
@@ -101,6 +102,7 @@ def resolve(request: ResolveRequest, matrix: Matrix, evidence: EvidenceLookup | 
     jetson = jetson_answer(request, matrix)  # a Jetson GPU: NVIDIA's JetPack wheels (jetson.py), no stages
     if jetson is not None:
         return _with_gpu_reason(jetson, gpu)
+    request, sbsa_jetson = on_sbsa_jetson(request, matrix)  # Thor: the stages, on linux-aarch64
     _check_request(request, matrix)
     try:
         res = run(ResolverState(matrix, request, evidence))
@@ -108,6 +110,8 @@ def resolve(request: ResolveRequest, matrix: Matrix, evidence: EvidenceLookup | 
         raise to_error(
             conflict, nearby_requests(conflict, request, matrix, try_resolve, minors_past_first_stages)
         ) from None
+    if sbsa_jetson is not None:
+        res = res.changed(reasons=(sbsa_jetson, *res.reasons))
     return _with_gpu_reason(res, gpu)
 
 
@@ -162,32 +166,48 @@ def _with_gpu_reason(res: Resolution, gpu: GpuLookup | None) -> Resolution:
 _UNTRIED = object()
 
 
-#: a request the alternatives search tries -> its answer, None when it does not resolve (`try_resolve`)
-_TRIED: RequestMemo[ResolveRequest, Resolution | None] = RequestMemo("tried")
+#: a request the alternatives search tries -> what it reads of its answer, None when it does not resolve
+#: (`try_resolve`)
+_TRIED: RequestMemo[ResolveRequest, Fit | None] = RequestMemo("tried")
 
 
-def try_resolve(request: ResolveRequest, matrix: Matrix) -> Resolution | None:
-    """Resolve without raising and without explaining a failure (the search only needs yes or no); for the
-    alternatives search. Answers are kept per matrix (bounded): pipelines and the web selector send many
-    unsatisfiable requests, and their searches try the same nearby requests again and again."""
+def try_resolve(request: ResolveRequest, matrix: Matrix) -> Fit | None:
+    """Resolve without raising and without explaining a failure (the search only needs yes or no, and the
+    answer's torch, build and Python); for the alternatives search. Answers are kept per matrix (bounded):
+    pipelines and the web selector send many unsatisfiable requests, and their searches try the same nearby
+    requests again and again."""
     found = _TRIED.table(matrix).get(request, _UNTRIED)
     if found is not _UNTRIED:
-        return cast("Resolution | None", found)
-    answer: Resolution | None
+        return cast("Fit | None", found)
+    answer: Fit | None
     if is_jetson_target(request, matrix):  # NVIDIA's JetPack wheels (jetson.py)
         from compat_service.domain.errors import UnsatisfiableError
 
         try:
-            answer = jetson_answer(request, matrix)
+            res = jetson_answer(request, matrix)
         except UnsatisfiableError:
-            answer = None
+            res = None
+        answer = None if res is None else Fit(res.torch_version, res.backend, res.family, res.python)
     else:
         try:
-            answer = run(ResolverState(matrix, request, None), explain=False)
-        except Conflict:
+            answer = _fit(ResolverState(matrix, request, None))
+        except Conflict:  # --strict, and the answer rests on unknown facts
             answer = None
     _TRIED.keep(matrix, request, answer)
     return answer
+
+
+def _fit(state: ResolverState) -> Fit | None:
+    """What `run` answers (no evidence), as the search reads it: the answer itself (its sentences, pins and
+    index) is built only where --strict makes its unknowns decide whether there is one."""
+    trial = next(_trials_in_order(state, []), None)
+    if trial is None:
+        return None
+    if state.request.strict:
+        best = _best(state, trial.candidates)
+        res = _checked(state, build_resolution(state, trial.minor, trial.patch, trial.python, best))
+        return Fit(res.torch_version, res.backend, res.family, res.python)
+    return Fit(trial.patch.version, _best(state, trial.candidates).label, state.family, trial.python)
 
 
 def minors_past_first_stages(request: ResolveRequest, matrix: Matrix) -> frozenset[str]:
@@ -283,12 +303,6 @@ def _listed_pythons(matrix: Matrix, platform: str) -> frozenset[str]:
     return found
 
 
-def _unexplained() -> Conflict:
-    """What `run(..., explain=False)` raises: a failure nobody will read (a fresh one: a raised exception
-    object keeps its traceback)."""
-    return Conflict("unsatisfiable", "no answer (not explained)")
-
-
 def _check_request(request: ResolveRequest, matrix: Matrix) -> None:
     if request.backend.kind == "auto":
         raise invalid_request(
@@ -319,18 +333,25 @@ def _check_request(request: ResolveRequest, matrix: Matrix) -> None:
             )
 
 
-def run(state: ResolverState, *, explain: bool = True) -> Resolution:
-    """The stages over every matching patch, newest first; raises a `Conflict` when none passes (with
-    ``explain=False`` one that says nothing: building the explanation is most of a failure's cost)."""
-    matched = _matching_patches(state.request.torch, state.matrix)
-    if not matched:
-        raise torch_not_found(state) if explain else _unexplained()
+def run(state: ResolverState) -> Resolution:
+    """The stages over every matching patch, newest first; raises a `Conflict` when none passes."""
     deaths: list[Dropout] = []
     passed: list[Trial] = []
-    # With --gpu-arch, a patch whose every build has an *unknown* arch list waits until no patch
-    # with a known, covering list remains: "unknown" must not beat "known to work".
+    for trial in _trials_in_order(state, deaths):
+        if (chosen := _pick(state, trial, passed)) is not None:
+            return chosen
+    if passed and state.steering is not None:
+        return _unverified(state, state.steering, passed[0])
+    raise _failure(state, deaths) if deaths else torch_not_found(state)
+
+
+def _trials_in_order(state: ResolverState, deaths: list[Dropout]) -> Iterator[Trial]:
+    """The patches --torch matches that pass every stage, in the order the answer takes them (newest first),
+    each tried when the previous one is passed over; those that drop out go to ``deaths``. With --gpu-arch, a
+    patch whose every build has an *unknown* arch list waits until no patch with a known, covering list
+    remains: "unknown" must not beat "known to work"."""
     unknown_arch: list[Trial] = []
-    for minor, patch in matched:
+    for minor, patch in _matching_patches(state.request.torch, state.matrix):
         outcome = _try_patch(state, minor, patch)
         if isinstance(outcome, Dropout):
             deaths.append(outcome)
@@ -338,14 +359,9 @@ def run(state: ResolverState, *, explain: bool = True) -> Resolution:
         elif state.request.gpu_arch and _arch_lists_unknown(outcome):
             unknown_arch.append(outcome)
             state.skipped.append((patch.version, f"no sourced arch list to check {state.request.gpu_arch} against"))
-        elif (chosen := _pick(state, outcome, passed)) is not None:
-            return chosen
-    for trial in unknown_arch:
-        if (chosen := _pick(state, trial, passed)) is not None:
-            return chosen
-    if passed and state.steering is not None:
-        return _unverified(state, state.steering, passed[0])
-    raise _failure(state, deaths) if explain else _unexplained()
+        else:
+            yield outcome
+    yield from unknown_arch
 
 
 def _failure(state: ResolverState, deaths: list[Dropout]) -> Conflict:

@@ -26,7 +26,7 @@ from compat_service.domain.json_types import JsonObject
 if TYPE_CHECKING:
     from compat_service.domain.errors import Cause
     from compat_service.domain.matrix.problems import Problem
-    from compat_service.domain.stacks.schema import CompanionRow, TorchIndexRow
+    from compat_service.domain.stacks.schema import CompanionRow, TorchIndexRow, TorchRow, WheelPageRow
 
 ECOSYSTEM_FILE = "ecosystem.yaml"
 #: bump when the compiled layout changes
@@ -528,6 +528,8 @@ def compile_catalog(data_dir: Path) -> JsonObject:
                 "companions": [c.model_dump(exclude={"versions"}) for spec, c in companion_rows
                                if spec.contains(release.version, prereleases=True)],
             })
+        if row is not None and row.torch_build == "wheel-pages":
+            releases = _with_page_releases(releases, row.wheel_pages, torch_rows)
         packages.append({
             "name": name,
             "torch_build": row.torch_build if row else None,
@@ -550,6 +552,31 @@ def compile_catalog(data_dir: Path) -> JsonObject:
         )
     marker_env = {rule.platform: dict(rule.markers) for rule in config.platforms} if config else {}
     return {"format": CATALOG_FORMAT, "packages": packages, "marker_env": marker_env}
+
+
+def _with_page_releases(releases: list[JsonObject], pages: list[WheelPageRow],
+                        torch_rows: dict[str, TorchRow]) -> list[JsonObject]:
+    """A wheel-pages package's releases: the index's, and those its pages carry that the index does not hold
+    (pyg-lib, DGL 2.4: published on the project's own pages only), newest first. A page-only release has no
+    index wheel, sdist, Requires-Python or upload date: its pages are all that is known of it."""
+    known = {str(r["version"]) for r in releases}
+    extra = sorted({v for page in pages for v in page.versions if v not in known}, key=_sort_key, reverse=True)
+    for version in extra:
+        torch_row = torch_rows.get(version) or torch_rows.get(_series(version))
+        releases.append({
+            "version": version, "yanked": False, "prerelease": _is_prerelease(version), "requires_python": None,
+            "sdist": None, "wheels": {}, "wheel_tags": {},
+            "requires": {}, "curated_torch": torch_row.model_dump() if torch_row else None, "policy": None,
+            "first_upload": None, "oracle": None, "torch_index": None, "companions": [],
+        })
+    return sorted(releases, key=lambda r: _sort_key(str(r["version"])), reverse=True)
+
+
+def _is_prerelease(version: str) -> bool:
+    try:
+        return Version(version).is_prerelease
+    except InvalidVersion:
+        return False
 
 
 def _platform_tags(file: str) -> str:

@@ -193,11 +193,24 @@ def _candidates(search: Search, item: PackageRequest, package: Package, keep: se
             if not package.releases
             else f"{package.name} has no release matching {item.specifier}"
             if not allowed
-            else f"{package.name} publishes no wheels for {platform}"
-            + (f" (its wheels are for {', '.join(package.platforms())})" if package.platforms() else "")
+            else _no_wheels(package, platform, item)
         )
         search.attempts.append(Attempt(item.text, "stack-conflict", why, host_only=False))
     return found
+
+
+def _no_wheels(package: Package, platform: str, item: PackageRequest) -> str:
+    """Why no release of ``item`` has a wheel for ``platform``: where the package's wheels are (a wheel-pages
+    package's own pages; else the index, where other releases may have one)."""
+    if package.torch_build == "wheel-pages":
+        pages = sorted({p for row in package.page_rows for p in row["platforms"]})
+        return f"{package.name}'s own wheel pages have no wheels for {platform} (they are for {', '.join(pages)})"
+    others = package.platforms()
+    if platform in others:
+        return (f"no {package.name} release that {item.text} allows publishes wheels for {platform} on the package "
+                "index (other releases do)")
+    return f"{package.name} publishes no wheels for {platform}" + (
+        f" (its wheels are for {', '.join(others)})" if others else "")
 
 
 def _installs(search: Search, package: Package, release: Release, python: str | None) -> bool:
@@ -775,6 +788,8 @@ def _why(search: Search, package: Package, release: Release, res: Resolution, le
         "jit": "its ops are compiled at run time against the installed torch (nvcc or hipcc on the target)",
         "wheel-pages": f"its wheel is on the project's own page for torch {res.torch_version} ({res.backend})",
     }.get(package.torch_build or "", "the torch build its binaries need is unknown")
+    if not release.wheels and release.sdist is None:  # a release only the project's own pages carry
+        return f"{package.name} {release.version}: {newest}; the package index holds no file of it; {build}"
     return (f"{package.name} {release.version}: {newest}; its {platform} wheel METADATA states {pinned}; "
             f"{build}")
 

@@ -581,8 +581,25 @@ def _host_rules(rows: FileRows, labels: JsonObject) -> list[Problem]:
 
 
 def _jetson(rows: FileRows) -> list[Problem]:
-    """jetson.yaml: each JetPack release once, every arch an sm_XY, every wheel's JetPack a listed release."""
+    """jetson.yaml: each JetPack release once, every arch an sm_XY, every wheel's JetPack a listed release, and
+    no SBSA module's arch also answered by JetPack wheels."""
     out = _Problems()
+    file = "jetson.yaml"
+    seen = _jetpack_releases(rows, out)
+    for i, wheel in _rows(rows, file, "wheels"):
+        for j, jetpack in enumerate(wheel.jetpack):
+            if jetpack not in seen:
+                out.add(file, f"wheels[{i}].jetpack[{j}]", f"JetPack {jetpack} is not in releases")
+    jetpack_archs = {arch for _, row in _rows(rows, file, "releases") for arch in row.archs}
+    for i, module in _rows(rows, file, "sbsa_modules"):
+        if module.arch in jetpack_archs:
+            out.add(file, f"sbsa_modules[{i}].arch", f"{module.arch} is also a JetPack release's arch (JetPack wheels)")
+    return out
+
+
+def _jetpack_releases(rows: FileRows, out: _Problems) -> dict[str, int]:
+    """jetson.yaml's releases, each JetPack once and every arch an sm_XY (problems into ``out``): each JetPack
+    release with the index of its first row."""
     file = "jetson.yaml"
     seen: dict[str, int] = {}
     for i, row in _rows(rows, file, "releases"):
@@ -596,11 +613,7 @@ def _jetson(rows: FileRows) -> list[Problem]:
         for j, arch in enumerate(row.archs):
             if not re.fullmatch(r"sm_\d{2,3}", arch):
                 out.add(file, f"releases[{i}].archs[{j}]", f"{arch!r} is not a CUDA architecture (sm_XY)")
-    for i, wheel in _rows(rows, file, "wheels"):
-        for j, jetpack in enumerate(wheel.jetpack):
-            if jetpack not in seen:
-                out.add(file, f"wheels[{i}].jetpack[{j}]", f"JetPack {jetpack} is not in releases")
-    return out
+    return seen
 
 
 def cross_file_problems(rows: FileRows) -> list[Problem]:

@@ -52,6 +52,7 @@ __all__ = [
     "RocmRelease",
     "Row",
     "RuntimeFloor",
+    "SbsaJetson",
     "Source",
     "SourcesFile",
     "ToolkitArchRange",
@@ -1745,14 +1746,51 @@ class JetsonWheel(Row):
         )
 
 
+class SbsaJetson(Row):
+    """A Jetson module whose JetPack runs PyTorch's SBSA linux-aarch64 CUDA builds (Thor on JetPack 7): answered"""
+
+    __slots__ = ("arch", "module")
+    _fields: ClassVar[Fields] = (("source", "source"), ("note", "note"), ("arch", "arch"), ("module", "module"))
+    arch: str
+    module: str
+
+    def __init__(
+        self,
+        *,
+        source: list[str],
+        note: str | None = None,
+        arch: str,
+        module: str,
+    ) -> None:
+        _set(self, "source", source)
+        _set(self, "note", note)
+        _set(self, "arch", arch)
+        _set(self, "module", module)
+
+    @classmethod
+    def from_json(cls, data: JsonObject) -> SbsaJetson:
+        return cls(
+            source=data["source"],
+            note=data.get("note", None),
+            arch=data["arch"],
+            module=data["module"],
+        )
+
+
 class JetsonFile(Frozen):
     """Mirrors schema.JetsonFile."""
 
-    __slots__ = ("schema_", "releases", "wheels")
-    _fields: ClassVar[Fields] = (("schema_", "schema"), ("releases", "releases"), ("wheels", "wheels"))
+    __slots__ = ("schema_", "releases", "wheels", "sbsa_modules")
+    _fields: ClassVar[Fields] = (
+        ("schema_", "schema"),
+        ("releases", "releases"),
+        ("wheels", "wheels"),
+        ("sbsa_modules", "sbsa_modules"),
+    )
     schema_: Literal["jetson/v1"]
     releases: list[JetpackRelease]
     wheels: list[JetsonWheel]
+    sbsa_modules: list[SbsaJetson]
 
     def __init__(
         self,
@@ -1760,19 +1798,23 @@ class JetsonFile(Frozen):
         schema_: Literal["jetson/v1"],
         releases: list[JetpackRelease],
         wheels: list[JetsonWheel],
+        sbsa_modules: list[SbsaJetson] | None = None,
     ) -> None:
         _set(self, "schema_", schema_)
         _set(self, "releases", releases)
         _set(self, "wheels", wheels)
+        _set(self, "sbsa_modules", [] if sbsa_modules is None else sbsa_modules)
 
     @classmethod
     def from_json(cls, data: JsonObject) -> JetsonFile:
         releases = [JetpackRelease.from_json(x0) for x0 in data["releases"]]
         wheels = [JetsonWheel.from_json(x0) for x0 in data["wheels"]]
+        sbsa_modules = [SbsaJetson.from_json(x0) for x0 in data.get("sbsa_modules", [])]
         return cls(
             schema_=data["schema"],
             releases=releases,
             wheels=wheels,
+            sbsa_modules=sbsa_modules,
         )
 
 

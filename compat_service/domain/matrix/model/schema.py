@@ -585,12 +585,24 @@ class JetsonWheel(Row):
     url: str | None = Field(default=None, pattern=r"^https://\S+\.whl$")
 
 
+class SbsaJetson(Row):
+    """A Jetson module whose JetPack runs PyTorch's SBSA linux-aarch64 CUDA builds (Thor on JetPack 7): answered
+    by the ordinary stages on linux-aarch64, never by a JetPack wheel and never on x86_64."""
+
+    #: the module's compute capability (sm_110)
+    arch: str = Field(pattern=r"^sm_\d{2,3}$")
+    #: the module as the answer names it ("Jetson Thor")
+    module: str = Field(min_length=1)
+
+
 class JetsonFile(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     schema_: Literal["jetson/v1"] = Field(alias="schema")
     releases: list[JetpackRelease]
     wheels: list[JetsonWheel]
+    #: Jetson modules that run the SBSA builds instead of JetPack wheels
+    sbsa_modules: list[SbsaJetson] = Field(default_factory=list)
 
 
 # --------------------------------------------------------------------------- vendor PrivateUse1 plugins
