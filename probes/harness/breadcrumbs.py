@@ -112,7 +112,7 @@ class FirstCalls(object):
     and ``on_wait(False)`` bracket a wait (the worker stops its check's clock meanwhile)."""
 
     POLL_S = 0.005
-    GRACE_S = 10.0  # after the holder died, how long the runner has to block the family before this one calls it
+    GRACE_S = 60.0  # after the holder died, how long the runner has to block the family before this one calls it
 
     def __init__(self, directory, blocked_why, on_wait=None):
         self.directory = directory
