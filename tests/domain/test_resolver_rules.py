@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import marshal
 from pathlib import Path
 from typing import Any, cast
 
@@ -154,7 +155,7 @@ def test_snapshot_gives_the_same_answers_as_the_validated_matrix(
 ) -> None:
     monkeypatch.setenv("ACCELENV_CACHE_DIR", str(tmp_path))
     first = load_matrix_cached()  # validates the YAML and writes the snapshot
-    assert len(list(tmp_path.glob("matrix-*.json"))) == 1
+    assert len(list(tmp_path.glob("matrix-*"))) == 1
     second = load_matrix_cached()  # reads the snapshot
     # one row family on both paths: the same classes, the same rows
     assert type(first.data) is type(second.data) is MatrixTables
@@ -185,41 +186,53 @@ def test_old_snapshots_are_pruned(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
         old.write_text("{}")
         os.utime(old, (1_000_000 + i, 1_000_000 + i))
     load_matrix_cached()  # writes the current snapshot and prunes
-    kept = sorted(p.name for p in tmp_path.glob("matrix-*.json"))
+    kept = sorted(p.name for p in tmp_path.glob("matrix-*"))
     assert len(kept) == KEEP_SNAPSHOTS and not any(f"old{i:02d}" in name for i in range(4) for name in kept)
     assert any(not name.startswith("matrix-old") for name in kept)
+
+
+def _snapshot_of(content: bytes) -> tuple[bytes, object]:
+    """A snapshot file's key line and its rows as loaded (marshal's bytes may differ between writes of equal rows)."""
+    key, _, body = content.partition(b"\n")
+    return key, marshal.loads(body)
+
+
+def _snapshot(path: Path) -> tuple[bytes, object]:
+    return _snapshot_of(path.read_bytes())
 
 
 def test_damaged_snapshot_is_rebuilt_from_the_yaml(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ACCELENV_CACHE_DIR", str(tmp_path))
     load_matrix_cached()
-    (snapshot,) = tmp_path.glob("matrix-*.json")
-    snapshot.write_text('{"torch_releases": ')
+    (snapshot,) = tmp_path.glob("matrix-*")
+    good = snapshot.read_bytes()
+    key, _, content = good.partition(b"\n")
+    snapshot.write_bytes(key + b"\n" + content[: len(content) // 2])  # the current key, half the rows
     request = ResolveRequest.from_strings(torch="2.3", backend="cu121", python="3.10")
     assert resolve(request, load_matrix_cached()).pins["torch"] == "2.3.1"
-    assert snapshot.read_text().partition("\n")[2].startswith('{"sources"')
+    assert _snapshot(snapshot) == _snapshot_of(good)
 
 
 def test_snapshot_that_no_longer_fits_the_rows_is_rebuilt(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Valid JSON of another layout (a required field missing) is a mismatch, rebuilt like a damaged file."""
+    """A snapshot of another layout (a required field missing) is a mismatch, rebuilt like a damaged file."""
     monkeypatch.setenv("ACCELENV_CACHE_DIR", str(tmp_path))
     load_matrix_cached()
-    (snapshot,) = tmp_path.glob("matrix-*.json")
-    good = snapshot.read_text()
-    snapshot.write_text(good.replace('"cuda_major":', '"major":', 1))
-    assert snapshot.read_text() != good
+    (snapshot,) = tmp_path.glob("matrix-*")
+    good = snapshot.read_bytes()
+    snapshot.write_bytes(good.replace(b"cuda_major", b"major_cuda", 1))  # a field renamed, the same length
+    assert snapshot.read_bytes() != good
     request = ResolveRequest.from_strings(torch="2.3", backend="cu121", python="3.10")
     assert resolve(request, load_matrix_cached()).pins["torch"] == "2.3.1"
-    assert snapshot.read_text() == good
+    assert _snapshot(snapshot) == _snapshot_of(good)
 
 
 def test_snapshot_of_another_key_is_rebuilt(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The key on a snapshot's first line decides, not the file's name: a file written for other files is a miss."""
     monkeypatch.setenv("ACCELENV_CACHE_DIR", str(tmp_path))
     load_matrix_cached()
-    (snapshot,) = tmp_path.glob("matrix-*.json")
-    good = snapshot.read_text()
-    snapshot.write_text("another checkout's key\n" + good.partition("\n")[2])
+    (snapshot,) = tmp_path.glob("matrix-*")
+    good = snapshot.read_bytes()
+    snapshot.write_bytes(b"another checkout's key\n" + good.partition(b"\n")[2])
     request = ResolveRequest.from_strings(torch="2.3", backend="cu121", python="3.10")
     assert resolve(request, load_matrix_cached()).pins["torch"] == "2.3.1"
-    assert snapshot.read_text() == good
+    assert _snapshot(snapshot) == _snapshot_of(good)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import subprocess
 import sys
 import uuid
@@ -53,13 +54,30 @@ def _run_probe(name: str, args: list[str], out_dir: Path) -> dict[str, Any] | st
     return json.loads(out.read_text())
 
 
-@pytest.fixture(scope="session")
-def probe_reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any] | str]:
-    out_dir = tmp_path_factory.mktemp("probe-reports")
+def _run_probes(out_dir: Path) -> dict[str, dict[str, Any] | str]:
     # The crash case restarts its worker per crashed check (slow); run the probes side by side.
     with ThreadPoolExecutor(max_workers=3) as pool:
         futures = {name: pool.submit(_run_probe, name, args, out_dir) for name, args in PROBE_CASES.items()}
         return {name: future.result() for name, future in futures.items()}
+
+
+@pytest.fixture(scope="session")
+def probe_reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any] | str]:
+    """Each report once per run: under pytest-xdist the first worker to get here runs the probes, under a lock
+    in the temp folder the workers share, and the others read what it wrote (the xdist docs' recipe)."""
+    import fcntl
+
+    shared = tmp_path_factory.getbasetemp().parent  # the run's folder: each xdist worker's basetemp is under it
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return _run_probes(tmp_path_factory.mktemp("probe-reports"))
+    written = shared / "evidence-probe-reports.json"
+    with open(shared / "evidence-probe-reports.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if written.is_file():
+            return json.loads(written.read_text())
+        reports = _run_probes(tmp_path_factory.mktemp("probe-reports"))
+        written.write_text(json.dumps(reports))
+        return reports
 
 
 @pytest.fixture

@@ -25,7 +25,9 @@ DUPLICATES = 20  # of each submitter's 100, sent again from another submitter's 
 HOSTS = 40
 BAD = ("failed", "timeout", "crashed", "error")
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
+# a hang guard, not a speed target (benchmarks/ has those): 3200 posts took over 120 s on a loaded 2-core host
+# with the suite on both cores
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
 
 def _plan(

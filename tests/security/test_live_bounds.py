@@ -217,7 +217,9 @@ HTML_PAGES = ["/", "/matrix", "/torch/2.13.0", "/torch/9.9.9", "/reports/0000000
 
 @pytest.mark.parametrize("path", HTML_PAGES)
 def test_every_html_page_sends_the_security_headers(server: LiveServer, path: str) -> None:
-    res = httpx.get(server.base_url + path)
+    # a page's first render builds its caches: on a loaded host (the suite runs on every core) that outlives
+    # httpx's 5 s default, and this test is about headers, not speed
+    res = httpx.get(server.base_url + path, timeout=60)
     assert res.headers["content-type"].startswith("text/html")
     csp = res.headers["content-security-policy"]
     directives = dict(d.strip().split(" ", 1) for d in csp.split(";") if " " in d.strip())
