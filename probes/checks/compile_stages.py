@@ -7,7 +7,9 @@ compile a small MLP (forward and backward) and two functions (an elementwise cha
 matmul); ``inductor`` compiles the two functions as one graph (each graph is a C++ or Triton compile),
 and under ``--deep`` all three. Outputs and gradients are compared with eager on the same device. The failing
 stage names itself and keeps the first line of its error; a backend inductor has no code generator for is
-``unsupported``. The group runs in a worker of its own, without the breadcrumb dispatch mode.
+``unsupported``. The group runs in a worker of its own, without the breadcrumb dispatch mode (dynamo does not
+compile under one); its eager references run first, inside ``ctx.traced()``, so a kernel that crashed or hung
+elsewhere is refused (or named) there rather than inside a compiled graph.
 """
 
 import re
@@ -86,8 +88,9 @@ def inductor_backend(ctx):
 
 def _model_phase(ctx, compile_fn, stage, model):
     torch = ctx.torch
-    x = torch.randn(10, 16, generator=torch.Generator().manual_seed(3)).to(ctx.device)
-    want_out, want_grads = _train_grads(torch, model, x)
+    with ctx.traced():  # eager first, under the harness's mode: a kernel that crashed or hung is refused here
+        x = torch.randn(10, 16, generator=torch.Generator().manual_seed(3)).to(ctx.device)
+        want_out, want_grads = _train_grads(torch, model, x)
     compiled = compile_fn(model, backend=stage)
     got_out, got_grads = _train_grads(torch, compiled, x)
     return _close(torch, [got_out.cpu()] + [g.cpu() for g in got_grads],
@@ -97,11 +100,17 @@ def _model_phase(ctx, compile_fn, stage, model):
 def _phases(ctx, compile_fn, stage, light):
     """[(phase, compare)] in order: each compare compiles one thing and returns what differs from eager."""
     torch = ctx.torch
-    pw_in, red_in = _inputs(ctx)
-    model = _model(ctx)
+    with ctx.traced():
+        pw_in, red_in = _inputs(ctx)
+        model = _model(ctx)
 
     def against_eager(traced, fn, inputs):
-        return lambda: _close(torch, compile_fn(traced, backend=stage)(*inputs).cpu(), fn(torch, *inputs).cpu())
+        def compare():
+            with ctx.traced():  # eager first, under the harness's mode: a kernel that crashed or hung is refused
+                want = fn(torch, *inputs).cpu()
+            return _close(torch, compile_fn(traced, backend=stage)(*inputs).cpu(), want)
+
+        return compare
 
     if light:
         # One graph, one generated kernel file: each graph costs inductor a C++ (or Triton) compile of

@@ -1,8 +1,14 @@
 """What every check receives: torch, the device under test, and facts decided once per worker."""
 
+import contextlib
 import os
 
 from probes.checks import device_activation
+
+
+@contextlib.contextmanager
+def _untraced():
+    yield
 
 # The dtypes the ops group tries, by name; a device claims a dtype when it can hold a tensor of it.
 DTYPE_NAMES = ("float32", "float16", "bfloat16", "int64", "bool")
@@ -27,6 +33,9 @@ class ProbeContext(object):
         self._held = {}
         self.launch = None  # how to start this probe again (a WorkerLaunch); set by the worker
         self.options = {}  # suite options the worker was started with: {"deep": bool, "opinfo_ops": [...]}
+        # ``with ctx.traced():`` runs a part of a check in a group that runs untraced (compile) under the harness's
+        # breadcrumb mode: its eager references, so an op that crashed or hung is named or refused there
+        self.traced = _untraced
 
     @property
     def is_cpu(self):

@@ -12,7 +12,8 @@ Adding a group is one entry here and one module holding its ``plan``. Each entry
 - ``alone``: run in a worker of its own after every other worker has finished, with all the cores (perf:
   timings taken while other workers share the cores measure the sharing);
 - ``traced``: run under the breadcrumb dispatch mode (dynamo traces Python, and a mode in its way changes
-  what it compiles, so compile runs untraced);
+  what it compiles, so compile runs untraced, its eager references inside ``ctx.traced()``; blocked ops are
+  refused in every group at the device's kernel, ``probes.harness.kernel_block``);
 - ``default``: part of the default suite; ``False`` groups run only when ``--checks`` names them;
 - ``summary``: ``"module:function"`` turning the group's entries into the report's ``summary.groups[name]``
   (the group's totals are part of the report, not a check), or None.

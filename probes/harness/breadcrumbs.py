@@ -26,6 +26,7 @@ forward one: a crash or hang in the backward of ``addmm`` names ``aten::mm``.
 import contextlib
 import mmap
 import os
+import time
 
 from probes.checks import outcome
 
@@ -41,7 +42,7 @@ BACKWARD_NODE = "backward "
 
 def base_name(op):
     """'aten::mm.default' -> 'aten::mm': the family a block applies to; 'backward AddmmBackward0' ->
-    'backward AddmmBackward' (a backward node type, where the backward pass runs untraced)."""
+    'backward AddmmBackward' (a backward node type: a crash or hang in a node outside any of its aten ops)."""
     if op.startswith(BACKWARD_NODE):
         return op.rstrip("0123456789")
     return op.split(".", 1)[0]
@@ -99,13 +100,104 @@ def _touches(value, device_type, depth=0):
     return False
 
 
-def make_mode(torch, trail, blocked, device_type=None, seen=None, learned=None):
+class FirstCalls(object):
+    """The first call of each op family on the device, held by one worker at a time across the workers running
+    at once (a directory beside the blocklist): a worker about to call a family no worker has seen return yet
+    takes the family's claim (``<family>``, holding its pid); one that finds the claim taken waits until the
+    holder's call returns (``<family>.ok``) or the runner blocks the family (the holder hung or crashed in
+    it), and is then refused without calling it. So a kernel that hangs costs one timeout even while
+    several workers reach it at the same moment.
+
+    ``blocked_why(family)`` says why a family is blocked (re-reading the blocklist), or None; ``on_wait(True)``
+    and ``on_wait(False)`` bracket a wait (the worker stops its check's clock meanwhile)."""
+
+    POLL_S = 0.005
+    GRACE_S = 60.0  # after the holder died, how long the runner has to block the family before this one calls it
+
+    def __init__(self, directory, blocked_why, on_wait=None):
+        self.directory = directory
+        self.blocked_why = blocked_why
+        self.on_wait = on_wait
+        self.known = set()  # type: set  # families seen to return, here or in another worker
+
+    def _path(self, family):
+        return os.path.join(self.directory, family.replace(":", "_"))
+
+    def enter(self, family):
+        """True when this worker makes the family's first call (then ``returned`` after it); False when the
+        family is known to return. Raises ``BlockedOp`` when the family was blocked while this one waited."""
+        if family in self.known:
+            return False
+        path = self._path(family)
+        if os.path.exists(path + ".ok"):
+            self.known.add(family)
+            return False
+        try:
+            handle = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+        except FileExistsError:
+            self._wait(family, path)
+            return False
+        except OSError:  # no directory: no coordination
+            self.known.add(family)
+            return False
+        os.write(handle, str(os.getpid()).encode("ascii"))
+        os.close(handle)
+        return True
+
+    def returned(self, family):
+        self.known.add(family)
+        try:
+            with open(self._path(family) + ".ok", "w"):
+                pass
+        except OSError:
+            pass
+
+    @staticmethod
+    def _alive(path):
+        try:
+            with open(path) as handle:
+                pid = int(handle.read() or "0")
+        except (OSError, ValueError):
+            return True  # being written
+        if pid <= 0:
+            return True
+        try:
+            os.kill(pid, 0)
+        except OSError:
+            return False
+        return True
+
+    def _wait(self, family, path):
+        if self.on_wait is not None:
+            self.on_wait(True, family)
+        dead_since = None
+        try:
+            while True:
+                why = self.blocked_why(family)
+                if why is not None:
+                    raise BlockedOp(family, why)
+                if os.path.exists(path + ".ok"):
+                    self.known.add(family)
+                    return
+                if dead_since is None and not self._alive(path):
+                    dead_since = time.monotonic()
+                if dead_since is not None and time.monotonic() - dead_since > self.GRACE_S:
+                    self.known.add(family)  # the holder died elsewhere and nothing blamed the op: call it
+                    return
+                time.sleep(self.POLL_S)
+        finally:
+            if self.on_wait is not None:
+                self.on_wait(False, family)
+
+
+def make_mode(torch, trail, blocked, device_type=None, seen=None, learned=None, first_calls=None):
     """A dispatch mode writing to ``trail`` and refusing the op families in ``blocked`` ({base: why}).
 
     With ``device_type``, only calls on that device are refused: the op crashed or hung on the device under
     test, and the harness's own CPU calls of the same op (a CPU reference, a sort of the results) still run.
     ``seen`` (a set) collects the names of the ops called with a tensor on the device (coverage). ``learned``
-    (a ``NodeOps``) hears which aten ops each backward node called while a CPU backward ran under the mode."""
+    (a ``NodeOps``) hears which aten ops each backward node called while a CPU backward ran under the mode.
+    ``first_calls`` (a ``FirstCalls``) holds each family's first call on the device to one worker at a time."""
     from torch.utils._python_dispatch import TorchDispatchMode
 
     class _BreadcrumbMode(TorchDispatchMode):
@@ -114,7 +206,7 @@ def make_mode(torch, trail, blocked, device_type=None, seen=None, learned=None):
             self.hit_blocked = None
             self._names = {}
             self.node = None  # the backward node a traced (CPU) backward pass is in, set by its pre-hooks
-            self.deferring = 0  # > 0 while a device's backward pass runs under the mode (``traced_backward``)
+            self.deferring = 0  # > 0 while a device's backward pass runs under the mode (``device_backward``)
             self.deferred = None  # the first exception an op raised there, raised again on the calling thread
 
         def _defer(self, exc, func, args, kwargs):
@@ -145,15 +237,30 @@ def make_mode(torch, trail, blocked, device_type=None, seen=None, learned=None):
                     if self.deferring:
                         return self._defer(BlockedOp(name, why), func, args, kwargs)
                     raise BlockedOp(name, why)
+            family = base_name(name)
+            first = False
+            if first_calls is not None and family not in first_calls.known and (
+                    device_type in (None, "cpu") or _touches(args, device_type) or _touches(kwargs, device_type)):
+                try:
+                    first = first_calls.enter(family)
+                except BlockedOp as exc:
+                    self.hit_blocked = (name, blocked.get(family) if blocked else str(exc))
+                    if self.deferring:
+                        return self._defer(exc, func, args, kwargs)
+                    raise
             if trail is not None:
                 trail.write(ENTERED, name)
-            if self.deferring:
-                try:
+            try:
+                if self.deferring:
+                    try:
+                        out = func(*args, **kwargs)
+                    except Exception as exc:
+                        return self._defer(exc, func, args, kwargs)
+                else:
                     out = func(*args, **kwargs)
-                except Exception as exc:
-                    return self._defer(exc, func, args, kwargs)
-            else:
-                out = func(*args, **kwargs)
+            finally:
+                if first:
+                    first_calls.returned(family)
             if trail is not None:
                 trail.write(RETURNED, name)
             return out
@@ -198,11 +305,12 @@ def _graph_nodes(roots, limit=20000):
 
 
 class NodeOps(object):
-    """Which aten op families each backward node type calls, learned from the CPU backward passes the checks run
-    (their CPU references) and kept in a file beside the blocklist, so a fresh worker knows what the one before
-    it learned. A device's backward pass runs untraced (the module's Limit), so this is how a graph about to
-    run there is known to reach an op that crashed or hung: ``aten::mm`` crashed in a forward pass, and a later
-    ``MmBackward0`` or ``AddmmBackward0`` on the device is refused instead of crashing a second worker.
+    """Which aten op families each backward node type calls, learned from the backward passes the checks run
+    under the mode (CPU references and the device's own) and kept in a file beside the blocklist, so a fresh
+    worker knows what the one before it learned. A graph about to run on the device is so known to reach an op
+    that crashed or hung before the engine starts: ``aten::mm`` crashed, and a later ``MmBackward0`` or
+    ``AddmmBackward0`` on the device is refused naming the node (the mode and the device's kernel refuse the op
+    too, where nothing was learned).
 
     File format: one ``<node type>\t<aten family>`` per line, appended."""
 
@@ -243,7 +351,7 @@ _NODE_MARK = "; the backward node that calls it: "
 
 
 def node_of(why):
-    """The backward node named in a refusal's ``why`` (``untraced_backward``), or None."""
+    """The backward node named in a refusal's ``why`` (``device_backward``), or None."""
     return why.split(_NODE_MARK, 1)[1] if why and _NODE_MARK in why else None
 
 

@@ -14,6 +14,7 @@ status without calling it. A check may declare its own timeout (compile stages d
 import json
 import os
 import queue
+import shutil
 import signal
 import subprocess
 import sys
@@ -42,16 +43,23 @@ class Blocklist(object):
     def __init__(self):
         self.lock = threading.Lock()
         self.entries = {}  # aten op family -> {"status", "op", "check"}
-        self.workers = set()  # the pids of the workers that listen for NOTIFY
+        self.workers = set()  # the processes (Popen) of the workers that listen for NOTIFY
         handle, self.path = tempfile.mkstemp(prefix="accelenv-blocked-", suffix=".json")
         with os.fdopen(handle, "w") as out:
             json.dump({}, out)
+        os.mkdir(self.first_calls_path(self.path))
 
     @staticmethod
     def nodes_path(path):
         """The file beside the blocklist where workers record which aten ops each backward node type calls
         (``probes.harness.breadcrumbs.NodeOps``)."""
         return path + ".nodes"
+
+    @staticmethod
+    def first_calls_path(path):
+        """The directory beside the blocklist where workers hold each op family's first call
+        (``probes.harness.breadcrumbs.FirstCalls``)."""
+        return path + ".first"
 
     def add(self, family, info):
         with self.lock:
@@ -63,23 +71,26 @@ class Blocklist(object):
                 json.dump(self.entries, out)
             os.replace(tmp, self.path)
             listening = list(self.workers) if self.NOTIFY is not None else []
-        for pid in listening:
+        for proc in listening:
+            if proc.poll() is not None:
+                continue  # ended (its pid may already be another process's)
             try:
-                os.kill(pid, self.NOTIFY)  # type: ignore[arg-type]  # not None: listening is empty then
+                proc.send_signal(self.NOTIFY)
             except OSError:
                 pass  # it has just ended
 
-    def attach(self, pid):
-        """Tell the worker ``pid`` (which said hello, so it handles NOTIFY) when the list grows."""
+    def attach(self, proc):
+        """Tell the worker ``proc`` (which said hello, so it handles NOTIFY) when the list grows."""
         if self.NOTIFY is not None:
             with self.lock:
-                self.workers.add(pid)
+                self.workers.add(proc)
 
-    def detach(self, pid):
+    def detach(self, proc):
         with self.lock:
-            self.workers.discard(pid)
+            self.workers.discard(proc)
 
     def close(self):
+        shutil.rmtree(self.first_calls_path(self.path), ignore_errors=True)
         for path in (self.path, self.path + ".tmp", self.nodes_path(self.path)):
             try:
                 os.unlink(path)
@@ -221,14 +232,14 @@ class Runner(object):
         data["last_aten_op"] = op
         if state != "entered":
             return "; the last aten op it entered, %s, had returned" % op
-        if op.startswith(breadcrumbs.BACKWARD_NODE):  # a node of the untraced backward pass: block its type
+        if op.startswith(breadcrumbs.BACKWARD_NODE):  # in a backward node, outside any of its aten ops: block its type
             node = op[len(breadcrumbs.BACKWARD_NODE):]
             data["backward_node"] = node
             if self.blocklist is not None:
                 self.blocklist.add(breadcrumbs.base_name(op), {"status": status, "op": op, "check": check_id})
             return ("; it was in the backward pass, inside %s (its aten ops are not traced on this device; later "
                     "checks whose backward reaches %s are marked without running it)" % (node, node))
-        if not op.startswith("aten::"):  # e.g. the untraced backward pass of a device: nothing to block
+        if not op.startswith("aten::"):  # e.g. the engine itself (autograd backward): nothing to block
             data["last_step"] = op
             return "; it was in the %s (its ops are not traced on this device)" % op
         data["aten_op"] = op
@@ -299,12 +310,17 @@ class Runner(object):
         breadcrumbs.create(self.trail_file)
         worker = _Worker(self.launch, self._args(only_file))
         current, started = None, 0.0  # started: when `current` began (read only while it is set)
+        paused = None  # since when `current` waits for another worker's first call of an op (its clock stopped)
         try:
             while True:
                 wait = STARTUP_ALLOWANCE_S + self.timeout if current is None else \
                     self._timeout_of(current) - (time.monotonic() - started)
+                if paused is not None:  # the other worker's check ends within its own timeout
+                    wait = STARTUP_ALLOWANCE_S + 2 * max([self.timeout] + list(self.timeouts.values()))
                 message = worker.next_message(max(wait, 0.0))
                 if message is None:  # timed out
+                    if self.blocklist is not None:
+                        self.blocklist.detach(worker.proc)
                     worker.kill()
                     self._timed_out(worker, current, started)
                     return False
@@ -313,17 +329,22 @@ class Runner(object):
                     return False
                 kind = message.get("type")
                 if kind == "start":
-                    current, started = message["id"], time.monotonic()
+                    current, started, paused = message["id"], time.monotonic(), None
+                elif kind == "wait" and current is not None:
+                    if message.get("waiting"):
+                        paused = time.monotonic()
+                    elif paused is not None:
+                        started, paused = started + (time.monotonic() - paused), None
                 elif kind == "result":
                     self._record(message["check"])
                     current = None
                 elif self._finishes(kind, message):
                     return True
                 elif kind == "hello" and self.blocklist is not None:
-                    self.blocklist.attach(worker.proc.pid)
+                    self.blocklist.attach(worker.proc)
         finally:
             if self.blocklist is not None:
-                self.blocklist.detach(worker.proc.pid)
+                self.blocklist.detach(worker.proc)
             worker.close()
 
     def _timed_out(self, worker, current, started):

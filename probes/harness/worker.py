@@ -95,7 +95,7 @@ class Tracing(object):
     The blocked families live in a file the runners share; it is re-read when it changed, before each check.
     """
 
-    def __init__(self, torch, trail_file=None, blocked_file=None, device_type=None):
+    def __init__(self, torch, trail_file=None, blocked_file=None, device_type=None, send=None):
         self.torch = torch
         self.device_type = device_type  # blocked families are refused on this device only
         self.trail = breadcrumbs.open_trail(trail_file)
@@ -110,6 +110,12 @@ class Tracing(object):
         # the blocked families refused at the device's own kernels too: composite ops, the device's backward
         # pass and the untraced groups reach them there
         self.kernels = kernel_block.KernelBlock(torch, device_type) if torch is not None else None
+        # each op family's first call on the device, one worker at a time (``send`` tells the runner when this
+        # worker waits for another's, so the wait is not counted against the check)
+        self.first_calls = breadcrumbs.FirstCalls(
+            runner.Blocklist.first_calls_path(blocked_file), self._blocked_why,
+            (lambda waiting, family: send({"type": "wait", "waiting": waiting, "op": family})) if send else None
+        ) if blocked_file and os.path.isdir(runner.Blocklist.first_calls_path(blocked_file)) else None
         self.refresh()
 
     def refresh(self):
@@ -131,11 +137,19 @@ class Tracing(object):
         if self.kernels is not None:
             self.kernels.block_all(self.why)
 
-    def mode(self, check):
-        if self.torch is None or check.group in registry.UNTRACED or (self.trail is None and not self.blocked):
+    def _blocked_why(self, family):
+        self.refresh()
+        return self.why.get(family)
+
+    def mode(self, check, untraced_too=False):
+        """The breadcrumb mode for ``check``; None for a group that runs untraced unless ``untraced_too`` (the
+        eager parts such a group runs inside ``ctx.traced()``)."""
+        if self.torch is None or (check.group in registry.UNTRACED and not untraced_too) or (
+                self.trail is None and not self.blocked and self.first_calls is None):
             return None
         try:
-            return breadcrumbs.make_mode(self.torch, self.trail, self.why, self.device_type, self.seen, self.learned)
+            return breadcrumbs.make_mode(self.torch, self.trail, self.why, self.device_type, self.seen, self.learned,
+                                         self.first_calls)
         except Exception:  # a torch without TorchDispatchMode: checks run untraced
             return None
 
@@ -162,6 +176,22 @@ def _blocked_outcome(tracing, hit):
                        "timed out" if status == "timeout" else "crashed the worker", info.get("check"))), data
 
 
+def _traced(ctx, tracing, mode):
+    """The breadcrumb mode and the device's backward pass followed under it, as one context manager."""
+    def blocked_in_backward(name, why):
+        mode.hit_blocked = (name, why)
+
+    backward = breadcrumbs.device_backward(ctx.torch, tracing.trail, tracing.why, blocked_in_backward, mode,
+                                           tracing.learned) if not ctx.is_cpu else _nothing()
+
+    @contextlib.contextmanager
+    def both():
+        with backward, mode:
+            yield
+
+    return both()
+
+
 def _run_outcome(ctx, check, injected, tracing):
     faults.inject(injected, check.id)
     if tracing is not None:
@@ -170,23 +200,30 @@ def _run_outcome(ctx, check, injected, tracing):
     if kernels is not None:
         kernels.hit = None
     mode = tracing.mode(check) if tracing is not None else None
-    if mode is None:
-        try:
-            outcome = check.run(ctx)
-        except breadcrumbs.BlockedOp:
-            return None, kernels.hit if kernels is not None else None
-        return outcome, kernels.hit if kernels is not None else None
-    def blocked_in_backward(name, why):
-        mode.hit_blocked = (name, why)
+    section = None
+    if mode is None and tracing is not None:
+        # an untraced group's eager parts (compile's references) run traced inside ctx.traced()
+        section = tracing.mode(check, untraced_too=True)
+        if section is not None:
+            ctx.traced = lambda: _traced(ctx, tracing, section)
 
-    backward = breadcrumbs.device_backward(ctx.torch, tracing.trail, tracing.why, blocked_in_backward, mode,
-                                             tracing.learned) if not ctx.is_cpu else _nothing()
+    def hit():
+        for source in (mode, section):
+            if source is not None and source.hit_blocked:
+                return source.hit_blocked
+        return kernels.hit if kernels is not None else None
+
     try:
-        with backward, mode:
+        if mode is None:
             outcome = check.run(ctx)
+        else:
+            with _traced(ctx, tracing, mode):
+                outcome = check.run(ctx)
     except breadcrumbs.BlockedOp:
-        return None, mode.hit_blocked or (kernels.hit if kernels is not None else None)
-    return outcome, mode.hit_blocked or (kernels.hit if kernels is not None else None)
+        return None, hit()
+    finally:
+        ctx.traced = _nothing
+    return outcome, hit()
 
 
 def _fell_back(status, detail, data, messages):
@@ -253,6 +290,17 @@ def _hello(torch, ctx, facts, planned, send_environment):
     return hello
 
 
+def _warm_for_the_mode(torch, checks):
+    """Import what a dispatch mode's first op imports (torch._dynamo: seconds on a loaded host) before the first
+    check starts, so it counts against the worker's startup allowance rather than the first traced check's
+    timeout (a 5 s ``--timeout`` timed out a check that only waited for the import)."""
+    if any(c.group not in registry.UNTRACED for c in checks):
+        try:
+            import torch._dynamo  # noqa: F401
+        except Exception:
+            pass
+
+
 def _listen_for_blocks():
     """Re-read the blocklist when the runner says it grew (``runner.Blocklist.NOTIFY``), between two bytecodes of
     whatever check is running: a worker running beside the one that died stops calling the op at once. The
@@ -293,8 +341,10 @@ def main(requested, groups, only=None, send_environment=True, options=None, trai
     facts = detect.collect(ctx)
     planned = build_plan(ctx, facts, groups)
     _send(stream, _hello(torch, ctx, facts, planned, send_environment))
-    tracing = Tracing(torch, trail_file, blocked_file, ctx.device_type if ctx.device is not None else None)
+    tracing = Tracing(torch, trail_file, blocked_file, ctx.device_type if ctx.device is not None else None,
+                      lambda message: _send(stream, message))
     listening.append(tracing)
+    _warm_for_the_mode(torch, [c for c in planned if only is None or c.id in only])
     for check in planned:
         if only is not None and check.id not in only:
             continue
