@@ -171,6 +171,8 @@ CITED_HOSTS = {
     # the stack packages' own documents: PyG's and OpenMMLab's wheel pages, DeepSpeed's site, vLLM's forum
     # and a vLLM docs build of a pull request
     "data.pyg.org", "download.openmmlab.com", "deepspeed.ai", "discuss.vllm.ai", "vllm--6910.org.readthedocs.build",
+    # DGL's own wheel pages (its install page names them; the package index stopped at 2.2.1)
+    "data.dgl.ai",
 }
 
 
