@@ -57,6 +57,8 @@ def test_stack_case(case: dict[str, Any]) -> None:
         assert next(p.origin for p in res.stack if p.name == name) == origin
     if "backend" in expect:
         assert res.backend == expect["backend"]
+    if "status" in expect:
+        assert res.status == expect["status"], res.unknowns
     for name in expect.get("requirements", []):
         assert name in [r.name for r in res.requirements], res.requirements
     for text in expect.get("requirement_detail_include", []):

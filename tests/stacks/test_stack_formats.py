@@ -114,3 +114,42 @@ def test_a_file_says_the_no_deps_commands_after_it(no_deps: Resolution, fmt: str
     body = [line for line in text.splitlines() if not line.lstrip().startswith("#")]
     assert not any(line.strip().removeprefix("- ").startswith("vllm==") for line in body)
     assert _commands(text) == pip_commands(no_deps)[1:]
+
+
+@pytest.fixture(scope="module")
+def extension_build() -> Resolution:
+    """transformer-engine 2.20.2 with a CUDA 13 torch: its [pytorch] extra's transformer-engine-torch is an sdist
+    built against the installed torch (te_install_docs), with [core_cu13] for the core of torch's CUDA major."""
+    request = ResolveRequest.from_strings(with_=["transformer-engine==2.20.2"], backend="cuda", python="3.12")
+    res = resolve_stack(request, MATRIX, None, CATALOG)
+    assert [(p.name, p.extras, p.builds) for p in res.stack] == [
+        ("transformer-engine", ("pytorch", "core_cu13"), "transformer-engine-torch")]
+    return res
+
+
+def test_pip_installs_the_extension_extra_without_build_isolation_after_torch(extension_build: Resolution) -> None:
+    first, *rest = pip_commands(extension_build)
+    assert "transformer-engine" not in first
+    build = shlex.split(rest[-1])  # the shell reads the quoted spec whole: no glob on its brackets
+    assert build[:3] == ["pip", "install", "--no-build-isolation"]
+    assert build[-1] == "transformer-engine[pytorch,core_cu13]==2.20.2"
+    assert all(f"{p.name}=={p.version}" in build for p in extension_build.packages)
+
+
+@pytest.mark.parametrize("fmt", ["requirements", "conda", "docker"])
+def test_every_file_installs_the_extension_extra_after_torch(extension_build: Resolution, fmt: str) -> None:
+    text = render(extension_build, fmt)
+    body = [line for line in text.splitlines() if not line.lstrip().startswith("#")]
+    if fmt == "docker":  # a RUN line per command, in the same order
+        runs = [line.removeprefix("RUN ").replace(" --no-cache-dir", "") for line in body if line.startswith("RUN ")]
+        assert runs == pip_commands(extension_build)
+        return
+    assert not any("transformer-engine" in line for line in body)  # its extra's build needs torch installed
+    assert _commands(text) == pip_commands(extension_build)[1:]
+    assert "without build isolation, after torch" in text
+
+
+def test_uv_turns_build_isolation_off_for_the_extension_package(extension_build: Resolution) -> None:
+    doc = tomllib.loads(render(extension_build, "uv"))
+    assert doc["tool"]["uv"]["no-build-isolation-package"] == ["transformer-engine-torch"]
+    assert "transformer-engine[pytorch,core_cu13]==2.20.2" in doc["project"]["dependencies"]

@@ -38,6 +38,10 @@ class StackPinFields(Protocol):
     def url(self) -> str | None: ...
     @property
     def no_deps(self) -> bool: ...
+    @property
+    def extras(self) -> Sequence[str]: ...
+    @property
+    def builds(self) -> str | None: ...
 
 
 class CommandInput(Protocol):
@@ -107,7 +111,15 @@ def _other_commands(res: CommandInput, tool: str, index: str) -> list[str]:
 def stack_spec(pin: StackPinFields) -> str:
     if pin.origin == "url" and pin.url:
         return f'"{pin.name} @ {pin.url}"'
+    if pin.extras:  # quoted: a shell would read the brackets as a glob
+        return f'"{pin.name}[{",".join(pin.extras)}]=={pin.version}"'
     return f"{pin.name}=={pin.version}"
+
+
+def source_built(pin: StackPinFields) -> bool:
+    """Whether the pin (an sdist) or a distribution its extras pull builds against the installed torch: installed
+    after torch, without build isolation."""
+    return pin.origin == "sdist" or pin.builds is not None
 
 
 def find_links(pins: Sequence[StackPinFields]) -> list[str]:
@@ -117,7 +129,7 @@ def find_links(pins: Sequence[StackPinFields]) -> list[str]:
 
 def _stack_commands(res: CommandInput, tool: str, commands: list[str]) -> list[str]:
     """The ecosystem packages after torch, never replacing it (see `install_formats`' docstring)."""
-    plain = [p for p in res.stack if p.origin != "sdist" and not p.no_deps]
+    plain = [p for p in res.stack if not source_built(p) and not p.no_deps]
     if plain:
         commands = _with_plain_stack(res, tool, commands, plain)
     return commands + after_torch(res, tool)
@@ -139,8 +151,8 @@ def after_torch(res: CommandInput, tool: str) -> list[str]:
     held = " ".join(spec(p) for p in res.packages if p.name not in res.no_deps)
     commands = []
     for pin in res.stack:
-        if pin.origin == "sdist":
-            commands.append(f"{tool} --no-build-isolation {held} {pin.name}=={pin.version}")
+        if source_built(pin):
+            commands.append(f"{tool} --no-build-isolation {held} {stack_spec(pin)}")
         elif pin.no_deps:
             commands.append(f"{tool} --no-deps {stack_spec(pin)}")
             commands += _requirements_of(res, pin, tool, held)

@@ -46,6 +46,7 @@ from compat_service.domain.resolver.install_commands import (
     find_links,
     index_lines,
     pip_commands,
+    source_built,
     spec,
     stack_spec,
     torch_pins,
@@ -70,9 +71,9 @@ def render(res: Resolution, fmt: str) -> str:
 def _stack_lines(res: Resolution) -> list[str]:
     """requirements.txt / conda pip lines of the stack: what one pip run can install (see `_after_lines`), after
     the wheel pages of the packages from their project's own page (``--find-links``)."""
-    plain = [pin for pin in res.stack if pin.origin != "sdist" and not pin.no_deps]
+    plain = [pin for pin in res.stack if not source_built(pin) and not pin.no_deps]
     return [f"--find-links {url}" for url in find_links(plain)] + [
-        pin.url if pin.origin == "url" and pin.url else f"{pin.name}=={pin.version}" for pin in plain]
+        pin.url if pin.origin == "url" and pin.url else stack_spec(pin).strip('"') for pin in plain]
 
 
 def _after_lines(res: Resolution, comment: str = "#") -> list[str]:
@@ -81,7 +82,7 @@ def _after_lines(res: Resolution, comment: str = "#") -> list[str]:
     if not after:
         return []
     why = []
-    if any(p.origin == "sdist" for p in res.stack):
+    if any(source_built(p) for p in res.stack):
         why.append("a source build whose build imports torch runs without build isolation, after torch")
     if any(p.no_deps for p in res.stack):
         why.append("a package pinning another torch goes in with --no-deps, then its other requirements")
@@ -152,7 +153,7 @@ def _uv(res: Resolution) -> str:
 def _uv_settings(res: Resolution) -> list[str]:
     """``[tool.uv]``: a source build whose build imports torch (flash-attn) without build isolation, and the
     answer's pins over those of a package that pins another torch (uv's override-dependencies)."""
-    builds = [p.name for p in res.stack if p.origin == "sdist"]
+    builds = [p.builds or p.name for p in res.stack if source_built(p)]
     overridden = [p for p in res.stack if p.no_deps]
     if not builds and not overridden:
         return []

@@ -63,6 +63,11 @@ class StackPin:
     url: str | None = None
     #: installed with --no-deps in a command of its own: its metadata would pull another torch
     no_deps: bool = False
+    #: the extras it is installed with (transformer-engine[pytorch,core_cu13]), in order
+    extras: tuple[str, ...] = ()
+    #: the distribution built from source without build isolation where it is not the pin itself (an extra's
+    #: transformer-engine-torch); None: the pin (origin "sdist") or nothing
+    builds: str | None = None
 
 
 @dataclass(frozen=True)
@@ -232,7 +237,8 @@ def resolution_to_json(res: Resolution, *, for_orjson: bool = False) -> dict[str
         "evidence": res.evidence,
         "stack": [
             {"name": p.name, "version": p.version, "origin": p.origin, "reason": p.reason,
-             "sources": list(p.sources), "url": p.url, "no_deps": p.no_deps}
+             "sources": list(p.sources), "url": p.url, "no_deps": p.no_deps,
+             **({"extras": list(p.extras), "builds": p.builds} if p.extras or p.builds else {})}
             for p in res.stack
         ],
         "install": install_commands(res),
@@ -303,7 +309,8 @@ def resolution_from_json(body: dict[str, Any]) -> Resolution:
         unknowns=tuple(body.get("unknowns", ())),
         no_deps=tuple(body.get("no_deps", ())),
         stack=tuple(
-            StackPin(p["name"], p["version"], p["origin"], p["reason"], tuple(p["sources"]), p["url"], p["no_deps"])
+            StackPin(p["name"], p["version"], p["origin"], p["reason"], tuple(p["sources"]), p["url"], p["no_deps"],
+                     tuple(p.get("extras", ())), p.get("builds"))
             for p in body.get("stack", ())
         ),
     )

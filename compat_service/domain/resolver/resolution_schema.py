@@ -50,6 +50,15 @@ class StackPackageBody(_Closed):
     sources: list[str] = Field(description="keys into matrix_data/sources.yaml")
     url: str | None = Field(description="the prebuilt wheel's URL where origin is url; the wheel page where find-links")
     no_deps: bool = Field(description="installed with --no-deps: its metadata would pull another torch")
+    extras: list[str] = Field(
+        default_factory=list,
+        description="the extras it is installed with (transformer-engine[pytorch,core_cu13]); absent: none",
+    )
+    builds: str | None = Field(
+        default=None,
+        description="the distribution its extras pull that builds from source against the installed torch, without "
+        "build isolation (transformer-engine-torch); absent: none beyond an sdist origin",
+    )
 
 
 class RequirementBody(_Closed):

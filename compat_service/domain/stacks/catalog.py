@@ -26,11 +26,11 @@ from compat_service.domain.json_types import JsonObject
 if TYPE_CHECKING:
     from compat_service.domain.errors import Cause
     from compat_service.domain.matrix.problems import Problem
-    from compat_service.domain.stacks.schema import CompanionRow, TorchIndexRow, TorchRow, WheelPageRow
+    from compat_service.domain.stacks.schema import CompanionRow, ExtensionRow, TorchIndexRow, TorchRow, WheelPageRow
 
 ECOSYSTEM_FILE = "ecosystem.yaml"
 #: bump when the compiled layout changes
-CATALOG_FORMAT = "8"
+CATALOG_FORMAT = "9"
 ORACLE_FILE = "stack-oracle.yaml"
 _OWN_FILES = tuple(Path(__file__).with_name(name) for name in ("catalog.py", "schema.py"))
 
@@ -70,6 +70,7 @@ class Release:
         "companions",
         "sdist",
         "torch_index",
+        "extension",
         "version",
         "wheel_tags",
         "wheels",
@@ -94,6 +95,7 @@ class Release:
         oracle: dict[str, dict[str, str | None]] | None = None,
         torch_index: JsonObject | None = None,
         companions: tuple[JsonObject, ...] = (),
+        extension: JsonObject | None = None,
     ) -> None:
         self.package = package
         self.version = version
@@ -122,6 +124,9 @@ class Release:
         self.torch_index = torch_index
         #: ecosystem packages it requires unpinned (schema.CompanionRow as plain dicts: package, source)
         self.companions = companions
+        #: how it installs its PyTorch integration (schema.ExtensionRow as a plain dict: extra, builds,
+        #: cuda_extras keyed by the CUDA major as text, platforms, detail, source), where its documents say
+        self.extension = extension
         self._parsed: Version | None = None
 
     @property
@@ -372,6 +377,7 @@ def _package(p: JsonObject) -> Package:
             oracle=r.get("oracle"),
             torch_index=r.get("torch_index"),
             companions=tuple(r.get("companions", ())),
+            extension=r.get("extension"),
         )
         for r in p["releases"]
     )
@@ -442,7 +448,7 @@ def compile_catalog(data_dir: Path) -> JsonObject:
                 Problem(ECOSYSTEM_FILE, name, "not an ecosystem package: add its line to index/refresh.yaml")
             )
         rows = (*package.torch, *package.wheels, *package.policy, *package.cxx11abi, *package.wheel_pages,
-                *package.torch_index, *package.companions,
+                *package.torch_index, *package.companions, *package.extension,
                 *((package.gpu_floor,) if package.gpu_floor else ()))
         cited = [*package.source, *(s for row in rows for s in row.source)]
         for key in cited:
@@ -456,6 +462,10 @@ def compile_catalog(data_dir: Path) -> JsonObject:
                     where = f"{name}.torch.{row.version}"
                     problems.append(Problem(ECOSYSTEM_FILE, where, f"{spec!r} is not a specifier"))
         problems += _torch_index_problems(name, package.torch_index, labels)
+        for ext in package.extension:
+            if _specifier(ext.versions) is None:
+                problems.append(Problem(ECOSYSTEM_FILE, f"{name}.extension.{ext.versions}",
+                                        f"{ext.versions!r} is not a specifier"))
         for companion in package.companions:
             where = f"{name}.companions.{companion.versions}"
             if _specifier(companion.versions) is None:
@@ -498,6 +508,11 @@ def compile_catalog(data_dir: Path) -> JsonObject:
             spec = _specifier(companion.versions)
             if spec is not None:
                 companion_rows.append((spec, companion))
+        extension_rows: list[tuple[SpecifierSet, ExtensionRow]] = []
+        for ext in row.extension if row else ():
+            spec = _specifier(ext.versions)
+            if spec is not None:
+                extension_rows.append((spec, ext))
         releases = []
         for release in sorted(facts.releases if facts else [], key=lambda r: _sort_key(r.version), reverse=True):
             wheels: dict[str, list[str]] = {}
@@ -516,6 +531,8 @@ def compile_catalog(data_dir: Path) -> JsonObject:
             torch_row = torch_rows.get(release.version) or torch_rows.get(_series(release.version))
             policy_row = policy_rows.get(release.version)
             index_row = next((r for spec, r in index_rows if spec.contains(release.version, prereleases=True)), None)
+            ext_row = next((r for spec, r in extension_rows if spec.contains(release.version, prereleases=True)),
+                           None)
             releases.append({
                 "version": release.version, "yanked": release.yanked, "prerelease": release.prerelease,
                 "requires_python": release.requires_python, "sdist": release.sdist,
@@ -527,6 +544,7 @@ def compile_catalog(data_dir: Path) -> JsonObject:
                 "torch_index": index_row.model_dump(exclude={"versions"}) if index_row else None,
                 "companions": [c.model_dump(exclude={"versions"}) for spec, c in companion_rows
                                if spec.contains(release.version, prereleases=True)],
+                "extension": ext_row.model_dump(mode="json", exclude={"versions"}) if ext_row else None,
             })
         if row is not None and row.torch_build == "wheel-pages":
             releases = _with_page_releases(releases, row.wheel_pages, torch_rows)

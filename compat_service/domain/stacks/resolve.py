@@ -349,9 +349,11 @@ def _plan(search: Search, combo: list[tuple[tuple[PackageRequest, Package], Rele
         row = release.curated_torch
         if row is not None and row.get("binaries"):
             any_of.append(list(row["binaries"]))
+            built = "its PyTorch extension requires" if package.torch_build == "extension" else \
+                "its binaries were built for"
             reasons.append(Reason(
-                "stack", f"{package.name} {release.version} declares no torch requirement; its binaries were "
-                f"built for torch {' or '.join(row['binaries'])} (curated)", tuple(row["source"])))
+                "stack", f"{package.name} {release.version} declares no torch requirement; {built} "
+                f"torch {' or '.join(row['binaries'])} (curated)", tuple(row["source"])))
         elif package.torch_build != "prebuilt":  # prebuilt: its wheel matrix is the requirement
             unknowns.append(f"{package.name} {release.version} states no torch requirement and the matrix has no "
                             "compatibility row for it: any torch was allowed")
@@ -710,6 +712,12 @@ def _finish(search: Search, plan: Plan, res: Resolution) -> Resolution | None:
             if pin is None:
                 return None
             stack.append(pin)
+        elif package.torch_build == "extension":
+            pin = _extension_pin(search, package, release, res, unknowns, pins[0])
+            if pin is None:
+                return None
+            stack.append(pin)
+            pins[0] = Reason("stack", pin.reason, pin.sources)
         else:
             stated = release.torch_specifier(platform, res.python)
             no_deps = stated is not None and not SpecifierSet(stated).contains(res.torch_version, prereleases=True)
@@ -740,6 +748,10 @@ def _finish(search: Search, plan: Plan, res: Resolution) -> Resolution | None:
         if pin.no_deps:
             warnings.append(f"{pin.name} {pin.version} is installed with --no-deps: its metadata pins another torch "
                             f"than the {res.torch_version} this stack needs")
+        if pin.builds:
+            warnings.append(f"{pin.builds} {pin.version} ({pin.name}[{pin.extras[0]}]) is built from source on the "
+                            "target: it needs the CUDA toolkit (nvcc) of torch's CUDA major, cuDNN and a C++ "
+                            "compiler (its installation guide's prerequisites)")
         if pin.origin == "sdist":
             warnings.append(f"{pin.name} {pin.version} is built from source on the target (no prebuilt wheel fits): "
                             "it needs the CUDA toolkit (nvcc) of torch's CUDA major and a C++ compiler")
@@ -786,6 +798,7 @@ def _why(search: Search, package: Package, release: Release, res: Resolution, le
         "prebuilt": "a prebuilt wheel for this torch, CUDA major and Python",
         "npu": "the Ascend plugin stack (torch_npu)",
         "jit": "its ops are compiled at run time against the installed torch (nvcc or hipcc on the target)",
+        "extension": "its PyTorch integration comes with an extra",
         "wheel-pages": f"its wheel is on the project's own page for torch {res.torch_version} ({res.backend})",
     }.get(package.torch_build or "", "the torch build its binaries need is unknown")
     if not release.wheels and release.sdist is None:  # a release only the project's own pages carry
@@ -880,6 +893,44 @@ def _prebuilt(search: Search, package: Package, release: Release, res: Resolutio
                     f"{package.name} {release.version}: no prebuilt wheel for torch {minor} + cu{major} + Python "
                     f"{res.python} on {platform}; built from the sdist on the index (nvcc {major}.x, C++ compiler)",
                     (INDEX_SOURCE, *package.sources))
+
+
+def _extension_pin(search: Search, package: Package, release: Release, res: Resolution, unknowns: list[str],
+                   why: Reason) -> StackPin | None:
+    """transformer-engine: the release with the extra that brings its PyTorch integration and the one selecting
+    the core library built for torch's CUDA major (its documents' ``pip install --no-build-isolation
+    transformer_engine[pytorch]``); the extra's package is an sdist that builds against the installed torch."""
+    platform = search.request.platform
+    row = release.extension
+    what = f"{package.name} {release.version} with torch {res.torch_version}"
+    if res.family != "cuda":
+        search.attempts.append(Attempt(what, "stack-conflict", (
+            f"{package.name} builds its PyTorch extension against a CUDA torch (its installation guide's "
+            f"prerequisites: CUDA, cuDNN); torch {res.torch_version} is a {res.backend} build"), False))
+        return None
+    if row is None:
+        unknowns.append(f"how {package.name} {release.version} installs its PyTorch integration is not in the matrix "
+                        f"(no extension row in ecosystem.yaml): the bare package was pinned")
+        return StackPin(package.name, release.version, "index", why.detail, why.sources)
+    major = _cuda_major(search, res.backend) if res.family == "cuda" else None
+    if major is None or str(major) not in row["cuda_extras"]:
+        majors = ", ".join(f"CUDA {m}" for m in row["cuda_extras"])
+        search.attempts.append(Attempt(what, "stack-conflict", (
+            f"{package.name} {release.version} ships its core library for {majors} only; torch {res.torch_version} "
+            f"is a {res.backend} build ({package.name}'s PyTorch extension needs the core of torch's CUDA major)"),
+            False))
+        return None
+    if platform not in row["platforms"]:
+        unknowns.append(f"{package.name}'s installation guide names {', '.join(row['platforms'])} only: whether "
+                        f"{package.name} {release.version} builds and runs on {platform} is not in the matrix")
+    extra = row["cuda_extras"][str(major)]
+    core = f"[{extra}] selects the core library for torch's CUDA {major}" if extra else \
+        f"the core library it requires is the CUDA {major} one"
+    detail = (f"{why.detail}: the [{row['extra']}] extra ({row['builds']}, built on the target against the "
+              f"installed torch: no build isolation, after torch); {core} ({row['detail']}, curated)")
+    return StackPin(package.name, release.version, "index", detail, tuple(dict.fromkeys((*why.sources, *row["source"]))),
+                    None, False,
+                    (row["extra"], *((extra,) if extra else ())), row["builds"])
 
 
 def _page_pin(search: Search, package: Package, release: Release, res: Resolution,

@@ -107,9 +107,29 @@ class CompanionRow(_Strict):
     source: list[str] = Field(min_length=1)
 
 
+class ExtensionRow(_Strict):
+    """How a range of releases installs its PyTorch integration where the package alone gives none
+    (transformer-engine: the ``[pytorch]`` extra, whose transformer-engine-torch is an sdist built on the target
+    against the installed torch, so without build isolation, after torch)."""
+
+    #: the package's releases the row covers (a specifier: ``>=2.9``)
+    versions: str
+    #: the extra that brings the PyTorch integration (``pytorch``)
+    extra: str
+    #: the distribution the extra pulls that builds from source against the installed torch (no build isolation)
+    builds: str
+    #: torch's CUDA major -> the extra that selects the core library built for it (``13: core_cu13``; null: the
+    #: package requires that core itself); a CUDA major without an entry has no core (the release is not offered)
+    cuda_extras: dict[int, str | None] = Field(min_length=1)
+    #: the platforms its installation guide names; others rest on unknown
+    platforms: list[Platform] = Field(min_length=1)
+    detail: str
+    source: list[str] = Field(min_length=1)
+
+
 class EcosystemPackage(_Strict):
     name: str
-    torch_build: Literal["default-index", "any", "prebuilt", "npu", "wheel-pages", "jit"] | None
+    torch_build: Literal["default-index", "any", "prebuilt", "npu", "wheel-pages", "jit", "extension"] | None
     source: list[str] = Field(min_length=1)
     torch: list[TorchRow] = Field(default_factory=list)
     wheels: list[WheelRow] = Field(default_factory=list)
@@ -124,6 +144,8 @@ class EcosystemPackage(_Strict):
     torch_index: list[TorchIndexRow] = Field(default_factory=list)
     #: ecosystem packages its releases require unpinned: the stack pins the one built for its torch
     companions: list[CompanionRow] = Field(default_factory=list)
+    #: per release range, the extra that installs its PyTorch integration (torch_build extension), first match
+    extension: list[ExtensionRow] = Field(default_factory=list)
     #: a final release X.Y.Z goes with this package's X.Y.Z (vllm-ascend -> vllm)
     final_release_matches: str | None = None
 
