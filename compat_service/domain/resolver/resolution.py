@@ -237,8 +237,8 @@ def resolution_to_json(res: Resolution, *, for_orjson: bool = False) -> dict[str
         "evidence": res.evidence,
         "stack": [
             {"name": p.name, "version": p.version, "origin": p.origin, "reason": p.reason,
-             "sources": list(p.sources), "url": p.url, "no_deps": p.no_deps,
-             **({"extras": list(p.extras), "builds": p.builds} if p.extras or p.builds else {})}
+             "sources": list(p.sources), "url": p.url, "no_deps": p.no_deps, "extras": list(p.extras),
+             "builds": p.builds}
             for p in res.stack
         ],
         "install": install_commands(res),

@@ -52,12 +52,12 @@ class StackPackageBody(_Closed):
     no_deps: bool = Field(description="installed with --no-deps: its metadata would pull another torch")
     extras: list[str] = Field(
         default_factory=list,
-        description="the extras it is installed with (transformer-engine[pytorch,core_cu13]); absent: none",
+        description="the extras it is installed with (transformer-engine[pytorch,core_cu13]); empty: none",
     )
     builds: str | None = Field(
         default=None,
         description="the distribution its extras pull that builds from source against the installed torch, without "
-        "build isolation (transformer-engine-torch); absent: none beyond an sdist origin",
+        "build isolation (transformer-engine-torch); null: none beyond an sdist origin",
     )
 
 

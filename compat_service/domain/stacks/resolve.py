@@ -928,8 +928,8 @@ def _extension_pin(search: Search, package: Package, release: Release, res: Reso
         f"the core library it requires is the CUDA {major} one"
     detail = (f"{why.detail}: the [{row['extra']}] extra ({row['builds']}, built on the target against the "
               f"installed torch: no build isolation, after torch); {core} ({row['detail']}, curated)")
-    return StackPin(package.name, release.version, "index", detail, tuple(dict.fromkeys((*why.sources, *row["source"]))),
-                    None, False,
+    sources = tuple(dict.fromkeys((*why.sources, *row["source"])))
+    return StackPin(package.name, release.version, "index", detail, sources, None, False,
                     (row["extra"], *((extra,) if extra else ())), row["builds"])
 
 
