@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 import orjson
@@ -36,11 +36,12 @@ from compat_service.domain.errors import (
     NotFoundError,
 )
 from compat_service.domain.evidence.cells import CellEvidence, CellKey, CheckCounts, python_minor
+from compat_service.domain.matrix.interface import Matrix
 from compat_service.domain.matrix.model import rows as matrix_rows
 from compat_service.domain.matrix.model.schema import ArchList, Source, TorchMinor
 from compat_service.domain.resolver.install_formats import render
 from compat_service.domain.resolver.request import ResolveRequest
-from compat_service.domain.resolver.resolution import resolution_to_json
+from compat_service.domain.resolver.resolution import Resolution, resolution_to_json
 from compat_service.domain.resolver.stages import name_the_gpu
 from compat_service.domain.resolver.stages import resolve as resolve_request
 
@@ -60,9 +61,9 @@ async def resolution_body(app: Any, raw: bytes) -> bytes:
 
 
 async def resolution_answer(
-    app: Any, raw: bytes, pairs: Iterable[tuple[str, str]] | None = None
-) -> tuple[bytes, bytes]:
-    """The body and its content type answering the query string ``raw`` (``pairs``: its pairs, where the
+    app: Any, raw: bytes, pairs: Sequence[tuple[str, str]] | None = None
+) -> tuple[bytes, str]:
+    """The body and its media type answering the query string ``raw`` (``pairs``: its pairs, where the
     framework has read them already); raises the AccelenvError that refuses it (in the API's words)."""
     state = state_of(app)
     cache = state.resolve_cache
@@ -73,48 +74,56 @@ async def resolution_answer(
         parsed, fmt = read_query(raw, pairs)
     repository = state.matrix_repository
     # current_matrix's steady state inline (a clock check); a refresh reads the database off the loop
-    matrix = repository.current() if repository.is_fresh() else await current_matrix(app)
+    snapshot = repository.current() if repository.is_fresh() else await current_matrix(app)
+    matrix = snapshot.matrix
     # gpu= names a GPU: its architecture (matrix data) selects the evidence too
-    gpu_arch = name_the_gpu(parsed, matrix.matrix)[0].gpu_arch if parsed.gpu else parsed.gpu_arch
+    gpu_arch = name_the_gpu(parsed, matrix)[0].gpu_arch if parsed.gpu else parsed.gpu_arch
     # Evidence from the stored probe reports (routes/evidence.py); its stamp keeps the cache current.
     evidence, stamp = evidence_for_resolve(app, gpu_arch, require_verified=parsed.require_verified)
-    if parsed.stack:  # with=vllm: the stack's releases, then torch for them (compat_service/domain/stacks)
-        from compat_service.domain.stacks.catalog import load_catalog
-        from compat_service.domain.stacks.resolve import resolve_stack
-
-        catalog = load_catalog()
-
-        def answer() -> Any:
-            return resolve_stack(parsed, matrix.matrix, evidence, catalog)
-    else:
-
-        def answer() -> Any:
-            return resolve_request(parsed, matrix.matrix, evidence)
-
-    if fmt == "json":
-        # (only resolving raises: the JSON form of a resolution cannot fail)
-        if not cache.enabled:  # ResolveCache.body's serialisation, without its cache's layers
-            return orjson.dumps(resolution_to_json(_in_api_words(answer), for_orjson=True)), JSON_TYPE
-        key = (matrix.content_hash, stamp, parsed)
-        return cache.body(key, lambda: resolution_to_json(_in_api_words(answer), for_orjson=True)), JSON_TYPE
-    text = cache.bodies.get_or_compute(
-        (matrix.content_hash, stamp, parsed, fmt), lambda: _in_api_words(lambda: render(answer(), fmt).encode())
+    if fmt != "json":
+        text = cache.bodies.get_or_compute(
+            (snapshot.content_hash, stamp, parsed, fmt),
+            lambda: _in_api_words(lambda: render(_resolution(parsed, matrix, evidence), fmt).encode()),
+        )
+        return text, TEXT_TYPE
+    # (only resolving raises: the JSON form of a resolution cannot fail)
+    if not cache.enabled:  # ResolveCache.body's serialisation, without its cache's layers
+        resolution = _in_api_words(_resolution, parsed, matrix, evidence)
+        return orjson.dumps(resolution_to_json(resolution, for_orjson=True)), JSON_TYPE
+    body = cache.body(
+        (snapshot.content_hash, stamp, parsed),
+        lambda: resolution_to_json(_in_api_words(_resolution, parsed, matrix, evidence), for_orjson=True),
     )
-    return text, TEXT_TYPE
+    return body, JSON_TYPE
 
 
-def _in_api_words(compute: Any) -> Any:
-    """``compute()``; its AccelenvError reworded with the API's parameter names (before it is cached)."""
+def _resolution(parsed: ResolveRequest, matrix: Matrix, evidence: DatabaseEvidence | None) -> Resolution:
+    """What ``parsed`` resolves to; with=vllm: the stack's releases, then torch for them
+    (compat_service/domain/stacks)."""
+    if not parsed.stack:
+        return resolve_request(parsed, matrix, evidence)
+    from compat_service.domain.stacks.catalog import load_catalog
+    from compat_service.domain.stacks.resolve import resolve_stack
+
+    return resolve_stack(parsed, matrix, evidence, load_catalog())
+
+
+_Computed = TypeVar("_Computed")
+
+
+def _in_api_words(compute: Callable[..., _Computed], *args: Any) -> _Computed:
+    """``compute(*args)``; its AccelenvError reworded with the API's parameter names (before it is cached)."""
     try:
-        return compute()
+        return compute(*args)
     except AccelenvError as err:
         from compat_service.api.inputs.strict_query import in_api_words
 
         raise in_api_words(err) from None
 
 
-JSON_TYPE = b"application/json"
-TEXT_TYPE = b"text/plain; charset=utf-8"
+#: the answers' media types (Starlette's ``Response(media_type=...)``)
+JSON_TYPE = "application/json"
+TEXT_TYPE = "text/plain; charset=utf-8"
 
 
 def evidence_for_resolve(

@@ -11,7 +11,7 @@ from compat_service.api.routes import resolve as resolve_route
 
 
 def test_a_database_error_is_answered_by_its_handler(client: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
-    async def broken(_app: object, _raw: bytes, _pairs: object = None) -> tuple[bytes, bytes]:
+    async def broken(_app: object, _raw: bytes, _pairs: object = None) -> tuple[bytes, str]:
         raise OperationalError("SELECT 1", {}, Exception("the database went away"))
 
     monkeypatch.setattr(resolve_route, "resolution_answer", broken)
@@ -23,7 +23,7 @@ def test_a_database_error_is_answered_by_its_handler(client: TestClient, monkeyp
 
 
 def test_a_bug_is_the_one_500(client: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
-    async def buggy(_app: object, _raw: bytes, _pairs: object = None) -> tuple[bytes, bytes]:
+    async def buggy(_app: object, _raw: bytes, _pairs: object = None) -> tuple[bytes, str]:
         raise RuntimeError("a bug")
 
     monkeypatch.setattr(resolve_route, "resolution_answer", buggy)

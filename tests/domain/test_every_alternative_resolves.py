@@ -120,7 +120,7 @@ def test_every_alternative_of_every_failure_resolves_as_given(matrix: InMemoryMa
         for alt in err.alternatives:
             applied = _applied(strings, alt.request)
             try:
-                res = resolve(ResolveRequest.from_query(applied), matrix)  # type: ignore[arg-type]
+                res = resolve(ResolveRequest.from_query(applied), matrix)
             except AccelenvError as exc:
                 broken.append((strings, alt.description, alt.request, exc.code, exc.message))
                 continue

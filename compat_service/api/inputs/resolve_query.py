@@ -4,7 +4,7 @@ or a format not one of the answer's forms."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Sequence
 from urllib.parse import parse_qsl
 
 from compat_service.api.inputs.strict_query import in_api_words, unknown_parameter
@@ -28,7 +28,9 @@ def query_strings(raw: bytes) -> dict[str, str | list[str] | None]:
     UTF-8 with replacement, blank values kept), the last of a repeated name winning, without the multidict;
     a repeatable parameter (``with=vllm&with=flash-attn``) keeps every value, in order. Names the route does
     not take are ignored here (`read_query` refuses them)."""
-    return _values(*_given(_pairs(raw)))
+    pairs = _pairs(raw)
+    values = _values(dict(pairs), pairs)
+    return {name: values.get(name) for name, _ in _LIMITS}
 
 
 def _pairs(raw: bytes) -> list[tuple[str, str]]:
@@ -37,65 +39,59 @@ def _pairs(raw: bytes) -> list[tuple[str, str]]:
     return parse_qsl(raw.decode("latin-1"), keep_blank_values=True)
 
 
-def read_query(raw: bytes, pairs: Iterable[tuple[str, str]] | None = None) -> tuple[ResolveRequest, str]:
+def read_query(raw: bytes, pairs: Sequence[tuple[str, str]] | None = None) -> tuple[ResolveRequest, str]:
     """The request and the answer's format of a raw query string (``pairs``: its pairs, where the framework
     has read them already); an unknown parameter, a malformed value or format is an InvalidRequestError in
     the API's words."""
     try:
-        given, repeated = _given(_pairs(raw) if pairs is None else pairs)
-        for name in given:
-            if name not in KNOWN:
-                raise unknown_parameter(name, KNOWN, "/v1/resolve")
+        if pairs is None:
+            pairs = _pairs(raw)
+        given: dict[str, str | list[str]] = dict(pairs)  # the last value of each name
+        if not given.keys() <= KNOWN:
+            raise unknown_parameter(next(name for name in given if name not in KNOWN), KNOWN, "/v1/resolve")
         fmt_text = given.get("format")
-        fmt = FORMATS.get((fmt_text or "json").strip().lower())
+        fmt = FORMATS.get(fmt_text.strip().lower()) if isinstance(fmt_text, str) and fmt_text else "json"
         if fmt is None:
             raise InvalidRequestError(
                 f"format {fmt_text!r} is not an answer format",
                 hint=f"use one of: {', '.join(sorted(FORMATS))}",
                 causes=[Cause(constraint=f"format {fmt_text}", origin="request")],
             )
-        return ResolveRequest.from_query(_values(given, repeated)), fmt
+        return ResolveRequest.from_query(_values(given, pairs)), fmt
     except InvalidRequestError as err:
         raise in_api_words(err) from None
 
 
-def _given(pairs: Iterable[tuple[str, str]]) -> tuple[dict[str, str], dict[str, list[str]]]:
-    """The last value of each name, and every value of a name given more than once (in order)."""
-    given: dict[str, str] = {}
-    repeated: dict[str, list[str]] = {}
-    for key, text in pairs:
-        if key in given:
-            repeated.setdefault(key, [given[key]]).append(text)
-        given[key] = text
-    return given, repeated
+#: (name, longest value) of each parameter, in the table's order
+_LIMITS = tuple((p.name, p.max_length) for p in PARAMETERS)
+_REPEATABLE = tuple(p.name for p in PARAMETERS if p.repeatable)
 
 
-#: (name, longest value, repeatable) of each parameter
-_LIMITS = tuple((p.name, p.max_length, p.repeatable) for p in PARAMETERS)
-
-
-def _values(given: dict[str, str], repeated: dict[str, list[str]]) -> dict[str, str | list[str] | None]:
-    values: dict[str, str | list[str] | None] = {}
-    for name, limit, repeatable in _LIMITS:
+def _values(given: dict[str, str | list[str]], pairs: Sequence[tuple[str, str]]) -> dict[str, str | list[str]]:
+    """``given`` (the last value of each name), with a repeatable parameter given more than once as every value
+    of it, in order; a value over its parameter's limit, or a repeatable one given more than ``MAX_REPEATS``
+    times, is an InvalidRequestError naming the first such parameter of the table."""
+    if len(given) < len(pairs):  # a name given more than once
+        for name in _REPEATABLE:
+            texts = [text for key, text in pairs if key == name]
+            if len(texts) > 1:
+                given[name] = texts
+    for name, limit in _LIMITS:
         value = given.get(name)
-        if repeatable and name in repeated:
-            if len(repeated[name]) > MAX_REPEATS:
+        if value is None:
+            continue
+        if isinstance(value, list):
+            if len(value) > MAX_REPEATS:
                 raise InvalidRequestError(
                     f"invalid query parameter {name}: given more than {MAX_REPEATS} times",
                     hint=f"name at most {MAX_REPEATS} packages",
                     causes=[Cause(constraint=f"at most {MAX_REPEATS} values", origin=f"query parameter {name}")],
                 )
-            longest = max(repeated[name], key=len)
-            if len(longest) > limit:
-                value = longest  # refused below, like a single over-long value
-            else:
-                values[name] = list(repeated[name])
-                continue
-        if value is not None and len(value) > limit:
+            value = max(value, key=len)  # refused below, like a single over-long value
+        if len(value) > limit:
             raise InvalidRequestError(
                 f"invalid query parameter {name}: longer than {limit} characters",
                 hint="fix the named parameter; /docs describes every parameter",
                 causes=[Cause(constraint=f"at most {limit} characters", origin=f"query parameter {name}")],
             )
-        values[name] = value
-    return values
+    return given

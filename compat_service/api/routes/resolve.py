@@ -77,5 +77,5 @@ _OPENAPI = {
 async def resolve(request: Request) -> Response:
     # the query string as the framework has read it (FastAPI reads every request's; one reading, not two)
     raw = request.scope["query_string"]
-    body, content_type = await resolution_answer(request.app, raw, request.query_params.multi_items())
-    return Response(content=body, headers={"content-type": content_type.decode()})
+    body, media_type = await resolution_answer(request.app, raw, request.query_params.multi_items())
+    return Response(content=body, media_type=media_type)

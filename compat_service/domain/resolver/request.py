@@ -233,8 +233,10 @@ PARAMETERS: tuple[Parameter, ...] = (
 #: distinct values kept per field parser (each a pure function of one parameter's text; a malformed value
 #: raises, which is never kept): requests repeat a few values per parameter, so the service parses each once
 FIELD_MEMO = 512
-#: (query parameter, `from_strings` keyword, is a switch) for each parameter
-_QUERY_KEYS = tuple((p.name, "with_" if p.name == "with" else p.name, p.switch) for p in PARAMETERS)
+#: query parameter -> its `from_strings` keyword
+_QUERY_KEYS = {p.name: "with_" if p.name == "with" else p.name for p in PARAMETERS}
+#: the yes/no parameters, in the table's order (each its own `from_strings` keyword)
+_SWITCHES = tuple(p.name for p in PARAMETERS if p.switch)
 #: the values a switch is on / off with, in a query string (blank is off); any other value is refused
 _SWITCH_ON = ("1", "true", "yes")
 _SWITCH_OFF = ("", "0", "false", "no")
@@ -352,9 +354,9 @@ REQUEST_FIELDS = (
 
 
 class ResolveRequest:
-    """One request, parsed. Never changed once made (`changed` makes a copy): its hash is computed once, as
-    packaging's `Tag` keeps its own, since the alternatives search looks up each request it builds in the matrix's
-    memos (`RequestMemo`s: the stages' `tried`, the explanation's `nearest_torch`)."""
+    """One request, parsed. Never changed once made (`changed` makes a copy): its hash is computed once, when first
+    asked, and kept, as packaging's `Tag` keeps its own, since the alternatives search looks up each request it
+    builds in the matrix's memos (`RequestMemo`s: the stages' `tried`, the explanation's `nearest_torch`)."""
 
     __slots__ = (*REQUEST_FIELDS, "platform", "_hash")
 
@@ -433,16 +435,19 @@ class ResolveRequest:
         self.musl = musl
         self.macos = macos
         self.platform = f"{os}-{arch}"
-        self._hash = hash(_field_values(self))
 
     def __hash__(self) -> int:
-        return self._hash
+        try:
+            return self._hash
+        except AttributeError:  # the first time: an answer that is neither cached nor memoized never asks
+            self._hash = hash(_field_values(self))
+            return self._hash
 
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not ResolveRequest:
             return NotImplemented
         assert isinstance(other, ResolveRequest)
-        return self is other or (self._hash == other._hash and _field_values(self) == _field_values(other))
+        return self is other or (hash(self) == hash(other) and _field_values(self) == _field_values(other))
 
     def __repr__(self) -> str:
         return f"ResolveRequest({', '.join(f'{k}={v!r}' for k, v in self.fields().items())})"
@@ -490,29 +495,20 @@ class ResolveRequest:
         runtime_value = _parse_runtime(runtime)
         backend_spec = _target_backend(backend, driver_value, arch_value)
         gpu_value = _parse_gpu(gpu)
-        if backend is not None or gpu_value is None or implied_family(driver_value, arch_value) is not None:
+        implied = implied_family(driver_value, arch_value)
+        if backend is not None or gpu_value is None or implied is not None:
             check_target_flags(backend_spec, driver_value, runtime_value)
         # else --gpu names the family (MI300X --runtime 6.3.4 is rocm): the resolver checks once it has named it
-        fields: dict[str, Any] = {
-            "torch": parse_torch_spec(torch),
-            "python": parse_python(python),
-            "os": os_name,
-            "arch": _parse_arch(arch, os_name),
-            "backend": backend_spec,
-            "driver": driver_value,
-            "gpu_arch": arch_value,
-            "with_": companions,
-            "stack": stack,
-            "require_verified": require_verified,
-            "strict": strict,
-            "runtime": runtime_value,
-            "gpu": gpu_value,
-            "backend_defaulted": backend is None and implied_family(driver_value, arch_value) is None,
-            "arch_defaulted": arch is None or arch.strip() == "",
-            "python_version": _parse_python_full(python),
-            **_parse_host_platform(os_name, glibc, musl, macos),
-        }
-        return cls(**fields)
+        torch_spec, python_minor = parse_torch_spec(torch), parse_python(python)
+        arch_name = _parse_arch(arch, os_name)
+        glibc_value, musl_value, macos_value = _parse_host_platform(os_name, glibc, musl, macos)
+        return cls(
+            torch=torch_spec, python=python_minor, os=os_name, arch=arch_name, backend=backend_spec,
+            driver=driver_value, gpu_arch=arch_value, with_=companions, stack=stack, runtime=runtime_value,
+            gpu=gpu_value, backend_defaulted=backend is None and implied is None,
+            arch_defaulted=arch is None or arch.strip() == "", require_verified=require_verified, strict=strict,
+            python_version=_parse_python_full(python), glibc=glibc_value, musl=musl_value, macos=macos_value,
+        )
 
     @classmethod
     def for_host(cls, host: HostFacts, **flags: Any) -> ResolveRequest:
@@ -540,12 +536,13 @@ class ResolveRequest:
         return cls.from_strings(**(detected | given))
 
     @classmethod
-    def from_query(cls, values: dict[str, str | list[str] | None]) -> ResolveRequest:
-        """The request from query parameters (``PARAMETERS`` names; absent ones None)."""
-        kwargs: dict[str, object] = {}
-        for name, key, switch in _QUERY_KEYS:
-            value = values.get(name)
-            kwargs[key] = _switch(name, value) if switch else value
+    def from_query(cls, values: Mapping[str, str | list[str] | None]) -> ResolveRequest:
+        """The request from query parameters (``PARAMETERS`` names; absent or None ones take the default,
+        other names are not read)."""
+        kwargs: dict[str, object] = {_QUERY_KEYS[name]: value for name, value in values.items() if name in _QUERY_KEYS}
+        for name in _SWITCHES:  # in the table's order: the first malformed one is named
+            if name in kwargs:
+                kwargs[name] = _switch(name, kwargs[name])  # type: ignore[arg-type]
         return cls.from_strings(**kwargs)  # type: ignore[arg-type]
 
     def to_strings(self) -> dict[str, str]:
@@ -669,8 +666,12 @@ _PLATFORM_VERSION_RE = re.compile(r"^\d{1,2}(\.\d{1,3})?$")
 _HOST_PLATFORM = {"glibc": ("linux", "2.17"), "musl": ("linux", "1.2"), "macos": ("macos", "13.6")}
 
 
-def _parse_host_platform(os_name: str, glibc: str | None, musl: str | None, macos: str | None) -> dict[str, Any]:
+def _parse_host_platform(
+    os_name: str, glibc: str | None, musl: str | None, macos: str | None
+) -> tuple[str | None, str | None, str | None]:
     """--glibc X.Y, --musl [X.Y], --macos X.Y: each a version of its OS's C library or release."""
+    if glibc is None and musl is None and macos is None:
+        return None, None, None
     values = {"glibc": glibc, "musl": musl, "macos": macos}
     out: dict[str, str | None] = {}
     for name, text in values.items():
@@ -694,7 +695,7 @@ def _parse_host_platform(os_name: str, glibc: str | None, musl: str | None, maco
             "--glibc and --musl both name the target's C library", "give the one the target uses",
             "--musl", out["musl"] or "",
         )
-    return out
+    return out["glibc"], out["musl"], out["macos"]
 
 
 def _parse_os(text: str | None) -> str:
