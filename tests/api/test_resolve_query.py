@@ -3,14 +3,17 @@ Starlette's QueryParams does, which the other routes and the previous handler us
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from starlette.datastructures import QueryParams
 
-from compat_service.api.inputs.resolve_query import query_strings
+from compat_service.api.inputs.resolve_query import query_strings, read_query
+from compat_service.api.inputs.strict_query import in_api_words
 from compat_service.domain.errors import InvalidRequestError
-from compat_service.domain.resolver.request import PARAMETERS
+from compat_service.domain.resolver.request import PARAMETERS, ResolveRequest
 
 
 def starlette_reading(raw: bytes) -> dict[str, str | list[str] | None]:
@@ -44,6 +47,22 @@ CASES = [
 @pytest.mark.parametrize("raw", CASES)
 def test_reads_the_query_as_starlette_does(raw: bytes) -> None:
     assert query_strings(raw) == starlette_reading(raw)
+
+
+def _outcome(parse: Callable[[], object]) -> object:
+    """The request parsed, or the message (in the API's words) of the InvalidRequestError refusing it."""
+    try:
+        return parse()
+    except InvalidRequestError as err:
+        return in_api_words(err).args
+
+
+@pytest.mark.parametrize("raw", CASES)
+def test_the_route_parses_the_request_the_table_reading_gives(raw: bytes) -> None:
+    # read_query, with the pairs the framework read or without, is the domain's one parse of the table's reading
+    expected = _outcome(lambda: ResolveRequest.from_query(query_strings(raw)))
+    assert _outcome(lambda: read_query(raw, QueryParams(raw).multi_items())[0]) == expected
+    assert _outcome(lambda: read_query(raw)[0]) == expected
 
 
 _names = st.sampled_from([p.name for p in PARAMETERS] + ["x", "t%6Frch", "with+", ""])

@@ -72,10 +72,7 @@ def _values(given: dict[str, str | list[str]], pairs: Sequence[tuple[str, str]])
     of it, in order; a value over its parameter's limit, or a repeatable one given more than ``MAX_REPEATS``
     times, is an InvalidRequestError naming the first such parameter of the table."""
     if len(given) < len(pairs):  # a name given more than once
-        for name in _REPEATABLE:
-            texts = [text for key, text in pairs if key == name]
-            if len(texts) > 1:
-                given[name] = texts
+        _keep_repeats(given, pairs)
     for name, limit in _LIMITS:
         value = given.get(name)
         if value is None:
@@ -95,3 +92,11 @@ def _values(given: dict[str, str | list[str]], pairs: Sequence[tuple[str, str]])
                 causes=[Cause(constraint=f"at most {limit} characters", origin=f"query parameter {name}")],
             )
     return given
+
+
+def _keep_repeats(given: dict[str, str | list[str]], pairs: Sequence[tuple[str, str]]) -> None:
+    """Each repeatable parameter given more than once: every value of it, in order, in ``given``."""
+    for name in _REPEATABLE:
+        texts = [text for key, text in pairs if key == name]
+        if len(texts) > 1:
+            given[name] = texts

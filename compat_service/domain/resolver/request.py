@@ -435,13 +435,12 @@ class ResolveRequest:
         self.musl = musl
         self.macos = macos
         self.platform = f"{os}-{arch}"
+        self._hash = -1  # not yet computed (hash() is never -1): an answer neither cached nor memoized never asks
 
     def __hash__(self) -> int:
-        try:
-            return self._hash
-        except AttributeError:  # the first time: an answer that is neither cached nor memoized never asks
+        if self._hash == -1:
             self._hash = hash(_field_values(self))
-            return self._hash
+        return self._hash
 
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not ResolveRequest:
