@@ -671,30 +671,36 @@ def _parse_host_platform(
     """--glibc X.Y, --musl [X.Y], --macos X.Y: each a version of its OS's C library or release."""
     if glibc is None and musl is None and macos is None:
         return None, None, None
-    values = {"glibc": glibc, "musl": musl, "macos": macos}
-    out: dict[str, str | None] = {}
-    for name, text in values.items():
-        flag = f"--{name}"
-        value = None if text is None or text.strip() == "" else text.strip().lower()
-        if value is not None and name == "musl" and value in _SWITCH_ON:
-            value = "yes"
-        if value is not None and value != "yes" and not _PLATFORM_VERSION_RE.match(value):
-            raise invalid_request(
-                f"{flag} {text!r} is not a version", f"give major.minor, e.g. {flag} {_HOST_PLATFORM[name][1]}",
-                flag, text or "",
-            )
-        if value is not None and os_name != _HOST_PLATFORM[name][0]:
-            raise invalid_request(
-                f"{flag} {value} describes a {_HOST_PLATFORM[name][0]} host, but the target is --os {os_name}",
-                f"drop {flag}, or ask for --os {_HOST_PLATFORM[name][0]}", flag, value,
-            )
-        out[name] = value
-    if out["glibc"] is not None and out["musl"] is not None:
+    glibc_value = _host_platform_value(os_name, "glibc", glibc)
+    musl_value = _host_platform_value(os_name, "musl", musl)
+    macos_value = _host_platform_value(os_name, "macos", macos)
+    if glibc_value is not None and musl_value is not None:
         raise invalid_request(
             "--glibc and --musl both name the target's C library", "give the one the target uses",
-            "--musl", out["musl"] or "",
+            "--musl", musl_value,
         )
-    return out["glibc"], out["musl"], out["macos"]
+    return glibc_value, musl_value, macos_value
+
+
+def _host_platform_value(os_name: str, name: str, text: str | None) -> str | None:
+    """One host-platform flag's version (``yes`` for a bare --musl); None when it is not given."""
+    if text is None or text.strip() == "":
+        return None
+    flag = f"--{name}"
+    value = text.strip().lower()
+    if name == "musl" and value in _SWITCH_ON:
+        value = "yes"
+    if value != "yes" and not _PLATFORM_VERSION_RE.match(value):
+        raise invalid_request(
+            f"{flag} {text!r} is not a version", f"give major.minor, e.g. {flag} {_HOST_PLATFORM[name][1]}",
+            flag, text,
+        )
+    if os_name != _HOST_PLATFORM[name][0]:
+        raise invalid_request(
+            f"{flag} {value} describes a {_HOST_PLATFORM[name][0]} host, but the target is --os {os_name}",
+            f"drop {flag}, or ask for --os {_HOST_PLATFORM[name][0]}", flag, value,
+        )
+    return value
 
 
 def _parse_os(text: str | None) -> str:
