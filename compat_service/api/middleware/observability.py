@@ -254,6 +254,8 @@ def _incoming_id(scope: Scope) -> str | None:
 def log_request(scope: Scope, status: int, duration: float, rid: str) -> None:
     """The request's access-log line, ``GET /v1/resolve?torch=2.3 200 0.41ms``, through the ``accelenv.access``
     logger (its fields as the record's attributes, which the JSON format lists)."""
+    if not access_log.isEnabledFor(logging.INFO):
+        return
     method = scope.get("method", "")
     raw = scope.get("raw_path") or scope.get("path", "").encode()
     if token_in_path(raw):
@@ -266,12 +268,11 @@ def log_request(scope: Scope, status: int, duration: float, rid: str) -> None:
         target = target.encode("unicode_escape").decode("ascii")
     ms = f"{duration * 1000:.2f}"
     fields = {"method": method, "path": target, "status": status, "duration_ms": float(ms), "request_id": rid}
-    if access_log.isEnabledFor(logging.INFO):
-        # made and handled as Logger.info would, less its search of the stack for the caller (a line names no
-        # source line)
-        access_log.handle(access_log.makeRecord(
-            access_log.name, logging.INFO, "", 0, "%s %s %s %sms", (method, target, status, ms), None, extra=fields
-        ))
+    # made and handled as Logger.info would, less its search of the stack for the caller (a line names no
+    # source line)
+    access_log.handle(access_log.makeRecord(
+        access_log.name, logging.INFO, "", 0, "%s %s %s %sms", (method, target, status, ms), None, extra=fields
+    ))
 
 
 #: a line within this many seconds of the previous write waits for the end of the event loop's turn, and goes
