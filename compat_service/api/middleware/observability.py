@@ -267,12 +267,17 @@ def log_request(scope: Scope, status: int, duration: float, rid: str) -> None:
     if not target.isprintable():
         target = target.encode("unicode_escape").decode("ascii")
     ms = f"{duration * 1000:.2f}"
-    fields = {"method": method, "path": target, "status": status, "duration_ms": float(ms), "request_id": rid}
     # made and handled as Logger.info would, less its search of the stack for the caller (a line names no
-    # source line)
-    access_log.handle(access_log.makeRecord(
-        access_log.name, logging.INFO, "", 0, "%s %s %s %sms", (method, target, status, ms), None, extra=fields
-    ))
+    # source line); the fields (`_FIELDS`, none a LogRecord attribute) are set on the record as ``extra=``
+    # would set them, without building the dict ``extra`` copies from
+    args = (method, target, status, ms)
+    record = access_log.makeRecord(access_log.name, logging.INFO, "", 0, "%s %s %s %sms", args, None)
+    record.method = method
+    record.path = target
+    record.status = status
+    record.duration_ms = float(ms)
+    record.request_id = rid
+    access_log.handle(record)
 
 
 #: a line within this many seconds of the previous write waits for the end of the event loop's turn, and goes
