@@ -98,8 +98,17 @@ def test_flush_writes_what_waits_and_off_a_loop_lines_go_at_once(piped: tuple[in
     _run(busy)
     records = [json.loads(line) for line in _read(read_end).splitlines()]
     assert [r["logger"] for r in records] == ["accelenv.access"] * 2
-    assert list(records[0]) == ["time", "level", "logger", "message", "method", "path", "status", "duration_ms",
-                                "request_id"]
+    assert list(records[0]) == [
+        "time",
+        "level",
+        "logger",
+        "message",
+        "method",
+        "path",
+        "status",
+        "duration_ms",
+        "request_id",
+    ]
     with ThreadPoolExecutor(1) as pool:  # a thread with no running loop: written at once
         pool.submit(log_request, _scope(2), 404, 0.0001, "c" * 16).result()
     assert '"status":404' in _read(read_end)

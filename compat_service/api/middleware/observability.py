@@ -214,9 +214,7 @@ class ObservabilityMiddleware:
             else:
                 await self.app(scope, receive, send_wrapper)
         except Exception as exc:
-            error_log.error(
-                "unhandled error on %s %s", scope.get("method"), scope.get("path"), exc_info=exc
-            )
+            error_log.error("unhandled error on %s %s", scope.get("method"), scope.get("path"), exc_info=exc)
             status = 500
             if not started:
                 response = await self.on_unhandled(scope, exc)
@@ -237,10 +235,17 @@ async def _token_in_query_response(scope: Scope, receive: Receive, send: Send) -
         "in logs and histories, so treat this token as exposed and ask an admin for a new one",
     )
     body = error_json(err, scope.get("state", {}).get("request_id"))
-    await send({"type": "http.response.start", "status": err.http_status, "headers": [
-        (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-        (b"cache-control", b"no-store"),
-    ]})
+    await send(
+        {
+            "type": "http.response.start",
+            "status": err.http_status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                (b"cache-control", b"no-store"),
+            ],
+        }
+    )
     await send({"type": "http.response.body", "body": body})
 
 

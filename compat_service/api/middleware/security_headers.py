@@ -86,7 +86,7 @@ def _relative(location: bytes, scope: MutableMapping[str, Any]) -> bytes:
     host = next((v for n, v in scope.get("headers", ()) if n == b"host"), None)
     for scheme in (b"http://", b"https://"):
         if host is not None and location.startswith(scheme + host):
-            rest = location[len(scheme + host):]
+            rest = location[len(scheme + host) :]
             if rest.startswith(b"/") and not rest.startswith(b"//"):
                 return rest
             if not rest:
