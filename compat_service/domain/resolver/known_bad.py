@@ -147,18 +147,35 @@ def screen(
     if not state.matrix.known_bad(patch.version):
         return candidates, []
     r = state.request
-    if r.gpu_arch is not None or r.driver is not None or r.macos is not None or r.python_version is not None or r.stack:
+    if _target_given(state):
         return _screen(state, patch, python, candidates)
     memo = _SCREENED.table(state.matrix)
     key = (patch.version, python, r.platform, state.family, tuple([c.label for c in candidates]), r.with_)
     found = memo.get(key)
     if found is None:
         kept, refused = _screen(state, patch, python, candidates)
-        memo[key] = (
-            tuple([(c.label, tuple(c.known_bad)) for c in kept]),
-            tuple([(c.label, rule) for c, rule in refused]),
-        )
+        memo[key] = (tuple([(c.label, tuple(c.known_bad)) for c in kept]), tuple([(c.label, b) for c, b in refused]))
         return kept, refused
+    return _replayed(found, candidates)
+
+
+def _target_given(state: ResolverState) -> bool:
+    """Whether the request gives a field of the target `match` reads besides the companions."""
+    r = state.request
+    return (
+        r.gpu_arch is not None
+        or r.driver is not None
+        or r.macos is not None
+        or r.python_version is not None
+        or bool(r.stack)
+    )
+
+
+def _replayed(
+    found: tuple[tuple[tuple[str, tuple[str, ...]], ...], tuple[tuple[str, KnownBadRule], ...]],
+    candidates: list[Candidate],
+) -> tuple[list[Candidate], list[tuple[Candidate, KnownBadRule]]]:
+    """What `_screen` found for these builds' labels (`_SCREENED`), said of these builds."""
     by_label = {c.label: c for c in candidates}
     for label, lines in found[0]:
         by_label[label].known_bad = list(lines)
@@ -190,10 +207,15 @@ def _screen(
             c.known_bad = lines
             kept.append(c)
     if kept and refused:
-        passed = "; ".join(f"{c.label} passed over: {words(rule)}" for c, rule in refused)
-        for c in kept:
-            c.known_bad = [*c.known_bad, passed]
+        _say_passed_over(kept, refused)
     return kept, refused
+
+
+def _say_passed_over(kept: list[Candidate], refused: list[tuple[Candidate, KnownBadRule]]) -> None:
+    """Each kept build's answer names the builds passed over, and the rule that passed over each."""
+    passed = "; ".join(f"{c.label} passed over: {words(rule)}" for c, rule in refused)
+    for c in kept:
+        c.known_bad = [*c.known_bad, passed]
 
 
 def _said(rule: KnownBadRule, state: ResolverState, patch: TorchPatch) -> tuple[KnownBadRule | None, str | None]:
