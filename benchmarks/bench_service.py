@@ -28,7 +28,9 @@ Prometheus metrics counting every request (``--no-service-log`` turns its access
 them alternately, ``--rounds`` times for ``--duration`` seconds each, so the load stops by itself and
 background load falls on both alike. The figures are the medians over the rounds. The service runs on a fresh
 SQLite file (migrated and loaded at start, as `accelenv serve` does) and is warmed before measuring.
-Targets: >= 0.8 cached, >= 0.7 uncached, >= 0.5 mixed. Prints one JSON object.
+Targets: >= 0.8 cached, >= 0.7 uncached, >= 0.5 mixed. Prints one JSON object; beside the ratio it gives each
+server's own CPU time per request (median over the rounds, from /proc on Linux), which wrk's share of the cores
+does not move.
 """
 
 from __future__ import annotations
@@ -188,7 +190,19 @@ def _wait_ready(url: str, proc: subprocess.Popen[bytes], timeout_s: float = 60) 
     raise SystemExit(f"{url} did not answer in {timeout_s} s")
 
 
-def _wrk(url: str, args: argparse.Namespace, script: Path | None = None, *, errors_ok: bool = False) -> float:
+def _cpu_seconds(pid: int) -> float | None:
+    """User + system CPU seconds the process has used (Linux's /proc; None elsewhere)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
+
+
+def _wrk(
+    url: str, args: argparse.Namespace, script: Path | None = None, *, errors_ok: bool = False
+) -> tuple[float, int]:
+    """wrk's requests per second and the number of requests it completed."""
     extra = ["-s", str(script)] if script is not None else []
     out = subprocess.run(
         ["wrk", f"-t{args.threads}", f"-c{args.connections}", f"-d{args.duration}s", "--latency", *extra, url],
@@ -198,9 +212,19 @@ def _wrk(url: str, args: argparse.Namespace, script: Path | None = None, *, erro
         timeout=args.duration + 60,
     ).stdout
     match = re.search(r"Requests/sec:\s+([\d.]+)", out)
-    if not match or ("Non-2xx" in out and not errors_ok):
+    done = re.search(r"(\d+) requests in", out)
+    if not match or not done or ("Non-2xx" in out and not errors_ok):
         raise SystemExit(f"wrk output unusable:\n{out}")
-    return float(match.group(1))
+    return float(match.group(1)), int(done.group(1))
+
+
+def _measured(server: Server, args: argparse.Namespace, script: Path | None) -> tuple[float, float | None]:
+    """One wrk run against ``server``: requests per second, and the server's CPU microseconds per request."""
+    before = _cpu_seconds(server.proc.pid)
+    rps, done = _wrk(server.url, args, script, errors_ok=args.mixed)
+    after = _cpu_seconds(server.proc.pid)
+    cpu_us = None if before is None or after is None or not done else (after - before) / done * 1e6
+    return rps, cpu_us
 
 
 class Server:
@@ -274,11 +298,13 @@ def main() -> None:
                 _wrk(server.url, warm, script if name == "resolve" else None, errors_ok=args.mixed)
             # Alternate the two so that load from other processes falls on both alike.
             rps: dict[str, list[float]] = {name: [] for name in servers}
+            cpu: dict[str, list[float]] = {name: [] for name in servers}
             for _ in range(args.rounds):
                 for name, server in servers.items():
-                    rps[name].append(
-                        _wrk(server.url, args, script if name == "resolve" else None, errors_ok=args.mixed)
-                    )
+                    measured_rps, cpu_us = _measured(server, args, script if name == "resolve" else None)
+                    rps[name].append(measured_rps)
+                    if cpu_us is not None:
+                        cpu[name].append(cpu_us)
         finally:
             for server in servers.values():
                 server.stop()
@@ -291,6 +317,10 @@ def main() -> None:
         "bare_rps": round(bare_rps, 1),
         "ratio": round(ratio, 3),
         "round_ratios": [round(r / b, 3) for r, b in zip(rps["resolve"], rps["bare"], strict=True)],
+        # the server's own CPU per request (its process only, not wrk's): where the two differ, and by how much
+        "server_cpu_us_per_request": {
+            name: round(statistics.median(values), 1) if values else None for name, values in cpu.items()
+        },
         "target": target,
         "meets_target": ratio >= target,
         "distinct_requests": ROTATION if args.uncached else 1,

@@ -190,6 +190,8 @@ def test_a_jetson_answer_says_its_companion_warning_once(client: TestClient) -> 
         text = _install_text(page, fmt)
         assert wheel in text and "# warning" not in text and "# status" not in text, text
     assert any(warning in w for w in embedded(page)["warnings"])  # the API still says it
+    # NVIDIA's wheel is installed by its URL, not picked among PyTorch's index variants: no PEP 817 section
+    assert "Wheel variants (PEP 817)" not in page
 
 
 def test_the_accelerator_field_labels_auto_honestly(client: TestClient) -> None:

@@ -279,8 +279,13 @@ def _capability_key(capability: str) -> tuple[int, ...]:
 
 def variant_lines(matrix: Any, resolution: Resolution | None, state: dict[str, str]) -> list[str]:
     """For a CUDA or ROCm answer: which wheel variant a PEP 817 installer (the published providers) and accelenv
-    take for the selected host, and why they differ (compat_service/domain/variants/selection.py)."""
+    take for the selected host, and why they differ (compat_service/domain/variants/selection.py).
+
+    The variants are those of the release's builds on PyTorch's indexes; an answer whose torch wheel comes from
+    outside any index (a JetPack wheel, installed by its URL) takes none of them, so it gets no section."""
     if resolution is None or resolution.family not in ("cuda", "rocm"):
+        return []
+    if any(pin.url is not None for pin in resolution.packages if pin.name == "torch"):
         return []
     from compat_service.domain.errors import AccelenvError
     from compat_service.domain.variants.export import release_variants
