@@ -89,7 +89,8 @@ class Settings(ConnectionLimits):
     auto_migrate: bool | None = None
     #: how often (seconds) a worker checks whether a newer matrix was loaded into the database
     matrix_refresh_s: float = Field(default=5.0, ge=0)
-    #: freeze start-up objects and raise the garbage collector's thresholds when a worker starts (see
+    #: freeze start-up objects and raise the garbage collector's thresholds when a worker starts, and turn off
+    #: the logging module's thread/process record fields our formatters never print (see
     #: compat_service/api/server/gc_tuning.py); off for an app embedded in a process that tunes its own GC
     tune_gc: bool = True
     #: resolutions kept per worker (keyed by the normalized request and the matrix version); a full cache

@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 import pytest
 
 from compat_service.api.middleware.observability import (
+    _FIELDS,
     JsonFormatter,
     PlainFormatter,
     TurnBatchingHandler,
@@ -97,8 +98,22 @@ def test_flush_writes_what_waits_and_off_a_loop_lines_go_at_once(piped: tuple[in
     _run(busy)
     records = [json.loads(line) for line in _read(read_end).splitlines()]
     assert [r["logger"] for r in records] == ["accelenv.access"] * 2
-    assert list(records[0]) == ["time", "level", "logger", "message", "method", "path", "status", "duration_ms",
-                                "request_id"]
+    assert list(records[0]) == [
+        "time",
+        "level",
+        "logger",
+        "message",
+        "method",
+        "path",
+        "status",
+        "duration_ms",
+        "request_id",
+    ]
     with ThreadPoolExecutor(1) as pool:  # a thread with no running loop: written at once
         pool.submit(log_request, _scope(2), 404, 0.0001, "c" * 16).result()
     assert '"status":404' in _read(read_end)
+
+
+def test_the_access_fields_are_attributes_no_log_record_has_of_its_own() -> None:
+    # log_request sets them on the record as ``extra=`` would, which refuses a name the record already has
+    assert not set(_FIELDS) & {*vars(logging.makeLogRecord({})), "message", "asctime"}

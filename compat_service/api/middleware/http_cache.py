@@ -38,19 +38,22 @@ class HttpCacheMiddleware:
             if message["type"] != "http.response.body" or start is None:
                 await send(message)
                 return
-            chunks.append(message.get("body", b""))
             if message.get("more_body", False):
+                chunks.append(message.get("body", b""))
                 return
-            await self._finish(scope, start, b"".join(chunks), send)
+            body = b"".join([*chunks, message.get("body", b"")]) if chunks else message.get("body", b"")
+            if start["status"] == 200:
+                start = self._tagged(scope, start, body)
+                if start["status"] == 304:
+                    body = b""
+            await send(start)
+            await send({"type": "http.response.body", "body": body})
 
         await self.app(scope, receive, buffering_send)
 
-    async def _finish(self, scope: Scope, start: Message, body: bytes, send: Send) -> None:
-        if start["status"] != 200:
-            await send(start)
-            await send({"type": "http.response.body", "body": body})
-            return
-        etag = '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
+    def _tagged(self, scope: Scope, start: Message, body: bytes) -> Message:
+        """A 200's start with its ETag and Cache-Control, or the 304 that answers a matching If-None-Match."""
+        etag = b'"' + hashlib.sha256(body).hexdigest()[:32].encode() + b'"'
         # Raw header list, one pass, not MutableHeaders: this runs on every GET.
         headers = []
         has_cache_control = False
@@ -59,18 +62,14 @@ class HttpCacheMiddleware:
                 continue
             has_cache_control = has_cache_control or k == b"cache-control"
             headers.append((k, v))
-        headers.append((b"etag", etag.encode()))
+        headers.append((b"etag", etag))
         if not has_cache_control:
             headers.append((b"cache-control", self.cache_control))
-        if_none_match = None
         for k, v in scope["headers"]:
             if k == b"if-none-match":
-                if_none_match = v
+                if _matches(v.decode("latin-1"), etag.decode()):
+                    kept = [(k, v) for k, v in headers if k not in (b"content-length", b"content-type")]
+                    return {"type": "http.response.start", "status": 304, "headers": kept}
                 break
-        if if_none_match is not None and _matches(if_none_match.decode("latin-1"), etag):
-            kept = [(k, v) for k, v in headers if k not in (b"content-length", b"content-type")]
-            await send({"type": "http.response.start", "status": 304, "headers": kept})
-            await send({"type": "http.response.body", "body": b""})
-            return
-        await send({**start, "headers": headers})
-        await send({"type": "http.response.body", "body": body})
+        start["headers"] = headers
+        return start

@@ -214,9 +214,7 @@ class ObservabilityMiddleware:
             else:
                 await self.app(scope, receive, send_wrapper)
         except Exception as exc:
-            error_log.error(
-                "unhandled error on %s %s", scope.get("method"), scope.get("path"), exc_info=exc
-            )
+            error_log.error("unhandled error on %s %s", scope.get("method"), scope.get("path"), exc_info=exc)
             status = 500
             if not started:
                 response = await self.on_unhandled(scope, exc)
@@ -237,10 +235,17 @@ async def _token_in_query_response(scope: Scope, receive: Receive, send: Send) -
         "in logs and histories, so treat this token as exposed and ask an admin for a new one",
     )
     body = error_json(err, scope.get("state", {}).get("request_id"))
-    await send({"type": "http.response.start", "status": err.http_status, "headers": [
-        (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-        (b"cache-control", b"no-store"),
-    ]})
+    await send(
+        {
+            "type": "http.response.start",
+            "status": err.http_status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                (b"cache-control", b"no-store"),
+            ],
+        }
+    )
     await send({"type": "http.response.body", "body": body})
 
 
@@ -254,6 +259,8 @@ def _incoming_id(scope: Scope) -> str | None:
 def log_request(scope: Scope, status: int, duration: float, rid: str) -> None:
     """The request's access-log line, ``GET /v1/resolve?torch=2.3 200 0.41ms``, through the ``accelenv.access``
     logger (its fields as the record's attributes, which the JSON format lists)."""
+    if not access_log.isEnabledFor(logging.INFO):
+        return
     method = scope.get("method", "")
     raw = scope.get("raw_path") or scope.get("path", "").encode()
     if token_in_path(raw):
@@ -265,13 +272,17 @@ def log_request(scope: Scope, status: int, duration: float, rid: str) -> None:
     if not target.isprintable():
         target = target.encode("unicode_escape").decode("ascii")
     ms = f"{duration * 1000:.2f}"
-    fields = {"method": method, "path": target, "status": status, "duration_ms": float(ms), "request_id": rid}
-    if access_log.isEnabledFor(logging.INFO):
-        # made and handled as Logger.info would, less its search of the stack for the caller (a line names no
-        # source line)
-        access_log.handle(access_log.makeRecord(
-            access_log.name, logging.INFO, "", 0, "%s %s %s %sms", (method, target, status, ms), None, extra=fields
-        ))
+    # made and handled as Logger.info would, less its search of the stack for the caller (a line names no
+    # source line); the fields (`_FIELDS`, none a LogRecord attribute) are set on the record as ``extra=``
+    # would set them, without building the dict ``extra`` copies from
+    args = (method, target, status, ms)
+    record = access_log.makeRecord(access_log.name, logging.INFO, "", 0, "%s %s %s %sms", args, None)
+    record.method = method
+    record.path = target
+    record.status = status
+    record.duration_ms = float(ms)
+    record.request_id = rid
+    access_log.handle(record)
 
 
 #: a line within this many seconds of the previous write waits for the end of the event loop's turn, and goes

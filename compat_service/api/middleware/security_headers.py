@@ -53,7 +53,10 @@ def token_in_query(query: bytes) -> bool:
     if TOKEN_PREFIX in query:
         return True
     lowered = query.lower()
-    return any(word in lowered for word in _TOKEN_WORDS) and _TOKEN_PARAM.search(query) is not None
+    for word in _TOKEN_WORDS:  # a loop, not any() over a generator: this runs on every request
+        if word in lowered:
+            return _TOKEN_PARAM.search(query) is not None
+    return False
 
 
 def token_in_path(path: bytes) -> bool:
@@ -83,7 +86,7 @@ def _relative(location: bytes, scope: MutableMapping[str, Any]) -> bytes:
     host = next((v for n, v in scope.get("headers", ()) if n == b"host"), None)
     for scheme in (b"http://", b"https://"):
         if host is not None and location.startswith(scheme + host):
-            rest = location[len(scheme + host):]
+            rest = location[len(scheme + host) :]
             if rest.startswith(b"/") and not rest.startswith(b"//"):
                 return rest
             if not rest:

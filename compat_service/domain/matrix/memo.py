@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import functools
 import threading
-from collections.abc import Hashable, MutableMapping
+from collections.abc import Callable, Hashable, MutableMapping
 from typing import TYPE_CHECKING, Generic, Protocol, TypeVar, cast
 
 if TYPE_CHECKING:
@@ -68,8 +68,8 @@ class MemoStore:
     def table(self, name: str) -> dict[object, object]:
         """The table of the matrix-keyed memo ``name`` (made empty on first use)."""
         found = self._tables.get(name)
-        if found is None:
-            found = self._tables[name] = {}
+        if found is None:  # (setdefault: two threads asking first get the same table)
+            found = self._tables.setdefault(name, {})
         return found
 
     def bounded(self, name: str) -> MutableMapping[object, object]:
@@ -113,14 +113,23 @@ class _HasMemo(Protocol):
 class MatrixMemo(Generic[K, V]):
     """One cache per matrix keyed by facts the matrix holds; declare it beside the function that fills it."""
 
-    __slots__ = ("name",)
+    __slots__ = ("name", "_last")
 
     def __init__(self, name: str) -> None:
         self.name = name
+        #: the store asked last and this memo's table in it: the stages ask every memo several times per request,
+        #: nearly always of the same matrix (one assignment, so a thread never reads a store with another's table)
+        self._last: tuple[MemoStore, dict[K, V]] | None = None
 
     def table(self, matrix: _HasMemo) -> dict[K, V]:
         """This memo's table in ``matrix``'s store."""
-        return cast("dict[K, V]", matrix.memo.table(self.name))
+        store = matrix.memo
+        last = self._last
+        if last is not None and last[0] is store:
+            return last[1]
+        table = cast("dict[K, V]", store.table(self.name))
+        self._last = (store, table)
+        return table
 
     def held(self, matrix: _HasMemo) -> int:
         """How many entries ``matrix`` holds for this memo."""
@@ -145,6 +154,28 @@ class RequestMemo(Generic[K, V]):
         store = matrix.memo
         store.keep(store.bounded(self.name), key, value)
 
+    def recall(self, matrix: _HasMemo, key: Callable[[], K], compute: Callable[[], V]) -> V:
+        """The value kept under ``key()``, else ``compute()``, kept. A store that keeps no requests
+        (`MemoStore.request_limit` 0) is not asked: no key is built, ``compute()`` is the answer. A key that cannot
+        be hashed is computed, not kept."""
+        store = matrix.memo
+        if store.request_limit <= 0:
+            return compute()
+        table = store.bounded(self.name)
+        wanted = key()
+        try:
+            found = table.get(wanted, _MISSING)
+        except TypeError:
+            return compute()
+        if found is _MISSING:
+            found = compute()
+            store.keep(table, wanted, found)
+        return cast("V", found)
+
     def held(self, matrix: _HasMemo) -> int:
         """How many entries ``matrix`` holds for this memo."""
         return len(self.table(matrix))
+
+
+#: `RequestMemo.recall`'s "not kept" (None is a value some memos keep)
+_MISSING = object()

@@ -38,6 +38,9 @@ class Conflict(Exception):
     causes: list[CauseRow]
     #: facts the alternatives search uses, e.g. {"driver_needed": "530.30.02"}
     facts: ConflictFacts
+    #: the stage (state.STAGES) every candidate patch dropped out at or before, when the stages refused them all
+    #: (set by `explanation.explain_failure`; None for any other failure)
+    stage: str | None
 
     def __init__(
         self,
@@ -53,3 +56,4 @@ class Conflict(Exception):
         self.hint = hint
         self.causes = [] if causes is None else causes
         self.facts = ConflictFacts() if facts is None else facts
+        self.stage = None

@@ -123,7 +123,9 @@ def explain_failure(state: ResolverState, stage: str, deaths: list[Dropout]) -> 
     for d in deaths:
         by_minor.setdefault(d.minor.minor, d)
     torch_cause: CauseRow = (asked, "request: --torch", f"matches {_span(deaths)}")
-    return EXPLAIN[stage](Failure(state, deaths, by_minor, asked, torch_cause))
+    conflict = EXPLAIN[stage](Failure(state, deaths, by_minor, asked, torch_cause))
+    conflict.stage = stage
+    return conflict
 
 
 def _explain_platform(f: Failure) -> Conflict:
@@ -498,6 +500,9 @@ def _span(deaths: list[Dropout]) -> str:
 
 
 _CPU = BackendSpec("cpu", "label", "cpu")
+#: the stages that read none of the request's build fields (backend, driver, GPU, runtime), only its torch, platform
+#: and Python: a request every patch of which dropped out there drops out there with the CPU build too (not tried)
+_BUILD_BLIND = frozenset({"platform", "python"})
 
 
 #: (a ResolveRequest, its failure's code and facts, the resolving function) -> the nearby requests that resolve,
@@ -506,9 +511,9 @@ _NEARBY: RequestMemo[
     tuple[ResolveRequest, str, tuple[tuple[str, object], ...], TryResolve],
     tuple[tuple[str, tuple[tuple[str, str | None], ...]], ...],
 ] = RequestMemo("nearby")
-#: (a ResolveRequest with its torch blanked, the asked minor's position) -> the position of the nearest minor that
+#: (a ResolveRequest with its torch blanked, the asked minor's position) -> that request with the nearest minor that
 #: resolves, None = none
-_NEAREST_TORCH: RequestMemo[tuple[ResolveRequest, int], int | None] = RequestMemo("nearest_torch")
+_NEAREST_TORCH: RequestMemo[tuple[ResolveRequest, int], ResolveRequest | None] = RequestMemo("nearest_torch")
 
 
 def nearby_requests(
@@ -518,18 +523,15 @@ def nearby_requests(
     dropped), like the searches' own answers (`try_resolve`'s): the search is a function of the request, its
     failure's code and facts, and the matrix, and pipelines and the web selector send the same failing requests
     again and again. The failure itself is found and explained for every request."""
-    memo = _NEARBY.table(matrix)
-    facts = tuple((k, tuple(v) if isinstance(v, list) else v) for k, v in sorted(conflict.facts.items()))
-    key = (request, conflict.code, facts, try_resolve)
-    try:
-        found = memo.get(key)
-    except TypeError:  # a fact that is no key (none is today): searched, not kept
-        return _search_nearby(conflict, request, matrix, try_resolve, first_stages)
-    if found is None:
+    def key() -> tuple[ResolveRequest, str, tuple[tuple[str, object], ...], TryResolve]:
+        facts = tuple((k, tuple(v) if isinstance(v, list) else v) for k, v in sorted(conflict.facts.items()))
+        return (request, conflict.code, facts, try_resolve)
+
+    def search() -> tuple[tuple[str, tuple[tuple[str, str | None], ...]], ...]:
         searched = _search_nearby(conflict, request, matrix, try_resolve, first_stages)
-        found = tuple((text, tuple(flags.items())) for text, flags in searched)
-        _NEARBY.keep(matrix, key, found)
-    return [(text, dict(flags)) for text, flags in found]
+        return tuple((text, tuple(flags.items())) for text, flags in searched)
+
+    return [(text, dict(flags)) for text, flags in _NEARBY.recall(matrix, key, search)]
 
 
 def _search_nearby(
@@ -604,7 +606,7 @@ def _search_nearby(
                 {"with": ",".join(known) or "none"},
             )
         )
-    if request.backend.family != "cpu":
+    if request.backend.family != "cpu" and conflict.stage not in _BUILD_BLIND:
         cpu = request.changed(backend=_CPU, driver=None, gpu_arch=None, gpu=None, runtime=None)
         tries.append(("the CPU build", cpu, {"backend": "cpu"}))
 
@@ -718,20 +720,18 @@ def _nearest_fitting_torch(
     """The request with the nearest torch minor (either side of the asked one, newer first on a tie) that
     resolves; the minors are tried in order of distance, so a close one is found in a few resolves."""
     # Answers are kept per matrix (bounded): the search depends on the request but its torch and on where the
-    # asked minor sits, and many failing requests share both (a pipeline's matrix, the web selector).
-    key = (request.changed(torch=_ANY_TORCH), asked)  # every field but the torch asked for
-    known = _NEAREST_TORCH.table(matrix).get(key, -1)  # -1: not kept (None is a kept answer: none resolves)
-    if known != -1:
-        return None if known is None else request.changed(torch=TorchSpec(minors[known], "minor"))
-    passing = first_stages(request, matrix)
-    by_distance = sorted((i for i in range(len(minors)) if minors[i] in passing), key=lambda i: (abs(i - asked), i))
-    for index in by_distance:
-        candidate = request.changed(torch=TorchSpec(minors[index], "minor"))
-        if try_resolve(candidate, matrix) is not None:
-            _NEAREST_TORCH.keep(matrix, key, index)
-            return candidate
-    _NEAREST_TORCH.keep(matrix, key, None)
-    return None
+    # asked minor sits, and many failing requests share both (a pipeline's matrix, the web selector); the request
+    # found is the key's with the nearest minor, so it is kept whole.
+    def nearest() -> ResolveRequest | None:
+        passing = first_stages(request, matrix)
+        by_distance = sorted((i for i in range(len(minors)) if minors[i] in passing), key=lambda i: (abs(i - asked), i))
+        for index in by_distance:
+            candidate = request.changed(torch=TorchSpec(minors[index], "minor"))
+            if try_resolve(candidate, matrix) is not None:
+                return candidate
+        return None
+
+    return _NEAREST_TORCH.recall(matrix, lambda: (request.changed(torch=_ANY_TORCH), asked), nearest)
 
 
 _ANY_TORCH = TorchSpec("latest", "latest")

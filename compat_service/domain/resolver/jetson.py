@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from compat_service.domain.matrix.memo import MatrixMemo
 from compat_service.domain.resolver.request import invalid_request
 from compat_service.domain.resolver.resolution import HostRequirement, Pin, Reason, Resolution
 from compat_service.domain.versions import cached_version
@@ -39,9 +40,18 @@ _SBSA = (
 _SBSA_SOURCES = ("nv_forum_pytorch_for_jetson", "jetson_containers_391")
 
 
+#: () -> every GPU architecture a JetPack release of the matrix runs on (`jetson_archs`)
+_JETSON_ARCHS: MatrixMemo[tuple[()], frozenset[str]] = MatrixMemo("jetson_archs")
+
+
 def jetson_archs(matrix: Matrix) -> frozenset[str]:
-    """Every GPU architecture a JetPack release of the matrix runs on."""
-    return frozenset(arch for row in matrix.jetpack_releases() for arch in row.archs)
+    """Every GPU architecture a JetPack release of the matrix runs on (kept per matrix: every CUDA request with a
+    --gpu-arch asks, the alternatives search once per request it tries)."""
+    memo = _JETSON_ARCHS.table(matrix)
+    found = memo.get(())
+    if found is None:
+        found = memo[()] = frozenset(arch for row in matrix.jetpack_releases() for arch in row.archs)
+    return found
 
 
 def is_jetson_target(request: ResolveRequest, matrix: Matrix) -> bool:

@@ -129,40 +129,105 @@ def words(rule: KnownBadRule) -> str:
     return f"{rule.effect} [known issue {rule.id}: {', '.join(rule.source)}]"
 
 
+#: (patch, Python, platform, family, the builds' labels, companions) -> what `screen` found: (label, the answer's
+#: lines) per build kept, (label, rule) per build passed over. Kept for a request that gives none of the fields
+#: `match` reads but its companions (no --gpu-arch, --driver, --macos, full --python or stack package): then
+#: every verdict follows from matrix facts
+_SCREENED: MatrixMemo[
+    tuple[str, str, str, str, tuple[str, ...], tuple[str, ...]],
+    tuple[tuple[tuple[str, tuple[str, ...]], ...], tuple[tuple[str, KnownBadRule], ...]],
+] = MatrixMemo("known_bad_screened")
+
+
 def screen(
     state: ResolverState, patch: TorchPatch, python: str, candidates: list[Candidate]
 ) -> tuple[list[Candidate], list[tuple[Candidate, KnownBadRule]]]:
     """The candidates no ``never`` rule matches, each with the lines the answer says about the rules that do
     or may apply (`Candidate.known_bad`), and the (candidate, rule) pairs passed over."""
-    rules = state.matrix.known_bad(patch.version)
-    if not rules:
+    if not state.matrix.known_bad(patch.version):
         return candidates, []
+    r = state.request
+    if _target_given(state):
+        return _screen(state, patch, python, candidates)
+    memo = _SCREENED.table(state.matrix)
+    key = (patch.version, python, r.platform, state.family, tuple([c.label for c in candidates]), r.with_)
+    found = memo.get(key)
+    if found is None:
+        kept, refused = _screen(state, patch, python, candidates)
+        memo[key] = (tuple([(c.label, tuple(c.known_bad)) for c in kept]), tuple([(c.label, b) for c, b in refused]))
+        return kept, refused
+    return _replayed(found, candidates)
+
+
+def _target_given(state: ResolverState) -> bool:
+    """Whether the request gives a field of the target `match` reads besides the companions."""
+    r = state.request
+    return (
+        r.gpu_arch is not None
+        or r.driver is not None
+        or r.macos is not None
+        or r.python_version is not None
+        or bool(r.stack)
+    )
+
+
+def _replayed(
+    found: tuple[tuple[tuple[str, tuple[str, ...]], ...], tuple[tuple[str, KnownBadRule], ...]],
+    candidates: list[Candidate],
+) -> tuple[list[Candidate], list[tuple[Candidate, KnownBadRule]]]:
+    """What `_screen` found for these builds' labels (`_SCREENED`), said of these builds."""
+    by_label = {c.label: c for c in candidates}
+    for label, lines in found[0]:
+        by_label[label].known_bad = list(lines)
+    return [by_label[label] for label, _ in found[0]], [(by_label[label], rule) for label, rule in found[1]]
+
+
+def _screen(
+    state: ResolverState, patch: TorchPatch, python: str, candidates: list[Candidate]
+) -> tuple[list[Candidate], list[tuple[Candidate, KnownBadRule]]]:
     kept: list[Candidate] = []
     refused: list[tuple[Candidate, KnownBadRule]] = []
+    # what each rule says on this target: the same for every build it applies to (`match` reads no build)
+    said: dict[str, tuple[KnownBadRule | None, str | None]] = {}
     for c in candidates:
         lines: list[str] = []
         bad = None
         for rule in applicable(state, patch, python, c):
-            verdict, open_ = match(rule, state, patch)
-            if verdict == "no":
-                continue
-            if rule.severity == "never" and verdict == "yes":
-                bad = rule
+            found = said.get(rule.id)
+            if found is None:
+                found = said[rule.id] = _said(rule, state, patch)
+            bad, line = found
+            if bad is not None:
                 break
-            if rule.severity == "never":
-                lines.append(f"if {' and '.join(open_)}: {words(rule)}")
-            elif verdict == "yes":
-                lines.append(words(rule))
+            if line is not None:
+                lines.append(line)
         if bad is not None:
             refused.append((c, bad))
         else:
             c.known_bad = lines
             kept.append(c)
     if kept and refused:
-        passed = "; ".join(f"{c.label} passed over: {words(rule)}" for c, rule in refused)
-        for c in kept:
-            c.known_bad = [*c.known_bad, passed]
+        _say_passed_over(kept, refused)
     return kept, refused
+
+
+def _say_passed_over(kept: list[Candidate], refused: list[tuple[Candidate, KnownBadRule]]) -> None:
+    """Each kept build's answer names the builds passed over, and the rule that passed over each."""
+    passed = "; ".join(f"{c.label} passed over: {words(rule)}" for c, rule in refused)
+    for c in kept:
+        c.known_bad = [*c.known_bad, passed]
+
+
+def _said(rule: KnownBadRule, state: ResolverState, patch: TorchPatch) -> tuple[KnownBadRule | None, str | None]:
+    """(the rule, when it passes the build over; else None) and the line the answer says about it (None: none)."""
+    verdict, open_ = match(rule, state, patch)
+    if verdict == "no":
+        return None, None
+    if rule.severity == "never" and verdict == "yes":
+        return rule, None
+    if rule.severity == "never":
+        return None, f"if {' and '.join(open_)}: {words(rule)}"
+    return None, words(rule) if verdict == "yes" else None
 
 
 def skip_words(rule: KnownBadRule) -> str:

@@ -163,9 +163,6 @@ def _with_gpu_reason(res: Resolution, gpu: GpuLookup | None) -> Resolution:
     return res.changed(reasons=(reason, *res.reasons), warnings=(*warnings, *res.warnings))
 
 
-_UNTRIED = object()
-
-
 #: a request the alternatives search tries -> what it reads of its answer, None when it does not resolve
 #: (`try_resolve`)
 _TRIED: RequestMemo[ResolveRequest, Fit | None] = RequestMemo("tried")
@@ -176,10 +173,10 @@ def try_resolve(request: ResolveRequest, matrix: Matrix) -> Fit | None:
     answer's torch, build and Python); for the alternatives search. Answers are kept per matrix (bounded):
     pipelines and the web selector send many unsatisfiable requests, and their searches try the same nearby
     requests again and again."""
-    found = _TRIED.table(matrix).get(request, _UNTRIED)
-    if found is not _UNTRIED:
-        return cast("Fit | None", found)
-    answer: Fit | None
+    return _TRIED.recall(matrix, lambda: request, lambda: _search_fit(request, matrix))
+
+
+def _search_fit(request: ResolveRequest, matrix: Matrix) -> Fit | None:
     if is_jetson_target(request, matrix):  # NVIDIA's JetPack wheels (jetson.py)
         from compat_service.domain.errors import UnsatisfiableError
 
@@ -187,14 +184,11 @@ def try_resolve(request: ResolveRequest, matrix: Matrix) -> Fit | None:
             res = jetson_answer(request, matrix)
         except UnsatisfiableError:
             res = None
-        answer = None if res is None else Fit(res.torch_version, res.backend, res.family, res.python)
-    else:
-        try:
-            answer = _fit(ResolverState(matrix, request, None))
-        except Conflict:  # --strict, and the answer rests on unknown facts
-            answer = None
-    _TRIED.keep(matrix, request, answer)
-    return answer
+        return None if res is None else Fit(res.torch_version, res.backend, res.family, res.python)
+    try:
+        return _fit(ResolverState(matrix, request, None))
+    except Conflict:  # --strict, and the answer rests on unknown facts
+        return None
 
 
 def _fit(state: ResolverState) -> Fit | None:

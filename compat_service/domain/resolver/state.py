@@ -47,6 +47,11 @@ STAGE = {name: index for index, name in enumerate(STAGES)}
 class ResolverState:
     """What every part of one resolution reads: the matrix, the request, the family asked for, warnings."""
 
+    __slots__ = (
+        "matrix", "request", "evidence", "family", "warnings", "unknowns", "arch_refused", "steering", "skipped",
+        "wheel_skips",
+    )
+
     def __init__(self, matrix: Matrix, request: ResolveRequest, evidence: EvidenceLookup | None) -> None:
         self.matrix = matrix
         self.request = request
