@@ -21,6 +21,10 @@ figure is the one without ``--warm-memo``; the JSON's ``resolver_memo_size`` say
 2026-12-03 on 2 cores at load ~0.8 (benchmarks/README.md): --mixed 0.506-0.513 memo off (the goal's figure; 0.367
 before the error path was made cheaper), 0.62-0.64 with --warm-memo; --uncached 0.72.
 
+``--uncached --free-resolver`` runs the same rotation against the service with its resolving taken out (every
+request answered with one real answer worked out once, everything else as deployed): the most a cheaper
+resolver could reach, against the goal.
+
 Both apps run under uvicorn with identical settings (one worker, uvicorn's own access log off, loopback).
 The service runs as deployed: its access log on (one line per request, written to a file) and its
 Prometheus metrics counting every request (``--no-service-log`` turns its access log off,
@@ -50,6 +54,7 @@ import urllib.request
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+APP = "compat_service.api.app:app_from_env"
 RESOLVE_PATH = "/v1/resolve?torch=2.3&python=3.10&backend=cu121&os=linux&arch=x86_64"
 TARGET_RATIO = 0.8
 UNCACHED_TARGET_RATIO = 0.7
@@ -170,6 +175,26 @@ def bare_app():
     return app
 
 
+def free_resolver_app():
+    """The service as deployed, except that `GET /v1/resolve` answers every query with one real answer worked out
+    once (``RESOLVE_PATH``'s, 3.6 KB): everything a request costs but the resolving (``--free-resolver``), so
+    the ratio it gets is the most a cheaper resolver could reach. A measuring instrument of this script only:
+    the route module's name for the answer is rebound in the benchmark's server process."""
+    from compat_service.api.app import app_from_env
+    from compat_service.api.routes import resolve as route
+
+    real = route.resolution_answer
+    kept: list[tuple[bytes, str]] = []
+
+    async def one_answer(app, raw, pairs=None):
+        if not kept:
+            kept.append(await real(app, RESOLVE_PATH.partition("?")[2].encode()))
+        return kept[0]
+
+    route.resolution_answer = one_answer
+    return app_from_env()
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -268,7 +293,15 @@ def main() -> None:
                         help="with --uncached/--mixed: keep the resolver's request-keyed error-path tables at their "
                         "default (ACCELENV_RESOLVER_MEMO_SIZE unset), as in production where the same failing "
                         "requests recur; by default they are off (0), so that no answer of the rotation is kept")
+    parser.add_argument(
+        "--free-resolver",
+        action="store_true",
+        help="with --uncached: the service answers every request with one answer worked out once, so the ratio "
+        "is what everything but the resolving leaves (the most a cheaper resolver could reach)",
+    )
     args = parser.parse_args()
+    if args.free_resolver and (args.mixed or not args.uncached):
+        parser.error("--free-resolver goes with --uncached (the rotation of resolvable requests)")
     if args.mixed:
         args.uncached = True
     if shutil.which("wrk") is None:
@@ -287,7 +320,8 @@ def main() -> None:
             script = _rotation_script(paths, Path(tmp))
         servers = {
             "resolve": Server(
-                "compat_service.api.app:app_from_env", RESOLVE_PATH, env, args.workers, logs / "resolve.log"
+                "benchmarks.bench_service:free_resolver_app" if args.free_resolver else APP,
+                RESOLVE_PATH, env, args.workers, logs / "resolve.log",
             ),
             "bare": Server("benchmarks.bench_service:bare_app", "/bare", env, args.workers, logs / "bare.log"),
         }
@@ -325,6 +359,7 @@ def main() -> None:
         "meets_target": ratio >= target,
         "distinct_requests": ROTATION if args.uncached else 1,
         "unsatisfiable_share": UNSATISFIABLE_SHARE if args.mixed else 0,
+        "free_resolver": args.free_resolver,
         # the resolver's request-keyed error-path tables (ACCELENV_RESOLVER_MEMO_SIZE; unset = the default)
         "resolver_memo_size": int(env.get("ACCELENV_RESOLVER_MEMO_SIZE", _default_memo_size())),
         "service_access_log_lines": access_lines,
