@@ -146,13 +146,8 @@ class RequestMemo(Generic[K, V]):
         self.name = name
 
     def table(self, matrix: _HasMemo) -> FIFOCache[K, V]:
-        """This memo's table in ``matrix``'s store (read it; store with `keep`)."""
+        """This memo's table in ``matrix``'s store (filled through `recall`)."""
         return cast("FIFOCache[K, V]", matrix.memo.bounded(self.name))
-
-    def keep(self, matrix: _HasMemo, key: K, value: V) -> None:
-        """Store ``value`` under ``key`` unless the store keeps no requests."""
-        store = matrix.memo
-        store.keep(store.bounded(self.name), key, value)
 
     def recall(self, matrix: _HasMemo, key: Callable[[], K], compute: Callable[[], V]) -> V:
         """The value kept under ``key()``, else ``compute()``, kept. A store that keeps no requests
