@@ -28,7 +28,10 @@ Peaks: a device's peak comes from ``probes.checks.peaks`` (sourced datasheets). 
 CPU, so on the CPU the peak is measured: the fastest sample of the same figure in this run (the best the host
 did, ``peak_source`` says so), and ``peak_fraction`` is how far the median fell below it. Sizes are chosen to
 reach the regime a figure names: the matmul doubles n from ``MATMUL_N`` while a call is shorter than
-``MIN_CALL_S`` (compute-bound or memory-bound by the roofline, against the sourced or measured bandwidth),
+``MIN_CALL_S`` (compute-bound or memory-bound by the roofline, against the sourced or measured bandwidth), and
+shrinks it where a call at ``MATMUL_N`` lasts longer than ``MAX_CALL_S`` (a slow kernel, such as a CPU's
+float16 fallback at 1 GFLOP/s: compute-bound at the smaller size too, and its figure costs seconds, not the
+half minute ten calls at n=1024 took),
 the elementwise figure moves 128 MiB per call (memory-bound, past any last-level cache), the latencies are
 latency-bound. The group runs alone (``registry``: no other worker on the cores) and records the load average.
 
@@ -59,6 +62,9 @@ MAX_SPREAD = 1.0
 MATMUL_N = 1024  # the first size tried; doubled while one call is shorter than MIN_CALL_S (a fast device)
 MAX_MATMUL_N = 8192
 MIN_CALL_S = 0.002
+#: a matmul call longer than this at MATMUL_N is a slow kernel: n shrinks (by the n^3 work) to a call this long
+MAX_CALL_S = 0.25
+MIN_MATMUL_N = 128
 ELEMENTS = 1 << 24  # 64 MiB of float32 read and 64 MiB written per call: past any CPU's last-level cache
 COPY_BYTES = 4 << 20
 DEEP_COPY_BYTES = 64 << 20
@@ -205,6 +211,48 @@ def _result(ctx, figures, what, **data):
     return checks.passed(detail, **data)
 
 
+def _matmul_operands(ctx, dtype):
+    """The n x n operands the figure is taken at, on the CPU and on the device (a_cpu, b_cpu, a, b): n from
+    ``MATMUL_N``, doubled while a call is shorter than ``MIN_CALL_S`` (up to ``MAX_MATMUL_N``), or shrunk once
+    where a call at ``MATMUL_N`` lasts longer than ``MAX_CALL_S``."""
+    n = MATMUL_N
+    while True:
+        operands = _operands(ctx, dtype, n)
+        call_s = _one_call_s(ctx, lambda a=operands[2], b=operands[3]: ctx.torch.mm(a, b))
+        if call_s > MAX_CALL_S and n == MATMUL_N:
+            return _operands(ctx, dtype, _smaller_matmul_n(n, call_s))
+        if call_s >= MIN_CALL_S or n >= MAX_MATMUL_N:
+            return operands
+        n *= 2  # too quick to be compute-bound: launch overhead would dominate
+
+
+def _operands(ctx, dtype, n):
+    torch = ctx.torch
+    gen = torch.Generator().manual_seed(0)
+    a_cpu = torch.randn(n, n, generator=gen).to(dtype)
+    b_cpu = torch.randn(n, n, generator=gen).to(dtype)
+    return a_cpu, b_cpu, a_cpu.to(ctx.device), b_cpu.to(ctx.device)
+
+
+def _one_call_s(ctx, fn):
+    """Seconds of one call of ``fn`` on the device after a warm-up call (the first call pays one-time costs: a
+    library's handle, the kernel's load)."""
+    sync = _sync(ctx, ctx.device)
+    fn()
+    sync()
+    start = time.perf_counter()
+    fn()
+    sync()
+    return time.perf_counter() - start
+
+
+def _smaller_matmul_n(n, call_s):
+    """The size whose call lasts about ``MAX_CALL_S`` when a call at ``n`` lasted ``call_s`` (the work grows as
+    n^3), a multiple of 64, at least ``MIN_MATMUL_N``."""
+    scaled = int(n * (MAX_CALL_S / call_s) ** (1.0 / 3.0)) // 64 * 64
+    return max(MIN_MATMUL_N, min(n, scaled))
+
+
 def _matmul_regime(n, dtype_bytes, seconds, rate, bandwidth):
     """(regime, note) for an n x n matmul, by the roofline: compute-bound when memory at ``bandwidth`` (B/s, the
     device's sourced peak or the elementwise figure measured before) could feed its arithmetic intensity (FLOP
@@ -230,19 +278,9 @@ def matmul(ctx):
         if name != "float32" and ctx.dtype_problem(name):
             continue
         dtype = getattr(torch, name)
-        n = MATMUL_N
-        while True:
-            gen = torch.Generator().manual_seed(0)
-            a_cpu = torch.randn(n, n, generator=gen).to(dtype)
-            b_cpu = torch.randn(n, n, generator=gen).to(dtype)
-            a, b = a_cpu.to(ctx.device), b_cpu.to(ctx.device)
-            timing = _timed(ctx, ctx.device, lambda a=a, b=b: torch.mm(a, b), samples=1 if n < MAX_MATMUL_N else None,
-                            sample_s=MATMUL_SAMPLE_S, busy=True)
-            if timing.seconds >= MIN_CALL_S or n >= MAX_MATMUL_N:
-                break
-            n *= 2  # too quick to be compute-bound: launch overhead would dominate
-        if timing.samples == 1:
-            timing = _timed(ctx, ctx.device, lambda a=a, b=b: torch.mm(a, b), sample_s=MATMUL_SAMPLE_S, busy=True)
+        a_cpu, b_cpu, a, b = _matmul_operands(ctx, dtype)
+        n = a.shape[0]
+        timing = _timed(ctx, ctx.device, lambda a=a, b=b: torch.mm(a, b), sample_s=MATMUL_SAMPLE_S, busy=True)
         flops = 2.0 * n ** 3
         try:
             cpu = _rate(flops, timing) if ctx.is_cpu else \
