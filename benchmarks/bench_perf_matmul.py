@@ -5,7 +5,7 @@ block sizes, the median of its blocks) at the n and thread count the figure repo
 
 Target (issue 33): every run's ``matmul.float32`` within 0.7-1.3x the independent timing. The machine may be
 shared; the load average before and after each pair is printed beside it, and the probe's own ``cpu_share``
-(the CPU time its worker got over what its threads could have had): a figure taken with under 0.75 of it is
+(the share of the wall time its busy threads ran, probes/checks/perf.py): a figure taken with under 0.75 of it is
 marked ``valid: false`` by the probe itself, and a run like that says the host was shared, not that the
 figure is wrong.
 

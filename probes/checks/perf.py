@@ -18,11 +18,14 @@ How a figure is taken: one warm-up call, then ``SAMPLES`` timed samples (each re
 ``SAMPLE_S``, ``MATMUL_SAMPLE_S`` for the matmul, and synchronizes at its end); the figure is the median sample,
 with ``samples``, ``spread`` ((max - min) / median) and the intra-op ``threads``. A spread over ``MAX_SPREAD``
 marks the figure ``valid: false`` with the reason (a busy host), as does a CPU fallback (the worker). Where the
-CPU does the work (the device is the CPU: matmul, elementwise), ``cpu_share`` is the CPU time the worker got
-while sampling over the wall time its threads had (process CPU time / (wall time x threads)): under
-``MIN_CPU_SHARE`` other processes were running on the same cores, the figure measures the sharing as much as
-the CPU, and it is marked ``valid: false`` saying so (what five runs on a shared host showed: the figure moved
-with the load, 0.002-0.25 of an independent timing, while its spread looked fine).
+CPU does the work (the device is the CPU: matmul, elementwise), ``cpu_share`` is the share of the sampling's
+wall time the worker's busy threads ran: on Linux each thread's CPU time (``/proc/self/task``), over the wall
+time of the threads that ran at least ``BUSY_THREAD`` of it (a kernel that runs on one of torch's threads,
+such as a CPU's float16 fallback, leaves the others idle: that is the kernel, not sharing); elsewhere the
+process CPU time over wall time x torch's threads. Under ``MIN_CPU_SHARE`` other processes were running on the
+same cores, the figure measures the sharing as much as the CPU, and it is marked ``valid: false`` saying so
+(what five runs on a shared host showed: the figure moved with the load, 0.002-0.25 of an independent timing,
+while its spread looked fine).
 
 Peaks: a device's peak comes from ``probes.checks.peaks`` (sourced datasheets). No datasheet applies to a host
 CPU, so on the CPU the peak is measured: the fastest sample of the same figure in this run (the best the host
@@ -56,6 +59,8 @@ SAMPLE_S = 0.02  # a sample repeats the call until it lasts this long (one call 
 MATMUL_SAMPLE_S = 0.1
 #: the worker's share of its threads' CPU time while sampling, below which the figure is not the CPU's speed
 MIN_CPU_SHARE = 0.75
+#: a thread that ran at least this share of the sampling's wall time did the kernel's work (the others idled)
+BUSY_THREAD = 0.25
 MAX_CALLS = 1000
 #: the samples' spread ((max - min) / median) above which a figure is marked invalid: the host was busy
 MAX_SPREAD = 1.0
@@ -115,6 +120,8 @@ def _timed(ctx, device, fn, samples=None, sample_s=SAMPLE_S, busy=False):
     one = time.perf_counter() - start
     calls = max(1, min(MAX_CALLS, int(sample_s / max(one, 1e-7))))
     times = []
+    judged = busy and str(device) == "cpu"
+    threads_start = _thread_cpu_s() if judged else None
     cpu_start, wall_start = time.process_time(), time.perf_counter()
     for _ in range(samples):
         start = time.perf_counter()
@@ -123,13 +130,43 @@ def _timed(ctx, device, fn, samples=None, sample_s=SAMPLE_S, busy=False):
         sync()
         times.append((time.perf_counter() - start) / calls)
     share = None
-    if busy and str(device) == "cpu":
+    if judged:
         wall = time.perf_counter() - wall_start
-        threads = max(1, int(ctx.torch.get_num_threads()))
-        share = (time.process_time() - cpu_start) / (wall * threads) if wall > 0 else None
+        cpu = time.process_time() - cpu_start
+        share = _cpu_share(ctx, wall, cpu, threads_start, _thread_cpu_s()) if wall > 0 else None
     times.sort()
     median = times[len(times) // 2]
     return Timing(median, (times[-1] - times[0]) / median if median > 0 else 0.0, samples, calls, times[0], share)
+
+
+def _thread_cpu_s():
+    """Each thread's CPU seconds so far, by thread id (Linux's /proc/self/task); None where it cannot be read."""
+    try:
+        tids = os.listdir("/proc/self/task")
+        tick = float(os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError, AttributeError):
+        return None
+    seconds = {}
+    for tid in tids:
+        try:
+            with open("/proc/self/task/%s/stat" % tid) as f:
+                fields = f.read().rpartition(")")[2].split()
+            seconds[tid] = (int(fields[11]) + int(fields[12])) / tick  # utime, stime
+        except (OSError, ValueError, IndexError):
+            continue  # the thread ended meanwhile
+    return seconds or None
+
+
+def _cpu_share(ctx, wall, cpu, before, after):
+    """The share of ``wall`` the threads doing the work ran: from each thread's CPU time where it was read
+    (``before``/``after``), counting the threads that ran at least ``BUSY_THREAD`` of it; else the process's
+    ``cpu`` seconds over ``wall`` x torch's threads."""
+    if before is not None and after is not None:
+        ran = [after[tid] - before.get(tid, 0.0) for tid in after]
+        busy = [seconds for seconds in ran if seconds >= BUSY_THREAD * wall]
+        if busy:
+            return min(1.0, sum(busy) / (wall * len(busy)))
+    return cpu / (wall * max(1, int(ctx.torch.get_num_threads())))
 
 
 def _figure(name, unit, value, cpu_value=None, peak=None, note=None, timing=None, regime=None, peak_source=None):
@@ -151,7 +188,7 @@ def _figure(name, unit, value, cpu_value=None, peak=None, note=None, timing=None
         if timing.cpu_share is not None:
             figure["cpu_share"] = round(timing.cpu_share, 3)
             if timing.cpu_share < MIN_CPU_SHARE:
-                reasons.append("the worker got %.0f%% of its threads' CPU time while measuring (at least %.0f%%): "
+                reasons.append("the worker's busy threads ran %.0f%% of the time while measuring (at least %.0f%%): "
                                "other processes were running on the same cores, so the figure is the share it "
                                "got, not the CPU's speed" % (100 * timing.cpu_share, 100 * MIN_CPU_SHARE))
         if reasons:

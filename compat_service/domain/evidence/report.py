@@ -181,8 +181,9 @@ class PerfFigure(_Strict):
     threads: Count | None = None
     #: where the peak behind ``peak_fraction`` comes from: a sourced datasheet row, or this host measured
     peak_source: str | None = Field(default=None, max_length=400)
-    #: where the CPU did the work: the CPU time the probe got while measuring over the wall time of its threads;
-    #: well under 1 means other processes shared the cores (the figure is then marked invalid)
+    #: where the CPU did the work: the share of the measuring's wall time the probe's busy threads ran (older
+    #: probes: its CPU time over the wall time of all torch's threads); well under 1 means other processes
+    #: shared the cores (the figure is then marked invalid)
     cpu_share: StrictFloat | None = Field(default=None, ge=0)
 
 
