@@ -112,12 +112,7 @@ def _timed(ctx, device, fn, samples=None, sample_s=SAMPLE_S, busy=False):
     the CPU does the work on all of torch's threads, so the CPU share the worker got is measured too."""
     sync = _sync(ctx, device)
     samples = samples or (DEEP_SAMPLES if _deep(ctx) else SAMPLES)
-    fn()
-    sync()
-    start = time.perf_counter()
-    fn()
-    sync()
-    one = time.perf_counter() - start
+    one = _one_call_s(ctx, device, fn)
     calls = max(1, min(MAX_CALLS, int(sample_s / max(one, 1e-7))))
     times = []
     judged = busy and str(device) == "cpu"
@@ -255,7 +250,7 @@ def _matmul_operands(ctx, dtype):
     n = MATMUL_N
     while True:
         operands = _operands(ctx, dtype, n)
-        call_s = _one_call_s(ctx, lambda a=operands[2], b=operands[3]: ctx.torch.mm(a, b))
+        call_s = _one_call_s(ctx, ctx.device, lambda a=operands[2], b=operands[3]: ctx.torch.mm(a, b))
         if call_s > MAX_CALL_S and n == MATMUL_N:
             return _operands(ctx, dtype, _smaller_matmul_n(n, call_s))
         if call_s >= MIN_CALL_S or n >= MAX_MATMUL_N:
@@ -271,10 +266,10 @@ def _operands(ctx, dtype, n):
     return a_cpu, b_cpu, a_cpu.to(ctx.device), b_cpu.to(ctx.device)
 
 
-def _one_call_s(ctx, fn):
-    """Seconds of one call of ``fn`` on the device after a warm-up call (the first call pays one-time costs: a
+def _one_call_s(ctx, device, fn):
+    """Seconds of one call of ``fn`` on ``device`` after a warm-up call (the first call pays one-time costs: a
     library's handle, the kernel's load)."""
-    sync = _sync(ctx, ctx.device)
+    sync = _sync(ctx, device)
     fn()
     sync()
     start = time.perf_counter()

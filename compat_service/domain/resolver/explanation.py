@@ -25,6 +25,8 @@ from compat_service.domain.record import Record
 from compat_service.domain.resolver.conflict import CauseRow, Conflict
 from compat_service.domain.resolver.request import BackendSpec, TorchSpec
 from compat_service.domain.resolver.state import (
+    STAGE,
+    STAGES,
     BackendRefusal,
     CompanionsRefusal,
     DriverRefusal,
@@ -500,9 +502,10 @@ def _span(deaths: list[Dropout]) -> str:
 
 
 _CPU = BackendSpec("cpu", "label", "cpu")
-#: the stages that read none of the request's build fields (backend, driver, GPU, runtime), only its torch, platform
-#: and Python: a request every patch of which dropped out there drops out there with the CPU build too (not tried)
-_BUILD_BLIND = frozenset({"platform", "python"})
+#: the stages before `wheels`, the first that reads a build: they read none of the request's build fields (backend,
+#: driver, GPU, runtime), only its torch, platform and Python, so a request every patch of which dropped out there
+#: drops out there with the CPU build too (not tried)
+_BUILD_BLIND = frozenset(STAGES[: STAGE["wheels"]])
 
 
 #: (a ResolveRequest, its failure's code and facts, the resolving function) -> the nearby requests that resolve,

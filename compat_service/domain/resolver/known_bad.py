@@ -69,6 +69,11 @@ def applicable(state: ResolverState, patch: TorchPatch, python: str, c: Candidat
     return found
 
 
+#: (words, field) of the version conditions `match` reads: a rule's version spec and the request's version, both
+#: named ``field``
+_VERSION_CHECKS = (("Python", "python_version"), ("NVIDIA driver", "driver"), ("macOS", "macos"))
+
+
 def match(rule: KnownBadRule, state: ResolverState, patch: TorchPatch) -> tuple[Verdict, list[str]]:
     """Whether ``rule``, one of the build's `applicable` rules, holds on the request's target: "no", "yes", or
     "maybe" with the conditions the request leaves open (in words)."""
@@ -80,14 +85,11 @@ def match(rule: KnownBadRule, state: ResolverState, patch: TorchPatch) -> tuple[
             open_.append(f"the GPU is {' or '.join(wanted)}")
         elif not _arch_fits(rule, r.gpu_arch):
             return "no", []
-    checks = (
-        ("Python", rule.python_version, r.python_version),
-        ("NVIDIA driver", rule.driver, r.driver),
-        ("macOS", rule.macos, r.macos),
-    )
-    for name, spec, have in checks:
+    for name, field in _VERSION_CHECKS:
+        spec = getattr(rule, field)
         if spec is None:
             continue
+        have = getattr(r, field)
         if have is None:
             open_.append(f"the {name} is {spec}")
         elif not _in_spec(spec, have):
@@ -162,13 +164,7 @@ def screen(
 def _target_given(state: ResolverState) -> bool:
     """Whether the request gives a field of the target `match` reads besides the companions."""
     r = state.request
-    return (
-        r.gpu_arch is not None
-        or r.driver is not None
-        or r.macos is not None
-        or r.python_version is not None
-        or bool(r.stack)
-    )
+    return r.gpu_arch is not None or bool(r.stack) or any(getattr(r, field) is not None for _, field in _VERSION_CHECKS)
 
 
 def _replayed(
